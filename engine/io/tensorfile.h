@@ -1,0 +1,43 @@
+/* tensorfile.h — named float32 tensors to and from files a notebook loads:
+ * safetensors and numpy .npz (a ZIP of .npy members, STORED, CRC-32 from
+ * zlib). Writers write atomically (temp file in the same directory, fsync,
+ * rename), so a reader never sees half a file. */
+#ifndef PUNCH_TENSORFILE_H
+#define PUNCH_TENSORFILE_H
+
+#include <stddef.h>
+
+#define TENSOR_MAX_RANK 4
+
+typedef struct tensor_entry {
+    char name[96];
+    int rank;
+    long dims[TENSOR_MAX_RANK];
+    float *data;      /* product(dims) floats; owned by whoever filled it */
+} tensor_entry;
+
+long tensor_entry_size(const tensor_entry *t);
+
+/* metadata: string key/value pairs for safetensors' "__metadata__" (may be
+ * NULL with n_meta 0). Return 0, or -1 with a message in err. */
+int safetensors_write(const char *path, const tensor_entry *t, int n,
+                      const char *const *meta_keys, const char *const *meta_values,
+                      int n_meta, char *err, size_t errlen);
+int npz_write(const char *path, const tensor_entry *t, int n,
+              char *err, size_t errlen);
+
+/* Read every F32 tensor of a safetensors / npz file (as written above, and
+ * by numpy.savez for '<f4' arrays). *out is an array of *n entries whose
+ * data are heap copies; free with tensorfile_free. -1 + message on any
+ * malformed or truncated input (never trusts a length it did not check). */
+int safetensors_read(const char *path, tensor_entry **out, int *n,
+                     char *err, size_t errlen);
+int npz_read(const char *path, tensor_entry **out, int *n,
+             char *err, size_t errlen);
+void tensorfile_free(tensor_entry *t, int n);
+
+/* Write `len` bytes to `path` atomically (temp + fsync + rename). */
+int atomic_write_file(const char *path, const void *data, size_t len,
+                      char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,273 @@
+/* spec.h — the job spec: the one language the engine, the daemon and the
+ * client share. A job is plain JSON (see schema/job.schema.json); this module
+ * parses it, validates every field against its JSON path, fills defaults,
+ * expands model presets and infers every layer's output shape, so a bad job
+ * is refused with the same one-line message wherever it is submitted.
+ *
+ * Ownership: spec_parse*() return a heap job_spec the caller frees with
+ * spec_free(); every string inside belongs to it. */
+#ifndef PUNCH_SPEC_H
+#define PUNCH_SPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#define SPEC_MAX_LAYERS 256
+#define SPEC_MAX_INPUTS 8
+#define SPEC_MAX_SCHEDULES 8
+#define SPEC_MAX_METRICS 4
+
+/* An error names the JSON path of the offending field ("training.epochs")
+ * and says what was expected. spec_error_str() joins them as
+ * "training.epochs: must be >= 1, got -3". */
+typedef struct spec_error {
+    char path[160];
+    char message[352];
+} spec_error;
+
+const char *spec_error_str(const spec_error *err, char *buf, size_t len);
+
+/* A tensor shape without the batch dimension: rank 1 ({features}) or
+ * rank 3 ({channels, height, width}). */
+typedef struct spec_shape {
+    int rank;
+    int dim[3];
+} spec_shape;
+
+long spec_shape_size(const spec_shape *s);
+
+typedef enum spec_layer_type {
+    LAYER_DENSE,
+    LAYER_CONV2D,
+    LAYER_MAXPOOL2D,
+    LAYER_AVGPOOL2D,
+    LAYER_DROPOUT,
+    LAYER_FLATTEN,
+    LAYER_BATCHNORM,
+    LAYER_RELU,
+    LAYER_SIGMOID,
+    LAYER_TANH,
+    LAYER_SOFTMAX,
+    LAYER_ADD,    /* residual: element-wise sum of its inputs */
+    LAYER_CONCAT, /* channel concatenation of its inputs */
+    LAYER_TYPE_COUNT
+} spec_layer_type;
+
+typedef enum spec_activation {
+    ACT_NONE,
+    ACT_RELU,
+    ACT_SIGMOID,
+    ACT_TANH,
+    ACT_SOFTMAX,
+} spec_activation;
+
+typedef enum spec_padding { PAD_VALID, PAD_SAME } spec_padding;
+
+typedef struct spec_layer {
+    spec_layer_type type;
+    spec_activation activation; /* fused into dense/conv2d; ACT_NONE otherwise */
+    int units;                  /* dense */
+    int filters;                /* conv2d */
+    int kernel[2];              /* conv2d (kh, kw); pooling window (ph, pw) */
+    int stride[2];              /* conv2d default 1; pooling default = window */
+    int dilation[2];            /* conv2d, default 1 */
+    spec_padding padding;       /* conv2d, pooling; default valid */
+    int pad[2];                 /* resolved top/left padding (same: computed) */
+    bool use_bias;              /* dense, conv2d; default true */
+    float rate;                 /* dropout, in [0, 1) */
+    float momentum;             /* batchnorm running-stat momentum, default 0.9 */
+    float epsilon;              /* batchnorm, default 1e-5 */
+    /* Indices of the layers feeding this one; -1 is the model input. Every
+     * layer but add/concat has exactly one: the previous layer. */
+    int inputs[SPEC_MAX_INPUTS];
+    int n_inputs;
+    /* Resolved by validation. */
+    spec_shape in_shape;  /* shape of inputs[0] */
+    spec_shape out_shape;
+    long n_params;        /* trainable parameters (weights + biases; gamma + beta) */
+    long n_state;         /* non-trainable state (batchnorm running mean/var) */
+} spec_layer;
+
+typedef enum spec_data_format {
+    DATA_IDX,
+    DATA_CIFAR10,
+    DATA_CSV,
+    DATA_SYNTHETIC,
+} spec_data_format;
+
+typedef enum spec_scaling {
+    SCALE_UNIT,     /* divide by the maximum raw value (255 for bytes): [0, 1] */
+    SCALE_STANDARD, /* zero mean, unit variance per feature, from the train set */
+    SCALE_NONE,
+} spec_scaling;
+
+typedef struct spec_data {
+    spec_data_format format;
+    char *train;      /* dataset names relative to a dataset root; NULL = none */
+    char *test;
+    char *validation; /* explicit validation set; else validation_split */
+    double validation_split; /* fraction of train held out, [0, 1) */
+    spec_scaling scaling;
+    bool shuffle;            /* reshuffle each epoch from the seed; default true */
+    long train_samples;      /* use only the first N train samples (0 = all) */
+    long test_samples;       /* likewise for test */
+    int num_classes;         /* default 10 */
+    /* csv */
+    int label_column;        /* default 0 */
+    bool header;             /* skip first line; default false */
+    /* synthetic: random inputs of model.input shape and random labels */
+    long synthetic_train;    /* default 60000 */
+    long synthetic_test;     /* default 10000 */
+} spec_data;
+
+typedef enum spec_loss {
+    LOSS_CATEGORICAL_CROSSENTROPY,
+    LOSS_BINARY_CROSSENTROPY,
+    LOSS_MSE,
+} spec_loss;
+
+typedef enum spec_metric {
+    METRIC_ACCURACY,
+    METRIC_MSE,
+    METRIC_MAE,
+} spec_metric;
+
+typedef enum spec_optimizer_name {
+    OPT_SGD,
+    OPT_RMSPROP,
+    OPT_ADAM,
+    OPT_NADAM,
+} spec_optimizer_name;
+
+typedef struct spec_optimizer {
+    spec_optimizer_name name;
+    double learning_rate; /* sgd 0.01; rmsprop 0.001; adam/nadam 0.001 */
+    double momentum;      /* sgd, default 0 */
+    bool nesterov;        /* sgd, default false */
+    double decay;         /* lr /= (1 + decay * iterations), default 0 */
+    double rho;           /* rmsprop, default 0.9 */
+    double beta1;         /* adam/nadam, default 0.9 */
+    double beta2;         /* adam/nadam, default 0.999 */
+    double epsilon;       /* rmsprop/adam/nadam, default 1e-7 */
+    double weight_decay;  /* L2 added to the gradient, default 0 */
+} spec_optimizer;
+
+typedef enum spec_schedule_kind {
+    SCHED_WARM_UP,
+    SCHED_EARLY_STOPPING,
+    SCHED_REDUCE_LR_ON_PLATEAU,
+    SCHED_REDUCE_LR_EVERY_NEPOCHS,
+    SCHED_MODEL_CHECKPOINT,
+} spec_schedule_kind;
+
+/* PyDTNN's callbacks with their parameters. */
+typedef struct spec_schedule {
+    spec_schedule_kind kind;
+    int warmup_epochs;   /* warm_up: default 5 */
+    double init_lr;      /* warm_up: lr at epoch 0, default lr / 10 */
+    char monitor[32];    /* early_stopping, reduce_lr_on_plateau, model_checkpoint:
+                            "val_loss" (default), "loss", "val_accuracy", "accuracy" */
+    int patience;        /* early_stopping default 10; plateau default 5 */
+    double min_delta;    /* early_stopping/plateau, default 0 */
+    double factor;       /* plateau / every_nepochs, default 0.1 */
+    double min_lr;       /* default 0 */
+    int nepochs;         /* reduce_lr_every_nepochs: default 5 */
+    int every_epochs;    /* model_checkpoint: default 1 */
+} spec_schedule;
+
+typedef struct spec_training {
+    int epochs;          /* default 5, >= 1 */
+    int batch_size;      /* default 64, >= 1; per worker */
+    long steps_per_epoch;/* 0 = a full pass over the (shard of the) train set */
+    spec_loss loss;      /* default categorical_crossentropy */
+    spec_metric metrics[SPEC_MAX_METRICS];
+    int n_metrics;       /* default ["accuracy"] */
+    spec_optimizer optimizer;
+    spec_schedule schedules[SPEC_MAX_SCHEDULES];
+    int n_schedules;
+    unsigned long seed;  /* default 1 */
+} spec_training;
+
+typedef enum spec_trainer {
+    TRAINER_SINGLE,
+    TRAINER_ALLREDUCE,
+    TRAINER_AVERAGING,
+    TRAINER_ENSEMBLE,
+    TRAINER_DOWNPOUR,
+    TRAINER_ADAG,
+    TRAINER_DYNSGD,
+    TRAINER_AEASGD,
+    TRAINER_EAMSGD,
+} spec_trainer;
+
+typedef struct spec_distributed {
+    spec_trainer trainer;      /* default single */
+    int workers;               /* default 1 */
+    int communication_window;  /* async family, default 12 (dist-keras: 5 for
+                                  downpour/easgd; we keep one default) */
+    int sync_every_epochs;     /* averaging, default 1 */
+    bool learning_rate_scaling;/* allreduce: lr *= workers, default false */
+    double rho;                /* aeasgd/eamsgd elasticity, default 5.0 */
+    double momentum;           /* eamsgd, default 0.9 */
+    double bucket_mb;          /* allreduce bucket size in MiB, default 4 */
+} spec_distributed;
+
+typedef struct spec_resources {
+    int gpus;                  /* per worker; default 0 */
+    int threads_per_worker;    /* default 1 */
+    long time_limit_s;         /* 0 = none; default 0 */
+    int priority;              /* higher runs first; default 0, range -10..10 */
+} spec_resources;
+
+typedef struct job_spec {
+    char *name;                /* default "job" */
+    char *preset;              /* model preset name if the model was one, else NULL */
+    spec_shape input;
+    spec_layer *layers;
+    int n_layers;
+    long n_params;             /* total trainable */
+    long n_state;              /* total non-trainable */
+    spec_data data;
+    spec_training training;
+    spec_distributed distributed;
+    spec_resources resources;
+} job_spec;
+
+/* Parse and validate a job. On error return NULL and fill *err (never
+ * crashes, whatever the bytes). */
+job_spec *spec_parse(const char *text, size_t len, spec_error *err);
+job_spec *spec_parse_json(const json_t *root, spec_error *err);
+job_spec *spec_load_file(const char *path, spec_error *err);
+void spec_free(job_spec *spec);
+
+/* The resolved spec (every default filled, presets expanded, shapes inferred)
+ * as JSON; spec_parse_json(spec_to_json(s)) reproduces s. Caller owns it. */
+json_t *spec_to_json(const job_spec *spec);
+
+/* MPI ranks the job needs: workers, plus one parameter server for the
+ * asynchronous trainers. */
+int spec_ranks_needed(const job_spec *spec);
+bool spec_trainer_is_async(spec_trainer t);
+
+/* A Keras-style summary: one row per layer with output shape and parameter
+ * count, totals, and the ranks the job needs. */
+void spec_print_summary(const job_spec *spec, FILE *out);
+
+/* Check that a dataset name stays under its root: relative, no "..", no
+ * empty or hidden components, no backslashes or control bytes. */
+bool spec_dataset_name_ok(const char *name, const char **why);
+
+/* Names for messages and file keys ("conv2d", "adam", "allreduce", ...). */
+const char *spec_layer_type_name(spec_layer_type t);
+const char *spec_activation_name(spec_activation a);
+const char *spec_loss_name(spec_loss l);
+const char *spec_metric_name(spec_metric m);
+const char *spec_optimizer_name_str(spec_optimizer_name o);
+const char *spec_schedule_name(spec_schedule_kind k);
+const char *spec_trainer_name(spec_trainer t);
+const char *spec_data_format_name(spec_data_format f);
+
+#endif
