@@ -742,6 +742,31 @@ job_spec *spec_parse(const char *text, size_t len, spec_error *err)
     return spec;
 }
 
+/* Read at most limit + 1 bytes, so an oversized file is detected without
+ * reading all of it. Returns NULL on allocation failure. */
+static char *read_capped(FILE *f, size_t limit, size_t *len)
+{
+    size_t cap = 65536, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0 || n > limit)
+            break;
+        if (n == cap) {
+            cap = cap * 2 > limit + 1 ? limit + 1 : cap * 2;
+            char *grown = realloc(buf, cap);
+            if (!grown) {
+                free(buf);
+                return NULL;
+            }
+            buf = grown;
+        }
+    }
+    *len = n;
+    return buf;
+}
+
 job_spec *spec_load_file(const char *path, spec_error *err)
 {
     FILE *f = fopen(path, "rb");
@@ -749,32 +774,19 @@ job_spec *spec_load_file(const char *path, spec_error *err)
         spec_fail(err, "", "cannot open %s: %s", path, strerror(errno));
         return NULL;
     }
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len == cap) {
-            cap = cap ? cap * 2 : 65536;
-            if (cap > SPEC_MAX_BYTES + 1u)
-                cap = SPEC_MAX_BYTES + 1u;
-            char *nbuf = len == cap ? NULL : realloc(buf, cap);
-            if (!nbuf)
-                break;
-            buf = nbuf;
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0)
-            break;
-    }
+    size_t len = 0;
+    char *buf = read_capped(f, SPEC_MAX_BYTES, &len);
     bool read_error = ferror(f);
     fclose(f);
     job_spec *spec = NULL;
-    if (read_error)
+    if (!buf)
+        spec_fail(err, "", "out of memory reading %s", path);
+    else if (read_error)
         spec_fail(err, "", "cannot read %s", path);
     else if (len > SPEC_MAX_BYTES)
         spec_fail(err, "", "%s is larger than %u bytes", path, SPEC_MAX_BYTES);
     else
-        spec = spec_parse(buf ? buf : "", len, err);
+        spec = spec_parse(buf, len, err);
     free(buf);
     return spec;
 }

@@ -1,0 +1,305 @@
+/* test_spec.c — the job-spec library: defaults, presets, shape inference,
+ * the resolved-JSON round trip, and every class of error naming its field. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "spec.h"
+
+static job_spec *parse(const char *text, spec_error *err)
+{
+    return spec_parse(text, strlen(text), err);
+}
+
+/* A minimal valid job with `extra` spliced in as further top-level keys or
+ * replacing sections: callers pass complete sections. */
+#define DATA "\"data\":{\"train\":\"fashion-mnist/train\"}"
+
+static void test_defaults(void **state)
+{
+    (void)state;
+    spec_error err;
+    job_spec *s = parse("{\"model\":\"mlp\"," DATA "}", &err);
+    assert_non_null(s);
+    assert_string_equal(s->name, "job");
+    assert_string_equal(s->preset, "mlp");
+    assert_int_equal(s->training.epochs, 5);
+    assert_int_equal(s->training.batch_size, 64);
+    assert_int_equal(s->training.optimizer.name, OPT_ADAM);
+    assert_true(s->training.optimizer.learning_rate == 0.001);
+    assert_int_equal(s->training.loss, LOSS_CATEGORICAL_CROSSENTROPY);
+    assert_int_equal(s->training.n_metrics, 1);
+    assert_int_equal(s->training.metrics[0], METRIC_ACCURACY);
+    assert_int_equal(s->distributed.trainer, TRAINER_SINGLE);
+    assert_int_equal(s->distributed.workers, 1);
+    assert_int_equal(spec_ranks_needed(s), 1);
+    assert_int_equal(s->data.num_classes, 10);
+    assert_int_equal(s->input.rank, 3);
+    assert_int_equal(s->input.dim[1], 28);
+    spec_free(s);
+}
+
+static void test_presets(void **state)
+{
+    (void)state;
+    static const struct { const char *name; long params; int layers; } cases[] = {
+        {"mlp", 784L * 128 + 128 + 128 * 10 + 10, 3},
+        {"simplecnn", 40 + 148 + 784L * 128 + 128 + 1290, 7},
+        {"convnet", 3274634, 8},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char text[256];
+        snprintf(text, sizeof text, "{\"model\":\"%s\"," DATA "}", cases[i].name);
+        spec_error err;
+        job_spec *s = parse(text, &err);
+        assert_non_null(s);
+        assert_int_equal(s->n_params, cases[i].params);
+        assert_int_equal(s->n_layers, cases[i].layers);
+        assert_int_equal(s->layers[s->n_layers - 1].out_shape.dim[0], 10);
+        spec_free(s);
+    }
+}
+
+static void test_shapes(void **state)
+{
+    (void)state;
+    spec_error err;
+    job_spec *s = parse("{\"model\":{\"input\":[3,32,32],\"layers\":["
+                        "{\"type\":\"conv2d\",\"filters\":6,\"kernel\":5,\"stride\":2},"
+                        "{\"type\":\"conv2d\",\"filters\":6,\"kernel\":3,\"padding\":\"same\","
+                        "\"dilation\":2},"
+                        "{\"type\":\"add\",\"inputs\":[0,1]},"
+                        "{\"type\":\"concat\",\"inputs\":[2,0]},"
+                        "{\"type\":\"avgpool2d\",\"pool\":[2,3]},"
+                        "{\"type\":\"batchnorm\"},"
+                        "{\"type\":\"flatten\"},{\"type\":\"dense\",\"units\":10}]},"
+                        "\"data\":{\"format\":\"cifar10\",\"train\":\"cifar-10\"}}",
+                        &err);
+    char msg[600];
+    if (!s)
+        fail_msg("%s", spec_error_str(&err, msg, sizeof msg));
+    /* valid 5x5 stride 2 on 32: (32-5)/2+1 = 14 */
+    assert_int_equal(s->layers[0].out_shape.dim[1], 14);
+    assert_int_equal(s->layers[1].out_shape.dim[1], 14);
+    assert_int_equal(s->layers[1].pad[0], 2);
+    assert_int_equal(s->layers[3].out_shape.dim[0], 12);
+    /* pool [2,3] with default stride = window: 14/2=7, (14-3)/3+1=4 */
+    assert_int_equal(s->layers[4].out_shape.dim[1], 7);
+    assert_int_equal(s->layers[4].out_shape.dim[2], 4);
+    assert_int_equal(s->layers[5].n_params, 24);
+    assert_int_equal(s->layers[5].n_state, 24);
+    assert_int_equal(s->layers[6].out_shape.dim[0], 12 * 7 * 4);
+    assert_int_equal(s->layers[0].n_params, 6 * 3 * 25 + 6);
+    spec_free(s);
+}
+
+static void test_roundtrip(void **state)
+{
+    (void)state;
+    const char *files[] = {"fmnist-mlp.json", "fmnist-convnet.json", "residual-cnn.json",
+                           "fmnist-mlp-adag.json"};
+    const char *root = getenv("PUNCH_SOURCE_ROOT");
+    assert_non_null(root);
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/etc/jobs/%s", root, files[i]);
+        spec_error err;
+        job_spec *a = spec_load_file(path, &err);
+        assert_non_null(a);
+        json_t *ja = spec_to_json(a);
+        assert_non_null(ja);
+        char *text = json_dumps(ja, JSON_SORT_KEYS);
+        job_spec *b = parse(text, &err);
+        char msg[600];
+        if (!b)
+            fail_msg("%s: %s", files[i], spec_error_str(&err, msg, sizeof msg));
+        json_t *jb = spec_to_json(b);
+        char *text2 = json_dumps(jb, JSON_SORT_KEYS);
+        assert_string_equal(text, text2);
+        assert_int_equal(a->n_params, b->n_params);
+        free(text);
+        free(text2);
+        json_decref(ja);
+        json_decref(jb);
+        spec_free(a);
+        spec_free(b);
+    }
+}
+
+static void test_ranks(void **state)
+{
+    (void)state;
+    spec_error err;
+    job_spec *s = parse("{\"model\":\"mlp\"," DATA ",\"distributed\":{\"trainer\":\"adag\","
+                        "\"workers\":4}}", &err);
+    assert_non_null(s);
+    assert_int_equal(spec_ranks_needed(s), 5);
+    assert_int_equal(s->distributed.communication_window, 12);
+    spec_free(s);
+    s = parse("{\"model\":\"mlp\"," DATA ",\"distributed\":{\"trainer\":\"allreduce\","
+              "\"workers\":3}}", &err);
+    assert_non_null(s);
+    assert_int_equal(spec_ranks_needed(s), 3);
+    spec_free(s);
+}
+
+/* Each error class: the spec, the path the error must name, and a piece of
+ * the message that tells the user what was expected. */
+static const struct bad_case {
+    const char *json;
+    const char *path;
+    const char *expect;
+} bad_cases[] = {
+    {"", "", "empty"},
+    {"{\"model\":\"mlp\",", "", "invalid JSON"},
+    {"[1,2]", "", "must be a JSON object"},
+    {"{\"model\":\"mlp\"," DATA ",\"bogus\":1}", "bogus", "unknown key"},
+    {"{\"model\":\"mlp\"," DATA ",\"training\":{\"epochs\":-3}}", "training.epochs", ">= 1"},
+    {"{\"model\":\"mlp\"," DATA ",\"training\":{\"epochs\":\"five\"}}", "training.epochs",
+     "expected an integer"},
+    {"{\"model\":\"mlp\"," DATA ",\"training\":{\"batch_size\":0}}", "training.batch_size",
+     ">= 1"},
+    {"{\"model\":\"mlp\"," DATA ",\"training\":{\"optimizer\":{\"name\":\"adamw\"}}}",
+     "training.optimizer.name", "expected one of sgd, rmsprop, adam, nadam"},
+    {"{\"model\":\"mlp\"," DATA ",\"training\":{\"optimizer\":{\"name\":\"adam\","
+     "\"momentum\":0.9}}}", "training.optimizer.momentum", "unknown key"},
+    {"{\"model\":\"mlp\"," DATA ",\"training\":{\"loss\":\"hinge\"}}", "training.loss",
+     "unknown loss"},
+    {"{\"model\":\"mlp\"," DATA ",\"training\":{\"metrics\":[\"f1\"]}}", "training.metrics[0]",
+     "unknown metric"},
+    {"{\"model\":\"mlp\"," DATA ",\"training\":{\"lr_schedulers\":[{\"name\":\"cosine\"}]}}",
+     "training.lr_schedulers[0].name", "unknown schedule"},
+    {"{\"model\":\"mlp\"," DATA ",\"distributed\":{\"trainer\":\"horovod\"}}",
+     "distributed.trainer", "unknown trainer"},
+    {"{\"model\":\"mlp\"," DATA ",\"distributed\":{\"workers\":2}}", "distributed.workers",
+     "single"},
+    {"{\"model\":\"resnet\"," DATA "}", "model", "unknown model preset"},
+    {"{\"model\":{\"layers\":[{\"type\":\"conv3d\"}]}," DATA "}", "model.layers[0].type",
+     "unknown layer type"},
+    {"{\"model\":{\"layers\":[{\"type\":\"dropout\",\"rate\":1.0},{\"type\":\"flatten\"},"
+     "{\"type\":\"dense\",\"units\":10}]}," DATA "}", "model.layers[0].rate", "< 1"},
+    {"{\"model\":{\"layers\":[{\"type\":\"conv2d\",\"filters\":4,\"kernel\":3},"
+     "{\"type\":\"dense\",\"units\":10}]}," DATA "}", "model.layers[1]", "flatten"},
+    {"{\"model\":{\"layers\":[{\"type\":\"conv2d\",\"filters\":4}]}," DATA "}",
+     "model.layers[0].kernel", "missing"},
+    {"{\"model\":{\"layers\":[{\"type\":\"conv2d\",\"filters\":4,\"kernel\":40}]}," DATA "}",
+     "model.layers[0]", "does not fit"},
+    {"{\"model\":{\"layers\":[{\"type\":\"flatten\"},{\"type\":\"dense\",\"units\":12}]},"
+     DATA "}", "model.layers[1]", "num_classes"},
+    {"{\"model\":{\"layers\":[{\"type\":\"flatten\"},{\"type\":\"dense\",\"units\":5},"
+     "{\"type\":\"dense\",\"units\":10,\"inputs\":[2]}]}," DATA "}", "model.layers[2].inputs[0]",
+     "earlier layer"},
+    {"{\"model\":{\"layers\":[{\"type\":\"flatten\"},{\"type\":\"dense\",\"units\":5},"
+     "{\"type\":\"add\",\"inputs\":[0,1]}]}," DATA "}", "model.layers[2]", "one shape"},
+    {"{\"model\":\"mlp\",\"data\":{\"train\":\"../../etc/passwd\"}}", "data.train", ".."},
+    {"{\"model\":\"mlp\",\"data\":{\"train\":\"/etc/passwd\"}}", "data.train", "absolute"},
+    {"{\"model\":\"mlp\",\"data\":{\"train\":\"a/.hidden\"}}", "data.train", "\".\""},
+    {"{\"model\":\"mlp\",\"data\":{}}", "data.train", "missing"},
+    {"{\"model\":\"mlp\"}", "data", "missing"},
+    {"{" DATA "}", "model", "missing"},
+    {"{\"model\":\"mlp\",\"data\":{\"format\":\"csv\",\"train\":\"x.csv\"}}", "model.input",
+     "missing"},
+    {"{\"model\":\"mlp\"," DATA ",\"data\":{\"train\":\"x\"}}", "", "invalid JSON"},
+    {"{\"model\":\"mlp\"," DATA ",\"resources\":{\"gpus\":-1}}", "resources.gpus", ">= 0"},
+    {"{\"model\":\"mlp\"," DATA ",\"training\":{\"optimizer\":{\"name\":\"sgd\","
+     "\"nesterov\":true}}}", "training.optimizer.nesterov", "momentum"},
+};
+
+static void test_errors(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof bad_cases / sizeof *bad_cases; i++) {
+        const struct bad_case *c = &bad_cases[i];
+        spec_error err;
+        memset(&err, 0, sizeof err);
+        job_spec *s = parse(c->json, &err);
+        if (s)
+            fail_msg("case %zu accepted: %s", i, c->json);
+        char msg[600];
+        spec_error_str(&err, msg, sizeof msg);
+        if (strcmp(err.path, c->path) != 0 || !strstr(err.message, c->expect))
+            fail_msg("case %zu: got \"%s\" (path \"%s\"), want path \"%s\" and \"%s\"", i, msg,
+                     err.path, c->path, c->expect);
+    }
+}
+
+static void test_hostile_bytes(void **state)
+{
+    (void)state;
+    spec_error err;
+    /* 10 MB of nesting: refused as JSON, no stack overflow. */
+    size_t n = 10u << 20;
+    char *deep = malloc(n);
+    assert_non_null(deep);
+    memset(deep, '[', n);
+    assert_null(spec_parse(deep, n, &err));
+    assert_non_null(strstr(err.message, "invalid JSON"));
+    memset(deep, '{', n);
+    assert_null(spec_parse(deep, n, &err));
+    free(deep);
+    /* Not UTF-8. */
+    const char bad_utf8[] = "{\"name\":\"\xff\xfe\"," DATA ",\"model\":\"mlp\"}";
+    assert_null(spec_parse(bad_utf8, sizeof bad_utf8 - 1, &err));
+    assert_non_null(strstr(err.message, "invalid JSON"));
+    /* Embedded NUL in a string. */
+    const char nul[] = "{\"name\":\"a\\u0000b\"," DATA ",\"model\":\"mlp\"}";
+    assert_null(spec_parse(nul, sizeof nul - 1, &err));
+    /* Every prefix of a valid spec: rejected or accepted, never a crash. */
+    const char *good = "{\"model\":{\"input\":[1,28,28],\"layers\":[{\"type\":\"flatten\"},"
+                       "{\"type\":\"dense\",\"units\":10}]}," DATA "}";
+    for (size_t len = 0; len < strlen(good); len++)
+        assert_null(spec_parse(good, len, &err));
+    job_spec *s = spec_parse(good, strlen(good), &err);
+    assert_non_null(s);
+    spec_free(s);
+}
+
+static void test_dataset_names(void **state)
+{
+    (void)state;
+    const char *ok[] = {"fashion-mnist/train", "a", "x/y/z.csv", "cifar-10-batches-bin"};
+    const char *bad[] = {"", "/abs", "..", "a/../b", "a//b", "a/", ".hidden", "a\\b", "a\nb"};
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++)
+        assert_true(spec_dataset_name_ok(ok[i], NULL));
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        const char *why = NULL;
+        assert_false(spec_dataset_name_ok(bad[i], &why));
+        assert_non_null(why);
+    }
+}
+
+static void test_summary(void **state)
+{
+    (void)state;
+    spec_error err;
+    job_spec *s = parse("{\"model\":\"convnet\"," DATA "}", &err);
+    assert_non_null(s);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    spec_print_summary(s, f);
+    fclose(f);
+    assert_non_null(strstr(buf, "5.dense 1024 relu"));
+    assert_non_null(strstr(buf, "3,212,288"));
+    assert_non_null(strstr(buf, "Trainable params: 3,274,634"));
+    assert_non_null(strstr(buf, "MPI ranks needed: 1"));
+    free(buf);
+    spec_free(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),     cmocka_unit_test(test_presets),
+        cmocka_unit_test(test_shapes),       cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_ranks),        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_hostile_bytes), cmocka_unit_test(test_dataset_names),
+        cmocka_unit_test(test_summary),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
