@@ -3,7 +3,7 @@
 
 PUNCH_PACKAGES="gcc libc6-dev meson ninja-build pkg-config libmicrohttpd-dev libjansson-dev
 libcurl4-openssl-dev libsqlite3-dev libopenmpi-dev openmpi-bin libopenblas-dev libcmocka-dev
-zlib1g-dev dataset-fashion-mnist python3 python3-numpy python3-requests curl procps"
+zlib1g-dev dataset-fashion-mnist python3 python3-numpy python3-requests python3-jsonschema curl procps"
 
 say() { printf '==> %s\n' "$*" >&2; }
 
