@@ -1,0 +1,136 @@
+/* cli.c — the small helpers every command uses: error values and option
+ * parsing with messages that name the command and point at its --help. */
+#include "cli.h"
+
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cli_fail(cli_error *err, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    err->code = code;
+    return code;
+}
+
+int cli_getopt(int argc, char **argv, const char *shortopts,
+               const struct option *longopts, cli_error *err)
+{
+    char opts[64];
+    /* A leading ':' makes getopt report a missing argument as ':' and stay
+     * quiet; we print our own message instead. */
+    snprintf(opts, sizeof opts, ":%s", shortopts);
+    opterr = 0;
+    int c = getopt_long(argc, argv, opts, longopts, NULL);
+    if (c == '?') {
+        const char *bad = argv[optind - 1];
+        if (optopt != 0 && optopt != '?')
+            cli_fail(err, PUNCH_EXIT_USAGE, "%s: unknown option -%c; see punch %s --help",
+                     argv[0], optopt, argv[0]);
+        else
+            cli_fail(err, PUNCH_EXIT_USAGE, "%s: unknown option %s; see punch %s --help",
+                     argv[0], bad, argv[0]);
+        return '?';
+    }
+    if (c == ':') {
+        cli_fail(err, PUNCH_EXIT_USAGE, "%s: option %s needs a value; see punch %s --help",
+                 argv[0], argv[optind - 1], argv[0]);
+        return '?';
+    }
+    return c;
+}
+
+bool cli_wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            return false;
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+            return true;
+    }
+    return false;
+}
+
+/* If arg is `--NAME` or `--NAME=VALUE`, return a pointer to what follows
+ * the name ("" or "=VALUE"), else NULL. */
+static const char *cli_match_flag(const char *arg, const char *name)
+{
+    size_t n = strlen(name);
+    if (strncmp(arg, "--", 2) != 0 || strncmp(arg + 2, name, n) != 0)
+        return NULL;
+    const char *rest = arg + 2 + n;
+    return (*rest == '\0' || *rest == '=') ? rest : NULL;
+}
+
+int cli_take_connection_flags(int *argc, char **argv, cli_flags *flags, cli_error *err)
+{
+    static const char *const names[] = {"url", "secret"};
+    int out = 0;
+    int i = 0;
+    while (i < *argc) {
+        if (strcmp(argv[i], "--") == 0) {
+            while (i < *argc)
+                argv[out++] = argv[i++];
+            break;
+        }
+        int which = -1;
+        const char *rest = NULL;
+        for (int k = 0; k < 2 && which < 0; k++) {
+            rest = cli_match_flag(argv[i], names[k]);
+            if (rest != NULL)
+                which = k;
+        }
+        if (which < 0) {
+            argv[out++] = argv[i++];
+            continue;
+        }
+        const char *value;
+        if (*rest == '=') {
+            value = rest + 1;
+            i += 1;
+        } else if (i + 1 < *argc) {
+            value = argv[i + 1];
+            i += 2;
+        } else {
+            return cli_fail(err, PUNCH_EXIT_USAGE, "option --%s needs a value; see punch --help",
+                            names[which]);
+        }
+        if (which == 0)
+            flags->url = value;
+        else
+            flags->secret = value;
+    }
+    *argc = out;
+    argv[out] = NULL;
+    return 0;
+}
+
+int cli_parse_interval(const char *cmd, const char *text, double *out, cli_error *err)
+{
+    char *end = NULL;
+    double v = strtod(text, &end);
+    if (end == text || *end != '\0' || !(v >= 0.05 && v <= 3600))
+        return cli_fail(err, PUNCH_EXIT_USAGE,
+                        "%s: --interval wants seconds between 0.05 and 3600, got \"%s\"", cmd,
+                        text);
+    *out = v;
+    return 0;
+}
+
+int cli_one_operand(int argc, char **argv, const char *what, const char **out, cli_error *err)
+{
+    if (optind >= argc)
+        return cli_fail(err, PUNCH_EXIT_USAGE, "%s: missing %s; see punch %s --help", argv[0],
+                        what, argv[0]);
+    if (optind + 1 < argc)
+        return cli_fail(err, PUNCH_EXIT_USAGE, "%s: unexpected argument \"%s\"; see punch %s "
+                        "--help", argv[0], argv[optind + 1], argv[0]);
+    if (argv[optind][0] == '\0')
+        return cli_fail(err, PUNCH_EXIT_USAGE, "%s: empty %s", argv[0], what);
+    *out = argv[optind];
+    return 0;
+}

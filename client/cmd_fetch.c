@@ -1,0 +1,278 @@
+/* cmd_fetch.c — `punch fetch ID`: download a job's weights and history into
+ * a directory and draw its training curves (curves.svg). Every file is
+ * written to a temporary name and renamed, so an interrupted fetch never
+ * leaves a truncated weights file behind. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "commands.h"
+#include "svg.h"
+
+const char cmd_fetch_usage[] =
+    "usage: punch fetch ID [-o DIR] [--format safetensors|npz|both]\n"
+    "\n"
+    "Download the job's results into DIR (default: ./ID):\n"
+    "  weights.safetensors, weights.npz   final weights (float32; keys like\n"
+    "                                     0.dense.weight [in, out], 0.dense.bias)\n"
+    "  history.json                       loss and metrics per epoch, test results\n"
+    "  curves.svg                         loss and each metric per epoch, train and\n"
+    "                                     validation (open it in a browser)\n"
+    "\n"
+    "  -o, --output DIR      where to write (created if missing)\n"
+    "  -f, --format F        safetensors, npz or both (default both)\n"
+    "\n"
+    "A job still running has history but no weights yet: fetch writes what exists\n"
+    "and exits 5. exit: 0 all fetched, 5 no such job or no results yet,\n"
+    "9 cannot write DIR, 3/4 as usual.\n";
+
+int fetch_parse_args(int argc, char **argv, fetch_args *args, cli_error *err)
+{
+    static const struct option longopts[] = {
+        {"output", required_argument, NULL, 'o'},
+        {"format", required_argument, NULL, 'f'},
+        {NULL, 0, NULL, 0},
+    };
+    *args = (fetch_args){.format = FETCH_BOTH};
+    optind = 0;
+    int c;
+    while ((c = cli_getopt(argc, argv, "o:f:", longopts, err)) != -1) {
+        switch (c) {
+        case 'o':
+            if (optarg[0] == '\0')
+                return cli_fail(err, PUNCH_EXIT_USAGE, "fetch: -o wants a directory");
+            args->dir = optarg;
+            break;
+        case 'f':
+            if (strcmp(optarg, "safetensors") == 0)
+                args->format = FETCH_SAFETENSORS;
+            else if (strcmp(optarg, "npz") == 0)
+                args->format = FETCH_NPZ;
+            else if (strcmp(optarg, "both") == 0)
+                args->format = FETCH_BOTH;
+            else
+                return cli_fail(err, PUNCH_EXIT_USAGE,
+                                "fetch: unknown format \"%s\"; expected safetensors, npz or "
+                                "both", optarg);
+            break;
+        default: return err->code;
+        }
+    }
+    return cli_one_operand(argc, argv, "the job id", &args->id, err);
+}
+
+/* mkdir -p */
+static int fetch_mkdirs(const char *dir, cli_error *err)
+{
+    char *path = strdup(dir);
+    if (path == NULL)
+        return cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory");
+    int rc = 0;
+    for (char *p = path + 1; rc == 0; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char saved = *p;
+        *p = '\0';
+        if (mkdir(path, 0777) != 0 && errno != EEXIST)
+            rc = cli_fail(err, PUNCH_EXIT_LOCAL, "cannot create %s: %s", path, strerror(errno));
+        *p = saved;
+        if (saved == '\0')
+            break;
+    }
+    free(path);
+    return rc;
+}
+
+/* A file being written: a temporary in the target directory, renamed onto
+ * its final name by fetch_commit. */
+typedef struct fetch_file {
+    char *final_path;
+    char *tmp_path;
+    FILE *f;
+} fetch_file;
+
+static int fetch_open(const char *dir, const char *name, fetch_file *out, cli_error *err)
+{
+    *out = (fetch_file){0};
+    if (asprintf(&out->final_path, "%s/%s", dir, name) < 0) {
+        out->final_path = NULL;
+        return cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory");
+    }
+    if (asprintf(&out->tmp_path, "%s/.%s.XXXXXX", dir, name) < 0) {
+        out->tmp_path = NULL;
+        free(out->final_path);
+        return cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory");
+    }
+    int fd = mkstemp(out->tmp_path);
+    if (fd < 0 || fchmod(fd, 0644) != 0 || (out->f = fdopen(fd, "wb")) == NULL) {
+        int saved = errno;
+        if (fd >= 0) {
+            close(fd);
+            unlink(out->tmp_path);
+        }
+        free(out->final_path);
+        free(out->tmp_path);
+        return cli_fail(err, PUNCH_EXIT_LOCAL, "cannot write in %s: %s", dir, strerror(saved));
+    }
+    return 0;
+}
+
+/* Finish the file: on ok, flush, sync and rename; otherwise (or if that
+ * fails) remove the temporary. Returns ok's verdict, or the write error. */
+static int fetch_close(fetch_file *file, int ok, cli_error *err)
+{
+    int rc = ok;
+    if (rc == 0 && (fflush(file->f) != 0 || fsync(fileno(file->f)) != 0))
+        rc = cli_fail(err, PUNCH_EXIT_LOCAL, "cannot write %s: %s", file->final_path,
+                      strerror(errno));
+    if (fclose(file->f) != 0 && rc == 0)
+        rc = cli_fail(err, PUNCH_EXIT_LOCAL, "cannot write %s: %s", file->final_path,
+                      strerror(errno));
+    if (rc == 0 && rename(file->tmp_path, file->final_path) != 0)
+        rc = cli_fail(err, PUNCH_EXIT_LOCAL, "cannot rename onto %s: %s", file->final_path,
+                      strerror(errno));
+    if (rc != 0)
+        unlink(file->tmp_path);
+    free(file->final_path);
+    free(file->tmp_path);
+    return rc;
+}
+
+static int fetch_weights(http_client *c, const fetch_args *args, const char *dir,
+                         const char *format, cli_error *err)
+{
+    char name[64];
+    snprintf(name, sizeof name, "weights.%s", format);
+    fetch_file file;
+    if (fetch_open(dir, name, &file, err) != 0)
+        return err->code;
+    int rc = api_job_weights(c, args->id, format, file.f, err);
+    return fetch_close(&file, rc, err);
+}
+
+static int fetch_history(const json_t *history, const char *dir, cli_error *err)
+{
+    fetch_file file;
+    if (fetch_open(dir, "history.json", &file, err) != 0)
+        return err->code;
+    int rc = 0;
+    if (json_dumpf(history, file.f, JSON_INDENT(2)) != 0 || fputc('\n', file.f) == EOF)
+        rc = cli_fail(err, PUNCH_EXIT_LOCAL, "cannot write %s: %s", file.final_path,
+                      strerror(errno));
+    return fetch_close(&file, rc, err);
+}
+
+static int fetch_curves(const json_t *history, const json_t *job, const char *dir,
+                        cli_error *err)
+{
+    fetch_file file;
+    if (fetch_open(dir, "curves.svg", &file, err) != 0)
+        return err->code;
+    char title[256];
+    const char *name = json_string_value(json_object_get(job, "name"));
+    const char *id = json_string_value(json_object_get(job, "id"));
+    snprintf(title, sizeof title, "%s (%s)", name ? name : "job", id ? id : "?");
+    int rc = 0;
+    if (svg_write_curves(history, title, file.f) != 0)
+        rc = cli_fail(err, PUNCH_EXIT_LOCAL, "cannot write %s: %s", file.final_path,
+                      strerror(errno));
+    return fetch_close(&file, rc, err);
+}
+
+/* "  weights.npz  (1.2 MB)" */
+static void fetch_report_file(const char *dir, const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return;
+    double size = (double)st.st_size;
+    if (size >= 1e6)
+        printf("  %-20s %.1f MB\n", name, size / 1e6);
+    else if (size >= 1e3)
+        printf("  %-20s %.1f kB\n", name, size / 1e3);
+    else
+        printf("  %-20s %.0f B\n", name, size);
+}
+
+static int fetch_run(http_client *c, const fetch_args *args, const char *dir, cli_error *err)
+{
+    json_t *job = NULL;
+    if (api_job_get(c, args->id, &job, err) != 0)
+        return err->code;
+    const char *state = json_string_value(json_object_get(job, "state"));
+    int rc = fetch_mkdirs(dir, err);
+
+    json_t *history = NULL;
+    bool have_history = false;
+    if (rc == 0) {
+        rc = api_job_history(c, args->id, &history, err);
+        have_history = rc == 0;
+        if (rc == PUNCH_EXIT_NOT_FOUND)
+            rc = 0; /* no epoch finished; weights decide */
+    }
+    if (rc == 0 && have_history)
+        rc = fetch_history(history, dir, err);
+    if (rc == 0 && have_history)
+        rc = fetch_curves(history, job, dir, err);
+
+    static const char *const formats[] = {"safetensors", "npz"};
+    bool have_weights = false;
+    for (int i = 0; i < 2 && rc == 0; i++) {
+        if (!(args->format & (1 << i)))
+            continue;
+        rc = fetch_weights(c, args, dir, formats[i], err);
+        have_weights = rc == 0;
+    }
+    if (rc == PUNCH_EXIT_NOT_FOUND && state != NULL && !api_state_is_final(state))
+        cli_fail(err, rc, "job %s is %s: no weights yet%s — run punch wait %s, then fetch "
+                 "again", args->id, state,
+                 have_history ? " (fetched history.json and curves.svg so far)" : "",
+                 args->id);
+    if (rc == 0 || have_history) {
+        printf("job %s (%s) into %s/:\n", args->id, state ? state : "?", dir);
+        if (have_weights || rc == 0) {
+            if (args->format & FETCH_SAFETENSORS)
+                fetch_report_file(dir, "weights.safetensors");
+            if (args->format & FETCH_NPZ)
+                fetch_report_file(dir, "weights.npz");
+        }
+        if (have_history) {
+            fetch_report_file(dir, "history.json");
+            fetch_report_file(dir, "curves.svg");
+        }
+        const json_t *test = json_object_get(history, "test");
+        const char *key;
+        const json_t *v;
+        json_object_foreach((json_t *)test, key, v) {
+            if (json_is_number(v))
+                printf("  test %s %.4f\n", key, json_number_value(v));
+        }
+    }
+    json_decref(history);
+    json_decref(job);
+    return rc;
+}
+
+int cmd_fetch(const cli_ctx *ctx, int argc, char **argv, cli_error *err)
+{
+    fetch_args args;
+    if (fetch_parse_args(argc, argv, &args, err) != 0)
+        return err->code;
+    /* The default directory is the id; an id with a slash (ids are opaque)
+     * must not walk elsewhere. */
+    if (args.dir == NULL && (strchr(args.id, '/') != NULL || args.id[0] == '.'))
+        return cli_fail(err, PUNCH_EXIT_USAGE,
+                        "fetch: \"%s\" cannot name a directory; pass -o DIR", args.id);
+    http_client *client = api_open(ctx, err);
+    if (client == NULL)
+        return err->code;
+    int rc = fetch_run(client, &args, args.dir ? args.dir : args.id, err);
+    http_client_free(client);
+    return rc;
+}

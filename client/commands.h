@@ -1,0 +1,104 @@
+/* commands.h — the `punch` commands: entry points, --help texts, and the
+ * parsed form of each command line (parsing is separate from running so
+ * it can be unit-tested without a server). Every parser fills *args or
+ * returns PUNCH_EXIT_USAGE with *err saying what was wrong. argv[0] is the
+ * command name. */
+#ifndef PUNCH_COMMANDS_H
+#define PUNCH_COMMANDS_H
+
+#include <stdbool.h>
+
+#include "cli.h"
+#include "http.h"
+
+int cmd_submit(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
+int cmd_state(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
+int cmd_list(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
+int cmd_wait(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
+int cmd_logs(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
+int cmd_cancel(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
+int cmd_fetch(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
+int cmd_keygen(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
+
+extern const char cmd_submit_usage[];
+extern const char cmd_state_usage[];
+extern const char cmd_list_usage[];
+extern const char cmd_wait_usage[];
+extern const char cmd_logs_usage[];
+extern const char cmd_cancel_usage[];
+extern const char cmd_fetch_usage[];
+extern const char cmd_keygen_usage[];
+
+typedef struct submit_args {
+    const char *file;
+    bool wait;
+    bool quiet;
+    bool dry_run;
+    double interval_s;
+} submit_args;
+int submit_parse_args(int argc, char **argv, submit_args *args, cli_error *err);
+
+typedef struct state_args {
+    const char *id; /* NULL: the caller's most recent job */
+    bool json;
+} state_args;
+int state_parse_args(int argc, char **argv, state_args *args, cli_error *err);
+
+typedef struct list_args {
+    const char *state; /* NULL: every state */
+    bool json;
+} list_args;
+int list_parse_args(int argc, char **argv, list_args *args, cli_error *err);
+
+typedef struct wait_args {
+    const char *id;
+    double interval_s;
+    bool quiet;
+} wait_args;
+int wait_parse_args(int argc, char **argv, wait_args *args, cli_error *err);
+
+typedef struct logs_args {
+    const char *id;
+    bool follow;
+    double interval_s;
+} logs_args;
+int logs_parse_args(int argc, char **argv, logs_args *args, cli_error *err);
+
+typedef struct cancel_args {
+    const char *id;
+} cancel_args;
+int cancel_parse_args(int argc, char **argv, cancel_args *args, cli_error *err);
+
+typedef enum fetch_format { FETCH_SAFETENSORS = 1, FETCH_NPZ = 2, FETCH_BOTH = 3 } fetch_format;
+typedef struct fetch_args {
+    const char *id;
+    const char *dir;   /* NULL: ./ID */
+    fetch_format format;
+} fetch_args;
+int fetch_parse_args(int argc, char **argv, fetch_args *args, cli_error *err);
+
+typedef struct keygen_args {
+    const char *identity;
+    bool admin;
+} keygen_args;
+int keygen_parse_args(int argc, char **argv, keygen_args *args, cli_error *err);
+
+/* Follow job id until it ends (cmd_wait.c; also submit --wait). Draws a
+ * live bar when tty, plain lines otherwise, nothing when quiet. Returns the
+ * job's exit code (PUNCH_EXIT_OK when it succeeded) with *err saying how it
+ * ended, or a transport/API error. */
+typedef struct wait_options {
+    double interval_s;
+    bool quiet;
+    bool tty;
+} wait_options;
+int wait_follow(http_client *c, const char *id, const wait_options *opts, cli_error *err);
+
+/* Parse a positive number of seconds for --interval. */
+int cli_parse_interval(const char *cmd, const char *text, double *out, cli_error *err);
+
+/* The single positional argument (an id or a file) after options; usage
+ * error naming what is missing or extra. */
+int cli_one_operand(int argc, char **argv, const char *what, const char **out, cli_error *err);
+
+#endif

@@ -1,0 +1,263 @@
+/* http.c — libcurl underneath http.h. One easy handle per client, so
+ * polling loops (wait, logs -f) reuse a single keep-alive connection. */
+#include "http.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <curl/curl.h>
+
+#define HTTP_CONNECT_TIMEOUT_S 10L
+/* A download may be large; give up only when it stalls. */
+#define HTTP_STALL_SECONDS 60L
+
+struct http_client {
+    CURL *curl;
+    char *base_url;
+    struct curl_slist *headers; /* Authorization (when a secret is set) */
+    char curl_err[CURL_ERROR_SIZE];
+};
+
+/* Per-request state the callbacks share. */
+typedef struct http_transfer {
+    CURL *curl;
+    http_response *resp;
+    size_t cap;
+    FILE *sink;
+    int sink_errno;  /* errno of a failed fwrite into sink, else 0 */
+} http_transfer;
+
+http_client *http_client_new(const char *base_url, const char *secret, cli_error *err)
+{
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        cli_fail(err, PUNCH_EXIT_LOCAL, "cannot initialise libcurl");
+        return NULL;
+    }
+    http_client *c = calloc(1, sizeof *c);
+    if (c == NULL || (c->base_url = strdup(base_url)) == NULL ||
+        (c->curl = curl_easy_init()) == NULL) {
+        cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory setting up HTTP");
+        http_client_free(c);
+        return NULL;
+    }
+    if (secret != NULL) {
+        char *line = NULL;
+        if (asprintf(&line, "Authorization: Bearer %s", secret) < 0) {
+            cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory setting up HTTP");
+            http_client_free(c);
+            return NULL;
+        }
+        c->headers = curl_slist_append(NULL, line);
+        explicit_bzero(line, strlen(line));
+        free(line);
+        if (c->headers == NULL) {
+            cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory setting up HTTP");
+            http_client_free(c);
+            return NULL;
+        }
+    }
+    return c;
+}
+
+void http_client_free(http_client *c)
+{
+    if (c == NULL)
+        return;
+    if (c->curl != NULL)
+        curl_easy_cleanup(c->curl);
+    /* The slist holds the secret: wipe it before it goes back to the heap. */
+    for (struct curl_slist *h = c->headers; h != NULL; h = h->next)
+        explicit_bzero(h->data, strlen(h->data));
+    curl_slist_free_all(c->headers);
+    free(c->base_url);
+    free(c);
+    curl_global_cleanup();
+}
+
+const char *http_client_url(const http_client *c)
+{
+    return c->base_url;
+}
+
+static int http_append(http_transfer *t, const char *data, size_t n)
+{
+    http_response *r = t->resp;
+    if (r->len + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 4096;
+        while (cap < r->len + n + 1)
+            cap *= 2;
+        char *grown = realloc(r->body, cap);
+        if (grown == NULL)
+            return -1;
+        r->body = grown;
+        t->cap = cap;
+    }
+    memcpy(r->body + r->len, data, n);
+    r->len += n;
+    r->body[r->len] = '\0';
+    return 0;
+}
+
+static size_t http_on_body(char *data, size_t size, size_t nmemb, void *userdata)
+{
+    http_transfer *t = userdata;
+    size_t n = size * nmemb;
+    long status = 0;
+    curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &status);
+    if (t->sink != NULL && status == 200) {
+        if (fwrite(data, 1, n, t->sink) != n) {
+            t->sink_errno = errno ? errno : EIO;
+            return 0;
+        }
+        return n;
+    }
+    return http_append(t, data, n) == 0 ? n : 0;
+}
+
+/* Value of header `name` in the raw line, or NULL. */
+static const char *http_header_value(const char *line, size_t n, const char *name)
+{
+    size_t k = strlen(name);
+    if (n <= k || strncasecmp(line, name, k) != 0 || line[k] != ':')
+        return NULL;
+    const char *v = line + k + 1;
+    while (v < line + n && (*v == ' ' || *v == '\t'))
+        v++;
+    return v;
+}
+
+static size_t http_on_header(char *line, size_t size, size_t nmemb, void *userdata)
+{
+    http_transfer *t = userdata;
+    size_t n = size * nmemb;
+    const char *v;
+    if ((v = http_header_value(line, n, "X-Log-Offset")) != NULL) {
+        t->resp->log_offset = strtoll(v, NULL, 10);
+    } else if ((v = http_header_value(line, n, "X-Job-State")) != NULL) {
+        size_t i = 0;
+        while (v + i < line + n && isalpha((unsigned char)v[i]) &&
+               i + 1 < sizeof t->resp->job_state) {
+            t->resp->job_state[i] = v[i];
+            i++;
+        }
+        t->resp->job_state[i] = '\0';
+    }
+    return n;
+}
+
+/* Turn a transport failure into what the user should check. */
+static int http_transport_error(http_client *c, CURLcode rc, cli_error *err)
+{
+    long os_errno = 0;
+    curl_easy_getinfo(c->curl, CURLINFO_OS_ERRNO, &os_errno);
+    const char *url = c->base_url;
+    switch (rc) {
+    case CURLE_COULDNT_CONNECT:
+        if (os_errno == ECONNREFUSED || os_errno == 0)
+            return cli_fail(err, PUNCH_EXIT_UNREACHABLE,
+                            "cannot reach %s: connection refused — is punchcardd running? "
+                            "set PUNCH_URL or --url", url);
+        return cli_fail(err, PUNCH_EXIT_UNREACHABLE,
+                        "cannot reach %s: %s — is punchcardd running there? "
+                        "set PUNCH_URL or --url", url, strerror((int)os_errno));
+    case CURLE_COULDNT_RESOLVE_HOST:
+        return cli_fail(err, PUNCH_EXIT_UNREACHABLE,
+                        "cannot reach %s: unknown host — check PUNCH_URL or --url", url);
+    case CURLE_OPERATION_TIMEDOUT:
+        return cli_fail(err, PUNCH_EXIT_UNREACHABLE,
+                        "cannot reach %s: no answer (timed out) — is the address right and "
+                        "punchcardd up?", url);
+    default:
+        return cli_fail(err, PUNCH_EXIT_UNREACHABLE, "cannot reach %s: %s", url,
+                        c->curl_err[0] ? c->curl_err : curl_easy_strerror(rc));
+    }
+}
+
+int http_request(http_client *c, const char *method, const char *path,
+                 const char *body, size_t body_len, FILE *sink,
+                 http_response *resp, cli_error *err)
+{
+    memset(resp, 0, sizeof *resp);
+    resp->log_offset = -1;
+    char *url = NULL;
+    if (asprintf(&url, "%s%s", c->base_url, path) < 0)
+        return cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory");
+
+    http_transfer t = {.curl = c->curl, .resp = resp, .sink = sink};
+    CURL *h = c->curl;
+    curl_easy_reset(h);
+    c->curl_err[0] = '\0';
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->curl_err);
+    curl_easy_setopt(h, CURLOPT_USERAGENT, "punch/" PUNCH_VERSION);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, HTTP_CONNECT_TIMEOUT_S);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, HTTP_STALL_SECONDS);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, http_on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, http_on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &t);
+    struct curl_slist *headers = NULL;
+    for (struct curl_slist *s = c->headers; s != NULL; s = s->next) {
+        struct curl_slist *grown = curl_slist_append(headers, s->data);
+        if (grown == NULL) {
+            curl_slist_free_all(headers);
+            free(url);
+            return cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory");
+        }
+        headers = grown;
+    }
+    if (body != NULL) {
+        struct curl_slist *grown = curl_slist_append(headers, "Content-Type: application/json");
+        if (grown == NULL) {
+            curl_slist_free_all(headers);
+            free(url);
+            return cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory");
+        }
+        headers = grown;
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+    }
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+    if (strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0)
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+
+    CURLcode rc = curl_easy_perform(h);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
+    /* The easy handle keeps a pointer to the list until the next reset. */
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+    for (struct curl_slist *s = headers; s != NULL; s = s->next)
+        explicit_bzero(s->data, strlen(s->data));
+    curl_slist_free_all(headers);
+    free(url);
+
+    if (resp->body == NULL && http_append(&t, "", 0) != 0)
+        return cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory");
+    if (rc == CURLE_WRITE_ERROR && t.sink_errno != 0)
+        return cli_fail(err, PUNCH_EXIT_LOCAL, "cannot write the download: %s",
+                        strerror(t.sink_errno));
+    if (rc != CURLE_OK)
+        return http_transport_error(c, rc, err);
+    return 0;
+}
+
+void http_response_free(http_response *resp)
+{
+    free(resp->body);
+    resp->body = NULL;
+    resp->len = 0;
+}
+
+char *http_escape(const char *s)
+{
+    char *escaped = curl_easy_escape(NULL, s, 0);
+    if (escaped == NULL)
+        return NULL;
+    char *copy = strdup(escaped);
+    curl_free(escaped);
+    return copy;
+}

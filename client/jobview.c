@@ -1,0 +1,165 @@
+/* jobview.c — human views of jobs for `punch state` and `punch list`. */
+#include "jobview.h"
+
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "progress.h"
+
+void jobview_format_age(const json_t *when, double now, char *buf, size_t len)
+{
+    if (!json_is_number(when)) {
+        snprintf(buf, len, "-");
+        return;
+    }
+    double age = now - json_number_value(when);
+    if (age < 0)
+        age = 0;
+    if (age < 60)
+        snprintf(buf, len, "%.0fs ago", floor(age));
+    else if (age < 3600)
+        snprintf(buf, len, "%.0fm ago", floor(age / 60));
+    else if (age < 86400)
+        snprintf(buf, len, "%.0fh ago", floor(age / 3600));
+    else
+        snprintf(buf, len, "%.0fd ago", floor(age / 86400));
+}
+
+/* "2026-11-22 03:15:08 (2m ago)" in local time, or "-". */
+static void jobview_format_time(const json_t *when, double now, char *buf, size_t len)
+{
+    if (!json_is_number(when)) {
+        snprintf(buf, len, "-");
+        return;
+    }
+    time_t t = (time_t)json_number_value(when);
+    struct tm tm;
+    char stamp[64] = "?";
+    if (localtime_r(&t, &tm) != NULL)
+        strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &tm);
+    char age[32];
+    jobview_format_age(when, now, age, sizeof age);
+    snprintf(buf, len, "%s (%s)", stamp, age);
+}
+
+static const char *jobview_str(const json_t *job, const char *key)
+{
+    const char *s = json_string_value(json_object_get(job, key));
+    return s ? s : "-";
+}
+
+void jobview_format_summary(const json_t *job, char *buf, size_t len)
+{
+    const char *state = jobview_str(job, "state");
+    const json_t *result = json_object_get(job, "result");
+    const char *error = json_string_value(json_object_get(job, "error"));
+    if (error != NULL && strcmp(state, "succeeded") != 0) {
+        snprintf(buf, len, "%s", error);
+        return;
+    }
+    if (json_object_size(result) > 0) {
+        size_t pos = 0;
+        buf[0] = '\0';
+        const char *key;
+        const json_t *v;
+        json_object_foreach((json_t *)result, key, v) {
+            if (!json_is_number(v) || strcmp(key, "test_loss") == 0 || pos >= len)
+                continue;
+            pos += (size_t)snprintf(buf + pos, len - pos, "%s%s %.4f", pos ? " " : "", key,
+                                    json_number_value(v));
+        }
+        if (pos == 0)
+            snprintf(buf, len, "-");
+        return;
+    }
+    const json_t *p = json_object_get(job, "progress");
+    const json_t *pos = json_object_get(job, "queue_position");
+    if (strcmp(state, "queued") == 0 && json_is_number(pos)) {
+        snprintf(buf, len, "queue position %.0f", json_number_value(pos));
+    } else if (json_is_number(json_object_get(p, "epoch"))) {
+        snprintf(buf, len, "epoch %.0f/%.0f loss %.4f",
+                 json_number_value(json_object_get(p, "epoch")),
+                 json_number_value(json_object_get(p, "epochs")),
+                 json_number_value(json_object_get(p, "loss")));
+    } else {
+        snprintf(buf, len, "-");
+    }
+}
+
+void jobview_print_detail(const json_t *job, double now, FILE *out)
+{
+    char buf[1024];
+    fprintf(out, "job        %s\n", jobview_str(job, "id"));
+    fprintf(out, "name       %s\n", jobview_str(job, "name"));
+    fprintf(out, "owner      %s\n", jobview_str(job, "owner"));
+    fprintf(out, "state      %s\n", jobview_str(job, "state"));
+    const json_t *ranks = json_object_get(job, "ranks");
+    const json_t *workers = json_object_get(job, "workers");
+    fprintf(out, "trainer    %s, %lld worker(s), %lld rank(s)\n", jobview_str(job, "trainer"),
+            (long long)json_integer_value(workers), (long long)json_integer_value(ranks));
+    const json_t *prio = json_object_get(job, "priority");
+    if (json_is_integer(prio) && json_integer_value(prio) != 0)
+        fprintf(out, "priority   %lld\n", (long long)json_integer_value(prio));
+    const json_t *queue = json_object_get(job, "queue_position");
+    if (json_is_number(queue))
+        fprintf(out, "queue      position %.0f\n", json_number_value(queue));
+    jobview_format_time(json_object_get(job, "submitted_at"), now, buf, sizeof buf);
+    fprintf(out, "submitted  %s\n", buf);
+    jobview_format_time(json_object_get(job, "started_at"), now, buf, sizeof buf);
+    fprintf(out, "started    %s\n", buf);
+    jobview_format_time(json_object_get(job, "finished_at"), now, buf, sizeof buf);
+    fprintf(out, "finished   %s\n", buf);
+    const json_t *progress = json_object_get(job, "progress");
+    if (json_object_size(progress) > 0) {
+        json_t *running = json_pack("{s:s, s:O}", "state", "running", "progress", progress);
+        if (running != NULL) {
+            progress_format_line(running, buf, sizeof buf);
+            fprintf(out, "progress   %s\n", buf);
+            json_decref(running);
+        }
+    }
+    const json_t *result = json_object_get(job, "result");
+    if (json_object_size(result) > 0) {
+        const char *key;
+        const json_t *v;
+        fprintf(out, "result    ");
+        json_object_foreach((json_t *)result, key, v) {
+            if (json_is_number(v))
+                fprintf(out, " %s %.4f", key, json_number_value(v));
+        }
+        fprintf(out, "\n");
+    }
+    const json_t *exit_code = json_object_get(job, "exit_code");
+    if (json_is_integer(exit_code))
+        fprintf(out, "exit code  %lld\n", (long long)json_integer_value(exit_code));
+    const char *error = json_string_value(json_object_get(job, "error"));
+    if (error != NULL)
+        fprintf(out, "error      %s\n", error);
+}
+
+void jobview_print_table(const json_t *jobs, double now, FILE *out)
+{
+    if (json_array_size(jobs) == 0) {
+        fprintf(out, "no jobs\n");
+        return;
+    }
+    /* Names vary in length; size the column to the longest (within reason). */
+    int name_w = 4;
+    size_t i;
+    const json_t *job;
+    json_array_foreach(jobs, i, job) {
+        int n = (int)strlen(jobview_str(job, "name"));
+        if (n > name_w)
+            name_w = n > 32 ? 32 : n;
+    }
+    fprintf(out, "%-12s  %-*s  %-9s  %-9s  %s\n", "ID", name_w, "NAME", "STATE", "SUBMITTED",
+            "PROGRESS / RESULT");
+    json_array_foreach(jobs, i, job) {
+        char age[32], summary[256];
+        jobview_format_age(json_object_get(job, "submitted_at"), now, age, sizeof age);
+        jobview_format_summary(job, summary, sizeof summary);
+        fprintf(out, "%-12s  %-*.*s  %-9s  %-9s  %s\n", jobview_str(job, "id"), name_w, name_w,
+                jobview_str(job, "name"), jobview_str(job, "state"), age, summary);
+    }
+}

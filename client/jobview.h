@@ -1,0 +1,25 @@
+/* jobview.h — how jobs read to a person: the one-job detail view of
+ * `punch state` and the table of `punch list`. */
+#ifndef PUNCH_JOBVIEW_H
+#define PUNCH_JOBVIEW_H
+
+#include <stdio.h>
+
+#include <jansson.h>
+
+/* "key  value" lines for one job object. now is the current UNIX time, for
+ * "(2m ago)". */
+void jobview_print_detail(const json_t *job, double now, FILE *out);
+
+/* A table of jobs (an array of job objects), one row each, with a header;
+ * "no jobs" when empty. */
+void jobview_print_table(const json_t *jobs, double now, FILE *out);
+
+/* "5s ago", "3m ago", "2h ago", "4d ago"; "-" for a missing time. */
+void jobview_format_age(const json_t *when, double now, char *buf, size_t len);
+
+/* A short progress or result for the table: "epoch 2/5 loss 0.51",
+ * "test_accuracy 0.8712", "queued #2", or the error. */
+void jobview_format_summary(const json_t *job, char *buf, size_t len);
+
+#endif
