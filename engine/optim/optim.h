@@ -1,32 +1,50 @@
 /* optim.h — optimizers over one flat parameter buffer: SGD (momentum,
  * Nesterov, decay), RMSprop, Adam, Nadam, with the Keras defaults. One call
  * updates every parameter of the model, so a distributed trainer averages
- * the gradient buffer once and steps once. */
+ * the gradient buffer once and steps once.
+ *
+ * The update rules are Keras 2's (each file states its formulas and where
+ * PyTorch differs): SGD keeps lr inside the velocity, Adam folds the bias
+ * correction into the step size, Nadam uses Keras's momentum schedule.
+ * optim_step allocates nothing, runs single-threaded vectorized loops, and
+ * is deterministic: the same inputs give the same bits. */
 #ifndef PUNCH_OPTIM_H
 #define PUNCH_OPTIM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "spec.h"
 
 typedef struct optimizer optimizer;
 
-/* Allocates the state for n parameters (zeroed). NULL on allocation failure. */
+/* Allocates the state for n parameters (zeroed). NULL on allocation failure
+ * (or n < 0, or an unknown cfg->name). The optimizer copies cfg. */
 optimizer *optim_create(const spec_optimizer *cfg, long n);
 void optim_free(optimizer *o);
 
 /* One update: params -= f(grads) at learning rate lr (the schedule's
  * current rate; the optimizer applies its own `decay` on top, from its
- * iteration count). Adds weight_decay * params to the gradient first. */
+ * iteration count: lr / (1 + decay * iterations), counted before this
+ * step). Adds weight_decay * params to the gradient first. n must be the
+ * count the optimizer was created for. */
 void optim_step(optimizer *o, float *params, const float *grads, long n, float lr);
 
 /* Iterations taken so far. */
 long optim_iterations(const optimizer *o);
 
 /* Checkpointing: the state (slots plus iteration count) as one flat float
- * buffer of optim_state_floats() floats, restorable bit-exactly. */
+ * buffer of optim_state_floats() floats, restorable bit-exactly: after a
+ * load, the optimizer steps exactly as the one that saved it would have.
+ * The buffer holds only finite floats, so it can be stored as any tensor. */
 long optim_state_floats(const optimizer *o);
 void optim_state_save(const optimizer *o, float *dst);
 void optim_state_load(optimizer *o, const float *src);
+
+/* Whether n_floats floats at src look like a state this optimizer saved
+ * (right length, sane iteration count). Check this before loading bytes
+ * read from a file; optim_state_load leaves the optimizer unchanged when
+ * the count is not valid. */
+bool optim_state_valid(const optimizer *o, const float *src, long n_floats);
 
 #endif

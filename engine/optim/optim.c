@@ -1,0 +1,148 @@
+/* optim.c — the optimizer object: state allocation, the per-step learning
+ * rate (Keras's `decay`), dispatch to the algorithm's kernel, and the
+ * checkpoint layout of the state. */
+#include <assert.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "optim_internal.h"
+
+/* Checkpoint layout: a header of OPTIM_STATE_HEADER floats, then the slots.
+ *   [0] iterations & 0xffffff   [1] iterations >> 24   [2] m_schedule
+ * The iteration count is split into 24-bit halves because a float holds
+ * every integer below 2^24 exactly, so no count below 2^48 loses a bit. */
+#define OPTIM_STATE_HEADER 3
+#define OPTIM_ITER_BITS 24
+
+static int optim_slots_for(const spec_optimizer *cfg)
+{
+    switch (cfg->name) {
+    case OPT_SGD:
+        return cfg->momentum != 0.0 ? 1 : 0;
+    case OPT_RMSPROP:
+        return 1;
+    case OPT_ADAM:
+    case OPT_NADAM:
+        return 2;
+    }
+    return -1;
+}
+
+optimizer *optim_create(const spec_optimizer *cfg, long n)
+{
+    int n_slots = optim_slots_for(cfg);
+    if (n < 0 || n_slots < 0)
+        return NULL;
+    if (n_slots > 0 && (size_t)n > SIZE_MAX / sizeof(float) / (size_t)n_slots)
+        return NULL;
+    optimizer *o = calloc(1, sizeof *o);
+    if (!o)
+        return NULL;
+    o->cfg = *cfg;
+    o->n = n;
+    o->n_slots = n_slots;
+    o->m_schedule = 1.0f;
+    size_t count = (size_t)n_slots * (size_t)n;
+    if (count > 0) {
+        o->slots = calloc(count, sizeof(float));
+        if (!o->slots) {
+            free(o);
+            return NULL;
+        }
+    }
+    return o;
+}
+
+void optim_free(optimizer *o)
+{
+    if (!o)
+        return;
+    free(o->slots);
+    free(o);
+}
+
+static void optim_dispatch(optimizer *o, float *params, const float *grads, optim_coeffs c)
+{
+    switch (o->cfg.name) {
+    case OPT_SGD:
+        optim_sgd_step(o, params, grads, c);
+        break;
+    case OPT_RMSPROP:
+        optim_rmsprop_step(o, params, grads, c);
+        break;
+    case OPT_ADAM:
+        optim_adam_step(o, params, grads, c);
+        break;
+    case OPT_NADAM:
+        optim_nadam_step(o, params, grads, c);
+        break;
+    }
+}
+
+void optim_step(optimizer *o, float *params, const float *grads, long n, float lr)
+{
+    assert(n == o->n);
+    /* Keras applies decay from the count before this step: the first step
+     * runs at the full rate. */
+    double rate = (double)lr / (1.0 + o->cfg.decay * (double)o->iterations);
+    optim_coeffs c = { .lr = (float)rate, .wd = (float)o->cfg.weight_decay };
+    /* With no parameters, params may be NULL: even NULL + 0 is undefined. */
+    if (n > 0)
+        optim_dispatch(o, params, grads, c);
+    o->iterations++;
+}
+
+long optim_iterations(const optimizer *o)
+{
+    return o->iterations;
+}
+
+long optim_state_floats(const optimizer *o)
+{
+    return OPTIM_STATE_HEADER + (long)o->n_slots * o->n;
+}
+
+void optim_state_save(const optimizer *o, float *dst)
+{
+    long mask = (1L << OPTIM_ITER_BITS) - 1;
+    dst[0] = (float)(o->iterations & mask);
+    dst[1] = (float)(o->iterations >> OPTIM_ITER_BITS);
+    dst[2] = o->m_schedule;
+    if (o->n_slots > 0)
+        memcpy(dst + OPTIM_STATE_HEADER, o->slots,
+               (size_t)o->n_slots * (size_t)o->n * sizeof(float));
+}
+
+/* True when f is an integer in [0, 2^OPTIM_ITER_BITS): one half of a saved
+ * iteration count. */
+static bool optim_iter_part_ok(float f)
+{
+    return f >= 0.0f && f < (float)(1L << OPTIM_ITER_BITS) && f == floorf(f);
+}
+
+bool optim_state_valid(const optimizer *o, const float *src, long n_floats)
+{
+    if (n_floats != optim_state_floats(o))
+        return false;
+    if (!optim_iter_part_ok(src[0]) || !optim_iter_part_ok(src[1]))
+        return false;
+    /* m_schedule is a product of momenta in (0, 1): it starts at 1 and
+     * only shrinks. */
+    return src[2] >= 0.0f && src[2] <= 1.0f;
+}
+
+void optim_state_load(optimizer *o, const float *src)
+{
+    /* Garbage would make the casts below undefined behaviour; a caller that
+     * skipped optim_state_valid() gets an unchanged optimizer instead. */
+    if (!optim_iter_part_ok(src[0]) || !optim_iter_part_ok(src[1]))
+        return;
+    o->iterations = ((long)src[1] << OPTIM_ITER_BITS) | (long)src[0];
+    o->m_schedule = src[2];
+    if (o->n_slots > 0)
+        memcpy(o->slots, src + OPTIM_STATE_HEADER,
+               (size_t)o->n_slots * (size_t)o->n * sizeof(float));
+}

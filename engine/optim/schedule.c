@@ -1,0 +1,153 @@
+/* schedule.c — PyDTNN's learning-rate schedules and callbacks, evaluated
+ * once per epoch.
+ *
+ * Shared rules (PyDTNN's, with the two departures noted):
+ * - A monitor whose name contains "accuracy" improves upwards; any other
+ *   (losses, mse, mae) downwards. An improvement must beat the best value
+ *   so far by more than min_delta (PyDTNN has no min_delta: it is 0 there).
+ * - "val_X" falls back to "X" when the epoch has no validation values; a
+ *   monitor found under neither name leaves its callback idle that epoch.
+ * - A reduction multiplies the rate by factor but never takes it below
+ *   min_lr: it is clamped to min_lr, as Keras does (PyDTNN instead skips a
+ *   reduction that would cross min_lr, so the floor may never be reached).
+ * - Warm-up owns the rate while it runs: a plateau that matures during
+ *   warm-up reduces the rate as soon as the ramp has finished, and an
+ *   every-n-epochs reduction that falls inside the ramp is skipped. */
+#include <math.h>
+#include <string.h>
+
+#include "schedule.h"
+
+static bool schedule_maximizes(const char *monitor)
+{
+    return strstr(monitor, "accuracy") != NULL;
+}
+
+/* The monitored value for this epoch; false when the epoch has none. */
+static bool schedule_lookup(const epoch_metrics *m, const char *monitor, double *out)
+{
+    int n = m->n < 16 ? m->n : 16;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < n; i++) {
+            if (m->names[i] && strcmp(m->names[i], monitor) == 0) {
+                *out = m->values[i];
+                return true;
+            }
+        }
+        if (strncmp(monitor, "val_", 4) != 0)
+            return false;
+        monitor += 4;
+    }
+    return false;
+}
+
+/* Whether value beats best by more than min_delta. NaN never improves. */
+static bool schedule_improved(const spec_schedule *s, double best, double value)
+{
+    if (schedule_maximizes(s->monitor))
+        return value > best + s->min_delta;
+    return value < best - s->min_delta;
+}
+
+/* True while epoch still belongs to a warm-up ramp. */
+static bool schedule_in_warmup(const spec_training *t, int epoch)
+{
+    for (int i = 0; i < t->n_schedules; i++) {
+        const spec_schedule *s = &t->schedules[i];
+        if (s->kind == SCHED_WARM_UP && epoch < s->warmup_epochs)
+            return true;
+    }
+    return false;
+}
+
+/* lr *= factor, clamped to min_lr; a rate already at or below min_lr is
+ * left alone rather than raised. */
+static void schedule_reduce(schedule_state *st, const spec_schedule *s)
+{
+    if (st->lr <= s->min_lr)
+        return;
+    double lr = st->lr * s->factor;
+    st->lr = lr < s->min_lr ? s->min_lr : lr;
+}
+
+void schedule_init(schedule_state *st, const spec_training *t)
+{
+    memset(st, 0, sizeof *st);
+    st->base_lr = t->optimizer.learning_rate;
+    st->lr = st->base_lr;
+    for (int i = 0; i < SPEC_MAX_SCHEDULES; i++) {
+        bool up = i < t->n_schedules && schedule_maximizes(t->schedules[i].monitor);
+        st->best[i] = up ? -INFINITY : INFINITY;
+        st->best_epoch[i] = -1;
+    }
+}
+
+double schedule_epoch_begin(schedule_state *st, const spec_training *t, int epoch)
+{
+    for (int i = 0; i < t->n_schedules; i++) {
+        const spec_schedule *s = &t->schedules[i];
+        if (s->kind != SCHED_WARM_UP || epoch >= s->warmup_epochs)
+            continue;
+        double frac = (double)epoch / (double)s->warmup_epochs;
+        st->lr = s->init_lr + (st->base_lr - s->init_lr) * frac;
+    }
+    return st->lr;
+}
+
+/* Records value for schedule i; returns whether it improved. */
+static bool schedule_track(schedule_state *st, int i, const spec_schedule *s, int epoch,
+                           double value)
+{
+    if (!schedule_improved(s, st->best[i], value)) {
+        st->wait[i]++;
+        return false;
+    }
+    st->best[i] = value;
+    st->best_epoch[i] = epoch;
+    st->wait[i] = 0;
+    return true;
+}
+
+bool schedule_epoch_end(schedule_state *st, const spec_training *t, int epoch,
+                        const epoch_metrics *m)
+{
+    int done = epoch + 1; /* epochs completed, PyDTNN's epoch_count */
+    bool ramp_next = schedule_in_warmup(t, done);
+    if (!ramp_next && schedule_in_warmup(t, epoch))
+        st->lr = st->base_lr; /* the ramp ends: the next epoch runs at base */
+    bool save = false;
+    for (int i = 0; i < t->n_schedules && i < SPEC_MAX_SCHEDULES; i++) {
+        const spec_schedule *s = &t->schedules[i];
+        double value = 0.0;
+        bool have = s->kind != SCHED_WARM_UP && s->kind != SCHED_REDUCE_LR_EVERY_NEPOCHS &&
+                    s->monitor[0] != '\0' && schedule_lookup(m, s->monitor, &value);
+        switch (s->kind) {
+        case SCHED_WARM_UP:
+            break;
+        case SCHED_EARLY_STOPPING:
+            if (have && !schedule_track(st, i, s, epoch, value) && st->wait[i] >= s->patience)
+                st->stop = true;
+            break;
+        case SCHED_REDUCE_LR_ON_PLATEAU:
+            if (!have || schedule_track(st, i, s, epoch, value))
+                break;
+            if (!ramp_next && st->wait[i] >= s->patience) {
+                schedule_reduce(st, s);
+                st->wait[i] = 0;
+            }
+            break;
+        case SCHED_REDUCE_LR_EVERY_NEPOCHS:
+            if (s->nepochs > 0 && done % s->nepochs == 0 && !ramp_next)
+                schedule_reduce(st, s);
+            break;
+        case SCHED_MODEL_CHECKPOINT: {
+            bool due = done % (s->every_epochs > 0 ? s->every_epochs : 1) == 0;
+            /* Without a monitor (or its value) the checkpoint is periodic. */
+            bool better = have ? schedule_track(st, i, s, epoch, value) : true;
+            save = save || (due && better);
+            break;
+        }
+        }
+    }
+    return save;
+}

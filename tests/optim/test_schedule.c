@@ -1,0 +1,387 @@
+/* test_schedule.c — each PyDTNN callback over a scripted sequence of epoch
+ * metrics: warm-up rates, plateau reductions after patience and the min_lr
+ * floor, every-n reductions, the early-stopping epoch, checkpoint epochs,
+ * the val_X -> X fallback, and a copied state resuming identically. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "optim/schedule.h"
+
+static spec_training training(double lr)
+{
+    spec_training t;
+    memset(&t, 0, sizeof t);
+    t.epochs = 20;
+    t.optimizer.name = OPT_ADAM;
+    t.optimizer.learning_rate = lr;
+    return t;
+}
+
+static spec_schedule *add(spec_training *t, spec_schedule_kind kind, const char *monitor)
+{
+    spec_schedule *s = &t->schedules[t->n_schedules++];
+    memset(s, 0, sizeof *s);
+    s->kind = kind;
+    snprintf(s->monitor, sizeof s->monitor, "%s", monitor);
+    s->factor = 0.1;
+    s->every_epochs = 1;
+    s->nepochs = 5;
+    s->warmup_epochs = 5;
+    return s;
+}
+
+/* An epoch's values. NAN for a name leaves it out (no validation set). */
+static epoch_metrics metrics(double loss, double acc, double val_loss, double val_acc)
+{
+    epoch_metrics m = { .n = 0 };
+    const char *names[] = { "loss", "accuracy", "val_loss", "val_accuracy" };
+    double values[] = { loss, acc, val_loss, val_acc };
+    for (int i = 0; i < 4; i++) {
+        if (isnan(values[i]))
+            continue;
+        m.names[m.n] = names[i];
+        m.values[m.n++] = values[i];
+    }
+    return m;
+}
+
+static epoch_metrics val_loss_only(double v)
+{
+    return metrics(NAN, NAN, v, NAN);
+}
+
+static void test_warm_up_ramp(void **state)
+{
+    (void)state;
+    spec_training t = training(0.1);
+    spec_schedule *w = add(&t, SCHED_WARM_UP, "");
+    w->warmup_epochs = 4;
+    w->init_lr = 0.01;
+    schedule_state st;
+    schedule_init(&st, &t);
+    /* init_lr at epoch 0, a linear ramp, base_lr from epoch 4 on. */
+    const double want[] = { 0.01, 0.0325, 0.055, 0.0775, 0.1, 0.1, 0.1 };
+    for (int e = 0; e < 7; e++) {
+        double lr = schedule_epoch_begin(&st, &t, e);
+        assert_float_equal(lr, want[e], 1e-12);
+        assert_float_equal(st.lr, want[e], 1e-12);
+        epoch_metrics m = metrics(1.0, 0.5, NAN, NAN);
+        assert_false(schedule_epoch_end(&st, &t, e, &m));
+    }
+    assert_false(st.stop);
+}
+
+static void test_no_schedules_keeps_rate(void **state)
+{
+    (void)state;
+    spec_training t = training(0.003);
+    schedule_state st;
+    schedule_init(&st, &t);
+    for (int e = 0; e < 5; e++) {
+        assert_float_equal(schedule_epoch_begin(&st, &t, e), 0.003, 0);
+        epoch_metrics m = metrics(1.0 + e, 0.5, 2.0 + e, 0.4);
+        assert_false(schedule_epoch_end(&st, &t, e, &m));
+    }
+    assert_false(st.stop);
+}
+
+/* Runs a val_loss script; returns the rate before each epoch in lrs[]. */
+static void run_script(schedule_state *st, const spec_training *t, const double *vals, int n,
+                       double *lrs, bool *saved)
+{
+    schedule_init(st, t);
+    for (int e = 0; e < n; e++) {
+        lrs[e] = schedule_epoch_begin(st, t, e);
+        epoch_metrics m = val_loss_only(vals[e]);
+        bool s = schedule_epoch_end(st, t, e, &m);
+        if (saved)
+            saved[e] = s;
+    }
+}
+
+static void test_plateau_patience_and_floor(void **state)
+{
+    (void)state;
+    spec_training t = training(0.1);
+    spec_schedule *p = add(&t, SCHED_REDUCE_LR_ON_PLATEAU, "val_loss");
+    p->patience = 2;
+    p->factor = 0.5;
+    p->min_lr = 0.02;
+    /* 2 epochs without a new best -> halve; an improvement resets the
+     * count; 0.025 is clamped to 0.02, and nothing goes below. */
+    const double vals[] = { 1.0, 0.9, 0.95, 0.95, 0.8, 0.85, 0.85, 0.9, 0.9, 0.9, 0.9, 0.9 };
+    const double want[] = { 0.1, 0.1, 0.1, 0.1, 0.05, 0.05, 0.05, 0.025, 0.025, 0.02, 0.02, 0.02 };
+    double lrs[12];
+    schedule_state st;
+    run_script(&st, &t, vals, 12, lrs, NULL);
+    for (int e = 0; e < 12; e++) {
+        if (fabs(lrs[e] - want[e]) > 1e-12)
+            fail_msg("epoch %d: lr %.6g, expected %.6g", e, lrs[e], want[e]);
+    }
+    assert_float_equal(st.lr, 0.02, 1e-12);
+    assert_float_equal(st.best[0], 0.8, 0);
+    assert_int_equal(st.best_epoch[0], 4);
+    assert_false(st.stop);
+}
+
+static void test_plateau_accuracy_and_min_delta(void **state)
+{
+    (void)state;
+    spec_training t = training(0.1);
+    spec_schedule *p = add(&t, SCHED_REDUCE_LR_ON_PLATEAU, "val_accuracy");
+    p->patience = 2;
+    p->min_delta = 0.01;
+    schedule_state st;
+    schedule_init(&st, &t);
+    /* Accuracy improves upwards; +0.005 is below min_delta and does not
+     * count, so epochs 1 and 2 are both stale and the rate drops after 2. */
+    const double acc[] = { 0.50, 0.505, 0.509, 0.70, 0.69 };
+    const double want[] = { 0.1, 0.1, 0.1, 0.01, 0.01 };
+    for (int e = 0; e < 5; e++) {
+        assert_float_equal(schedule_epoch_begin(&st, &t, e), want[e], 1e-12);
+        epoch_metrics m = metrics(1.0, 0.9, 1.0, acc[e]);
+        schedule_epoch_end(&st, &t, e, &m);
+    }
+    assert_float_equal(st.best[0], 0.70, 0);
+    assert_int_equal(st.wait[0], 1);
+}
+
+static void test_plateau_val_falls_back_to_train(void **state)
+{
+    (void)state;
+    spec_training t = training(0.1);
+    spec_schedule *p = add(&t, SCHED_REDUCE_LR_ON_PLATEAU, "val_loss");
+    p->patience = 1;
+    schedule_state st;
+    schedule_init(&st, &t);
+    /* No validation values: "val_loss" reads "loss". */
+    epoch_metrics m0 = metrics(1.0, 0.5, NAN, NAN);
+    epoch_metrics m1 = metrics(1.5, 0.5, NAN, NAN);
+    schedule_epoch_end(&st, &t, 0, &m0);
+    assert_float_equal(st.best[0], 1.0, 0);
+    schedule_epoch_end(&st, &t, 1, &m1);
+    assert_float_equal(st.lr, 0.01, 1e-12);
+
+    /* A monitor found under neither name leaves the callback idle. */
+    spec_training u = training(0.1);
+    p = add(&u, SCHED_REDUCE_LR_ON_PLATEAU, "val_mae");
+    p->patience = 0;
+    schedule_init(&st, &u);
+    for (int e = 0; e < 4; e++) {
+        epoch_metrics m = metrics(1.0 + e, 0.5, 1.0 + e, 0.5);
+        schedule_epoch_end(&st, &u, e, &m);
+    }
+    assert_float_equal(st.lr, 0.1, 0);
+    assert_int_equal(st.best_epoch[0], -1);
+}
+
+static void test_every_nepochs(void **state)
+{
+    (void)state;
+    spec_training t = training(0.1);
+    spec_schedule *r = add(&t, SCHED_REDUCE_LR_EVERY_NEPOCHS, "");
+    r->nepochs = 2;
+    r->factor = 0.5;
+    r->min_lr = 0.03;
+    schedule_state st;
+    schedule_init(&st, &t);
+    /* Halved after epochs 2, 4, 6 (counted from 1), floored at 0.03. */
+    const double want[] = { 0.1, 0.1, 0.05, 0.05, 0.03, 0.03, 0.03, 0.03 };
+    for (int e = 0; e < 8; e++) {
+        assert_float_equal(schedule_epoch_begin(&st, &t, e), want[e], 1e-12);
+        epoch_metrics m = metrics(1.0, 0.5, NAN, NAN);
+        schedule_epoch_end(&st, &t, e, &m);
+    }
+}
+
+static void test_early_stopping_epoch(void **state)
+{
+    (void)state;
+    spec_training t = training(0.1);
+    spec_schedule *s = add(&t, SCHED_EARLY_STOPPING, "val_loss");
+    s->patience = 3;
+    schedule_state st;
+    schedule_init(&st, &t);
+    /* Best at epoch 1; epochs 2, 3, 4 do not improve: stop after epoch 4. */
+    const double vals[] = { 1.0, 0.9, 0.91, 0.9, 0.93, 0.5 };
+    int stopped = -1;
+    for (int e = 0; e < 6 && stopped < 0; e++) {
+        schedule_epoch_begin(&st, &t, e);
+        epoch_metrics m = val_loss_only(vals[e]);
+        schedule_epoch_end(&st, &t, e, &m);
+        if (st.stop)
+            stopped = e;
+    }
+    assert_int_equal(stopped, 4);
+    assert_int_equal(st.best_epoch[0], 1);
+    assert_float_equal(st.best[0], 0.9, 0);
+    /* The rate is untouched by early stopping. */
+    assert_float_equal(st.lr, 0.1, 0);
+}
+
+static void test_early_stopping_accuracy_nan(void **state)
+{
+    (void)state;
+    spec_training t = training(0.1);
+    spec_schedule *s = add(&t, SCHED_EARLY_STOPPING, "accuracy");
+    s->patience = 2;
+    s->min_delta = 0.01;
+    schedule_state st;
+    schedule_init(&st, &t);
+    /* Accuracy must rise by more than 0.01; a NaN never improves. */
+    epoch_metrics m0 = metrics(1.0, 0.80, NAN, NAN);
+    epoch_metrics m1 = metrics(1.0, 0.805, NAN, NAN);
+    epoch_metrics m2 = metrics(1.0, 0.85, NAN, NAN);
+    epoch_metrics m3 = metrics(NAN, NAN, NAN, NAN);
+    m3.names[0] = "accuracy";
+    m3.values[0] = NAN;
+    m3.n = 1;
+    schedule_epoch_end(&st, &t, 0, &m0);
+    schedule_epoch_end(&st, &t, 1, &m1);
+    assert_false(st.stop);
+    schedule_epoch_end(&st, &t, 2, &m2);
+    assert_false(st.stop);
+    assert_int_equal(st.best_epoch[0], 2);
+    schedule_epoch_end(&st, &t, 3, &m3);
+    assert_false(st.stop);
+    schedule_epoch_end(&st, &t, 4, &m3);
+    assert_true(st.stop);
+}
+
+static void test_checkpoint_periodic(void **state)
+{
+    (void)state;
+    spec_training t = training(0.1);
+    spec_schedule *c = add(&t, SCHED_MODEL_CHECKPOINT, "");
+    c->every_epochs = 2;
+    const double vals[] = { 1.0, 1.1, 1.2, 1.3, 1.4, 1.5 };
+    double lrs[6];
+    bool saved[6];
+    schedule_state st;
+    run_script(&st, &t, vals, 6, lrs, saved);
+    /* Every second epoch, improvement or not. */
+    const bool want[] = { false, true, false, true, false, true };
+    for (int e = 0; e < 6; e++)
+        assert_int_equal(saved[e], want[e]);
+}
+
+static void test_checkpoint_on_improvement(void **state)
+{
+    (void)state;
+    spec_training t = training(0.1);
+    add(&t, SCHED_MODEL_CHECKPOINT, "val_loss");
+    const double vals[] = { 1.0, 1.1, 0.9, 0.9, 0.5, 0.7 };
+    double lrs[6];
+    bool saved[6];
+    schedule_state st;
+    run_script(&st, &t, vals, 6, lrs, saved);
+    const bool want[] = { true, false, true, false, true, false };
+    for (int e = 0; e < 6; e++)
+        assert_int_equal(saved[e], want[e]);
+
+    /* With every_epochs 2 it must improve AND be a second epoch: epoch 2
+     * improves but is odd-numbered (3rd) so no save; epoch 3 improves on
+     * the best (0.8 < 0.9) and is due. */
+    t.schedules[0].every_epochs = 2;
+    const double vals2[] = { 1.0, 1.1, 0.9, 0.8, 0.85, 0.7 };
+    const bool want2[] = { false, false, false, true, false, true };
+    run_script(&st, &t, vals2, 6, lrs, saved);
+    for (int e = 0; e < 6; e++)
+        assert_int_equal(saved[e], want2[e]);
+}
+
+/* Warm-up owns the rate: the every-n reduction due inside the ramp is
+ * skipped, and a plateau that matures during warm-up applies right after. */
+static void test_warm_up_with_reductions(void **state)
+{
+    (void)state;
+    spec_training t = training(0.1);
+    spec_schedule *w = add(&t, SCHED_WARM_UP, "");
+    w->warmup_epochs = 3;
+    w->init_lr = 0.04;
+    spec_schedule *p = add(&t, SCHED_REDUCE_LR_ON_PLATEAU, "val_loss");
+    p->patience = 1;
+    p->factor = 0.5;
+    spec_schedule *r = add(&t, SCHED_REDUCE_LR_EVERY_NEPOCHS, "");
+    r->nepochs = 2;
+    r->factor = 0.1;
+    /* Epoch 0 best; 1 stale (plateau due, but inside the ramp);
+     * after epoch 2 the ramp ends: base 0.1, plateau halves to 0.05;
+     * after epoch 3 the plateau is stale again (0.025) and 4 epochs are
+     * done, so every-n cuts by 10: 0.0025. */
+    const double vals[] = { 1.0, 1.0, 1.0, 1.0, 0.1 };
+    const double want[] = { 0.04, 0.06, 0.08, 0.05, 0.0025 };
+    double lrs[5];
+    schedule_state st;
+    run_script(&st, &t, vals, 5, lrs, NULL);
+    for (int e = 0; e < 5; e++) {
+        if (fabs(lrs[e] - want[e]) > 1e-12)
+            fail_msg("epoch %d: lr %.6g, expected %.6g", e, lrs[e], want[e]);
+    }
+}
+
+/* The state is plain data: a copy taken between epochs continues exactly
+ * as the original (what --resume relies on). */
+static void test_state_copy_resumes(void **state)
+{
+    (void)state;
+    spec_training t = training(0.1);
+    add(&t, SCHED_WARM_UP, "")->warmup_epochs = 2;
+    t.schedules[0].init_lr = 0.01;
+    spec_schedule *p = add(&t, SCHED_REDUCE_LR_ON_PLATEAU, "val_accuracy");
+    p->patience = 1;
+    add(&t, SCHED_EARLY_STOPPING, "val_loss")->patience = 4;
+    add(&t, SCHED_MODEL_CHECKPOINT, "val_accuracy");
+    const double loss[] = { 1.0, 0.8, 0.9, 0.95, 0.99, 0.97, 0.96, 0.99 };
+    const double acc[] = { 0.5, 0.6, 0.55, 0.65, 0.6, 0.6, 0.7, 0.6 };
+    schedule_state a, b;
+    schedule_init(&a, &t);
+    bool saved_a[8], saved_b[8];
+    double lr_a[8], lr_b[8];
+    for (int e = 0; e < 8; e++) {
+        if (e == 3)
+            memcpy(&b, &a, sizeof a);
+        lr_a[e] = schedule_epoch_begin(&a, &t, e);
+        epoch_metrics m = metrics(NAN, NAN, loss[e], acc[e]);
+        saved_a[e] = schedule_epoch_end(&a, &t, e, &m);
+    }
+    for (int e = 3; e < 8; e++) {
+        lr_b[e] = schedule_epoch_begin(&b, &t, e);
+        epoch_metrics m = metrics(NAN, NAN, loss[e], acc[e]);
+        saved_b[e] = schedule_epoch_end(&b, &t, e, &m);
+        assert_memory_equal(&lr_a[e], &lr_b[e], sizeof(double));
+        assert_int_equal(saved_a[e], saved_b[e]);
+    }
+    assert_memory_equal(&a, &b, sizeof a);
+    /* And the run did something: rate reduced, checkpoints at the bests,
+     * early stop after 4 epochs without a lower val_loss. */
+    assert_true(a.lr < 0.1);
+    assert_true(saved_a[3] && saved_a[6] && !saved_a[4]);
+    assert_true(a.stop);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_warm_up_ramp),
+        cmocka_unit_test(test_no_schedules_keeps_rate),
+        cmocka_unit_test(test_plateau_patience_and_floor),
+        cmocka_unit_test(test_plateau_accuracy_and_min_delta),
+        cmocka_unit_test(test_plateau_val_falls_back_to_train),
+        cmocka_unit_test(test_every_nepochs),
+        cmocka_unit_test(test_early_stopping_epoch),
+        cmocka_unit_test(test_early_stopping_accuracy_nan),
+        cmocka_unit_test(test_checkpoint_periodic),
+        cmocka_unit_test(test_checkpoint_on_improvement),
+        cmocka_unit_test(test_warm_up_with_reductions),
+        cmocka_unit_test(test_state_copy_resumes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
