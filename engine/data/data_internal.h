@@ -1,0 +1,64 @@
+/* data_internal.h — internal to engine/data: whole-file reads with
+ * transparent gunzip, count formatting for messages, the data PRNG and the
+ * loaders' full forms (with the label range check dataset_load_all needs).
+ * Not part of the public engine API. */
+#ifndef PUNCH_DATA_INTERNAL_H
+#define PUNCH_DATA_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "data/dataset.h"
+
+/* A file's contents, gunzipped when it starts with the gzip magic. */
+typedef struct data_buf {
+    unsigned char *p;  /* len bytes plus a terminating NUL */
+    size_t len;
+    /* The gzip stream ended before its end marker: p holds what could be
+     * decompressed. Parsers report the shortfall in their own terms
+     * ("truncated after 59,872 of 60,000 images"). */
+    bool gz_truncated;
+} data_buf;
+
+/* Read path (gzipped or not). Errors: "NAME: empty file", "NAME: corrupt
+ * gzip data (reason)", I/O errors; NAME is the file's base name. */
+int data_file_read(const char *path, data_buf *out, char *err, size_t errlen);
+void data_buf_free(data_buf *b);
+
+/* v with thousands separators ("59,872") into buf; returns buf. */
+const char *data_fmt_count(long long v, char buf[32]);
+
+/* xoshiro256** seeded through splitmix64: a fixed, documented generator so
+ * shuffles and synthetic data are the same on every platform and libc. */
+typedef struct data_rng {
+    uint64_t s[4];
+} data_rng;
+
+/* Seed from (seed, stream): distinct streams give independent sequences. */
+void data_rng_seed(data_rng *r, uint64_t seed, uint64_t stream);
+uint64_t data_rng_next(data_rng *r);
+/* Uniform in [0, bound), bound > 0, without modulo bias. */
+uint64_t data_rng_below(data_rng *r, uint64_t bound);
+
+/* The public loaders with a label check: labels must be in
+ * [0, num_classes) (num_classes <= 0: no check). The CSV form also takes
+ * the expected features per row (0: whatever the first row has). */
+int data_idx_load(const char *images_path, const char *labels_path, int num_classes,
+                  dataset *out, char *err, size_t errlen);
+int data_cifar10_load(const char *const *paths, int n_paths, int num_classes,
+                      dataset *out, char *err, size_t errlen);
+int data_csv_load(const char *path, int label_column, bool header, int num_classes,
+                  long expected_features, dataset *out, char *err, size_t errlen);
+
+/* Allocate x (n * features floats) and y (n labels) of d; -1 when out of
+ * memory or the sizes overflow. */
+int data_alloc(dataset *d, long n, long features);
+
+/* 1 if path, with every symlink followed, lies inside one of the roots. */
+int data_path_under_roots(const char *path, const dataset_roots *roots);
+
+/* d->num_classes = num_classes, or 1 + the largest label when <= 0. */
+void data_set_classes(dataset *d, int num_classes);
+
+#endif

@@ -1,0 +1,73 @@
+/* io_file.h — internal helpers shared by the engine's file readers and
+ * writers: reading a whole file under a size cap, little-endian byte order
+ * and printf-style error messages. Not part of the public engine API. */
+#ifndef PUNCH_IO_FILE_H
+#define PUNCH_IO_FILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Read all of `path` into a fresh heap buffer with one spare NUL byte after
+ * the data (so text parsers can stop at it). Refuses non-regular files and
+ * files over max_bytes. Returns 0 and sets *data (caller frees) and *len;
+ * -1 with "PATH: reason" in err. */
+int io_read_file(const char *path, size_t max_bytes, unsigned char **data,
+                 size_t *len, char *err, size_t errlen);
+
+/* snprintf into err (when err is not NULL); always returns -1 so callers
+ * can `return io_errf(...)`. */
+int io_errf(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The last path component, for messages ("a/b/c.gz" -> "c.gz"). */
+const char *io_basename(const char *path);
+
+/* Little-endian loads and stores, independent of the host byte order. */
+static inline uint16_t io_get_le16(const unsigned char *p)
+{
+    return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+static inline uint32_t io_get_le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
+           ((uint32_t)p[3] << 24);
+}
+
+static inline uint64_t io_get_le64(const unsigned char *p)
+{
+    return (uint64_t)io_get_le32(p) | ((uint64_t)io_get_le32(p + 4) << 32);
+}
+
+static inline void io_put_le16(unsigned char *p, uint16_t v)
+{
+    p[0] = (unsigned char)v;
+    p[1] = (unsigned char)(v >> 8);
+}
+
+static inline void io_put_le32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static inline void io_put_le64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* Check the entries a writer is given: a valid name (printable, no
+ * quotes or backslashes, not "__metadata__"), unique, rank 0..4, dims >= 0,
+ * data present. -1 with a message naming the tensor. */
+struct tensor_entry;
+int tensorfile_check_entries(const struct tensor_entry *t, int n,
+                             char *err, size_t errlen);
+
+/* Copy n float32 values between host order and little-endian bytes. */
+void io_floats_to_le(unsigned char *dst, const float *src, size_t n);
+void io_floats_from_le(float *dst, const unsigned char *src, size_t n);
+/* Same, from big-endian bytes (numpy '>f4'). */
+void io_floats_from_be(float *dst, const unsigned char *src, size_t n);
+
+#endif
