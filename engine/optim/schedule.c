@@ -18,6 +18,15 @@
 
 #include "schedule.h"
 
+/* The callbacks to run: the spec guarantees at most SPEC_MAX_SCHEDULES,
+ * and the state arrays hold no more. */
+static int schedule_count(const spec_training *t)
+{
+    if (t->n_schedules < 0)
+        return 0;
+    return t->n_schedules < SPEC_MAX_SCHEDULES ? t->n_schedules : SPEC_MAX_SCHEDULES;
+}
+
 static bool schedule_maximizes(const char *monitor)
 {
     return strstr(monitor, "accuracy") != NULL;
@@ -52,7 +61,7 @@ static bool schedule_improved(const spec_schedule *s, double best, double value)
 /* True while epoch still belongs to a warm-up ramp. */
 static bool schedule_in_warmup(const spec_training *t, int epoch)
 {
-    for (int i = 0; i < t->n_schedules; i++) {
+    for (int i = 0; i < schedule_count(t); i++) {
         const spec_schedule *s = &t->schedules[i];
         if (s->kind == SCHED_WARM_UP && epoch < s->warmup_epochs)
             return true;
@@ -76,7 +85,7 @@ void schedule_init(schedule_state *st, const spec_training *t)
     st->base_lr = t->optimizer.learning_rate;
     st->lr = st->base_lr;
     for (int i = 0; i < SPEC_MAX_SCHEDULES; i++) {
-        bool up = i < t->n_schedules && schedule_maximizes(t->schedules[i].monitor);
+        bool up = i < schedule_count(t) && schedule_maximizes(t->schedules[i].monitor);
         st->best[i] = up ? -INFINITY : INFINITY;
         st->best_epoch[i] = -1;
     }
@@ -84,7 +93,7 @@ void schedule_init(schedule_state *st, const spec_training *t)
 
 double schedule_epoch_begin(schedule_state *st, const spec_training *t, int epoch)
 {
-    for (int i = 0; i < t->n_schedules; i++) {
+    for (int i = 0; i < schedule_count(t); i++) {
         const spec_schedule *s = &t->schedules[i];
         if (s->kind != SCHED_WARM_UP || epoch >= s->warmup_epochs)
             continue;
@@ -116,7 +125,7 @@ bool schedule_epoch_end(schedule_state *st, const spec_training *t, int epoch,
     if (!ramp_next && schedule_in_warmup(t, epoch))
         st->lr = st->base_lr; /* the ramp ends: the next epoch runs at base */
     bool save = false;
-    for (int i = 0; i < t->n_schedules && i < SPEC_MAX_SCHEDULES; i++) {
+    for (int i = 0; i < schedule_count(t); i++) {
         const spec_schedule *s = &t->schedules[i];
         double value = 0.0;
         bool have = s->kind != SCHED_WARM_UP && s->kind != SCHED_REDUCE_LR_EVERY_NEPOCHS &&
