@@ -1,0 +1,580 @@
+/* backend_cpu.c — the CPU backend: memory, GEMM, dense, activations,
+ * dropout, concatenation, losses and metrics. Convolution, pooling and
+ * batch normalisation live in cpu_conv.c, cpu_pool.c and cpu_batchnorm.c.
+ *
+ * Threads: OpenBLAS is pinned to one thread and every op is partitioned by
+ * the backend's pool (threadpool.h) with a static split, so there is never
+ * more than one runnable thread per requested core and results depend only
+ * on the thread count. */
+#include "core/backend_cpu.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Below this many multiply-adds a GEMM runs on the caller alone. */
+#define CPU_GEMM_MIN_PARALLEL (1L << 17)
+/* Below this many elements an element-wise op runs on the caller alone. */
+#define CPU_ELEM_MIN_PARALLEL (1L << 15)
+
+void cpu_sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+               const float *a, int lda, const float *b, int ldb, float beta,
+               float *c, int ldc)
+{
+    if (m <= 0 || n <= 0)
+        return;
+    if (k <= 0) {
+        for (int i = 0; i < m; i++) {
+            float *row = c + (long)i * ldc;
+            for (int j = 0; j < n; j++)
+                row[j] = beta == 0.0f ? 0.0f : beta * row[j];
+        }
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb,
+                beta, c, ldc);
+}
+
+/* ---- memory ---------------------------------------------------------- */
+
+static float *cpu_alloc(backend *be, long n)
+{
+    (void)be;
+    if (n < 0)
+        return NULL;
+    size_t bytes = ((size_t)(n > 0 ? n : 1) * sizeof(float) + 63) & ~(size_t)63;
+    float *p = aligned_alloc(64, bytes);
+    if (p)
+        memset(p, 0, bytes);
+    return p;
+}
+
+static void cpu_free(backend *be, float *p)
+{
+    (void)be;
+    free(p);
+}
+
+static void cpu_zero(backend *be, float *p, long n)
+{
+    (void)be;
+    if (n > 0)
+        memset(p, 0, (size_t)n * sizeof *p);
+}
+
+static void cpu_copy(backend *be, float *dst, const float *src, long n)
+{
+    (void)be;
+    if (n > 0 && dst != src)
+        memmove(dst, src, (size_t)n * sizeof *dst);
+}
+
+static void cpu_synchronize(backend *be)
+{
+    (void)be;
+}
+
+/* ---- GEMM ------------------------------------------------------------ */
+
+typedef struct gemm_job {
+    bool ta, tb, split_m;
+    int m, n, k;
+    float alpha, beta;
+    const float *a, *b;
+    float *c;
+    int lda, ldb, ldc;
+} gemm_job;
+
+/* Columns are split in blocks of 16 so every chunk keeps full SIMD rows. */
+static void gemm_chunk(void *ctx, long begin, long end, int tid)
+{
+    (void)tid;
+    const gemm_job *g = ctx;
+    if (g->split_m) {
+        int m0 = (int)begin, m1 = (int)end;
+        const float *a = g->ta ? g->a + m0 : g->a + (long)m0 * g->lda;
+        cpu_sgemm(g->ta, g->tb, m1 - m0, g->n, g->k, g->alpha, a, g->lda, g->b, g->ldb,
+                  g->beta, g->c + (long)m0 * g->ldc, g->ldc);
+    } else {
+        int n0 = (int)begin * 16, n1 = (int)end * 16;
+        if (n1 > g->n)
+            n1 = g->n;
+        if (n0 >= n1)
+            return;
+        const float *b = g->tb ? g->b + (long)n0 * g->ldb : g->b + n0;
+        cpu_sgemm(g->ta, g->tb, g->m, n1 - n0, g->k, g->alpha, g->a, g->lda, b, g->ldb,
+                  g->beta, g->c + n0, g->ldc);
+    }
+}
+
+static void cpu_gemm(backend *be, bool trans_a, bool trans_b, int m, int n, int k,
+                     float alpha, const float *a, int lda, const float *b, int ldb,
+                     float beta, float *c, int ldc)
+{
+    gemm_job g = {trans_a, trans_b, m >= n, m, n, k, alpha, beta, a, b, c, lda, ldb, ldc};
+    long work = (long)m * n * (k > 0 ? k : 1);
+    int threads = pool_threads(cpu_pool(be));
+    if (threads == 1 || work < CPU_GEMM_MIN_PARALLEL) {
+        cpu_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        return;
+    }
+    long parts = g.split_m ? m : (n + 15) / 16;
+    pool_run(cpu_pool(be), parts, gemm_chunk, &g);
+}
+
+/* ---- element-wise ---------------------------------------------------- */
+
+typedef struct elem_job {
+    long n;
+    float alpha;
+    const float *x;
+    float *y;
+} elem_job;
+
+static void axpy_chunk(void *ctx, long begin, long end, int tid)
+{
+    (void)tid;
+    const elem_job *j = ctx;
+    for (long i = begin; i < end; i++)
+        j->y[i] += j->alpha * j->x[i];
+}
+
+static void cpu_axpy(backend *be, long n, float alpha, const float *x, float *y)
+{
+    elem_job j = {n, alpha, x, y};
+    pool_run_min(cpu_pool(be), n, CPU_ELEM_MIN_PARALLEL, axpy_chunk, &j);
+}
+
+static void scale_chunk(void *ctx, long begin, long end, int tid)
+{
+    (void)tid;
+    const elem_job *j = ctx;
+    for (long i = begin; i < end; i++)
+        j->y[i] *= j->alpha;
+}
+
+static void cpu_scale(backend *be, long n, float alpha, float *x)
+{
+    elem_job j = {n, alpha, NULL, x};
+    pool_run_min(cpu_pool(be), n, CPU_ELEM_MIN_PARALLEL, scale_chunk, &j);
+}
+
+/* ---- activations ----------------------------------------------------- */
+
+void cpu_activate(spec_activation act, float *y, long n)
+{
+    switch (act) {
+    case ACT_RELU:
+        for (long i = 0; i < n; i++)
+            y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+        break;
+    case ACT_SIGMOID:
+        for (long i = 0; i < n; i++)
+            y[i] = 1.0f / (1.0f + expf(-y[i]));
+        break;
+    case ACT_TANH:
+        for (long i = 0; i < n; i++)
+            y[i] = tanhf(y[i]);
+        break;
+    case ACT_NONE:
+    case ACT_SOFTMAX:
+        break;
+    }
+}
+
+void cpu_softmax_row(float *y, int n)
+{
+    float mx = y[0];
+    for (int j = 1; j < n; j++)
+        mx = y[j] > mx ? y[j] : mx;
+    double sum = 0.0;
+    for (int j = 0; j < n; j++) {
+        y[j] = expf(y[j] - mx);
+        sum += y[j];
+    }
+    float inv = (float)(1.0 / sum);
+    for (int j = 0; j < n; j++)
+        y[j] *= inv;
+}
+
+typedef struct act_job {
+    spec_activation act;
+    long cols;
+    bool accumulate;
+    const float *x, *y, *dy, *bias;
+    float *out;
+} act_job;
+
+/* Rows [begin, end): out = act(x (+ bias)). */
+static void act_forward_rows(void *ctx, long begin, long end, int tid)
+{
+    (void)tid;
+    const act_job *j = ctx;
+    for (long r = begin; r < end; r++) {
+        float *o = j->out + r * j->cols;
+        if (j->x && j->x != o)
+            memcpy(o, j->x + r * j->cols, (size_t)j->cols * sizeof *o);
+        if (j->bias)
+            for (long c = 0; c < j->cols; c++)
+                o[c] += j->bias[c];
+        if (j->act == ACT_SOFTMAX)
+            cpu_softmax_row(o, (int)j->cols);
+        else
+            cpu_activate(j->act, o, j->cols);
+    }
+}
+
+static void cpu_activation_forward(backend *be, spec_activation act, long rows, long cols,
+                                   const float *x, float *y)
+{
+    act_job j = {act, cols, false, x, NULL, NULL, NULL, y};
+    pool_run_min(cpu_pool(be), rows, CPU_ELEM_MIN_PARALLEL / (cols > 0 ? cols : 1) + 1,
+                 act_forward_rows, &j);
+}
+
+static float act_derivative(spec_activation act, float y)
+{
+    switch (act) {
+    case ACT_RELU:
+        return y > 0.0f ? 1.0f : 0.0f;
+    case ACT_SIGMOID:
+        return y * (1.0f - y);
+    case ACT_TANH:
+        return 1.0f - y * y;
+    case ACT_NONE:
+    case ACT_SOFTMAX:
+        break;
+    }
+    return 1.0f;
+}
+
+static void act_backward_rows(void *ctx, long begin, long end, int tid)
+{
+    (void)tid;
+    const act_job *j = ctx;
+    for (long r = begin; r < end; r++) {
+        const float *y = j->y + r * j->cols;
+        const float *dy = j->dy + r * j->cols;
+        float *dx = j->out + r * j->cols;
+        if (j->act == ACT_SOFTMAX) {
+            double dot = 0.0;
+            for (long c = 0; c < j->cols; c++)
+                dot += (double)dy[c] * y[c];
+            for (long c = 0; c < j->cols; c++) {
+                float g = y[c] * (dy[c] - (float)dot);
+                dx[c] = j->accumulate ? dx[c] + g : g;
+            }
+            continue;
+        }
+        for (long c = 0; c < j->cols; c++) {
+            float g = dy[c] * act_derivative(j->act, y[c]);
+            dx[c] = j->accumulate ? dx[c] + g : g;
+        }
+    }
+}
+
+static void cpu_activation_backward(backend *be, spec_activation act, long rows, long cols,
+                                    const float *y, const float *dy, float *dx,
+                                    bool accumulate)
+{
+    act_job j = {act, cols, accumulate, NULL, y, dy, NULL, dx};
+    pool_run_min(cpu_pool(be), rows, CPU_ELEM_MIN_PARALLEL / (cols > 0 ? cols : 1) + 1,
+                 act_backward_rows, &j);
+}
+
+/* ---- dense ----------------------------------------------------------- */
+
+static void cpu_dense_forward(backend *be, int batch, int in, int out, const float *x,
+                              const float *w, const float *bias, spec_activation act,
+                              float *y)
+{
+    cpu_gemm(be, false, false, batch, out, in, 1.0f, x, in, w, out, 0.0f, y, out);
+    if (!bias && act == ACT_NONE)
+        return;
+    act_job j = {act, out, false, NULL, NULL, NULL, bias, y};
+    pool_run_min(cpu_pool(be), batch, CPU_ELEM_MIN_PARALLEL / out + 1, act_forward_rows, &j);
+}
+
+/* Column sums of dz (batch, out) into db (out), row by row in order so the
+ * result does not depend on the thread count. */
+static void bias_grad_rows(const float *dz, int batch, int out, float *db)
+{
+    memset(db, 0, (size_t)out * sizeof *db);
+    for (int r = 0; r < batch; r++) {
+        const float *row = dz + (long)r * out;
+        for (int c = 0; c < out; c++)
+            db[c] += row[c];
+    }
+}
+
+static void cpu_dense_backward(backend *be, int batch, int in, int out, const float *x,
+                               const float *w, const float *dz, float *dx, bool accumulate,
+                               float *dw, float *db)
+{
+    cpu_gemm(be, true, false, in, out, batch, 1.0f, x, in, dz, out, 0.0f, dw, out);
+    if (db)
+        bias_grad_rows(dz, batch, out, db);
+    if (dx)
+        cpu_gemm(be, false, true, batch, in, out, 1.0f, dz, out, w, out,
+                 accumulate ? 1.0f : 0.0f, dx, in);
+}
+
+/* ---- dropout --------------------------------------------------------- */
+
+typedef struct dropout_job {
+    float rate, keep_scale;
+    uint64_t seed;
+    bool accumulate;
+    const float *x, *mask;
+    float *m, *y;
+} dropout_job;
+
+static void dropout_fwd_chunk(void *ctx, long begin, long end, int tid)
+{
+    (void)tid;
+    const dropout_job *j = ctx;
+    for (long i = begin; i < end; i++) {
+        float m = backend_dropout_keep(j->seed, (uint64_t)i, j->rate) ? j->keep_scale : 0.0f;
+        j->m[i] = m;
+        j->y[i] = j->x[i] * m;
+    }
+}
+
+static void cpu_dropout_forward(backend *be, long n, float rate, uint64_t seed,
+                                const float *x, float *mask, float *y)
+{
+    dropout_job j = {rate, 1.0f / (1.0f - rate), seed, false, x, NULL, mask, y};
+    pool_run_min(cpu_pool(be), n, CPU_ELEM_MIN_PARALLEL, dropout_fwd_chunk, &j);
+}
+
+static void dropout_bwd_chunk(void *ctx, long begin, long end, int tid)
+{
+    (void)tid;
+    const dropout_job *j = ctx;
+    for (long i = begin; i < end; i++) {
+        float g = j->x[i] * j->mask[i];
+        j->y[i] = j->accumulate ? j->y[i] + g : g;
+    }
+}
+
+static void cpu_dropout_backward(backend *be, long n, const float *mask, const float *dy,
+                                 float *dx, bool accumulate)
+{
+    dropout_job j = {0, 0, 0, accumulate, dy, mask, NULL, dx};
+    pool_run_min(cpu_pool(be), n, CPU_ELEM_MIN_PARALLEL, dropout_bwd_chunk, &j);
+}
+
+/* ---- concat ---------------------------------------------------------- */
+
+static void cpu_concat_forward(backend *be, int batch, int n_in, const int *c_in,
+                               long spatial, const float *const *xs, float *y)
+{
+    (void)be;
+    long total = 0;
+    for (int i = 0; i < n_in; i++)
+        total += c_in[i];
+    for (int b = 0; b < batch; b++) {
+        float *dst = y + (long)b * total * spatial;
+        for (int i = 0; i < n_in; i++) {
+            long len = (long)c_in[i] * spatial;
+            memcpy(dst, xs[i] + (long)b * len, (size_t)len * sizeof *dst);
+            dst += len;
+        }
+    }
+}
+
+static void cpu_concat_backward(backend *be, int batch, int n_in, const int *c_in,
+                                long spatial, const float *dy, float *const *dxs,
+                                const bool *accumulate)
+{
+    (void)be;
+    long total = 0;
+    for (int i = 0; i < n_in; i++)
+        total += c_in[i];
+    for (int b = 0; b < batch; b++) {
+        const float *src = dy + (long)b * total * spatial;
+        for (int i = 0; i < n_in; i++) {
+            long len = (long)c_in[i] * spatial;
+            float *dx = dxs[i] ? dxs[i] + (long)b * len : NULL;
+            if (dx && accumulate[i])
+                for (long e = 0; e < len; e++)
+                    dx[e] += src[e];
+            else if (dx)
+                memcpy(dx, src, (size_t)len * sizeof *dx);
+            src += len;
+        }
+    }
+}
+
+/* ---- losses and metrics ---------------------------------------------- */
+
+static double cpu_softmax_xent(backend *be, int batch, int n, const float *logits,
+                               const float *targets, float *probs, float *dlogits)
+{
+    (void)be;
+    double total = 0.0;
+    float inv_batch = 1.0f / (float)batch;
+    for (int r = 0; r < batch; r++) {
+        const float *z = logits + (long)r * n;
+        const float *t = targets + (long)r * n;
+        float *p = probs + (long)r * n;
+        float *d = dlogits + (long)r * n;
+        float mx = z[0];
+        for (int j = 1; j < n; j++)
+            mx = z[j] > mx ? z[j] : mx;
+        double sum = 0.0;
+        for (int j = 0; j < n; j++)
+            sum += exp((double)z[j] - mx);
+        double log_sum = log(sum);
+        double loss = 0.0;
+        for (int j = 0; j < n; j++) {
+            double logp = (double)z[j] - mx - log_sum;
+            p[j] = (float)exp(logp);
+            loss -= (double)t[j] * logp;
+            d[j] = (p[j] - t[j]) * inv_batch;
+        }
+        total += loss;
+    }
+    return total;
+}
+
+#define BCE_EPS 1e-7f
+
+static double cpu_binary_xent(backend *be, int batch, int n, const float *p,
+                              const float *targets, float *dp)
+{
+    (void)be;
+    double total = 0.0;
+    float scale = 1.0f / ((float)n * (float)batch);
+    for (long i = 0; i < (long)batch * n; i++) {
+        float pc = fminf(fmaxf(p[i], BCE_EPS), 1.0f - BCE_EPS);
+        float t = targets[i];
+        total -= (t * log((double)pc) + (1.0 - t) * log(1.0 - (double)pc)) / n;
+        dp[i] = (pc - t) / (pc * (1.0f - pc)) * scale;
+    }
+    return total;
+}
+
+static double cpu_mse(backend *be, int batch, int n, const float *y, const float *targets,
+                      float *dy)
+{
+    (void)be;
+    double total = 0.0;
+    float scale = 2.0f / ((float)n * (float)batch);
+    for (long i = 0; i < (long)batch * n; i++) {
+        float e = y[i] - targets[i];
+        total += (double)e * e / n;
+        dy[i] = e * scale;
+    }
+    return total;
+}
+
+static int argmax_row(const float *v, int n)
+{
+    int best = 0;
+    for (int j = 1; j < n; j++)
+        if (v[j] > v[best])
+            best = j;
+    return best;
+}
+
+static void cpu_metrics(backend *be, int batch, int n, const float *y, const float *targets,
+                        batch_metrics *out)
+{
+    (void)be;
+    memset(out, 0, sizeof *out);
+    for (int r = 0; r < batch; r++) {
+        const float *yr = y + (long)r * n;
+        const float *tr = targets + (long)r * n;
+        if (argmax_row(yr, n) == argmax_row(tr, n))
+            out->correct += 1.0;
+        for (int j = 0; j < n; j++) {
+            double e = (double)yr[j] - tr[j];
+            out->sq_err += e * e;
+            out->abs_err += fabs(e);
+        }
+    }
+}
+
+/* ---- lifecycle ------------------------------------------------------- */
+
+static void cpu_destroy(backend *be)
+{
+    if (!be)
+        return;
+    cpu_backend *cb = be->impl;
+    if (cb) {
+        pool_free(cb->pool);
+        free(cb);
+    }
+    free(be);
+}
+
+backend *backend_cpu_create(int threads, char *err, size_t errlen)
+{
+    if (threads < 1)
+        threads = 1;
+    /* The pool owns the cores; see the file comment. */
+    openblas_set_num_threads(1);
+    backend *be = calloc(1, sizeof *be);
+    cpu_backend *cb = calloc(1, sizeof *cb);
+    if (!be || !cb) {
+        free(be);
+        free(cb);
+        snprintf(err, errlen, "cpu backend: out of memory");
+        return NULL;
+    }
+    cb->pool = pool_create(threads);
+    if (!cb->pool) {
+        free(be);
+        free(cb);
+        snprintf(err, errlen, "cpu backend: cannot start %d threads", threads);
+        return NULL;
+    }
+    *be = (backend){
+        .name = "cpu",
+        .host_memory = true,
+        .threads = threads,
+        .impl = cb,
+        .destroy = cpu_destroy,
+        .synchronize = cpu_synchronize,
+        .alloc = cpu_alloc,
+        .free = cpu_free,
+        .zero = cpu_zero,
+        .copy = cpu_copy,
+        .upload = cpu_copy,
+        .download = cpu_copy,
+        .gemm = cpu_gemm,
+        .axpy = cpu_axpy,
+        .scale = cpu_scale,
+        .dense_forward = cpu_dense_forward,
+        .dense_backward = cpu_dense_backward,
+        .activation_forward = cpu_activation_forward,
+        .activation_backward = cpu_activation_backward,
+        .conv2d_prepare = cpu_conv2d_prepare,
+        .conv2d_release = cpu_conv2d_release,
+        .conv2d_forward = cpu_conv2d_forward,
+        .conv2d_backward = cpu_conv2d_backward,
+        .pool2d_prepare = cpu_pool2d_prepare,
+        .pool2d_release = cpu_pool2d_release,
+        .pool2d_forward = cpu_pool2d_forward,
+        .pool2d_backward = cpu_pool2d_backward,
+        .batchnorm_prepare = cpu_batchnorm_prepare,
+        .batchnorm_release = cpu_batchnorm_release,
+        .batchnorm_forward_train = cpu_batchnorm_forward_train,
+        .batchnorm_forward_eval = cpu_batchnorm_forward_eval,
+        .batchnorm_backward = cpu_batchnorm_backward,
+        .dropout_forward = cpu_dropout_forward,
+        .dropout_backward = cpu_dropout_backward,
+        .concat_forward = cpu_concat_forward,
+        .concat_backward = cpu_concat_backward,
+        .softmax_xent = cpu_softmax_xent,
+        .binary_xent = cpu_binary_xent,
+        .mse = cpu_mse,
+        .metrics = cpu_metrics,
+    };
+    return be;
+}

@@ -1,0 +1,64 @@
+/* backend_cpu.h — internals shared by the CPU backend's files
+ * (backend_cpu.c, cpu_conv.c, cpu_pool.c, cpu_batchnorm.c). Not a public
+ * API: layers see only backend.h. */
+#ifndef PUNCH_BACKEND_CPU_H
+#define PUNCH_BACKEND_CPU_H
+
+#include <stdbool.h>
+
+#include "core/backend.h"
+#include "core/threadpool.h"
+
+typedef struct cpu_backend {
+    thread_pool *pool;
+} cpu_backend;
+
+static inline thread_pool *cpu_pool(backend *be)
+{
+    return ((cpu_backend *)be->impl)->pool;
+}
+
+/* Single-threaded row-major sgemm (OpenBLAS runs with one thread). */
+void cpu_sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+               const float *a, int lda, const float *b, int ldb, float beta,
+               float *c, int ldc);
+
+/* In-place activation of `n` contiguous values (not softmax). */
+void cpu_activate(spec_activation act, float *y, long n);
+/* In-place softmax of one row of n values. */
+void cpu_softmax_row(float *y, int n);
+
+long cpu_conv2d_prepare(backend *be, conv2d_desc *d);
+void cpu_conv2d_release(backend *be, conv2d_desc *d);
+void cpu_conv2d_forward(backend *be, const conv2d_desc *d, int batch, const float *x,
+                        const float *w, const float *bias, spec_activation act,
+                        float *y, float *workspace);
+void cpu_conv2d_backward(backend *be, const conv2d_desc *d, int batch, const float *x,
+                         const float *w, const float *dz, float *dx, bool accumulate,
+                         float *dw, float *db, float *workspace);
+
+long cpu_pool2d_prepare(backend *be, pool2d_desc *d);
+void cpu_pool2d_release(backend *be, pool2d_desc *d);
+void cpu_pool2d_forward(backend *be, const pool2d_desc *d, int batch, const float *x,
+                        float *y);
+void cpu_pool2d_backward(backend *be, const pool2d_desc *d, int batch, const float *x,
+                         const float *y, const float *dy, float *dx, bool accumulate);
+
+long cpu_batchnorm_prepare(backend *be, batchnorm_desc *d);
+void cpu_batchnorm_release(backend *be, batchnorm_desc *d);
+void cpu_batchnorm_forward_train(backend *be, const batchnorm_desc *d, int batch,
+                                 const float *x, const float *gamma, const float *beta,
+                                 float *running_mean, float *running_var,
+                                 float *save_mean, float *save_invstd, float *y,
+                                 float *workspace);
+void cpu_batchnorm_forward_eval(backend *be, const batchnorm_desc *d, int batch,
+                                const float *x, const float *gamma, const float *beta,
+                                const float *running_mean, const float *running_var,
+                                float *y);
+void cpu_batchnorm_backward(backend *be, const batchnorm_desc *d, int batch,
+                            const float *x, const float *dy, const float *gamma,
+                            const float *save_mean, const float *save_invstd,
+                            float *dx, bool accumulate, float *dgamma, float *dbeta,
+                            float *workspace);
+
+#endif

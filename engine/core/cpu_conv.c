@@ -1,0 +1,233 @@
+/* cpu_conv.c — 2-D convolution on the CPU: im2col + sgemm per sample,
+ * samples split across the pool's threads (each with its own column
+ * buffer), bias and activation fused into the pass that follows the GEMM.
+ *
+ * Workspace layout (floats), per thread t of T:
+ *   col[t]  : c*kh*kw * oh*ow   (im2col of one sample; reused for dcol)
+ *   dw[t]   : k*c*kh*kw + k     (this thread's partial dw and db)
+ * The partials are summed in thread order, so dw is deterministic for a
+ * given thread count. A 1x1, stride-1, unpadded convolution skips im2col:
+ * the sample itself is the column matrix. */
+#include "core/backend_cpu.h"
+
+#include <string.h>
+
+static long conv_col_size(const conv2d_desc *d)
+{
+    return (long)d->c * d->kh * d->kw * d->oh * d->ow;
+}
+
+static long conv_wsize(const conv2d_desc *d)
+{
+    return (long)d->k * d->c * d->kh * d->kw;
+}
+
+static bool conv_is_pointwise(const conv2d_desc *d)
+{
+    return d->kh == 1 && d->kw == 1 && d->stride_h == 1 && d->stride_w == 1 &&
+           d->pad_top == 0 && d->pad_left == 0 && d->pad_bottom == 0 && d->pad_right == 0;
+}
+
+long cpu_conv2d_prepare(backend *be, conv2d_desc *d)
+{
+    if (d->oh <= 0 || d->ow <= 0 || d->c <= 0 || d->k <= 0)
+        return -1;
+    long per_thread = conv_col_size(d) + conv_wsize(d) + d->k;
+    return per_thread * be->threads;
+}
+
+void cpu_conv2d_release(backend *be, conv2d_desc *d)
+{
+    (void)be;
+    d->impl = NULL;
+}
+
+/* col (c*kh*kw, oh*ow) from one sample x (c, h, w). */
+static void conv_im2col(const conv2d_desc *d, const float *x, float *col)
+{
+    long ohw = (long)d->oh * d->ow;
+    for (int c = 0; c < d->c; c++) {
+        const float *xc = x + (long)c * d->h * d->w;
+        for (int ki = 0; ki < d->kh; ki++) {
+            for (int kj = 0; kj < d->kw; kj++) {
+                float *row = col + ((long)(c * d->kh + ki) * d->kw + kj) * ohw;
+                for (int oy = 0; oy < d->oh; oy++) {
+                    int iy = oy * d->stride_h - d->pad_top + ki * d->dil_h;
+                    float *dst = row + (long)oy * d->ow;
+                    if (iy < 0 || iy >= d->h) {
+                        memset(dst, 0, (size_t)d->ow * sizeof *dst);
+                        continue;
+                    }
+                    const float *src = xc + (long)iy * d->w;
+                    int ix = -d->pad_left + kj * d->dil_w;
+                    if (d->stride_w == 1 && ix >= 0 && ix + d->ow <= d->w) {
+                        memcpy(dst, src + ix, (size_t)d->ow * sizeof *dst);
+                        continue;
+                    }
+                    for (int ox = 0; ox < d->ow; ox++, ix += d->stride_w)
+                        dst[ox] = (ix >= 0 && ix < d->w) ? src[ix] : 0.0f;
+                }
+            }
+        }
+    }
+}
+
+/* dx (c, h, w) += col (c*kh*kw, oh*ow) scattered back. */
+static void conv_col2im(const conv2d_desc *d, const float *col, float *dx)
+{
+    long ohw = (long)d->oh * d->ow;
+    for (int c = 0; c < d->c; c++) {
+        float *xc = dx + (long)c * d->h * d->w;
+        for (int ki = 0; ki < d->kh; ki++) {
+            for (int kj = 0; kj < d->kw; kj++) {
+                const float *row = col + ((long)(c * d->kh + ki) * d->kw + kj) * ohw;
+                for (int oy = 0; oy < d->oh; oy++) {
+                    int iy = oy * d->stride_h - d->pad_top + ki * d->dil_h;
+                    if (iy < 0 || iy >= d->h)
+                        continue;
+                    const float *src = row + (long)oy * d->ow;
+                    float *dst = xc + (long)iy * d->w;
+                    int ix = -d->pad_left + kj * d->dil_w;
+                    for (int ox = 0; ox < d->ow; ox++, ix += d->stride_w)
+                        if (ix >= 0 && ix < d->w)
+                            dst[ix] += src[ox];
+                }
+            }
+        }
+    }
+}
+
+typedef struct conv_job {
+    const conv2d_desc *d;
+    const float *x, *w, *bias, *dz;
+    spec_activation act;
+    float *y, *dx, *dw, *db, *ws;
+    bool accumulate;
+    int threads;
+    int batch;
+} conv_job;
+
+static float *conv_thread_col(const conv_job *j, int tid)
+{
+    const conv2d_desc *d = j->d;
+    return j->ws + (long)tid * (conv_col_size(d) + conv_wsize(d) + d->k);
+}
+
+static void conv_forward_chunk(void *ctx, long begin, long end, int tid)
+{
+    const conv_job *j = ctx;
+    const conv2d_desc *d = j->d;
+    long ckk = (long)d->c * d->kh * d->kw;
+    long ohw = (long)d->oh * d->ow;
+    float *col = conv_thread_col(j, tid);
+    for (long b = begin; b < end; b++) {
+        const float *xb = j->x + b * d->c * d->h * d->w;
+        float *yb = j->y + b * d->k * ohw;
+        const float *src = xb;
+        if (!conv_is_pointwise(d)) {
+            conv_im2col(d, xb, col);
+            src = col;
+        }
+        cpu_sgemm(false, false, d->k, (int)ohw, (int)ckk, 1.0f, j->w, (int)ckk, src,
+                  (int)ohw, 0.0f, yb, (int)ohw);
+        for (int k = 0; k < d->k; k++) {
+            float *yk = yb + k * ohw;
+            if (j->bias) {
+                float bk = j->bias[k];
+                for (long i = 0; i < ohw; i++)
+                    yk[i] += bk;
+            }
+            cpu_activate(j->act, yk, ohw);
+        }
+    }
+}
+
+void cpu_conv2d_forward(backend *be, const conv2d_desc *d, int batch, const float *x,
+                        const float *w, const float *bias, spec_activation act, float *y,
+                        float *workspace)
+{
+    conv_job j = {.d = d, .x = x, .w = w, .bias = bias, .act = act, .y = y,
+                  .ws = workspace, .threads = be->threads};
+    pool_run(cpu_pool(be), batch, conv_forward_chunk, &j);
+}
+
+static void conv_backward_chunk(void *ctx, long begin, long end, int tid)
+{
+    const conv_job *j = ctx;
+    const conv2d_desc *d = j->d;
+    long ckk = (long)d->c * d->kh * d->kw;
+    long ohw = (long)d->oh * d->ow;
+    long xsize = (long)d->c * d->h * d->w;
+    float *col = conv_thread_col(j, tid);
+    float *dw = col + conv_col_size(d);
+    float *db = dw + conv_wsize(d);
+    memset(dw, 0, (size_t)(conv_wsize(d) + d->k) * sizeof *dw);
+    bool pointwise = conv_is_pointwise(d);
+    for (long b = begin; b < end; b++) {
+        const float *xb = j->x + b * xsize;
+        const float *dzb = j->dz + b * d->k * ohw;
+        const float *src = xb;
+        if (!pointwise) {
+            conv_im2col(d, xb, col);
+            src = col;
+        }
+        /* dw (k, ckk) += dz_b (k, ohw) @ col^T (ohw, ckk) */
+        cpu_sgemm(false, true, d->k, (int)ckk, (int)ohw, 1.0f, dzb, (int)ohw, src, (int)ohw,
+                  1.0f, dw, (int)ckk);
+        for (int k = 0; k < d->k; k++) {
+            const float *g = dzb + k * ohw;
+            float s = 0.0f;
+            for (long i = 0; i < ohw; i++)
+                s += g[i];
+            db[k] += s;
+        }
+        if (!j->dx)
+            continue;
+        float *dxb = j->dx + b * xsize;
+        if (pointwise) {
+            /* dx_b (c, ohw) (+)= w^T (c, k) @ dz_b (k, ohw) */
+            cpu_sgemm(true, false, (int)ckk, (int)ohw, d->k, 1.0f, j->w, (int)ckk, dzb,
+                      (int)ohw, j->accumulate ? 1.0f : 0.0f, dxb, (int)ohw);
+            continue;
+        }
+        cpu_sgemm(true, false, (int)ckk, (int)ohw, d->k, 1.0f, j->w, (int)ckk, dzb, (int)ohw,
+                  0.0f, col, (int)ohw);
+        if (!j->accumulate)
+            memset(dxb, 0, (size_t)xsize * sizeof *dxb);
+        conv_col2im(d, col, dxb);
+    }
+}
+
+/* dw/db = sum over threads of the partials, element ranges split. */
+static void conv_reduce_chunk(void *ctx, long begin, long end, int tid)
+{
+    (void)tid;
+    const conv_job *j = ctx;
+    const conv2d_desc *d = j->d;
+    long wsize = conv_wsize(d);
+    for (long i = begin; i < end; i++) {
+        float s = 0.0f;
+        for (int t = 0; t < j->threads; t++) {
+            /* A thread with no samples never zeroed its partial. */
+            if (pool_chunk_begin(j->batch, t + 1, j->threads) ==
+                pool_chunk_begin(j->batch, t, j->threads))
+                continue;
+            s += (conv_thread_col(j, t) + conv_col_size(d))[i];
+        }
+        if (i < wsize)
+            j->dw[i] = s;
+        else if (j->db)
+            j->db[i - wsize] = s;
+    }
+}
+
+void cpu_conv2d_backward(backend *be, const conv2d_desc *d, int batch, const float *x,
+                         const float *w, const float *dz, float *dx, bool accumulate,
+                         float *dw, float *db, float *workspace)
+{
+    conv_job j = {.d = d, .x = x, .w = w, .dz = dz, .dx = dx, .dw = dw, .db = db,
+                  .ws = workspace, .accumulate = accumulate, .threads = be->threads,
+                  .batch = batch};
+    pool_run(cpu_pool(be), batch, conv_backward_chunk, &j);
+    pool_run(cpu_pool(be), conv_wsize(d) + d->k, conv_reduce_chunk, &j);
+}

@@ -1,0 +1,174 @@
+/* threadpool.c — a minimal fork-join pool: workers spin briefly on a
+ * generation counter (a training step issues thousands of small ops, and a
+ * condition-variable wake-up costs more than many of them), then sleep on
+ * a condition variable so an idle engine uses no CPU. */
+#include "core/threadpool.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define POOL_RELAX() _mm_pause()
+#else
+#define POOL_RELAX() ((void)0)
+#endif
+
+/* About 20-50 us of spinning before sleeping. */
+#define POOL_SPIN 20000
+
+typedef struct pool_worker {
+    thread_pool *pool;
+    int tid;
+} pool_worker;
+
+struct thread_pool {
+    int threads;
+    pthread_t *tids;
+    pool_worker *workers;
+    pthread_mutex_t mu;
+    pthread_cond_t cv_start;
+    pthread_cond_t cv_done;
+    atomic_ulong generation;
+    atomic_int pending;
+    atomic_bool stop;
+    pool_fn fn;
+    void *ctx;
+    long n;
+};
+
+static void pool_run_chunk(thread_pool *p, int tid)
+{
+    long b = pool_chunk_begin(p->n, tid, p->threads);
+    long e = pool_chunk_begin(p->n, tid + 1, p->threads);
+    if (e > b)
+        p->fn(p->ctx, b, e, tid);
+}
+
+static void *pool_worker_main(void *arg)
+{
+    pool_worker *w = arg;
+    thread_pool *p = w->pool;
+    unsigned long seen = 0;
+    for (;;) {
+        for (int i = 0; i < POOL_SPIN && atomic_load(&p->generation) == seen
+                        && !atomic_load(&p->stop); i++)
+            POOL_RELAX();
+        if (atomic_load(&p->generation) == seen && !atomic_load(&p->stop)) {
+            pthread_mutex_lock(&p->mu);
+            while (atomic_load(&p->generation) == seen && !atomic_load(&p->stop))
+                pthread_cond_wait(&p->cv_start, &p->mu);
+            pthread_mutex_unlock(&p->mu);
+        }
+        if (atomic_load(&p->stop))
+            return NULL;
+        seen = atomic_load(&p->generation);
+        pool_run_chunk(p, w->tid);
+        if (atomic_fetch_sub(&p->pending, 1) == 1) {
+            pthread_mutex_lock(&p->mu);
+            pthread_cond_signal(&p->cv_done);
+            pthread_mutex_unlock(&p->mu);
+        }
+    }
+}
+
+thread_pool *pool_create(int threads)
+{
+    if (threads < 1)
+        threads = 1;
+    thread_pool *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->threads = threads;
+    atomic_init(&p->generation, 0);
+    atomic_init(&p->pending, 0);
+    atomic_init(&p->stop, false);
+    if (pthread_mutex_init(&p->mu, NULL) != 0) {
+        free(p);
+        return NULL;
+    }
+    pthread_cond_init(&p->cv_start, NULL);
+    pthread_cond_init(&p->cv_done, NULL);
+    p->tids = calloc((size_t)threads, sizeof *p->tids);
+    p->workers = calloc((size_t)threads, sizeof *p->workers);
+    if (!p->tids || !p->workers) {
+        p->threads = 1;
+        pool_free(p);
+        return NULL;
+    }
+    for (int t = 1; t < threads; t++) {
+        p->workers[t].pool = p;
+        p->workers[t].tid = t;
+        if (pthread_create(&p->tids[t], NULL, pool_worker_main, &p->workers[t]) != 0) {
+            p->threads = t; /* join only those started */
+            pool_free(p);
+            return NULL;
+        }
+    }
+    return p;
+}
+
+void pool_free(thread_pool *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    atomic_store(&p->stop, true);
+    pthread_cond_broadcast(&p->cv_start);
+    pthread_mutex_unlock(&p->mu);
+    for (int t = 1; t < p->threads; t++)
+        pthread_join(p->tids[t], NULL);
+    pthread_cond_destroy(&p->cv_start);
+    pthread_cond_destroy(&p->cv_done);
+    pthread_mutex_destroy(&p->mu);
+    free(p->tids);
+    free(p->workers);
+    free(p);
+}
+
+int pool_threads(const thread_pool *p)
+{
+    return p->threads;
+}
+
+void pool_run(thread_pool *p, long n, pool_fn fn, void *ctx)
+{
+    if (n <= 0)
+        return;
+    if (p->threads == 1) {
+        fn(ctx, 0, n, 0);
+        return;
+    }
+    p->fn = fn;
+    p->ctx = ctx;
+    p->n = n;
+    atomic_store(&p->pending, p->threads - 1);
+    pthread_mutex_lock(&p->mu);
+    atomic_fetch_add(&p->generation, 1);
+    pthread_cond_broadcast(&p->cv_start);
+    pthread_mutex_unlock(&p->mu);
+
+    pool_run_chunk(p, 0);
+
+    for (int i = 0; i < POOL_SPIN && atomic_load(&p->pending) > 0; i++)
+        POOL_RELAX();
+    if (atomic_load(&p->pending) > 0) {
+        pthread_mutex_lock(&p->mu);
+        while (atomic_load(&p->pending) > 0)
+            pthread_cond_wait(&p->cv_done, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+    }
+}
+
+void pool_run_min(thread_pool *p, long n, long min_parallel, pool_fn fn, void *ctx)
+{
+    if (n <= 0)
+        return;
+    if (n < min_parallel) {
+        fn(ctx, 0, n, 0);
+        return;
+    }
+    pool_run(p, n, fn, ctx);
+}

@@ -1,0 +1,96 @@
+/* layer.c — the layer-type table and helpers shared by the layer files. */
+#include "layers/layer.h"
+
+#include <math.h>
+
+const layer_ops *layer_ops_for(spec_layer_type type)
+{
+    switch (type) {
+    case LAYER_DENSE:
+        return &layer_dense_ops;
+    case LAYER_CONV2D:
+        return &layer_conv2d_ops;
+    case LAYER_MAXPOOL2D:
+        return &layer_maxpool2d_ops;
+    case LAYER_AVGPOOL2D:
+        return &layer_avgpool2d_ops;
+    case LAYER_DROPOUT:
+        return &layer_dropout_ops;
+    case LAYER_FLATTEN:
+        return &layer_flatten_ops;
+    case LAYER_BATCHNORM:
+        return &layer_batchnorm_ops;
+    case LAYER_RELU:
+    case LAYER_SIGMOID:
+    case LAYER_TANH:
+    case LAYER_SOFTMAX:
+        return &layer_activation_ops;
+    case LAYER_ADD:
+        return &layer_add_ops;
+    case LAYER_CONCAT:
+        return &layer_concat_ops;
+    case LAYER_TYPE_COUNT:
+        break;
+    }
+    return NULL;
+}
+
+spec_activation layer_final_activation(const spec_layer *s)
+{
+    switch (s->type) {
+    case LAYER_DENSE:
+    case LAYER_CONV2D:
+        return s->activation;
+    case LAYER_RELU:
+        return ACT_RELU;
+    case LAYER_SIGMOID:
+        return ACT_SIGMOID;
+    case LAYER_TANH:
+        return ACT_TANH;
+    case LAYER_SOFTMAX:
+        return ACT_SOFTMAX;
+    default:
+        return ACT_NONE;
+    }
+}
+
+void layer_add_tensor(layer *l, const char *name, bool is_state, long offset, int rank,
+                      long d0, long d1, long d2, long d3)
+{
+    if (l->n_tensors >= LAYER_MAX_TENSORS)
+        return;
+    layer_tensor *t = &l->tensors[l->n_tensors++];
+    t->name = name;
+    t->is_state = is_state;
+    t->offset = offset;
+    t->rank = rank;
+    t->dims[0] = d0;
+    t->dims[1] = d1;
+    t->dims[2] = d2;
+    t->dims[3] = d3;
+}
+
+void layer_pass_gradient(backend *be, const float *dy, float *dx, bool accumulate, long n)
+{
+    if (!dx)
+        return;
+    if (accumulate)
+        be->axpy(be, n, 1.0f, dy, dx);
+    else
+        be->copy(be, dx, dy, n);
+}
+
+/* He uniform before a ReLU (keeps the activations' variance through the
+ * rectifier), Glorot uniform otherwise (Keras's default). */
+double layer_init_limit(spec_activation act, long fan_in, long fan_out)
+{
+    if (act == ACT_RELU)
+        return sqrt(6.0 / (double)fan_in);
+    return sqrt(6.0 / (double)(fan_in + fan_out));
+}
+
+int layer_pad_after(int in, int out, int kernel, int stride, int dilation, int pad_before)
+{
+    int needed = (out - 1) * stride + dilation * (kernel - 1) + 1 - in - pad_before;
+    return needed > 0 ? needed : 0;
+}

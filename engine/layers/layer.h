@@ -1,0 +1,116 @@
+/* layer.h — one layer of a model: its shapes, its slice of the model's
+ * parameter, gradient and state buffers, and a forward/backward pair that
+ * calls only the backend (core/backend.h), so the same layer code runs on
+ * the CPU and on a GPU.
+ *
+ * The model (core/model.c) owns every buffer and wires the graph: it sets
+ * each layer's input pointers (x[i], dx[i]), its output (y, dy), its slices
+ * of the flat buffers (params, grads, state), its aux buffer (aux_floats
+ * floats: dropout mask, batchnorm saved statistics) and the shared
+ * workspace. Layers only compute. */
+#ifndef PUNCH_LAYER_H
+#define PUNCH_LAYER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/backend.h"
+#include "core/rng.h"
+#include "spec.h"
+
+#define LAYER_MAX_TENSORS 4
+
+/* A named tensor of a layer for weight files: "weight" [in, out] lives at
+ * params + offset (or state + offset when is_state). */
+typedef struct layer_tensor {
+    const char *name;
+    int rank;
+    long dims[4];
+    long offset;
+    bool is_state;
+} layer_tensor;
+
+typedef struct layer layer;
+
+typedef struct layer_ops {
+    /* Fill descriptors and sizes from l->spec and l->max_batch: n_params,
+     * n_state, aux_floats, workspace_floats, tensors. Return 0, or -1 with
+     * a message. */
+    int (*setup)(layer *l, backend *be, char *err, size_t errlen);
+    /* Initial values into host buffers shaped like params and state. */
+    void (*init)(const layer *l, float *params, float *state, rng *r);
+    /* y = f(x...) for `batch` samples. `seed` draws this step's dropout. */
+    void (*forward)(layer *l, backend *be, int batch, bool training, uint64_t seed);
+    /* From dy: grads (overwritten) and dx[i] (+)= per dx_accumulate[i];
+     * dx[i] NULL when that input needs no gradient. May clobber dy. */
+    void (*backward)(layer *l, backend *be, int batch);
+    /* Release backend descriptors (never the buffers: the model owns them). */
+    void (*release)(layer *l, backend *be);
+} layer_ops;
+
+struct layer {
+    const spec_layer *spec;
+    int index;
+    const layer_ops *ops;
+    int max_batch;
+    spec_activation act;       /* fused activation actually applied; the model
+                                  sets ACT_NONE on the last layer when softmax
+                                  is fused into the loss */
+    long in_size;              /* floats per sample of inputs[0] */
+    long out_size;             /* floats per sample of the output */
+
+    /* Sizes from setup(). */
+    long n_params, n_state, aux_floats, workspace_floats;
+    layer_tensor tensors[LAYER_MAX_TENSORS];
+    int n_tensors;
+
+    /* Wired by the model (device memory). */
+    int n_in;
+    const float *x[SPEC_MAX_INPUTS];   /* (batch, in_size_i) */
+    float *dx[SPEC_MAX_INPUTS];        /* same shape, or NULL */
+    bool dx_accumulate[SPEC_MAX_INPUTS];
+    long x_size[SPEC_MAX_INPUTS];      /* floats per sample of each input */
+    float *y, *dy;                     /* (batch, out_size) */
+    float *params, *grads, *state, *aux, *workspace;
+
+    /* Backend descriptors, by layer type. */
+    union {
+        conv2d_desc conv;
+        pool2d_desc pool;
+        batchnorm_desc bn;
+    } desc;
+};
+
+/* The ops of a layer type (never NULL for a valid type). */
+const layer_ops *layer_ops_for(spec_layer_type type);
+
+/* The per-type ops, one per file in engine/layers/. */
+extern const layer_ops layer_dense_ops;
+extern const layer_ops layer_conv2d_ops;
+extern const layer_ops layer_maxpool2d_ops;
+extern const layer_ops layer_avgpool2d_ops;
+extern const layer_ops layer_dropout_ops;
+extern const layer_ops layer_flatten_ops;
+extern const layer_ops layer_batchnorm_ops;
+extern const layer_ops layer_activation_ops;
+extern const layer_ops layer_add_ops;
+extern const layer_ops layer_concat_ops;
+
+/* Shared helpers. */
+
+/* The activation a layer applies last: the fused one of dense/conv2d, the
+ * function of an activation layer, ACT_NONE for the rest. */
+spec_activation layer_final_activation(const spec_layer *s);
+
+/* Record a tensor of the layer for weight files. */
+void layer_add_tensor(layer *l, const char *name, bool is_state, long offset, int rank,
+                      long d0, long d1, long d2, long d3);
+/* dx = dy, or dx += dy when accumulating. */
+void layer_pass_gradient(backend *be, const float *dy, float *dx, bool accumulate, long n);
+/* Glorot/He uniform limit for the activation that follows the layer. */
+double layer_init_limit(spec_activation act, long fan_in, long fan_out);
+/* The total padding "same" needs beyond pad_before, from the output size. */
+int layer_pad_after(int in, int out, int kernel, int stride, int dilation, int pad_before);
+
+#endif

@@ -1,0 +1,223 @@
+/* layer_harness.h — runs one layer of a parsed job spec in isolation on
+ * the CPU backend, with random inputs and parameters, and checks its
+ * backward pass against central finite differences of the scalar
+ * L = sum(r * y) for a fixed random r (so dL/dy = r). Shared by the layer
+ * tests; header-only because each test is one executable. */
+#ifndef PUNCH_LAYER_HARNESS_H
+#define PUNCH_LAYER_HARNESS_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/backend.h"
+#include "core/rng.h"
+#include "layers/layer.h"
+#include "spec.h"
+
+typedef struct harness {
+    job_spec *spec;
+    backend *be;
+    layer l;
+    int batch;
+    float *x[SPEC_MAX_INPUTS], *dx[SPEC_MAX_INPUTS];
+    float *y, *dy, *r;
+    float *params, *grads, *state, *aux, *ws;
+    uint64_t seed;
+} harness;
+
+/* Parse a job whose model is `layers` (JSON array body) on `input`, with a
+ * flatten and a dense 2 appended so the spec validates. */
+static inline job_spec *harness_spec(const char *input, const char *layers, const char *loss)
+{
+    char json[4096];
+    snprintf(json, sizeof json,
+             "{\"model\": {\"input\": %s, \"layers\": [%s, {\"type\": \"flatten\"},"
+             " {\"type\": \"dense\", \"units\": 2}]},"
+             " \"data\": {\"format\": \"synthetic\", \"num_classes\": 2},"
+             " \"training\": {\"loss\": \"%s\"}}",
+             input, layers, loss ? loss : "mse");
+    spec_error err;
+    job_spec *s = spec_parse(json, strlen(json), &err);
+    if (!s) {
+        char msg[600];
+        fail_msg("spec: %s\n%s", spec_error_str(&err, msg, sizeof msg), json);
+    }
+    return s;
+}
+
+static inline void harness_fill(float *p, long n, rng *g, float lo, float hi)
+{
+    for (long i = 0; i < n; i++)
+        p[i] = lo + (hi - lo) * (float)rng_uniform(g);
+}
+
+static inline float *harness_alloc(harness *h, long n)
+{
+    float *p = h->be->alloc(h->be, n > 0 ? n : 1);
+    assert_non_null(p);
+    return p;
+}
+
+/* Layer `index` of the spec, batch `batch`, threads `threads`. */
+static inline harness *harness_make(const char *input, const char *layers, int index,
+                                    int batch, int threads)
+{
+    harness *h = calloc(1, sizeof *h);
+    assert_non_null(h);
+    h->spec = harness_spec(input, layers, NULL);
+    char err[256];
+    h->be = backend_cpu_create(threads, err, sizeof err);
+    assert_non_null(h->be);
+    h->batch = batch;
+    h->seed = 12345;
+    layer *l = &h->l;
+    const spec_layer *s = &h->spec->layers[index];
+    l->spec = s;
+    l->index = index;
+    l->ops = layer_ops_for(s->type);
+    l->max_batch = batch;
+    l->act = layer_final_activation(s);
+    l->in_size = spec_shape_size(&s->in_shape);
+    l->out_size = spec_shape_size(&s->out_shape);
+    l->n_in = s->n_inputs;
+    for (int k = 0; k < s->n_inputs; k++) {
+        int src = s->inputs[k];
+        l->x_size[k] = spec_shape_size(src < 0 ? &h->spec->input
+                                               : &h->spec->layers[src].out_shape);
+    }
+    if (l->ops->setup(l, h->be, err, sizeof err) != 0)
+        fail_msg("setup: %s", err);
+    rng g = rng_make(99, (uint64_t)index);
+    for (int k = 0; k < l->n_in; k++) {
+        h->x[k] = harness_alloc(h, batch * l->x_size[k]);
+        h->dx[k] = harness_alloc(h, batch * l->x_size[k]);
+        harness_fill(h->x[k], batch * l->x_size[k], &g, -1.0f, 1.0f);
+        l->x[k] = h->x[k];
+        l->dx[k] = h->dx[k];
+    }
+    h->y = harness_alloc(h, batch * l->out_size);
+    h->dy = harness_alloc(h, batch * l->out_size);
+    h->r = harness_alloc(h, batch * l->out_size);
+    harness_fill(h->r, batch * l->out_size, &g, -1.0f, 1.0f);
+    h->params = harness_alloc(h, l->n_params);
+    h->grads = harness_alloc(h, l->n_params);
+    h->state = harness_alloc(h, l->n_state);
+    h->aux = harness_alloc(h, l->aux_floats);
+    h->ws = harness_alloc(h, l->workspace_floats);
+    if (l->ops->init)
+        l->ops->init(l, h->params, h->state, &g);
+    /* Random biases and gammas too, so no parameter sits at a special value. */
+    harness_fill(h->params, l->n_params, &g, -0.5f, 0.5f);
+    if (s->type == LAYER_BATCHNORM)
+        for (long i = 0; i < l->n_params / 2; i++)
+            h->params[i] += 1.0f;
+    l->y = h->y;
+    l->dy = h->dy;
+    l->params = h->params;
+    l->grads = h->grads;
+    l->state = h->state;
+    l->aux = h->aux;
+    l->workspace = h->ws;
+    return h;
+}
+
+static inline void harness_free(harness *h)
+{
+    if (h->l.ops->release)
+        h->l.ops->release(&h->l, h->be);
+    for (int k = 0; k < h->l.n_in; k++) {
+        h->be->free(h->be, h->x[k]);
+        h->be->free(h->be, h->dx[k]);
+    }
+    float *bufs[] = {h->y, h->dy, h->r, h->params, h->grads, h->state, h->aux, h->ws};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        h->be->free(h->be, bufs[i]);
+    h->be->destroy(h->be);
+    spec_free(h->spec);
+    free(h);
+}
+
+static inline double harness_loss(harness *h)
+{
+    h->l.ops->forward(&h->l, h->be, h->batch, true, h->seed);
+    double s = 0.0;
+    for (long i = 0; i < h->batch * h->l.out_size; i++)
+        s += (double)h->r[i] * h->y[i];
+    return s;
+}
+
+/* Analytic gradients: forward, dy = r, backward with every dx overwritten. */
+static inline void harness_backward(harness *h, bool accumulate)
+{
+    harness_loss(h);
+    memcpy(h->dy, h->r, (size_t)(h->batch * h->l.out_size) * sizeof(float));
+    for (int k = 0; k < h->l.n_in; k++)
+        h->l.dx_accumulate[k] = accumulate;
+    h->l.ops->backward(&h->l, h->be, h->batch);
+}
+
+/* Compare the analytic gradient g of the values v (n of them) with finite
+ * differences, on up to `samples` evenly spread indices. */
+static inline void harness_check(harness *h, float *v, const float *g, long n, const char *what,
+                                 float eps, double atol, double rtol)
+{
+    long step = n > 60 ? n / 60 : 1;
+    for (long i = 0; i < n; i += step) {
+        float saved = v[i];
+        v[i] = saved + eps;
+        double lp = harness_loss(h);
+        v[i] = saved - eps;
+        double lm = harness_loss(h);
+        v[i] = saved;
+        double num = (lp - lm) / (2.0 * (double)eps);
+        double diff = fabs(num - (double)g[i]);
+        if (diff > atol + rtol * fabs(num))
+            fail_msg("%s %s[%ld]: analytic %.6g, numeric %.6g",
+                     spec_layer_type_name(h->l.spec->type), what, i, (double)g[i], num);
+    }
+}
+
+/* The full check: parameter and input gradients against finite
+ * differences, then accumulation (dx += ...) against overwriting. */
+static inline void harness_gradcheck(harness *h, float eps, double atol, double rtol)
+{
+    layer *l = &h->l;
+    long np = l->n_params;
+    float *g = malloc((size_t)(np + 1) * sizeof *g);
+    float *gx[SPEC_MAX_INPUTS] = {0};
+    assert_non_null(g);
+    harness_backward(h, false);
+    memcpy(g, h->grads, (size_t)np * sizeof *g);
+    for (int k = 0; k < l->n_in; k++) {
+        gx[k] = malloc((size_t)(h->batch * l->x_size[k]) * sizeof(float));
+        assert_non_null(gx[k]);
+        memcpy(gx[k], h->dx[k], (size_t)(h->batch * l->x_size[k]) * sizeof(float));
+    }
+    harness_check(h, h->params, g, np, "param", eps, atol, rtol);
+    for (int k = 0; k < l->n_in; k++)
+        harness_check(h, h->x[k], gx[k], h->batch * l->x_size[k], "input", eps, atol, rtol);
+
+    /* Accumulate mode adds to what is there. */
+    for (int k = 0; k < l->n_in; k++)
+        for (long i = 0; i < h->batch * l->x_size[k]; i++)
+            h->dx[k][i] = 0.25f;
+    harness_backward(h, true);
+    for (int k = 0; k < l->n_in; k++)
+        for (long i = 0; i < h->batch * l->x_size[k]; i++)
+            if (fabsf(h->dx[k][i] - (gx[k][i] + 0.25f)) > 1e-5f * (1.0f + fabsf(gx[k][i])))
+                fail_msg("%s: accumulate dx[%ld] = %g, want %g + 0.25",
+                         spec_layer_type_name(l->spec->type), i, (double)h->dx[k][i],
+                         (double)gx[k][i]);
+    for (int k = 0; k < l->n_in; k++)
+        free(gx[k]);
+    free(g);
+}
+
+#endif
