@@ -1,0 +1,210 @@
+/* test_args.c — command lines: --url/--secret anywhere, options before or
+ * after operands, and usage errors that name the command and the problem. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "commands.h"
+
+#define ARGC(a) ((int)(sizeof(a) / sizeof((a)[0])) - 1)
+
+static void test_connection_flags_anywhere(void **state)
+{
+    (void)state;
+    char *argv[] = {"punch", "--url", "http://h:1", "list", "--secret=s3", "--json", NULL};
+    int argc = ARGC(argv);
+    cli_flags flags = {0};
+    cli_error err = {0};
+    assert_int_equal(cli_take_connection_flags(&argc, argv, &flags, &err), 0);
+    assert_string_equal(flags.url, "http://h:1");
+    assert_string_equal(flags.secret, "s3");
+    assert_int_equal(argc, 3);
+    assert_string_equal(argv[1], "list");
+    assert_string_equal(argv[2], "--json");
+    assert_null(argv[3]);
+}
+
+static void test_connection_flags_stop_at_double_dash(void **state)
+{
+    (void)state;
+    char *argv[] = {"punch", "submit", "--", "--url", NULL};
+    int argc = ARGC(argv);
+    cli_flags flags = {0};
+    cli_error err = {0};
+    assert_int_equal(cli_take_connection_flags(&argc, argv, &flags, &err), 0);
+    assert_null(flags.url);
+    assert_int_equal(argc, 4);
+
+    char *missing[] = {"punch", "list", "--secret", NULL};
+    argc = ARGC(missing);
+    assert_int_equal(cli_take_connection_flags(&argc, missing, &flags, &err), PUNCH_EXIT_USAGE);
+    assert_non_null(strstr(err.msg, "--secret needs a value"));
+
+    /* --urlx is not --url. */
+    char *other[] = {"punch", "--urlx", NULL};
+    argc = ARGC(other);
+    assert_int_equal(cli_take_connection_flags(&argc, other, &flags, &err), 0);
+    assert_int_equal(argc, 2);
+}
+
+static void test_submit(void **state)
+{
+    (void)state;
+    submit_args a;
+    cli_error err = {0};
+    char *ok[] = {"submit", "job.json", "--wait", "-q", "--interval", "0.5", NULL};
+    assert_int_equal(submit_parse_args(ARGC(ok), ok, &a, &err), 0);
+    assert_string_equal(a.file, "job.json");
+    assert_true(a.wait);
+    assert_true(a.quiet);
+    assert_false(a.dry_run);
+    assert_true(a.interval_s == 0.5);
+
+    char *none[] = {"submit", "--wait", NULL};
+    assert_int_equal(submit_parse_args(ARGC(none), none, &a, &err), PUNCH_EXIT_USAGE);
+    assert_non_null(strstr(err.msg, "submit: missing the job file"));
+
+    char *two[] = {"submit", "a.json", "b.json", NULL};
+    assert_int_equal(submit_parse_args(ARGC(two), two, &a, &err), PUNCH_EXIT_USAGE);
+    assert_non_null(strstr(err.msg, "unexpected argument \"b.json\""));
+
+    char *unknown[] = {"submit", "--wiat", "a.json", NULL};
+    assert_int_equal(submit_parse_args(ARGC(unknown), unknown, &a, &err), PUNCH_EXIT_USAGE);
+    assert_non_null(strstr(err.msg, "submit: unknown option --wiat"));
+    assert_non_null(strstr(err.msg, "punch submit --help"));
+
+    char *bad_interval[] = {"submit", "--interval", "soon", "a.json", NULL};
+    assert_int_equal(submit_parse_args(ARGC(bad_interval), bad_interval, &a, &err),
+                     PUNCH_EXIT_USAGE);
+    assert_non_null(strstr(err.msg, "--interval"));
+
+    char *no_value[] = {"submit", "a.json", "--interval", NULL};
+    assert_int_equal(submit_parse_args(ARGC(no_value), no_value, &a, &err), PUNCH_EXIT_USAGE);
+    assert_non_null(strstr(err.msg, "needs a value"));
+}
+
+static void test_wait_logs_cancel_state(void **state)
+{
+    (void)state;
+    cli_error err = {0};
+    wait_args w;
+    char *wait_argv[] = {"wait", "abc123", "--interval", "2", NULL};
+    assert_int_equal(wait_parse_args(ARGC(wait_argv), wait_argv, &w, &err), 0);
+    assert_string_equal(w.id, "abc123");
+    assert_true(w.interval_s == 2.0);
+    assert_false(w.quiet);
+    char *wait_none[] = {"wait", NULL};
+    assert_int_equal(wait_parse_args(ARGC(wait_none), wait_none, &w, &err), PUNCH_EXIT_USAGE);
+    assert_non_null(strstr(err.msg, "wait: missing the job id"));
+
+    logs_args l;
+    char *logs_argv[] = {"logs", "-f", "abc", NULL};
+    assert_int_equal(logs_parse_args(ARGC(logs_argv), logs_argv, &l, &err), 0);
+    assert_true(l.follow);
+    assert_string_equal(l.id, "abc");
+    char *logs_plain[] = {"logs", "abc", NULL};
+    assert_int_equal(logs_parse_args(ARGC(logs_plain), logs_plain, &l, &err), 0);
+    assert_false(l.follow);
+
+    cancel_args c;
+    char *cancel_argv[] = {"cancel", "abc", NULL};
+    assert_int_equal(cancel_parse_args(ARGC(cancel_argv), cancel_argv, &c, &err), 0);
+    assert_string_equal(c.id, "abc");
+    char *cancel_opt[] = {"cancel", "-x", "abc", NULL};
+    assert_int_equal(cancel_parse_args(ARGC(cancel_opt), cancel_opt, &c, &err), PUNCH_EXIT_USAGE);
+    assert_non_null(strstr(err.msg, "cancel: unknown option -x"));
+
+    state_args s;
+    char *state_none[] = {"state", NULL};
+    assert_int_equal(state_parse_args(ARGC(state_none), state_none, &s, &err), 0);
+    assert_null(s.id);
+    assert_false(s.json);
+    char *state_id[] = {"state", "--json", "abc", NULL};
+    assert_int_equal(state_parse_args(ARGC(state_id), state_id, &s, &err), 0);
+    assert_string_equal(s.id, "abc");
+    assert_true(s.json);
+}
+
+static void test_list(void **state)
+{
+    (void)state;
+    cli_error err = {0};
+    list_args l;
+    char *ok[] = {"list", "--state", "running", "--json", NULL};
+    assert_int_equal(list_parse_args(ARGC(ok), ok, &l, &err), 0);
+    assert_string_equal(l.state, "running");
+    assert_true(l.json);
+    char *bad[] = {"list", "-s", "runing", NULL};
+    assert_int_equal(list_parse_args(ARGC(bad), bad, &l, &err), PUNCH_EXIT_USAGE);
+    assert_non_null(strstr(err.msg, "unknown state \"runing\""));
+    char *extra[] = {"list", "abc", NULL};
+    assert_int_equal(list_parse_args(ARGC(extra), extra, &l, &err), PUNCH_EXIT_USAGE);
+}
+
+static void test_fetch(void **state)
+{
+    (void)state;
+    cli_error err = {0};
+    fetch_args f;
+    char *defaults[] = {"fetch", "abc", NULL};
+    assert_int_equal(fetch_parse_args(ARGC(defaults), defaults, &f, &err), 0);
+    assert_int_equal(f.format, FETCH_BOTH);
+    assert_null(f.dir);
+    char *npz[] = {"fetch", "-o", "out/dir", "--format", "npz", "abc", NULL};
+    assert_int_equal(fetch_parse_args(ARGC(npz), npz, &f, &err), 0);
+    assert_int_equal(f.format, FETCH_NPZ);
+    assert_string_equal(f.dir, "out/dir");
+    assert_string_equal(f.id, "abc");
+    char *bad[] = {"fetch", "--format=onnx", "abc", NULL};
+    assert_int_equal(fetch_parse_args(ARGC(bad), bad, &f, &err), PUNCH_EXIT_USAGE);
+    assert_non_null(strstr(err.msg, "unknown format \"onnx\""));
+}
+
+static void test_keygen(void **state)
+{
+    (void)state;
+    cli_error err = {0};
+    keygen_args k;
+    char *ok[] = {"keygen", "--identity", "alice.b@lab-1", "--admin", NULL};
+    assert_int_equal(keygen_parse_args(ARGC(ok), ok, &k, &err), 0);
+    assert_string_equal(k.identity, "alice.b@lab-1");
+    assert_true(k.admin);
+    char *missing[] = {"keygen", NULL};
+    assert_int_equal(keygen_parse_args(ARGC(missing), missing, &k, &err), PUNCH_EXIT_USAGE);
+    assert_non_null(strstr(err.msg, "--identity"));
+    char *bad[] = {"keygen", "-i", "al ice", NULL};
+    assert_int_equal(keygen_parse_args(ARGC(bad), bad, &k, &err), PUNCH_EXIT_USAGE);
+    char *positional[] = {"keygen", "alice", NULL};
+    assert_int_equal(keygen_parse_args(ARGC(positional), positional, &k, &err),
+                     PUNCH_EXIT_USAGE);
+    assert_non_null(strstr(err.msg, "did you mean --identity alice"));
+}
+
+static void test_wants_help(void **state)
+{
+    (void)state;
+    char *yes[] = {"wait", "abc", "--help", NULL};
+    char *short_yes[] = {"wait", "-h", NULL};
+    char *no[] = {"wait", "--", "--help", NULL};
+    assert_true(cli_wants_help(ARGC(yes), yes));
+    assert_true(cli_wants_help(ARGC(short_yes), short_yes));
+    assert_false(cli_wants_help(ARGC(no), no));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_connection_flags_anywhere),
+        cmocka_unit_test(test_connection_flags_stop_at_double_dash),
+        cmocka_unit_test(test_submit),
+        cmocka_unit_test(test_wait_logs_cancel_state),
+        cmocka_unit_test(test_list),
+        cmocka_unit_test(test_fetch),
+        cmocka_unit_test(test_keygen),
+        cmocka_unit_test(test_wants_help),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

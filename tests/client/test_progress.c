@@ -1,0 +1,172 @@
+/* test_progress.c — the lines `punch wait` prints: the live bar fits the
+ * terminal and carries epoch, batch, samples/s, metrics and ETA; plain
+ * lines and epoch summaries carry the same facts; job tables summarise. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jobview.h"
+#include "progress.h"
+
+static json_t *running_job(void)
+{
+    json_t *job = json_loads(
+        "{\"id\": \"a1b2c3d4e5f6\", \"state\": \"running\", \"progress\": {\"epoch\": 2,"
+        " \"epochs\": 5, \"step\": 422, \"steps\": 844, \"loss\": 0.5, \"accuracy\": 0.81,"
+        " \"samples_per_s\": 21000.0, \"elapsed_s\": 7.1, \"eta_s\": 12.3}}", 0, NULL);
+    assert_non_null(job);
+    return job;
+}
+
+static void test_bar_has_every_field(void **state)
+{
+    (void)state;
+    json_t *job = running_job();
+    char buf[512];
+    progress_format_bar(job, 120, buf, sizeof buf);
+    assert_true(strlen(buf) <= 120);
+    assert_true(strncmp(buf, "epoch 2/5 [", 11) == 0);
+    assert_non_null(strstr(buf, "] 422/844 "));
+    assert_non_null(strstr(buf, "21.0k samples/s"));
+    assert_non_null(strstr(buf, "loss 0.5000"));
+    assert_non_null(strstr(buf, "accuracy 0.8100"));
+    assert_non_null(strstr(buf, "ETA 0:12"));
+    assert_null(strstr(buf, "elapsed"));
+    /* Half the epoch done: the bar is half full. */
+    const char *open = strchr(buf, '['), *close = strchr(buf, ']');
+    int cells = (int)(close - open - 1), filled = 0;
+    for (const char *p = open + 1; p < close; p++)
+        filled += *p == '=';
+    assert_int_equal(filled, cells / 2);
+    assert_int_equal(open[1 + filled], '>');
+    json_decref(job);
+}
+
+static void test_bar_fits_narrow_terminals(void **state)
+{
+    (void)state;
+    json_t *job = running_job();
+    char buf[512];
+    for (int width = 20; width <= 200; width += 7) {
+        progress_format_bar(job, width, buf, sizeof buf);
+        assert_true(strlen(buf) <= (size_t)width);
+        assert_true(strncmp(buf, "epoch 2/5", 9) == 0);
+    }
+    /* A tiny buffer is never overrun. */
+    char tiny[8];
+    progress_format_bar(job, 200, tiny, sizeof tiny);
+    assert_int_equal(strlen(tiny), 7);
+    json_decref(job);
+}
+
+static void test_bar_when_not_running(void **state)
+{
+    (void)state;
+    char buf[256];
+    json_t *queued = json_loads("{\"state\": \"queued\", \"queue_position\": 3, \"progress\": {}}",
+                                0, NULL);
+    progress_format_bar(queued, 80, buf, sizeof buf);
+    assert_string_equal(buf, "queued (position 3)");
+    json_t *early = json_loads("{\"state\": \"running\", \"progress\": {}}", 0, NULL);
+    progress_format_bar(early, 80, buf, sizeof buf);
+    assert_string_equal(buf, "running (no progress report yet)");
+    json_t *starting = json_loads("{\"state\": \"starting\"}", 0, NULL);
+    progress_format_line(starting, buf, sizeof buf);
+    assert_string_equal(buf, "starting");
+    json_decref(queued);
+    json_decref(early);
+    json_decref(starting);
+}
+
+static void test_plain_line(void **state)
+{
+    (void)state;
+    json_t *job = running_job();
+    char buf[512];
+    progress_format_line(job, buf, sizeof buf);
+    assert_string_equal(buf, "epoch 2/5 step 422/844 loss=0.5000 accuracy=0.8100 "
+                             "samples/s=21.0k eta=0:12");
+    json_decref(job);
+}
+
+static void test_epoch_line_from_history(void **state)
+{
+    (void)state;
+    json_t *h = json_loads(
+        "{\"loss\": [0.52, 0.41], \"accuracy\": [0.81, 0.85], \"val_loss\": [0.44, 0.40],"
+        " \"val_accuracy\": [0.84, 0.86], \"lr\": [0.001, 0.0005], \"epoch_time_s\": [2.5, 2.25],"
+        " \"test\": {\"loss\": 0.4}, \"workers\": [{\"rank\": 0, \"loss\": [1, 2]}]}", 0, NULL);
+    assert_int_equal(progress_history_epochs(h), 2);
+    char buf[512];
+    progress_format_epoch(h, 1, 5, buf, sizeof buf);
+    assert_string_equal(buf, "epoch 2/5: loss 0.4100 accuracy 0.8500 val_loss 0.4000 "
+                             "val_accuracy 0.8600 lr 0.0005 (2.2s)");
+    json_decref(h);
+}
+
+static void test_durations_and_rates(void **state)
+{
+    (void)state;
+    char buf[32];
+    progress_format_duration(7, buf, sizeof buf);
+    assert_string_equal(buf, "0:07");
+    progress_format_duration(725, buf, sizeof buf);
+    assert_string_equal(buf, "12:05");
+    progress_format_duration(3723, buf, sizeof buf);
+    assert_string_equal(buf, "1:02:03");
+    progress_format_duration(-1, buf, sizeof buf);
+    assert_string_equal(buf, "?");
+    progress_format_duration(NAN, buf, sizeof buf);
+    assert_string_equal(buf, "?");
+    progress_format_rate(950, buf, sizeof buf);
+    assert_string_equal(buf, "950");
+    progress_format_rate(21000, buf, sizeof buf);
+    assert_string_equal(buf, "21.0k");
+    progress_format_rate(1.25e6, buf, sizeof buf);
+    assert_string_equal(buf, "1.25M");
+}
+
+static void test_job_summaries(void **state)
+{
+    (void)state;
+    char buf[256];
+    json_t *done = json_loads("{\"state\": \"succeeded\", \"result\": {\"test_loss\": 0.36,"
+                              " \"test_accuracy\": 0.8712}, \"error\": null}", 0, NULL);
+    jobview_format_summary(done, buf, sizeof buf);
+    assert_string_equal(buf, "test_accuracy 0.8712");
+    json_t *failed = json_loads("{\"state\": \"failed\", \"result\": null,"
+                                " \"error\": \"data: cannot open fashion-mnist/x\"}", 0, NULL);
+    jobview_format_summary(failed, buf, sizeof buf);
+    assert_string_equal(buf, "data: cannot open fashion-mnist/x");
+    json_t *running = running_job();
+    jobview_format_summary(running, buf, sizeof buf);
+    assert_string_equal(buf, "epoch 2/5 loss 0.5000");
+    json_t *when = json_real(1000.0);
+    jobview_format_age(when, 1000.0 + 150, buf, sizeof buf);
+    assert_string_equal(buf, "2m ago");
+    jobview_format_age(json_null(), 0, buf, sizeof buf);
+    assert_string_equal(buf, "-");
+    json_decref(when);
+    json_decref(done);
+    json_decref(failed);
+    json_decref(running);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bar_has_every_field),
+        cmocka_unit_test(test_bar_fits_narrow_terminals),
+        cmocka_unit_test(test_bar_when_not_running),
+        cmocka_unit_test(test_plain_line),
+        cmocka_unit_test(test_epoch_line_from_history),
+        cmocka_unit_test(test_durations_and_rates),
+        cmocka_unit_test(test_job_summaries),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
