@@ -1,0 +1,265 @@
+/* test_model.c — the model: whole-graph gradients (residual add, concat,
+ * batchnorm, dropout, every loss, fused softmax) against finite
+ * differences of the mean batch loss; the flat parameter layout and the
+ * weight-file keys; loading weights back. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/model.h"
+#include "core/rng.h"
+
+typedef struct fixture {
+    job_spec *spec;
+    backend *be;
+    model *m;
+    dataset data;
+    int batch;
+} fixture;
+
+static job_spec *parse(const char *json)
+{
+    spec_error e;
+    job_spec *s = spec_parse(json, strlen(json), &e);
+    if (!s) {
+        char msg[600];
+        fail_msg("spec: %s", spec_error_str(&e, msg, sizeof msg));
+    }
+    return s;
+}
+
+static fixture *fixture_make(const char *json, int batch, int threads)
+{
+    fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    f->spec = parse(json);
+    char err[256];
+    f->be = backend_cpu_create(threads, err, sizeof err);
+    assert_non_null(f->be);
+    f->m = model_create(f->spec, f->be, batch, err, sizeof err);
+    if (!f->m)
+        fail_msg("model_create: %s", err);
+    assert_int_equal(model_init_params(f->m, 3, err, sizeof err), 0);
+    f->batch = batch;
+    dataset *d = &f->data;
+    d->n = batch;
+    d->features = f->m->in_size;
+    d->shape = f->spec->input;
+    d->num_classes = f->spec->data.num_classes;
+    d->x = malloc((size_t)(d->n * d->features) * sizeof(float));
+    d->y = malloc((size_t)d->n * sizeof(int32_t));
+    assert_non_null(d->x);
+    assert_non_null(d->y);
+    rng g = rng_make(11, 0);
+    for (long i = 0; i < d->n * d->features; i++)
+        d->x[i] = (float)rng_uniform(&g);
+    for (long i = 0; i < d->n; i++)
+        d->y[i] = (int32_t)(i % d->num_classes);
+    assert_int_equal(model_load_range(f->m, d, 0, batch, err, sizeof err), 0);
+    return f;
+}
+
+static void fixture_free(fixture *f)
+{
+    model_free(f->m);
+    f->be->destroy(f->be);
+    spec_free(f->spec);
+    free(f->data.x);
+    free(f->data.y);
+    free(f);
+}
+
+static double mean_loss(fixture *f)
+{
+    model_forward(f->m, f->batch, true, 7);
+    return model_loss(f->m, f->batch, NULL) / f->batch;
+}
+
+/* Every `stride`-th parameter's gradient against central differences. */
+static void gradcheck(fixture *f, double atol, double rtol)
+{
+    model *m = f->m;
+    mean_loss(f);
+    model_backward(m, f->batch);
+    float *g = malloc((size_t)m->n_params * sizeof *g);
+    assert_non_null(g);
+    memcpy(g, m->grads, (size_t)m->n_params * sizeof *g);
+    long stride = m->n_params > 300 ? m->n_params / 300 : 1;
+    const float eps = 1e-3f;
+    for (long i = 0; i < m->n_params; i += stride) {
+        float saved = m->params[i];
+        m->params[i] = saved + eps;
+        double lp = mean_loss(f);
+        m->params[i] = saved - eps;
+        double lm = mean_loss(f);
+        m->params[i] = saved;
+        double num = (lp - lm) / (2.0 * eps);
+        if (fabs(num - g[i]) > atol + rtol * fabs(num))
+            fail_msg("param %ld: analytic %.6g, numeric %.6g", i, (double)g[i], num);
+    }
+    free(g);
+}
+
+#define JOB(model, loss, classes)                                                           \
+    "{\"model\": " model ", \"data\": {\"format\": \"synthetic\", \"num_classes\": " classes \
+    "}, \"training\": {\"loss\": \"" loss "\"}}"
+
+static void test_residual_graph(void **state)
+{
+    (void)state;
+    fixture *f = fixture_make(JOB("{\"input\": [2, 6, 6], \"layers\": ["
+        "{\"type\": \"conv2d\", \"filters\": 3, \"kernel\": 3, \"padding\": \"same\", "
+        "\"activation\": \"tanh\"},"
+        "{\"type\": \"batchnorm\"},"
+        "{\"type\": \"conv2d\", \"filters\": 3, \"kernel\": 3, \"padding\": \"same\", "
+        "\"activation\": \"sigmoid\"},"
+        "{\"type\": \"add\", \"inputs\": [1, 2]},"
+        "{\"type\": \"conv2d\", \"filters\": 2, \"kernel\": 1, \"inputs\": [1]},"
+        "{\"type\": \"concat\", \"inputs\": [3, 4]},"
+        "{\"type\": \"avgpool2d\", \"pool\": 2},"
+        "{\"type\": \"flatten\"},"
+        "{\"type\": \"dense\", \"units\": 8, \"activation\": \"tanh\"},"
+        "{\"type\": \"dropout\", \"rate\": 0.3},"
+        "{\"type\": \"dense\", \"units\": 4},"
+        "{\"type\": \"softmax\"}]}", "categorical_crossentropy", "4"), 5, 2);
+    assert_int_equal(f->m->output_kind, OUTPUT_SOFTMAX_LOGITS);
+    gradcheck(f, 2e-3, 2e-2);
+    fixture_free(f);
+}
+
+static void test_losses_through_model(void **state)
+{
+    (void)state;
+    /* simplecnn-style: a last dense without activation is logits for CCE. */
+    fixture *f = fixture_make(JOB("{\"input\": [1, 5, 5], \"layers\": ["
+        "{\"type\": \"conv2d\", \"filters\": 2, \"kernel\": 3, \"padding\": \"same\"},"
+        "{\"type\": \"maxpool2d\", \"pool\": 2}, {\"type\": \"flatten\"},"
+        "{\"type\": \"dense\", \"units\": 3}]}", "categorical_crossentropy", "3"), 4, 1);
+    assert_int_equal(f->m->output_kind, OUTPUT_SOFTMAX_LOGITS);
+    gradcheck(f, 2e-3, 2e-2);
+    /* The output the metrics read is a probability distribution. */
+    for (int r = 0; r < 4; r++) {
+        double s = 0;
+        for (int j = 0; j < 3; j++)
+            s += f->m->output[r * 3 + j];
+        assert_true(fabs(s - 1.0) < 1e-5);
+    }
+    fixture_free(f);
+
+    f = fixture_make(JOB("{\"input\": [6], \"layers\": [{\"type\": \"dense\", \"units\": 3, "
+                         "\"activation\": \"sigmoid\"}]}", "binary_crossentropy", "3"), 4, 2);
+    assert_int_equal(f->m->output_kind, OUTPUT_PLAIN);
+    gradcheck(f, 2e-3, 2e-2);
+    fixture_free(f);
+
+    f = fixture_make(JOB("{\"input\": [6], \"layers\": [{\"type\": \"dense\", \"units\": 5, "
+                         "\"activation\": \"relu\"}, {\"type\": \"dense\", \"units\": 3, "
+                         "\"activation\": \"tanh\"}]}", "mse", "3"), 4, 2);
+    gradcheck(f, 2e-3, 2e-2);
+    fixture_free(f);
+
+    f = fixture_make(JOB("{\"input\": [6], \"layers\": [{\"type\": \"dense\", \"units\": 3, "
+                         "\"activation\": \"softmax\"}]}", "categorical_crossentropy", "3"),
+                     4, 1);
+    gradcheck(f, 2e-3, 2e-2);
+    fixture_free(f);
+}
+
+static void test_cce_needs_softmax_or_linear(void **state)
+{
+    (void)state;
+    job_spec *s = parse(JOB("{\"input\": [6], \"layers\": [{\"type\": \"dense\", \"units\": 3, "
+                            "\"activation\": \"relu\"}]}", "categorical_crossentropy", "3"));
+    char err[256];
+    backend *be = backend_cpu_create(1, err, sizeof err);
+    model *m = model_create(s, be, 4, err, sizeof err);
+    assert_null(m);
+    assert_non_null(strstr(err, "training.loss"));
+    assert_non_null(strstr(err, "relu"));
+    be->destroy(be);
+    spec_free(s);
+}
+
+/* mlp: flatten, dense 128 relu, dense 10 softmax — one flat buffer with
+ * each tensor where the weight files say it is. */
+static void test_mlp_layout(void **state)
+{
+    (void)state;
+    fixture *f = fixture_make("{\"model\": {\"preset\": \"mlp\", \"input\": [1, 28, 28]}, "
+                              "\"data\": {\"format\": \"synthetic\"}}", 2,
+                              1);
+    model *m = f->m;
+    assert_int_equal(m->n_params, 784 * 128 + 128 + 128 * 10 + 10);
+    assert_int_equal(m->n_params, f->spec->n_params);
+    tensor_entry *t = NULL;
+    int n = model_tensors(m, m->params, m->state, &t);
+    assert_int_equal(n, 4);
+    const char *names[] = {"1.dense.weight", "1.dense.bias", "2.dense.weight", "2.dense.bias"};
+    long offsets[] = {0, 784 * 128, 784 * 128 + 128, 784 * 128 + 128 + 1280};
+    for (int i = 0; i < 4; i++) {
+        assert_string_equal(t[i].name, names[i]);
+        assert_ptr_equal(t[i].data, m->params + offsets[i]);
+    }
+    assert_int_equal(t[0].rank, 2);
+    assert_int_equal(t[0].dims[0], 784);
+    assert_int_equal(t[0].dims[1], 128);
+    assert_int_equal(t[3].dims[0], 10);
+    assert_ptr_equal(m->layers[1].grads, m->grads);
+    assert_ptr_equal(m->layers[2].grads, m->grads + 784 * 128 + 128);
+    free(t);
+    fixture_free(f);
+}
+
+static void test_init_reproducible_and_reload(void **state)
+{
+    (void)state;
+    const char *job = JOB("{\"input\": [1, 6, 6], \"layers\": ["
+        "{\"type\": \"conv2d\", \"filters\": 2, \"kernel\": 3, \"activation\": \"relu\"},"
+        "{\"type\": \"batchnorm\"}, {\"type\": \"flatten\"},"
+        "{\"type\": \"dense\", \"units\": 3}]}", "categorical_crossentropy", "3");
+    fixture *a = fixture_make(job, 2, 1);
+    fixture *b = fixture_make(job, 2, 2);
+    assert_memory_equal(a->m->params, b->m->params, (size_t)a->m->n_params * sizeof(float));
+    /* He-uniform conv weights before a relu: within sqrt(6 / fan_in). */
+    float limit = sqrtf(6.0f / 9.0f);
+    for (int i = 0; i < 18; i++)
+        assert_true(fabsf(a->m->params[i]) <= limit);
+
+    char err[256];
+    for (long i = 0; i < b->m->n_params; i++)
+        b->m->params[i] = 0;
+    tensor_entry *t = NULL;
+    int n = model_tensors(a->m, a->m->params, a->m->state, &t);
+    assert_int_equal(n, 2 + 4 + 2);
+    assert_string_equal(t[2].name, "1.batchnorm.gamma");
+    assert_string_equal(t[4].name, "1.batchnorm.running_mean");
+    assert_int_equal(model_load_tensors(b->m, t, n, err, sizeof err), 0);
+    assert_memory_equal(a->m->params, b->m->params, (size_t)a->m->n_params * sizeof(float));
+    /* A missing tensor and a wrong shape are refused by name. */
+    assert_int_equal(model_load_tensors(b->m, t, n - 1, err, sizeof err), -1);
+    assert_non_null(strstr(err, "3.dense.bias"));
+    t[0].dims[0] = 3;
+    assert_int_equal(model_load_tensors(b->m, t, n, err, sizeof err), -1);
+    assert_non_null(strstr(err, "0.conv2d.weight"));
+    free(t);
+    fixture_free(a);
+    fixture_free(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_residual_graph),
+        cmocka_unit_test(test_losses_through_model),
+        cmocka_unit_test(test_cce_needs_softmax_or_linear),
+        cmocka_unit_test(test_mlp_layout),
+        cmocka_unit_test(test_init_reproducible_and_reload),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
