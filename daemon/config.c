@@ -1,0 +1,291 @@
+/* config.c — option table, config file reader and command-line parser. */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef enum opt_kind { OPT_STRING, OPT_INT, OPT_LONG, OPT_BOOL } opt_kind;
+
+typedef struct opt_def {
+    const char *name;
+    opt_kind kind;
+    size_t offset;
+    size_t size;     /* strings: buffer size */
+    long min, max;   /* numbers */
+    const char *arg;
+    const char *help;
+} opt_def;
+
+#define STR(field, arg, help) {#field, OPT_STRING, offsetof(config, field), sizeof(((config *)0)->field), 0, 0, arg, help}
+#define NUM(field, kind, lo, hi, arg, help) {#field, kind, offsetof(config, field), 0, lo, hi, arg, help}
+
+/* Flag names use dashes where fields use underscores. */
+static const opt_def opts[] = {
+    STR(listen, "HOST:PORT", "address to serve on (default 127.0.0.1:8080; port 0: any free port)"),
+    STR(data_dir, "DIR", "queue database and run directories; created if missing (default ./punchcard-data)"),
+    STR(secrets, "FILE", "secrets file: [{\"secret\"|\"secret_sha256\", \"identity\", \"role\"}] (default ./secrets.json)"),
+    STR(datasets, "DIR[:DIR...]", "roots that dataset names resolve under (default /usr/share/datasets)"),
+    NUM(slots, OPT_INT, 0, 1 << 20, "N", "MPI ranks the cluster runs at once (default: hostfile slots, else cores)"),
+    STR(hostfile, "FILE", "Open MPI hostfile passed to mpirun (default: local host only)"),
+    STR(engine, "PATH", "punch-train binary (default: ../engine/punch-train next to punchcardd, then PATH)"),
+    STR(mpirun, "PATH", "mpirun binary (default: mpirun from PATH)"),
+    NUM(max_running, OPT_INT, 0, INT_MAX, "N", "running jobs per user, 0 = no limit (default 1)"),
+    NUM(max_queued, OPT_INT, 0, INT_MAX, "N", "queued jobs per user before 429, 0 = no limit (default 100)"),
+    NUM(max_body, OPT_LONG, 1024, 1L << 30, "BYTES", "largest request body (default 1048576)"),
+    NUM(http_threads, OPT_INT, 1, 256, "N", "HTTP worker threads (default 4)"),
+    NUM(connection_timeout, OPT_INT, 1, 3600, "SECONDS", "idle connection timeout (default 30)"),
+    NUM(connection_limit, OPT_INT, 1, 1 << 20, "N", "concurrent connections (default 1024)"),
+    NUM(per_ip_limit, OPT_INT, 0, 1 << 20, "N", "concurrent connections per client IP, 0 = no limit (default 0)"),
+    NUM(kill_grace, OPT_INT, 0, 3600, "SECONDS", "SIGTERM to SIGKILL delay on cancel/time limit (default 10)"),
+    NUM(tick_ms, OPT_INT, 10, 60000, "MS", "supervision and scheduling period (default 250)"),
+    NUM(hold, OPT_BOOL, 0, 1, NULL, "accept and queue jobs but start none (maintenance)"),
+    NUM(verbose, OPT_BOOL, 0, 1, NULL, "log debug lines too"),
+};
+#define N_OPTS (sizeof opts / sizeof opts[0])
+
+void config_defaults(config *c)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->listen, sizeof c->listen, "127.0.0.1:8080");
+    snprintf(c->data_dir, sizeof c->data_dir, "punchcard-data");
+    snprintf(c->secrets, sizeof c->secrets, "secrets.json");
+    snprintf(c->datasets, sizeof c->datasets, "/usr/share/datasets");
+    c->max_running = 1;
+    c->max_queued = 100;
+    c->max_body = 1L << 20;
+    c->http_threads = 4;
+    c->connection_timeout = 30;
+    c->connection_limit = 1024;
+    c->kill_grace = 10;
+    c->tick_ms = 250;
+}
+
+void config_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: punchcardd [--config FILE] [OPTIONS]\n"
+            "\n"
+            "Punchcard's job server: authenticated REST API, durable SQLite queue, fair\n"
+            "scheduler, supervised mpirun/punch-train runs that survive restarts.\n"
+            "\n"
+            "  --config FILE          read settings from FILE (\"key = value\"; keys are the\n"
+            "                         option names below with - or _); flags override it\n");
+    for (size_t i = 0; i < N_OPTS; i++) {
+        char flag[64];
+        snprintf(flag, sizeof flag, "--%s", opts[i].name);
+        for (char *p = flag + 2; *p; p++)
+            if (*p == '_')
+                *p = '-';
+        char left[96];
+        snprintf(left, sizeof left, "%s%s%s", flag, opts[i].arg ? " " : "",
+                 opts[i].arg ? opts[i].arg : "");
+        fprintf(out, "  %-22s %s\n", left, opts[i].help);
+    }
+    fprintf(out,
+            "  --help                 this text\n"
+            "  --version              print the version\n"
+            "\n"
+            "Signals: SIGTERM/SIGINT stop serving and exit (running jobs keep running under\n"
+            "their supervisors and are re-adopted on restart); SIGHUP reloads the secrets.\n");
+}
+
+/* The option called `name` ("max-body" or "max_body"), or NULL. */
+static const opt_def *config_find(const char *name, size_t len)
+{
+    for (size_t i = 0; i < N_OPTS; i++) {
+        const char *o = opts[i].name;
+        if (strlen(o) != len)
+            continue;
+        size_t k = 0;
+        while (k < len && (name[k] == o[k] || (name[k] == '-' && o[k] == '_')))
+            k++;
+        if (k == len)
+            return &opts[i];
+    }
+    return NULL;
+}
+
+static bool config_set(config *c, const opt_def *o, const char *value, const char *where,
+                       char *err, size_t errlen)
+{
+    char *base = (char *)c + o->offset;
+    if (o->kind == OPT_STRING) {
+        if (strlen(value) >= o->size) {
+            snprintf(err, errlen, "%s: %s: value too long", where, o->name);
+            return false;
+        }
+        memcpy(base, value, strlen(value) + 1);
+        return true;
+    }
+    if (o->kind == OPT_BOOL) {
+        bool v;
+        if (!strcmp(value, "true") || !strcmp(value, "yes") || !strcmp(value, "1"))
+            v = true;
+        else if (!strcmp(value, "false") || !strcmp(value, "no") || !strcmp(value, "0"))
+            v = false;
+        else {
+            snprintf(err, errlen, "%s: %s: expected true or false, got \"%.40s\"", where, o->name,
+                     value);
+            return false;
+        }
+        *(bool *)base = v;
+        return true;
+    }
+    char *end;
+    errno = 0;
+    long v = strtol(value, &end, 10);
+    if (errno || end == value || *end || v < o->min || v > o->max) {
+        snprintf(err, errlen, "%s: %s: expected an integer in [%ld, %ld], got \"%.40s\"", where,
+                 o->name, o->min, o->max, value);
+        return false;
+    }
+    if (o->kind == OPT_INT)
+        *(int *)base = (int)v;
+    else
+        *(long *)base = v;
+    return true;
+}
+
+static char *config_trim(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1]))
+        *--e = '\0';
+    return s;
+}
+
+static bool config_load_file(config *c, const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "--config %s: %s", path, strerror(errno));
+        return false;
+    }
+    char line[8192];
+    int lineno = 0;
+    bool ok = true;
+    while (ok && fgets(line, sizeof line, f)) {
+        lineno++;
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = '\0';
+        char *s = config_trim(line);
+        if (!*s)
+            continue;
+        char where[CONFIG_PATH_MAX + 32];
+        snprintf(where, sizeof where, "%s:%d", path, lineno);
+        size_t klen = strcspn(s, "= \t");
+        const opt_def *o = config_find(s, klen);
+        if (!o) {
+            snprintf(err, errlen, "%s: unknown setting \"%.*s\"", where, (int)(klen > 60 ? 60 : klen), s);
+            ok = false;
+            break;
+        }
+        char *v = s + klen;
+        while (isspace((unsigned char)*v))
+            v++;
+        if (*v == '=')
+            v = config_trim(v + 1);
+        if (o->kind == OPT_BOOL && !*v)
+            v = (char *)"true";
+        ok = config_set(c, o, v, where, err, errlen);
+    }
+    fclose(f);
+    return ok;
+}
+
+config_result config_parse(config *c, int argc, char **argv, char *err, size_t errlen)
+{
+    config_defaults(c);
+    /* The config file first, wherever --config appears, so flags win. */
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            config_usage(stdout);
+            return CONFIG_EXIT;
+        }
+        if (!strcmp(a, "--version")) {
+            printf("punchcardd 0.1.0\n");
+            return CONFIG_EXIT;
+        }
+        const char *file = NULL;
+        if (!strcmp(a, "--config")) {
+            if (i + 1 >= argc) {
+                snprintf(err, errlen, "--config needs a FILE");
+                return CONFIG_ERROR;
+            }
+            file = argv[++i];
+        } else if (!strncmp(a, "--config=", 9)) {
+            file = a + 9;
+        }
+        if (file && !config_load_file(c, file, err, errlen))
+            return CONFIG_ERROR;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--config")) {
+            i++;
+            continue;
+        }
+        if (!strncmp(a, "--config=", 9))
+            continue;
+        if (strncmp(a, "--", 2) != 0) {
+            snprintf(err, errlen, "unexpected argument \"%.60s\" (see --help)", a);
+            return CONFIG_ERROR;
+        }
+        const char *name = a + 2;
+        const char *eq = strchr(name, '=');
+        size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
+        const opt_def *o = config_find(name, nlen);
+        if (!o) {
+            snprintf(err, errlen, "unknown option \"%.60s\" (see --help)", a);
+            return CONFIG_ERROR;
+        }
+        const char *value;
+        if (eq)
+            value = eq + 1;
+        else if (o->kind == OPT_BOOL)
+            value = "true";
+        else if (i + 1 < argc)
+            value = argv[++i];
+        else {
+            snprintf(err, errlen, "%s needs a value (see --help)", a);
+            return CONFIG_ERROR;
+        }
+        if (!config_set(c, o, value, "command line", err, errlen))
+            return CONFIG_ERROR;
+    }
+    return CONFIG_OK;
+}
+
+int config_hostfile_slots(const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "--hostfile %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char line[1024];
+    int total = 0;
+    while (fgets(line, sizeof line, f)) {
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = '\0';
+        char *s = config_trim(line);
+        if (!*s)
+            continue;
+        char *slots = strstr(s, "slots=");
+        int n = slots ? atoi(slots + 6) : 1;
+        total += n > 0 ? n : 1;
+    }
+    fclose(f);
+    if (total == 0)
+        snprintf(err, errlen, "--hostfile %s: no hosts", path);
+    return total > 0 ? total : -1;
+}

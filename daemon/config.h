@@ -1,0 +1,50 @@
+/* config.h — punchcardd's settings: defaults, then the config file
+ * (--config FILE, "key = value" lines), then command-line flags. Every flag
+ * has a config-file key of the same name (etc/punchcardd.conf documents
+ * them). */
+#ifndef PUNCH_CONFIG_H
+#define PUNCH_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define CONFIG_PATH_MAX 1024
+
+typedef struct config {
+    char listen[128];              /* HOST:PORT; port 0 picks a free one */
+    char data_dir[CONFIG_PATH_MAX];
+    char secrets[CONFIG_PATH_MAX];
+    char datasets[4 * CONFIG_PATH_MAX]; /* colon-separated roots */
+    int slots;                     /* 0: the hostfile's slots, else online cores */
+    char hostfile[CONFIG_PATH_MAX];
+    char engine[CONFIG_PATH_MAX];  /* "": next to punchcardd, then PATH */
+    char mpirun[CONFIG_PATH_MAX];
+    int max_running;               /* per user */
+    int max_queued;                /* per user */
+    long max_body;                 /* bytes */
+    int http_threads;
+    int connection_timeout;        /* seconds */
+    int connection_limit;
+    int per_ip_limit;              /* 0: no per-IP limit */
+    int kill_grace;                /* seconds between SIGTERM and SIGKILL */
+    int tick_ms;                   /* period of the supervision tick */
+    bool hold;                     /* accept jobs but start none */
+    bool verbose;
+} config;
+
+typedef enum config_result { CONFIG_OK, CONFIG_EXIT, CONFIG_ERROR } config_result;
+
+void config_defaults(config *c);
+
+/* Fill c from argv (and the config file it names). CONFIG_EXIT: --help or
+ * --version was printed; CONFIG_ERROR: *err says what is wrong. */
+config_result config_parse(config *c, int argc, char **argv, char *err, size_t errlen);
+
+void config_usage(FILE *out);
+
+/* The slots declared in an Open MPI hostfile ("host slots=N" lines; a host
+ * without slots= counts 1); -1 with *err on failure. */
+int config_hostfile_slots(const char *path, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,60 @@
+/* jobview.c — builds the public job object. */
+#include "jobview.h"
+
+#include <math.h>
+
+#include "rundir.h"
+
+static json_t *jobview_time(double t) { return isnan(t) ? json_null() : json_real(t); }
+
+/* Parse frozen JSON text from the store; `fallback` when absent or bad. */
+static json_t *jobview_frozen(const char *text, json_t *fallback)
+{
+    json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+    if (!j)
+        return fallback;
+    json_decref(fallback);
+    return j;
+}
+
+json_t *jobview_json(daemon_ctx *d, const store_job *job)
+{
+    json_t *progress = NULL, *result = NULL;
+    if (job_state_is_final(job->state)) {
+        progress = jobview_frozen(job->progress, json_object());
+        result = jobview_frozen(job->result, json_null());
+    } else if (job->state == JOB_QUEUED) {
+        progress = json_object();
+        result = json_null();
+    } else {
+        char dir[4096];
+        rundir_progress p = {0};
+        if (rundir_path(dir, sizeof dir, d->cfg.data_dir, job->id, NULL))
+            rundir_read_progress(dir, &p);
+        progress = p.progress ? json_incref(p.progress) : json_object();
+        result = p.result ? json_incref(p.result) : json_null();
+        rundir_progress_clear(&p);
+    }
+    int pos = job->state == JOB_QUEUED ? store_queue_position(d->st, job) : 0;
+    json_t *o = json_object();
+    json_object_set_new(o, "id", json_string(job->id));
+    json_object_set_new(o, "name", json_string(job->name));
+    json_object_set_new(o, "owner", json_string(job->owner));
+    json_object_set_new(o, "state", json_string(job_state_name(job->state)));
+    json_object_set_new(o, "queue_position", pos > 0 ? json_integer(pos) : json_null());
+    json_object_set_new(o, "priority", json_integer(job->priority));
+    json_object_set_new(o, "ranks", json_integer(job->ranks));
+    json_object_set_new(o, "trainer", json_string(job->trainer));
+    json_object_set_new(o, "workers", json_integer(job->workers));
+    json_object_set_new(o, "time_limit_s", json_integer(job->time_limit_s));
+    json_object_set_new(o, "submitted_at", jobview_time(job->submitted_at));
+    json_object_set_new(o, "started_at", jobview_time(job->started_at));
+    json_object_set_new(o, "finished_at", jobview_time(job->finished_at));
+    json_object_set_new(o, "exit_code", job->has_exit_code ? json_integer(job->exit_code)
+                                                           : json_null());
+    json_object_set_new(o, "error", job->error ? json_string(job->error) : json_null());
+    json_object_set_new(o, "cancel_requested", json_boolean(job->stop_reason[0] == 'c'));
+    json_object_set_new(o, "progress", progress);
+    json_object_set_new(o, "result", result);
+    return o;
+}

@@ -1,0 +1,188 @@
+/* launcher.c — fork/exec of the supervisor and /proc-based process checks. */
+#include "launcher.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+void launcher_argv_free(char **argv)
+{
+    if (!argv)
+        return;
+    for (char **p = argv; *p; p++)
+        free(*p);
+    free(argv);
+}
+
+/* Append a formatted argument; on failure leaves *ok false. */
+static void launcher_push(char **argv, int *n, bool *ok, const char *fmt, const char *s)
+{
+    char *a = NULL;
+    if (asprintf(&a, fmt, s) < 0) {
+        *ok = false;
+        return;
+    }
+    argv[(*n)++] = a;
+}
+
+char **launcher_mpirun_argv(const launcher_config *lc, const char *rundir, int ranks,
+                            int threads)
+{
+    char **argv = calloc(40, sizeof *argv);
+    if (!argv)
+        return NULL;
+    int n = 0;
+    bool ok = true;
+    char num[32];
+    launcher_push(argv, &n, &ok, "%s", lc->mpirun);
+    snprintf(num, sizeof num, "%d", ranks);
+    const char *fixed[] = {"-np", num, "--oversubscribe", "--bind-to", "none", "--mca", "pml",
+                           "ob1", "--mca", "btl", "self,vader"};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        launcher_push(argv, &n, &ok, "%s", fixed[i]);
+    if (lc->hostfile && lc->hostfile[0]) {
+        launcher_push(argv, &n, &ok, "%s", "--hostfile");
+        launcher_push(argv, &n, &ok, "%s", lc->hostfile);
+    }
+    if (geteuid() == 0)
+        launcher_push(argv, &n, &ok, "%s", "--allow-run-as-root");
+    launcher_push(argv, &n, &ok, "%s", lc->engine);
+    launcher_push(argv, &n, &ok, "%s/job.json", rundir);
+    launcher_push(argv, &n, &ok, "%s", "--out");
+    launcher_push(argv, &n, &ok, "%s", rundir);
+    launcher_push(argv, &n, &ok, "%s", "--datasets");
+    launcher_push(argv, &n, &ok, "%s", lc->datasets);
+    launcher_push(argv, &n, &ok, "%s", "--threads");
+    snprintf(num, sizeof num, "%d", threads);
+    launcher_push(argv, &n, &ok, "%s", num);
+    if (!ok) {
+        launcher_argv_free(argv);
+        return NULL;
+    }
+    return argv;
+}
+
+pid_t launcher_start(const launcher_config *lc, const char *rundir, int ranks, int threads,
+                     char *err, size_t errlen)
+{
+    char **mpi = launcher_mpirun_argv(lc, rundir, ranks, threads);
+    int n_mpi = 0;
+    while (mpi && mpi[n_mpi])
+        n_mpi++;
+    /* argv: SELF --supervise RUNDIR -- MPIRUN... */
+    char **argv = mpi ? calloc((size_t)n_mpi + 5, sizeof *argv) : NULL;
+    char log_path[4096];
+    if (!argv || snprintf(log_path, sizeof log_path, "%s/train.log", rundir) >= (int)sizeof log_path) {
+        launcher_argv_free(mpi);
+        free(argv);
+        snprintf(err, errlen, "out of memory or path too long");
+        return -1;
+    }
+    argv[0] = (char *)lc->self_exe;
+    argv[1] = (char *)"--supervise";
+    argv[2] = (char *)rundir;
+    argv[3] = (char *)"--";
+    for (int i = 0; i < n_mpi; i++)
+        argv[4 + i] = mpi[i];
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* Child of a multithreaded process: async-signal-safe calls only. */
+        setsid();
+        int logfd = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        int nullfd = open("/dev/null", O_RDONLY);
+        if (logfd < 0 || nullfd < 0)
+            _exit(126);
+        dup2(nullfd, STDIN_FILENO);
+        dup2(logfd, STDOUT_FILENO);
+        dup2(logfd, STDERR_FILENO);
+        /* Nothing of the daemon's (listening socket, database) may leak into
+         * a process that outlives it. */
+        syscall(SYS_close_range, 3U, ~0U, 0U);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execv(lc->self_exe, argv);
+        _exit(127);
+    }
+    int saved = errno;
+    free(argv);
+    launcher_argv_free(mpi);
+    if (pid < 0) {
+        snprintf(err, errlen, "fork: %s", strerror(saved));
+        return -1;
+    }
+    return pid;
+}
+
+bool launcher_proc_stat(pid_t pid, long long *start, char *state, pid_t *session)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    /* The command name (field 2) may contain spaces and parentheses: the
+     * fields we want follow the last ')'. */
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return false;
+    char st = 0;
+    int ppid = 0, pgrp = 0, sid = 0;
+    unsigned long long starttime = 0;
+    /* Fields 3..22: state ppid pgrp session tty tpgid flags minflt cminflt
+     * majflt cmajflt utime stime cutime cstime priority nice threads
+     * itrealvalue starttime. */
+    if (sscanf(p + 1, " %c %d %d %d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+               &st, &ppid, &pgrp, &sid, &starttime) != 5)
+        return false;
+    if (start)
+        *start = (long long)starttime;
+    if (state)
+        *state = st;
+    if (session)
+        *session = sid;
+    return true;
+}
+
+bool launcher_alive(pid_t pid, long long start)
+{
+    long long s;
+    char st;
+    if (pid <= 1 || !launcher_proc_stat(pid, &s, &st, NULL))
+        return false;
+    return s == start && st != 'Z' && st != 'X';
+}
+
+int launcher_signal_session(pid_t sid, int sig)
+{
+    if (sid <= 1)
+        return 0;
+    DIR *d = opendir("/proc");
+    if (!d)
+        return 0;
+    int count = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!isdigit((unsigned char)e->d_name[0]))
+            continue;
+        pid_t pid = (pid_t)atoi(e->d_name);
+        pid_t s;
+        char st;
+        if (launcher_proc_stat(pid, NULL, &st, &s) && s == sid && st != 'Z' && kill(pid, sig) == 0)
+            count++;
+    }
+    closedir(d);
+    return count;
+}

@@ -1,0 +1,46 @@
+/* launcher.h — starting a job's supervisor and signalling its processes.
+ *
+ * Process layout of a running job:
+ *   punchcardd ── supervisor (punchcardd --supervise; own session) ── mpirun
+ *                                                 (own session S) ── ranks
+ * Open MPI puts each rank in its own process group but they stay in mpirun's
+ * session, so "the job's processes" are those whose session id is S; signals
+ * go to each of them. The supervisor outlives punchcardd, waits for mpirun,
+ * kills anything left in S, and writes exit.json. */
+#ifndef PUNCH_LAUNCHER_H
+#define PUNCH_LAUNCHER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef struct launcher_config {
+    const char *self_exe;   /* this binary, run as the supervisor */
+    const char *mpirun;
+    const char *engine;     /* punch-train */
+    const char *hostfile;   /* NULL or "" for the local host */
+    const char *datasets;   /* colon-separated dataset roots */
+} launcher_config;
+
+/* The argv (NULL-terminated, heap) of the mpirun command for a job whose run
+ * directory is rundir. Free with launcher_argv_free(). */
+char **launcher_mpirun_argv(const launcher_config *lc, const char *rundir, int ranks,
+                            int threads);
+void launcher_argv_free(char **argv);
+
+/* Fork the supervisor for rundir (which holds job.json); its output and that
+ * of mpirun go to rundir/train.log. Returns its pid, or -1 with *err set. */
+pid_t launcher_start(const launcher_config *lc, const char *rundir, int ranks, int threads,
+                     char *err, size_t errlen);
+
+/* Start time (clock ticks since boot) and state letter of a process from
+ * /proc/PID/stat; false if it does not exist. */
+bool launcher_proc_stat(pid_t pid, long long *start, char *state, pid_t *session);
+
+/* True if pid is alive (not a zombie) and started at `start`. */
+bool launcher_alive(pid_t pid, long long start);
+
+/* Send sig to every process in session sid; returns how many were signalled. */
+int launcher_signal_session(pid_t sid, int sig);
+
+#endif

@@ -1,0 +1,275 @@
+/* main.c — punchcardd: startup checks, the signal/tick loop, clean shutdown.
+ * `punchcardd --supervise ...` is the per-job supervisor (supervisor.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "http.h"
+#include "log.h"
+#include "metrics.h"
+#include "monitor.h"
+#include "supervisor.h"
+
+static pid_t main_pid;
+
+double daemon_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void daemon_wake(void)
+{
+    /* Every thread blocks SIGUSR1; the main loop collects it. */
+    kill(main_pid, SIGUSR1);
+}
+
+/* mkdir -p with mode 0700 for what it creates. */
+static bool main_mkdirs(const char *path, char *err, size_t errlen)
+{
+    char buf[CONFIG_PATH_MAX];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; ; p++) {
+        char c = *p;
+        if (c == '/' || c == '\0') {
+            *p = '\0';
+            if (mkdir(buf, 0700) != 0 && errno != EEXIST) {
+                snprintf(err, errlen, "--data-dir %s: cannot create %s: %s", path, buf,
+                         strerror(errno));
+                return false;
+            }
+            *p = c;
+        }
+        if (c == '\0')
+            break;
+    }
+    return true;
+}
+
+/* Create the data dir and runs/, prove it writable, and lock it so two
+ * daemons never share a queue. Returns the lock fd. */
+static int main_prepare_data_dir(const config *cfg, char *err, size_t errlen)
+{
+    char path[CONFIG_PATH_MAX + 32];
+    if (!main_mkdirs(cfg->data_dir, err, errlen))
+        return -1;
+    snprintf(path, sizeof path, "%s/runs", cfg->data_dir);
+    if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "--data-dir %s: cannot create runs/: %s", cfg->data_dir,
+                 strerror(errno));
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s/punchcardd.lock", cfg->data_dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        snprintf(err, errlen, "--data-dir %s is not writable: %s", cfg->data_dir, strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        snprintf(err, errlen, "--data-dir %s is in use by another punchcardd", cfg->data_dir);
+        close(fd);
+        return -1;
+    }
+    char pid[32];
+    int n = snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+    if (ftruncate(fd, 0) != 0 || write(fd, pid, (size_t)n) != n) {
+        snprintf(err, errlen, "--data-dir %s is not writable: %s", cfg->data_dir, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* An executable on PATH into out. */
+static bool main_which(const char *name, char *out, size_t cap)
+{
+    const char *path = getenv("PATH");
+    if (!path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    while (*path) {
+        size_t n = strcspn(path, ":");
+        if (n > 0 && (size_t)snprintf(out, cap, "%.*s/%s", (int)n, path, name) < cap &&
+            access(out, X_OK) == 0)
+            return true;
+        path += n + (path[n] == ':');
+    }
+    return false;
+}
+
+/* The engine: --engine, else ../engine/punch-train next to this binary
+ * (the build tree), else punch-train next to it (installed), else PATH. */
+static void main_find_programs(daemon_ctx *d)
+{
+    ssize_t n = readlink("/proc/self/exe", d->self_exe, sizeof d->self_exe - 1);
+    d->self_exe[n > 0 ? n : 0] = '\0';
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", d->self_exe);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    if (d->cfg.engine[0]) {
+        snprintf(d->engine, sizeof d->engine, "%s", d->cfg.engine);
+    } else {
+        const char *cands[] = {"%s/../engine/punch-train", "%s/punch-train"};
+        d->engine[0] = '\0';
+        for (size_t i = 0; i < 2 && !d->engine[0]; i++) {
+            char c[PATH_MAX + 32];
+            snprintf(c, sizeof c, cands[i], dir);
+            char real[PATH_MAX];
+            if (access(c, X_OK) == 0 && realpath(c, real))
+                snprintf(d->engine, sizeof d->engine, "%s", real);
+        }
+        if (!d->engine[0] && !main_which("punch-train", d->engine, sizeof d->engine))
+            snprintf(d->engine, sizeof d->engine, "punch-train");
+    }
+    if (d->cfg.mpirun[0])
+        snprintf(d->mpirun, sizeof d->mpirun, "%s", d->cfg.mpirun);
+    else if (!main_which("mpirun", d->mpirun, sizeof d->mpirun))
+        snprintf(d->mpirun, sizeof d->mpirun, "mpirun");
+    if (access(d->engine, X_OK) != 0)
+        log_warn("engine %s is not executable: jobs will fail until it is (set --engine)",
+                 d->engine);
+    if (access(d->mpirun, X_OK) != 0)
+        log_warn("mpirun %s is not executable: jobs will fail until it is (set --mpirun)",
+                 d->mpirun);
+    d->lc = (launcher_config){d->self_exe, d->mpirun, d->engine, d->cfg.hostfile,
+                              d->cfg.datasets};
+}
+
+static bool main_slots(daemon_ctx *d, char *err, size_t errlen)
+{
+    if (d->cfg.slots > 0) {
+        d->total_slots = d->cfg.slots;
+    } else if (d->cfg.hostfile[0]) {
+        d->total_slots = config_hostfile_slots(d->cfg.hostfile, err, errlen);
+        if (d->total_slots < 0)
+            return false;
+    } else {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        d->total_slots = n > 0 ? (int)n : 1;
+    }
+    return true;
+}
+
+/* Serve until SIGTERM/SIGINT; SIGHUP reloads the secrets; the tick runs
+ * every period and whenever a handler wakes us. */
+static void main_loop(daemon_ctx *d, http_server *http, const sigset_t *set)
+{
+    struct timespec period = {d->cfg.tick_ms / 1000, (long)(d->cfg.tick_ms % 1000) * 1000000L};
+    monitor_tick(d);
+    for (;;) {
+        siginfo_t info;
+        int sig = sigtimedwait(set, &info, &period);
+        if (sig == SIGTERM || sig == SIGINT) {
+            log_info("%s: no longer accepting connections; running jobs stay with their "
+                     "supervisors", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+            http_quiesce(http);
+            return;
+        }
+        if (sig == SIGHUP) {
+            char err[512];
+            if (auth_reload(d->au, err, sizeof err))
+                log_info("SIGHUP: secrets reloaded (%zu entries)", auth_count(d->au));
+            else
+                log_error("SIGHUP: keeping the old secrets: %s", err);
+            continue;
+        }
+        if (sig == SIGUSR1) {
+            /* Coalesce a burst of wake-ups into one tick. */
+            struct timespec zero = {0, 0};
+            while (sigtimedwait(set, &info, &zero) == SIGUSR1) {
+            }
+        }
+        monitor_tick(d);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && strcmp(argv[1], "--supervise") == 0)
+        return supervisor_main(argc - 2, argv + 2);
+
+    static daemon_ctx d;
+    char err[4096];
+    config_result cr = config_parse(&d.cfg, argc, argv, err, sizeof err);
+    if (cr == CONFIG_EXIT)
+        return 0;
+    if (cr == CONFIG_ERROR) {
+        fprintf(stderr, "punchcardd: %s\n", err);
+        return 2;
+    }
+    if (d.cfg.verbose)
+        log_set_level(LOG_DEBUG);
+    main_pid = getpid();
+    signal(SIGPIPE, SIG_IGN);
+    /* Block the signals the loop collects before any thread exists, so every
+     * thread inherits the mask. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+
+    int status = 1;
+    int lock_fd = -1;
+    http_server *http = NULL;
+    if (!main_slots(&d, err, sizeof err))
+        goto fail;
+    char why[2048];
+    d.au = auth_open(d.cfg.secrets, why, sizeof why);
+    if (!d.au) {
+        snprintf(err, sizeof err, "secrets file %s", why);
+        goto fail;
+    }
+    lock_fd = main_prepare_data_dir(&d.cfg, err, sizeof err);
+    if (lock_fd < 0)
+        goto fail;
+    char db[CONFIG_PATH_MAX + 32];
+    snprintf(db, sizeof db, "%s/punchcard.db", d.cfg.data_dir);
+    d.st = store_open(db, d.cfg.http_threads + 2, err, sizeof err);
+    if (!d.st)
+        goto fail;
+    main_find_programs(&d);
+    int port = 0;
+    int fd = http_listen(d.cfg.listen, &port, err, sizeof err);
+    if (fd < 0)
+        goto fail;
+    http = http_start(&d, fd, err, sizeof err);
+    if (!http) {
+        close(fd);
+        goto fail;
+    }
+    log_info("punchcardd %s listening on %s (port %d); data %s; %d slots; %zu secrets; "
+             "engine %s%s",
+             DAEMON_VERSION, d.cfg.listen, port, d.cfg.data_dir, d.total_slots, auth_count(d.au),
+             d.engine, d.cfg.hold ? "; holding the queue" : "");
+    main_loop(&d, http, &set);
+    status = 0;
+    goto out;
+fail:
+    fprintf(stderr, "punchcardd: %s\n", err);
+    log_error("not starting: %s", err);
+out:
+    http_stop(http);
+    monitor_cleanup();
+    store_close(d.st);
+    auth_close(d.au);
+    if (lock_fd >= 0)
+        close(lock_fd);
+    if (status == 0)
+        log_info("punchcardd stopped");
+    return status;
+}

@@ -1,0 +1,354 @@
+/* monitor.c — supervision and scheduling tick (contract in monitor.h). */
+#include "monitor.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "log.h"
+#include "metrics.h"
+#include "rundir.h"
+#include "scheduler.h"
+
+/* Jobs already sent SIGTERM by this process (after a restart they get one
+ * more, which is harmless). */
+static char (*term_sent)[STORE_ID_LEN + 1];
+static size_t n_term_sent, cap_term_sent;
+
+static bool monitor_term_was_sent(const char *id)
+{
+    for (size_t i = 0; i < n_term_sent; i++)
+        if (strcmp(term_sent[i], id) == 0)
+            return true;
+    return false;
+}
+
+static void monitor_term_mark(const char *id)
+{
+    if (n_term_sent == cap_term_sent) {
+        size_t cap = cap_term_sent ? 2 * cap_term_sent : 16;
+        void *p = realloc(term_sent, cap * sizeof *term_sent);
+        if (!p)
+            return;
+        term_sent = p;
+        cap_term_sent = cap;
+    }
+    snprintf(term_sent[n_term_sent++], STORE_ID_LEN + 1, "%s", id);
+}
+
+static void monitor_term_forget(const char *id)
+{
+    for (size_t i = 0; i < n_term_sent; i++)
+        if (strcmp(term_sent[i], id) == 0) {
+            memcpy(term_sent[i], term_sent[--n_term_sent], sizeof term_sent[i]);
+            return;
+        }
+}
+
+void monitor_cleanup(void)
+{
+    free(term_sent);
+    term_sent = NULL;
+    n_term_sent = cap_term_sent = 0;
+}
+
+/* Keep an error message printable ASCII: it goes into JSON and logs. */
+static void monitor_sanitize(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+            *s = '?';
+}
+
+/* Settle a started job whose mpirun has ended (ex != NULL) or whose
+ * supervisor vanished without a record (ex == NULL). */
+static void monitor_finish(daemon_ctx *d, const store_job *job, const char *dir,
+                           const rundir_exit *ex)
+{
+    rundir_progress p;
+    rundir_read_progress(dir, &p);
+    char error[512] = "";
+    job_state final_state;
+    if (!strcmp(job->stop_reason, "cancel")) {
+        final_state = JOB_CANCELLED;
+    } else if (!strcmp(job->stop_reason, "timeout")) {
+        final_state = JOB_TIMEOUT;
+        snprintf(error, sizeof error, "time limit of %ld s exceeded", job->time_limit_s);
+    } else if (ex && ex->exit_code == 0 && ex->signal == 0 && strcmp(p.end_status, "failed") != 0) {
+        final_state = JOB_SUCCEEDED;
+    } else {
+        final_state = JOB_FAILED;
+        char last[300], log_path[4200];
+        snprintf(log_path, sizeof log_path, "%s/train.log", dir);
+        rundir_last_line(log_path, last, sizeof last);
+        if (p.end_error)
+            snprintf(error, sizeof error, "%s", p.end_error);
+        else if (!ex)
+            snprintf(error, sizeof error, "supervisor ended without recording an exit status");
+        else if (ex->signal)
+            snprintf(error, sizeof error, "mpirun killed by signal %d%s%s", ex->signal,
+                     last[0] ? ": " : "", last);
+        else
+            snprintf(error, sizeof error, "mpirun exited with code %d%s%s", ex->exit_code,
+                     last[0] ? ": " : "", last);
+    }
+    monitor_sanitize(error);
+    char *progress = json_dumps(p.progress, JSON_COMPACT | JSON_REAL_PRECISION(15));
+    char *result = p.result ? json_dumps(p.result, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
+    int code = ex ? ex->exit_code : 0;
+    store_status rs = store_job_finish(d->st, job->id, final_state, ex ? &code : NULL,
+                                       error[0] ? error : NULL, progress, result, daemon_now());
+    if (rs == STORE_OK)
+        log_info("job %s (%s): %s%s%s", job->id, job->owner, job_state_name(final_state),
+                 error[0] ? ": " : "", error);
+    free(progress);
+    free(result);
+    rundir_progress_clear(&p);
+    monitor_term_forget(job->id);
+    /* Belt and braces: nothing of a finished job may stay behind. */
+    if (job->sid > 1)
+        launcher_signal_session(job->sid, SIGKILL);
+}
+
+/* Deliver the stop the store asks for: SIGTERM once, SIGKILL after grace. */
+static void monitor_enforce_stop(daemon_ctx *d, const store_job *job, double now)
+{
+    if (!job->stop_reason[0])
+        return;
+    if (!monitor_term_was_sent(job->id)) {
+        int n = job->sid > 1 ? launcher_signal_session(job->sid, SIGTERM) : 0;
+        if (job->supervisor_pid > 1 && launcher_alive(job->supervisor_pid, job->supervisor_start))
+            kill(job->supervisor_pid, SIGTERM); /* forwards it if mpirun is not started yet */
+        log_info("job %s (%s): %s: SIGTERM to %d processes", job->id, job->owner,
+                 job->stop_reason, n);
+        monitor_term_mark(job->id);
+    }
+    if (!job->killed && job->sid > 1 && now >= job->stop_requested_at + d->cfg.kill_grace) {
+        int n = launcher_signal_session(job->sid, SIGKILL);
+        log_warn("job %s (%s): still running %d s after SIGTERM: SIGKILL to %d processes",
+                 job->id, job->owner, d->cfg.kill_grace, n);
+        store_job_mark_killed(d->st, job->id);
+    }
+}
+
+/* One started job: advance starting -> running, settle it if it ended,
+ * apply its time limit and any stop request. Returns true if still active. */
+static bool monitor_check_job(daemon_ctx *d, store_job *job, double now)
+{
+    char dir[4096];
+    if (!rundir_path(dir, sizeof dir, d->cfg.data_dir, job->id, NULL))
+        return false;
+    rundir_supervisor sup;
+    bool have_sup = rundir_read_supervisor(dir, &sup);
+    if (have_sup && job->supervisor_pid == 0) {
+        /* Forked just before a crash of the daemon: adopt it from its record. */
+        long long start;
+        if (launcher_proc_stat(sup.supervisor_pid, &start, NULL, NULL) &&
+            store_job_set_supervisor(d->st, job->id, sup.supervisor_pid, start) == STORE_OK) {
+            job->supervisor_pid = sup.supervisor_pid;
+            job->supervisor_start = start;
+        }
+    }
+    if (job->state == JOB_STARTING && have_sup &&
+        store_job_mark_running(d->st, job->id, sup.sid, now) == STORE_OK) {
+        job->state = JOB_RUNNING;
+        job->sid = sup.sid;
+        log_info("job %s (%s): running (mpirun session %d)", job->id, job->owner, (int)sup.sid);
+    }
+    rundir_exit ex;
+    if (rundir_read_exit(dir, &ex)) {
+        monitor_finish(d, job, dir, &ex);
+        return false;
+    }
+    if (!launcher_alive(job->supervisor_pid, job->supervisor_start)) {
+        /* It may have written exit.json between the two checks. */
+        if (rundir_read_exit(dir, &ex))
+            monitor_finish(d, job, dir, &ex);
+        else
+            monitor_finish(d, job, dir, NULL);
+        return false;
+    }
+    if (job->time_limit_s > 0 && !job->stop_reason[0] && !isnan(job->started_at) &&
+        now >= job->started_at + (double)job->time_limit_s) {
+        if (store_job_request_stop(d->st, job->id, "timeout", now) == STORE_OK) {
+            snprintf(job->stop_reason, sizeof job->stop_reason, "timeout");
+            job->stop_requested_at = now;
+            log_info("job %s (%s): time limit of %ld s reached", job->id, job->owner,
+                     job->time_limit_s);
+        }
+    }
+    monitor_enforce_stop(d, job, now);
+    return true;
+}
+
+/* ---- collecting rows --------------------------------------------------------- */
+
+typedef struct job_list {
+    store_job *v;
+    size_t n, cap;
+} job_list;
+
+static bool monitor_collect(const store_job *job, void *arg)
+{
+    job_list *l = arg;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 16;
+        store_job *p = realloc(l->v, cap * sizeof *p);
+        if (!p)
+            return false;
+        l->v = p;
+        l->cap = cap;
+    }
+    /* Take a deep copy: the row's strings are freed after the callback. */
+    store_job *c = &l->v[l->n++];
+    *c = *job;
+    c->error = job->error ? strdup(job->error) : NULL;
+    c->progress = NULL;
+    c->result = NULL;
+    return true;
+}
+
+static void monitor_list_free(job_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        store_job_clear(&l->v[i]);
+    free(l->v);
+}
+
+/* ---- starting jobs ----------------------------------------------------------- */
+
+static void monitor_fail_start(daemon_ctx *d, const store_job *job, const char *why)
+{
+    char msg[600];
+    snprintf(msg, sizeof msg, "could not start: %s", why);
+    monitor_sanitize(msg);
+    log_error("job %s (%s): %s", job->id, job->owner, msg);
+    store_job_finish(d->st, job->id, JOB_FAILED, NULL, msg, "{}", NULL, daemon_now());
+}
+
+static void monitor_start_job(daemon_ctx *d, const store_job *job)
+{
+    double now = daemon_now();
+    /* Leave the queue first: a cancel from now on goes the stop route. */
+    if (store_job_mark_starting(d->st, job->id, now) != STORE_OK)
+        return;
+    char dir[4096], err[600];
+    char *spec = NULL;
+    if (!rundir_path(dir, sizeof dir, d->cfg.data_dir, job->id, NULL)) {
+        monitor_fail_start(d, job, "run directory path too long");
+        return;
+    }
+    if (store_job_spec(d->st, job->id, &spec) != STORE_OK) {
+        monitor_fail_start(d, job, "cannot read its spec from the store");
+        return;
+    }
+    bool ok = rundir_create(dir, spec, err, sizeof err);
+    free(spec);
+    if (!ok) {
+        monitor_fail_start(d, job, err);
+        return;
+    }
+    pid_t pid = launcher_start(&d->lc, dir, job->ranks, job->threads, err, sizeof err);
+    if (pid < 0) {
+        monitor_fail_start(d, job, err);
+        return;
+    }
+    long long start = 0;
+    launcher_proc_stat(pid, &start, NULL, NULL);
+    store_job_set_supervisor(d->st, job->id, pid, start);
+    log_info("job %s (%s): starting %d ranks (supervisor pid %d)", job->id, job->owner,
+             job->ranks, (int)pid);
+}
+
+static void monitor_schedule(daemon_ctx *d, const job_list *active)
+{
+    int used = 0;
+    sched_owner *owners = calloc(active->n + 1, sizeof *owners);
+    size_t n_owners = 0;
+    if (!owners)
+        return;
+    for (size_t i = 0; i < active->n; i++) {
+        used += active->v[i].ranks;
+        size_t k = 0;
+        while (k < n_owners && strcmp(owners[k].owner, active->v[i].owner) != 0)
+            k++;
+        if (k == n_owners)
+            owners[n_owners++] = (sched_owner){active->v[i].owner, 0};
+        owners[k].running++;
+    }
+    metrics_set_slots(d->total_slots, used);
+    int free_slots = d->total_slots - used;
+    job_list queue = {0};
+    if (!d->cfg.hold && free_slots > 0)
+        store_queue_scan(d->st, 1000, monitor_collect, &queue);
+    sched_job *sj = calloc(queue.n + 1, sizeof *sj);
+    size_t *picked = calloc(queue.n + 1, sizeof *picked);
+    size_t n_sj = 0;
+    for (size_t i = 0; sj && i < queue.n; i++) {
+        store_job *q = &queue.v[i];
+        if (q->ranks > d->total_slots) {
+            /* Only possible if --slots shrank since it was accepted. */
+            char why[128];
+            snprintf(why, sizeof why, "needs %d slots but the cluster now has %d", q->ranks,
+                     d->total_slots);
+            store_job_finish(d->st, q->id, JOB_FAILED, NULL, why, "{}", NULL, daemon_now());
+            q->ranks = 0; /* marks it as not schedulable below */
+            continue;
+        }
+        sj[n_sj++] = (sched_job){q->owner, q->ranks, q->priority, q->vstart, q->seq};
+    }
+    size_t n_picked = sj && picked ? sched_pick(sj, n_sj, owners, n_owners, free_slots,
+                                                d->cfg.max_running, picked)
+                                   : 0;
+    /* sj is a compacted view of queue: map back through the owner pointer. */
+    for (size_t i = 0; i < n_picked; i++) {
+        const sched_job *p = &sj[picked[i]];
+        for (size_t k = 0; k < queue.n; k++)
+            if (queue.v[k].seq == p->seq) {
+                monitor_start_job(d, &queue.v[k]);
+                break;
+            }
+    }
+    free(sj);
+    free(picked);
+    free(owners);
+    monitor_list_free(&queue);
+}
+
+/* ---- the tick ------------------------------------------------------------------ */
+
+void monitor_tick(daemon_ctx *d)
+{
+    /* Our own supervisors end as children of ours; adopted ones are reaped by
+     * init. Either way their state is read from the run directory. */
+    int status;
+    while (waitpid(-1, &status, WNOHANG) > 0) {
+    }
+    job_list active = {0};
+    if (store_active_jobs(d->st, monitor_collect, &active) != STORE_OK) {
+        monitor_list_free(&active);
+        return;
+    }
+    double now = daemon_now();
+    size_t keep = 0;
+    for (size_t i = 0; i < active.n; i++) {
+        if (monitor_check_job(d, &active.v[i], now)) {
+            if (keep != i) {
+                store_job tmp = active.v[keep];
+                active.v[keep] = active.v[i];
+                active.v[i] = tmp;
+            }
+            keep++;
+        }
+    }
+    job_list still = {active.v, keep, active.cap};
+    monitor_schedule(d, &still);
+    /* Free all rows, including the settled ones beyond `keep`. */
+    for (size_t i = 0; i < active.n; i++)
+        store_job_clear(&active.v[i]);
+    free(active.v);
+}

@@ -1,0 +1,17 @@
+/* monitor.h — the one periodic function: reap children, follow every started
+ * job through its run directory and supervisor, enforce cancels and time
+ * limits (SIGTERM, then SIGKILL after the grace period), record final states,
+ * and start queued jobs as the scheduler allows. Runs only on the main
+ * thread; HTTP threads record their requests in the store and wake it. After
+ * a restart the same checks re-adopt running jobs or settle how they ended. */
+#ifndef PUNCH_MONITOR_H
+#define PUNCH_MONITOR_H
+
+#include "daemon.h"
+
+void monitor_tick(daemon_ctx *d);
+
+/* Release the monitor's memory (at exit). */
+void monitor_cleanup(void);
+
+#endif

@@ -1,0 +1,382 @@
+/* rundir.c — run directory files: atomic writes, the supervisor's records,
+ * the tail of progress.jsonl, and safetensors weights as JSON. */
+#include "rundir.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+bool rundir_path(char *buf, size_t cap, const char *data_dir, const char *id, const char *file)
+{
+    int n = file ? snprintf(buf, cap, "%s/runs/%s/%s", data_dir, id, file)
+                 : snprintf(buf, cap, "%s/runs/%s", data_dir, id);
+    return n > 0 && (size_t)n < cap;
+}
+
+static bool rundir_write_all(int fd, const char *data, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, data, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        data += n;
+        len -= (size_t)n;
+    }
+    return true;
+}
+
+bool rundir_write_atomic(const char *dir, const char *name, const char *data, size_t len,
+                         char *err, size_t errlen)
+{
+    char tmp[4096], dst[4096];
+    if (snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, name) >= (int)sizeof tmp ||
+        snprintf(dst, sizeof dst, "%s/%s", dir, name) >= (int)sizeof dst) {
+        snprintf(err, errlen, "%s: path too long", dir);
+        return false;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+        return false;
+    }
+    bool ok = rundir_write_all(fd, data, len) && fsync(fd) == 0;
+    int saved = errno;
+    if (close(fd) != 0 && ok) {
+        ok = false;
+        saved = errno;
+    }
+    if (ok && rename(tmp, dst) != 0) {
+        ok = false;
+        saved = errno;
+    }
+    if (!ok) {
+        unlink(tmp);
+        snprintf(err, errlen, "%s: %s", dst, strerror(saved));
+        return false;
+    }
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+    return true;
+}
+
+bool rundir_create(const char *dir, const char *spec, char *err, size_t errlen)
+{
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+        return false;
+    }
+    return rundir_write_atomic(dir, "job.json", spec, strlen(spec), err, errlen);
+}
+
+/* Remove everything under the open directory fd, then nothing else. */
+static bool rundir_remove_at(int dfd)
+{
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        close(dfd);
+        return false;
+    }
+    bool ok = true;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (unlinkat(dirfd(d), e->d_name, 0) == 0)
+            continue;
+        if (errno != EISDIR && errno != EPERM) {
+            ok = false;
+            continue;
+        }
+        int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub < 0 || !rundir_remove_at(sub) || unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR) != 0)
+            ok = false;
+    }
+    closedir(d);
+    return ok;
+}
+
+bool rundir_remove(const char *dir)
+{
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0)
+        return errno == ENOENT;
+    return rundir_remove_at(dfd) && rmdir(dir) == 0;
+}
+
+static json_t *rundir_load_json(const char *dir, const char *name)
+{
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
+        return NULL;
+    return json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
+}
+
+bool rundir_read_exit(const char *dir, rundir_exit *out)
+{
+    json_t *j = rundir_load_json(dir, "exit.json");
+    if (!j)
+        return false;
+    json_t *code = json_object_get(j, "exit_code");
+    bool ok = json_is_integer(code);
+    if (ok) {
+        out->exit_code = (int)json_integer_value(code);
+        out->signal = (int)json_integer_value(json_object_get(j, "signal"));
+        out->ended_at = json_number_value(json_object_get(j, "ended_at"));
+    }
+    json_decref(j);
+    return ok;
+}
+
+bool rundir_read_supervisor(const char *dir, rundir_supervisor *out)
+{
+    json_t *j = rundir_load_json(dir, "supervisor.json");
+    if (!j)
+        return false;
+    json_t *sid = json_object_get(j, "sid");
+    bool ok = json_is_integer(sid) && json_integer_value(sid) > 1;
+    if (ok) {
+        out->sid = (pid_t)json_integer_value(sid);
+        out->supervisor_pid = (pid_t)json_integer_value(json_object_get(j, "supervisor_pid"));
+    }
+    json_decref(j);
+    return ok;
+}
+
+/* Read at most `cap` bytes from the end of path into a fresh buffer;
+ * *start_is_line is true when the buffer begins at a line start. */
+static char *rundir_read_tail(const char *path, size_t cap, size_t *len, bool *start_is_line)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    struct stat stbuf;
+    char *buf = NULL;
+    if (fstat(fd, &stbuf) == 0 && stbuf.st_size > 0) {
+        off_t off = stbuf.st_size > (off_t)cap ? stbuf.st_size - (off_t)cap : 0;
+        size_t want = (size_t)(stbuf.st_size - off);
+        buf = malloc(want + 1);
+        ssize_t got = buf ? pread(fd, buf, want, off) : -1;
+        if (got < 0) {
+            free(buf);
+            buf = NULL;
+        } else {
+            buf[got] = '\0';
+            *len = (size_t)got;
+            *start_is_line = off == 0;
+        }
+    }
+    close(fd);
+    return buf;
+}
+
+void rundir_progress_clear(rundir_progress *p)
+{
+    json_decref(p->progress);
+    json_decref(p->result);
+    free(p->end_error);
+    memset(p, 0, sizeof *p);
+}
+
+/* A copy of line without the bookkeeping keys. */
+static json_t *rundir_progress_fields(json_t *line)
+{
+    json_t *copy = json_deep_copy(line);
+    json_object_del(copy, "event");
+    json_object_del(copy, "time");
+    json_object_del(copy, "status");
+    return copy;
+}
+
+void rundir_read_progress(const char *dir, rundir_progress *out)
+{
+    memset(out, 0, sizeof *out);
+    char path[4096];
+    size_t len = 0;
+    bool whole_first = false;
+    char *buf = NULL;
+    if (snprintf(path, sizeof path, "%s/progress.jsonl", dir) < (int)sizeof path)
+        buf = rundir_read_tail(path, 64 * 1024, &len, &whole_first);
+    json_t *latest = NULL, *epoch = NULL, *start = NULL;
+    /* Walk complete lines from the newest; the first few answer everything. */
+    size_t end = len;
+    while (buf && end > 0 && !(latest && epoch) && !start) {
+        if (buf[end - 1] != '\n') { /* a line still being written: skip it */
+            while (end > 0 && buf[end - 1] != '\n')
+                end--;
+            continue;
+        }
+        size_t b = end - 1;
+        while (b > 0 && buf[b - 1] != '\n')
+            b--;
+        if (b == 0 && !whole_first)
+            break; /* the oldest line in the buffer may be cut */
+        json_t *line = json_loadb(buf + b, end - 1 - b, 0, NULL);
+        end = b;
+        const char *ev = json_string_value(json_object_get(line, "event"));
+        if (!ev) {
+            json_decref(line);
+            continue;
+        }
+        if (strcmp(ev, "end") == 0 && !out->result && !out->end_status[0]) {
+            const char *status = json_string_value(json_object_get(line, "status"));
+            snprintf(out->end_status, sizeof out->end_status, "%s", status ? status : "");
+            const char *e = json_string_value(json_object_get(line, "error"));
+            out->end_error = e ? strdup(e) : NULL;
+            const char *key;
+            json_t *val;
+            json_object_foreach(line, key, val) {
+                if (strncmp(key, "test_", 5) == 0) {
+                    if (!out->result)
+                        out->result = json_object();
+                    json_object_set(out->result, key, val);
+                }
+            }
+            json_decref(line);
+        } else if ((strcmp(ev, "step") == 0 || strcmp(ev, "epoch") == 0)) {
+            if (!latest)
+                latest = json_incref(line);
+            if (!epoch && strcmp(ev, "epoch") == 0)
+                epoch = json_incref(line);
+            json_decref(line);
+        } else if (strcmp(ev, "start") == 0) {
+            start = line;
+        } else {
+            json_decref(line);
+        }
+    }
+    free(buf);
+    json_t *p = latest ? rundir_progress_fields(latest) : json_object();
+    if (epoch && epoch != latest) {
+        const char *key;
+        json_t *val;
+        json_object_foreach(epoch, key, val)
+            if (strncmp(key, "val_", 4) == 0 && !json_object_get(p, key))
+                json_object_set(p, key, val);
+    }
+    if (start && latest) {
+        const char *fill[] = {"epochs", "steps"};
+        for (size_t i = 0; i < 2; i++)
+            if (!json_object_get(p, fill[i]) && json_object_get(start, fill[i]))
+                json_object_set(p, fill[i], json_object_get(start, fill[i]));
+    }
+    json_decref(latest);
+    json_decref(epoch);
+    json_decref(start);
+    out->progress = p;
+}
+
+void rundir_last_line(const char *path, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    size_t len = 0;
+    bool whole = false;
+    char *tail = rundir_read_tail(path, 4096, &len, &whole);
+    if (!tail)
+        return;
+    while (len > 0 && (tail[len - 1] == '\n' || tail[len - 1] == '\r' || tail[len - 1] == ' '))
+        len--;
+    size_t b = len;
+    while (b > 0 && tail[b - 1] != '\n')
+        b--;
+    size_t n = len - b < cap - 1 ? len - b : cap - 1;
+    memcpy(buf, tail + b, n);
+    buf[n] = '\0';
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)buf[i] < 0x20)
+            buf[i] = ' ';
+    free(tail);
+}
+
+static uint64_t rundir_le64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* One F32 tensor's entry as {"shape", "data"}; NULL if it is malformed. */
+static json_t *rundir_tensor_json(json_t *info, const unsigned char *data, size_t data_len)
+{
+    const char *dtype = json_string_value(json_object_get(info, "dtype"));
+    json_t *shape = json_object_get(info, "shape");
+    json_t *offs = json_object_get(info, "data_offsets");
+    if (!dtype || strcmp(dtype, "F32") != 0 || !json_is_array(shape) || !json_is_array(offs) ||
+        json_array_size(offs) != 2)
+        return NULL;
+    json_int_t begin = json_integer_value(json_array_get(offs, 0));
+    json_int_t end = json_integer_value(json_array_get(offs, 1));
+    if (begin < 0 || end < begin || (uint64_t)end > data_len || (end - begin) % 4 != 0)
+        return NULL;
+    json_t *arr = json_array();
+    for (json_int_t o = begin; o < end; o += 4) {
+        uint32_t bits = (uint32_t)data[o] | (uint32_t)data[o + 1] << 8 |
+                        (uint32_t)data[o + 2] << 16 | (uint32_t)data[o + 3] << 24;
+        float f;
+        memcpy(&f, &bits, sizeof f);
+        json_array_append_new(arr, json_real(f));
+    }
+    return json_pack("{s:O, s:o}", "shape", shape, "data", arr);
+}
+
+json_t *rundir_weights_model(const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "no weights: %s", strerror(errno));
+        return NULL;
+    }
+    json_t *model = NULL, *header = NULL;
+    unsigned char *data = NULL;
+    unsigned char lenbuf[8];
+    struct stat stbuf;
+    if (fread(lenbuf, 1, 8, f) != 8 || fstat(fileno(f), &stbuf) != 0)
+        goto bad;
+    uint64_t hlen = rundir_le64(lenbuf);
+    if (hlen == 0 || hlen > (uint64_t)stbuf.st_size - 8)
+        goto bad;
+    size_t data_len = (size_t)((uint64_t)stbuf.st_size - 8 - hlen);
+    char *htext = malloc(hlen);
+    data = malloc(data_len ? data_len : 1);
+    if (!htext || !data || fread(htext, 1, hlen, f) != hlen ||
+        fread(data, 1, data_len, f) != data_len) {
+        free(htext);
+        goto bad;
+    }
+    header = json_loadb(htext, hlen, 0, NULL);
+    free(htext);
+    if (!json_is_object(header))
+        goto bad;
+    model = json_object();
+    const char *key;
+    json_t *info;
+    json_object_foreach(header, key, info) {
+        if (strcmp(key, "__metadata__") == 0)
+            continue;
+        json_t *t = rundir_tensor_json(info, data, data_len);
+        if (!t)
+            goto bad;
+        json_object_set_new(model, key, t);
+    }
+    goto out;
+bad:
+    snprintf(err, errlen, "%s: not a valid F32 safetensors file", path);
+    json_decref(model);
+    model = NULL;
+out:
+    json_decref(header);
+    free(data);
+    fclose(f);
+    return model;
+}

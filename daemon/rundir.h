@@ -1,0 +1,60 @@
+/* rundir.h — the run directory DATA_DIR/runs/ID (schema/rundir.md): writing
+ * the job, and reading what the supervisor and punch-train leave there. */
+#ifndef PUNCH_RUNDIR_H
+#define PUNCH_RUNDIR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+/* DATA_DIR/runs/ID[/file] into buf; false if it does not fit. */
+bool rundir_path(char *buf, size_t cap, const char *data_dir, const char *id, const char *file);
+
+/* Create the run directory (0700) and write job.json atomically. */
+bool rundir_create(const char *dir, const char *spec, char *err, size_t errlen);
+
+/* Write name in dir atomically: temporary file, fsync, rename, fsync dir. */
+bool rundir_write_atomic(const char *dir, const char *name, const char *data, size_t len,
+                         char *err, size_t errlen);
+
+/* Remove a run directory and everything in it. */
+bool rundir_remove(const char *dir);
+
+/* exit.json, written by the supervisor once mpirun has ended. */
+typedef struct rundir_exit {
+    int exit_code;
+    int signal;      /* 0 if mpirun exited normally */
+    double ended_at;
+} rundir_exit;
+bool rundir_read_exit(const char *dir, rundir_exit *out);
+
+/* supervisor.json, written by the supervisor once mpirun is forked. */
+typedef struct rundir_supervisor {
+    pid_t supervisor_pid;
+    pid_t sid; /* session (and process group) of mpirun */
+} rundir_supervisor;
+bool rundir_read_supervisor(const char *dir, rundir_supervisor *out);
+
+/* The latest state in progress.jsonl. progress: the newest step or epoch line
+ * without "event"/"time" (plus the last epoch's val_* metrics), {} if none;
+ * result: the end line's test_* values, NULL until there is one; end_status
+ * and end_error from the end line. Caller frees with rundir_progress_clear. */
+typedef struct rundir_progress {
+    json_t *progress;
+    json_t *result;
+    char end_status[16];
+    char *end_error;
+} rundir_progress;
+void rundir_read_progress(const char *dir, rundir_progress *out);
+void rundir_progress_clear(rundir_progress *p);
+
+/* The last non-empty line of a text file (at most cap-1 bytes), "" if none. */
+void rundir_last_line(const char *path, char *buf, size_t cap);
+
+/* weights.safetensors as {key: {"shape": [...], "data": [...]}} (the seed's
+ * model for /api/destroy); NULL with *err set if missing or malformed. */
+json_t *rundir_weights_model(const char *path, char *err, size_t errlen);
+
+#endif

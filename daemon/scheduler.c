@@ -1,0 +1,52 @@
+/* scheduler.c — run order and admission (policy documented in scheduler.h). */
+#include "scheduler.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+double sched_start_tag(double vclock, double owner_finish_tag)
+{
+    return owner_finish_tag > vclock ? owner_finish_tag : vclock;
+}
+
+int sched_compare(const sched_job *a, const sched_job *b)
+{
+    if (a->priority != b->priority)
+        return a->priority > b->priority ? -1 : 1;
+    if (a->vstart != b->vstart)
+        return a->vstart < b->vstart ? -1 : 1;
+    return (a->seq > b->seq) - (a->seq < b->seq);
+}
+
+/* Running count of `owner`: from the table plus what this pass started. */
+static int sched_running_of(const char *owner, const sched_owner *owners, size_t n_owners,
+                            const sched_job *queue, const size_t *picked, size_t n_picked)
+{
+    int count = 0;
+    for (size_t i = 0; i < n_owners; i++)
+        if (strcmp(owners[i].owner, owner) == 0)
+            count += owners[i].running;
+    for (size_t i = 0; i < n_picked; i++)
+        if (strcmp(queue[picked[i]].owner, owner) == 0)
+            count++;
+    return count;
+}
+
+size_t sched_pick(const sched_job *queue, size_t n, const sched_owner *owners, size_t n_owners,
+                  int free_slots, int max_running_per_user, size_t *picked)
+{
+    size_t n_picked = 0;
+    for (size_t i = 0; i < n && free_slots > 0; i++) {
+        const sched_job *j = &queue[i];
+        if (max_running_per_user > 0 &&
+            sched_running_of(j->owner, owners, n_owners, queue, picked, n_picked) >=
+                max_running_per_user)
+            continue;
+        if (j->ranks > free_slots)
+            break;
+        picked[n_picked++] = i;
+        free_slots -= j->ranks;
+    }
+    return n_picked;
+}

@@ -1,0 +1,149 @@
+/* store.h — the durable job queue: SQLite in WAL mode.
+ *
+ * Every accepted job, its state and every state change (the events table)
+ * live here; the run directories hold only what the engine produced. Writes
+ * are transactions with synchronous=FULL, so a job is on disk before its 201
+ * and a power loss cannot lose it (a WAL commit costs one fsync; see
+ * store.c). The store keeps a small pool of connections so readers never wait
+ * on a writer's fsync; every function is safe to call from any thread.
+ *
+ * Time values are UNIX seconds (double); NAN stands for SQL NULL. */
+#ifndef PUNCH_STORE_H
+#define PUNCH_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef enum job_state {
+    JOB_QUEUED,
+    JOB_STARTING,
+    JOB_RUNNING,
+    JOB_SUCCEEDED,
+    JOB_FAILED,
+    JOB_CANCELLED,
+    JOB_TIMEOUT,
+    JOB_STATE_COUNT
+} job_state;
+
+const char *job_state_name(job_state s);
+bool job_state_parse(const char *name, job_state *out);
+bool job_state_is_final(job_state s);
+
+#define STORE_ID_LEN 12
+
+/* A job row, without its spec. Heap strings belong to the struct: release
+ * with store_job_clear(). */
+typedef struct store_job {
+    int64_t seq;
+    char id[STORE_ID_LEN + 1];
+    char owner[64];
+    char name[128];
+    job_state state;
+    int priority;
+    int ranks;
+    char trainer[24];
+    int workers;
+    int threads;
+    long time_limit_s;
+    double vstart;
+    double submitted_at, started_at, finished_at;
+    bool has_exit_code;
+    int exit_code;
+    char *error;
+    pid_t supervisor_pid;       /* 0 if none */
+    long long supervisor_start; /* clock ticks since boot */
+    pid_t sid;                  /* mpirun's session; 0 until running */
+    char stop_reason[16];       /* "", "cancel" or "timeout" */
+    double stop_requested_at;
+    bool killed;
+    char *progress;             /* frozen JSON when finished, else NULL */
+    char *result;
+} store_job;
+
+void store_job_clear(store_job *job);
+
+typedef struct store_new_job {
+    const char *owner;
+    const char *name;
+    const char *trainer;
+    const char *spec;      /* the submitted JSON text */
+    int priority;
+    int ranks;
+    int workers;
+    int threads;
+    long time_limit_s;
+} store_new_job;
+
+typedef enum store_status {
+    STORE_OK,
+    STORE_NOT_FOUND,
+    STORE_CONFLICT,  /* the job is not in a state that allows the change */
+    STORE_LIMIT,     /* the owner's queue is full */
+    STORE_ERROR,     /* SQLite failed; logged with context */
+} store_status;
+
+typedef struct store store;
+
+/* Open (creating if missing) the database at path and bring its schema up to
+ * date. `connections` is the pool size (one per concurrent caller is ideal). */
+store *store_open(const char *path, int connections, char *err, size_t errlen);
+void store_close(store *st);
+/* The schema version the database is at (PRAGMA user_version). */
+int store_schema_version(store *st);
+
+/* Insert a queued job unless its owner already has max_queued queued jobs
+ * (STORE_LIMIT); both in one transaction, so concurrent submits cannot
+ * overshoot. Fills id_out. Durable when it returns STORE_OK. */
+store_status store_job_submit(store *st, const store_new_job *nj, int max_queued, double now,
+                              char id_out[STORE_ID_LEN + 1]);
+
+store_status store_job_get(store *st, const char *id, store_job *job);
+/* The owner's most recently submitted job (the seed API's "current job"). */
+store_status store_job_latest(store *st, const char *owner, store_job *job);
+/* The submitted spec text; caller frees *spec. */
+store_status store_job_spec(store *st, const char *id, char **spec);
+/* 1-based place of a queued job in run order (priority, fair share, FIFO);
+ * 0 if the job is not queued. */
+int store_queue_position(store *st, const store_job *job);
+
+/* Iteration: the callback returns false to stop early. The job is only
+ * valid during the call. */
+typedef bool (*store_job_cb)(const store_job *job, void *arg);
+/* Jobs of `owner` (all owners if NULL), newest first, of one state or all
+ * (state < 0). */
+store_status store_job_list(store *st, const char *owner, int state, store_job_cb cb, void *arg);
+/* Queued jobs in run order, at most limit. */
+store_status store_queue_scan(store *st, int limit, store_job_cb cb, void *arg);
+/* Jobs in starting or running. */
+store_status store_active_jobs(store *st, store_job_cb cb, void *arg);
+/* Number of jobs per state. */
+store_status store_counts(store *st, long counts[JOB_STATE_COUNT]);
+
+/* State changes; each records an event. STORE_CONFLICT when the job is not
+ * in a state the change applies to. */
+store_status store_job_cancel_queued(store *st, const char *id, double now);
+/* queued -> starting (the job left the queue; its supervisor is not yet
+ * forked), then the supervisor's identity once it is. */
+store_status store_job_mark_starting(store *st, const char *id, double now);
+store_status store_job_set_supervisor(store *st, const char *id, pid_t supervisor_pid,
+                                      long long supervisor_start);
+store_status store_job_mark_running(store *st, const char *id, pid_t sid, double now);
+/* Record why the daemon stops a starting/running job; keeps the first reason. */
+store_status store_job_request_stop(store *st, const char *id, const char *reason, double now);
+store_status store_job_mark_killed(store *st, const char *id);
+/* Move a queued/starting/running job to a final state. exit_code may be
+ * NULL; error, progress and result (JSON text) may be NULL. */
+store_status store_job_finish(store *st, const char *id, job_state final_state,
+                              const int *exit_code, const char *error, const char *progress,
+                              const char *result, double now);
+/* Forget a job and its events (the seed's destroy). */
+store_status store_job_delete(store *st, const char *id);
+
+/* A job's events, oldest first. */
+typedef bool (*store_event_cb)(double at, const char *from, const char *to, const char *detail,
+                               void *arg);
+store_status store_job_events(store *st, const char *id, store_event_cb cb, void *arg);
+
+#endif

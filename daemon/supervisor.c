@@ -1,0 +1,123 @@
+/* supervisor.c — runs one job's mpirun and records how it ended. */
+#include "supervisor.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "launcher.h"
+#include "rundir.h"
+
+static double supervisor_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void supervisor_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A line in train.log, where the user reads the job's story. */
+static void supervisor_say(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "punchcardd supervisor: ");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+    va_end(ap);
+}
+
+static int supervisor_write_exit(const char *rundir, int code, int sig)
+{
+    char text[160], err[512];
+    snprintf(text, sizeof text, "{\"exit_code\": %d, \"signal\": %d, \"ended_at\": %.3f}\n", code,
+             sig, supervisor_now());
+    if (!rundir_write_atomic(rundir, "exit.json", text, strlen(text), err, sizeof err)) {
+        supervisor_say("cannot record the exit status: %s", err);
+        return 1;
+    }
+    return 0;
+}
+
+int supervisor_main(int argc, char **argv)
+{
+    if (argc < 3 || strcmp(argv[1], "--") != 0) {
+        fprintf(stderr, "usage: punchcardd --supervise RUNDIR -- COMMAND [ARGS...]\n");
+        return 2;
+    }
+    const char *rundir = argv[0];
+    char **cmd = argv + 2;
+    /* Signals arrive through sigtimedwait only, so none is lost between a
+     * check and a wait. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    pid_t child = fork();
+    if (child < 0) {
+        supervisor_say("fork: %s", strerror(errno));
+        return supervisor_write_exit(rundir, 127, 0);
+    }
+    if (child == 0) {
+        setsid();
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        signal(SIGPIPE, SIG_DFL);
+        execvp(cmd[0], cmd);
+        fprintf(stderr, "punchcardd supervisor: cannot run %s: %s\n", cmd[0], strerror(errno));
+        _exit(127);
+    }
+    char text[128], err[512];
+    snprintf(text, sizeof text, "{\"supervisor_pid\": %d, \"sid\": %d}\n", (int)getpid(),
+             (int)child);
+    if (!rundir_write_atomic(rundir, "supervisor.json", text, strlen(text), err, sizeof err))
+        supervisor_say("%s", err);
+
+    int status = 0;
+    bool forwarded = false;
+    for (;;) {
+        pid_t w = waitpid(child, &status, WNOHANG);
+        if (w == child)
+            break;
+        if (w < 0 && errno != EINTR) {
+            supervisor_say("waitpid: %s", strerror(errno));
+            status = 127 << 8;
+            break;
+        }
+        struct timespec tick = {1, 0};
+        int sig = sigtimedwait(&set, NULL, &tick);
+        if ((sig == SIGTERM || sig == SIGINT) && !forwarded) {
+            /* Asked to stop: mpirun forwards SIGTERM to its ranks. */
+            supervisor_say("stop requested: SIGTERM to the job (session %d)", (int)child);
+            launcher_signal_session(child, SIGTERM);
+            forwarded = true;
+        }
+    }
+    /* mpirun is gone; nothing of the job may outlive it. */
+    int strays = launcher_signal_session(child, SIGKILL);
+    if (strays > 0)
+        supervisor_say("killed %d stray processes", strays);
+    int code = 0, sig = 0;
+    if (WIFEXITED(status)) {
+        code = WEXITSTATUS(status);
+    } else if (WIFSIGNALED(status)) {
+        sig = WTERMSIG(status);
+        code = 128 + sig;
+    }
+    supervisor_say("mpirun ended: exit code %d, signal %d", code, sig);
+    return supervisor_write_exit(rundir, code, sig);
+}
