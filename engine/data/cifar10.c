@@ -11,6 +11,7 @@
 
 #define CIFAR_PIXELS 3072
 #define CIFAR_RECORD (1 + CIFAR_PIXELS)
+_Static_assert(CIFAR_RECORD == 3073, "the truncation message spells out 3,073");
 
 /* Validate one batch; *records is how many it holds. */
 static int cifar_check(const data_buf *b, const char *name, int num_classes, long *records,
@@ -19,9 +20,9 @@ static int cifar_check(const data_buf *b, const char *name, int num_classes, lon
     char c1[32], c2[32];
     size_t whole = b->len / CIFAR_RECORD, part = b->len % CIFAR_RECORD;
     if (part != 0 || b->gz_truncated)
-        return io_errf(err, errlen, "%s: truncated record %s (%s of %d bytes)", name,
+        return io_errf(err, errlen, "%s: truncated record %s (%s of 3,073 bytes)", name,
                        data_fmt_count((long long)whole + 1, c1),
-                       data_fmt_count((long long)part, c2), CIFAR_RECORD);
+                       data_fmt_count((long long)part, c2));
     for (size_t i = 0; num_classes > 0 && i < whole; i++) {
         unsigned label = b->p[i * CIFAR_RECORD];
         if (label >= (unsigned)num_classes)
