@@ -1,0 +1,332 @@
+/* test_store.c — the SQLite store: submit and read back, per-owner queue
+ * limit, run order with priority and fair share, every transition and its
+ * conflicts, events, counts, delete, and reopening (durability, migrations). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "store.h"
+
+typedef struct fixture {
+    char dir[64];
+    char path[128];
+    store *st;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    snprintf(f->dir, sizeof f->dir, "/tmp/punch-store-XXXXXX");
+    if (!mkdtemp(f->dir))
+        return -1;
+    snprintf(f->path, sizeof f->path, "%s/q.db", f->dir);
+    char err[256];
+    f->st = store_open(f->path, 2, err, sizeof err);
+    if (!f->st)
+        return -1;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    store_close(f->st);
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+    if (system(cmd) != 0)
+        return -1;
+    free(f);
+    return 0;
+}
+
+static store_status submit(store *st, const char *owner, int priority, int ranks, int max_queued,
+                           char id[STORE_ID_LEN + 1])
+{
+    store_new_job nj = {.owner = owner, .name = "j", .trainer = "single",
+                        .spec = "{\"model\": \"mlp\"}", .priority = priority, .ranks = ranks,
+                        .workers = ranks, .threads = 1, .time_limit_s = 0};
+    return store_job_submit(st, &nj, max_queued, 1000.0, id);
+}
+
+static void test_submit_and_get(void **state)
+{
+    fixture *f = *state;
+    char id[STORE_ID_LEN + 1];
+    assert_int_equal(submit(f->st, "alice", 3, 2, 0, id), STORE_OK);
+    assert_int_equal(strlen(id), STORE_ID_LEN);
+    assert_int_equal(strspn(id, "0123456789abcdef"), STORE_ID_LEN);
+    store_job j;
+    assert_int_equal(store_job_get(f->st, id, &j), STORE_OK);
+    assert_string_equal(j.owner, "alice");
+    assert_int_equal(j.state, JOB_QUEUED);
+    assert_int_equal(j.priority, 3);
+    assert_int_equal(j.ranks, 2);
+    assert_true(j.submitted_at == 1000.0);
+    assert_true(isnan(j.started_at));
+    assert_false(j.has_exit_code);
+    assert_int_equal(store_queue_position(f->st, &j), 1);
+    store_job_clear(&j);
+    char *spec = NULL;
+    assert_int_equal(store_job_spec(f->st, id, &spec), STORE_OK);
+    assert_string_equal(spec, "{\"model\": \"mlp\"}");
+    free(spec);
+    assert_int_equal(store_job_get(f->st, "000000000000", &j), STORE_NOT_FOUND);
+    assert_int_equal(store_job_latest(f->st, "alice", &j), STORE_OK);
+    assert_string_equal(j.id, id);
+    store_job_clear(&j);
+    assert_int_equal(store_job_latest(f->st, "nobody", &j), STORE_NOT_FOUND);
+}
+
+static void test_queue_limit(void **state)
+{
+    fixture *f = *state;
+    char id[STORE_ID_LEN + 1];
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(submit(f->st, "alice", 0, 1, 3, id), STORE_OK);
+    assert_int_equal(submit(f->st, "alice", 0, 1, 3, id), STORE_LIMIT);
+    /* Other users are not affected; a cancelled job frees a place. */
+    assert_int_equal(submit(f->st, "bob", 0, 1, 3, id), STORE_OK);
+    store_job j;
+    assert_int_equal(store_job_latest(f->st, "alice", &j), STORE_OK);
+    assert_int_equal(store_job_cancel_queued(f->st, j.id, 1001.0), STORE_OK);
+    store_job_clear(&j);
+    assert_int_equal(submit(f->st, "alice", 0, 1, 3, id), STORE_OK);
+    long counts[JOB_STATE_COUNT];
+    assert_int_equal(store_counts(f->st, counts), STORE_OK);
+    assert_int_equal(counts[JOB_QUEUED], 4);
+    assert_int_equal(counts[JOB_CANCELLED], 1);
+}
+
+typedef struct order_ctx {
+    char owners[16][64];
+    int n;
+} order_ctx;
+
+static bool collect_owner(const store_job *job, void *arg)
+{
+    order_ctx *o = arg;
+    snprintf(o->owners[o->n++], sizeof o->owners[0], "%s", job->owner);
+    return o->n < 16;
+}
+
+static void test_queue_order(void **state)
+{
+    fixture *f = *state;
+    char id[STORE_ID_LEN + 1], urgent[STORE_ID_LEN + 1];
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(submit(f->st, "a", 0, 1, 0, id), STORE_OK);
+    assert_int_equal(submit(f->st, "b", 0, 1, 0, id), STORE_OK);
+    assert_int_equal(submit(f->st, "b", 0, 1, 0, id), STORE_OK);
+    assert_int_equal(submit(f->st, "c", 5, 1, 0, urgent), STORE_OK);
+    order_ctx o = {0};
+    assert_int_equal(store_queue_scan(f->st, 100, collect_owner, &o), STORE_OK);
+    const char *want[] = {"c", "a", "b", "a", "b", "a", "a"};
+    assert_int_equal(o.n, 7);
+    for (int i = 0; i < 7; i++)
+        assert_string_equal(o.owners[i], want[i]);
+    /* Positions agree with the scan. */
+    store_job j;
+    assert_int_equal(store_job_get(f->st, urgent, &j), STORE_OK);
+    assert_int_equal(store_queue_position(f->st, &j), 1);
+    store_job_clear(&j);
+    assert_int_equal(store_job_latest(f->st, "b", &j), STORE_OK);
+    assert_int_equal(store_queue_position(f->st, &j), 5);
+    store_job_clear(&j);
+    /* The limit stops the scan. */
+    o.n = 0;
+    assert_int_equal(store_queue_scan(f->st, 2, collect_owner, &o), STORE_OK);
+    assert_int_equal(o.n, 2);
+}
+
+typedef struct ev_ctx {
+    char to[8][16];
+    double at[8];
+    int n;
+} ev_ctx;
+
+static bool collect_event(double at, const char *from, const char *to, const char *detail,
+                          void *arg)
+{
+    (void)from;
+    (void)detail;
+    ev_ctx *e = arg;
+    e->at[e->n] = at;
+    snprintf(e->to[e->n++], sizeof e->to[0], "%s", to);
+    return e->n < 8;
+}
+
+static void test_transitions(void **state)
+{
+    fixture *f = *state;
+    char id[STORE_ID_LEN + 1];
+    assert_int_equal(submit(f->st, "alice", 0, 2, 0, id), STORE_OK);
+    /* Not yet started: these do not apply. */
+    assert_int_equal(store_job_mark_running(f->st, id, 4242, 1001), STORE_CONFLICT);
+    assert_int_equal(store_job_request_stop(f->st, id, "cancel", 1001), STORE_CONFLICT);
+    assert_int_equal(store_job_mark_starting(f->st, id, 1002), STORE_OK);
+    assert_int_equal(store_job_mark_starting(f->st, id, 1002), STORE_CONFLICT);
+    assert_int_equal(store_job_cancel_queued(f->st, id, 1002), STORE_CONFLICT);
+    assert_int_equal(store_job_set_supervisor(f->st, id, 777, 123456), STORE_OK);
+    assert_int_equal(store_job_mark_running(f->st, id, 778, 1003), STORE_OK);
+    assert_int_equal(store_job_request_stop(f->st, id, "timeout", 1004), STORE_OK);
+    /* The first reason wins. */
+    assert_int_equal(store_job_request_stop(f->st, id, "cancel", 1005), STORE_OK);
+    assert_int_equal(store_job_mark_killed(f->st, id), STORE_OK);
+    store_job j;
+    assert_int_equal(store_job_get(f->st, id, &j), STORE_OK);
+    assert_int_equal(j.state, JOB_RUNNING);
+    assert_int_equal(j.supervisor_pid, 777);
+    assert_int_equal(j.supervisor_start, 123456);
+    assert_int_equal(j.sid, 778);
+    assert_string_equal(j.stop_reason, "timeout");
+    assert_true(j.stop_requested_at == 1004);
+    assert_true(j.killed);
+    assert_true(j.started_at == 1002);
+    store_job_clear(&j);
+    int code = 143;
+    assert_int_equal(store_job_finish(f->st, id, JOB_RUNNING, &code, NULL, NULL, NULL, 1006),
+                     STORE_CONFLICT);
+    assert_int_equal(store_job_finish(f->st, id, JOB_TIMEOUT, &code, "time limit", "{\"epoch\":1}",
+                                      "{\"test_loss\":1}", 1006),
+                     STORE_OK);
+    /* Final is final. */
+    assert_int_equal(store_job_finish(f->st, id, JOB_FAILED, NULL, NULL, NULL, NULL, 1007),
+                     STORE_CONFLICT);
+    assert_int_equal(store_job_request_stop(f->st, id, "cancel", 1007), STORE_CONFLICT);
+    assert_int_equal(store_job_get(f->st, id, &j), STORE_OK);
+    assert_int_equal(j.state, JOB_TIMEOUT);
+    assert_true(j.has_exit_code);
+    assert_int_equal(j.exit_code, 143);
+    assert_string_equal(j.error, "time limit");
+    assert_string_equal(j.progress, "{\"epoch\":1}");
+    assert_string_equal(j.result, "{\"test_loss\":1}");
+    assert_true(j.finished_at == 1006);
+    store_job_clear(&j);
+    ev_ctx e = {0};
+    assert_int_equal(store_job_events(f->st, id, collect_event, &e), STORE_OK);
+    const char *want[] = {"queued", "starting", "running", "timeout"};
+    const double at[] = {1000, 1002, 1003, 1006};
+    assert_int_equal(e.n, 4);
+    for (int i = 0; i < 4; i++) {
+        assert_string_equal(e.to[i], want[i]);
+        assert_true(e.at[i] == at[i]);
+    }
+    assert_int_equal(store_job_delete(f->st, id), STORE_OK);
+    assert_int_equal(store_job_get(f->st, id, &j), STORE_NOT_FOUND);
+    e.n = 0;
+    assert_int_equal(store_job_events(f->st, id, collect_event, &e), STORE_OK);
+    assert_int_equal(e.n, 0);
+    assert_int_equal(store_job_delete(f->st, id), STORE_NOT_FOUND);
+}
+
+typedef struct count_ctx {
+    int n;
+    int64_t last_seq;
+    bool desc;
+} count_ctx;
+
+static bool count_job(const store_job *job, void *arg)
+{
+    count_ctx *c = arg;
+    if (c->n > 0 && job->seq >= c->last_seq)
+        c->desc = false;
+    c->last_seq = job->seq;
+    c->n++;
+    return true;
+}
+
+static void test_list_and_active(void **state)
+{
+    fixture *f = *state;
+    char id[STORE_ID_LEN + 1], first[STORE_ID_LEN + 1];
+    assert_int_equal(submit(f->st, "alice", 0, 1, 0, first), STORE_OK);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(submit(f->st, "alice", 0, 1, 0, id), STORE_OK);
+    assert_int_equal(submit(f->st, "bob", 0, 1, 0, id), STORE_OK);
+    assert_int_equal(store_job_mark_starting(f->st, first, 1001), STORE_OK);
+    count_ctx c = {0, 0, true};
+    assert_int_equal(store_job_list(f->st, "alice", -1, count_job, &c), STORE_OK);
+    assert_int_equal(c.n, 4);
+    assert_true(c.desc); /* newest first */
+    c = (count_ctx){0, 0, true};
+    assert_int_equal(store_job_list(f->st, "alice", JOB_QUEUED, count_job, &c), STORE_OK);
+    assert_int_equal(c.n, 3);
+    c = (count_ctx){0, 0, true};
+    assert_int_equal(store_job_list(f->st, NULL, -1, count_job, &c), STORE_OK);
+    assert_int_equal(c.n, 5);
+    c = (count_ctx){0, 0, true};
+    assert_int_equal(store_active_jobs(f->st, count_job, &c), STORE_OK);
+    assert_int_equal(c.n, 1);
+}
+
+static void test_reopen_keeps_everything(void **state)
+{
+    fixture *f = *state;
+    char id[STORE_ID_LEN + 1];
+    assert_int_equal(submit(f->st, "alice", 0, 1, 0, id), STORE_OK);
+    assert_int_equal(store_schema_version(f->st), 1);
+    store_close(f->st);
+    char err[256];
+    f->st = store_open(f->path, 1, err, sizeof err);
+    assert_non_null(f->st);
+    assert_int_equal(store_schema_version(f->st), 1);
+    store_job j;
+    assert_int_equal(store_job_get(f->st, id, &j), STORE_OK);
+    assert_int_equal(j.state, JOB_QUEUED);
+    store_job_clear(&j);
+}
+
+static void test_refuses_newer_schema(void **state)
+{
+    fixture *f = *state;
+    store_close(f->st);
+    f->st = NULL;
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    char err[256] = "";
+    f->st = store_open(f->path, 1, err, sizeof err);
+    assert_null(f->st);
+    assert_non_null(strstr(err, "newer"));
+    f->st = NULL;
+    /* teardown needs a store to close: open a fresh one elsewhere. */
+    char other[160];
+    snprintf(other, sizeof other, "%s/other.db", f->dir);
+    f->st = store_open(other, 1, err, sizeof err);
+    assert_non_null(f->st);
+}
+
+static void test_unwritable_path(void **state)
+{
+    (void)state;
+    char err[256] = "";
+    store *st = store_open("/nonexistent-dir/x/q.db", 1, err, sizeof err);
+    assert_null(st);
+    assert_non_null(strstr(err, "/nonexistent-dir/x/q.db"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_submit_and_get, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queue_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queue_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_transitions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_list_and_active, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reopen_keeps_everything, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refuses_newer_schema, setup, teardown),
+        cmocka_unit_test(test_unwritable_path),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
