@@ -1,0 +1,441 @@
+/* gpu_kernels.cu — the CUDA backend's element-wise and reduction kernels;
+ * see gpu_kernels.h. Element-wise kernels use grid-stride loops so any n
+ * fits a bounded grid; reductions run in one block with a fixed tree, so a
+ * sum never depends on scheduling. */
+#include "gpu/gpu_kernels.h"
+
+#include <float.h>
+
+#define GPU_THREADS 256
+#define GPU_MAX_BLOCKS 4096L
+
+static unsigned gpu_blocks(long n)
+{
+    long b = (n + GPU_THREADS - 1) / GPU_THREADS;
+    if (b < 1)
+        b = 1;
+    return (unsigned)(b < GPU_MAX_BLOCKS ? b : GPU_MAX_BLOCKS);
+}
+
+#define GPU_FOR(i, n) \
+    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
+         i += (long)gridDim.x * blockDim.x)
+
+/* Sums v over the block into v of thread 0, in a fixed order. */
+__device__ static double gpu_block_sum(double v, double *shared)
+{
+    shared[threadIdx.x] = v;
+    __syncthreads();
+    for (unsigned stride = GPU_THREADS / 2; stride > 0; stride /= 2) {
+        if (threadIdx.x < stride)
+            shared[threadIdx.x] += shared[threadIdx.x + stride];
+        __syncthreads();
+    }
+    double total = shared[0];
+    __syncthreads();
+    return total;
+}
+
+/* ---- bias, sums, copies ------------------------------------------------ */
+
+__global__ static void k_add_bias(long n, int channels, long inner, const float *bias,
+                                  float *y)
+{
+    GPU_FOR(i, n)
+        y[i] += bias[(i / inner) % channels];
+}
+
+extern "C" cudaError_t gpu_k_add_bias(cudaStream_t s, long n, int channels, long inner,
+                                      const float *bias, float *y)
+{
+    if (n > 0)
+        k_add_bias<<<gpu_blocks(n), GPU_THREADS, 0, s>>>(n, channels, inner, bias, y);
+    return cudaGetLastError();
+}
+
+__global__ static void k_col_sum(int rows, int cols, const float *x, float *out)
+{
+    GPU_FOR(j, cols) {
+        float acc = 0.0f;
+        for (int r = 0; r < rows; r++)
+            acc += x[(long)r * cols + j];
+        out[j] = acc;
+    }
+}
+
+extern "C" cudaError_t gpu_k_col_sum(cudaStream_t s, int rows, int cols, const float *x,
+                                     float *out)
+{
+    if (cols > 0)
+        k_col_sum<<<gpu_blocks(cols), GPU_THREADS, 0, s>>>(rows, cols, x, out);
+    return cudaGetLastError();
+}
+
+__global__ static void k_copy2d(long rows, long width, const float *src, long src_stride,
+                                float *dst, long dst_stride, bool accumulate)
+{
+    GPU_FOR(i, rows * width) {
+        long r = i / width, j = i % width;
+        float v = src[r * src_stride + j];
+        float *d = dst + r * dst_stride + j;
+        *d = accumulate ? *d + v : v;
+    }
+}
+
+extern "C" cudaError_t gpu_k_copy2d(cudaStream_t s, long rows, long width, const float *src,
+                                    long src_stride, float *dst, long dst_stride,
+                                    bool accumulate)
+{
+    if (rows > 0 && width > 0)
+        k_copy2d<<<gpu_blocks(rows * width), GPU_THREADS, 0, s>>>(rows, width, src,
+                                                                    src_stride, dst,
+                                                                    dst_stride, accumulate);
+    return cudaGetLastError();
+}
+
+/* ---- dropout ----------------------------------------------------------- */
+
+__global__ static void k_dropout_forward(long n, float rate, uint64_t seed, const float *x,
+                                         float *mask, float *y)
+{
+    float keep_scale = 1.0f / (1.0f - rate);
+    GPU_FOR(i, n) {
+        float m = gpu_dropout_keep(seed, (uint64_t)i, rate) ? keep_scale : 0.0f;
+        mask[i] = m;
+        y[i] = x[i] * m;
+    }
+}
+
+extern "C" cudaError_t gpu_k_dropout_forward(cudaStream_t s, long n, float rate,
+                                             uint64_t seed, const float *x, float *mask,
+                                             float *y)
+{
+    if (n > 0)
+        k_dropout_forward<<<gpu_blocks(n), GPU_THREADS, 0, s>>>(n, rate, seed, x, mask, y);
+    return cudaGetLastError();
+}
+
+__global__ static void k_dropout_backward(long n, const float *mask, const float *dy,
+                                          float *dx, bool accumulate)
+{
+    GPU_FOR(i, n) {
+        float g = dy[i] * mask[i];
+        dx[i] = accumulate ? dx[i] + g : g;
+    }
+}
+
+extern "C" cudaError_t gpu_k_dropout_backward(cudaStream_t s, long n, const float *mask,
+                                              const float *dy, float *dx, bool accumulate)
+{
+    if (n > 0)
+        k_dropout_backward<<<gpu_blocks(n), GPU_THREADS, 0, s>>>(n, mask, dy, dx, accumulate);
+    return cudaGetLastError();
+}
+
+/* ---- explicit padding -------------------------------------------------- */
+
+__global__ static void k_pad(long planes, int h, int w, int top, int left, int hp, int wp,
+                             const float *x, float *xp)
+{
+    long per = (long)hp * wp;
+    GPU_FOR(i, planes * per) {
+        long p = i / per;
+        int yy = (int)(i % per / wp) - top, xx = (int)(i % wp) - left;
+        bool in = yy >= 0 && yy < h && xx >= 0 && xx < w;
+        xp[i] = in ? x[(p * h + yy) * w + xx] : 0.0f;
+    }
+}
+
+extern "C" cudaError_t gpu_k_pad(cudaStream_t s, long planes, int h, int w, int top, int left,
+                                 int hp, int wp, const float *x, float *xp)
+{
+    long n = planes * hp * wp;
+    if (n > 0)
+        k_pad<<<gpu_blocks(n), GPU_THREADS, 0, s>>>(planes, h, w, top, left, hp, wp, x, xp);
+    return cudaGetLastError();
+}
+
+__global__ static void k_crop(long planes, int h, int w, int top, int left, int hp, int wp,
+                              const float *dxp, float *dx, bool accumulate)
+{
+    long per = (long)h * w;
+    GPU_FOR(i, planes * per) {
+        long p = i / per;
+        int yy = (int)(i % per / w), xx = (int)(i % w);
+        float g = dxp[(p * hp + yy + top) * wp + xx + left];
+        dx[i] = accumulate ? dx[i] + g : g;
+    }
+}
+
+extern "C" cudaError_t gpu_k_crop(cudaStream_t s, long planes, int h, int w, int top,
+                                  int left, int hp, int wp, const float *dxp, float *dx,
+                                  bool accumulate)
+{
+    long n = planes * h * w;
+    if (n > 0)
+        k_crop<<<gpu_blocks(n), GPU_THREADS, 0, s>>>(planes, h, w, top, left, hp, wp, dxp, dx,
+                                                     accumulate);
+    return cudaGetLastError();
+}
+
+/* ---- pooling ----------------------------------------------------------- */
+
+/* The in-bounds window of output (oy, ox), as cpu_pool.c computes it. */
+__device__ static void pool_window(const gpu_pool_geom &g, int oy, int ox, int *y0, int *y1,
+                                   int *x0, int *x1)
+{
+    int ys = oy * g.stride_h - g.pad_top;
+    int xs = ox * g.stride_w - g.pad_left;
+    *y0 = ys < 0 ? 0 : ys;
+    *x0 = xs < 0 ? 0 : xs;
+    *y1 = ys + g.kh > g.h ? g.h : ys + g.kh;
+    *x1 = xs + g.kw > g.w ? g.w : xs + g.kw;
+}
+
+__global__ static void k_pool_forward(gpu_pool_geom g, long planes, const float *x, float *y)
+{
+    long per = (long)g.oh * g.ow;
+    GPU_FOR(i, planes * per) {
+        const float *xp = x + i / per * g.h * g.w;
+        int oy = (int)(i % per / g.ow), ox = (int)(i % g.ow);
+        int y0, y1, x0, x1;
+        pool_window(g, oy, ox, &y0, &y1, &x0, &x1);
+        float acc = g.max ? -FLT_MAX : 0.0f;
+        for (int iy = y0; iy < y1; iy++)
+            for (int ix = x0; ix < x1; ix++) {
+                float v = xp[(long)iy * g.w + ix];
+                acc = g.max ? (v > acc ? v : acc) : acc + v;
+            }
+        int count = (y1 - y0) * (x1 - x0);
+        if (!g.max)
+            acc = count > 0 ? acc / (float)count : 0.0f;
+        y[i] = acc;
+    }
+}
+
+extern "C" cudaError_t gpu_k_pool_forward(cudaStream_t s, gpu_pool_geom g, int batch,
+                                          const float *x, float *y)
+{
+    long planes = (long)batch * g.c, n = planes * g.oh * g.ow;
+    if (n > 0)
+        k_pool_forward<<<gpu_blocks(n), GPU_THREADS, 0, s>>>(g, planes, x, y);
+    return cudaGetLastError();
+}
+
+/* Gather form of the backward pass: each input element sums what the
+ * outputs whose windows hold it route to it, visiting outputs in the same
+ * order cpu_pool.c scatters them, so no atomics are needed. */
+__global__ static void k_pool_backward(gpu_pool_geom g, long planes, const float *x,
+                                       const float *y, const float *dy, float *dx,
+                                       bool accumulate)
+{
+    long per = (long)g.h * g.w;
+    GPU_FOR(i, planes * per) {
+        long p = i / per;
+        int iy = (int)(i % per / g.w), ix = (int)(i % g.w);
+        const float *xp = x + p * per;
+        const float *yp = y + p * g.oh * g.ow;
+        const float *dyp = dy + p * g.oh * g.ow;
+        /* Outputs whose window can include (iy, ix). */
+        int oy_lo = (iy + g.pad_top - g.kh + g.stride_h) / g.stride_h;
+        int ox_lo = (ix + g.pad_left - g.kw + g.stride_w) / g.stride_w;
+        if (iy + g.pad_top - g.kh + 1 < 0)
+            oy_lo = 0;
+        if (ix + g.pad_left - g.kw + 1 < 0)
+            ox_lo = 0;
+        int oy_hi = (iy + g.pad_top) / g.stride_h;
+        int ox_hi = (ix + g.pad_left) / g.stride_w;
+        oy_hi = oy_hi < g.oh - 1 ? oy_hi : g.oh - 1;
+        ox_hi = ox_hi < g.ow - 1 ? ox_hi : g.ow - 1;
+        float acc = accumulate ? dx[i] : 0.0f;
+        for (int oy = oy_lo; oy <= oy_hi; oy++)
+            for (int ox = ox_lo; ox <= ox_hi; ox++) {
+                int y0, y1, x0, x1;
+                pool_window(g, oy, ox, &y0, &y1, &x0, &x1);
+                if (iy < y0 || iy >= y1 || ix < x0 || ix >= x1)
+                    continue;
+                float gr = dyp[oy * g.ow + ox];
+                if (!g.max) {
+                    acc += gr / (float)((y1 - y0) * (x1 - x0));
+                    continue;
+                }
+                /* Does (iy, ix) hold the window's first maximum? */
+                float m = yp[oy * g.ow + ox];
+                bool first = false, found = false;
+                for (int wy = y0; wy < y1 && !found; wy++)
+                    for (int wx = x0; wx < x1; wx++)
+                        if (xp[(long)wy * g.w + wx] == m) {
+                            first = wy == iy && wx == ix;
+                            found = true;
+                            break;
+                        }
+                if (first)
+                    acc += gr;
+            }
+        dx[i] = acc;
+    }
+}
+
+extern "C" cudaError_t gpu_k_pool_backward(cudaStream_t s, gpu_pool_geom g, int batch,
+                                           const float *x, const float *y, const float *dy,
+                                           float *dx, bool accumulate)
+{
+    long planes = (long)batch * g.c, n = planes * g.h * g.w;
+    if (n > 0)
+        k_pool_backward<<<gpu_blocks(n), GPU_THREADS, 0, s>>>(g, planes, x, y, dy, dx,
+                                                              accumulate);
+    return cudaGetLastError();
+}
+
+/* ---- losses and metrics ------------------------------------------------ */
+
+/* One block; thread t takes rows t, t + GPU_THREADS, ... */
+__global__ static void k_softmax_xent(int batch, int n, const float *logits,
+                                      const float *targets, float *probs, float *dlogits,
+                                      double *sum)
+{
+    __shared__ double shared[GPU_THREADS];
+    float inv_batch = 1.0f / (float)batch;
+    double total = 0.0;
+    for (int r = threadIdx.x; r < batch; r += GPU_THREADS) {
+        const float *z = logits + (long)r * n;
+        const float *t = targets + (long)r * n;
+        float *p = probs + (long)r * n;
+        float *d = dlogits + (long)r * n;
+        float mx = z[0];
+        for (int j = 1; j < n; j++)
+            mx = z[j] > mx ? z[j] : mx;
+        double se = 0.0;
+        for (int j = 0; j < n; j++)
+            se += exp((double)z[j] - mx);
+        double log_sum = log(se);
+        double loss = 0.0;
+        for (int j = 0; j < n; j++) {
+            double logp = (double)z[j] - mx - log_sum;
+            p[j] = (float)exp(logp);
+            loss -= (double)t[j] * logp;
+            d[j] = (p[j] - t[j]) * inv_batch;
+        }
+        total += loss;
+    }
+    total = gpu_block_sum(total, shared);
+    if (threadIdx.x == 0)
+        sum[0] = total;
+}
+
+extern "C" cudaError_t gpu_k_softmax_xent(cudaStream_t s, int batch, int n,
+                                          const float *logits, const float *targets,
+                                          float *probs, float *dlogits, double *sum)
+{
+    k_softmax_xent<<<1, GPU_THREADS, 0, s>>>(batch, n, logits, targets, probs, dlogits, sum);
+    return cudaGetLastError();
+}
+
+#define GPU_BCE_EPS 1e-7f
+
+__global__ static void k_binary_xent(int batch, int n, const float *p, const float *targets,
+                                     float *dp, double *sum)
+{
+    __shared__ double shared[GPU_THREADS];
+    float scale = 1.0f / ((float)n * (float)batch);
+    double total = 0.0;
+    for (long i = threadIdx.x; i < (long)batch * n; i += GPU_THREADS) {
+        float pc = fminf(fmaxf(p[i], GPU_BCE_EPS), 1.0f - GPU_BCE_EPS);
+        float t = targets[i];
+        total -= (t * log((double)pc) + (1.0 - t) * log(1.0 - (double)pc)) / n;
+        dp[i] = (pc - t) / (pc * (1.0f - pc)) * scale;
+    }
+    total = gpu_block_sum(total, shared);
+    if (threadIdx.x == 0)
+        sum[0] = total;
+}
+
+extern "C" cudaError_t gpu_k_binary_xent(cudaStream_t s, int batch, int n, const float *p,
+                                         const float *targets, float *dp, double *sum)
+{
+    k_binary_xent<<<1, GPU_THREADS, 0, s>>>(batch, n, p, targets, dp, sum);
+    return cudaGetLastError();
+}
+
+__global__ static void k_mse(int batch, int n, const float *y, const float *targets,
+                             float *dy, double *sum)
+{
+    __shared__ double shared[GPU_THREADS];
+    float scale = 2.0f / ((float)n * (float)batch);
+    double total = 0.0;
+    for (long i = threadIdx.x; i < (long)batch * n; i += GPU_THREADS) {
+        float e = y[i] - targets[i];
+        total += (double)e * e / n;
+        dy[i] = e * scale;
+    }
+    total = gpu_block_sum(total, shared);
+    if (threadIdx.x == 0)
+        sum[0] = total;
+}
+
+extern "C" cudaError_t gpu_k_mse(cudaStream_t s, int batch, int n, const float *y,
+                                 const float *targets, float *dy, double *sum)
+{
+    k_mse<<<1, GPU_THREADS, 0, s>>>(batch, n, y, targets, dy, sum);
+    return cudaGetLastError();
+}
+
+__device__ static int gpu_argmax(const float *v, int n)
+{
+    int best = 0;
+    for (int j = 1; j < n; j++)
+        if (v[j] > v[best])
+            best = j;
+    return best;
+}
+
+__global__ static void k_metrics(int batch, int n, const float *y, const float *targets,
+                                 double *sums)
+{
+    __shared__ double shared[GPU_THREADS];
+    double correct = 0.0, sq = 0.0, ab = 0.0;
+    for (int r = threadIdx.x; r < batch; r += GPU_THREADS) {
+        const float *yr = y + (long)r * n;
+        const float *tr = targets + (long)r * n;
+        if (gpu_argmax(yr, n) == gpu_argmax(tr, n))
+            correct += 1.0;
+        for (int j = 0; j < n; j++) {
+            double e = (double)yr[j] - tr[j];
+            sq += e * e;
+            ab += fabs(e);
+        }
+    }
+    correct = gpu_block_sum(correct, shared);
+    sq = gpu_block_sum(sq, shared);
+    ab = gpu_block_sum(ab, shared);
+    if (threadIdx.x == 0) {
+        sums[0] = correct;
+        sums[1] = sq;
+        sums[2] = ab;
+    }
+}
+
+extern "C" cudaError_t gpu_k_metrics(cudaStream_t s, int batch, int n, const float *y,
+                                     const float *targets, double *sums)
+{
+    k_metrics<<<1, GPU_THREADS, 0, s>>>(batch, n, y, targets, sums);
+    return cudaGetLastError();
+}
+
+/* ---- optimizer --------------------------------------------------------- */
+
+__global__ static void k_optim_step(gpu_optim_coeffs k, long n, float *params,
+                                    const float *grads, float *s0, float *s1)
+{
+    GPU_FOR(i, n)
+        gpu_optim_update(&k, i, params, grads, s0, s1);
+}
+
+extern "C" cudaError_t gpu_k_optim_step(cudaStream_t s, gpu_optim_coeffs k, long n,
+                                        float *params, const float *grads, float *s0,
+                                        float *s1)
+{
+    if (n > 0)
+        k_optim_step<<<gpu_blocks(n), GPU_THREADS, 0, s>>>(k, n, params, grads, s0, s1);
+    return cudaGetLastError();
+}

@@ -1,0 +1,154 @@
+/* gpu_nccl.c — data-parallel gradient averaging with NCCL: a communicator
+ * per job (unique id from rank 0 over MPI), whole-buffer averaging, and
+ * bucketed averaging overlapped with the backward pass (gpu_bucket.h).
+ *
+ * Buckets run on a stream of their own: each waits, through an event, for
+ * the compute stream to reach the point where its layers' gradients are
+ * written, so the backward pass of lower layers proceeds while upper
+ * layers' gradients are on the wire. Buckets launch strictly in plan order
+ * on every rank, as NCCL requires the same collective sequence everywhere. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nccl.h>
+
+#include "gpu/gpu.h"
+#include "gpu/gpu_backend.h"
+
+struct gpu_comm {
+    backend *be;
+    ncclComm_t nccl;
+    cudaStream_t stream;        /* NCCL's */
+    cudaEvent_t grads_ready;    /* compute stream reached a bucket's end */
+    cudaEvent_t reduced;        /* NCCL stream finished its buckets */
+    int ranks;
+    /* The step in progress (between begin and end). */
+    const gpu_bucket_plan *plan;
+    float *grads;
+    int *pending;               /* per bucket: layers still in backward */
+    int next;                   /* next bucket to launch */
+};
+
+/* What rank 0 broadcasts: whether it got an id, and the id. */
+typedef struct gpu_comm_hello {
+    int ok;
+    ncclUniqueId id;
+} gpu_comm_hello;
+
+gpu_comm *gpu_comm_create(backend *be, MPI_Comm comm, char *err, size_t errlen)
+{
+    gpu_comm *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, errlen, "nccl: out of host memory");
+        return NULL;
+    }
+    c->be = be;
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &c->ranks);
+    gpu_comm_hello hello;
+    memset(&hello, 0, sizeof hello);
+    if (rank == 0)
+        hello.ok = GPU_CHECK(ncclGetUniqueId(&hello.id));
+    /* Every rank learns whether rank 0 failed, instead of waiting forever
+     * in ncclCommInitRank. */
+    if (MPI_Bcast(&hello, (int)sizeof hello, MPI_BYTE, 0, comm) != MPI_SUCCESS) {
+        snprintf(err, errlen, "nccl: broadcasting the unique id failed");
+        free(c);
+        return NULL;
+    }
+    if (!hello.ok) {
+        snprintf(err, errlen, "nccl: rank 0 could not create a unique id%s%s",
+                 rank == 0 ? ": " : "", rank == 0 ? gpu_check_message() : "");
+        free(c);
+        return NULL;
+    }
+    gpu_ctx *g = gpu_ctx_of(be);
+    if (!GPU_CHECK(cudaSetDevice(g->device)) ||
+        !GPU_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking)) ||
+        !GPU_CHECK(cudaEventCreateWithFlags(&c->grads_ready, cudaEventDisableTiming)) ||
+        !GPU_CHECK(cudaEventCreateWithFlags(&c->reduced, cudaEventDisableTiming)) ||
+        !GPU_CHECK(ncclCommInitRank(&c->nccl, c->ranks, hello.id, rank))) {
+        snprintf(err, errlen, "nccl: %s", gpu_check_message());
+        gpu_comm_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void gpu_comm_free(gpu_comm *c)
+{
+    if (!c)
+        return;
+    if (c->stream)
+        GPU_CHECK(cudaStreamSynchronize(c->stream));
+    if (c->nccl)
+        GPU_CHECK(ncclCommDestroy(c->nccl));
+    if (c->grads_ready)
+        GPU_CHECK(cudaEventDestroy(c->grads_ready));
+    if (c->reduced)
+        GPU_CHECK(cudaEventDestroy(c->reduced));
+    if (c->stream)
+        GPU_CHECK(cudaStreamDestroy(c->stream));
+    free(c->pending);
+    free(c);
+}
+
+void gpu_comm_allreduce_mean(gpu_comm *c, float *buf, long n)
+{
+    if (n <= 0)
+        return;
+    GPU_MUST(ncclAllReduce(buf, buf, (size_t)n, ncclFloat, ncclAvg, c->nccl,
+                           gpu_ctx_of(c->be)->stream));
+}
+
+void gpu_comm_begin(gpu_comm *c, const gpu_bucket_plan *plan, float *grads)
+{
+    c->plan = plan;
+    c->grads = grads;
+    c->next = 0;
+    free(c->pending);
+    c->pending = malloc((size_t)(plan->n_buckets > 0 ? plan->n_buckets : 1) * sizeof(int));
+    if (!c->pending) {
+        fprintf(stderr, "punch-train: nccl: out of host memory\n");
+        exit(EXIT_FAILURE);
+    }
+    for (int b = 0; b < plan->n_buckets; b++)
+        c->pending[b] = plan->buckets[b].n_param_layers;
+}
+
+/* Queues bucket c->next on the NCCL stream behind the compute stream's
+ * current position. */
+static void gpu_comm_launch_next(gpu_comm *c)
+{
+    const gpu_bucket *b = &c->plan->buckets[c->next++];
+    GPU_MUST(cudaEventRecord(c->grads_ready, gpu_ctx_of(c->be)->stream));
+    GPU_MUST(cudaStreamWaitEvent(c->stream, c->grads_ready, 0));
+    float *p = c->grads + b->offset;
+    GPU_MUST(ncclAllReduce(p, p, (size_t)b->count, ncclFloat, ncclAvg, c->nccl, c->stream));
+}
+
+void gpu_comm_layer_done(gpu_comm *c, int layer)
+{
+    if (!c->plan || layer < 0 || layer >= c->plan->n_layers)
+        return;
+    int b = c->plan->bucket_of[layer];
+    if (b < 0 || c->pending[b] <= 0)
+        return;
+    c->pending[b]--;
+    while (c->next < c->plan->n_buckets && c->pending[c->next] == 0)
+        gpu_comm_launch_next(c);
+}
+
+void gpu_comm_end(gpu_comm *c)
+{
+    if (!c->plan)
+        return;
+    while (c->next < c->plan->n_buckets)
+        gpu_comm_launch_next(c);
+    GPU_MUST(cudaEventRecord(c->reduced, c->stream));
+    GPU_MUST(cudaStreamWaitEvent(gpu_ctx_of(c->be)->stream, c->reduced, 0));
+    c->plan = NULL;
+    c->grads = NULL;
+}

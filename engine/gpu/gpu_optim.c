@@ -1,0 +1,110 @@
+/* gpu_optim.c — the optimizer with its state on the device: coefficients
+ * per step on the host (gpu_optim_coeffs.c), one kernel over the flat
+ * parameter buffer (gpu_kernels.cu). The state's checkpoint layout is
+ * optim.c's, so a checkpoint moves between CPU and GPU runs. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/gpu.h"
+#include "gpu/gpu_backend.h"
+#include "gpu/gpu_kernels.h"
+#include "gpu/gpu_optim_coeffs.h"
+
+/* optim.c's header: iterations split in 24-bit halves, then m_schedule. */
+#define GPU_OPTIM_HEADER 3
+#define GPU_OPTIM_ITER_BITS 24
+
+struct gpu_optim {
+    backend *be;
+    spec_optimizer cfg;
+    long n;
+    long iterations;
+    float m_schedule;
+    int n_slots;
+    float *slots;   /* device, n_slots * n */
+};
+
+gpu_optim *gpu_optim_create(backend *be, const spec_optimizer *cfg, long n, char *err,
+                            size_t errlen)
+{
+    gpu_optim *o = calloc(1, sizeof *o);
+    if (!o || n < 0) {
+        free(o);
+        snprintf(err, errlen, "optimizer: %s", n < 0 ? "negative size" : "out of host memory");
+        return NULL;
+    }
+    o->be = be;
+    o->cfg = *cfg;
+    o->n = n;
+    o->m_schedule = 1.0f;
+    o->n_slots = gpu_optim_slots(cfg);
+    if (o->n_slots > 0) {
+        o->slots = be->alloc(be, (long)o->n_slots * n);
+        if (!o->slots) {
+            snprintf(err, errlen, "optimizer: out of device memory for %ld floats of state",
+                     (long)o->n_slots * n);
+            free(o);
+            return NULL;
+        }
+    }
+    return o;
+}
+
+void gpu_optim_free(gpu_optim *o)
+{
+    if (!o)
+        return;
+    if (o->slots)
+        o->be->free(o->be, o->slots);
+    free(o);
+}
+
+void gpu_optim_step(gpu_optim *o, float *params, const float *grads, float lr)
+{
+    gpu_optim_coeffs k = gpu_optim_coeffs_for(&o->cfg, o->iterations, lr, &o->m_schedule);
+    float *s0 = o->n_slots > 0 ? o->slots : NULL;
+    float *s1 = o->n_slots > 1 ? o->slots + o->n : NULL;
+    GPU_MUST(gpu_k_optim_step(gpu_ctx_of(o->be)->stream, k, o->n, params, grads, s0, s1));
+    o->iterations++;
+}
+
+long gpu_optim_iterations(const gpu_optim *o)
+{
+    return o->iterations;
+}
+
+long gpu_optim_state_floats(const gpu_optim *o)
+{
+    return GPU_OPTIM_HEADER + (long)o->n_slots * o->n;
+}
+
+void gpu_optim_state_save(const gpu_optim *o, float *dst)
+{
+    long mask = (1L << GPU_OPTIM_ITER_BITS) - 1;
+    dst[0] = (float)(o->iterations & mask);
+    dst[1] = (float)(o->iterations >> GPU_OPTIM_ITER_BITS);
+    dst[2] = o->m_schedule;
+    if (o->n_slots > 0)
+        o->be->download(o->be, dst + GPU_OPTIM_HEADER, o->slots, (long)o->n_slots * o->n);
+}
+
+/* An integer in [0, 2^GPU_OPTIM_ITER_BITS): one half of a saved count. */
+static bool gpu_optim_iter_part_ok(float f)
+{
+    return f >= 0.0f && f < (float)(1L << GPU_OPTIM_ITER_BITS) && f == floorf(f);
+}
+
+void gpu_optim_state_load(gpu_optim *o, const float *src)
+{
+    if (!gpu_optim_iter_part_ok(src[0]) || !gpu_optim_iter_part_ok(src[1])) {
+        o->iterations = 0;
+        o->m_schedule = 1.0f;
+        return;
+    }
+    o->iterations = ((long)src[1] << GPU_OPTIM_ITER_BITS) | (long)src[0];
+    o->m_schedule = src[2];
+    if (o->n_slots > 0)
+        o->be->upload(o->be, o->slots, src + GPU_OPTIM_HEADER, (long)o->n_slots * o->n);
+}

@@ -1,0 +1,417 @@
+/* test_gpu_host.c — the CUDA backend's host-side logic, which needs no
+ * GPU: device choice from the launcher's environment, the NCCL bucketing
+ * plan, conv/pool/batchnorm workspace plans, and the formulas the kernels
+ * share with the host (dropout mask, optimizer updates) checked against
+ * the CPU backend's and engine/optim's own. Runs in every build. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/backend.h"
+#include "gpu/gpu_bucket.h"
+#include "gpu/gpu_device.h"
+#include "gpu/gpu_math.h"
+#include "gpu/gpu_optim_coeffs.h"
+#include "gpu/gpu_plan.h"
+#include "optim/optim.h"
+
+/* ---- device choice --------------------------------------------------- */
+
+static const char *const *test_env_table;
+
+static const char *test_lookup(const char *name)
+{
+    for (const char *const *p = test_env_table; p && *p; p += 2)
+        if (strcmp(p[0], name) == 0)
+            return p[1];
+    return NULL;
+}
+
+static int local_rank_with(const char *const *table)
+{
+    test_env_table = table;
+    return gpu_local_rank_from(test_lookup);
+}
+
+static void test_local_rank(void **state)
+{
+    (void)state;
+    const char *const none[] = {NULL};
+    const char *const ompi[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "3", "SLURM_LOCALID", "7", NULL};
+    const char *const bad_ompi[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "x3", "MPI_LOCALRANKID", "2",
+                                    NULL};
+    const char *const slurm[] = {"SLURM_LOCALID", "5", NULL};
+    const char *const negative[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "-1", NULL};
+    assert_int_equal(local_rank_with(none), 0);
+    assert_int_equal(local_rank_with(ompi), 3);
+    assert_int_equal(local_rank_with(bad_ompi), 2);
+    assert_int_equal(local_rank_with(slurm), 5);
+    assert_int_equal(local_rank_with(negative), 0);
+}
+
+static void test_visible_devices(void **state)
+{
+    (void)state;
+    char buf[64];
+    assert_int_equal(gpu_visible_devices_count("0,1,2", 1, buf, sizeof buf), 3);
+    assert_string_equal(buf, "1");
+    assert_int_equal(gpu_visible_devices_count(" 2 , 3", 0, buf, sizeof buf), 2);
+    assert_string_equal(buf, "2");
+    /* The runtime stops at the first invalid entry. */
+    assert_int_equal(gpu_visible_devices_count("1,x,2", -1, NULL, 0), 1);
+    assert_int_equal(gpu_visible_devices_count("0,,2", -1, NULL, 0), 1);
+    assert_int_equal(gpu_visible_devices_count("-1", -1, NULL, 0), 0);
+    assert_int_equal(gpu_visible_devices_count("", -1, NULL, 0), 0);
+    assert_int_equal(gpu_visible_devices_count("GPU-8f2c,MIG-11", 1, buf, sizeof buf), 2);
+    assert_string_equal(buf, "MIG-11");
+    /* Past the end leaves the buffer empty. */
+    assert_int_equal(gpu_visible_devices_count("4", 3, buf, sizeof buf), 1);
+    assert_string_equal(buf, "");
+}
+
+static void test_device_choose(void **state)
+{
+    (void)state;
+    gpu_device_choice c;
+    char err[256];
+    assert_true(gpu_device_choose(1, 4, NULL, &c, err, sizeof err));
+    assert_int_equal(c.device, 1);
+    assert_false(c.shared);
+    assert_string_equal(c.visible, "1");
+    /* More ranks than devices: wrap around and say so. */
+    assert_true(gpu_device_choose(5, 4, NULL, &c, err, sizeof err));
+    assert_int_equal(c.device, 1);
+    assert_true(c.shared);
+    /* One visible device per rank (Slurm --gpus-per-task): all take 0. */
+    assert_true(gpu_device_choose(3, 1, "6", &c, err, sizeof err));
+    assert_int_equal(c.device, 0);
+    assert_string_equal(c.visible, "6");
+    /* Ordinals index the visible list. */
+    assert_true(gpu_device_choose(1, 2, "3,1", &c, err, sizeof err));
+    assert_int_equal(c.device, 1);
+    assert_string_equal(c.visible, "1");
+    assert_false(gpu_device_choose(0, 0, NULL, &c, err, sizeof err));
+    assert_int_equal(c.device, -1);
+    assert_string_equal(err, "no CUDA device: no CUDA-capable device is detected");
+    assert_false(gpu_device_choose(0, 0, "", &c, err, sizeof err));
+    assert_string_equal(err, "no CUDA device: CUDA_VISIBLE_DEVICES=\"\" hides every device");
+}
+
+/* ---- NCCL buckets ------------------------------------------------------ */
+
+/* Buckets tile exactly the parameters, in descending offset order, never
+ * split a layer, and respect the limit unless holding a single layer. */
+static void check_plan_invariants(const gpu_param_span *spans, int n, long limit,
+                                  const gpu_bucket_plan *p)
+{
+    long total = 0, first = -1;
+    for (int i = 0; i < n; i++) {
+        total += spans[i].count;
+        if (spans[i].count > 0 && first < 0)
+            first = spans[i].offset;
+    }
+    long covered = 0, prev_offset = -1;
+    for (int b = 0; b < p->n_buckets; b++) {
+        const gpu_bucket *k = &p->buckets[b];
+        covered += k->count;
+        if (b > 0)
+            assert_int_equal(k->offset + k->count, prev_offset);
+        prev_offset = k->offset;
+        assert_int_equal(k->offset, spans[k->first_layer].offset);
+        assert_int_equal(k->offset + k->count,
+                         spans[k->last_layer].offset + spans[k->last_layer].count);
+        if (k->n_param_layers > 1)
+            assert_true(k->count <= limit);
+        int layers = 0;
+        for (int i = k->first_layer; i <= k->last_layer; i++)
+            if (spans[i].count > 0) {
+                layers++;
+                assert_int_equal(p->bucket_of[i], b);
+            }
+        assert_int_equal(layers, k->n_param_layers);
+    }
+    assert_int_equal(covered, total);
+    if (p->n_buckets > 0)
+        assert_int_equal(p->buckets[p->n_buckets - 1].offset, first);
+    for (int i = 0; i < n; i++)
+        if (spans[i].count == 0)
+            assert_int_equal(p->bucket_of[i], -1);
+}
+
+static void test_bucket_plan(void **state)
+{
+    (void)state;
+    const gpu_param_span spans[] = {
+        {0, 100}, {100, 0}, {100, 300}, {400, 50}, {450, 500},
+    };
+    gpu_bucket_plan p;
+    char err[256];
+    assert_true(gpu_bucket_plan_build(spans, 5, 400, &p, err, sizeof err));
+    assert_int_equal(p.n_buckets, 3);
+    /* Layer 4 alone (bigger than the limit), then 3 and 2 together (350),
+     * then 0 (adding it would make 450). */
+    assert_int_equal(p.buckets[0].offset, 450);
+    assert_int_equal(p.buckets[0].count, 500);
+    assert_int_equal(p.buckets[0].first_layer, 4);
+    assert_int_equal(p.buckets[1].offset, 100);
+    assert_int_equal(p.buckets[1].count, 350);
+    assert_int_equal(p.buckets[1].first_layer, 2);
+    assert_int_equal(p.buckets[1].last_layer, 3);
+    assert_int_equal(p.buckets[1].n_param_layers, 2);
+    assert_int_equal(p.buckets[2].offset, 0);
+    assert_int_equal(p.buckets[2].count, 100);
+    int expect_of[] = {2, -1, 1, 1, 0};
+    assert_memory_equal(p.bucket_of, expect_of, sizeof expect_of);
+    check_plan_invariants(spans, 5, 400, &p);
+    gpu_bucket_plan_free(&p);
+
+    /* One big bucket when everything fits. */
+    assert_true(gpu_bucket_plan_build(spans, 5, gpu_bucket_floats(4.0), &p, err, sizeof err));
+    assert_int_equal(p.n_buckets, 1);
+    assert_int_equal(p.buckets[0].count, 950);
+    gpu_bucket_plan_free(&p);
+
+    /* No parameters at all. */
+    const gpu_param_span empty[] = {{0, 0}, {0, 0}};
+    assert_true(gpu_bucket_plan_build(empty, 2, 10, &p, err, sizeof err));
+    assert_int_equal(p.n_buckets, 0);
+    gpu_bucket_plan_free(&p);
+}
+
+static void test_bucket_plan_random(void **state)
+{
+    (void)state;
+    srand(7);
+    for (int round = 0; round < 200; round++) {
+        int n = 1 + rand() % 40;
+        gpu_param_span spans[40];
+        long off = 0;
+        for (int i = 0; i < n; i++) {
+            long count = rand() % 4 == 0 ? 0 : 1 + rand() % 1000;
+            spans[i] = (gpu_param_span){off, count};
+            off += count;
+        }
+        long limit = 1 + rand() % 3000;
+        gpu_bucket_plan p;
+        char err[256];
+        assert_true(gpu_bucket_plan_build(spans, n, limit, &p, err, sizeof err));
+        check_plan_invariants(spans, n, limit, &p);
+        /* Greedy: a bucket could not have taken the next layer below it. */
+        for (int b = 0; b + 1 < p.n_buckets; b++) {
+            const gpu_bucket *next = &p.buckets[b + 1];
+            long below = spans[next->last_layer].count;
+            assert_true(p.buckets[b].count + below > limit);
+        }
+        gpu_bucket_plan_free(&p);
+    }
+}
+
+static void test_bucket_plan_errors(void **state)
+{
+    (void)state;
+    const gpu_param_span gap[] = {{0, 10}, {12, 5}};
+    gpu_bucket_plan p;
+    char err[256];
+    assert_false(gpu_bucket_plan_build(gap, 2, 100, &p, err, sizeof err));
+    assert_non_null(strstr(err, "layer 1 starts at float 12, expected 10"));
+    const gpu_param_span negative[] = {{0, -1}};
+    assert_false(gpu_bucket_plan_build(negative, 1, 100, &p, err, sizeof err));
+    assert_int_equal(gpu_bucket_floats(4.0), 1048576);
+    assert_int_equal(gpu_bucket_floats(0.0), 1);
+    assert_int_equal(gpu_bucket_floats(-3.0), 1);
+}
+
+/* ---- conv / pool / batchnorm plans ------------------------------------- */
+
+static conv2d_desc conv_desc(int c, int h, int w, int k, int kh, int stride, int dil, int pt,
+                             int pl, int pb, int pr)
+{
+    conv2d_desc d = {
+        .max_batch = 8, .c = c, .h = h, .w = w, .k = k, .kh = kh, .kw = kh,
+        .stride_h = stride, .stride_w = stride, .pad_top = pt, .pad_left = pl,
+        .pad_bottom = pb, .pad_right = pr, .dil_h = dil, .dil_w = dil,
+    };
+    d.oh = (h + pt + pb - dil * (kh - 1) - 1) / stride + 1;
+    d.ow = (w + pl + pr - dil * (kh - 1) - 1) / stride + 1;
+    return d;
+}
+
+static void test_conv_plan(void **state)
+{
+    (void)state;
+    char err[256];
+    gpu_conv_plan p;
+    /* Symmetric "same" 3x3: cuDNN pads, nothing extra in the workspace. */
+    conv2d_desc d = conv_desc(3, 28, 28, 16, 3, 1, 1, 1, 1, 1, 1);
+    assert_true(gpu_conv_plan_geometry(&d, &p, err, sizeof err));
+    assert_false(p.explicit_pad);
+    assert_int_equal(p.pad_h, 1);
+    assert_int_equal(p.in_h, 28);
+    assert_true(gpu_conv_plan_workspace(&p, 1000, err, sizeof err));
+    assert_int_equal(p.cudnn_floats, 256); /* 250 floats, aligned up */
+    assert_int_equal(p.workspace_floats, 256);
+
+    /* TF "same" with a 2x2 kernel pads one at the bottom/right only. */
+    d = conv_desc(2, 5, 5, 4, 2, 1, 1, 0, 0, 1, 1);
+    assert_int_equal(d.oh, 5);
+    assert_true(gpu_conv_plan_geometry(&d, &p, err, sizeof err));
+    assert_true(p.explicit_pad);
+    assert_int_equal(p.pad_h, 0);
+    assert_int_equal(p.in_h, 6);
+    assert_int_equal(p.in_w, 6);
+    assert_int_equal(p.padded_floats, 8L * 2 * 6 * 6);
+    assert_true(gpu_conv_plan_workspace(&p, 0, err, sizeof err));
+    assert_int_equal(p.cudnn_floats, 0);
+    assert_int_equal(p.off_xpad, 0);
+    assert_int_equal(p.off_dxpad, 576); /* 576 is a multiple of 64 */
+    assert_int_equal(p.workspace_floats, 1152);
+    assert_true(gpu_conv_plan_workspace(&p, 4, err, sizeof err));
+    assert_int_equal(p.off_xpad, 64);
+    assert_int_equal(p.off_dxpad % GPU_PLAN_ALIGN_FLOATS, 0);
+
+    /* Strided, dilated. */
+    d = conv_desc(1, 9, 9, 1, 3, 2, 2, 0, 0, 0, 0);
+    assert_int_equal(d.oh, 3);
+    assert_true(gpu_conv_plan_geometry(&d, &p, err, sizeof err));
+
+    /* A wrong output size is caught. */
+    d.oh = 4;
+    assert_false(gpu_conv_plan_geometry(&d, &p, err, sizeof err));
+    assert_non_null(strstr(err, "expected 3x3"));
+    d = conv_desc(1, 9, 9, 1, 3, 1, 1, 0, 0, 0, 0);
+    d.stride_h = 0;
+    assert_false(gpu_conv_plan_geometry(&d, &p, err, sizeof err));
+}
+
+static void test_pool_plan(void **state)
+{
+    (void)state;
+    char err[256];
+    gpu_pool_plan p;
+    pool2d_desc d = {.max_batch = 4, .c = 3, .h = 28, .w = 28, .kh = 2, .kw = 2,
+                     .stride_h = 2, .stride_w = 2, .oh = 14, .ow = 14, .mode = POOL_MAX};
+    assert_true(gpu_pool_plan_build(&d, &p, err, sizeof err));
+    assert_true(p.use_cudnn);
+    /* 3x3 stride 2 pad 1 both sides: cuDNN. */
+    d.kh = d.kw = 3;
+    d.pad_top = d.pad_left = d.pad_bottom = d.pad_right = 1;
+    assert_true(gpu_pool_plan_build(&d, &p, err, sizeof err));
+    assert_true(p.use_cudnn);
+    assert_int_equal(p.pad_h, 1);
+    /* "same" 2x2 stride 1 on 5x5: one extra at the bottom/right. */
+    pool2d_desc s = {.max_batch = 4, .c = 1, .h = 5, .w = 5, .kh = 2, .kw = 2,
+                     .stride_h = 1, .stride_w = 1, .pad_bottom = 1, .pad_right = 1,
+                     .oh = 5, .ow = 5, .mode = POOL_AVG};
+    assert_true(gpu_pool_plan_build(&s, &p, err, sizeof err));
+    assert_false(p.use_cudnn);
+    /* Padding as wide as the window: the backend's kernel. */
+    pool2d_desc w = {.max_batch = 1, .c = 1, .h = 4, .w = 4, .kh = 1, .kw = 1,
+                     .stride_h = 1, .stride_w = 1, .pad_top = 1, .pad_left = 1,
+                     .pad_bottom = 1, .pad_right = 1, .oh = 6, .ow = 6, .mode = POOL_AVG};
+    assert_true(gpu_pool_plan_build(&w, &p, err, sizeof err));
+    assert_false(p.use_cudnn);
+    w.oh = 5;
+    assert_false(gpu_pool_plan_build(&w, &p, err, sizeof err));
+    assert_non_null(strstr(err, "pool2d"));
+}
+
+static void test_batchnorm_plan(void **state)
+{
+    (void)state;
+    batchnorm_desc d = {.max_batch = 32, .c = 16, .spatial = 49};
+    assert_int_equal(gpu_batchnorm_workspace(&d), 32L * 16 * 49);
+    d.c = 0;
+    assert_int_equal(gpu_batchnorm_workspace(&d), -1);
+    assert_int_equal(gpu_plan_floats(0), 0);
+    assert_int_equal(gpu_plan_floats(1), 64);
+    assert_int_equal(gpu_plan_floats(256), 64);
+    assert_int_equal(gpu_plan_floats(257), 128);
+}
+
+/* ---- shared formulas --------------------------------------------------- */
+
+static void test_dropout_rule(void **state)
+{
+    (void)state;
+    const float rates[] = {0.0f, 0.1f, 0.5f, 0.9f};
+    const uint64_t seeds[] = {0, 1, 42, 0xdeadbeefcafef00dULL};
+    for (size_t r = 0; r < 4; r++)
+        for (size_t s = 0; s < 4; s++)
+            for (uint64_t i = 0; i < 20000; i++)
+                assert_int_equal(gpu_dropout_keep(seeds[s], i, rates[r]) != 0,
+                                 backend_dropout_keep(seeds[s], i, rates[r]));
+}
+
+static spec_optimizer optimizer_cfg(spec_optimizer_name name, double momentum, bool nesterov)
+{
+    spec_optimizer c = {
+        .name = name, .learning_rate = 0.01, .momentum = momentum, .nesterov = nesterov,
+        .decay = 0.01, .rho = 0.9, .beta1 = 0.9, .beta2 = 0.999, .epsilon = 1e-7,
+        .weight_decay = 1e-4,
+    };
+    return c;
+}
+
+/* The device optimizer's update, run on the host element by element, must
+ * give exactly engine/optim's bits: same coefficients, same operations. */
+static void test_optimizer_formulas(void **state)
+{
+    (void)state;
+    const spec_optimizer cfgs[] = {
+        optimizer_cfg(OPT_SGD, 0.0, false), optimizer_cfg(OPT_SGD, 0.9, false),
+        optimizer_cfg(OPT_SGD, 0.9, true),  optimizer_cfg(OPT_RMSPROP, 0.0, false),
+        optimizer_cfg(OPT_ADAM, 0.0, false), optimizer_cfg(OPT_NADAM, 0.0, false),
+    };
+    enum { N = 37, STEPS = 6 };
+    for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++) {
+        float ref[N], dev[N], grad[N], slots[2 * N] = {0};
+        srand(11 + (unsigned)c);
+        for (int i = 0; i < N; i++)
+            ref[i] = dev[i] = (float)rand() / RAND_MAX - 0.5f;
+        optimizer *o = optim_create(&cfgs[c], N);
+        assert_non_null(o);
+        int n_slots = gpu_optim_slots(&cfgs[c]);
+        float m_schedule = 1.0f;
+        for (int step = 0; step < STEPS; step++) {
+            for (int i = 0; i < N; i++)
+                grad[i] = (float)rand() / RAND_MAX - 0.5f;
+            float lr = 0.01f * (float)(step + 1);
+            optim_step(o, ref, grad, N, lr);
+            gpu_optim_coeffs k = gpu_optim_coeffs_for(&cfgs[c], step, lr, &m_schedule);
+            for (long i = 0; i < N; i++)
+                gpu_optim_update(&k, i, dev, grad, n_slots > 0 ? slots : NULL,
+                                 n_slots > 1 ? slots + N : NULL);
+            assert_memory_equal(ref, dev, sizeof ref);
+        }
+        /* The state matches too (after optim's 3-float header). */
+        float saved[3 + 2 * N];
+        assert_int_equal(optim_state_floats(o), 3 + n_slots * N);
+        optim_state_save(o, saved);
+        assert_memory_equal(saved + 3, slots, (size_t)n_slots * N * sizeof(float));
+        assert_true(saved[2] == m_schedule);
+        optim_free(o);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_local_rank),
+        cmocka_unit_test(test_visible_devices),
+        cmocka_unit_test(test_device_choose),
+        cmocka_unit_test(test_bucket_plan),
+        cmocka_unit_test(test_bucket_plan_random),
+        cmocka_unit_test(test_bucket_plan_errors),
+        cmocka_unit_test(test_conv_plan),
+        cmocka_unit_test(test_pool_plan),
+        cmocka_unit_test(test_batchnorm_plan),
+        cmocka_unit_test(test_dropout_rule),
+        cmocka_unit_test(test_optimizer_formulas),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

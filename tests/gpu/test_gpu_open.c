@@ -1,0 +1,101 @@
+/* test_gpu_open.c — what a job asking for a GPU gets when there is none,
+ * tested for real: in a build without CUDA every entry point refuses with
+ * "built without CUDA support"; in a CUDA build on a machine without the
+ * driver (libcuda.so.1 absent, as on this project's CI) the backend refuses
+ * with exactly "no CUDA device: CUDA driver version is insufficient for
+ * CUDA runtime version". On a machine with a working GPU the backend opens.
+ * Runs in every build. */
+#include <dlfcn.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "gpu/gpu.h"
+
+#define NO_DRIVER "no CUDA device: CUDA driver version is insufficient for CUDA runtime version"
+
+/* Whether the CUDA driver library can be loaded here at all. */
+static bool driver_present(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return false;
+    dlclose(h);
+    return true;
+}
+
+static void test_without_cuda_build(void **state)
+{
+    (void)state;
+    if (gpu_built())
+        skip();
+    char err[256] = "";
+    assert_false(gpu_available(err, sizeof err));
+    assert_string_equal(err, GPU_NO_CUDA_BUILD);
+    strcpy(err, "");
+    assert_null(backend_cuda_create(0, err, sizeof err));
+    assert_string_equal(err, GPU_NO_CUDA_BUILD);
+    strcpy(err, "");
+    assert_null(gpu_backend_open(err, sizeof err));
+    assert_string_equal(err, GPU_NO_CUDA_BUILD);
+    strcpy(err, "");
+    assert_null(gpu_comm_create(NULL, MPI_COMM_NULL, err, sizeof err));
+    assert_string_equal(err, GPU_NO_CUDA_BUILD);
+    spec_optimizer cfg = {.name = OPT_SGD, .learning_rate = 0.01};
+    strcpy(err, "");
+    assert_null(gpu_optim_create(NULL, &cfg, 10, err, sizeof err));
+    assert_string_equal(err, GPU_NO_CUDA_BUILD);
+}
+
+static void test_cuda_build_without_driver(void **state)
+{
+    (void)state;
+    if (!gpu_built() || driver_present())
+        skip();
+    char err[256] = "";
+    assert_false(gpu_available(err, sizeof err));
+    assert_string_equal(err, NO_DRIVER);
+    /* Every local rank, and the environment-driven entry point, alike. */
+    for (int rank = 0; rank < 3; rank++) {
+        strcpy(err, "");
+        assert_null(backend_cuda_create(rank, err, sizeof err));
+        assert_string_equal(err, NO_DRIVER);
+    }
+    strcpy(err, "");
+    assert_null(gpu_backend_open(err, sizeof err));
+    assert_string_equal(err, NO_DRIVER);
+}
+
+static void test_cuda_build_with_driver(void **state)
+{
+    (void)state;
+    if (!gpu_built() || !driver_present())
+        skip();
+    char why[256] = "", err[256] = "";
+    if (!gpu_available(why, sizeof why)) {
+        /* A driver but no usable device: the backend refuses the same way. */
+        assert_true(strncmp(why, "no CUDA device: ", 16) == 0);
+        assert_null(backend_cuda_create(0, err, sizeof err));
+        assert_string_equal(err, why);
+        return;
+    }
+    backend *be = backend_cuda_create(0, err, sizeof err);
+    assert_non_null(be);
+    assert_string_equal(be->name, "cuda");
+    assert_false(be->host_memory);
+    be->destroy(be);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_without_cuda_build),
+        cmocka_unit_test(test_cuda_build_without_driver),
+        cmocka_unit_test(test_cuda_build_with_driver),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
