@@ -109,10 +109,19 @@ int data_csv_load(const char *path, int label_column, bool header, int num_class
         return io_errf(err, errlen, "%s: corrupt gzip data (stream ends before its trailer)",
                        c.name);
     }
-    /* Upper bound on rows, so x is allocated once. */
-    long lines = 1;
-    for (const char *p = (const char *)b.p; (p = memchr(p, '\n', b.len - (size_t)(p - (const char *)b.p))) != NULL; p++)
-        lines++;
+    /* Upper bound on rows, so x is allocated once; and the line of the
+     * first NUL byte, which no text line may hold. */
+    const char *text = (const char *)b.p, *nul = memchr(text, 0, b.len);
+    long lines = 1, nul_line = 1;
+    for (size_t i = 0; i < b.len; i++) {
+        if (text + i == nul)
+            nul_line = lines;
+        lines += text[i] == '\n';
+    }
+    if (nul) {
+        data_buf_free(&b);
+        return io_errf(err, errlen, "%s:%ld: NUL byte (binary file?)", c.name, nul_line);
+    }
 
     const char *p = (const char *)b.p, *end = p + b.len;
     long features = expected_features, n = 0;
@@ -127,10 +136,6 @@ int data_csv_load(const char *path, int label_column, bool header, int num_class
             e--;
         if (c.line == 1 && header)
             continue;
-        if (memchr(s, 0, (size_t)(e - s))) {
-            io_errf(err, errlen, "%s:%ld: NUL byte (binary file?)", c.name, c.line);
-            goto fail;
-        }
         const char *t = s;
         while (t < e && (*t == ' ' || *t == '\t'))
             t++;

@@ -285,6 +285,37 @@ static void test_every_truncation(void **state)
     free(b);
 }
 
+/* Every single-bit flip in the headers of a plain pair: each is refused
+ * with a message or (for a flipped bit that keeps the file consistent,
+ * none here) loads; never a crash. */
+static void test_header_bit_flips(void **state)
+{
+    (void)state;
+    char img[512], lab[512];
+    write_pair("bf", 0, 6, 6, 3, 2, 6, 6, 10, img, lab);
+    size_t li, ll;
+    unsigned char *bi = tu_read(img, &li), *bl = tu_read(lab, &ll);
+    for (int which = 0; which < 2; which++) {
+        unsigned char *b = which ? bl : bi;
+        size_t header = which ? 8 : 16;
+        for (size_t i = 0; i < header; i++) {
+            for (int bit = 0; bit < 8; bit++) {
+                b[i] ^= (unsigned char)(1 << bit);
+                tu_write(dir, which ? "bf-labels-idx1-ubyte" : "bf-images-idx3-ubyte", b,
+                         which ? ll : li);
+                dataset d;
+                assert_int_equal(data_idx_load(img, lab, 10, &d, err, sizeof err), -1);
+                assert_non_null(strstr(err, "bf-"));
+                b[i] ^= (unsigned char)(1 << bit);
+            }
+        }
+        tu_write(dir, which ? "bf-labels-idx1-ubyte" : "bf-images-idx3-ubyte", b,
+                 which ? ll : li);
+    }
+    free(bi);
+    free(bl);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -300,6 +331,7 @@ int main(void)
         cmocka_unit_test(test_empty_and_missing),
         cmocka_unit_test(test_corrupt_gzip),
         cmocka_unit_test(test_every_truncation),
+        cmocka_unit_test(test_header_bit_flips),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
