@@ -29,9 +29,14 @@ typedef struct dataset_roots {
 
 /* Load the train, validation and test sets of `data` as the spec says:
  * train (first train_samples of it), a validation set (data.validation or
- * the last validation_split of train, before any shuffle), test (may be
- * empty when data.test is NULL). Scaling statistics come from the train
- * part only and are applied to all three. `input` is model.input: loaded
+ * the last validation_split of train, before any shuffle, split at
+ * Keras's int(n * (1 - split))), test (first test_samples; n = 0 and
+ * x = NULL when data.test is NULL; likewise val without a split). Scaling
+ * statistics come from the train part only and are applied to all three:
+ * unit divides byte data (IDX, CIFAR-10, synthetic) by 255 and CSV by the
+ * largest absolute train value; standard uses the per-feature train mean
+ * and (population) standard deviation. Synthetic data draws from `seed`.
+ * Each set's shape becomes model.input. `input` is model.input: loaded
  * samples must have that many features (a mismatch is an error that gives
  * both shapes). On error return -1 with a one-line message in err naming
  * the file and record ("train-images-idx3-ubyte.gz: truncated after 59,872
@@ -42,9 +47,24 @@ int dataset_load_all(const spec_data *data, const spec_shape *input,
                      char *err, size_t errlen);
 
 /* Single loaders, used by dataset_load_all and the tests. `path` is a full
- * path (already resolved); for IDX it is the images file and the labels
- * file is derived by the usual naming (…-images-idx3-ubyte[.gz] →
- * …-labels-idx1-ubyte[.gz]). Raw values, unscaled (bytes become 0..255). */
+ * path (already resolved); for IDX it is the images file and, when
+ * labels_path is NULL, the labels file is derived by the usual naming
+ * (…-images-idx3-ubyte[.gz] → …-labels-idx1-ubyte[.gz]). Any file may be
+ * gzipped (detected by its magic bytes). Raw values, unscaled (bytes become
+ * 0..255). These do not check labels against a class count (except CSV,
+ * which takes num_classes; <= 0 means no check): dataset_load_all does.
+ * Messages name the file's base name and the record, 1-based:
+ *   "t10k-images-idx3-ubyte.gz: truncated after 9,000 of 10,000 images"
+ *   "train-labels-idx1-ubyte.gz: record 17 of 60,000: label 12 out of range [0, 10)"
+ *   "data_batch_3.bin: truncated record 10,000 (2,073 of 3,073 bytes)"
+ *   "data.csv:17: 783 features, expected 784" (CSV: line numbers)
+ *   "data.csv:4: field 3 "abc" is not a number"
+ *   "x.gz: corrupt gzip data (invalid distance too far back)", "x: empty file"
+ * CSV: fields are comma separated, blank lines skipped, CRLF accepted, the
+ * label an integral number; CIFAR-10 samples are {3, 32, 32}, IDX
+ * {1, rows, cols}, CSV {features}. Synthetic inputs are whole numbers in
+ * 0..255 (scaled like bytes) and labels uniform in [0, num_classes), both
+ * from (seed) alone. */
 int dataset_load_idx(const char *images_path, const char *labels_path,
                      dataset *out, char *err, size_t errlen);
 int dataset_load_cifar10(const char *const *batch_paths, int n_paths,
@@ -54,12 +74,18 @@ int dataset_load_csv(const char *path, int label_column, bool header,
 int dataset_synthetic(const spec_shape *shape, long n, int num_classes,
                       unsigned long seed, dataset *out, char *err, size_t errlen);
 
-/* Resolve a dataset name for `format` under the roots: for IDX the name
- * "fashion-mnist/train" is the pair fashion-mnist/train-images-idx3-ubyte[.gz]
- * and …/train-labels-idx1-ubyte[.gz]; for CIFAR-10 a directory of
- * data_batch_*.bin (train) or a single .bin file; for CSV the file itself
- * (".csv" optional). Writes the resolved paths; -1 with a message if the
- * name is unsafe or not found. */
+/* Resolve a dataset name for `format` under the roots, tried in order: for
+ * IDX the name "fashion-mnist/train" is the pair
+ * fashion-mnist/train-images-idx3-ubyte[.gz] and
+ * …/train-labels-idx1-ubyte[.gz] (the images file may also be named in
+ * full; "-images.idx3-ubyte" naming is accepted too); for CIFAR-10 a
+ * directory of data_batch_*.bin (path1 is the directory), a single file
+ * NAME[.bin][.gz], or "DIR/train" (DIR's batches) and "DIR/test"
+ * (DIR/test_batch.bin); for CSV NAME[.csv][.gz]. Writes real paths (every
+ * symlink followed) into path1 (and path2, the IDX labels; "" otherwise);
+ * nothing for synthetic data. -1 with a message if the name is unsafe
+ * (spec_dataset_name_ok), if what it finds leads outside its root through
+ * a symlink, or if it is not found (the message lists the roots). */
 int dataset_resolve(spec_data_format format, const char *name,
                     const dataset_roots *roots,
                     char *path1, char *path2, size_t pathlen,
@@ -69,7 +95,9 @@ void dataset_free(dataset *d);
 
 /* The permutation of [0, n) used in `epoch` for `seed`: the same for any
  * number of ranks, so a rank takes its shard as a slice of it. perm has n
- * entries. Deterministic (its own PRNG, not rand()). */
+ * entries. Deterministic (its own PRNG, not rand()): Fisher-Yates from the
+ * end with xoshiro256** seeded by splitmix64 from (seed, epoch); see
+ * engine/data/rng.c and the Python twin in tests/data/check_numpy.py. */
 void dataset_epoch_permutation(long n, unsigned long seed, int epoch, int64_t *perm);
 
 #endif

@@ -19,7 +19,10 @@ typedef struct tensor_entry {
 long tensor_entry_size(const tensor_entry *t);
 
 /* metadata: string key/value pairs for safetensors' "__metadata__" (may be
- * NULL with n_meta 0). Return 0, or -1 with a message in err. */
+ * NULL with n_meta 0). Names must be printable ASCII without quotes or
+ * backslashes, unique, and not "__metadata__"; rank 0..4 (0 = a scalar).
+ * The safetensors data start 8-byte aligned; the npz has fixed timestamps,
+ * so equal tensors give equal bytes. Return 0, or -1 with a message. */
 int safetensors_write(const char *path, const tensor_entry *t, int n,
                       const char *const *meta_keys, const char *const *meta_values,
                       int n_meta, char *err, size_t errlen);
@@ -27,16 +30,20 @@ int npz_write(const char *path, const tensor_entry *t, int n,
               char *err, size_t errlen);
 
 /* Read every F32 tensor of a safetensors / npz file (as written above, and
- * by numpy.savez for '<f4' arrays). *out is an array of *n entries whose
- * data are heap copies; free with tensorfile_free. -1 + message on any
- * malformed or truncated input (never trusts a length it did not check). */
+ * by numpy.savez or savez_compressed for '<f4' or '>f4' C-order arrays),
+ * in file order. *out is an array of *n entries whose data are heap
+ * copies; free with tensorfile_free. -1 + "PATH: reason" on any malformed
+ * or truncated input, another dtype, rank over 4, or an npz member whose
+ * CRC-32 does not match (never trusts a length it did not check). */
 int safetensors_read(const char *path, tensor_entry **out, int *n,
                      char *err, size_t errlen);
 int npz_read(const char *path, tensor_entry **out, int *n,
              char *err, size_t errlen);
 void tensorfile_free(tensor_entry *t, int n);
 
-/* Write `len` bytes to `path` atomically (temp + fsync + rename). */
+/* Write `len` bytes to `path` atomically: a temporary file in the same
+ * directory (mode 0644), fsync, rename over path, fsync the directory. On
+ * failure the temporary file is removed and path is untouched. */
 int atomic_write_file(const char *path, const void *data, size_t len,
                       char *err, size_t errlen);
 
