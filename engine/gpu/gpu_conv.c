@@ -79,16 +79,18 @@ static bool gpu_conv_descriptors(gpu_conv *cv, const conv2d_desc *d)
     return true;
 }
 
-/* The first heuristic result that ran, fits the cap and, when any does,
- * is deterministic. Index into the results or -1. */
+/* The first heuristic result that ran and fits the cap, preferring
+ * deterministic FP32-FMA algorithms, then deterministic ones, then any.
+ * A macro because cuDNN has one perf struct type per direction. */
 #define GPU_CONV_PICK(perf, count, out)                                                  \
     do {                                                                                 \
         (out) = -1;                                                                      \
-        for (int pass = 0; pass < 2 && (out) < 0; pass++)                                \
+        for (int pass = 0; pass < 3 && (out) < 0; pass++)                                \
             for (int i_ = 0; i_ < (count); i_++)                                         \
                 if ((perf)[i_].status == CUDNN_STATUS_SUCCESS &&                         \
                     (perf)[i_].memory <= GPU_CONV_WS_CAP &&                              \
-                    (pass == 1 || (perf)[i_].determinism == CUDNN_DETERMINISTIC)) {      \
+                    (pass == 2 || (perf)[i_].determinism == CUDNN_DETERMINISTIC) &&      \
+                    (pass >= 1 || (perf)[i_].mathType == CUDNN_FMA_MATH)) {              \
                     (out) = i_;                                                          \
                     break;                                                               \
                 }                                                                        \

@@ -1,0 +1,725 @@
+/* test_gpu_vs_cpu.c — the CUDA backend against the CPU backend, the
+ * reference: every op of backend.h forward and backward (GEMM, axpy/scale,
+ * dense, activations, conv2d, pooling, batchnorm, dropout, concat, losses,
+ * metrics), every optimizer step (gpu_optim vs optim_step), NCCL averaging
+ * on one rank, and a short training run of a small MLP, all on the same
+ * random inputs.
+ *
+ * Tolerances (|gpu - cpu| <= atol + rtol * |cpu|, element-wise):
+ *   element-wise ops, dropout, concat, pooling     rtol 1e-6, atol 1e-6
+ *   activations (cuDNN's exp/tanh vs libm)         rtol 1e-5, atol 1e-6
+ *   GEMM, dense, conv2d, batchnorm (sum order)     rtol 1e-4, atol 1e-4
+ *   losses (host values, double sums)              rtol 1e-5
+ *   optimizer steps (nvcc contracts to FMA)        rtol 1e-5, atol 1e-7
+ *   training run, 40 steps: losses and weights     rtol 1e-3, atol 1e-4
+ * Dropout masks must be bit-identical (the seam's counter-based rule).
+ *
+ * Built whenever the CUDA backend is; where no device is usable it prints
+ * the reason and exits 77, which meson reports as skipped. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <mpi.h>
+
+#include "core/backend.h"
+#include "gpu/gpu.h"
+#include "optim/optim.h"
+
+#define TOL_EXACT 1e-6f, 1e-6f
+#define TOL_ACT 1e-5f, 1e-6f
+#define TOL_SUM 1e-4f, 1e-4f
+
+static backend *cpu, *gpu;
+
+/* ---- mirrored buffers -------------------------------------------------- */
+
+/* The same data on both backends, plus a host copy for setting it. */
+typedef struct mbuf {
+    long n;
+    float *host;
+    float *c; /* on cpu */
+    float *g; /* on gpu */
+} mbuf;
+
+static float urand(float lo, float hi)
+{
+    return lo + (hi - lo) * (float)rand() / (float)RAND_MAX;
+}
+
+static void mbuf_push(mbuf *b)
+{
+    cpu->upload(cpu, b->c, b->host, b->n);
+    gpu->upload(gpu, b->g, b->host, b->n);
+}
+
+static mbuf mbuf_new(long n, float lo, float hi)
+{
+    mbuf b = {.n = n};
+    b.host = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    b.c = cpu->alloc(cpu, n);
+    b.g = gpu->alloc(gpu, n);
+    assert_non_null(b.host);
+    assert_non_null(b.c);
+    assert_non_null(b.g);
+    for (long i = 0; i < n; i++)
+        b.host[i] = urand(lo, hi);
+    mbuf_push(&b);
+    return b;
+}
+
+static void mbuf_free(mbuf *b)
+{
+    free(b->host);
+    cpu->free(cpu, b->c);
+    gpu->free(gpu, b->g);
+}
+
+/* One-hot rows of n classes. */
+static mbuf mbuf_onehot(int rows, int n)
+{
+    mbuf b = mbuf_new((long)rows * n, 0.0f, 0.0f);
+    for (int r = 0; r < rows; r++)
+        b.host[(long)r * n + rand() % n] = 1.0f;
+    mbuf_push(&b);
+    return b;
+}
+
+static void expect_close(const char *what, const mbuf *b, float rtol, float atol)
+{
+    float *hc = malloc((size_t)b->n * sizeof(float) + 1);
+    float *hg = malloc((size_t)b->n * sizeof(float) + 1);
+    assert_non_null(hc);
+    assert_non_null(hg);
+    cpu->download(cpu, hc, b->c, b->n);
+    gpu->download(gpu, hg, b->g, b->n);
+    for (long i = 0; i < b->n; i++) {
+        float diff = fabsf(hg[i] - hc[i]);
+        if (!(diff <= atol + rtol * fabsf(hc[i]))) {
+            fprintf(stderr, "%s[%ld]: gpu %.9g cpu %.9g (diff %.3g)\n", what, i, hg[i], hc[i],
+                    diff);
+            free(hc);
+            free(hg);
+            fail_msg("%s differs beyond tolerance", what);
+        }
+    }
+    free(hc);
+    free(hg);
+}
+
+static void expect_close_d(const char *what, double g, double c, double rtol)
+{
+    if (!(fabs(g - c) <= rtol * fabs(c) + 1e-9))
+        fail_msg("%s: gpu %.12g cpu %.12g", what, g, c);
+}
+
+/* ---- BLAS and element-wise --------------------------------------------- */
+
+static void test_gemm(void **state)
+{
+    (void)state;
+    const int m = 37, n = 29, k = 53, pad = 3;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            int lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad, ldc = n + pad;
+            mbuf a = mbuf_new((long)(ta ? k : m) * lda, -1, 1);
+            mbuf b = mbuf_new((long)(tb ? n : k) * ldb, -1, 1);
+            mbuf c = mbuf_new((long)m * ldc, -1, 1);
+            cpu->gemm(cpu, ta, tb, m, n, k, 0.7f, a.c, lda, b.c, ldb, 0.3f, c.c, ldc);
+            gpu->gemm(gpu, ta, tb, m, n, k, 0.7f, a.g, lda, b.g, ldb, 0.3f, c.g, ldc);
+            expect_close("gemm", &c, TOL_SUM);
+            mbuf_free(&a);
+            mbuf_free(&b);
+            mbuf_free(&c);
+        }
+}
+
+static void test_axpy_scale_copy(void **state)
+{
+    (void)state;
+    const long n = 3 * 1000 * 1000 + 7; /* crosses the staging chunks */
+    mbuf x = mbuf_new(n, -1, 1), y = mbuf_new(n, -1, 1);
+    cpu->axpy(cpu, n, -0.25f, x.c, y.c);
+    gpu->axpy(gpu, n, -0.25f, x.g, y.g);
+    expect_close("axpy", &y, TOL_EXACT);
+    cpu->scale(cpu, n, 1.5f, y.c);
+    gpu->scale(gpu, n, 1.5f, y.g);
+    expect_close("scale", &y, TOL_EXACT);
+    cpu->copy(cpu, x.c, y.c, n - 1);
+    gpu->copy(gpu, x.g, y.g, n - 1);
+    expect_close("copy", &x, 0.0f, 0.0f);
+    cpu->zero(cpu, x.c + 5, 100);
+    gpu->zero(gpu, x.g + 5, 100);
+    expect_close("zero", &x, 0.0f, 0.0f);
+    mbuf_free(&x);
+    mbuf_free(&y);
+}
+
+/* ---- dense and activations --------------------------------------------- */
+
+static const spec_activation all_acts[] = {ACT_NONE, ACT_RELU, ACT_SIGMOID, ACT_TANH,
+                                           ACT_SOFTMAX};
+
+static void test_dense(void **state)
+{
+    (void)state;
+    const int batch = 19, in = 33, out = 10;
+    for (size_t a = 0; a < 5; a++)
+        for (int with_bias = 0; with_bias < 2; with_bias++) {
+            mbuf x = mbuf_new((long)batch * in, -1, 1), w = mbuf_new((long)in * out, -0.3f, 0.3f);
+            mbuf bias = mbuf_new(out, -0.5f, 0.5f), y = mbuf_new((long)batch * out, 0, 0);
+            cpu->dense_forward(cpu, batch, in, out, x.c, w.c, with_bias ? bias.c : NULL,
+                               all_acts[a], y.c);
+            gpu->dense_forward(gpu, batch, in, out, x.g, w.g, with_bias ? bias.g : NULL,
+                               all_acts[a], y.g);
+            expect_close("dense y", &y, TOL_SUM);
+            mbuf dz = mbuf_new((long)batch * out, -1, 1), dx = mbuf_new((long)batch * in, -1, 1);
+            mbuf dw = mbuf_new((long)in * out, 0, 0), db = mbuf_new(out, 0, 0);
+            bool acc = with_bias; /* both modes of dx */
+            cpu->dense_backward(cpu, batch, in, out, x.c, w.c, dz.c, dx.c, acc, dw.c, db.c);
+            gpu->dense_backward(gpu, batch, in, out, x.g, w.g, dz.g, dx.g, acc, dw.g, db.g);
+            expect_close("dense dx", &dx, TOL_SUM);
+            expect_close("dense dw", &dw, TOL_SUM);
+            expect_close("dense db", &db, TOL_SUM);
+            cpu->dense_backward(cpu, batch, in, out, x.c, w.c, dz.c, NULL, false, dw.c, NULL);
+            gpu->dense_backward(gpu, batch, in, out, x.g, w.g, dz.g, NULL, false, dw.g, NULL);
+            expect_close("dense dw (no dx)", &dw, TOL_SUM);
+            mbuf *all[] = {&x, &w, &bias, &y, &dz, &dx, &dw, &db};
+            for (size_t i = 0; i < 8; i++)
+                mbuf_free(all[i]);
+        }
+}
+
+static void test_activations(void **state)
+{
+    (void)state;
+    const long rows = 13, cols = 17, n = rows * cols;
+    for (size_t a = 0; a < 5; a++) {
+        mbuf x = mbuf_new(n, -3, 3), y = mbuf_new(n, 0, 0);
+        cpu->activation_forward(cpu, all_acts[a], rows, cols, x.c, y.c);
+        gpu->activation_forward(gpu, all_acts[a], rows, cols, x.g, y.g);
+        expect_close("activation y", &y, TOL_ACT);
+        /* In place. */
+        cpu->activation_forward(cpu, all_acts[a], rows, cols, x.c, x.c);
+        gpu->activation_forward(gpu, all_acts[a], rows, cols, x.g, x.g);
+        expect_close("activation in place", &x, TOL_ACT);
+        for (int acc = 0; acc < 2; acc++) {
+            mbuf dy = mbuf_new(n, -1, 1), dx = mbuf_new(n, -1, 1);
+            cpu->activation_backward(cpu, all_acts[a], rows, cols, y.c, dy.c, dx.c, acc);
+            gpu->activation_backward(gpu, all_acts[a], rows, cols, y.g, dy.g, dx.g, acc);
+            expect_close("activation dx", &dx, TOL_ACT);
+            if (!acc) {
+                /* dx == dy is allowed when overwriting. */
+                cpu->activation_backward(cpu, all_acts[a], rows, cols, y.c, dy.c, dy.c, false);
+                gpu->activation_backward(gpu, all_acts[a], rows, cols, y.g, dy.g, dy.g, false);
+                expect_close("activation dx in place", &dy, TOL_ACT);
+            }
+            mbuf_free(&dy);
+            mbuf_free(&dx);
+        }
+        mbuf_free(&x);
+        mbuf_free(&y);
+    }
+}
+
+/* ---- conv2d ------------------------------------------------------------- */
+
+typedef struct conv_case {
+    int c, h, w, k, kh, kw, stride, dil, pt, pl, pb, pr;
+} conv_case;
+
+static conv2d_desc conv_desc_of(const conv_case *cc, int max_batch)
+{
+    conv2d_desc d = {
+        .max_batch = max_batch, .c = cc->c, .h = cc->h, .w = cc->w, .k = cc->k,
+        .kh = cc->kh, .kw = cc->kw, .stride_h = cc->stride, .stride_w = cc->stride,
+        .pad_top = cc->pt, .pad_left = cc->pl, .pad_bottom = cc->pb, .pad_right = cc->pr,
+        .dil_h = cc->dil, .dil_w = cc->dil,
+    };
+    d.oh = (d.h + d.pad_top + d.pad_bottom - d.dil_h * (d.kh - 1) - 1) / d.stride_h + 1;
+    d.ow = (d.w + d.pad_left + d.pad_right - d.dil_w * (d.kw - 1) - 1) / d.stride_w + 1;
+    return d;
+}
+
+static void test_conv2d(void **state)
+{
+    (void)state;
+    const conv_case cases[] = {
+        {3, 12, 12, 8, 3, 3, 1, 1, 1, 1, 1, 1},   /* "same" 3x3 */
+        {2, 11, 9, 4, 5, 5, 1, 1, 2, 2, 2, 2},    /* "same" 5x5 */
+        {2, 8, 8, 3, 2, 2, 1, 1, 0, 0, 1, 1},     /* TF "same" 2x2: explicit padding */
+        {4, 13, 13, 6, 3, 3, 2, 2, 0, 0, 0, 0},   /* strided and dilated, "valid" */
+        {1, 7, 10, 2, 1, 3, 1, 1, 0, 1, 0, 1},    /* non-square kernel */
+    };
+    const int max_batch = 6;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        conv2d_desc dc = conv_desc_of(&cases[ci], max_batch), dg = dc;
+        long wc = cpu->conv2d_prepare(cpu, &dc), wg = gpu->conv2d_prepare(gpu, &dg);
+        assert_true(wc >= 0);
+        assert_true(wg >= 0);
+        float *ws_c = cpu->alloc(cpu, wc > 0 ? wc : 1), *ws_g = gpu->alloc(gpu, wg > 0 ? wg : 1);
+        assert_non_null(ws_c);
+        assert_non_null(ws_g);
+        for (int batch = max_batch; batch >= max_batch - 2; batch -= 2) { /* incl. short batch */
+            long xn = (long)batch * dc.c * dc.h * dc.w, yn = (long)batch * dc.k * dc.oh * dc.ow;
+            mbuf x = mbuf_new(xn, -1, 1), w = mbuf_new((long)dc.k * dc.c * dc.kh * dc.kw, -.5f, .5f);
+            mbuf bias = mbuf_new(dc.k, -.5f, .5f), y = mbuf_new(yn, 0, 0);
+            cpu->conv2d_forward(cpu, &dc, batch, x.c, w.c, bias.c, ACT_RELU, y.c, ws_c);
+            gpu->conv2d_forward(gpu, &dg, batch, x.g, w.g, bias.g, ACT_RELU, y.g, ws_g);
+            expect_close("conv y", &y, TOL_SUM);
+            cpu->conv2d_forward(cpu, &dc, batch, x.c, w.c, NULL, ACT_NONE, y.c, ws_c);
+            gpu->conv2d_forward(gpu, &dg, batch, x.g, w.g, NULL, ACT_NONE, y.g, ws_g);
+            expect_close("conv y (no bias)", &y, TOL_SUM);
+            mbuf dz = mbuf_new(yn, -1, 1), dx = mbuf_new(xn, -1, 1);
+            mbuf dw = mbuf_new(w.n, 0, 0), db = mbuf_new(dc.k, 0, 0);
+            for (int acc = 0; acc < 2; acc++) {
+                cpu->conv2d_backward(cpu, &dc, batch, x.c, w.c, dz.c, dx.c, acc, dw.c, db.c,
+                                     ws_c);
+                gpu->conv2d_backward(gpu, &dg, batch, x.g, w.g, dz.g, dx.g, acc, dw.g, db.g,
+                                     ws_g);
+                expect_close("conv dx", &dx, TOL_SUM);
+                expect_close("conv dw", &dw, TOL_SUM);
+                expect_close("conv db", &db, TOL_SUM);
+            }
+            cpu->conv2d_backward(cpu, &dc, batch, x.c, w.c, dz.c, NULL, false, dw.c, NULL, ws_c);
+            gpu->conv2d_backward(gpu, &dg, batch, x.g, w.g, dz.g, NULL, false, dw.g, NULL, ws_g);
+            expect_close("conv dw (no dx)", &dw, TOL_SUM);
+            mbuf *all[] = {&x, &w, &bias, &y, &dz, &dx, &dw, &db};
+            for (size_t i = 0; i < 8; i++)
+                mbuf_free(all[i]);
+        }
+        cpu->free(cpu, ws_c);
+        gpu->free(gpu, ws_g);
+        cpu->conv2d_release(cpu, &dc);
+        gpu->conv2d_release(gpu, &dg);
+    }
+}
+
+/* ---- pooling ------------------------------------------------------------ */
+
+static void test_pool2d(void **state)
+{
+    (void)state;
+    typedef struct { int c, h, w, k, stride, pt, pl, pb, pr; } pool_case;
+    const pool_case cases[] = {
+        {3, 8, 8, 2, 2, 0, 0, 0, 0},   /* cuDNN: the classic 2x2/2 */
+        {2, 9, 7, 3, 2, 1, 1, 1, 1},   /* cuDNN: symmetric padding */
+        {2, 5, 5, 2, 1, 0, 0, 1, 1},   /* kernel: "same" 2x2/1 */
+        {1, 6, 6, 3, 3, 0, 0, 0, 0},   /* cuDNN: non-overlapping 3x3 */
+    };
+    const int batch = 4;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+        for (int mode = 0; mode < 2; mode++) {
+            const pool_case *pc = &cases[ci];
+            pool2d_desc dc = {
+                .max_batch = batch, .c = pc->c, .h = pc->h, .w = pc->w, .kh = pc->k,
+                .kw = pc->k, .stride_h = pc->stride, .stride_w = pc->stride,
+                .pad_top = pc->pt, .pad_left = pc->pl, .pad_bottom = pc->pb,
+                .pad_right = pc->pr, .mode = mode ? POOL_AVG : POOL_MAX,
+            };
+            dc.oh = (dc.h + dc.pad_top + dc.pad_bottom - dc.kh) / dc.stride_h + 1;
+            dc.ow = (dc.w + dc.pad_left + dc.pad_right - dc.kw) / dc.stride_w + 1;
+            pool2d_desc dg = dc;
+            assert_true(cpu->pool2d_prepare(cpu, &dc) >= 0);
+            assert_true(gpu->pool2d_prepare(gpu, &dg) >= 0);
+            long xn = (long)batch * dc.c * dc.h * dc.w, yn = (long)batch * dc.c * dc.oh * dc.ow;
+            mbuf x = mbuf_new(xn, -1, 1), y = mbuf_new(yn, 0, 0);
+            cpu->pool2d_forward(cpu, &dc, batch, x.c, y.c);
+            gpu->pool2d_forward(gpu, &dg, batch, x.g, y.g);
+            expect_close("pool y", &y, TOL_EXACT);
+            mbuf dy = mbuf_new(yn, -1, 1), dx = mbuf_new(xn, -1, 1);
+            for (int acc = 0; acc < 2; acc++) {
+                cpu->pool2d_backward(cpu, &dc, batch, x.c, y.c, dy.c, dx.c, acc);
+                gpu->pool2d_backward(gpu, &dg, batch, x.g, y.g, dy.g, dx.g, acc);
+                expect_close("pool dx", &dx, TOL_EXACT);
+            }
+            mbuf_free(&x);
+            mbuf_free(&y);
+            mbuf_free(&dy);
+            mbuf_free(&dx);
+            cpu->pool2d_release(cpu, &dc);
+            gpu->pool2d_release(gpu, &dg);
+        }
+}
+
+/* ---- batch normalisation ------------------------------------------------ */
+
+static void test_batchnorm(void **state)
+{
+    (void)state;
+    const int shapes[][3] = {{7, 5, 12}, {16, 9, 1}}; /* batch, c, spatial */
+    for (size_t s = 0; s < 2; s++) {
+        int batch = shapes[s][0], c = shapes[s][1], sp = shapes[s][2];
+        batchnorm_desc dc = {.max_batch = batch, .c = c, .spatial = sp, .epsilon = 1e-3f,
+                             .momentum = 0.99f};
+        batchnorm_desc dg = dc;
+        long wc = cpu->batchnorm_prepare(cpu, &dc), wg = gpu->batchnorm_prepare(gpu, &dg);
+        assert_true(wc >= 0);
+        assert_true(wg >= 0);
+        float *ws_c = cpu->alloc(cpu, wc > 0 ? wc : 1), *ws_g = gpu->alloc(gpu, wg > 0 ? wg : 1);
+        long n = (long)batch * c * sp;
+        mbuf x = mbuf_new(n, -2, 3), gamma = mbuf_new(c, 0.5f, 1.5f), beta = mbuf_new(c, -1, 1);
+        mbuf rmean = mbuf_new(c, -0.1f, 0.1f), rvar = mbuf_new(c, 0.5f, 1.5f);
+        mbuf smean = mbuf_new(c, 0, 0), sinv = mbuf_new(c, 0, 0), y = mbuf_new(n, 0, 0);
+        cpu->batchnorm_forward_train(cpu, &dc, batch, x.c, gamma.c, beta.c, rmean.c, rvar.c,
+                                     smean.c, sinv.c, y.c, ws_c);
+        gpu->batchnorm_forward_train(gpu, &dg, batch, x.g, gamma.g, beta.g, rmean.g, rvar.g,
+                                     smean.g, sinv.g, y.g, ws_g);
+        expect_close("bn y", &y, TOL_SUM);
+        expect_close("bn save_mean", &smean, TOL_SUM);
+        expect_close("bn save_invstd", &sinv, TOL_SUM);
+        expect_close("bn running_mean", &rmean, TOL_SUM);
+        expect_close("bn running_var", &rvar, TOL_SUM);
+        cpu->batchnorm_forward_eval(cpu, &dc, batch, x.c, gamma.c, beta.c, rmean.c, rvar.c,
+                                    y.c);
+        gpu->batchnorm_forward_eval(gpu, &dg, batch, x.g, gamma.g, beta.g, rmean.g, rvar.g,
+                                    y.g);
+        expect_close("bn eval y", &y, TOL_SUM);
+        mbuf dy = mbuf_new(n, -1, 1), dx = mbuf_new(n, -1, 1);
+        mbuf dgamma = mbuf_new(c, 0, 0), dbeta = mbuf_new(c, 0, 0);
+        for (int acc = 0; acc < 2; acc++) {
+            cpu->batchnorm_backward(cpu, &dc, batch, x.c, dy.c, gamma.c, smean.c, sinv.c, dx.c,
+                                    acc, dgamma.c, dbeta.c, ws_c);
+            gpu->batchnorm_backward(gpu, &dg, batch, x.g, dy.g, gamma.g, smean.g, sinv.g, dx.g,
+                                    acc, dgamma.g, dbeta.g, ws_g);
+            expect_close("bn dx", &dx, TOL_SUM);
+            expect_close("bn dgamma", &dgamma, TOL_SUM);
+            expect_close("bn dbeta", &dbeta, TOL_SUM);
+        }
+        cpu->batchnorm_backward(cpu, &dc, batch, x.c, dy.c, gamma.c, smean.c, sinv.c, NULL,
+                                false, dgamma.c, dbeta.c, ws_c);
+        gpu->batchnorm_backward(gpu, &dg, batch, x.g, dy.g, gamma.g, smean.g, sinv.g, NULL,
+                                false, dgamma.g, dbeta.g, ws_g);
+        expect_close("bn dgamma (no dx)", &dgamma, TOL_SUM);
+        mbuf *all[] = {&x, &gamma, &beta, &rmean, &rvar, &smean, &sinv, &y,
+                       &dy, &dx, &dgamma, &dbeta};
+        for (size_t i = 0; i < 12; i++)
+            mbuf_free(all[i]);
+        cpu->free(cpu, ws_c);
+        gpu->free(gpu, ws_g);
+        cpu->batchnorm_release(cpu, &dc);
+        gpu->batchnorm_release(gpu, &dg);
+    }
+}
+
+/* ---- dropout and concat ------------------------------------------------- */
+
+static void test_dropout(void **state)
+{
+    (void)state;
+    const long n = 10007;
+    mbuf x = mbuf_new(n, -1, 1), mask = mbuf_new(n, 0, 0), y = mbuf_new(n, 0, 0);
+    cpu->dropout_forward(cpu, n, 0.3f, 1234, x.c, mask.c, y.c);
+    gpu->dropout_forward(gpu, n, 0.3f, 1234, x.g, mask.g, y.g);
+    expect_close("dropout mask", &mask, 0.0f, 0.0f);
+    expect_close("dropout y", &y, TOL_EXACT);
+    mbuf dy = mbuf_new(n, -1, 1), dx = mbuf_new(n, -1, 1);
+    for (int acc = 0; acc < 2; acc++) {
+        cpu->dropout_backward(cpu, n, mask.c, dy.c, dx.c, acc);
+        gpu->dropout_backward(gpu, n, mask.g, dy.g, dx.g, acc);
+        expect_close("dropout dx", &dx, TOL_EXACT);
+    }
+    mbuf *all[] = {&x, &mask, &y, &dy, &dx};
+    for (size_t i = 0; i < 5; i++)
+        mbuf_free(all[i]);
+}
+
+static void test_concat(void **state)
+{
+    (void)state;
+    const int batch = 4, c_in[3] = {2, 3, 1};
+    const long spatial = 6;
+    mbuf xs[3], dxs[3];
+    for (int i = 0; i < 3; i++) {
+        xs[i] = mbuf_new(batch * c_in[i] * spatial, -1, 1);
+        dxs[i] = mbuf_new(batch * c_in[i] * spatial, -1, 1);
+    }
+    mbuf y = mbuf_new(batch * 6 * spatial, 0, 0), dy = mbuf_new(batch * 6 * spatial, -1, 1);
+    const float *xc[3] = {xs[0].c, xs[1].c, xs[2].c}, *xg[3] = {xs[0].g, xs[1].g, xs[2].g};
+    cpu->concat_forward(cpu, batch, 3, c_in, spatial, xc, y.c);
+    gpu->concat_forward(gpu, batch, 3, c_in, spatial, xg, y.g);
+    expect_close("concat y", &y, 0.0f, 0.0f);
+    float *dc[3] = {dxs[0].c, NULL, dxs[2].c}, *dg[3] = {dxs[0].g, NULL, dxs[2].g};
+    const bool acc[3] = {true, false, false};
+    cpu->concat_backward(cpu, batch, 3, c_in, spatial, dy.c, dc, acc);
+    gpu->concat_backward(gpu, batch, 3, c_in, spatial, dy.g, dg, acc);
+    for (int i = 0; i < 3; i++)
+        expect_close("concat dx", &dxs[i], TOL_EXACT);
+    for (int i = 0; i < 3; i++) {
+        mbuf_free(&xs[i]);
+        mbuf_free(&dxs[i]);
+    }
+    mbuf_free(&y);
+    mbuf_free(&dy);
+}
+
+/* ---- losses and metrics ------------------------------------------------- */
+
+static void test_losses_metrics(void **state)
+{
+    (void)state;
+    const int batch = 23, n = 10;
+    const long bn = (long)batch * n;
+    mbuf logits = mbuf_new(bn, -4, 4), t = mbuf_onehot(batch, n);
+    mbuf probs = mbuf_new(bn, 0, 0), grad = mbuf_new(bn, 0, 0);
+    double lc = cpu->softmax_xent(cpu, batch, n, logits.c, t.c, probs.c, grad.c);
+    double lg = gpu->softmax_xent(gpu, batch, n, logits.g, t.g, probs.g, grad.g);
+    expect_close_d("softmax_xent", lg, lc, 1e-5);
+    expect_close("softmax_xent probs", &probs, TOL_ACT);
+    expect_close("softmax_xent dlogits", &grad, TOL_ACT);
+
+    mbuf p = mbuf_new(bn, 0.01f, 0.99f), tb = mbuf_new(bn, 0, 1);
+    for (long i = 0; i < bn; i++)
+        tb.host[i] = tb.host[i] < 0.5f ? 0.0f : 1.0f;
+    mbuf_push(&tb);
+    lc = cpu->binary_xent(cpu, batch, n, p.c, tb.c, grad.c);
+    lg = gpu->binary_xent(gpu, batch, n, p.g, tb.g, grad.g);
+    expect_close_d("binary_xent", lg, lc, 1e-5);
+    expect_close("binary_xent dp", &grad, TOL_ACT);
+
+    lc = cpu->mse(cpu, batch, n, logits.c, tb.c, grad.c);
+    lg = gpu->mse(gpu, batch, n, logits.g, tb.g, grad.g);
+    expect_close_d("mse", lg, lc, 1e-5);
+    expect_close("mse dy", &grad, TOL_EXACT);
+
+    batch_metrics mc, mg;
+    cpu->metrics(cpu, batch, n, probs.c, t.c, &mc);
+    gpu->metrics(gpu, batch, n, probs.g, t.g, &mg);
+    assert_true(mc.correct == mg.correct);
+    expect_close_d("metrics sq_err", mg.sq_err, mc.sq_err, 1e-5);
+    expect_close_d("metrics abs_err", mg.abs_err, mc.abs_err, 1e-5);
+    mbuf *all[] = {&logits, &t, &probs, &grad, &p, &tb};
+    for (size_t i = 0; i < 6; i++)
+        mbuf_free(all[i]);
+}
+
+/* ---- optimizers ---------------------------------------------------------- */
+
+static spec_optimizer opt_cfg(spec_optimizer_name name, double momentum, bool nesterov)
+{
+    spec_optimizer c = {
+        .name = name, .learning_rate = 0.01, .momentum = momentum, .nesterov = nesterov,
+        .decay = 0.001, .rho = 0.9, .beta1 = 0.9, .beta2 = 0.999, .epsilon = 1e-7,
+        .weight_decay = 1e-4,
+    };
+    return c;
+}
+
+static void test_optimizers(void **state)
+{
+    (void)state;
+    const spec_optimizer cfgs[] = {
+        opt_cfg(OPT_SGD, 0.0, false), opt_cfg(OPT_SGD, 0.9, false), opt_cfg(OPT_SGD, 0.9, true),
+        opt_cfg(OPT_RMSPROP, 0.0, false), opt_cfg(OPT_ADAM, 0.0, false),
+        opt_cfg(OPT_NADAM, 0.0, false),
+    };
+    const long n = 4099;
+    for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++) {
+        char err[256];
+        optimizer *oc = optim_create(&cfgs[c], n);
+        gpu_optim *og = gpu_optim_create(gpu, &cfgs[c], n, err, sizeof err);
+        assert_non_null(oc);
+        assert_non_null(og);
+        mbuf params = mbuf_new(n, -1, 1), grads = mbuf_new(n, -1, 1);
+        for (int step = 0; step < 5; step++) {
+            for (long i = 0; i < n; i++)
+                grads.host[i] = urand(-1, 1);
+            mbuf_push(&grads);
+            optim_step(oc, params.c, grads.c, n, 0.01f);
+            gpu_optim_step(og, params.g, grads.g, 0.01f);
+            expect_close("optimizer params", &params, 1e-5f, 1e-7f);
+        }
+        assert_int_equal(gpu_optim_iterations(og), optim_iterations(oc));
+        long sn = optim_state_floats(oc);
+        assert_int_equal(gpu_optim_state_floats(og), sn);
+        float *sc = malloc((size_t)sn * sizeof(float)), *sg = malloc((size_t)sn * sizeof(float));
+        optim_state_save(oc, sc);
+        gpu_optim_state_save(og, sg);
+        for (long i = 0; i < sn; i++)
+            assert_true(fabsf(sc[i] - sg[i]) <= 1e-6f + 1e-5f * fabsf(sc[i]));
+        free(sc);
+        free(sg);
+        mbuf_free(&params);
+        mbuf_free(&grads);
+        optim_free(oc);
+        gpu_optim_free(og);
+    }
+}
+
+/* ---- NCCL on one rank, and a short training run ------------------------- */
+
+/* A 20-16-4 MLP (relu, softmax cross-entropy) with its parameters in one
+ * flat buffer: W1 (20, 16), b1 (16), W2 (16, 4), b2 (4). */
+enum { IN = 20, HID = 16, OUT = 4, BATCH = 32, NBATCH = 4, STEPS = 40 };
+#define OFF_W1 0L
+#define OFF_B1 (OFF_W1 + IN * HID)
+#define OFF_W2 (OFF_B1 + HID)
+#define OFF_B2 (OFF_W2 + HID * OUT)
+#define NPARAM (OFF_B2 + OUT)
+
+typedef struct mlp_bufs {
+    float *params, *grads, *h, *logits, *probs, *dlogits, *dh;
+} mlp_bufs;
+
+static mlp_bufs mlp_alloc(backend *be)
+{
+    mlp_bufs m = {
+        be->alloc(be, NPARAM), be->alloc(be, NPARAM), be->alloc(be, BATCH * HID),
+        be->alloc(be, BATCH * OUT), be->alloc(be, BATCH * OUT), be->alloc(be, BATCH * OUT),
+        be->alloc(be, BATCH * HID),
+    };
+    assert_non_null(m.params);
+    assert_non_null(m.dh);
+    return m;
+}
+
+static void mlp_free(backend *be, mlp_bufs *m)
+{
+    float *all[] = {m->params, m->grads, m->h, m->logits, m->probs, m->dlogits, m->dh};
+    for (size_t i = 0; i < 7; i++)
+        be->free(be, all[i]);
+}
+
+/* Forward and backward of one batch; the loss sum. */
+static double mlp_step(backend *be, mlp_bufs *m, const float *x, const float *t)
+{
+    float *p = m->params, *g = m->grads;
+    be->dense_forward(be, BATCH, IN, HID, x, p + OFF_W1, p + OFF_B1, ACT_RELU, m->h);
+    be->dense_forward(be, BATCH, HID, OUT, m->h, p + OFF_W2, p + OFF_B2, ACT_NONE, m->logits);
+    double loss = be->softmax_xent(be, BATCH, OUT, m->logits, t, m->probs, m->dlogits);
+    be->dense_backward(be, BATCH, HID, OUT, m->h, p + OFF_W2, m->dlogits, m->dh, false,
+                       g + OFF_W2, g + OFF_B2);
+    be->activation_backward(be, ACT_RELU, BATCH, HID, m->h, m->dh, m->dh, false);
+    be->dense_backward(be, BATCH, IN, HID, x, p + OFF_W1, m->dh, NULL, false, g + OFF_W1,
+                       g + OFF_B1);
+    return loss;
+}
+
+static void test_nccl_single_rank(void **state)
+{
+    (void)state;
+    char err[256];
+    gpu_comm *comm = gpu_comm_create(gpu, MPI_COMM_WORLD, err, sizeof err);
+    if (!comm)
+        fail_msg("gpu_comm_create: %s", err);
+    mbuf v = mbuf_new(NPARAM, -1, 1);
+    gpu_comm_allreduce_mean(comm, v.g, v.n); /* the mean over one rank is itself */
+    expect_close("allreduce (1 rank)", &v, 0.0f, 0.0f);
+    const gpu_param_span spans[] = {{OFF_W1, IN * HID}, {OFF_B1, HID}, {OFF_W2, HID * OUT},
+                                    {OFF_B2, OUT}};
+    gpu_bucket_plan plan;
+    assert_true(gpu_bucket_plan_build(spans, 4, 100, &plan, err, sizeof err));
+    gpu_comm_begin(comm, &plan, v.g);
+    for (int layer = 3; layer >= 0; layer--)
+        gpu_comm_layer_done(comm, layer);
+    gpu_comm_end(comm);
+    expect_close("bucketed allreduce (1 rank)", &v, 0.0f, 0.0f);
+    gpu_bucket_plan_free(&plan);
+    mbuf_free(&v);
+    gpu_comm_free(comm);
+}
+
+static void test_training_run(void **state)
+{
+    (void)state;
+    mlp_bufs mc = mlp_alloc(cpu), mg = mlp_alloc(gpu);
+    float *init = malloc(NPARAM * sizeof(float));
+    for (long i = 0; i < NPARAM; i++)
+        init[i] = urand(-0.4f, 0.4f);
+    cpu->upload(cpu, mc.params, init, NPARAM);
+    gpu->upload(gpu, mg.params, init, NPARAM);
+    mbuf xs[NBATCH], ts[NBATCH];
+    for (int b = 0; b < NBATCH; b++) {
+        xs[b] = mbuf_new(BATCH * IN, -1, 1);
+        ts[b] = mbuf_onehot(BATCH, OUT);
+    }
+    spec_optimizer cfg = opt_cfg(OPT_SGD, 0.9, false);
+    cfg.learning_rate = 0.1;
+    char err[256];
+    optimizer *oc = optim_create(&cfg, NPARAM);
+    gpu_optim *og = gpu_optim_create(gpu, &cfg, NPARAM, err, sizeof err);
+    assert_non_null(oc);
+    assert_non_null(og);
+    double first = 0.0, last = 0.0;
+    for (int step = 0; step < STEPS; step++) {
+        int b = step % NBATCH;
+        double lc = mlp_step(cpu, &mc, xs[b].c, ts[b].c);
+        double lg = mlp_step(gpu, &mg, xs[b].g, ts[b].g);
+        expect_close_d("training loss", lg, lc, 1e-3);
+        optim_step(oc, mc.params, mc.grads, NPARAM, 0.1f);
+        gpu_optim_step(og, mg.params, mg.grads, 0.1f);
+        if (step < NBATCH)
+            first += lc;
+        if (step >= STEPS - NBATCH)
+            last += lc;
+    }
+    mbuf params = {.n = NPARAM, .c = mc.params, .g = mg.params};
+    expect_close("trained parameters", &params, 1e-3f, 1e-4f);
+    assert_true(last < first); /* it learned something, on both */
+    for (int b = 0; b < NBATCH; b++) {
+        mbuf_free(&xs[b]);
+        mbuf_free(&ts[b]);
+    }
+    free(init);
+    optim_free(oc);
+    gpu_optim_free(og);
+    mlp_free(cpu, &mc);
+    mlp_free(gpu, &mg);
+}
+
+static int backends_up(void **state)
+{
+    (void)state;
+    char err[256];
+    cpu = backend_cpu_create(2, err, sizeof err);
+    gpu = backend_cuda_create(0, err, sizeof err);
+    if (!cpu || !gpu) {
+        fprintf(stderr, "backend: %s\n", err);
+        return -1;
+    }
+    srand(2024);
+    return 0;
+}
+
+static int backends_down(void **state)
+{
+    (void)state;
+    if (gpu)
+        gpu->destroy(gpu);
+    if (cpu)
+        cpu->destroy(cpu);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    char why[256];
+    if (!gpu_available(why, sizeof why)) {
+        printf("SKIP: GPU-vs-CPU suite needs a CUDA device: %s\n", why);
+        return 77;
+    }
+    MPI_Init(&argc, &argv);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_axpy_scale_copy),
+        cmocka_unit_test(test_dense),
+        cmocka_unit_test(test_activations),
+        cmocka_unit_test(test_conv2d),
+        cmocka_unit_test(test_pool2d),
+        cmocka_unit_test(test_batchnorm),
+        cmocka_unit_test(test_dropout),
+        cmocka_unit_test(test_concat),
+        cmocka_unit_test(test_losses_metrics),
+        cmocka_unit_test(test_optimizers),
+        cmocka_unit_test(test_nccl_single_rank),
+        cmocka_unit_test(test_training_run),
+    };
+    int failed = cmocka_run_group_tests(tests, backends_up, backends_down);
+    MPI_Finalize();
+    return failed;
+}
