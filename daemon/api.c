@@ -167,7 +167,7 @@ enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t le
         .time_limit_s = spec->resources.time_limit_s,
     };
     char id[STORE_ID_LEN + 1];
-    store_status rs = store_job_submit(d->st, &nj, d->cfg.max_queued, daemon_now(), id);
+    store_status rs = store_job_submit(d->st, &nj, d->cfg.max_queued, 0, id);
     spec_free(spec);
     if (rs == STORE_LIMIT)
         return api_reply_error(r, MHD_HTTP_TOO_MANY_REQUESTS, NULL,

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 
 #include <sqlite3.h>
 
@@ -489,6 +490,12 @@ static store_status store_submit_txn(store_conn *c, const store_new_job *nj, int
         !store_query_double(c, ST_GET_OWNER_VFINISH, nj->owner, &vfinish))
         return STORE_ERROR;
     double vstart = vfinish > vclock ? vfinish : vclock;
+    if (now <= 0) {
+        /* Stamped under the write lock, so submission times follow seq. */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        now = (double)ts.tv_sec + ts.tv_nsec / 1e9;
+    }
     sqlite3_stmt *s = store_stmt(c, ST_INSERT_JOB);
     if (!s)
         return STORE_ERROR;

@@ -95,7 +95,8 @@ int store_schema_version(store *st);
 
 /* Insert a queued job unless its owner already has max_queued queued jobs
  * (STORE_LIMIT); both in one transaction, so concurrent submits cannot
- * overshoot. Fills id_out. Durable when it returns STORE_OK. */
+ * overshoot. Fills id_out. Durable when it returns STORE_OK. now <= 0 stamps
+ * the submission time inside the transaction (times then follow run order). */
 store_status store_job_submit(store *st, const store_new_job *nj, int max_queued, double now,
                               char id_out[STORE_ID_LEN + 1]);
 

@@ -1,0 +1,209 @@
+"""it_badreq.py — a corpus of bad requests against a real punchcardd:
+malformed and truncated JSON, wrong types, huge bodies (declared and
+chunked), unknown routes and methods, path-traversal dataset names and URLs,
+missing and wrong secrets, raw garbage on the socket. Each gets the right
+4xx as JSON, and the daemon stays up (this test also runs in the sanitizer
+build, where any memory error aborts the daemon)."""
+import copy
+import json
+import os
+import socket
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from punchd import QUICK_JOB, SECRETS, Daemon, check, expect_error  # noqa: E402
+
+
+def main():
+    d = Daemon(["--hold", "--slots", "4", "--max-body", "65536", "--max-queued", "1000"])
+    try:
+        d.start()
+        run(d)
+        check(d.alive(), "daemon died:\n" + d.read_log())
+        d.stop()
+    finally:
+        d.cleanup()
+    print("ok")
+
+
+def alive(d, what):
+    r = d.req("GET", "/healthz")
+    check(r.status_code == 200, "after %s: /healthz %d" % (what, r.status_code))
+
+
+def post(d, body, user="alice", path="/api/v1/jobs"):
+    data = body if isinstance(body, (bytes, str)) else json.dumps(body)
+    return d.req("POST", path, user, data=data)
+
+
+def spec_with(path, value):
+    """QUICK_JOB with the field at dotted `path` set to value (None deletes)."""
+    job = copy.deepcopy(QUICK_JOB)
+    node = job
+    keys = path.split(".")
+    for k in keys[:-1]:
+        node = node.setdefault(k, {})
+    if value is None:
+        node.pop(keys[-1], None)
+    else:
+        node[keys[-1]] = value
+    return job
+
+
+def raw(d, payload, read=True):
+    """Send bytes on a fresh connection; return what came back within 2 s
+    (maybe b""; a half-closed connection may stay open until its timeout)."""
+    s = socket.create_connection(("127.0.0.1", d.port), timeout=2)
+    try:
+        s.sendall(payload)
+        if not read:
+            return b""
+        s.shutdown(socket.SHUT_WR)
+        out = b""
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except (ConnectionResetError, socket.timeout):
+                break
+            if not chunk:
+                break
+            out += chunk
+        return out
+    except OSError:  # reset or not connected: the server hung up first
+        return b""
+    finally:
+        s.close()
+
+
+def status_of(reply):
+    line = reply.split(b"\r\n", 1)[0].split()
+    return int(line[1]) if len(line) >= 2 and line[1].isdigit() else None
+
+
+def run(d):
+    text = json.dumps(QUICK_JOB)
+    # Malformed and truncated JSON: every prefix class of a valid spec.
+    for cut in sorted({1, 2, 5, len(text) // 3, len(text) // 2, len(text) - 1}):
+        expect_error(post(d, text[:cut]), 400, "truncated at %d" % cut)
+    for body in ("", " ", "{", "}", "[]", "null", "42", "\"job\"", "{\"model\": }", "{'a': 1}",
+                 "{\"a\": 1,}", "\x00\x01\x02", "{\"model\": \"mlp\"} trailing",
+                 "[" * 5000 + "]" * 5000, "{\"a\":" * 3000):
+        expect_error(post(d, body), 400, "malformed %r" % body[:20])
+    expect_error(post(d, b"{\"name\": \"\xff\xfe\"}"), 400, "invalid UTF-8")
+    alive(d, "malformed JSON")
+
+    # Wrong types and values, field named.
+    cases = [
+        ("training.epochs", "five", "training.epochs"),
+        ("training.epochs", 0, "training.epochs"),
+        ("training.batch_size", [], "training.batch_size"),
+        ("model", 3, "model"),
+        ("model", "no-such-preset", "model"),
+        ("data.format", "pickle", "data.format"),
+        ("distributed.workers", -1, "distributed.workers"),
+        ("distributed.trainer", "horovod", "distributed.trainer"),
+        ("resources.time_limit_s", "1h", "resources.time_limit_s"),
+        ("name", {"x": 1}, "name"),
+    ]
+    for path, value, field in cases:
+        e = expect_error(post(d, spec_with(path, value)), 400, "%s=%r" % (path, value))
+        check(e["field"] and e["field"].startswith(field.split(".")[0]),
+              "%s=%r: field %r" % (path, value, e["field"]))
+    alive(d, "wrong types")
+
+    # Path traversal and absolute dataset names never reach a path.
+    for name in ("../../etc/passwd", "/etc/passwd", "fashion-mnist/../../../etc/shadow",
+                 ".hidden/train", "a//b", "a\\..\\b", "fashion-mnist/./train"):
+        job = {"name": "trav", "model": "mlp",
+               "data": {"format": "idx", "train": name, "test": "fashion-mnist/t10k"}}
+        e = expect_error(post(d, job), 400, "dataset %r" % name)
+        check(e["field"] == "data.train", "dataset %r: field %r" % (name, e["field"]))
+    alive(d, "dataset traversal")
+
+    # Path traversal and junk in URLs.
+    for path in ("/api/v1/jobs/../../etc/passwd", "/api/v1/jobs/%2e%2e%2f%2e%2e%2fetc",
+                 "/api/v1/jobs/ABCDEF012345", "/api/v1/jobs/0123456789abc",
+                 "/api/v1/jobs/0123456789a", "/api/v1/jobs//history", "/../../etc/passwd",
+                 "/api/v1/jobs/0123456789ab/../../x", "/api/v1/jobs/0123456789ab/weights/x",
+                 "/api/v1/jobs/" + "a" * 5000):
+        r = d.req("GET", path, "alice")
+        check(r.status_code in (400, 404, 414, 431), "GET %s: %d" % (path[:60], r.status_code))
+    alive(d, "URL traversal")
+
+    # Methods.
+    for method in ("PUT", "PATCH", "OPTIONS"):
+        expect_error(d.req(method, "/api/v1/jobs", "alice"), 405, method)
+    r = raw(d, b"BREW /api/v1/jobs HTTP/1.1\r\nHost: x\r\n\r\n")
+    check(status_of(r) in (400, 405, 501), "BREW: %r" % r[:80])
+
+    # Secrets: missing, wrong, malformed headers, a secret in the wrong place.
+    for headers in ({}, {"Authorization": ""}, {"Authorization": "Bearer"},
+                    {"Authorization": "Bearer "}, {"Authorization": "bearer wrong"},
+                    {"Authorization": "Token " + SECRETS["alice"]},
+                    {"Authorization": "Bearer " + SECRETS["alice"][:-1]},
+                    {"Authorization": "Bearer " + "x" * 8000}):
+        r = d.req("POST", "/api/v1/jobs", data=text, headers=dict(headers))
+        check(r.status_code in (401, 431), "auth %r: %d" % (str(headers)[:40], r.status_code))
+        if r.status_code == 401:
+            expect_error(r, 401, "auth")
+    # The secret in a v1 body is not accepted (only the seed endpoints read it).
+    expect_error(d.req("POST", "/api/v1/jobs", data=json.dumps(dict(QUICK_JOB, secret=SECRETS["alice"]))),
+                 401, "secret in a v1 body")
+    alive(d, "secrets")
+
+    # Huge bodies: declared length over the cap (answered before the body is read).
+    expect_error(post(d, b"{" + b" " * 70000 + b"}"), 413, "declared 70 kB")
+    expect_error(post(d, b"{" + b" " * 70000 + b"}", path="/api/submit"), 413, "seed 70 kB")
+    # Chunked bodies have no length: the running total is capped.
+    def chunks(total, size=16384):
+        sent = 0
+        while sent < total:
+            n = min(size, total - sent)
+            sent += n
+            yield b" " * n
+    r = d.req("POST", "/api/v1/jobs", "alice", data=chunks(200000))
+    expect_error(r, 413, "chunked 200 kB")
+    # A chunked stream far past the cap is cut off; the daemon stays up.
+    head = ("POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n" % SECRETS["alice"]).encode()
+    chunk = b"%x\r\n%s\r\n" % (1 << 20, b"z" * (1 << 20))
+    s = socket.create_connection(("127.0.0.1", d.port), timeout=20)
+    try:
+        s.sendall(head)
+        for _ in range(32):
+            s.sendall(chunk)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    finally:
+        s.close()
+    alive(d, "32 MiB chunked upload")
+    # A lying Content-Length, then the connection closes.
+    raw(d, b"POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"a\":", read=False)
+    # Garbage instead of HTTP.
+    for junk in (b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + bytes(range(256)),
+                 b"GET\r\n\r\n", b"GET / HTTP/9.9\r\n\r\n", b"\r\n\r\n\r\n",
+                 b"GET /healthz HTTP/1.1\r\n" + b"X-A: b\r\n" * 5000 + b"\r\n",
+                 b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+                 b"POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"):
+        raw(d, junk)
+    alive(d, "garbage")
+
+    # Query strings: junk in ?state= and ?offset=, repeated and huge parameters.
+    jid = post(d, QUICK_JOB).json()["id"]
+    expect_error(d.req("GET", "/api/v1/jobs?state=QUEUED", "alice"), 400, "state case")
+    expect_error(d.req("GET", "/api/v1/jobs?state=%ff%fe", "alice"), 400, "state bytes")
+    expect_error(d.req("GET", "/api/v1/jobs/%s/logs?offset=99999999999999999999999" % jid, "alice"),
+                 400, "offset overflow")
+    r = d.req("GET", "/api/v1/jobs/%s/logs?offset=1000000" % jid, "alice")
+    check(r.status_code == 200 and r.content == b"", "offset past the end: %d" % r.status_code)
+    r = d.req("GET", "/api/v1/jobs?" + "&".join("a%d=%d" % (i, i) for i in range(500)), "alice")
+    check(r.status_code in (200, 414, 431), "many query args: %d" % r.status_code)
+
+    # Nothing above created a job but the one valid submit.
+    jobs = d.req("GET", "/api/v1/jobs", "root").json()["jobs"]
+    check([j["id"] for j in jobs] == [jid], "bad requests created jobs: %s" % jobs)
+    alive(d, "the corpus")
+
+
+if __name__ == "__main__":
+    main()

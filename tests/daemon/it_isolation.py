@@ -1,0 +1,60 @@
+"""it_isolation.py — users cannot see, list, cancel or read each other's jobs:
+another user's job answers exactly like an unknown id (404), so its existence
+does not leak; an admin sees all. Runs with --hold (no engine needed);
+it_runs.py repeats the download checks on finished jobs with real files."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from punchd import SECRETS, Daemon, check, expect_error  # noqa: E402
+
+
+def main():
+    d = Daemon(["--hold", "--slots", "2"])
+    try:
+        d.start()
+        run(d)
+        d.stop()
+    finally:
+        d.cleanup()
+    print("ok")
+
+
+def run(d):
+    a = d.submit("alice").json()["id"]
+    b = d.submit("bob").json()["id"]
+    unknown = "0123456789ab" if a != "0123456789ab" and b != "0123456789ab" else "ba9876543210"
+    for path in ("", "/history", "/weights", "/weights?format=npz", "/logs", "/logs?offset=0",
+                 "/events"):
+        theirs = d.req("GET", "/api/v1/jobs/%s%s" % (a, path), "bob")
+        nothing = d.req("GET", "/api/v1/jobs/%s%s" % (unknown, path), "bob")
+        e1 = expect_error(theirs, 404, "bob reads alice's job" + path)
+        e2 = expect_error(nothing, 404, "bob reads an unknown job" + path)
+        check(e1["error"].replace(a, "ID") == e2["error"].replace(unknown, "ID"),
+              "404 bodies differ: %r vs %r" % (e1, e2))
+        check(set(theirs.headers) - {"Date"} == set(nothing.headers) - {"Date"},
+              "404 headers differ")
+    expect_error(d.req("DELETE", "/api/v1/jobs/" + a, "bob"), 404, "bob cancels alice's job")
+    check(d.job("alice", a)["state"] == "queued", "alice's job survived bob's cancel")
+    # ?secret= is the same identity check.
+    expect_error(d.req("GET", "/api/v1/jobs/%s?secret=%s" % (a, SECRETS["bob"])), 404, "?secret=")
+    # Lists.
+    ids = [j["id"] for j in d.req("GET", "/api/v1/jobs", "bob").json()["jobs"]]
+    check(ids == [b], "bob's list: %s" % ids)
+    ids = [j["id"] for j in d.req("GET", "/api/v1/jobs", "alice").json()["jobs"]]
+    check(ids == [a], "alice's list: %s" % ids)
+    ids = {j["id"] for j in d.req("GET", "/api/v1/jobs", "root").json()["jobs"]}
+    check(ids == {a, b}, "admin's list: %s" % ids)
+    # Seed endpoints act on the caller's own current job only.
+    r = d.req("GET", "/api/state?secret=" + SECRETS["bob"])
+    check(r.json()["id"] == b, r.text)
+    r = d.req("GET", "/api/cancel?secret=" + SECRETS["bob"])
+    check(r.status_code == 200 and r.json()["id"] == b, r.text)
+    check(d.job("alice", a)["state"] == "queued", "bob's seed cancel touched alice's job")
+    # The admin may cancel anyone's job.
+    r = d.req("DELETE", "/api/v1/jobs/" + a, "root")
+    check(r.status_code == 200 and r.json()["state"] == "cancelled", r.text)
+
+
+if __name__ == "__main__":
+    main()
