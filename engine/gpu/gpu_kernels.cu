@@ -4,8 +4,6 @@
  * sum never depends on scheduling. */
 #include "gpu/gpu_kernels.h"
 
-#include <float.h>
-
 #define GPU_THREADS 256
 #define GPU_MAX_BLOCKS 4096L
 
@@ -137,13 +135,8 @@ extern "C" cudaError_t gpu_k_dropout_backward(cudaStream_t s, long n, const floa
 __global__ static void k_pad(long planes, int h, int w, int top, int left, int hp, int wp,
                              const float *x, float *xp)
 {
-    long per = (long)hp * wp;
-    GPU_FOR(i, planes * per) {
-        long p = i / per;
-        int yy = (int)(i % per / wp) - top, xx = (int)(i % wp) - left;
-        bool in = yy >= 0 && yy < h && xx >= 0 && xx < w;
-        xp[i] = in ? x[(p * h + yy) * w + xx] : 0.0f;
-    }
+    GPU_FOR(i, planes * hp * wp)
+        xp[i] = gpu_pad_at(i, h, w, top, left, hp, wp, x);
 }
 
 extern "C" cudaError_t gpu_k_pad(cudaStream_t s, long planes, int h, int w, int top, int left,
@@ -158,11 +151,8 @@ extern "C" cudaError_t gpu_k_pad(cudaStream_t s, long planes, int h, int w, int 
 __global__ static void k_crop(long planes, int h, int w, int top, int left, int hp, int wp,
                               const float *dxp, float *dx, bool accumulate)
 {
-    long per = (long)h * w;
-    GPU_FOR(i, planes * per) {
-        long p = i / per;
-        int yy = (int)(i % per / w), xx = (int)(i % w);
-        float g = dxp[(p * hp + yy + top) * wp + xx + left];
+    GPU_FOR(i, planes * h * w) {
+        float g = gpu_crop_at(i, h, w, top, left, hp, wp, dxp);
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }
@@ -178,39 +168,12 @@ extern "C" cudaError_t gpu_k_crop(cudaStream_t s, long planes, int h, int w, int
     return cudaGetLastError();
 }
 
-/* ---- pooling ----------------------------------------------------------- */
-
-/* The in-bounds window of output (oy, ox), as cpu_pool.c computes it. */
-__device__ static void pool_window(const gpu_pool_geom &g, int oy, int ox, int *y0, int *y1,
-                                   int *x0, int *x1)
-{
-    int ys = oy * g.stride_h - g.pad_top;
-    int xs = ox * g.stride_w - g.pad_left;
-    *y0 = ys < 0 ? 0 : ys;
-    *x0 = xs < 0 ? 0 : xs;
-    *y1 = ys + g.kh > g.h ? g.h : ys + g.kh;
-    *x1 = xs + g.kw > g.w ? g.w : xs + g.kw;
-}
+/* ---- pooling ------------------------------------------------------------ */
 
 __global__ static void k_pool_forward(gpu_pool_geom g, long planes, const float *x, float *y)
 {
-    long per = (long)g.oh * g.ow;
-    GPU_FOR(i, planes * per) {
-        const float *xp = x + i / per * g.h * g.w;
-        int oy = (int)(i % per / g.ow), ox = (int)(i % g.ow);
-        int y0, y1, x0, x1;
-        pool_window(g, oy, ox, &y0, &y1, &x0, &x1);
-        float acc = g.max ? -FLT_MAX : 0.0f;
-        for (int iy = y0; iy < y1; iy++)
-            for (int ix = x0; ix < x1; ix++) {
-                float v = xp[(long)iy * g.w + ix];
-                acc = g.max ? (v > acc ? v : acc) : acc + v;
-            }
-        int count = (y1 - y0) * (x1 - x0);
-        if (!g.max)
-            acc = count > 0 ? acc / (float)count : 0.0f;
-        y[i] = acc;
-    }
+    GPU_FOR(i, planes * g.oh * g.ow)
+        y[i] = gpu_pool_forward_at(&g, x, i);
 }
 
 extern "C" cudaError_t gpu_k_pool_forward(cudaStream_t s, gpu_pool_geom g, int batch,
@@ -222,57 +185,13 @@ extern "C" cudaError_t gpu_k_pool_forward(cudaStream_t s, gpu_pool_geom g, int b
     return cudaGetLastError();
 }
 
-/* Gather form of the backward pass: each input element sums what the
- * outputs whose windows hold it route to it, visiting outputs in the same
- * order cpu_pool.c scatters them, so no atomics are needed. */
 __global__ static void k_pool_backward(gpu_pool_geom g, long planes, const float *x,
                                        const float *y, const float *dy, float *dx,
                                        bool accumulate)
 {
-    long per = (long)g.h * g.w;
-    GPU_FOR(i, planes * per) {
-        long p = i / per;
-        int iy = (int)(i % per / g.w), ix = (int)(i % g.w);
-        const float *xp = x + p * per;
-        const float *yp = y + p * g.oh * g.ow;
-        const float *dyp = dy + p * g.oh * g.ow;
-        /* Outputs whose window can include (iy, ix). */
-        int oy_lo = (iy + g.pad_top - g.kh + g.stride_h) / g.stride_h;
-        int ox_lo = (ix + g.pad_left - g.kw + g.stride_w) / g.stride_w;
-        if (iy + g.pad_top - g.kh + 1 < 0)
-            oy_lo = 0;
-        if (ix + g.pad_left - g.kw + 1 < 0)
-            ox_lo = 0;
-        int oy_hi = (iy + g.pad_top) / g.stride_h;
-        int ox_hi = (ix + g.pad_left) / g.stride_w;
-        oy_hi = oy_hi < g.oh - 1 ? oy_hi : g.oh - 1;
-        ox_hi = ox_hi < g.ow - 1 ? ox_hi : g.ow - 1;
-        float acc = accumulate ? dx[i] : 0.0f;
-        for (int oy = oy_lo; oy <= oy_hi; oy++)
-            for (int ox = ox_lo; ox <= ox_hi; ox++) {
-                int y0, y1, x0, x1;
-                pool_window(g, oy, ox, &y0, &y1, &x0, &x1);
-                if (iy < y0 || iy >= y1 || ix < x0 || ix >= x1)
-                    continue;
-                float gr = dyp[oy * g.ow + ox];
-                if (!g.max) {
-                    acc += gr / (float)((y1 - y0) * (x1 - x0));
-                    continue;
-                }
-                /* Does (iy, ix) hold the window's first maximum? */
-                float m = yp[oy * g.ow + ox];
-                bool first = false, found = false;
-                for (int wy = y0; wy < y1 && !found; wy++)
-                    for (int wx = x0; wx < x1; wx++)
-                        if (xp[(long)wy * g.w + wx] == m) {
-                            first = wy == iy && wx == ix;
-                            found = true;
-                            break;
-                        }
-                if (first)
-                    acc += gr;
-            }
-        dx[i] = acc;
+    GPU_FOR(i, planes * g.h * g.w) {
+        float gr = gpu_pool_backward_at(&g, x, y, dy, i);
+        dx[i] = accumulate ? dx[i] + gr : gr;
     }
 }
 

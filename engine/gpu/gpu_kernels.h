@@ -43,11 +43,7 @@ cudaError_t gpu_k_pad(cudaStream_t s, long planes, int h, int w, int top, int le
 cudaError_t gpu_k_crop(cudaStream_t s, long planes, int h, int w, int top, int left, int hp,
                        int wp, const float *dxp, float *dx, bool accumulate);
 
-/* Pooling with the semantics of backend.h for any padding. */
-typedef struct gpu_pool_geom {
-    int c, h, w, kh, kw, stride_h, stride_w, pad_top, pad_left, oh, ow;
-    bool max;
-} gpu_pool_geom;
+/* Pooling with the semantics of backend.h for any padding (gpu_math.h). */
 cudaError_t gpu_k_pool_forward(cudaStream_t s, gpu_pool_geom g, int batch, const float *x,
                                float *y);
 cudaError_t gpu_k_pool_backward(cudaStream_t s, gpu_pool_geom g, int batch, const float *x,

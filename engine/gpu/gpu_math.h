@@ -1,11 +1,15 @@
 /* gpu_math.h — per-element formulas shared by the CUDA kernels and the
- * host, so the host's unit tests check exactly what the device computes:
- * the dropout mask rule of backend.h and the optimizer updates of optim.h.
+ * host, so the host's unit tests check exactly what the device computes
+ * against the CPU backend: the dropout mask rule of backend.h, pooling with
+ * any padding, explicit padding and cropping for convolutions, and the
+ * optimizer updates of optim.h.
  * Compiled as C by the host compiler and as CUDA C++ by nvcc (GPU_HD marks
  * functions for both sides). */
 #ifndef PUNCH_GPU_MATH_H
 #define PUNCH_GPU_MATH_H
 
+#include <float.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #ifdef __CUDACC__
@@ -27,6 +31,120 @@ GPU_HD static inline int gpu_dropout_keep(uint64_t seed, uint64_t i, float rate)
     x ^= x >> 31;
     float u = (float)(x >> 40) * (1.0f / 16777216.0f);
     return u >= rate;
+}
+
+/* ---- pooling with any padding (backend.h's semantics) ------------------ */
+
+typedef struct gpu_pool_geom {
+    int c, h, w, kh, kw, stride_h, stride_w, pad_top, pad_left, oh, ow;
+    bool max;
+} gpu_pool_geom;
+
+/* The in-bounds window of output (oy, ox): rows [y0, y1), cols [x0, x1). */
+GPU_HD static inline void gpu_pool_window(const gpu_pool_geom *g, int oy, int ox, int *y0,
+                                          int *y1, int *x0, int *x1)
+{
+    int ys = oy * g->stride_h - g->pad_top;
+    int xs = ox * g->stride_w - g->pad_left;
+    *y0 = ys < 0 ? 0 : ys;
+    *x0 = xs < 0 ? 0 : xs;
+    *y1 = ys + g->kh > g->h ? g->h : ys + g->kh;
+    *x1 = xs + g->kw > g->w ? g->w : xs + g->kw;
+}
+
+/* Output element i of (planes, oh, ow): the max or the mean of the
+ * in-bounds part of its window (padding never wins, is never counted). */
+GPU_HD static inline float gpu_pool_forward_at(const gpu_pool_geom *g, const float *x, long i)
+{
+    long per = (long)g->oh * g->ow;
+    const float *xp = x + i / per * g->h * g->w;
+    int oy = (int)(i % per / g->ow), ox = (int)(i % g->ow);
+    int y0, y1, x0, x1;
+    gpu_pool_window(g, oy, ox, &y0, &y1, &x0, &x1);
+    float acc = g->max ? -FLT_MAX : 0.0f;
+    for (int iy = y0; iy < y1; iy++)
+        for (int ix = x0; ix < x1; ix++) {
+            float v = xp[(long)iy * g->w + ix];
+            acc = g->max ? (v > acc ? v : acc) : acc + v;
+        }
+    int count = (y1 - y0) * (x1 - x0);
+    if (!g->max)
+        acc = count > 0 ? acc / (float)count : 0.0f;
+    return acc;
+}
+
+/* The gradient reaching input element i of (planes, h, w): the gather form
+ * of the backward pass, visiting the outputs whose windows hold it in the
+ * order a scatter over outputs would, so no atomics are needed. Max
+ * pooling routes each dy to the first maximum of its window. */
+GPU_HD static inline float gpu_pool_backward_at(const gpu_pool_geom *g, const float *x,
+                                                const float *y, const float *dy, long i)
+{
+    long per = (long)g->h * g->w;
+    long p = i / per;
+    int iy = (int)(i % per / g->w), ix = (int)(i % g->w);
+    const float *xp = x + p * per;
+    const float *yp = y + p * g->oh * g->ow;
+    const float *dyp = dy + p * g->oh * g->ow;
+    /* Outputs whose window can include (iy, ix): oy * stride - pad in
+     * [iy - kh + 1, iy]. */
+    int ty = iy + g->pad_top - g->kh + 1, tx = ix + g->pad_left - g->kw + 1;
+    int oy_lo = ty <= 0 ? 0 : (ty + g->stride_h - 1) / g->stride_h;
+    int ox_lo = tx <= 0 ? 0 : (tx + g->stride_w - 1) / g->stride_w;
+    int oy_hi = (iy + g->pad_top) / g->stride_h;
+    int ox_hi = (ix + g->pad_left) / g->stride_w;
+    oy_hi = oy_hi < g->oh - 1 ? oy_hi : g->oh - 1;
+    ox_hi = ox_hi < g->ow - 1 ? ox_hi : g->ow - 1;
+    float acc = 0.0f;
+    for (int oy = oy_lo; oy <= oy_hi; oy++)
+        for (int ox = ox_lo; ox <= ox_hi; ox++) {
+            int y0, y1, x0, x1;
+            gpu_pool_window(g, oy, ox, &y0, &y1, &x0, &x1);
+            if (iy < y0 || iy >= y1 || ix < x0 || ix >= x1)
+                continue;
+            float gr = dyp[oy * g->ow + ox];
+            if (!g->max) {
+                acc += gr / (float)((y1 - y0) * (x1 - x0));
+                continue;
+            }
+            float m = yp[oy * g->ow + ox];
+            bool first = false, found = false;
+            for (int wy = y0; wy < y1 && !found; wy++)
+                for (int wx = x0; wx < x1; wx++)
+                    if (xp[(long)wy * g->w + wx] == m) {
+                        first = wy == iy && wx == ix;
+                        found = true;
+                        break;
+                    }
+            if (first)
+                acc += gr;
+        }
+    return acc;
+}
+
+/* ---- explicit padding for asymmetric convolutions ----------------------- */
+
+/* Element i of the (planes, hp, wp) zero-padded copy of (planes, h, w)
+ * images placed at (top, left). */
+GPU_HD static inline float gpu_pad_at(long i, int h, int w, int top, int left, int hp, int wp,
+                                      const float *x)
+{
+    long per = (long)hp * wp;
+    long p = i / per;
+    int yy = (int)(i % per / wp) - top, xx = (int)(i % wp) - left;
+    bool in = yy >= 0 && yy < h && xx >= 0 && xx < w;
+    return in ? x[(p * h + yy) * w + xx] : 0.0f;
+}
+
+/* Element i of the (planes, h, w) window at (top, left) of padded images
+ * (planes, hp, wp): the adjoint of gpu_pad_at. */
+GPU_HD static inline float gpu_crop_at(long i, int h, int w, int top, int left, int hp, int wp,
+                                       const float *xp)
+{
+    long per = (long)h * w;
+    long p = i / per;
+    int yy = (int)(i % per / w), xx = (int)(i % w);
+    return xp[(p * hp + yy + top) * wp + xx + left];
 }
 
 typedef enum gpu_optim_kind {

@@ -2,11 +2,16 @@
  * GPU: device choice from the launcher's environment, the NCCL bucketing
  * plan, conv/pool/batchnorm workspace plans, and the formulas the kernels
  * share with the host (dropout mask, optimizer updates) checked against
- * the CPU backend's and engine/optim's own. Runs in every build. */
+ * the CPU backend's and engine/optim's own: pooling with any padding, the
+ * explicit-padding path of asymmetric convolutions (pad, convolve
+ * unpadded, crop), the dropout mask and the optimizer updates. Runs in
+ * every build. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -333,6 +338,142 @@ static void test_batchnorm_plan(void **state)
     assert_int_equal(gpu_plan_floats(257), 128);
 }
 
+/* ---- kernels' element formulas against the CPU backend ------------------ */
+
+static float host_rand(void)
+{
+    return (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
+}
+
+static float *host_random(long n)
+{
+    float *p = malloc((size_t)n * sizeof *p);
+    assert_non_null(p);
+    for (long i = 0; i < n; i++)
+        p[i] = host_rand();
+    return p;
+}
+
+static void expect_near(const float *a, const float *b, long n, float tol)
+{
+    for (long i = 0; i < n; i++)
+        if (!(fabsf(a[i] - b[i]) <= tol * (1.0f + fabsf(b[i]))))
+            fail_msg("element %ld: %.9g vs %.9g", i, a[i], b[i]);
+}
+
+static void test_pool_formulas(void **state)
+{
+    (void)state;
+    typedef struct { int c, h, w, k, stride, pt, pl, pb, pr; } pool_case;
+    const pool_case cases[] = {
+        {2, 5, 5, 2, 1, 0, 0, 1, 1},   /* "same" 2x2/1: one extra bottom/right */
+        {3, 7, 6, 3, 2, 1, 1, 1, 1},   /* symmetric */
+        {1, 6, 7, 3, 2, 0, 2, 1, 0},   /* lopsided both ways */
+        {2, 4, 4, 1, 1, 1, 1, 1, 1},   /* windows entirely in the padding */
+        {1, 9, 9, 4, 3, 2, 1, 2, 3},   /* stride < kernel, overlapping */
+    };
+    char err[256];
+    backend *cpu = backend_cpu_create(1, err, sizeof err);
+    assert_non_null(cpu);
+    const int batch = 3;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+        for (int mode = 0; mode < 2; mode++) {
+            const pool_case *pc = &cases[ci];
+            pool2d_desc d = {
+                .max_batch = batch, .c = pc->c, .h = pc->h, .w = pc->w, .kh = pc->k,
+                .kw = pc->k, .stride_h = pc->stride, .stride_w = pc->stride,
+                .pad_top = pc->pt, .pad_left = pc->pl, .pad_bottom = pc->pb,
+                .pad_right = pc->pr, .mode = mode ? POOL_AVG : POOL_MAX,
+            };
+            d.oh = (d.h + d.pad_top + d.pad_bottom - d.kh) / d.stride_h + 1;
+            d.ow = (d.w + d.pad_left + d.pad_right - d.kw) / d.stride_w + 1;
+            assert_true(cpu->pool2d_prepare(cpu, &d) >= 0);
+            gpu_pool_geom g = {
+                .c = d.c, .h = d.h, .w = d.w, .kh = d.kh, .kw = d.kw,
+                .stride_h = d.stride_h, .stride_w = d.stride_w, .pad_top = d.pad_top,
+                .pad_left = d.pad_left, .oh = d.oh, .ow = d.ow, .max = d.mode == POOL_MAX,
+            };
+            long xn = (long)batch * d.c * d.h * d.w, yn = (long)batch * d.c * d.oh * d.ow;
+            float *x = host_random(xn), *dy = host_random(yn);
+            /* Ties, so "first maximum" matters. */
+            for (long i = 0; i < xn; i += 3)
+                x[i] = 0.5f;
+            float *y = cpu->alloc(cpu, yn), *dx = cpu->alloc(cpu, xn);
+            float *yk = malloc((size_t)yn * sizeof *yk), *dxk = malloc((size_t)xn * sizeof *dxk);
+            cpu->pool2d_forward(cpu, &d, batch, x, y);
+            for (long i = 0; i < yn; i++)
+                yk[i] = gpu_pool_forward_at(&g, x, i);
+            assert_memory_equal(yk, y, (size_t)yn * sizeof *y);
+            cpu->pool2d_backward(cpu, &d, batch, x, y, dy, dx, false);
+            for (long i = 0; i < xn; i++)
+                dxk[i] = gpu_pool_backward_at(&g, x, y, dy, i);
+            expect_near(dxk, dx, xn, 1e-6f);
+            cpu->pool2d_release(cpu, &d);
+            cpu->free(cpu, y);
+            cpu->free(cpu, dx);
+            free(x);
+            free(dy);
+            free(yk);
+            free(dxk);
+        }
+    cpu->destroy(cpu);
+}
+
+/* An asymmetric convolution equals: pad explicitly as the plan says,
+ * convolve with no padding over the plan's input size, crop the input
+ * gradient. Checked with the CPU backend doing the convolutions. */
+static void test_conv_explicit_padding(void **state)
+{
+    (void)state;
+    char err[256];
+    backend *cpu = backend_cpu_create(1, err, sizeof err);
+    assert_non_null(cpu);
+    const int batch = 2;
+    conv2d_desc d = conv_desc(3, 6, 7, 4, 2, 1, 1, 0, 0, 1, 1);
+    d.max_batch = batch;
+    gpu_conv_plan p;
+    assert_true(gpu_conv_plan_geometry(&d, &p, err, sizeof err));
+    assert_true(p.explicit_pad);
+    conv2d_desc u = d;
+    u.h = p.in_h;
+    u.w = p.in_w;
+    u.pad_top = u.pad_bottom = p.pad_h;
+    u.pad_left = u.pad_right = p.pad_w;
+    long wd = cpu->conv2d_prepare(cpu, &d), wu = cpu->conv2d_prepare(cpu, &u);
+    assert_true(wd >= 0 && wu >= 0);
+    assert_int_equal(u.oh, d.oh);
+    float *ws = cpu->alloc(cpu, (wd > wu ? wd : wu) + 1);
+    long planes = (long)batch * d.c;
+    long xn = planes * d.h * d.w, xpn = planes * p.in_h * p.in_w;
+    long yn = (long)batch * d.k * d.oh * d.ow, wn = (long)d.k * d.c * d.kh * d.kw;
+    float *x = host_random(xn), *w = host_random(wn), *dz = host_random(yn);
+    float *xp = malloc((size_t)xpn * sizeof *xp);
+    for (long i = 0; i < xpn; i++)
+        xp[i] = gpu_pad_at(i, d.h, d.w, d.pad_top, d.pad_left, p.in_h, p.in_w, x);
+    float *y_ref = cpu->alloc(cpu, yn), *y = cpu->alloc(cpu, yn);
+    cpu->conv2d_forward(cpu, &d, batch, x, w, NULL, ACT_NONE, y_ref, ws);
+    cpu->conv2d_forward(cpu, &u, batch, xp, w, NULL, ACT_NONE, y, ws);
+    expect_near(y, y_ref, yn, 1e-5f);
+    float *dx_ref = cpu->alloc(cpu, xn), *dxp = cpu->alloc(cpu, xpn), *dx = cpu->alloc(cpu, xn);
+    float *dw_ref = cpu->alloc(cpu, wn), *dw = cpu->alloc(cpu, wn);
+    cpu->conv2d_backward(cpu, &d, batch, x, w, dz, dx_ref, false, dw_ref, NULL, ws);
+    cpu->conv2d_backward(cpu, &u, batch, xp, w, dz, dxp, false, dw, NULL, ws);
+    for (long i = 0; i < xn; i++)
+        dx[i] = gpu_crop_at(i, d.h, d.w, d.pad_top, d.pad_left, p.in_h, p.in_w, dxp);
+    expect_near(dx, dx_ref, xn, 1e-5f);
+    expect_near(dw, dw_ref, wn, 1e-5f);
+    float *bufs[] = {ws, y_ref, y, dx_ref, dxp, dx, dw_ref, dw};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        cpu->free(cpu, bufs[i]);
+    free(x);
+    free(w);
+    free(dz);
+    free(xp);
+    cpu->conv2d_release(cpu, &d);
+    cpu->conv2d_release(cpu, &u);
+    cpu->destroy(cpu);
+}
+
 /* ---- shared formulas --------------------------------------------------- */
 
 static void test_dropout_rule(void **state)
@@ -410,6 +551,8 @@ int main(void)
         cmocka_unit_test(test_conv_plan),
         cmocka_unit_test(test_pool_plan),
         cmocka_unit_test(test_batchnorm_plan),
+        cmocka_unit_test(test_pool_formulas),
+        cmocka_unit_test(test_conv_explicit_padding),
         cmocka_unit_test(test_dropout_rule),
         cmocka_unit_test(test_optimizer_formulas),
     };
