@@ -34,6 +34,10 @@ bool gpu_built(void);
  * one-line reason in why ("no CUDA device: ...", or GPU_NO_CUDA_BUILD). */
 bool gpu_available(char *why, size_t whylen);
 
+/* The number of usable CUDA devices (after CUDA_VISIBLE_DEVICES); 0 with
+ * the reason in why when there are none. */
+int gpu_device_count(char *why, size_t whylen);
+
 /* The CUDA backend on the device picked for this process's node-local
  * rank (gpu_device.h: local rank modulo visible devices). Same as
  * backend_cuda_create(gpu_local_rank(), ...). */

@@ -24,6 +24,12 @@ bool gpu_available(char *why, size_t whylen)
     return false;
 }
 
+int gpu_device_count(char *why, size_t whylen)
+{
+    gpu_absent(why, whylen);
+    return 0;
+}
+
 backend *backend_cuda_create(int local_rank, char *err, size_t errlen)
 {
     (void)local_rank;

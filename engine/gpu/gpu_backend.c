@@ -34,7 +34,7 @@ bool gpu_built(void)
 }
 
 /* "no CUDA device: <reason>" unless the runtime sees at least one. */
-static bool gpu_device_count(int *count, char *err, size_t errlen)
+static bool gpu_runtime_count(int *count, char *err, size_t errlen)
 {
     *count = 0;
     cudaError_t e = cudaGetDeviceCount(count);
@@ -45,13 +45,19 @@ static bool gpu_device_count(int *count, char *err, size_t errlen)
     return true;
 }
 
-bool gpu_available(char *why, size_t whylen)
+int gpu_device_count(char *why, size_t whylen)
 {
     int count;
-    if (!gpu_device_count(&count, why, whylen))
-        return false;
     gpu_device_choice choice;
-    return gpu_device_choose(0, count, getenv("CUDA_VISIBLE_DEVICES"), &choice, why, whylen);
+    if (!gpu_runtime_count(&count, why, whylen) ||
+        !gpu_device_choose(0, count, getenv("CUDA_VISIBLE_DEVICES"), &choice, why, whylen))
+        return 0;
+    return count;
+}
+
+bool gpu_available(char *why, size_t whylen)
+{
+    return gpu_device_count(why, whylen) > 0;
 }
 
 static void gpu_destroy(backend *be)
@@ -130,7 +136,7 @@ static void gpu_backend_fill(backend *be);
 backend *backend_cuda_create(int local_rank, char *err, size_t errlen)
 {
     int count;
-    if (!gpu_device_count(&count, err, errlen))
+    if (!gpu_runtime_count(&count, err, errlen))
         return NULL;
     gpu_device_choice choice;
     if (!gpu_device_choose(local_rank, count, getenv("CUDA_VISIBLE_DEVICES"), &choice, err,

@@ -27,6 +27,7 @@ struct gpu_comm {
     const gpu_bucket_plan *plan;
     float *grads;
     int *pending;               /* per bucket: layers still in backward */
+    int pending_cap;            /* allocated entries (grows, never shrinks) */
     int next;                   /* next bucket to launch */
 };
 
@@ -108,11 +109,16 @@ void gpu_comm_begin(gpu_comm *c, const gpu_bucket_plan *plan, float *grads)
     c->plan = plan;
     c->grads = grads;
     c->next = 0;
-    free(c->pending);
-    c->pending = malloc((size_t)(plan->n_buckets > 0 ? plan->n_buckets : 1) * sizeof(int));
-    if (!c->pending) {
-        fprintf(stderr, "punch-train: nccl: out of host memory\n");
-        exit(EXIT_FAILURE);
+    /* Allocates on the first step of a plan only: steady-state steps
+     * reuse the counters. */
+    if (plan->n_buckets > c->pending_cap) {
+        int *p = realloc(c->pending, (size_t)plan->n_buckets * sizeof *p);
+        if (!p) {
+            fprintf(stderr, "punch-train: nccl: out of host memory\n");
+            exit(EXIT_FAILURE);
+        }
+        c->pending = p;
+        c->pending_cap = plan->n_buckets;
     }
     for (int b = 0; b < plan->n_buckets; b++)
         c->pending[b] = plan->buckets[b].n_param_layers;
