@@ -1,0 +1,118 @@
+"""it_runs.py — real jobs through a real punchcardd and the real punch-train
+(small synthetic data): a job runs to succeeded with progress, result and
+timestamped events; history, weights (safetensors and npz) and logs
+download; another user gets 404 for all of them; a two-rank allreduce job
+runs; a job that fails at run time reports failed with its reason; the
+seed's submit/state/destroy round trip returns the model and history."""
+import copy
+import json
+import os
+import struct
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from punchd import QUICK_JOB, SECRETS, Daemon, check, expect_error, require_engine  # noqa: E402
+
+
+def main():
+    require_engine()
+    d = Daemon(["--slots", "2", "--max-running", "2"])
+    try:
+        d.start()
+        run(d)
+        d.stop()
+    finally:
+        d.cleanup()
+    print("ok")
+
+
+def safetensors_header(blob):
+    n = struct.unpack("<Q", blob[:8])[0]
+    return json.loads(blob[8:8 + n])
+
+
+def run(d):
+    jid = d.submit("alice").json()["id"]
+    two = copy.deepcopy(QUICK_JOB)
+    two["name"] = "quick-allreduce"
+    two["distributed"] = {"trainer": "allreduce", "workers": 2}
+    r = d.submit("bob", two)
+    check(r.status_code == 201 and r.json()["ranks"] == 2, r.text)
+    jid2 = r.json()["id"]
+
+    j = d.wait_state("alice", jid, ("succeeded", "failed", "cancelled", "timeout"), timeout=120)
+    check(j["state"] == "succeeded", "quick job: %s\n%s" % (j, d.train_log(jid)))
+    check(j["exit_code"] == 0 and j["error"] is None, j)
+    check(j["submitted_at"] <= j["started_at"] <= j["finished_at"], j)
+    check(j["progress"].get("epoch") == 2 and j["progress"].get("epochs") == 2, j["progress"])
+    check(isinstance(j["progress"].get("loss"), (int, float)), j["progress"])
+    check(j["result"] is not None and isinstance(j["result"].get("test_loss"), (int, float)),
+          "result: %s" % j["result"])
+    ev = d.req("GET", "/api/v1/jobs/%s/events" % jid, "alice").json()["events"]
+    check([e["to"] for e in ev] == ["queued", "starting", "running", "succeeded"], ev)
+    check([e["at"] for e in ev] == sorted(e["at"] for e in ev), "event times ascend")
+
+    r = d.req("GET", "/api/v1/jobs/%s/history" % jid, "alice")
+    check(r.status_code == 200 and r.headers["Content-Type"].startswith("application/json"), r.text)
+    hist = r.json()
+    check(len(hist.get("loss", [])) == 2, "history: %s" % hist)
+
+    r = d.req("GET", "/api/v1/jobs/%s/weights" % jid, "alice")
+    check(r.status_code == 200 and r.headers["Content-Type"] == "application/octet-stream", r.headers)
+    check("attachment" in r.headers.get("Content-Disposition", "") and
+          ".safetensors" in r.headers["Content-Disposition"], r.headers)
+    hdr = safetensors_header(r.content)
+    check(hdr["0.dense.weight"]["shape"] == [8, 4], hdr)
+    with open(os.path.join(d.run_dir(jid), "weights.safetensors"), "rb") as f:
+        check(f.read() == r.content, "weights differ from the run directory's")
+    r = d.req("GET", "/api/v1/jobs/%s/weights?format=npz" % jid, "alice")
+    check(r.status_code == 200 and r.content[:2] == b"PK", "npz: %d %r" % (r.status_code, r.content[:4]))
+
+    r = d.req("GET", "/api/v1/jobs/%s/logs" % jid, "alice")
+    check(r.status_code == 200 and r.headers["X-Job-State"] == "succeeded", r.headers)
+    full = r.content
+    check(int(r.headers["X-Log-Offset"]) == len(full) and len(full) > 0, "log offset")
+    r = d.req("GET", "/api/v1/jobs/%s/logs?offset=5" % jid, "alice")
+    check(r.content == full[5:] and r.headers["X-Log-Offset"] == str(len(full)), "log from 5")
+    r = d.req("GET", "/api/v1/jobs/%s/logs?offset=%d" % (jid, len(full)), "alice")
+    check(r.content == b"" and r.headers["X-Log-Offset"] == str(len(full)), "log at the end")
+
+    # Bob cannot download any of it; the admin can.
+    for path in ("/history", "/weights", "/weights?format=npz", "/logs", ""):
+        expect_error(d.req("GET", "/api/v1/jobs/%s%s" % (jid, path), "bob"), 404, "bob" + path)
+        check(d.req("GET", "/api/v1/jobs/%s%s" % (jid, path), "root").status_code == 200,
+              "admin" + path)
+    expect_error(d.req("DELETE", "/api/v1/jobs/" + jid, "alice"), 409, "cancel a finished job")
+
+    j2 = d.wait_state("bob", jid2, ("succeeded", "failed", "cancelled", "timeout"), timeout=120)
+    check(j2["state"] == "succeeded", "allreduce job: %s\n%s" % (j2, d.train_log(jid2)))
+
+    # Valid spec, but the dataset is not under --datasets: fails at run time.
+    missing = {"name": "missing-data", "model": "mlp",
+               "data": {"format": "idx", "train": "no-such-dataset/train"},
+               "training": {"epochs": 1}}
+    r = d.submit("alice", missing)
+    check(r.status_code == 201, r.text)
+    jf = d.wait_state("alice", r.json()["id"], ("succeeded", "failed"), timeout=120)
+    check(jf["state"] == "failed" and jf["error"] and jf["exit_code"] not in (None, 0), jf)
+
+    # The seed's round trip.
+    s = SECRETS["alice"]
+    r = d.req("POST", "/api/submit", data=json.dumps({"secret": s, "job": QUICK_JOB}))
+    check(r.status_code == 201, r.text)
+    sid = r.json()["id"]
+    d.wait_state("alice", sid, ("succeeded",), timeout=120)
+    st = d.req("GET", "/api/state?secret=" + s).json()
+    check(st["id"] == sid and st["state"] == "succeeded", st)
+    r = d.req("GET", "/api/destroy?secret=" + s)
+    check(r.status_code == 200, r.text)
+    out = r.json()
+    w = out["model"]["0.dense.weight"]
+    check(w["shape"] == [8, 4] and len(w["data"]) == 32, "model: %s" % str(out["model"])[:200])
+    check(len(out["history"]["loss"]) == 2, out["history"])
+    check(d.req("GET", "/api/v1/jobs/" + sid, "alice").status_code == 404, "destroyed job remains")
+    check(not os.path.exists(d.run_dir(sid)), "destroyed run dir remains")
+
+
+if __name__ == "__main__":
+    main()
