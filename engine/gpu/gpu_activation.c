@@ -1,7 +1,11 @@
-/* gpu_activation.c — activations on the CUDA backend through cuDNN:
- * relu, sigmoid and tanh element-wise, softmax per row (the (rows, cols)
- * view as cuDNN's (N = rows, C = cols) with MODE_INSTANCE). */
+/* gpu_activation.c — activations on the CUDA backend: relu, sigmoid and
+ * tanh through cuDNN, whose documentation allows the in-place use the seam
+ * permits (x == y forward, dx == dy backward). Softmax uses the backend's
+ * own row kernel instead: cuDNN does not document in-place softmax, which
+ * dense layers rely on, and the kernel computes the CPU backend's formula
+ * (gpu_math.h), checked on the host by test_gpu_host. */
 #include "gpu/gpu_backend.h"
+#include "gpu/gpu_kernels.h"
 
 /* Element-wise ops see the data as (1, 1, 1, len) chunks: cuDNN's
  * dimensions are ints, our lengths are longs. */
@@ -38,10 +42,7 @@ void gpu_activation_forward(backend *be, spec_activation act, long rows, long co
         return;
     }
     if (act == ACT_SOFTMAX) {
-        if (!gpu_tensor_4d(g->view, rows, cols, 1, 1))
-            gpu_check_fatal();
-        GPU_MUST(cudnnSoftmaxForward(g->dnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE,
-                                     &one, g->view, x, &zero, g->view, y));
+        GPU_MUST(gpu_k_softmax_forward(g->stream, rows, cols, x, y));
         return;
     }
     for (long off = 0; off < n; off += GPU_ACT_CHUNK) {
@@ -73,11 +74,7 @@ void gpu_activation_backward(backend *be, spec_activation act, long rows, long c
         return;
     }
     if (act == ACT_SOFTMAX) {
-        if (!gpu_tensor_4d(g->view, rows, cols, 1, 1))
-            gpu_check_fatal();
-        GPU_MUST(cudnnSoftmaxBackward(g->dnn, CUDNN_SOFTMAX_ACCURATE,
-                                      CUDNN_SOFTMAX_MODE_INSTANCE, &one, g->view, y, g->view,
-                                      dy, &beta, g->view, dx));
+        GPU_MUST(gpu_k_softmax_backward(g->stream, rows, cols, y, dy, dx, accumulate));
         return;
     }
     for (long off = 0; off < n; off += GPU_ACT_CHUNK) {

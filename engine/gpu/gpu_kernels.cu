@@ -91,6 +91,39 @@ extern "C" cudaError_t gpu_k_copy2d(cudaStream_t s, long rows, long width, const
     return cudaGetLastError();
 }
 
+/* ---- softmax (one thread per row) ------------------------------------- */
+
+__global__ static void k_softmax_forward(long rows, long cols, const float *x, float *y)
+{
+    GPU_FOR(r, rows)
+        gpu_softmax_row(x + r * cols, y + r * cols, cols);
+}
+
+extern "C" cudaError_t gpu_k_softmax_forward(cudaStream_t s, long rows, long cols,
+                                             const float *x, float *y)
+{
+    if (rows > 0 && cols > 0)
+        k_softmax_forward<<<gpu_blocks(rows), GPU_THREADS, 0, s>>>(rows, cols, x, y);
+    return cudaGetLastError();
+}
+
+__global__ static void k_softmax_backward(long rows, long cols, const float *y,
+                                          const float *dy, float *dx, bool accumulate)
+{
+    GPU_FOR(r, rows)
+        gpu_softmax_row_backward(y + r * cols, dy + r * cols, dx + r * cols, cols, accumulate);
+}
+
+extern "C" cudaError_t gpu_k_softmax_backward(cudaStream_t s, long rows, long cols,
+                                              const float *y, const float *dy, float *dx,
+                                              bool accumulate)
+{
+    if (rows > 0 && cols > 0)
+        k_softmax_backward<<<gpu_blocks(rows), GPU_THREADS, 0, s>>>(rows, cols, y, dy, dx,
+                                                                    accumulate);
+    return cudaGetLastError();
+}
+
 /* ---- dropout ----------------------------------------------------------- */
 
 __global__ static void k_dropout_forward(long n, float rate, uint64_t seed, const float *x,

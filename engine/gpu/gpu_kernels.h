@@ -1,5 +1,5 @@
 /* gpu_kernels.h — the CUDA backend's own kernels (gpu_kernels.cu), for
- * what cuBLAS and cuDNN do not cover: bias, column sums, dropout, padding,
+ * what cuBLAS and cuDNN do not cover: bias, column sums, softmax, dropout, padding,
  * strided adds (concat), pooling with asymmetric padding, the fused losses
  * and metrics, and the optimizer step. C-callable launchers: each queues
  * its kernel on `s` and returns cudaGetLastError(), which the caller checks
@@ -30,6 +30,13 @@ cudaError_t gpu_k_col_sum(cudaStream_t s, int rows, int cols,
 /* dst[r * dst_stride + j] (+)= src[r * src_stride + j], j < width. */
 cudaError_t gpu_k_copy2d(cudaStream_t s, long rows, long width, const float *src,
                          long src_stride, float *dst, long dst_stride, bool accumulate);
+
+/* Softmax per row of a (rows, cols) view, and its backward pass
+ * (gpu_math.h); x == y and dy == dx (when !accumulate) allowed. */
+cudaError_t gpu_k_softmax_forward(cudaStream_t s, long rows, long cols, const float *x,
+                                  float *y);
+cudaError_t gpu_k_softmax_backward(cudaStream_t s, long rows, long cols, const float *y,
+                                   const float *dy, float *dx, bool accumulate);
 
 cudaError_t gpu_k_dropout_forward(cudaStream_t s, long n, float rate, uint64_t seed,
                                   const float *x, float *mask, float *y);

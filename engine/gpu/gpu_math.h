@@ -33,6 +33,41 @@ GPU_HD static inline int gpu_dropout_keep(uint64_t seed, uint64_t i, float rate)
     return u >= rate;
 }
 
+/* ---- softmax over rows ------------------------------------------------- */
+
+/* y = softmax(x) over one row of n values; x == y allowed (each element is
+ * read before it is written). The CPU backend's formula: max-shifted expf,
+ * the sum in double. */
+GPU_HD static inline void gpu_softmax_row(const float *x, float *y, long n)
+{
+    float mx = x[0];
+    for (long j = 1; j < n; j++)
+        mx = x[j] > mx ? x[j] : mx;
+    double sum = 0.0;
+    for (long j = 0; j < n; j++) {
+        float e = expf(x[j] - mx);
+        y[j] = e;
+        sum += e;
+    }
+    float inv = (float)(1.0 / sum);
+    for (long j = 0; j < n; j++)
+        y[j] *= inv;
+}
+
+/* dx (+)= y * (dy - sum(dy * y)) over one row; dx == dy allowed when not
+ * accumulating. */
+GPU_HD static inline void gpu_softmax_row_backward(const float *y, const float *dy, float *dx,
+                                                   long n, bool accumulate)
+{
+    double dot = 0.0;
+    for (long j = 0; j < n; j++)
+        dot += (double)dy[j] * y[j];
+    for (long j = 0; j < n; j++) {
+        float g = y[j] * (dy[j] - (float)dot);
+        dx[j] = accumulate ? dx[j] + g : g;
+    }
+}
+
 /* ---- pooling with any padding (backend.h's semantics) ------------------ */
 
 typedef struct gpu_pool_geom {

@@ -1,15 +1,15 @@
 /* test_gpu_host.c — the CUDA backend's host-side logic, which needs no
  * GPU: device choice from the launcher's environment, the NCCL bucketing
- * plan, conv/pool/batchnorm workspace plans, and the formulas the kernels
- * share with the host (dropout mask, optimizer updates) checked against
- * the CPU backend's and engine/optim's own: pooling with any padding, the
- * explicit-padding path of asymmetric convolutions (pad, convolve
- * unpadded, crop), the dropout mask and the optimizer updates. Runs in
- * every build. */
+ * plan and the conv/pool/batchnorm workspace plans; and the per-element
+ * formulas the kernels share with the host (gpu_math.h), run here and
+ * checked against the CPU backend and engine/optim: softmax rows, pooling
+ * with any padding, the explicit-padding path of asymmetric convolutions
+ * (pad, convolve unpadded, crop), the dropout mask and the optimizer
+ * updates. Runs in every build. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -419,6 +419,39 @@ static void test_pool_formulas(void **state)
     cpu->destroy(cpu);
 }
 
+static void test_softmax_formulas(void **state)
+{
+    (void)state;
+    char err[256];
+    backend *cpu = backend_cpu_create(1, err, sizeof err);
+    assert_non_null(cpu);
+    const long rows = 9, cols = 13, n = rows * cols;
+    float *x = host_random(n), *dy = host_random(n);
+    for (long i = 0; i < n; i++)
+        x[i] *= 8.0f;
+    float *y = cpu->alloc(cpu, n), *yk = malloc((size_t)n * sizeof *yk);
+    cpu->activation_forward(cpu, ACT_SOFTMAX, rows, cols, x, y);
+    memcpy(yk, x, (size_t)n * sizeof *yk);
+    for (long r = 0; r < rows; r++) /* in place, as dense layers use it */
+        gpu_softmax_row(yk + r * cols, yk + r * cols, cols);
+    expect_near(yk, y, n, 1e-6f);
+    for (int acc = 0; acc < 2; acc++) {
+        float *dx = host_random(n), *dxk = malloc((size_t)n * sizeof *dxk);
+        memcpy(dxk, dx, (size_t)n * sizeof *dxk);
+        cpu->activation_backward(cpu, ACT_SOFTMAX, rows, cols, y, dy, dx, acc);
+        for (long r = 0; r < rows; r++)
+            gpu_softmax_row_backward(y + r * cols, dy + r * cols, dxk + r * cols, cols, acc);
+        expect_near(dxk, dx, n, 1e-6f);
+        free(dx);
+        free(dxk);
+    }
+    cpu->free(cpu, y);
+    free(yk);
+    free(x);
+    free(dy);
+    cpu->destroy(cpu);
+}
+
 /* An asymmetric convolution equals: pad explicitly as the plan says,
  * convolve with no padding over the plan's input size, crop the input
  * gradient. Checked with the CPU backend doing the convolutions. */
@@ -551,6 +584,7 @@ int main(void)
         cmocka_unit_test(test_conv_plan),
         cmocka_unit_test(test_pool_plan),
         cmocka_unit_test(test_batchnorm_plan),
+        cmocka_unit_test(test_softmax_formulas),
         cmocka_unit_test(test_pool_formulas),
         cmocka_unit_test(test_conv_explicit_padding),
         cmocka_unit_test(test_dropout_rule),
