@@ -1,0 +1,211 @@
+/* dist_internal.h — what the files of engine/dist share: the per-rank
+ * context, metric sums, the MPI error helpers, the watchdog, the gradient
+ * exchange, evaluation, the run-directory report and checkpoints. */
+#ifndef PUNCH_DIST_INTERNAL_H
+#define PUNCH_DIST_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <mpi.h>
+
+#include "core/model.h"
+#include "dist/dist.h"
+#include "optim/optim.h"
+#include "optim/schedule.h"
+
+/* ---- errors -------------------------------------------------------- */
+
+/* Print "punch-train: rank R: <message>" and end the whole job
+ * (MPI_Abort). Never returns. */
+_Noreturn void dist_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Who this rank is, and where rank 0 records a failure ("end" event). */
+void dist_error_setup(int rank, const char *out_dir);
+
+/* Check an MPI call (communicators use MPI_ERRORS_RETURN): on failure the
+ * job is aborted with the call, file:line and MPI's own message. */
+#define DIST_MPI(call) dist_mpi_check((call), #call, __FILE__, __LINE__)
+void dist_mpi_check(int rc, const char *call, const char *file, int line);
+
+/* ---- watchdog ------------------------------------------------------ */
+
+/* A thread that aborts the job when this rank has not called
+ * dist_watchdog_tick for `limit_s` seconds (a peer hung or died inside a
+ * collective, or this rank is stuck), naming the rank and what it was
+ * doing. */
+int dist_watchdog_start(double limit_s);
+void dist_watchdog_tick(const char *doing);
+void dist_watchdog_stop(void);
+
+/* ---- metric sums ----------------------------------------------------- */
+
+/* Sums over samples, reducible with MPI_SUM as DIST_SUMS_LEN doubles. */
+typedef struct dist_sums {
+    double loss;     /* sum of per-sample losses */
+    double correct;
+    double sq_err;
+    double abs_err;
+    double n;        /* samples */
+} dist_sums;
+#define DIST_SUMS_LEN 5
+
+void dist_sums_add_batch(dist_sums *s, double loss_sum, const batch_metrics *bm, int batch);
+/* Mean loss and the spec's metrics, in the order of spec->training.metrics. */
+double dist_sums_loss(const dist_sums *s);
+double dist_sums_metric(const dist_sums *s, spec_metric metric, int n_out);
+
+/* ---- the context of one rank ----------------------------------------- */
+
+typedef struct dist_report dist_report;
+
+typedef struct dist_ctx {
+    const job_spec *spec;
+    const dist_options *opt;
+    MPI_Comm comm;          /* a dup of MPI_COMM_WORLD, errors returned */
+    int rank, size;
+    int local_rank;
+    int workers;            /* ranks that train */
+    bool has_server;        /* rank 0 is a parameter server */
+    backend *be;
+    model *m;
+    optimizer *optim;
+    dataset train, val, test;
+    int64_t *perm;          /* train.n entries: this epoch's permutation */
+    float *host_params;     /* n_params */
+    float *host_state;      /* n_state (+1) */
+    dist_report *rep;       /* rank 0 only */
+    schedule_state sched;
+    int start_epoch;        /* 0, or the epochs a checkpoint has done */
+    uint64_t global_step;   /* optimizer steps taken by this rank's model */
+    double comm_s;          /* seconds spent in communication */
+    double train_s;         /* seconds in training loops */
+    double watchdog_s;      /* the watchdog's limit */
+} dist_ctx;
+
+/* The permutation of `epoch` for `seed` into ctx->perm (identity when
+ * data.shuffle is false). */
+void dist_epoch_order(dist_ctx *c, unsigned long seed, int epoch);
+
+/* The learning rate this epoch's steps use, after warm-up/reductions. */
+float dist_epoch_lr(dist_ctx *c, int epoch);
+
+/* ---- gradient exchange (allreduce) ----------------------------------- */
+
+typedef struct dist_grad dist_grad;
+
+/* Buckets of at most bucket_mb MiB on layer boundaries; with `overlap`
+ * each bucket's MPI_Iallreduce starts as soon as backward has written it.
+ * NULL on allocation failure. */
+dist_grad *dist_grad_create(model *m, MPI_Comm comm, double bucket_mb, bool overlap);
+void dist_grad_free(dist_grad *g);
+/* Backward over the loaded batch of `batch` samples (0: this rank has no
+ * samples this step and contributes zeros) and the exchange: afterwards
+ * m->grads on every rank holds sum_r(batch_r * grad_r) / total, the mean
+ * gradient over the global batch of `total` samples. Adds the seconds spent
+ * in MPI to *comm_s. */
+void dist_grad_backward_allreduce(dist_grad *g, model *m, int batch, long total,
+                                  double *comm_s);
+
+/* ---- evaluation ------------------------------------------------------ */
+
+/* Inference-mode sums over samples [lo, hi) of d. */
+void dist_eval_range(model *m, const dataset *d, long lo, long hi, dist_sums *out);
+/* Sums over the whole of d, each rank of comm evaluating its slice. */
+void dist_eval_sharded(dist_ctx *c, const dataset *d, dist_sums *out);
+/* The model's outputs (n_out per sample) for samples [0, d->n) into out. */
+void dist_predict(model *m, const dataset *d, float *out);
+/* Sums of the loss and metrics of given outputs (e.g. an ensemble's mean
+ * prediction) against d's labels. */
+void dist_output_sums(const job_spec *spec, const float *out, int n_out, const dataset *d,
+                      dist_sums *s);
+
+/* ---- the run directory (rank 0) -------------------------------------- */
+
+typedef struct dist_epoch_info {
+    int epoch;              /* 0-based */
+    dist_sums train;
+    bool has_val;
+    dist_sums val;
+    double lr;
+    double seconds;
+    double samples;         /* trained this epoch, all workers */
+    const dist_sums *per_worker;  /* workers entries; NULL = none */
+    int n_workers;
+    const int *worker_ranks;
+    const long *worker_commits;   /* async: per worker, cumulative; else NULL */
+    long commits;                 /* async: server total */
+    double mean_staleness;
+} dist_epoch_info;
+
+dist_report *dist_report_open(const dist_ctx *c, int start_epoch, char *err, size_t errlen);
+void dist_report_free(dist_report *r);
+void dist_report_start(dist_report *r, long steps, long samples);
+/* A "step" line (rate-limited to one per second). */
+void dist_report_step(dist_report *r, int epoch, long step, long steps, const dist_sums *run,
+                      double samples_per_s);
+int dist_report_epoch(dist_report *r, const dist_epoch_info *e, char *err, size_t errlen);
+int dist_report_end(dist_report *r, bool has_test, const dist_sums *test, double comm_s,
+                    double train_s, char *err, size_t errlen);
+void dist_report_failed(const char *out_dir, const char *why);
+/* The parameter server's final counters: total commits, mean staleness,
+ * and each worker's own count of the commits it sent. */
+void dist_report_commits(dist_report *r, long commits, double mean_staleness,
+                         const long *worker_commits, int n_workers);
+
+/* Write weights.safetensors and weights.npz (suffix NULL), or
+ * weights.<suffix>.safetensors, from host params/state of model m. */
+int dist_write_weights(const dist_ctx *c, const float *params, const float *state,
+                       const char *suffix, bool npz, char *err, size_t errlen);
+
+/* ---- checkpoints ------------------------------------------------------ */
+
+/* What a checkpoint holds besides the replicas. */
+typedef struct dist_ckpt_meta {
+    int epochs_done;
+    uint64_t global_step;
+    long commits;
+    double staleness_sum;
+    int n_replicas;         /* replicas below */
+    int n_workers;          /* entries of worker_commits */
+    long *worker_commits;   /* NULL unless async */
+    schedule_state sched;
+} dist_ckpt_meta;
+
+/* Replica k: params, state, optimizer state (optim may be NULL: none). */
+typedef struct dist_replica {
+    float *params;
+    float *state;
+    float *optim;
+} dist_replica;
+
+int dist_ckpt_save(const dist_ctx *c, const dist_ckpt_meta *meta, const dist_replica *reps,
+                   long n_optim, char *err, size_t errlen);
+/* Loads the file into meta and freshly allocated replicas (free with
+ * dist_ckpt_free); checks trainer, rank count and sizes. */
+int dist_ckpt_load(const dist_ctx *c, dist_ckpt_meta *meta, dist_replica **reps,
+                   long n_optim, char *err, size_t errlen);
+void dist_ckpt_free(dist_ckpt_meta *meta, dist_replica *reps);
+
+/* ---- shared by the synchronous trainers ------------------------------ */
+
+/* After an epoch: rank 0 runs the schedule on the global metrics and
+ * broadcasts its state, so every rank uses the same rate and stops
+ * together. Returns true when early stopping fired. */
+bool dist_sync_schedule(dist_ctx *c, int epoch, const dist_sums *train, bool has_val,
+                        const dist_sums *val);
+/* Gather each rank's sums to rank 0 (per_worker: size entries there) and
+ * return their total on rank 0. */
+dist_sums dist_gather_sums(dist_ctx *c, const dist_sums *mine, dist_sums *per_worker);
+/* Abort unless every rank holds bit-identical parameters. */
+void dist_check_identical(dist_ctx *c, uint64_t step);
+
+/* ---- the trainers ------------------------------------------------------ */
+
+int dist_run_allreduce(dist_ctx *c);
+int dist_run_replicas(dist_ctx *c);   /* averaging and ensemble */
+int dist_run_async(dist_ctx *c);      /* downpour, adag, dynsgd, aeasgd, eamsgd */
+
+/* Debug knobs from the environment (documented in dist.c). */
+bool dist_env_flag(const char *name);
+
+#endif

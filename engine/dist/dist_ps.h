@@ -1,0 +1,55 @@
+/* dist_ps.h — the parameter-server protocol of the asynchronous trainers
+ * (downpour, adag, dynsgd, aeasgd, eamsgd). Rank 0 is the server and holds
+ * the center variable; ranks 1..W are workers. A worker sends a header
+ * (DIST_TAG_HDR) and, for a commit, its payload (DIST_TAG_DATA: n_params
+ * residual or elastic-difference floats, then its n_state batchnorm
+ * statistics). The server serves headers from any worker in arrival
+ * order; a pull, or a commit that asks for it, is answered with the clock
+ * (DIST_TAG_CLOCK) and the center (DIST_TAG_CENTER: params then state).
+ *
+ * The clock counts commits applied; a commit's staleness is the clock at
+ * arrival minus the clock the worker last pulled. */
+#ifndef PUNCH_DIST_PS_H
+#define PUNCH_DIST_PS_H
+
+#include "dist/dist_internal.h"
+
+enum {
+    DIST_TAG_HDR = 101,
+    DIST_TAG_DATA = 102,
+    DIST_TAG_CLOCK = 103,
+    DIST_TAG_CENTER = 104,
+};
+
+typedef enum dist_msg_kind {
+    DIST_MSG_COMMIT,        /* payload follows; reply when `reply` */
+    DIST_MSG_PULL,          /* reply: clock + center */
+    DIST_MSG_EPOCH,         /* the worker finished epoch `epoch` */
+    DIST_MSG_DONE,          /* the worker has finished training */
+} dist_msg_kind;
+
+typedef struct dist_msg {
+    int32_t kind;
+    int32_t epoch;
+    int32_t reply;
+    int32_t pad;
+    int64_t clock;          /* commit: the clock of the worker's last pull */
+    int64_t commits;        /* epoch/done: commits this worker has sent */
+    double sums[DIST_SUMS_LEN]; /* epoch: training sums of the epoch */
+    double lr;              /* epoch: the rate used */
+} dist_msg;
+
+/* Where the asynchronous run starts (rank 0 restores it on --resume). */
+typedef struct dist_ps_start {
+    int64_t epoch;
+    int64_t clock;
+    double staleness_sum;
+} dist_ps_start;
+
+/* center: n_params + n_state floats, identical on every rank at entry;
+ * worker_commits: the counts so far (W entries, from a checkpoint). */
+int dist_ps_serve(dist_ctx *c, float *center, const dist_ps_start *start,
+                  long *worker_commits);
+int dist_ps_work(dist_ctx *c, float *center, const dist_ps_start *start, long commits);
+
+#endif

@@ -1,0 +1,269 @@
+/* dist_server.c — the parameter server (rank 0) of the asynchronous
+ * trainers. It holds the center variable and applies commits one at a time
+ * in arrival order, never waiting for any particular worker:
+ *
+ *   downpour, adag   center += residual   (adag's residual arrives already
+ *                                         divided by the window)
+ *   dynsgd           center += residual / (staleness + 1)
+ *   aeasgd, eamsgd   center += elastic difference alpha * (x_i - center)
+ *
+ * Batchnorm statistics travel with each commit and the center keeps the
+ * latest. When every worker has reported an epoch, the server evaluates
+ * the center on the validation set, writes the epoch's progress and
+ * history (with per-worker metrics and commit counts) and a checkpoint.
+ * While idle it sleeps briefly instead of spinning in MPI, so it does not
+ * take a core from the workers; and it ends the job naming the worker
+ * when one stays silent longer than the watchdog limit. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dist/dist_ps.h"
+
+typedef struct dist_server {
+    dist_ctx *c;
+    float *center;          /* params then state */
+    float *buf;             /* a commit's payload */
+    long n;                 /* params + state */
+    int64_t clock;
+    double staleness_sum;
+    long *commits;          /* per worker: commits the server applied */
+    long *sent;             /* per worker: commits the worker says it sent */
+    double *last_seen;      /* per worker, MPI_Wtime */
+    bool *done;
+    int n_done;
+    dist_sums *acc;         /* [epoch * W + w] */
+    int *reported;          /* per epoch: workers that reported it */
+    double *lr;             /* per epoch */
+    int next_epoch;         /* the first epoch not yet written */
+    int *ranks;
+    double t_epoch;
+} dist_server;
+
+static void dist_server_reply(dist_server *sv, int src)
+{
+    double t0 = MPI_Wtime();
+    DIST_MPI(MPI_Send(&sv->clock, 1, MPI_INT64_T, src, DIST_TAG_CLOCK, sv->c->comm));
+    DIST_MPI(MPI_Send(sv->center, (int)sv->n, MPI_FLOAT, src, DIST_TAG_CENTER, sv->c->comm));
+    sv->c->comm_s += MPI_Wtime() - t0;
+}
+
+static void dist_server_apply(dist_server *sv, const dist_msg *h, int w)
+{
+    const dist_ctx *c = sv->c;
+    long np = c->m->n_params;
+    int64_t staleness = sv->clock - h->clock;
+    if (staleness < 0)
+        staleness = 0;
+    float scale = 1.0f;
+    if (c->spec->distributed.trainer == TRAINER_DYNSGD)
+        scale = 1.0f / (float)(staleness + 1);
+    for (long i = 0; i < np; i++)
+        sv->center[i] += scale * sv->buf[i];
+    memcpy(sv->center + np, sv->buf + np, (size_t)c->m->n_state * sizeof(float));
+    sv->clock++;
+    sv->staleness_sum += (double)staleness;
+    sv->commits[w]++;
+}
+
+static void dist_server_checkpoint(dist_server *sv, int epochs_done)
+{
+    dist_ctx *c = sv->c;
+    dist_ckpt_meta meta = {.epochs_done = epochs_done, .commits = (long)sv->clock,
+                           .staleness_sum = sv->staleness_sum, .n_replicas = 1,
+                           .n_workers = c->workers, .worker_commits = sv->sent,
+                           .sched = c->sched};
+    dist_replica rep = {sv->center, sv->center + c->m->n_params, NULL};
+    char err[1024];
+    if (dist_ckpt_save(c, &meta, &rep, 0, err, sizeof err) < 0)
+        dist_die("checkpoint: %s", err);
+}
+
+static double dist_server_staleness(const dist_server *sv)
+{
+    return sv->clock > 0 ? sv->staleness_sum / (double)sv->clock : 0.0;
+}
+
+/* Every worker has reported epoch e: score the center, write it down. */
+static void dist_server_epoch(dist_server *sv, int e)
+{
+    dist_ctx *c = sv->c;
+    int W = c->workers;
+    dist_sums total = {0};
+    for (int w = 0; w < W; w++) {
+        const dist_sums *s = &sv->acc[(long)e * W + w];
+        total.loss += s->loss;
+        total.correct += s->correct;
+        total.sq_err += s->sq_err;
+        total.abs_err += s->abs_err;
+        total.n += s->n;
+    }
+    dist_sums val = {0};
+    bool has_val = c->val.n > 0;
+    if (has_val) {
+        model_set_params(c->m, sv->center);
+        model_set_state(c->m, sv->center + c->m->n_params);
+        dist_eval_range(c->m, &c->val, 0, c->val.n, &val);
+    }
+    double now = MPI_Wtime();
+    dist_epoch_info info = {.epoch = e, .train = total, .has_val = has_val, .val = val,
+                            .lr = sv->lr[e], .seconds = now - sv->t_epoch,
+                            .samples = total.n, .per_worker = &sv->acc[(long)e * W],
+                            .n_workers = W, .worker_ranks = sv->ranks,
+                            .worker_commits = sv->sent, .commits = (long)sv->clock,
+                            .mean_staleness = dist_server_staleness(sv)};
+    sv->t_epoch = now;
+    char err[1024];
+    if (dist_report_epoch(c->rep, &info, err, sizeof err) < 0)
+        dist_die("%s", err);
+    dist_server_checkpoint(sv, e + 1);
+}
+
+static void dist_server_handle(dist_server *sv, const dist_msg *h, int src)
+{
+    dist_ctx *c = sv->c;
+    int w = src - 1;
+    int epochs = c->spec->training.epochs;
+    switch (h->kind) {
+    case DIST_MSG_COMMIT: {
+        double t0 = MPI_Wtime();
+        DIST_MPI(MPI_Recv(sv->buf, (int)sv->n, MPI_FLOAT, src, DIST_TAG_DATA, c->comm,
+                          MPI_STATUS_IGNORE));
+        c->comm_s += MPI_Wtime() - t0;
+        dist_server_apply(sv, h, w);
+        if (h->reply)
+            dist_server_reply(sv, src);
+        break;
+    }
+    case DIST_MSG_PULL:
+        dist_server_reply(sv, src);
+        break;
+    case DIST_MSG_EPOCH:
+        if (h->epoch < 0 || h->epoch >= epochs)
+            dist_die("worker rank %d reported epoch %d of %d", src, h->epoch + 1, epochs);
+        memcpy(&sv->acc[(long)h->epoch * c->workers + w], h->sums, sizeof(dist_sums));
+        sv->lr[h->epoch] = h->lr;
+        sv->sent[w] = (long)h->commits;
+        sv->reported[h->epoch]++;
+        while (sv->next_epoch < epochs && sv->reported[sv->next_epoch] == c->workers)
+            dist_server_epoch(sv, sv->next_epoch++);
+        break;
+    case DIST_MSG_DONE:
+        sv->sent[w] = (long)h->commits;
+        sv->done[w] = true;
+        sv->n_done++;
+        break;
+    default:
+        dist_die("worker rank %d sent an unknown message (%d)", src, h->kind);
+    }
+}
+
+/* A worker that has said nothing for the watchdog limit is hung or dead. */
+static void dist_server_check_silence(const dist_server *sv, double now)
+{
+    for (int w = 0; w < sv->c->workers; w++)
+        if (!sv->done[w] && now - sv->last_seen[w] > sv->c->watchdog_s)
+            dist_die("worker rank %d has sent nothing for %.0f s: it is hung or dead; "
+                     "ending the job",
+                     w + 1, now - sv->last_seen[w]);
+}
+
+static void dist_server_loop(dist_server *sv)
+{
+    dist_ctx *c = sv->c;
+    struct timespec nap = {0, 100 * 1000};
+    while (sv->n_done < c->workers) {
+        dist_watchdog_tick("serving workers");
+        int flag = 0;
+        MPI_Status st;
+        DIST_MPI(MPI_Iprobe(MPI_ANY_SOURCE, DIST_TAG_HDR, c->comm, &flag, &st));
+        double now = MPI_Wtime();
+        if (!flag) {
+            dist_server_check_silence(sv, now);
+            nanosleep(&nap, NULL);
+            continue;
+        }
+        dist_msg h;
+        int src = st.MPI_SOURCE;
+        DIST_MPI(MPI_Recv(&h, (int)sizeof h, MPI_BYTE, src, DIST_TAG_HDR, c->comm,
+                          MPI_STATUS_IGNORE));
+        if (src < 1 || src > c->workers)
+            dist_die("message from unexpected rank %d", src);
+        sv->last_seen[src - 1] = now;
+        dist_server_handle(sv, &h, src);
+    }
+}
+
+static void dist_server_finish(dist_server *sv)
+{
+    dist_ctx *c = sv->c;
+    char err[1024];
+    long np = c->m->n_params;
+    model_set_params(c->m, sv->center);
+    model_set_state(c->m, sv->center + np);
+    dist_sums test = {0};
+    if (c->test.n > 0)
+        dist_eval_range(c->m, &c->test, 0, c->test.n, &test);
+    for (int w = 0; w < c->workers; w++)
+        if (sv->sent[w] != sv->commits[w])
+            dist_die("worker rank %d sent %ld commits but the server applied %ld", w + 1,
+                     sv->sent[w], sv->commits[w]);
+    dist_report_commits(c->rep, (long)sv->clock, dist_server_staleness(sv), sv->sent,
+                        c->workers);
+    if (dist_write_weights(c, sv->center, sv->center + np, NULL, true, err, sizeof err) < 0 ||
+        dist_report_end(c->rep, c->test.n > 0, &test, c->comm_s, c->train_s, err,
+                        sizeof err) < 0)
+        dist_die("%s", err);
+}
+
+int dist_ps_serve(dist_ctx *c, float *center, const dist_ps_start *start,
+                  long *worker_commits)
+{
+    const job_spec *s = c->spec;
+    int W = c->workers, E = s->training.epochs;
+    dist_server sv = {.c = c, .center = center, .n = c->m->n_params + c->m->n_state,
+                      .clock = start->clock, .staleness_sum = start->staleness_sum,
+                      .sent = worker_commits, .next_epoch = (int)start->epoch};
+    sv.buf = malloc((size_t)(sv.n + 1) * sizeof(float));
+    sv.commits = calloc((size_t)W, sizeof *sv.commits);
+    sv.last_seen = calloc((size_t)W, sizeof *sv.last_seen);
+    sv.done = calloc((size_t)W, sizeof *sv.done);
+    sv.acc = calloc((size_t)E * W, sizeof *sv.acc);
+    sv.reported = calloc((size_t)E, sizeof *sv.reported);
+    sv.lr = calloc((size_t)E, sizeof *sv.lr);
+    sv.ranks = calloc((size_t)W, sizeof *sv.ranks);
+    if (!sv.buf || !sv.commits || !sv.last_seen || !sv.done || !sv.acc || !sv.reported ||
+        !sv.lr || !sv.ranks)
+        dist_die("out of memory");
+    /* Commits restored from a checkpoint were applied by an earlier server. */
+    for (int w = 0; w < W; w++) {
+        sv.commits[w] = worker_commits[w];
+        sv.ranks[w] = w + 1;
+    }
+    for (int e = 0; e < (int)start->epoch && e < E; e++)
+        sv.reported[e] = W;
+    char err[1024];
+    c->rep = dist_report_open(c, (int)start->epoch, err, sizeof err);
+    if (!c->rep)
+        dist_die("%s", err);
+    long per = (c->train.n / W + s->training.batch_size - 1) / s->training.batch_size;
+    if (s->training.steps_per_epoch > 0 && s->training.steps_per_epoch < per)
+        per = s->training.steps_per_epoch;
+    dist_report_start(c->rep, per, c->train.n);
+    double now = MPI_Wtime();
+    for (int w = 0; w < W; w++)
+        sv.last_seen[w] = now;
+    sv.t_epoch = now;
+    dist_server_loop(&sv);
+    c->train_s = MPI_Wtime() - now;
+    dist_server_finish(&sv);
+    free(sv.buf);
+    free(sv.commits);
+    free(sv.last_seen);
+    free(sv.done);
+    free(sv.acc);
+    free(sv.reported);
+    free(sv.lr);
+    free(sv.ranks);
+    return 0;
+}

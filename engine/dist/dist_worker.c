@@ -1,0 +1,206 @@
+/* dist_worker.c — a worker of the asynchronous trainers (ranks 1..W).
+ * Worker i trains on its contiguous shard of every epoch's permutation
+ * with its own local optimizer and talks to the parameter server every
+ * distributed.communication_window steps (and once more at the end, so no
+ * local progress is lost), as dist-keras defines the methods:
+ *
+ *   downpour  commit x - x_pull, then pull: x = center        (Dean et al.)
+ *   adag      commit (x - x_pull) / window, then pull          (Hermans)
+ *   dynsgd    as downpour; the server divides by staleness + 1 (Jiang et al.)
+ *   aeasgd    pull, e = alpha (x - center), x -= e, commit e   (Zhang et al.)
+ *   eamsgd    as aeasgd, and the local step is Nesterov momentum
+ *             v = m v - lr g(x + m v), x += v                   (Zhang et al.)
+ *
+ * alpha = learning rate * distributed.rho; m = distributed.momentum. The
+ * worker waits only for the server's answer, never for another worker. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dist/dist_ps.h"
+
+typedef struct dist_worker {
+    dist_ctx *c;
+    spec_trainer t;
+    long np, ns;
+    float *x;               /* host params + state */
+    float *anchor;          /* params at the last pull */
+    float *center;          /* the server's center (params + state) */
+    float *velocity;        /* eamsgd */
+    float *grad;            /* eamsgd: host gradient */
+    int64_t clock;          /* the server clock at the last pull */
+    long commits;
+    long since;             /* local steps since the last exchange */
+    float lr;
+} dist_worker;
+
+static bool dist_worker_elastic(spec_trainer t)
+{
+    return t == TRAINER_AEASGD || t == TRAINER_EAMSGD;
+}
+
+static void dist_worker_send(dist_worker *w, const dist_msg *h, const float *payload)
+{
+    dist_ctx *c = w->c;
+    DIST_MPI(MPI_Send(h, (int)sizeof *h, MPI_BYTE, 0, DIST_TAG_HDR, c->comm));
+    if (payload)
+        DIST_MPI(MPI_Send(payload, (int)(w->np + w->ns), MPI_FLOAT, 0, DIST_TAG_DATA, c->comm));
+}
+
+static void dist_worker_recv_center(dist_worker *w)
+{
+    dist_ctx *c = w->c;
+    DIST_MPI(MPI_Recv(&w->clock, 1, MPI_INT64_T, 0, DIST_TAG_CLOCK, c->comm, MPI_STATUS_IGNORE));
+    DIST_MPI(MPI_Recv(w->center, (int)(w->np + w->ns), MPI_FLOAT, 0, DIST_TAG_CENTER, c->comm,
+                      MPI_STATUS_IGNORE));
+}
+
+/* downpour / adag / dynsgd: commit the residual, adopt the center. */
+static void dist_worker_exchange_residual(dist_worker *w)
+{
+    dist_ctx *c = w->c;
+    model_get_params(c->m, w->x);
+    model_get_state(c->m, w->x + w->np);
+    float div = w->t == TRAINER_ADAG ? (float)c->spec->distributed.communication_window : 1.0f;
+    for (long i = 0; i < w->np; i++)
+        w->x[i] = (w->x[i] - w->anchor[i]) / div;
+    dist_msg h = {.kind = DIST_MSG_COMMIT, .reply = 1, .clock = w->clock};
+    dist_worker_send(w, &h, w->x);
+    w->commits++;
+    dist_worker_recv_center(w);
+    memcpy(w->anchor, w->center, (size_t)w->np * sizeof(float));
+    model_set_params(c->m, w->center);
+    model_set_state(c->m, w->center + w->np);
+}
+
+/* aeasgd / eamsgd: the elastic force pulls worker and center together. */
+static void dist_worker_exchange_elastic(dist_worker *w)
+{
+    dist_ctx *c = w->c;
+    dist_msg pull = {.kind = DIST_MSG_PULL};
+    dist_worker_send(w, &pull, NULL);
+    dist_worker_recv_center(w);
+    model_get_params(c->m, w->x);
+    model_get_state(c->m, w->x + w->np);
+    float alpha = w->lr * (float)c->spec->distributed.rho;
+    /* x holds the elastic difference e after this loop; anchor the new x. */
+    for (long i = 0; i < w->np; i++) {
+        float e = alpha * (w->x[i] - w->center[i]);
+        w->anchor[i] = w->x[i] - e;
+        w->x[i] = e;
+    }
+    model_set_params(c->m, w->anchor);
+    dist_msg h = {.kind = DIST_MSG_COMMIT, .reply = 0, .clock = w->clock};
+    dist_worker_send(w, &h, w->x);
+    w->commits++;
+}
+
+static void dist_worker_exchange(dist_worker *w)
+{
+    double t0 = MPI_Wtime();
+    dist_watchdog_tick("waiting for the parameter server (rank 0)");
+    if (dist_worker_elastic(w->t))
+        dist_worker_exchange_elastic(w);
+    else
+        dist_worker_exchange_residual(w);
+    w->since = 0;
+    w->c->comm_s += MPI_Wtime() - t0;
+    dist_watchdog_tick("training");
+}
+
+/* One local step on the loaded batch; returns the batch's loss sum. */
+static double dist_worker_step(dist_worker *w, int b, batch_metrics *bm)
+{
+    dist_ctx *c = w->c;
+    model *m = c->m;
+    uint64_t step = c->global_step * (uint64_t)c->workers + (uint64_t)(c->rank - 1);
+    if (w->t != TRAINER_EAMSGD) {
+        model_forward(m, b, true, step);
+        double loss = model_loss(m, b, bm);
+        model_backward(m, b);
+        model_optimizer_step(m, c->optim, w->lr);
+        return loss;
+    }
+    float mom = (float)c->spec->distributed.momentum;
+    model_get_params(m, w->x);
+    for (long i = 0; i < w->np; i++)
+        w->anchor[i] = w->x[i] + mom * w->velocity[i];
+    model_set_params(m, w->anchor);
+    model_forward(m, b, true, step);
+    double loss = model_loss(m, b, bm);
+    model_backward(m, b);
+    m->be->download(m->be, w->grad, m->grads, w->np);
+    for (long i = 0; i < w->np; i++) {
+        w->velocity[i] = mom * w->velocity[i] - w->lr * w->grad[i];
+        w->x[i] += w->velocity[i];
+    }
+    model_set_params(m, w->x);
+    return loss;
+}
+
+static void dist_worker_epoch(dist_worker *w, int epoch, long lo, long hi, long steps)
+{
+    dist_ctx *c = w->c;
+    const int B = c->spec->training.batch_size;
+    const int window = c->spec->distributed.communication_window;
+    dist_epoch_order(c, c->spec->training.seed, epoch);
+    dist_sums run = {0};
+    char err[512];
+    for (long st = 0; st < steps; st++) {
+        long first = lo + st * B;
+        int b = (int)(hi - first < B ? hi - first : B);
+        if (model_load_batch(c->m, &c->train, c->perm + first, b, err, sizeof err) < 0)
+            dist_die("%s", err);
+        batch_metrics bm = {0};
+        double loss = dist_worker_step(w, b, &bm);
+        dist_sums_add_batch(&run, loss, &bm, b);
+        c->global_step++;
+        dist_watchdog_tick("training");
+        if (++w->since >= window)
+            dist_worker_exchange(w);
+    }
+    dist_msg h = {.kind = DIST_MSG_EPOCH, .epoch = epoch, .commits = w->commits, .lr = w->lr};
+    memcpy(h.sums, &run, sizeof run);
+    dist_worker_send(w, &h, NULL);
+}
+
+int dist_ps_work(dist_ctx *c, float *center, const dist_ps_start *start, long commits)
+{
+    const job_spec *s = c->spec;
+    dist_worker w = {.c = c, .t = s->distributed.trainer, .np = c->m->n_params,
+                     .ns = c->m->n_state, .center = center, .clock = start->clock,
+                     .commits = commits};
+    w.x = malloc((size_t)(w.np + w.ns + 1) * sizeof(float));
+    w.anchor = malloc((size_t)(w.np + 1) * sizeof(float));
+    w.velocity = calloc((size_t)w.np + 1, sizeof(float));
+    w.grad = malloc((size_t)(w.np + 1) * sizeof(float));
+    if (!w.x || !w.anchor || !w.velocity || !w.grad)
+        dist_die("out of memory");
+    memcpy(w.anchor, center, (size_t)w.np * sizeof(float));
+    int i = c->rank - 1, W = c->workers, B = s->training.batch_size;
+    long lo = c->train.n * i / W, hi = c->train.n * (i + 1) / W;
+    long steps = (hi - lo + B - 1) / B;
+    if (s->training.steps_per_epoch > 0 && s->training.steps_per_epoch < steps)
+        steps = s->training.steps_per_epoch;
+    if (hi <= lo)
+        dist_die("worker rank %d has no training samples (%ld samples for %d workers)", c->rank,
+                 c->train.n, W);
+    double t0 = MPI_Wtime();
+    for (int epoch = (int)start->epoch; epoch < s->training.epochs; epoch++) {
+        w.lr = dist_epoch_lr(c, epoch);
+        if (dist_worker_elastic(w.t) && w.lr * s->distributed.rho >= 1.0)
+            dist_die("aeasgd/eamsgd need learning_rate * distributed.rho < 1 (got %g)",
+                     w.lr * s->distributed.rho);
+        dist_worker_epoch(&w, epoch, lo, hi, steps);
+    }
+    /* Hand over what was learnt since the last exchange. */
+    if (w.since > 0)
+        dist_worker_exchange(&w);
+    c->train_s = MPI_Wtime() - t0;
+    dist_msg done = {.kind = DIST_MSG_DONE, .commits = w.commits};
+    dist_worker_send(&w, &done, NULL);
+    free(w.x);
+    free(w.anchor);
+    free(w.velocity);
+    free(w.grad);
+    return 0;
+}
