@@ -1,24 +1,206 @@
-/* main.c — punch-train's command line (foundation: --validate only; the
- * training engine replaces this as it lands). */
+/* main.c — punch-train's command line: validate a job, train it (one
+ * process, or one MPI rank of a distributed trainer), or evaluate saved
+ * weights. Usage errors and invalid specs exit 2, runtime failures exit 1,
+ * each with one line "punch-train: <reason>" on stderr.
+ *
+ * MPI: the single trainer never initialises MPI (a one-rank job needs no
+ * communicator, starts faster, and leaves no Open MPI allocations for the
+ * leak checker); the distributed trainers initialise it in dist_train. */
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "core/train.h"
+#include "dist/dist.h"
 #include "spec.h"
+
+#define MAX_ROOTS 16
+
+static const char usage_text[] =
+    "usage: punch-train JOB.json --out DIR [--datasets DIR[:DIR...]] [--threads N]\n"
+    "                   [--resume] [--evaluate-only --weights FILE]\n"
+    "       punch-train --validate JOB.json\n"
+    "\n"
+    "  --out DIR          run directory: progress.jsonl, history.json, weights.*, checkpoints/\n"
+    "  --datasets DIRS    colon-separated roots that dataset names resolve under\n"
+    "                     (default: /usr/share/datasets, then $PUNCH_DATASETS)\n"
+    "  --threads N        CPU threads (default: resources.threads_per_worker)\n"
+    "  --resume           continue from DIR/checkpoints/ckpt.bin\n"
+    "  --evaluate-only    evaluate --weights FILE (.safetensors or .npz) on the test set\n"
+    "  --validate         check the job, print its summary, and exit\n";
+
+typedef struct cli {
+    const char *job;
+    const char *out;
+    const char *datasets;
+    const char *weights;
+    int threads;
+    bool resume, evaluate_only, validate, help;
+} cli;
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "punch-train: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, " (see --help)\n");
+    return 2;
+}
+
+/* An option's value: "--opt VALUE" or "--opt=VALUE". */
+static const char *cli_value(int argc, char **argv, int *i, const char *name)
+{
+    size_t n = strlen(name);
+    if (strncmp(argv[*i], name, n) == 0 && argv[*i][n] == '=')
+        return argv[*i] + n + 1;
+    if (*i + 1 >= argc)
+        return NULL;
+    return argv[++*i];
+}
+
+static bool cli_is(const char *arg, const char *name)
+{
+    size_t n = strlen(name);
+    return strncmp(arg, name, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
+}
+
+static int cli_parse(int argc, char **argv, cli *c)
+{
+    memset(c, 0, sizeof *c);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char **slot = NULL;
+        const char *name = NULL;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            c->help = true;
+        } else if (strcmp(a, "--resume") == 0) {
+            c->resume = true;
+        } else if (strcmp(a, "--evaluate-only") == 0) {
+            c->evaluate_only = true;
+        } else if (strcmp(a, "--validate") == 0) {
+            c->validate = true;
+        } else if (cli_is(a, "--out")) {
+            slot = &c->out;
+            name = "--out";
+        } else if (cli_is(a, "--datasets")) {
+            slot = &c->datasets;
+            name = "--datasets";
+        } else if (cli_is(a, "--weights")) {
+            slot = &c->weights;
+            name = "--weights";
+        } else if (cli_is(a, "--threads")) {
+            const char *v = cli_value(argc, argv, &i, "--threads");
+            char *end = NULL;
+            long n = v ? strtol(v, &end, 10) : 0;
+            if (!v || *end || n < 1 || n > 1024)
+                return usage_error("--threads needs a number from 1 to 1024, got \"%s\"",
+                                   v ? v : "");
+            c->threads = (int)n;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            return usage_error("unknown option %s", a);
+        } else if (!c->job) {
+            c->job = a;
+        } else {
+            return usage_error("unexpected argument \"%s\": one JOB.json only", a);
+        }
+        if (slot) {
+            *slot = cli_value(argc, argv, &i, name);
+            if (!*slot || !**slot)
+                return usage_error("%s needs a value", name);
+        }
+    }
+    if (c->help)
+        return 0;
+    if (!c->job)
+        return usage_error("%s", "missing JOB.json");
+    if (c->validate)
+        return 0;
+    if (!c->out)
+        return usage_error("%s", "missing --out DIR");
+    if (c->evaluate_only != (c->weights != NULL))
+        return usage_error("%s", "--evaluate-only and --weights FILE go together");
+    if (c->evaluate_only && c->resume)
+        return usage_error("%s", "--resume does not apply to --evaluate-only");
+    return 0;
+}
+
+/* Split a colon-separated list into roots (the string is modified). */
+static void roots_add_list(char *list, const char **dirs, int *n)
+{
+    for (char *tok = strtok(list, ":"); tok && *n < MAX_ROOTS; tok = strtok(NULL, ":"))
+        if (*tok)
+            dirs[(*n)++] = tok;
+}
+
+static int run(const cli *c, const job_spec *spec, const dataset_roots *roots)
+{
+    char err[1024];
+    if (dist_handles(spec)) {
+        dist_options d = {.out_dir = c->out, .roots = *roots, .threads = c->threads,
+                          .resume = c->resume};
+        if (c->evaluate_only) {
+            fprintf(stderr, "punch-train: --evaluate-only runs on one process; set "
+                    "distributed.trainer to \"single\" or evaluate the weights of one rank\n");
+            return 2;
+        }
+        return dist_train(spec, &d);
+    }
+    const char *world = getenv("OMPI_COMM_WORLD_SIZE");
+    if (world && atoi(world) > 1) {
+        /* Every rank would train the same model into the same directory. */
+        fprintf(stderr, "punch-train: distributed.trainer \"single\" runs on one rank but "
+                "mpirun started %s; use -np 1 or a distributed trainer\n", world);
+        return 2;
+    }
+    train_options o = {.out_dir = c->out, .roots = *roots, .threads = c->threads,
+                       .resume = c->resume, .weights = c->weights, .verbose = true};
+    int rc = c->evaluate_only ? train_evaluate_only(spec, &o, err, sizeof err)
+                              : (spec_print_summary(spec, stdout), fflush(stdout),
+                                 train_single(spec, &o, err, sizeof err));
+    if (rc != 0) {
+        fprintf(stderr, "punch-train: %s\n", err);
+        return 1;
+    }
+    return 0;
+}
 
 int main(int argc, char **argv)
 {
-    if (argc != 3 || strcmp(argv[1], "--validate") != 0) {
-        fprintf(stderr, "usage: punch-train --validate JOB.json\n");
-        return 2;
+    cli c;
+    int rc = cli_parse(argc, argv, &c);
+    if (rc != 0)
+        return rc;
+    if (c.help) {
+        fputs(usage_text, stdout);
+        return 0;
     }
-    spec_error err;
-    job_spec *spec = spec_load_file(argv[2], &err);
+    spec_error serr;
+    job_spec *spec = spec_load_file(c.job, &serr);
     if (!spec) {
         char msg[600];
-        fprintf(stderr, "punch-train: %s: %s\n", argv[2], spec_error_str(&err, msg, sizeof msg));
+        fprintf(stderr, "punch-train: %s: %s\n", c.job, spec_error_str(&serr, msg, sizeof msg));
         return 2;
     }
-    spec_print_summary(spec, stdout);
+    if (c.validate) {
+        spec_print_summary(spec, stdout);
+        spec_free(spec);
+        return 0;
+    }
+    const char *dirs[MAX_ROOTS];
+    int n = 0;
+    char *list = NULL;
+    if (c.datasets) {
+        list = strdup(c.datasets);
+    } else {
+        dirs[n++] = "/usr/share/datasets";
+        const char *env = getenv("PUNCH_DATASETS");
+        list = env ? strdup(env) : NULL;
+    }
+    if (list)
+        roots_add_list(list, dirs, &n);
+    dataset_roots roots = {dirs, n};
+    rc = run(&c, spec, &roots);
+    free(list);
     spec_free(spec);
-    return 0;
+    return rc;
 }
