@@ -8,6 +8,9 @@
  * CUDA (PUNCH_HAVE_CUDA undefined) each one fails with GPU_NO_CUDA_BUILD,
  * so callers need no #ifdef.
  *
+ * A CUDA backend, and everything made from it, is used from the thread
+ * that created it (CUDA's current device is per thread).
+ *
  * Error strings are one line a user can act on; the no-device one is
  * "no CUDA device: <the CUDA runtime's reason>", e.g. "no CUDA device:
  * CUDA driver version is insufficient for CUDA runtime version" on a

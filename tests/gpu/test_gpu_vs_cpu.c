@@ -2,8 +2,11 @@
  * reference: every op of backend.h forward and backward (GEMM, axpy/scale,
  * dense, activations, conv2d, pooling, batchnorm, dropout, concat, losses,
  * metrics), every optimizer step (gpu_optim vs optim_step), NCCL averaging
- * on one rank, and a short training run of a small MLP, all on the same
- * random inputs.
+ * on one rank, a short training run of a small MLP written against the
+ * seam, and a short training run of a real model (engine/layers and
+ * core/model: conv2d incl. asymmetric "same", batchnorm, add, concat, max
+ * and average pooling, dropout, dense, softmax) with the engine's own
+ * training step, all on the same inputs.
  *
  * Tolerances (|gpu - cpu| <= atol + rtol * |cpu|, element-wise):
  *   element-wise ops, dropout, concat, pooling     rtol 1e-6, atol 1e-6
@@ -11,7 +14,7 @@
  *   GEMM, dense, conv2d, batchnorm (sum order)     rtol 1e-4, atol 1e-4
  *   losses (host values, double sums)              rtol 1e-5
  *   optimizer steps (nvcc contracts to FMA)        rtol 1e-5, atol 1e-7
- *   training run, 40 steps: losses and weights     rtol 1e-3, atol 1e-4
+ *   training runs (40 and 12 steps): losses, weights rtol 1e-3, atol 1e-4
  * Dropout masks must be bit-identical (the seam's counter-based rule).
  *
  * Built whenever the CUDA backend is; where no device is usable it prints
@@ -28,8 +31,11 @@
 #include <mpi.h>
 
 #include "core/backend.h"
+#include "core/model.h"
+#include "data/dataset.h"
 #include "gpu/gpu.h"
 #include "optim/optim.h"
+#include "spec.h"
 
 #define TOL_EXACT 1e-6f, 1e-6f
 #define TOL_ACT 1e-5f, 1e-6f
@@ -615,8 +621,8 @@ static void test_nccl_single_rank(void **state)
     gpu_bucket_plan plan;
     assert_true(gpu_bucket_plan_build(spans, 4, 100, &plan, err, sizeof err));
     gpu_comm_begin(comm, &plan, v.g);
-    for (int layer = 3; layer >= 0; layer--)
-        gpu_comm_layer_done(comm, layer);
+    for (int l = 3; l >= 0; l--)
+        gpu_comm_layer_done(comm, l);
     gpu_comm_end(comm);
     expect_close("bucketed allreduce (1 rank)", &v, 0.0f, 0.0f);
     gpu_bucket_plan_free(&plan);
@@ -672,6 +678,120 @@ static void test_training_run(void **state)
     mlp_free(gpu, &mg);
 }
 
+
+/* The engine's own training step (model.h) on both backends: the same
+ * spec, seed, data and batches must give the same losses, parameters and
+ * batchnorm statistics, including a short last batch and an evaluation
+ * pass. */
+static const char model_job[] =
+    "{\"name\": \"gpu-vs-cpu\","
+    " \"model\": {\"input\": [2, 8, 8], \"layers\": ["
+    "  {\"type\": \"conv2d\", \"filters\": 4, \"kernel\": 3, \"padding\": \"same\","
+    "   \"activation\": \"relu\"},"
+    "  {\"type\": \"batchnorm\"},"
+    "  {\"type\": \"conv2d\", \"filters\": 4, \"kernel\": 2, \"padding\": \"same\","
+    "   \"activation\": \"tanh\"},"
+    "  {\"type\": \"add\", \"inputs\": [1, 2]},"
+    "  {\"type\": \"conv2d\", \"filters\": 3, \"kernel\": 1, \"inputs\": [1]},"
+    "  {\"type\": \"concat\", \"inputs\": [3, 4]},"
+    "  {\"type\": \"maxpool2d\", \"pool\": 2},"
+    "  {\"type\": \"avgpool2d\", \"pool\": 2, \"stride\": 1, \"padding\": \"same\"},"
+    "  {\"type\": \"dropout\", \"rate\": 0.25},"
+    "  {\"type\": \"flatten\"},"
+    "  {\"type\": \"dense\", \"units\": 12, \"activation\": \"sigmoid\"},"
+    "  {\"type\": \"dense\", \"units\": 5},"
+    "  {\"type\": \"softmax\"}]},"
+    " \"data\": {\"format\": \"synthetic\", \"synthetic_train\": 64, \"synthetic_test\": 0,"
+    "          \"num_classes\": 5},"
+    " \"training\": {\"epochs\": 1, \"batch_size\": 16,"
+    "  \"optimizer\": {\"name\": \"adam\", \"learning_rate\": 0.01}, \"seed\": 3}}";
+
+static void expect_host_close(const char *what, const float *g, const float *c, long n,
+                              float rtol, float atol)
+{
+    for (long i = 0; i < n; i++)
+        if (!(fabsf(g[i] - c[i]) <= atol + rtol * fabsf(c[i])))
+            fail_msg("%s[%ld]: gpu %.9g cpu %.9g", what, i, g[i], c[i]);
+}
+
+static void test_model_training(void **state)
+{
+    (void)state;
+    spec_error serr;
+    job_spec *spec = spec_parse(model_job, sizeof model_job - 1, &serr);
+    if (!spec) {
+        char msg[512];
+        fail_msg("spec: %s", spec_error_str(&serr, msg, sizeof msg));
+    }
+    char err[256];
+    dataset data;
+    assert_int_equal(dataset_synthetic(&spec->input, 64, 5, 3, &data, err, sizeof err), 0);
+    const int max_batch = 16;
+    model *mc = model_create(spec, cpu, max_batch, err, sizeof err);
+    if (!mc)
+        fail_msg("cpu model: %s", err);
+    model *mg = model_create(spec, gpu, max_batch, err, sizeof err);
+    if (!mg)
+        fail_msg("gpu model: %s", err);
+    assert_int_equal(model_init_params(mc, 3, err, sizeof err), 0);
+    assert_int_equal(model_init_params(mg, 3, err, sizeof err), 0);
+    assert_int_equal(mc->n_params, mg->n_params);
+    optimizer *oc = optim_create(&spec->training.optimizer, mc->n_params);
+    optimizer *og = optim_create(&spec->training.optimizer, mg->n_params);
+    assert_non_null(oc);
+    assert_non_null(og);
+    /* Steps over 64 samples in batches of 16, 16, 16, 10 (short), ... */
+    const int batches[] = {16, 16, 16, 10};
+    long first = 0;
+    for (uint64_t step = 0; step < 12; step++) {
+        int batch = batches[step % 4];
+        if (first + batch > data.n)
+            first = 0;
+        assert_int_equal(model_load_range(mc, &data, first, batch, err, sizeof err), 0);
+        assert_int_equal(model_load_range(mg, &data, first, batch, err, sizeof err), 0);
+        first += batch;
+        model_forward(mc, batch, true, step);
+        model_forward(mg, batch, true, step);
+        batch_metrics bc, bg;
+        double lc = model_loss(mc, batch, &bc);
+        double lg = model_loss(mg, batch, &bg);
+        expect_close_d("model loss", lg, lc, 1e-3);
+        model_backward(mc, batch);
+        model_backward(mg, batch);
+        model_optimizer_step(mc, oc, 0.01f);
+        model_optimizer_step(mg, og, 0.01f);
+    }
+    float *pc = malloc((size_t)mc->n_params * sizeof(float));
+    float *pg = malloc((size_t)mg->n_params * sizeof(float));
+    model_get_params(mc, pc);
+    model_get_params(mg, pg);
+    expect_host_close("model parameters", pg, pc, mc->n_params, 1e-3f, 1e-4f);
+    free(pc);
+    free(pg);
+    float *sc = malloc((size_t)(mc->n_state + 1) * sizeof(float));
+    float *sg = malloc((size_t)(mg->n_state + 1) * sizeof(float));
+    model_get_state(mc, sc);
+    model_get_state(mg, sg);
+    expect_host_close("batchnorm running statistics", sg, sc, mc->n_state, 1e-3f, 1e-4f);
+    free(sc);
+    free(sg);
+    /* Evaluation: running statistics, no dropout. */
+    assert_int_equal(model_load_range(mc, &data, 0, max_batch, err, sizeof err), 0);
+    assert_int_equal(model_load_range(mg, &data, 0, max_batch, err, sizeof err), 0);
+    model_forward(mc, max_batch, false, 0);
+    model_forward(mg, max_batch, false, 0);
+    batch_metrics bc, bg;
+    expect_close_d("model eval loss", model_loss(mg, max_batch, &bg),
+                   model_loss(mc, max_batch, &bc), 1e-3);
+    assert_true(bc.correct == bg.correct);
+    optim_free(oc);
+    optim_free(og);
+    model_free(mc);
+    model_free(mg);
+    dataset_free(&data);
+    spec_free(spec);
+}
+
 static int backends_up(void **state)
 {
     (void)state;
@@ -718,6 +838,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_optimizers),
         cmocka_unit_test(test_nccl_single_rank),
         cmocka_unit_test(test_training_run),
+        cmocka_unit_test(test_model_training),
     };
     int failed = cmocka_run_group_tests(tests, backends_up, backends_down);
     MPI_Finalize();
