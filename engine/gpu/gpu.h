@@ -57,19 +57,24 @@ typedef struct gpu_comm gpu_comm;
 gpu_comm *gpu_comm_create(backend *be, MPI_Comm comm, char *err, size_t errlen);
 void gpu_comm_free(gpu_comm *c);
 
-/* Average n floats of device memory in place across all ranks, in the
+/* Sum, or average, across ranks: a trainer that weights each rank's
+ * gradient by its share of the global batch scales first and sums. */
+typedef enum gpu_reduce_op { GPU_REDUCE_SUM, GPU_REDUCE_MEAN } gpu_reduce_op;
+
+/* Reduce n floats of device memory in place across all ranks, in the
  * backend's stream order (queued after every op before it, before every
  * op after it). */
-void gpu_comm_allreduce_mean(gpu_comm *c, float *buf, long n);
+void gpu_comm_allreduce(gpu_comm *c, float *buf, long n, gpu_reduce_op op);
 
-/* Bucketed averaging overlapped with the backward pass. begin() before
+/* Bucketed reduction overlapped with the backward pass. begin() before
  * the backward pass of a step; layer_done(i) after each layer's backward
  * ops are queued (layers in any order; gpu_bucket.h says which layers a
  * bucket waits for); end() after the last layer: every bucket has been
  * launched and the backend's stream waits for all of them, so the next op
- * queued (the optimizer step) sees averaged gradients. `plan` and `grads`
+ * queued (the optimizer step) sees reduced gradients. `plan` and `grads`
  * must stay valid until end(). */
-void gpu_comm_begin(gpu_comm *c, const gpu_bucket_plan *plan, float *grads);
+void gpu_comm_begin(gpu_comm *c, const gpu_bucket_plan *plan, float *grads,
+                    gpu_reduce_op op);
 void gpu_comm_layer_done(gpu_comm *c, int layer);
 void gpu_comm_end(gpu_comm *c);
 

@@ -65,19 +65,22 @@ void gpu_comm_free(gpu_comm *c)
         gpu_absent_abort(__func__);
 }
 
-void gpu_comm_allreduce_mean(gpu_comm *c, float *buf, long n)
+void gpu_comm_allreduce(gpu_comm *c, float *buf, long n, gpu_reduce_op op)
 {
     (void)c;
     (void)buf;
     (void)n;
+    (void)op;
     gpu_absent_abort(__func__);
 }
 
-void gpu_comm_begin(gpu_comm *c, const gpu_bucket_plan *plan, float *grads)
+void gpu_comm_begin(gpu_comm *c, const gpu_bucket_plan *plan, float *grads,
+                    gpu_reduce_op op)
 {
     (void)c;
     (void)plan;
     (void)grads;
+    (void)op;
     gpu_absent_abort(__func__);
 }
 

@@ -1,6 +1,6 @@
-/* gpu_nccl.c — data-parallel gradient averaging with NCCL: a communicator
- * per job (unique id from rank 0 over MPI), whole-buffer averaging, and
- * bucketed averaging overlapped with the backward pass (gpu_bucket.h).
+/* gpu_nccl.c — data-parallel gradient reduction with NCCL: a communicator
+ * per job (unique id from rank 0 over MPI), whole-buffer sums or means,
+ * and bucketed ones overlapped with the backward pass (gpu_bucket.h).
  *
  * Buckets run on a stream of their own: each waits, through an event, for
  * the compute stream to reach the point where its layers' gradients are
@@ -29,7 +29,13 @@ struct gpu_comm {
     int *pending;               /* per bucket: layers still in backward */
     int pending_cap;            /* allocated entries (grows, never shrinks) */
     int next;                   /* next bucket to launch */
+    ncclRedOp_t op;
 };
+
+static ncclRedOp_t gpu_comm_op(gpu_reduce_op op)
+{
+    return op == GPU_REDUCE_MEAN ? ncclAvg : ncclSum;
+}
 
 /* What rank 0 broadcasts: whether it got an id, and the id. */
 typedef struct gpu_comm_hello {
@@ -96,18 +102,20 @@ void gpu_comm_free(gpu_comm *c)
     free(c);
 }
 
-void gpu_comm_allreduce_mean(gpu_comm *c, float *buf, long n)
+void gpu_comm_allreduce(gpu_comm *c, float *buf, long n, gpu_reduce_op op)
 {
     if (n <= 0)
         return;
-    GPU_MUST(ncclAllReduce(buf, buf, (size_t)n, ncclFloat, ncclAvg, c->nccl,
+    GPU_MUST(ncclAllReduce(buf, buf, (size_t)n, ncclFloat, gpu_comm_op(op), c->nccl,
                            gpu_ctx_of(c->be)->stream));
 }
 
-void gpu_comm_begin(gpu_comm *c, const gpu_bucket_plan *plan, float *grads)
+void gpu_comm_begin(gpu_comm *c, const gpu_bucket_plan *plan, float *grads,
+                    gpu_reduce_op op)
 {
     c->plan = plan;
     c->grads = grads;
+    c->op = gpu_comm_op(op);
     c->next = 0;
     /* Allocates on the first step of a plan only: steady-state steps
      * reuse the counters. */
@@ -132,7 +140,7 @@ static void gpu_comm_launch_next(gpu_comm *c)
     GPU_MUST(cudaEventRecord(c->grads_ready, gpu_ctx_of(c->be)->stream));
     GPU_MUST(cudaStreamWaitEvent(c->stream, c->grads_ready, 0));
     float *p = c->grads + b->offset;
-    GPU_MUST(ncclAllReduce(p, p, (size_t)b->count, ncclFloat, ncclAvg, c->nccl, c->stream));
+    GPU_MUST(ncclAllReduce(p, p, (size_t)b->count, ncclFloat, c->op, c->nccl, c->stream));
 }
 
 void gpu_comm_layer_done(gpu_comm *c, int layer)

@@ -1,10 +1,11 @@
-/* test_gpu_nccl.c — NCCL gradient averaging across ranks, one GPU each:
- * whole-buffer averaging, and bucketed averaging with layers reported in
+/* test_gpu_nccl.c — NCCL gradient reduction across ranks, one GPU each:
+ * whole-buffer mean and sum, and bucketed means with layers reported in
  * backward order and out of order (buckets must still launch in plan order
  * on every rank). Run under mpirun by nccl_two_ranks.sh; `--probe` (no MPI)
  * exits 77 with the reason when fewer than two devices are usable, as NCCL
  * cannot put two ranks on one GPU. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,13 +29,15 @@ static long fill(backend *be, float *dev, float *host, int rank)
     return n;
 }
 
-/* Every element must be the mean over ranks. */
-static int check(backend *be, const float *dev, float *host, long n, int ranks,
+/* Every element must be the mean (or the sum) over ranks. */
+static int check(backend *be, const float *dev, float *host, long n, int ranks, bool sum,
                  const char *what)
 {
     be->download(be, host, dev, n);
     for (long i = 0; i < n; i++) {
         float want = (float)(ranks - 1) / 2.0f + 0.001f * (float)(i % 1000);
+        if (sum)
+            want *= (float)ranks;
         if (fabsf(host[i] - want) > 1e-5f) {
             fprintf(stderr, "%s: element %ld is %g, expected %g\n", what, i, host[i], want);
             return 1;
@@ -83,22 +86,26 @@ int main(int argc, char **argv)
     }
     int failures = 0;
     long n = fill(be, dev, host, rank);
-    gpu_comm_allreduce_mean(comm, dev, n);
-    failures += check(be, dev, host, n, ranks, "allreduce");
+    gpu_comm_allreduce(comm, dev, n, GPU_REDUCE_MEAN);
+    failures += check(be, dev, host, n, ranks, false, "allreduce mean");
 
     fill(be, dev, host, rank);
-    gpu_comm_begin(comm, &plan, dev);
+    gpu_comm_allreduce(comm, dev, n, GPU_REDUCE_SUM);
+    failures += check(be, dev, host, n, ranks, true, "allreduce sum");
+
+    fill(be, dev, host, rank);
+    gpu_comm_begin(comm, &plan, dev, GPU_REDUCE_MEAN);
     for (int l = LAYERS - 1; l >= 0; l--)
         gpu_comm_layer_done(comm, l);
     gpu_comm_end(comm);
-    failures += check(be, dev, host, n, ranks, "bucketed, backward order");
+    failures += check(be, dev, host, n, ranks, false, "bucketed, backward order");
 
     fill(be, dev, host, rank);
-    gpu_comm_begin(comm, &plan, dev);
+    gpu_comm_begin(comm, &plan, dev, GPU_REDUCE_SUM);
     for (int l = 0; l < LAYERS; l++)
         gpu_comm_layer_done(comm, l);
     gpu_comm_end(comm);
-    failures += check(be, dev, host, n, ranks, "bucketed, forward order");
+    failures += check(be, dev, host, n, ranks, true, "bucketed sum, forward order");
 
     int total = 0;
     MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

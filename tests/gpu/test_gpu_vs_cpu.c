@@ -614,13 +614,16 @@ static void test_nccl_single_rank(void **state)
     if (!comm)
         fail_msg("gpu_comm_create: %s", err);
     mbuf v = mbuf_new(NPARAM, -1, 1);
-    gpu_comm_allreduce_mean(comm, v.g, v.n); /* the mean over one rank is itself */
-    expect_close("allreduce (1 rank)", &v, 0.0f, 0.0f);
+    /* Sum and mean over one rank are the identity. */
+    gpu_comm_allreduce(comm, v.g, v.n, GPU_REDUCE_MEAN);
+    expect_close("allreduce mean (1 rank)", &v, 0.0f, 0.0f);
+    gpu_comm_allreduce(comm, v.g, v.n, GPU_REDUCE_SUM);
+    expect_close("allreduce sum (1 rank)", &v, 0.0f, 0.0f);
     const gpu_param_span spans[] = {{OFF_W1, IN * HID}, {OFF_B1, HID}, {OFF_W2, HID * OUT},
                                     {OFF_B2, OUT}};
     gpu_bucket_plan plan;
     assert_true(gpu_bucket_plan_build(spans, 4, 100, &plan, err, sizeof err));
-    gpu_comm_begin(comm, &plan, v.g);
+    gpu_comm_begin(comm, &plan, v.g, GPU_REDUCE_SUM);
     for (int l = 3; l >= 0; l--)
         gpu_comm_layer_done(comm, l);
     gpu_comm_end(comm);
