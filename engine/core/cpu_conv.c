@@ -42,6 +42,18 @@ void cpu_conv2d_release(backend *be, conv2d_desc *d)
     d->impl = NULL;
 }
 
+/* The outputs ox in [*lo, *hi) whose input column ix = ox*stride + off
+ * falls inside [0, w); the others read padding. */
+static void conv_valid_range(int ow, int stride, int off, int w, int *lo, int *hi)
+{
+    int a = off < 0 ? (-off + stride - 1) / stride : 0;
+    int b = w - off <= 0 ? 0 : (w - off + stride - 1) / stride;
+    *lo = a < ow ? a : ow;
+    *hi = b < ow ? b : ow;
+    if (*hi < *lo)
+        *hi = *lo;
+}
+
 /* col (c*kh*kw, oh*ow) from one sample x (c, h, w). */
 static void conv_im2col(const conv2d_desc *d, const float *x, float *col)
 {
@@ -51,6 +63,8 @@ static void conv_im2col(const conv2d_desc *d, const float *x, float *col)
         for (int ki = 0; ki < d->kh; ki++) {
             for (int kj = 0; kj < d->kw; kj++) {
                 float *row = col + ((long)(c * d->kh + ki) * d->kw + kj) * ohw;
+                int off = -d->pad_left + kj * d->dil_w, lo, hi;
+                conv_valid_range(d->ow, d->stride_w, off, d->w, &lo, &hi);
                 for (int oy = 0; oy < d->oh; oy++) {
                     int iy = oy * d->stride_h - d->pad_top + ki * d->dil_h;
                     float *dst = row + (long)oy * d->ow;
@@ -58,14 +72,16 @@ static void conv_im2col(const conv2d_desc *d, const float *x, float *col)
                         memset(dst, 0, (size_t)d->ow * sizeof *dst);
                         continue;
                     }
-                    const float *src = xc + (long)iy * d->w;
-                    int ix = -d->pad_left + kj * d->dil_w;
-                    if (d->stride_w == 1 && ix >= 0 && ix + d->ow <= d->w) {
-                        memcpy(dst, src + ix, (size_t)d->ow * sizeof *dst);
-                        continue;
-                    }
-                    for (int ox = 0; ox < d->ow; ox++, ix += d->stride_w)
-                        dst[ox] = (ix >= 0 && ix < d->w) ? src[ix] : 0.0f;
+                    const float *src = xc + (long)iy * d->w + off;
+                    for (int ox = 0; ox < lo; ox++)
+                        dst[ox] = 0.0f;
+                    if (d->stride_w == 1)
+                        memcpy(dst + lo, src + lo, (size_t)(hi - lo) * sizeof *dst);
+                    else
+                        for (int ox = lo; ox < hi; ox++)
+                            dst[ox] = src[(long)ox * d->stride_w];
+                    for (int ox = hi; ox < d->ow; ox++)
+                        dst[ox] = 0.0f;
                 }
             }
         }
@@ -81,16 +97,16 @@ static void conv_col2im(const conv2d_desc *d, const float *col, float *dx)
         for (int ki = 0; ki < d->kh; ki++) {
             for (int kj = 0; kj < d->kw; kj++) {
                 const float *row = col + ((long)(c * d->kh + ki) * d->kw + kj) * ohw;
+                int off = -d->pad_left + kj * d->dil_w, lo, hi;
+                conv_valid_range(d->ow, d->stride_w, off, d->w, &lo, &hi);
                 for (int oy = 0; oy < d->oh; oy++) {
                     int iy = oy * d->stride_h - d->pad_top + ki * d->dil_h;
                     if (iy < 0 || iy >= d->h)
                         continue;
                     const float *src = row + (long)oy * d->ow;
-                    float *dst = xc + (long)iy * d->w;
-                    int ix = -d->pad_left + kj * d->dil_w;
-                    for (int ox = 0; ox < d->ow; ox++, ix += d->stride_w)
-                        if (ix >= 0 && ix < d->w)
-                            dst[ix] += src[ox];
+                    float *dst = xc + (long)iy * d->w + off;
+                    for (int ox = lo; ox < hi; ox++)
+                        dst[(long)ox * d->stride_w] += src[ox];
                 }
             }
         }

@@ -16,8 +16,10 @@
 #define POOL_RELAX() ((void)0)
 #endif
 
-/* About 20-50 us of spinning before sleeping. */
-#define POOL_SPIN 20000
+/* A few microseconds of spinning before sleeping: long enough to catch
+ * the next op of a step, short enough not to steal a core from the other
+ * thread when the machine is busy. */
+#define POOL_SPIN 4000
 
 typedef struct pool_worker {
     thread_pool *pool;

@@ -405,7 +405,7 @@ static int train_epoch_event(train_run *r, const epoch_record *rec, char *err, s
 
 /* After the last batch of an epoch: record, report, schedule, checkpoint.
  * Sets *stop when early stopping fired. */
-static int train_finish_epoch(train_run *r, float lr, bool *stop, char *err, size_t errlen)
+static int train_finish_epoch(train_run *r, double lr, bool *stop, char *err, size_t errlen)
 {
     const spec_training *t = &r->spec->training;
     epoch_record *rec = &r->hist.epochs[r->hist.n_epochs];
@@ -481,9 +481,9 @@ static int train_loop(train_run *r, char *err, size_t errlen)
     bool stop = r->sched.stop;
     while (!stop && r->pos.epoch < t->epochs) {
         /* Mid-epoch resume: the schedule already chose this epoch's rate. */
-        float lr = r->pos.step > 0 ? (float)r->sched.lr
-                                   : (float)schedule_epoch_begin(&r->sched, t, (int)r->pos.epoch);
-        if (train_epoch_steps(r, lr, err, errlen) != 0 ||
+        double lr = r->pos.step > 0 ? r->sched.lr
+                                    : schedule_epoch_begin(&r->sched, t, (int)r->pos.epoch);
+        if (train_epoch_steps(r, (float)lr, err, errlen) != 0 ||
             train_finish_epoch(r, lr, &stop, err, errlen) != 0)
             return -1;
     }
