@@ -593,7 +593,7 @@ int train_evaluate_only(const job_spec *spec, const train_options *opt, char *er
         if (rc == 0)
             json_object_set_new(out, sets[i].key, train_eval_json(&spec->training, &e));
     }
-    char *text = rc == 0 && out ? json_dumps(out, JSON_COMPACT | JSON_REAL_PRECISION(8)) : NULL;
+    char *text = rc == 0 && out ? json_dumps(out, JSON_COMPACT | JSON_REAL_PRECISION(13)) : NULL;
     if (rc == 0 && !text) {
         snprintf(err, errlen, "evaluation: out of memory");
         rc = -1;

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# cli.sh PUNCH_TRAIN — punch-train's command line: exit codes and one-line
+# errors, the summary and per-epoch lines, --evaluate-only agreeing with
+# the run's own test figures, and SIGTERM mid-run followed by --resume
+# reaching the same weights as an uninterrupted run.
+set -u
+exe=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# expect_exit CODE NAME CMD...: exit status and, for errors, one stderr line.
+expect_exit() {
+  local want=$1 name=$2; shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local code=$?
+  if [ "$code" -ne "$want" ]; then
+    fail "$name: exit $code, want $want; stderr: $(cat "$tmp/err")"; return
+  fi
+  if [ "$want" -ne 0 ]; then
+    [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "$name: want one stderr line, got: $(cat "$tmp/err")"
+    grep -q '^punch-train: ' "$tmp/err" || fail "$name: no 'punch-train:' prefix: $(cat "$tmp/err")"
+  fi
+  echo "ok: $name (exit $code) $(head -c 150 "$tmp/err")"
+}
+
+job() { # job FILE EPOCHS [extra training fields]
+  cat >"$1" <<JSON
+{"name": "cli", "model": {"input": [12], "layers": [
+   {"type": "dense", "units": 16, "activation": "tanh"}, {"type": "dropout", "rate": 0.2},
+   {"type": "dense", "units": 3, "activation": "softmax"}]},
+ "data": {"format": "synthetic", "synthetic_train": 4000, "synthetic_test": 300, "num_classes": 3,
+          "validation_split": 0.1},
+ "training": {"epochs": $2, "batch_size": 8, "optimizer": {"name": "sgd", "momentum": 0.9},
+              "seed": 9 $3}}
+JSON
+}
+
+job "$tmp/job.json" 3 ""
+expect_exit 0 "--help" "$exe" --help
+expect_exit 2 "no arguments" "$exe"
+expect_exit 2 "unknown option" "$exe" "$tmp/job.json" --out "$tmp/x" --bogus
+expect_exit 2 "missing --out" "$exe" "$tmp/job.json"
+expect_exit 2 "bad --threads" "$exe" "$tmp/job.json" --out "$tmp/x" --threads 0
+expect_exit 2 "--weights without --evaluate-only" "$exe" "$tmp/job.json" --out "$tmp/x" --weights w
+echo '{"model": "mlp", "data": {"format": "idx", "train": "fashion-mnist/train"}, "training": {"epochs": -1}}' >"$tmp/bad.json"
+expect_exit 2 "invalid spec" "$exe" "$tmp/bad.json" --out "$tmp/x"
+grep -q 'training.epochs' "$tmp/err" || fail "invalid spec: error does not name training.epochs"
+expect_exit 0 "--validate" "$exe" --validate "$tmp/job.json"
+cat >"$tmp/nodata.json" <<'JSON'
+{"model": "mlp", "data": {"format": "idx", "train": "no-such-set/train"}}
+JSON
+expect_exit 1 "missing dataset" "$exe" "$tmp/nodata.json" --out "$tmp/nodata" --datasets "$tmp"
+OMPI_COMM_WORLD_SIZE=2 expect_exit 2 "single trainer on 2 ranks" "$exe" "$tmp/job.json" --out "$tmp/x"
+
+# A whole run: summary on stdout, one line per epoch on stderr.
+expect_exit 0 "train" "$exe" "$tmp/job.json" --out "$tmp/run" --threads 2
+grep -q 'Trainable params' "$tmp/out" || fail "train: no summary on stdout"
+[ "$(grep -c '^epoch [0-9]/3 ' "$tmp/err")" -eq 3 ] || fail "train: want 3 epoch lines: $(cat "$tmp/err")"
+test_acc=$(sed -n 's/.*"test_accuracy":\([0-9.e-]*\).*/\1/p' "$tmp/run/progress.jsonl")
+[ -n "$test_acc" ] || fail "train: no test_accuracy in the end event"
+
+expect_exit 0 "--evaluate-only" "$exe" "$tmp/job.json" --out "$tmp/eval" --threads 2 \
+  --evaluate-only --weights "$tmp/run/weights.safetensors"
+eval_acc=$(sed -n 's/.*"test":{[^}]*"accuracy":\([0-9.e-]*\).*/\1/p' "$tmp/out")
+[ "$eval_acc" = "$test_acc" ] || fail "--evaluate-only accuracy $eval_acc != run's $test_acc"
+
+# SIGTERM mid-run, then --resume: the same weights as without interruption.
+job "$tmp/long.json" 12 ""
+"$exe" "$tmp/long.json" --out "$tmp/full" --threads 2 >/dev/null 2>&1 || fail "uninterrupted run failed"
+"$exe" "$tmp/long.json" --out "$tmp/cut" --threads 2 >/dev/null 2>"$tmp/cut.err" &
+pid=$!
+for _ in $(seq 1 600); do
+  grep -q '"event":"epoch"' "$tmp/cut/progress.jsonl" 2>/dev/null && break
+  sleep 0.05
+done
+kill -TERM "$pid" 2>/dev/null
+wait "$pid"
+code=$?
+if [ "$code" -eq 1 ]; then
+  grep -q 'interrupted by SIGTERM' "$tmp/cut.err" || fail "SIGTERM: unexpected error: $(cat "$tmp/cut.err")"
+  echo "ok: interrupted: $(cat "$tmp/cut.err")"
+  "$exe" "$tmp/long.json" --out "$tmp/cut" --threads 2 --resume >/dev/null 2>&1 || fail "--resume failed"
+elif [ "$code" -ne 0 ]; then
+  fail "SIGTERM: exit $code: $(cat "$tmp/cut.err")"
+fi
+cmp -s "$tmp/full/weights.safetensors" "$tmp/cut/weights.safetensors" ||
+  fail "resumed weights differ from the uninterrupted run's"
+grep -q '"resumed":true' "$tmp/cut/progress.jsonl" || [ "$code" -eq 0 ] ||
+  fail "resumed run did not log a resumed start"
+
+[ "$fails" -eq 0 ] || { echo "$fails failures"; exit 1; }
+echo "all ok"
