@@ -5,25 +5,19 @@
  * error (the backend's void functions): the message goes to stderr and the
  * process exits, because a step whose kernels failed cannot be trusted.
  *
- * The status type picks the library (_Generic in C, overloads in CUDA
- * C++), so one macro serves all four. */
+ * The status type picks the library (_Generic), so one macro serves all
+ * four. C only: the kernels (gpu_kernels.cu) return their launch status to
+ * C callers, which check it here. */
 #ifndef PUNCH_GPU_CHECK_H
 #define PUNCH_GPU_CHECK_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#include <cuda_runtime.h>
-
-#ifndef __CUDACC__
 #include <cublas_v2.h>
+#include <cuda_runtime.h>
 #include <cudnn.h>
 #include <nccl.h>
-#endif
-
-#ifdef __cplusplus
-extern "C" {
-#endif
 
 /* Records a failed call (the message read back by gpu_check_message()). */
 void gpu_check_failed(const char *lib_message, const char *call, const char *file, int line);
@@ -32,19 +26,6 @@ const char *gpu_check_message(void);
 /* Prints the last failure as "punch-train: cuda: ..." and exits(1). */
 void gpu_check_fatal(void);
 
-#ifdef __cplusplus
-}
-#endif
-
-#ifdef __cplusplus
-static inline bool gpu_check_status(cudaError_t s, const char *call, const char *file, int line)
-{
-    if (s == cudaSuccess)
-        return true;
-    gpu_check_failed(cudaGetErrorString(s), call, file, line);
-    return false;
-}
-#else
 bool gpu_check_cuda(cudaError_t s, const char *call, const char *file, int line);
 bool gpu_check_cublas(cublasStatus_t s, const char *call, const char *file, int line);
 bool gpu_check_cudnn(cudnnStatus_t s, const char *call, const char *file, int line);
@@ -55,7 +36,6 @@ bool gpu_check_nccl(ncclResult_t s, const char *call, const char *file, int line
              cublasStatus_t: gpu_check_cublas,         \
              cudnnStatus_t: gpu_check_cudnn,           \
              ncclResult_t: gpu_check_nccl)(s, call, file, line)
-#endif
 
 #define GPU_CHECK(call) gpu_check_status((call), #call, __FILE__, __LINE__)
 #define GPU_MUST(call)               \

@@ -9,12 +9,16 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "gpu/gpu.h"
+#ifdef PUNCH_HAVE_CUDA
+#include "gpu/gpu_check.h"
+#endif
 
 #define NO_DRIVER "no CUDA device: CUDA driver version is insufficient for CUDA runtime version"
 
@@ -90,12 +94,59 @@ static void test_cuda_build_with_driver(void **state)
     be->destroy(be);
 }
 
+/* The check macro names the call, the place and the right library's
+ * message, whichever library the status comes from (here every call fails
+ * for want of a driver). */
+static void test_check_macro(void **state)
+{
+    (void)state;
+#ifdef PUNCH_HAVE_CUDA
+    if (driver_present())
+        skip();
+    int n = -1;
+    int line = __LINE__ + 1;
+    assert_false(GPU_CHECK(cudaGetDeviceCount(&n)));
+    char want[512];
+    snprintf(want, sizeof want, "cudaGetDeviceCount(&n) failed at %s:%d: %s", __FILE__, line,
+             "CUDA driver version is insufficient for CUDA runtime version");
+    assert_string_equal(gpu_check_message(), want);
+
+    cublasHandle_t blas = NULL;
+    line = __LINE__ + 1;
+    assert_false(GPU_CHECK(cublasCreate(&blas)));
+    snprintf(want, sizeof want, "cublasCreate(&blas) failed at %s:%d: %s", __FILE__, line,
+             cublasGetStatusString(CUBLAS_STATUS_NOT_INITIALIZED));
+    assert_string_equal(gpu_check_message(), want);
+
+    cudnnHandle_t dnn = NULL;
+    cudnnStatus_t st = cudnnCreate(&dnn);
+    assert_true(st != CUDNN_STATUS_SUCCESS);
+    line = __LINE__ + 1;
+    assert_false(GPU_CHECK(st));
+    snprintf(want, sizeof want, "st failed at %s:%d: %s", __FILE__, line,
+             cudnnGetErrorString(st));
+    assert_string_equal(gpu_check_message(), want);
+
+    ncclResult_t bad = ncclInvalidArgument;
+    line = __LINE__ + 1;
+    assert_false(GPU_CHECK(bad));
+    snprintf(want, sizeof want, "bad failed at %s:%d: %s", __FILE__, line,
+             ncclGetErrorString(ncclInvalidArgument));
+    assert_string_equal(gpu_check_message(), want);
+    cudaError_t fine = cudaSuccess;
+    assert_true(GPU_CHECK(fine));
+#else
+    skip();
+#endif
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_without_cuda_build),
         cmocka_unit_test(test_cuda_build_without_driver),
         cmocka_unit_test(test_cuda_build_with_driver),
+        cmocka_unit_test(test_check_macro),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
