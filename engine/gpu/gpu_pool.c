@@ -1,7 +1,12 @@
 /* gpu_pool.c — 2-D max and average pooling on the CUDA backend: cuDNN when
  * its symmetric padding reproduces the layer (the common case), the
  * backend's own kernels otherwise (gpu_plan.h says which). Both exclude
- * padding from maxima and averages, as backend.h defines. */
+ * padding from maxima and averages, as backend.h defines.
+ *
+ * Ties in max pooling: the kernels route dy to the first maximum, as the
+ * seam says; cuDNN does not document which tied element it picks. The
+ * common tie, a window of zeros after a ReLU, is harmless either way: the
+ * ReLU's backward pass zeroes the gradient of every one of them. */
 #include "gpu/gpu_backend.h"
 
 #include <stdio.h>
