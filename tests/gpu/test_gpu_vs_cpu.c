@@ -10,7 +10,7 @@
  *
  * Tolerances (|gpu - cpu| <= atol + rtol * |cpu|, element-wise):
  *   element-wise ops, dropout, concat, pooling     rtol 1e-6, atol 1e-6
- *   activations (cuDNN's exp/tanh vs libm)         rtol 1e-5, atol 1e-6
+ *   activations, softmax (device exp/tanh vs libm) rtol 1e-4, atol 1e-5
  *   GEMM, dense, conv2d, batchnorm (sum order)     rtol 1e-4, atol 1e-4
  *   losses (host values, double sums)              rtol 1e-5
  *   optimizer steps (nvcc contracts to FMA)        rtol 1e-5, atol 1e-7
@@ -38,7 +38,7 @@
 #include "spec.h"
 
 #define TOL_EXACT 1e-6f, 1e-6f
-#define TOL_ACT 1e-5f, 1e-6f
+#define TOL_ACT 1e-4f, 1e-5f
 #define TOL_SUM 1e-4f, 1e-4f
 
 static backend *cpu, *gpu;
@@ -361,8 +361,10 @@ static void test_batchnorm(void **state)
     const int shapes[][3] = {{7, 5, 12}, {16, 9, 1}}; /* batch, c, spatial */
     for (size_t s = 0; s < 2; s++) {
         int batch = shapes[s][0], c = shapes[s][1], sp = shapes[s][2];
+        /* A momentum of 0.5 makes the running-variance update weigh enough
+         * that a biased (N) instead of unbiased (N - 1) variance shows. */
         batchnorm_desc dc = {.max_batch = batch, .c = c, .spatial = sp, .epsilon = 1e-3f,
-                             .momentum = 0.99f};
+                             .momentum = 0.5f};
         batchnorm_desc dg = dc;
         long wc = cpu->batchnorm_prepare(cpu, &dc), wg = gpu->batchnorm_prepare(gpu, &dg);
         assert_true(wc >= 0);
@@ -685,7 +687,8 @@ static void test_training_run(void **state)
 /* The engine's own training step (model.h) on both backends: the same
  * spec, seed, data and batches must give the same losses, parameters and
  * batchnorm statistics, including a short last batch and an evaluation
- * pass. */
+ * pass. SGD, not Adam: Adam takes full-size steps on gradients that are
+ * pure rounding noise, whose signs may differ between the backends. */
 static const char model_job[] =
     "{\"name\": \"gpu-vs-cpu\","
     " \"model\": {\"input\": [2, 8, 8], \"layers\": ["
@@ -707,7 +710,8 @@ static const char model_job[] =
     " \"data\": {\"format\": \"synthetic\", \"synthetic_train\": 64, \"synthetic_test\": 0,"
     "          \"num_classes\": 5},"
     " \"training\": {\"epochs\": 1, \"batch_size\": 16,"
-    "  \"optimizer\": {\"name\": \"adam\", \"learning_rate\": 0.01}, \"seed\": 3}}";
+    "  \"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 0.05, \"momentum\": 0.9},"
+    "  \"seed\": 3}}";
 
 static void expect_host_close(const char *what, const float *g, const float *c, long n,
                               float rtol, float atol)
@@ -761,8 +765,8 @@ static void test_model_training(void **state)
         expect_close_d("model loss", lg, lc, 1e-3);
         model_backward(mc, batch);
         model_backward(mg, batch);
-        model_optimizer_step(mc, oc, 0.01f);
-        model_optimizer_step(mg, og, 0.01f);
+        model_optimizer_step(mc, oc, 0.05f);
+        model_optimizer_step(mg, og, 0.05f);
     }
     float *pc = malloc((size_t)mc->n_params * sizeof(float));
     float *pg = malloc((size_t)mg->n_params * sizeof(float));
