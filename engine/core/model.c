@@ -316,7 +316,7 @@ double model_loss(model *m, int batch, batch_metrics *metrics)
     return loss;
 }
 
-void model_backward(model *m, int batch)
+void model_backward_hooked(model *m, int batch, model_layer_hook after_layer, void *ctx)
 {
     memset(m->grad_written, 0, (size_t)m->n_layers * sizeof *m->grad_written);
     m->grad_written[m->n_layers - 1] = true;
@@ -326,17 +326,24 @@ void model_backward(model *m, int batch)
             /* Nothing downstream uses this layer's output. */
             if (l->n_params > 0)
                 m->be->zero(m->be, l->grads, l->n_params);
-            continue;
+        } else {
+            for (int k = 0; k < l->n_in; k++) {
+                int src = l->spec->inputs[k];
+                if (src < 0)
+                    continue;
+                l->dx_accumulate[k] = m->grad_written[src];
+                m->grad_written[src] = true;
+            }
+            l->ops->backward(l, m->be, batch);
         }
-        for (int k = 0; k < l->n_in; k++) {
-            int src = l->spec->inputs[k];
-            if (src < 0)
-                continue;
-            l->dx_accumulate[k] = m->grad_written[src];
-            m->grad_written[src] = true;
-        }
-        l->ops->backward(l, m->be, batch);
+        if (after_layer)
+            after_layer(ctx, i);
     }
+}
+
+void model_backward(model *m, int batch)
+{
+    model_backward_hooked(m, batch, NULL, NULL);
 }
 
 void model_optimizer_step(model *m, optimizer *opt, float lr)

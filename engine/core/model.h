@@ -102,6 +102,14 @@ double model_loss(model *m, int batch, batch_metrics *metrics);
 /* Backward pass: m->grads = gradient of the mean batch loss. */
 void model_backward(model *m, int batch);
 
+/* model_backward calling after_layer(ctx, i) once layer i's parameter
+ * gradients are final (layers run from the last to the first; gradients
+ * of layer i occupy [layers[i].grads - grads, + n_params) of the flat
+ * buffer, after those of layer i-1), so a distributed trainer can start
+ * reducing a bucket while earlier layers still compute. */
+typedef void (*model_layer_hook)(void *ctx, int layer);
+void model_backward_hooked(model *m, int batch, model_layer_hook after_layer, void *ctx);
+
 /* params -= optimizer(grads) on whatever memory the backend uses. */
 void model_optimizer_step(model *m, optimizer *opt, float lr);
 

@@ -180,7 +180,9 @@ static int train_open(train_run *r, char *err, size_t errlen)
     r->be = backend_create(spec, train_threads(spec, r->opt), train_local_rank(), err, errlen);
     if (!r->be)
         return -1;
-    if (train_make_dir(r->opt->out_dir, err, errlen) != 0)
+    char ckpt_dir[4096];
+    snprintf(ckpt_dir, sizeof ckpt_dir, "%s/checkpoints", r->opt->out_dir);
+    if (train_make_dir(ckpt_dir, err, errlen) != 0)
         return -1;
     if (dataset_load_all(&spec->data, &spec->input, &r->opt->roots, spec->training.seed,
                          &r->train, &r->val, &r->test, err, errlen) != 0)

@@ -186,11 +186,16 @@ static int count_lines(const char *path, const char *needle)
 static void test_run_directory(void **state)
 {
     (void)state;
-    job_spec *s = job(2, ", \"steps_per_epoch\": 3, \"metrics\": [\"accuracy\", \"mae\"]");
+    job_spec *s = job(2, ", \"steps_per_epoch\": 3, \"metrics\": [\"accuracy\", \"mae\"], "
+                         "\"lr_schedulers\": [{\"name\": \"model_checkpoint\", "
+                         "\"every_epochs\": 1}, {\"name\": \"warm_up\", "
+                         "\"warmup_epochs\": 2}]");
     char *d = tempdir();
     train(s, d, 1, false);
     const char *files[] = {"progress.jsonl", "history.json", "weights.safetensors",
-                           "weights.npz", "checkpoints/ckpt.bin"};
+                           "weights.npz", "checkpoints/ckpt.bin",
+                           "checkpoints/weights-epoch-001.safetensors",
+                           "checkpoints/weights-epoch-002.npz"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char p[512];
         struct stat st;
@@ -207,6 +212,8 @@ static void test_run_directory(void **state)
     assert_int_equal(count_lines(p, "\"steps\":3"), 1);
     json_t *h = history(d);
     assert_int_equal(json_array_size(json_object_get(h, "mae")), 2);
+    json_t *lr = json_object_get(h, "lr");
+    assert_true(json_real_value(json_array_get(lr, 0)) < json_real_value(json_array_get(lr, 1)));
     assert_int_equal(json_array_size(json_object_get(h, "val_mae")), 2);
     json_t *test = json_object_get(h, "test");
     assert_non_null(json_object_get(test, "accuracy"));
