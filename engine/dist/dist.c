@@ -141,7 +141,7 @@ int dist_train(const job_spec *spec, const dist_options *opt)
         dist_die("cannot start the watchdog thread");
     dist_setup_rank(&c);
     if (c.rank == 0)
-        spec_print_summary(spec, stderr);
+        spec_print_summary(spec, stdout), fflush(stdout);
 
     int rc = 0;
     switch (spec->distributed.trainer) {

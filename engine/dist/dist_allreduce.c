@@ -40,6 +40,8 @@ static int dist_ar_resume(dist_ctx *c)
         memcpy(c->host_params, reps[0].params, (size_t)c->m->n_params * sizeof(float));
         memcpy(c->host_state, reps[0].state, (size_t)c->m->n_state * sizeof(float));
         memcpy(ostate, reps[0].optim, (size_t)n_optim * sizeof(float));
+        model_set_params(c->m, c->host_params);
+        model_set_state(c->m, c->host_state);
         c->sched = meta.sched;
         head[0] = meta.epochs_done;
         head[1] = (int64_t)meta.global_step;

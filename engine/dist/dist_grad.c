@@ -42,20 +42,21 @@ static int dist_grad_plan(dist_grad *g, const model *m, long limit)
     if (!g->b || !g->req)
         return -1;
     long hi = m->n_params, lo = m->n_params;
+    int ready = 0;
     for (int i = m->n_layers - 1; i >= 0; i--) {
         const layer *l = &m->layers[i];
         if (l->n_params == 0)
             continue;
-        lo = (long)(l->grads - m->grads);
-        if (hi - lo >= limit || i == 0) {
-            g->b[g->n++] = (dist_bucket){lo, hi, i};
+        long l_lo = (long)(l->grads - m->grads);
+        if (lo < hi && hi - l_lo > limit) {
+            g->b[g->n++] = (dist_bucket){lo, hi, ready};
             hi = lo;
         }
+        lo = l_lo;
+        ready = i;
     }
-    if (hi > 0) {
-        /* Leading layers without parameters: close the rest on layer 0. */
-        g->b[g->n++] = (dist_bucket){0, hi, 0};
-    }
+    if (lo < hi)
+        g->b[g->n++] = (dist_bucket){lo, hi, ready};
     return 0;
 }
 
@@ -104,10 +105,22 @@ static void dist_grad_start(dist_grad *g, model *m, int k, float factor, double 
     *comm_s += MPI_Wtime() - t0;
 }
 
-/* model_backward with a callback after every layer (see the file comment). */
+/* model_backward with a callback after every layer (see the file comment).
+ * A rank without samples this step still starts every bucket's
+ * MPI_Iallreduce, in the same order: blocking and non-blocking collectives
+ * do not match each other. */
 static void dist_grad_backward_overlapped(dist_grad *g, model *m, int batch, float factor,
                                           double *comm_s)
 {
+    if (batch == 0) {
+        m->be->zero(m->be, m->grads, m->n_params);
+        for (int k = 0; k < g->n; k++)
+            dist_grad_start(g, m, k, factor, comm_s);
+        double t0 = MPI_Wtime();
+        DIST_MPI(MPI_Waitall(g->n, g->req, MPI_STATUSES_IGNORE));
+        *comm_s += MPI_Wtime() - t0;
+        return;
+    }
     memset(m->grad_written, 0, (size_t)m->n_layers * sizeof *m->grad_written);
     m->grad_written[m->n_layers - 1] = true;
     int next = 0;
@@ -146,7 +159,7 @@ void dist_grad_backward_allreduce(dist_grad *g, model *m, int batch, long total,
                                   double *comm_s)
 {
     float factor = total > 0 ? (float)batch / (float)total : 0.0f;
-    if (batch > 0 && g->overlap) {
+    if (g->overlap) {
         dist_grad_backward_overlapped(g, m, batch, factor, comm_s);
         return;
     }

@@ -35,6 +35,10 @@ void dist_mpi_check(int rc, const char *call, const char *file, int line);
  * doing. */
 int dist_watchdog_start(double limit_s);
 void dist_watchdog_tick(const char *doing);
+/* The same with twice the limit: for waiting on a rank that runs a
+ * watchdog of its own (a worker waiting on the server), so the rank that
+ * sees the actual culprit reports first. `doing` must outlive the tick. */
+void dist_watchdog_tick_patient(const char *doing);
 void dist_watchdog_stop(void);
 
 /* ---- metric sums ----------------------------------------------------- */

@@ -232,6 +232,28 @@ static void dist_report_workers(dist_report *r, const dist_epoch_info *e)
     }
 }
 
+/* The console line, in the single trainer's format. */
+static void dist_report_console(const job_spec *s, int n_out, const dist_epoch_info *e,
+                                double rate)
+{
+    const spec_training *t = &s->training;
+    fprintf(stderr, "epoch %d/%d - %.1fs - %.0f samples/s - loss %.4f", e->epoch + 1, t->epochs,
+            e->seconds, rate, dist_sums_loss(&e->train));
+    for (int i = 0; i < t->n_metrics; i++)
+        fprintf(stderr, " - %s %.4f", spec_metric_name(t->metrics[i]),
+                dist_sums_metric(&e->train, t->metrics[i], n_out));
+    if (e->has_val) {
+        fprintf(stderr, " - val_loss %.4f", dist_sums_loss(&e->val));
+        for (int i = 0; i < t->n_metrics; i++)
+            fprintf(stderr, " - val_%s %.4f", spec_metric_name(t->metrics[i]),
+                    dist_sums_metric(&e->val, t->metrics[i], n_out));
+    }
+    fprintf(stderr, " - lr %.3g", e->lr);
+    if (spec_trainer_is_async(s->distributed.trainer))
+        fprintf(stderr, " - commits %ld - staleness %.2f", e->commits, e->mean_staleness);
+    fprintf(stderr, "\n");
+}
+
 int dist_report_epoch(dist_report *r, const dist_epoch_info *e, char *err, size_t errlen)
 {
     const job_spec *s = r->c->spec;
@@ -260,13 +282,7 @@ int dist_report_epoch(dist_report *r, const dist_epoch_info *e, char *err, size_
     }
     dist_report_line(r->fd, o);
 
-    fprintf(stderr, "epoch %d/%d  loss %.4f", e->epoch + 1, s->training.epochs,
-            dist_sums_loss(&e->train));
-    if (e->has_val)
-        fprintf(stderr, "  val_loss %.4f  val_%s %.4f", dist_sums_loss(&e->val),
-                spec_metric_name(s->training.metrics[0]),
-                dist_sums_metric(&e->val, s->training.metrics[0], n_out));
-    fprintf(stderr, "  lr %.3g  %.0f samples/s\n", e->lr, rate);
+    dist_report_console(s, n_out, e, rate);
 
     dist_report_append_metrics(r->hist, s, n_out, "", &e->train);
     if (e->has_val)
@@ -324,9 +340,11 @@ int dist_report_end(dist_report *r, bool has_test, const dist_sums *test, double
     json_object_set_new(o, "status", json_string("succeeded"));
     if (has_test) {
         dist_report_metrics(o, s, n_out, "test_", test);
-        fprintf(stderr, "test loss %.4f  test %s %.4f\n", dist_sums_loss(test),
-                spec_metric_name(s->training.metrics[0]),
-                dist_sums_metric(test, s->training.metrics[0], n_out));
+        fprintf(stderr, "test - loss %.4f", dist_sums_loss(test));
+        for (int i = 0; i < s->training.n_metrics; i++)
+            fprintf(stderr, " - %s %.4f", spec_metric_name(s->training.metrics[i]),
+                    dist_sums_metric(test, s->training.metrics[i], n_out));
+        fprintf(stderr, "\n");
     }
     json_object_set_new(o, "elapsed_s", json_real(dist_now() - r->t0));
     dist_report_line(r->fd, o);

@@ -14,6 +14,7 @@
  * While idle it sleeps briefly instead of spinning in MPI, so it does not
  * take a core from the workers; and it ends the job naming the worker
  * when one stays silent longer than the watchdog limit. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -37,6 +38,7 @@ typedef struct dist_server {
     double *lr;             /* per epoch */
     int next_epoch;         /* the first epoch not yet written */
     int *ranks;
+    char (*receiving)[64];  /* per worker: what the watchdog reports */
     double t_epoch;
 } dist_server;
 
@@ -71,7 +73,7 @@ static void dist_server_checkpoint(dist_server *sv, int epochs_done)
     dist_ctx *c = sv->c;
     dist_ckpt_meta meta = {.epochs_done = epochs_done, .commits = (long)sv->clock,
                            .staleness_sum = sv->staleness_sum, .n_replicas = 1,
-                           .n_workers = c->workers, .worker_commits = sv->sent,
+                           .n_workers = c->workers, .worker_commits = sv->commits,
                            .sched = c->sched};
     dist_replica rep = {sv->center, sv->center + c->m->n_params, NULL};
     char err[1024];
@@ -126,6 +128,7 @@ static void dist_server_handle(dist_server *sv, const dist_msg *h, int src)
     int epochs = c->spec->training.epochs;
     switch (h->kind) {
     case DIST_MSG_COMMIT: {
+        dist_watchdog_tick(sv->receiving[w]);
         double t0 = MPI_Wtime();
         DIST_MPI(MPI_Recv(sv->buf, (int)sv->n, MPI_FLOAT, src, DIST_TAG_DATA, c->comm,
                           MPI_STATUS_IGNORE));
@@ -208,6 +211,8 @@ static void dist_server_finish(dist_server *sv)
         if (sv->sent[w] != sv->commits[w])
             dist_die("worker rank %d sent %ld commits but the server applied %ld", w + 1,
                      sv->sent[w], sv->commits[w]);
+    /* The final exchanges came after the last epoch's checkpoint. */
+    dist_server_checkpoint(sv, sv->next_epoch);
     dist_report_commits(c->rep, (long)sv->clock, dist_server_staleness(sv), sv->sent,
                         c->workers);
     if (dist_write_weights(c, sv->center, sv->center + np, NULL, true, err, sizeof err) < 0 ||
@@ -232,13 +237,16 @@ int dist_ps_serve(dist_ctx *c, float *center, const dist_ps_start *start,
     sv.reported = calloc((size_t)E, sizeof *sv.reported);
     sv.lr = calloc((size_t)E, sizeof *sv.lr);
     sv.ranks = calloc((size_t)W, sizeof *sv.ranks);
+    sv.receiving = calloc((size_t)W, sizeof *sv.receiving);
     if (!sv.buf || !sv.commits || !sv.last_seen || !sv.done || !sv.acc || !sv.reported ||
-        !sv.lr || !sv.ranks)
+        !sv.lr || !sv.ranks || !sv.receiving)
         dist_die("out of memory");
     /* Commits restored from a checkpoint were applied by an earlier server. */
     for (int w = 0; w < W; w++) {
         sv.commits[w] = worker_commits[w];
         sv.ranks[w] = w + 1;
+        snprintf(sv.receiving[w], sizeof sv.receiving[w],
+                 "receiving a commit from worker rank %d", w + 1);
     }
     for (int e = 0; e < (int)start->epoch && e < E; e++)
         sv.reported[e] = W;
@@ -265,5 +273,6 @@ int dist_ps_serve(dist_ctx *c, float *center, const dist_ps_start *start,
     free(sv.reported);
     free(sv.lr);
     free(sv.ranks);
+    free(sv.receiving);
     return 0;
 }

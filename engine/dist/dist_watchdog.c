@@ -19,6 +19,7 @@ static struct {
     atomic_bool stop;
     atomic_long last_ms;
     _Atomic(const char *) doing;
+    atomic_long limit_ms;   /* for the current activity */
     double limit_s;
     int rank;
 } dist_wd;
@@ -36,7 +37,7 @@ static void *dist_wd_main(void *arg)
     while (!atomic_load(&dist_wd.stop)) {
         usleep(200 * 1000);
         long idle = dist_wd_now_ms() - atomic_load(&dist_wd.last_ms);
-        if (idle < (long)(dist_wd.limit_s * 1000))
+        if (idle < atomic_load(&dist_wd.limit_ms))
             continue;
         const char *doing = atomic_load(&dist_wd.doing);
         fprintf(stderr,
@@ -55,6 +56,7 @@ int dist_watchdog_start(double limit_s)
     dist_wd.limit_s = limit_s;
     atomic_store(&dist_wd.stop, false);
     atomic_store(&dist_wd.last_ms, dist_wd_now_ms());
+    atomic_store(&dist_wd.limit_ms, (long)(limit_s * 1000));
     atomic_store(&dist_wd.doing, "starting");
     if (pthread_create(&dist_wd.thread, NULL, dist_wd_main, NULL) != 0)
         return -1;
@@ -65,6 +67,14 @@ int dist_watchdog_start(double limit_s)
 void dist_watchdog_tick(const char *doing)
 {
     atomic_store(&dist_wd.last_ms, dist_wd_now_ms());
+    atomic_store(&dist_wd.limit_ms, (long)(dist_wd.limit_s * 1000));
+    atomic_store(&dist_wd.doing, doing);
+}
+
+void dist_watchdog_tick_patient(const char *doing)
+{
+    atomic_store(&dist_wd.last_ms, dist_wd_now_ms());
+    atomic_store(&dist_wd.limit_ms, (long)(dist_wd.limit_s * 2000));
     atomic_store(&dist_wd.doing, doing);
 }
 

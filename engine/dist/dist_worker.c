@@ -97,7 +97,7 @@ static void dist_worker_exchange_elastic(dist_worker *w)
 static void dist_worker_exchange(dist_worker *w)
 {
     double t0 = MPI_Wtime();
-    dist_watchdog_tick("waiting for the parameter server (rank 0)");
+    dist_watchdog_tick_patient("waiting for the parameter server (rank 0)");
     if (dist_worker_elastic(w->t))
         dist_worker_exchange_elastic(w);
     else

@@ -1,0 +1,358 @@
+#!/usr/bin/python3
+"""Integration tests of the distributed trainers: real `mpirun
+--oversubscribe -np 2..5 punch-train` runs on small Fashion-MNIST subsets,
+checked against the single trainer, against each other and against a numpy
+forward pass. Usage: dist_test.py CASE (see CASES at the bottom).
+
+Environment (set by tests/meson.build's test_env): PUNCH_BUILD_ROOT,
+Open MPI's run-as-root and MCA variables."""
+import gzip
+import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+BUILD = os.environ.get("PUNCH_BUILD_ROOT", ".")
+PUNCH_TRAIN = os.path.join(BUILD, "engine", "punch-train")
+DATASETS = "/usr/share/datasets"
+# Sanitizer builds: Open MPI's own allocations look like leaks at exit.
+MPI_ENV = {"ASAN_OPTIONS": "detect_leaks=0"}
+
+
+def fail(msg):
+    print("FAIL: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def job(trainer, workers, batch=32, epochs=2, optimizer=None, extra_dist=None, **data):
+    d = {"format": "idx", "train": "fashion-mnist/train", "test": "fashion-mnist/t10k",
+         "train_samples": 2000, "test_samples": 1000, "validation_split": 0.1}
+    d.update(data)
+    dist = {"trainer": trainer, "workers": workers}
+    dist.update(extra_dist or {})
+    return {"name": "dist-test", "model": "mlp", "data": d,
+            "training": {"epochs": epochs, "batch_size": batch, "seed": 3,
+                         "optimizer": optimizer or {"name": "adam"}},
+            "distributed": dist, "resources": {"threads_per_worker": 1}}
+
+
+def write_job(tmp, name, spec):
+    path = os.path.join(tmp, name + ".json")
+    with open(path, "w") as f:
+        json.dump(spec, f)
+    return path
+
+
+def mpirun_cmd(np_, env):
+    cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(np_)]
+    for k in env:
+        cmd += ["-x", k]
+    return cmd
+
+
+def run(tmp, name, spec, ranks, env=None, resume=False, expect_ok=True, out=None):
+    """Run punch-train under mpirun (ranks=None: directly, no mpirun)."""
+    path = write_job(tmp, name, spec)
+    out = out or os.path.join(tmp, name)
+    env_all = dict(MPI_ENV)
+    env_all.update(env or {})
+    cmd = [] if ranks is None else mpirun_cmd(ranks, env_all)
+    cmd += [PUNCH_TRAIN, path, "--out", out, "--datasets", DATASETS]
+    if resume:
+        cmd.append("--resume")
+    p = subprocess.run(cmd, env={**os.environ, **env_all}, capture_output=True, text=True,
+                       timeout=120)
+    if expect_ok and p.returncode != 0:
+        fail("%s exited %d:\n%s" % (" ".join(cmd), p.returncode, p.stderr[-3000:]))
+    return out, p
+
+
+def weights(out, name="weights.npz"):
+    with np.load(os.path.join(out, name)) as z:
+        return {k: z[k].copy() for k in z.files}
+
+
+def safetensors(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    head = json.loads(raw[8:8 + n])
+    base = 8 + n
+    t = {}
+    for k, v in head.items():
+        if k == "__metadata__":
+            continue
+        b, e = v["data_offsets"]
+        t[k] = np.frombuffer(raw[base + b:base + e], dtype="<f4").reshape(v["shape"])
+    return t
+
+
+def history(out):
+    with open(os.path.join(out, "history.json")) as f:
+        return json.load(f)
+
+
+def max_diff(a, b):
+    check(sorted(a) == sorted(b), "different tensors: %s vs %s" % (sorted(a), sorted(b)))
+    return max(float(np.abs(a[k] - b[k]).max()) for k in a)
+
+
+def fmnist_test(n):
+    base = os.path.join(DATASETS, "fashion-mnist")
+    with gzip.open(os.path.join(base, "t10k-images-idx3-ubyte.gz")) as f:
+        x = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 784)[:n] / 255.0
+    with gzip.open(os.path.join(base, "t10k-labels-idx1-ubyte.gz")) as f:
+        y = np.frombuffer(f.read(), np.uint8, offset=8)[:n]
+    return x.astype(np.float32), y
+
+
+def mlp_probs(w, x):
+    h = np.maximum(x @ w["1.dense.weight"] + w["1.dense.bias"], 0)
+    z = h @ w["2.dense.weight"] + w["2.dense.bias"]
+    z = np.exp(z - z.max(axis=1, keepdims=True))
+    return z / z.sum(axis=1, keepdims=True)
+
+
+# ---- cases ---------------------------------------------------------------
+
+def case_allreduce_equals_single(tmp):
+    """N ranks x batch B == single with batch N*B on the same data order;
+    every rank bit-identical after every step (PUNCH_DIST_CHECK_SYNC)."""
+    ref, _ = run(tmp, "single", job("single", 1, batch=64), None)
+    ref_w = weights(ref)
+    sync = {"PUNCH_DIST_CHECK_SYNC": "1"}
+    small_buckets = {"bucket_mb": 0.05}  # several buckets for this mlp
+    for n, b, env in ((2, 32, sync), (4, 16, sync),
+                      (2, 32, {"PUNCH_DIST_OVERLAP": "1", **sync})):
+        name = "ar%d%s" % (n, "-overlap" if "PUNCH_DIST_OVERLAP" in env else "")
+        out, p = run(tmp, name, job("allreduce", n, batch=b, extra_dist=small_buckets), n, env)
+        check("weights identical on all %d ranks" % n in p.stderr,
+              "%s: no identical-weights confirmation:\n%s" % (name, p.stderr[-2000:]))
+        d = max_diff(ref_w, weights(out))
+        print("%s: max |w - w_single| = %.3g" % (name, d))
+        check(d < 1e-5, "%s differs from single with batch 64 by %g" % (name, d))
+        h = history(out)
+        check(len(h["workers"]) == n and h["ranks"] == n, "%s: per-worker history" % name)
+        check(abs(h["test"]["accuracy"] - history(ref)["test"]["accuracy"]) < 0.005,
+              "%s: test accuracy differs from single" % name)
+
+
+def case_averaging(tmp):
+    """Averaging with identical seeds and shards equals the single trainer;
+    with real shards it trains and reports both workers."""
+    ref, _ = run(tmp, "single", job("single", 1, batch=32), None)
+    out, _ = run(tmp, "avg-replicate", job("averaging", 2), 2,
+                 {"PUNCH_DIST_SHARDING": "replicate"})
+    d = max_diff(weights(ref), weights(out))
+    print("averaging (replicated shards) vs single: max diff %.3g" % d)
+    check(d < 1e-6, "averaging of identical replicas differs from single by %g" % d)
+    out, _ = run(tmp, "avg-shards", job("averaging", 3, epochs=2,
+                                        extra_dist={"sync_every_epochs": 2}), 3)
+    h = history(out)
+    check(len(h["workers"]) == 3 and len(h["loss"]) == 2, "averaging history")
+    check(h["loss"][1] < h["loss"][0], "averaging did not lower the loss: %s" % h["loss"])
+    check(h["test"]["accuracy"] >= 0.70, "averaging test accuracy %.3f < 0.70"
+          % h["test"]["accuracy"])
+
+
+def case_ensemble(tmp):
+    """N distinct members saved; the reported test metrics are those of the
+    members' mean prediction (recomputed here in numpy)."""
+    n = 3
+    out, _ = run(tmp, "ensemble", job("ensemble", n), n)
+    members = [safetensors(os.path.join(out, "weights.member-%d.safetensors" % k))
+               for k in range(n)]
+    for a in range(n):
+        for b in range(a + 1, n):
+            check(max_diff(members[a], members[b]) > 1e-3,
+                  "members %d and %d are the same model" % (a, b))
+    check(max_diff(members[0], weights(out)) == 0.0, "weights.npz is not member 0")
+    x, y = fmnist_test(1000)
+    probs = sum(mlp_probs(m, x) for m in members) / n
+    acc = float((probs.argmax(axis=1) == y).mean())
+    h = history(out)
+    print("ensemble test accuracy: engine %.4f numpy %.4f" % (h["test"]["accuracy"], acc))
+    check(abs(acc - h["test"]["accuracy"]) < 1e-3, "ensemble accuracy mismatch")
+    singles = [float((mlp_probs(m, x).argmax(axis=1) == y).mean()) for m in members]
+    print("members alone: %s" % singles)
+    check(acc >= 0.70, "ensemble test accuracy %.3f < 0.70" % acc)
+
+
+ASYNC = {
+    # trainer: (ranks = workers + 1 server, optimizer, extra, stated test accuracy)
+    "downpour": (3, {"name": "adam"}, {}, 0.70),
+    "adag": (3, {"name": "adam"}, {}, 0.68),
+    "dynsgd": (4, {"name": "adam"}, {}, 0.68),
+    "aeasgd": (5, {"name": "adam", "learning_rate": 0.002}, {"rho": 100}, 0.65),
+    "eamsgd": (3, {"name": "sgd", "learning_rate": 0.05}, {"momentum": 0.9}, 0.70),
+}
+
+
+def case_async(tmp, trainer):
+    """Loss goes down, the center reaches the stated accuracy on held-out
+    data, and the server applied exactly the commits the workers sent."""
+    ranks, opt, extra, want = ASYNC[trainer]
+    spec = job(trainer, ranks - 1, epochs=3, optimizer=opt,
+               extra_dist={"communication_window": 4, **extra})
+    out, _ = run(tmp, trainer, spec, ranks)
+    h = history(out)
+    print("%s: loss %s test %s commits %d staleness %.2f per worker %s" % (
+        trainer, h["loss"], h["test"], h["commits"], h["mean_staleness"],
+        [w["commits"] for w in h["workers"]]))
+    check(len(h["workers"]) == ranks - 1, "one history entry per worker")
+    check(h["loss"][-1] < h["loss"][0], "loss did not go down: %s" % h["loss"])
+    check(h["test"]["accuracy"] >= want, "test accuracy %.3f < %.2f"
+          % (h["test"]["accuracy"], want))
+    sent = sum(w["commits"] for w in h["workers"])
+    check(h["commits"] == sent and sent > 0,
+          "server applied %d commits, workers sent %d" % (h["commits"], sent))
+    check(h["mean_staleness"] >= 0, "negative staleness")
+    check([w["rank"] for w in h["workers"]] == list(range(1, ranks)), "worker ranks")
+
+
+def case_resume(tmp):
+    """--resume from the epoch-2 checkpoint reaches the same weights as an
+    uninterrupted 3-epoch run (allreduce, averaging); async resumes too."""
+    for trainer, n in (("allreduce", 2), ("averaging", 2)):
+        full, _ = run(tmp, trainer + "-full", job(trainer, n, epochs=3), n)
+        part = os.path.join(tmp, trainer + "-part")
+        run(tmp, trainer + "-two", job(trainer, n, epochs=2), n, out=part)
+        run(tmp, trainer + "-three", job(trainer, n, epochs=3), n, resume=True, out=part)
+        d = max_diff(weights(full), weights(part))
+        print("%s resumed vs uninterrupted: max diff %g" % (trainer, d))
+        check(d == 0.0, "%s: resumed run differs by %g" % (trainer, d))
+        h = history(part)
+        check(len(h["loss"]) == 3, "%s: resumed history has %d epochs" % (trainer, len(h["loss"])))
+        check(h["loss"] == history(full)["loss"], "%s: resumed history differs" % trainer)
+    part = os.path.join(tmp, "downpour-part")
+    run(tmp, "dp-two", job("downpour", 2, epochs=2), 3, out=part)
+    c2 = history(part)["commits"]
+    run(tmp, "dp-three", job("downpour", 2, epochs=3), 3, resume=True, out=part)
+    h = history(part)
+    check(len(h["loss"]) == 3 and h["commits"] > c2, "downpour resume: %s" % h)
+    check(h["commits"] == sum(w["commits"] for w in h["workers"]), "downpour resume commits")
+
+
+def rank_pids(mpirun_pid):
+    """PID of every MPI rank started by this mpirun, by its world rank."""
+    pids = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            if ppid != mpirun_pid:
+                continue
+            with open("/proc/%s/environ" % pid, "rb") as f:
+                env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
+            if b"OMPI_COMM_WORLD_RANK" in env:
+                pids[int(env[b"OMPI_COMM_WORLD_RANK"])] = int(pid)
+        except (OSError, ValueError, IndexError):
+            continue
+    return pids
+
+
+def start_and_signal(tmp, name, spec, ranks, victim, sig, env=None):
+    """Start a long run, wait for its first epoch, signal rank `victim`;
+    return (exit code, seconds from the signal to mpirun's exit, stderr)."""
+    path = write_job(tmp, name, spec)
+    out = os.path.join(tmp, name)
+    env_all = {**MPI_ENV, **(env or {})}
+    cmd = mpirun_cmd(ranks, env_all) + [PUNCH_TRAIN, path, "--out", out,
+                                        "--datasets", DATASETS]
+    err = open(os.path.join(tmp, name + ".err"), "w+")
+    p = subprocess.Popen(cmd, env={**os.environ, **env_all}, stdout=subprocess.DEVNULL,
+                         stderr=err)
+    progress = os.path.join(out, "progress.jsonl")
+    deadline = time.time() + 90
+    while time.time() < deadline and p.poll() is None:
+        if os.path.exists(progress) and '"event":"epoch"' in open(progress).read():
+            break
+        time.sleep(0.05)
+    check(p.poll() is None, "%s ended before it could be interrupted" % name)
+    pids = rank_pids(p.pid)
+    check(victim in pids, "rank %d not found among %s" % (victim, pids))
+    os.kill(pids[victim], sig)
+    t0 = time.time()
+    try:
+        rc = p.wait(timeout=60)  # a bound against hanging the suite, not a timing check
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        for pid in pids.values():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        fail("%s: mpirun still running 60 s after rank %d got signal %d" % (name, victim, sig))
+    err.seek(0)
+    text = err.read()
+    for line in text.splitlines():
+        if line.startswith("punch-train: rank") or "exited on signal" in line:
+            print("  " + line)
+    return rc, time.time() - t0, text
+
+
+def case_failure(tmp):
+    """A killed rank or a hung one ends the job with a non-zero exit and a
+    message naming a rank."""
+    long_ar = job("allreduce", 2, epochs=200)
+    rc, secs, err = start_and_signal(tmp, "kill", long_ar, 2, 1, signal.SIGKILL)
+    print("kill -9 rank 1: mpirun exit %d after %.1f s" % (rc, secs))
+    check(rc != 0, "mpirun exited 0 after a rank was killed")
+    check("rank 1" in err, "no message naming rank 1:\n" + err[-2000:])
+
+    wd = {"PUNCH_WATCHDOG_S": "2"}
+    rc, secs, err = start_and_signal(tmp, "hang", long_ar, 2, 1, signal.SIGSTOP, wd)
+    print("SIGSTOP rank 1 (allreduce): mpirun exit %d after %.1f s" % (rc, secs))
+    check(rc != 0, "mpirun exited 0 after a rank hung")
+    check("rank 0: no progress" in err, "no watchdog message from rank 0:\n" + err[-2000:])
+
+    long_async = job("downpour", 2, epochs=200)
+    rc, secs, err = start_and_signal(tmp, "hang-async", long_async, 3, 2, signal.SIGSTOP, wd)
+    print("SIGSTOP worker rank 2 (downpour): mpirun exit %d after %.1f s" % (rc, secs))
+    check(rc != 0, "mpirun exited 0 after a worker hung")
+    check("rank 0: " in err and ("worker rank 2 has sent nothing" in err or
+                                 "commit from worker rank 2" in err),
+          "the server did not name rank 2:\n" + err[-2000:])
+
+    _, p = run(tmp, "wrong-np", job("allreduce", 2), 3, expect_ok=False)
+    check(p.returncode != 0 and "needs 2 MPI ranks" in p.stderr,
+          "wrong rank count not refused:\n" + p.stderr[-2000:])
+
+
+CASES = {
+    "allreduce": case_allreduce_equals_single,
+    "averaging": case_averaging,
+    "ensemble": case_ensemble,
+    "resume": case_resume,
+    "failure": case_failure,
+}
+for _t in ASYNC:
+    CASES[_t] = (lambda t: lambda tmp: case_async(tmp, t))(_t)
+
+
+def main():
+    if len(sys.argv) != 2 or sys.argv[1] not in CASES:
+        print("usage: dist_test.py {%s}" % ",".join(CASES), file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="punch-dist-") as tmp:
+        CASES[sys.argv[1]](tmp)
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
