@@ -196,6 +196,7 @@ int dist_run_allreduce(dist_ctx *c)
     if (check && c->rank == 0)
         fprintf(stderr, "allreduce: weights identical on all %d ranks after each of %llu steps\n",
                 c->size, (unsigned long long)c->global_step);
+    dist_sync_report_times(c);
     dist_sums test = {0};
     if (c->test.n > 0)
         dist_eval_sharded(c, &c->test, &test);

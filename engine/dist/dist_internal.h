@@ -148,6 +148,9 @@ void dist_report_start(dist_report *r, long steps, long samples);
 void dist_report_step(dist_report *r, int epoch, long step, long steps, const dist_sums *run,
                       double samples_per_s);
 int dist_report_epoch(dist_report *r, const dist_epoch_info *e, char *err, size_t errlen);
+/* Each worker's seconds in communication and in its training loop
+ * (times: n_workers pairs), for the communication share. */
+void dist_report_worker_times(dist_report *r, const double *times, int n_workers);
 int dist_report_end(dist_report *r, bool has_test, const dist_sums *test, double comm_s,
                     double train_s, char *err, size_t errlen);
 void dist_report_failed(const char *out_dir, const char *why);
@@ -200,6 +203,8 @@ bool dist_sync_schedule(dist_ctx *c, int epoch, const dist_sums *train, bool has
 /* Gather each rank's sums to rank 0 (per_worker: size entries there) and
  * return their total on rank 0. */
 dist_sums dist_gather_sums(dist_ctx *c, const dist_sums *mine, dist_sums *per_worker);
+/* Rank 0 records every rank's communication and training seconds. */
+void dist_sync_report_times(dist_ctx *c);
 /* Abort unless every rank holds bit-identical parameters. */
 void dist_check_identical(dist_ctx *c, uint64_t step);
 

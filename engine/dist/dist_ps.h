@@ -35,7 +35,8 @@ typedef struct dist_msg {
     int32_t pad;
     int64_t clock;          /* commit: the clock of the worker's last pull */
     int64_t commits;        /* epoch/done: commits this worker has sent */
-    double sums[DIST_SUMS_LEN]; /* epoch: training sums of the epoch */
+    double sums[DIST_SUMS_LEN]; /* epoch: training sums of the epoch;
+                                   done: comm_s, train_s */
     double lr;              /* epoch: the rate used */
 } dist_msg;
 

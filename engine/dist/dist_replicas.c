@@ -308,6 +308,7 @@ int dist_run_replicas(dist_ctx *c)
             break;
     }
     c->train_s = MPI_Wtime() - t_train;
+    dist_sync_report_times(c);
     dist_rep_finish(&r);
     free(r.ostate);
     free(per);

@@ -316,6 +316,18 @@ void dist_report_commits(dist_report *r, long commits, double mean_staleness,
     }
 }
 
+void dist_report_worker_times(dist_report *r, const double *times, int n_workers)
+{
+    json_t *ws = dist_report_array(r->hist, "workers");
+    for (int i = 0; i < n_workers; i++) {
+        json_t *w = json_array_get(ws, (size_t)i);
+        if (!w)
+            continue;
+        json_object_set_new(w, "comm_time_s", json_real(times[2 * i]));
+        json_object_set_new(w, "train_time_s", json_real(times[2 * i + 1]));
+    }
+}
+
 int dist_report_end(dist_report *r, bool has_test, const dist_sums *test, double comm_s,
                     double train_s, char *err, size_t errlen)
 {

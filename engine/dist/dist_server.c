@@ -39,6 +39,7 @@ typedef struct dist_server {
     int next_epoch;         /* the first epoch not yet written */
     int *ranks;
     char (*receiving)[64];  /* per worker: what the watchdog reports */
+    double *times;          /* per worker: comm_s, train_s from its done */
     double t_epoch;
 } dist_server;
 
@@ -153,6 +154,8 @@ static void dist_server_handle(dist_server *sv, const dist_msg *h, int src)
         break;
     case DIST_MSG_DONE:
         sv->sent[w] = (long)h->commits;
+        sv->times[2 * w] = h->sums[0];
+        sv->times[2 * w + 1] = h->sums[1];
         sv->done[w] = true;
         sv->n_done++;
         break;
@@ -215,6 +218,7 @@ static void dist_server_finish(dist_server *sv)
     dist_server_checkpoint(sv, sv->next_epoch);
     dist_report_commits(c->rep, (long)sv->clock, dist_server_staleness(sv), sv->sent,
                         c->workers);
+    dist_report_worker_times(c->rep, sv->times, c->workers);
     if (dist_write_weights(c, sv->center, sv->center + np, NULL, true, err, sizeof err) < 0 ||
         dist_report_end(c->rep, c->test.n > 0, &test, c->comm_s, c->train_s, err,
                         sizeof err) < 0)
@@ -238,7 +242,8 @@ int dist_ps_serve(dist_ctx *c, float *center, const dist_ps_start *start,
     sv.lr = calloc((size_t)E, sizeof *sv.lr);
     sv.ranks = calloc((size_t)W, sizeof *sv.ranks);
     sv.receiving = calloc((size_t)W, sizeof *sv.receiving);
-    if (!sv.buf || !sv.commits || !sv.last_seen || !sv.done || !sv.acc || !sv.reported ||
+    sv.times = calloc((size_t)W * 2, sizeof *sv.times);
+    if (!sv.times || !sv.buf || !sv.commits || !sv.last_seen || !sv.done || !sv.acc || !sv.reported ||
         !sv.lr || !sv.ranks || !sv.receiving)
         dist_die("out of memory");
     /* Commits restored from a checkpoint were applied by an earlier server. */
@@ -274,5 +279,6 @@ int dist_ps_serve(dist_ctx *c, float *center, const dist_ps_start *start,
     free(sv.lr);
     free(sv.ranks);
     free(sv.receiving);
+    free(sv.times);
     return 0;
 }

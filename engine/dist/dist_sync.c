@@ -2,6 +2,7 @@
  * ensemble) share at epoch boundaries: gathering per-rank metric sums, one
  * schedule decision for all ranks, and the identical-weights check. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dist/dist_internal.h"
@@ -50,6 +51,18 @@ bool dist_sync_schedule(dist_ctx *c, int epoch, const dist_sums *train, bool has
     }
     DIST_MPI(MPI_Bcast(&c->sched, (int)sizeof c->sched, MPI_BYTE, 0, c->comm));
     return c->sched.stop;
+}
+
+void dist_sync_report_times(dist_ctx *c)
+{
+    double mine[2] = {c->comm_s, c->train_s};
+    double *all = c->rank == 0 ? calloc((size_t)c->size * 2, sizeof *all) : NULL;
+    if (c->rank == 0 && !all)
+        dist_die("out of memory");
+    DIST_MPI(MPI_Gather(mine, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, 0, c->comm));
+    if (c->rank == 0)
+        dist_report_worker_times(c->rep, all, c->size);
+    free(all);
 }
 
 /* FNV-1a over the bytes: any differing bit changes it. */

@@ -196,7 +196,8 @@ int dist_ps_work(dist_ctx *c, float *center, const dist_ps_start *start, long co
     if (w.since > 0)
         dist_worker_exchange(&w);
     c->train_s = MPI_Wtime() - t0;
-    dist_msg done = {.kind = DIST_MSG_DONE, .commits = w.commits};
+    dist_msg done = {.kind = DIST_MSG_DONE, .commits = w.commits,
+                     .sums = {c->comm_s, c->train_s}};
     dist_worker_send(&w, &done, NULL);
     free(w.x);
     free(w.anchor);
