@@ -66,7 +66,9 @@ typedef enum stmt_id {
     ST_GET_JOB,
     ST_GET_LATEST,
     ST_GET_SPEC,
-    ST_QUEUE_POSITION,
+    ST_QUEUE_AHEAD,
+    ST_QUEUE_BEHIND,
+    ST_QUEUED_TOTAL,
     ST_LIST_ALL,
     ST_LIST_ALL_STATE,
     ST_LIST_OWNER,
@@ -108,9 +110,19 @@ static const char *const stmt_sql[ST_COUNT_] = {
     [ST_GET_LATEST] =
         "SELECT " JOB_COLUMNS " FROM jobs WHERE owner = ?1 ORDER BY seq DESC LIMIT 1",
     [ST_GET_SPEC] = "SELECT spec FROM jobs WHERE id = ?1",
-    [ST_QUEUE_POSITION] =
-        "SELECT COUNT(*) FROM jobs WHERE state = 'queued' AND (priority > ?1 OR "
-        "(priority = ?1 AND (vstart < ?2 OR (vstart = ?2 AND seq < ?3))))",
+    /* Jobs ahead of (?1, ?2, ?3) in run order, counting at most ?4, and
+     * jobs behind it: each term a range of the covering index jobs_run_order. */
+    [ST_QUEUE_AHEAD] =
+        "SELECT COUNT(*) FROM (SELECT 1 FROM jobs WHERE state = 'queued' AND priority > ?1 "
+        "UNION ALL SELECT 1 FROM jobs WHERE state = 'queued' AND priority = ?1 AND vstart < ?2 "
+        "UNION ALL SELECT 1 FROM jobs WHERE state = 'queued' AND priority = ?1 AND vstart = ?2 "
+        "AND seq < ?3 LIMIT ?4)",
+    [ST_QUEUE_BEHIND] =
+        "SELECT (SELECT COUNT(*) FROM jobs WHERE state = 'queued' AND priority < ?1) + "
+        "(SELECT COUNT(*) FROM jobs WHERE state = 'queued' AND priority = ?1 AND vstart > ?2) + "
+        "(SELECT COUNT(*) FROM jobs WHERE state = 'queued' AND priority = ?1 AND vstart = ?2 "
+        "AND seq > ?3)",
+    [ST_QUEUED_TOTAL] = "SELECT value FROM meta WHERE key = 'queued'",
     [ST_LIST_ALL] = "SELECT " JOB_COLUMNS " FROM jobs ORDER BY seq DESC",
     [ST_LIST_ALL_STATE] = "SELECT " JOB_COLUMNS " FROM jobs WHERE state = ?2 ORDER BY seq DESC",
     [ST_LIST_OWNER] = "SELECT " JOB_COLUMNS " FROM jobs WHERE owner = ?1 ORDER BY seq DESC",
@@ -158,6 +170,14 @@ struct store {
     int n_conns;
     store_conn *free_list;
     pthread_mutex_t lock;
+    /* One writer at a time, queued here rather than in SQLite's busy
+     * handler, which sleeps in steps of milliseconds under contention. */
+    pthread_mutex_t write_lock;
+    /* Group commit of submits (store_job_submit). */
+    pthread_mutex_t batch_lock;
+    pthread_cond_t batch_done;
+    struct submit_req *pending;
+    bool leader_active;
     pthread_cond_t available;
     char path[512];
 };
@@ -253,7 +273,10 @@ static bool store_conn_open(store_conn *c, const char *path, char *err, size_t e
     char *msg = NULL;
     rc = sqlite3_exec(c->db,
                       "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; "
-                      "PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY;",
+                      "PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY; "
+                      /* Readers map the file instead of copying pages: every
+                       * commit invalidates the other connections' caches. */
+                      "PRAGMA mmap_size = 268435456;",
                       NULL, NULL, &msg);
     if (rc != SQLITE_OK) {
         snprintf(err, errlen, "%s: %s", path, msg ? msg : sqlite3_errstr(rc));
@@ -322,6 +345,9 @@ store *store_open(const char *path, int connections, char *err, size_t errlen)
     }
     snprintf(st->path, sizeof st->path, "%s", path);
     pthread_mutex_init(&st->lock, NULL);
+    pthread_mutex_init(&st->write_lock, NULL);
+    pthread_mutex_init(&st->batch_lock, NULL);
+    pthread_cond_init(&st->batch_done, NULL);
     pthread_cond_init(&st->available, NULL);
     for (int i = 0; i < connections; i++) {
         if (!store_conn_open(&st->conns[i], path, err, errlen)) {
@@ -347,6 +373,9 @@ void store_close(store *st)
     for (int i = 0; i < st->n_conns; i++)
         store_conn_close(&st->conns[i]);
     pthread_mutex_destroy(&st->lock);
+    pthread_mutex_destroy(&st->write_lock);
+    pthread_mutex_destroy(&st->batch_lock);
+    pthread_cond_destroy(&st->batch_done);
     pthread_cond_destroy(&st->available);
     free(st->conns);
     free(st);
@@ -482,10 +511,12 @@ static store_status store_submit_txn(store_conn *c, const store_new_job *nj, int
                                      double now, char id_out[STORE_ID_LEN + 1])
 {
     double queued = 0, vclock = 0, vfinish = 0;
-    if (!store_query_double(c, ST_COUNT_OWNER_QUEUED, nj->owner, &queued))
-        return STORE_ERROR;
-    if (max_queued > 0 && queued >= max_queued)
-        return STORE_LIMIT;
+    if (max_queued > 0) {
+        if (!store_query_double(c, ST_COUNT_OWNER_QUEUED, nj->owner, &queued))
+            return STORE_ERROR;
+        if (queued >= max_queued)
+            return STORE_LIMIT;
+    }
     if (!store_query_double(c, ST_GET_VCLOCK, NULL, &vclock) ||
         !store_query_double(c, ST_GET_OWNER_VFINISH, nj->owner, &vfinish))
         return STORE_ERROR;
@@ -534,21 +565,87 @@ static store_status store_submit_txn(store_conn *c, const store_new_job *nj, int
     return STORE_OK;
 }
 
+/* One submit waiting for a group commit. */
+typedef struct submit_req {
+    const store_new_job *nj;
+    int max_queued;
+    double now;
+    char *id_out;
+    store_status rs;
+    bool done;
+    struct submit_req *next;
+} submit_req;
+
+static bool store_exec_sql(store_conn *c, const char *sql)
+{
+    char *msg = NULL;
+    int rc = sqlite3_exec(c->db, sql, NULL, NULL, &msg);
+    if (rc != SQLITE_OK)
+        log_error("store: %s: %s", sql, msg ? msg : sqlite3_errstr(rc));
+    sqlite3_free(msg);
+    return rc == SQLITE_OK;
+}
+
+/* Insert a batch of submits in one transaction (one fsync for all); each in
+ * its own savepoint, so one refused job does not undo the others. */
+static void store_submit_batch(store *st, submit_req *batch)
+{
+    store_conn *c = store_acquire(st);
+    pthread_mutex_lock(&st->write_lock);
+    bool ok = store_begin(c);
+    for (submit_req *r = batch; r; r = r->next) {
+        r->rs = STORE_ERROR;
+        if (!ok || !store_exec_sql(c, "SAVEPOINT submit"))
+            continue;
+        r->rs = store_submit_txn(c, r->nj, r->max_queued, r->now, r->id_out);
+        if (r->rs != STORE_OK)
+            store_exec_sql(c, "ROLLBACK TO submit");
+        store_exec_sql(c, "RELEASE submit");
+    }
+    if (ok && !store_commit(c)) {
+        store_rollback(c);
+        for (submit_req *r = batch; r; r = r->next)
+            if (r->rs == STORE_OK)
+                r->rs = STORE_ERROR;
+    }
+    pthread_mutex_unlock(&st->write_lock);
+    store_release(st, c);
+}
+
 store_status store_job_submit(store *st, const store_new_job *nj, int max_queued, double now,
                               char id_out[STORE_ID_LEN + 1])
 {
-    store_conn *c = store_acquire(st);
-    store_status rs = STORE_ERROR;
-    if (store_begin(c)) {
-        rs = store_submit_txn(c, nj, max_queued, now, id_out);
-        if (rs != STORE_OK || !store_commit(c)) {
-            store_rollback(c);
-            if (rs == STORE_OK)
-                rs = STORE_ERROR;
+    /* Group commit: the first submitter to find no commit in progress leads,
+     * taking every submit queued so far into one transaction; the others
+     * wait for it (or lead the next round). Durability per job is unchanged
+     * (nobody returns before the commit that holds their job). */
+    submit_req me = {nj, max_queued, now, id_out, STORE_ERROR, false, NULL};
+    pthread_mutex_lock(&st->batch_lock);
+    submit_req **tail = &st->pending;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = &me;
+    while (!me.done) {
+        if (st->leader_active) {
+            pthread_cond_wait(&st->batch_done, &st->batch_lock);
+            continue;
         }
+        st->leader_active = true;
+        submit_req *batch = st->pending;
+        st->pending = NULL;
+        pthread_mutex_unlock(&st->batch_lock);
+        store_submit_batch(st, batch);
+        pthread_mutex_lock(&st->batch_lock);
+        for (submit_req *r = batch, *next; r; r = next) {
+            next = r->next;
+            r->next = NULL;
+            r->done = true;
+        }
+        st->leader_active = false;
+        pthread_cond_broadcast(&st->batch_done);
     }
-    store_release(st, c);
-    return rs;
+    pthread_mutex_unlock(&st->batch_lock);
+    return me.rs;
 }
 
 /* ---- reads ----------------------------------------------------------------- */
@@ -607,23 +704,48 @@ store_status store_job_spec(store *st, const char *id, char **spec)
     return rs;
 }
 
+/* Count with a (priority, vstart, seq) key bound as ?1..?3. */
+static long store_count_rel(store_conn *c, stmt_id id, const store_job *job, long limit)
+{
+    sqlite3_stmt *s = store_stmt(c, id);
+    long n = -1;
+    if (!s)
+        return -1;
+    sqlite3_bind_int(s, 1, job->priority);
+    sqlite3_bind_double(s, 2, job->vstart);
+    sqlite3_bind_int64(s, 3, job->seq);
+    if (limit > 0)
+        sqlite3_bind_int64(s, 4, limit);
+    if (sqlite3_step(s) == SQLITE_ROW)
+        n = (long)sqlite3_column_int64(s, 0);
+    store_done(s);
+    return n;
+}
+
 int store_queue_position(store *st, const store_job *job)
 {
     if (job->state != JOB_QUEUED)
         return 0;
+    /* COUNT walks every row it counts: count from the front up to a bound,
+     * and past it count from the back instead (total - behind). One read
+     * transaction keeps the three figures consistent. */
+    enum { NEAR_FRONT = 256 };
     store_conn *c = store_acquire(st);
-    int pos = 0;
-    sqlite3_stmt *s = store_stmt(c, ST_QUEUE_POSITION);
-    if (s) {
-        sqlite3_bind_int(s, 1, job->priority);
-        sqlite3_bind_double(s, 2, job->vstart);
-        sqlite3_bind_int64(s, 3, job->seq);
-        if (sqlite3_step(s) == SQLITE_ROW)
-            pos = sqlite3_column_int(s, 0) + 1;
-        store_done(s);
+    long pos = 0;
+    if (sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK) {
+        long ahead = store_count_rel(c, ST_QUEUE_AHEAD, job, NEAR_FRONT);
+        if (ahead >= 0 && ahead < NEAR_FRONT) {
+            pos = ahead + 1;
+        } else if (ahead >= 0) {
+            double total = 0;
+            long behind = store_count_rel(c, ST_QUEUE_BEHIND, job, 0);
+            if (behind >= 0 && store_query_double(c, ST_QUEUED_TOTAL, NULL, &total))
+                pos = (long)total - behind;
+        }
+        sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
     }
     store_release(st, c);
-    return pos;
+    return pos > 0 ? (int)pos : 0;
 }
 
 /* Step through a bound statement, one callback per row. */
@@ -772,6 +894,7 @@ static store_status store_transition(store *st, const char *id, stmt_id update,
 {
     store_conn *c = store_acquire(st);
     store_status rs = STORE_ERROR;
+    pthread_mutex_lock(&st->write_lock);
     if (!store_begin(c))
         goto out;
     job_state from;
@@ -812,6 +935,7 @@ static store_status store_transition(store *st, const char *id, stmt_id update,
 rollback:
     store_rollback(c);
 out:
+    pthread_mutex_unlock(&st->write_lock);
     store_release(st, c);
     return rs;
 }
@@ -922,6 +1046,7 @@ store_status store_job_delete(store *st, const char *id)
 {
     store_conn *c = store_acquire(st);
     store_status rs = STORE_ERROR;
+    pthread_mutex_lock(&st->write_lock);
     if (store_begin(c)) {
         sqlite3_stmt *s = store_stmt(c, ST_DELETE_JOB);
         int rc = SQLITE_ERROR;
@@ -941,6 +1066,7 @@ store_status store_job_delete(store *st, const char *id)
         if (rs == STORE_ERROR)
             store_rollback(c);
     }
+    pthread_mutex_unlock(&st->write_lock);
     store_release(st, c);
     return rs;
 }

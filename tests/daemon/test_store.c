@@ -15,6 +15,9 @@
 #include <sqlite3.h>
 
 #include "store.h"
+#include "store_schema.h"
+
+#define N_MIGRATIONS ((int)(sizeof store_migrations / sizeof store_migrations[0]))
 
 typedef struct fixture {
     char dir[64];
@@ -274,12 +277,12 @@ static void test_reopen_keeps_everything(void **state)
     fixture *f = *state;
     char id[STORE_ID_LEN + 1];
     assert_int_equal(submit(f->st, "alice", 0, 1, 0, id), STORE_OK);
-    assert_int_equal(store_schema_version(f->st), 1);
+    assert_int_equal(store_schema_version(f->st), N_MIGRATIONS);
     store_close(f->st);
     char err[256];
     f->st = store_open(f->path, 1, err, sizeof err);
     assert_non_null(f->st);
-    assert_int_equal(store_schema_version(f->st), 1);
+    assert_int_equal(store_schema_version(f->st), N_MIGRATIONS);
     store_job j;
     assert_int_equal(store_job_get(f->st, id, &j), STORE_OK);
     assert_int_equal(j.state, JOB_QUEUED);
@@ -307,6 +310,81 @@ static void test_refuses_newer_schema(void **state)
     assert_non_null(f->st);
 }
 
+/* Far from the front, positions come from the queued counter minus the jobs
+ * behind: they must agree with the scan order everywhere, and the counter
+ * must follow cancels, starts and deletes. */
+static bool collect_seq(const store_job *job, void *arg)
+{
+    int64_t *seqs = arg;
+    seqs[seqs[0]++ + 1] = job->seq;
+    return true;
+}
+
+static void test_positions_long_queue(void **state)
+{
+    fixture *f = *state;
+    enum { N = 700 };
+    char ids[N][STORE_ID_LEN + 1];
+    const char *owners[] = {"a", "b", "c"};
+    for (int i = 0; i < N; i++)
+        assert_int_equal(submit(f->st, owners[i % 3], i % 7 == 0 ? 1 : 0, 1 + i % 2, 0, ids[i]),
+                         STORE_OK);
+    /* Take some out of the queue in every way. */
+    for (int i = 0; i < N; i += 50) {
+        assert_int_equal(store_job_cancel_queued(f->st, ids[i], 1001), STORE_OK);
+        assert_int_equal(store_job_mark_starting(f->st, ids[i + 1], 1001), STORE_OK);
+        assert_int_equal(store_job_delete(f->st, ids[i + 2]), STORE_OK);
+    }
+    static int64_t seqs[N + 1];
+    seqs[0] = 0;
+    assert_int_equal(store_queue_scan(f->st, N, collect_seq, seqs), STORE_OK);
+    assert_int_equal(seqs[0], N - 3 * (N / 50));
+    for (int i = 0; i < N; i += 7) {
+        store_job j;
+        if (store_job_get(f->st, ids[i], &j) != STORE_OK)
+            continue;
+        int want = 0;
+        for (int k = 1; k <= seqs[0]; k++)
+            if (seqs[k] == j.seq)
+                want = k;
+        assert_int_equal(store_queue_position(f->st, &j), want);
+        store_job_clear(&j);
+    }
+}
+
+/* A version-1 database with queued jobs is migrated, counter included. */
+static void test_migration_from_v1(void **state)
+{
+    fixture *f = *state;
+    store_close(f->st);
+    char path[160];
+    snprintf(path, sizeof path, "%s/v1.db", f->dir);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, store_migrations[0], NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+        "PRAGMA user_version = 1;"
+        "INSERT INTO jobs (id, owner, name, state, ranks, trainer, workers, spec, submitted_at) VALUES"
+        " ('aaaaaaaaaaaa', 'a', 'j', 'queued', 1, 'single', 1, '{}', 1),"
+        " ('bbbbbbbbbbbb', 'a', 'j', 'queued', 1, 'single', 1, '{}', 2),"
+        " ('cccccccccccc', 'a', 'j', 'failed', 1, 'single', 1, '{}', 3);",
+        NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    char err[256];
+    f->st = store_open(path, 1, err, sizeof err);
+    assert_non_null(f->st);
+    assert_int_equal(store_schema_version(f->st), N_MIGRATIONS);
+    store_job j;
+    assert_int_equal(store_job_get(f->st, "bbbbbbbbbbbb", &j), STORE_OK);
+    assert_int_equal(store_queue_position(f->st, &j), 2);
+    store_job_clear(&j);
+    char id[STORE_ID_LEN + 1];
+    assert_int_equal(submit(f->st, "z", 0, 1, 0, id), STORE_OK);
+    long counts[JOB_STATE_COUNT];
+    assert_int_equal(store_counts(f->st, counts), STORE_OK);
+    assert_int_equal(counts[JOB_QUEUED], 3);
+}
+
 static void test_unwritable_path(void **state)
 {
     (void)state;
@@ -326,6 +404,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_list_and_active, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reopen_keeps_everything, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuses_newer_schema, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_positions_long_queue, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migration_from_v1, setup, teardown),
         cmocka_unit_test(test_unwritable_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
