@@ -33,6 +33,7 @@ static const opt_def opts[] = {
     STR(hostfile, "FILE", "Open MPI hostfile passed to mpirun (default: local host only)"),
     STR(engine, "PATH", "punch-train binary (default: ../engine/punch-train next to punchcardd, then PATH)"),
     STR(mpirun, "PATH", "mpirun binary (default: mpirun from PATH)"),
+    STR(engine_env, "\"NAME=VALUE ...\"", "environment for mpirun and the ranks only (e.g. OMP_NUM_THREADS=1)"),
     NUM(max_running, OPT_INT, 0, INT_MAX, "N", "running jobs per user, 0 = no limit (default 1)"),
     NUM(max_queued, OPT_INT, 0, INT_MAX, "N", "queued jobs per user before 429, 0 = no limit (default 100)"),
     NUM(max_body, OPT_LONG, 1024, 1L << 30, "BYTES", "largest request body (default 1048576)"),

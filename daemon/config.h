@@ -20,6 +20,7 @@ typedef struct config {
     char hostfile[CONFIG_PATH_MAX];
     char engine[CONFIG_PATH_MAX];  /* "": next to punchcardd, then PATH */
     char mpirun[CONFIG_PATH_MAX];
+    char engine_env[CONFIG_PATH_MAX]; /* "NAME=VALUE ..." set for mpirun and ranks */
     int max_running;               /* per user */
     int max_queued;                /* per user */
     long max_body;                 /* bytes */

@@ -76,21 +76,34 @@ pid_t launcher_start(const launcher_config *lc, const char *rundir, int ranks, i
     int n_mpi = 0;
     while (mpi && mpi[n_mpi])
         n_mpi++;
-    /* argv: SELF --supervise RUNDIR -- MPIRUN... */
-    char **argv = mpi ? calloc((size_t)n_mpi + 5, sizeof *argv) : NULL;
+    /* argv: SELF --supervise RUNDIR [--env NAME=VALUE]... -- MPIRUN... */
+    char *env_copy = strdup(lc->engine_env ? lc->engine_env : "");
+    size_t n_env = 0;
+    for (const char *p = env_copy ? env_copy : ""; *p; p++)
+        n_env += *p == '=';
+    char **argv = mpi && env_copy ? calloc((size_t)n_mpi + 2 * n_env + 5, sizeof *argv) : NULL;
     char log_path[4096];
     if (!argv || snprintf(log_path, sizeof log_path, "%s/train.log", rundir) >= (int)sizeof log_path) {
         launcher_argv_free(mpi);
         free(argv);
+        free(env_copy);
         snprintf(err, errlen, "out of memory or path too long");
         return -1;
     }
     argv[0] = (char *)lc->self_exe;
     argv[1] = (char *)"--supervise";
     argv[2] = (char *)rundir;
-    argv[3] = (char *)"--";
+    int k = 3;
+    char *save = NULL;
+    for (char *tok = strtok_r(env_copy, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
+        if (!strchr(tok, '='))
+            continue;
+        argv[k++] = (char *)"--env";
+        argv[k++] = tok;
+    }
+    argv[k++] = (char *)"--";
     for (int i = 0; i < n_mpi; i++)
-        argv[4 + i] = mpi[i];
+        argv[k++] = mpi[i];
     pid_t pid = fork();
     if (pid == 0) {
         /* Child of a multithreaded process: async-signal-safe calls only. */
@@ -113,6 +126,7 @@ pid_t launcher_start(const launcher_config *lc, const char *rundir, int ranks, i
     }
     int saved = errno;
     free(argv);
+    free(env_copy);
     launcher_argv_free(mpi);
     if (pid < 0) {
         snprintf(err, errlen, "fork: %s", strerror(saved));

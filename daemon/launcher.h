@@ -20,6 +20,7 @@ typedef struct launcher_config {
     const char *engine;     /* punch-train */
     const char *hostfile;   /* NULL or "" for the local host */
     const char *datasets;   /* colon-separated dataset roots */
+    const char *engine_env; /* "NAME=VALUE ..." for mpirun and the ranks; NULL or "" */
 } launcher_config;
 
 /* The argv (NULL-terminated, heap) of the mpirun command for a job whose run

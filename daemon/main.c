@@ -143,7 +143,7 @@ static void main_find_programs(daemon_ctx *d)
         log_warn("mpirun %s is not executable: jobs will fail until it is (set --mpirun)",
                  d->mpirun);
     d->lc = (launcher_config){d->self_exe, d->mpirun, d->engine, d->cfg.hostfile,
-                              d->cfg.datasets};
+                              d->cfg.datasets, d->cfg.engine_env};
 }
 
 static bool main_slots(daemon_ctx *d, char *err, size_t errlen)
@@ -185,9 +185,13 @@ static void main_loop(daemon_ctx *d, http_server *http, const sigset_t *set)
             continue;
         }
         if (sig == SIGUSR1) {
-            /* Coalesce a burst of wake-ups into one tick. */
+            /* Coalesce a burst of wake-ups into one tick; only SIGUSR1, or a
+             * SIGTERM collected here would be lost. */
+            sigset_t wake;
+            sigemptyset(&wake);
+            sigaddset(&wake, SIGUSR1);
             struct timespec zero = {0, 0};
-            while (sigtimedwait(set, &info, &zero) == SIGUSR1) {
+            while (sigtimedwait(&wake, &info, &zero) == SIGUSR1) {
             }
         }
         monitor_tick(d);

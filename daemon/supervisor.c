@@ -49,12 +49,19 @@ static int supervisor_write_exit(const char *rundir, int code, int sig)
 
 int supervisor_main(int argc, char **argv)
 {
-    if (argc < 3 || strcmp(argv[1], "--") != 0) {
-        fprintf(stderr, "usage: punchcardd --supervise RUNDIR -- COMMAND [ARGS...]\n");
+    /* RUNDIR [--env NAME=VALUE]... -- COMMAND [ARGS...] */
+    int i = 1;
+    while (i + 1 < argc && strcmp(argv[i], "--env") == 0)
+        i += 2;
+    if (argc < i + 2 || strcmp(argv[i], "--") != 0) {
+        fprintf(stderr, "usage: punchcardd --supervise RUNDIR [--env NAME=VALUE]... -- "
+                        "COMMAND [ARGS...]\n");
         return 2;
     }
     const char *rundir = argv[0];
-    char **cmd = argv + 2;
+    char **cmd = argv + i + 1;
+    int n_env = (i - 1) / 2;
+    char **env = argv + 1;
     /* Signals arrive through sigtimedwait only, so none is lost between a
      * check and a wait. */
     sigset_t set;
@@ -73,6 +80,8 @@ int supervisor_main(int argc, char **argv)
     }
     if (child == 0) {
         setsid();
+        for (int e = 0; e < n_env; e++)
+            putenv(env[2 * e + 1]);
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);

@@ -9,8 +9,9 @@
 #ifndef PUNCH_SUPERVISOR_H
 #define PUNCH_SUPERVISOR_H
 
-/* argv[0] is RUNDIR, argv[1] "--", the rest the command. Returns the exit
- * status of the supervisor itself (0 when exit.json was written). */
+/* argv: RUNDIR [--env NAME=VALUE]... -- COMMAND [ARGS...]; the --env
+ * settings apply to COMMAND only. Returns the supervisor's exit status (0
+ * when exit.json was written). */
 int supervisor_main(int argc, char **argv);
 
 #endif

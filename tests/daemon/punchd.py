@@ -110,6 +110,9 @@ class Daemon:
                "--secrets", self.secrets_path, "--tick-ms", "50"] + self.args
         if not any(a.startswith("--engine") for a in self.args):
             cmd += ["--engine", engine_path()]
+        # A sanitizer build of the engine: LeakSanitizer reports Open MPI's
+        # own allocations at exit; the daemon itself stays leak-checked.
+        cmd += ["--engine-env", "ASAN_OPTIONS=detect_leaks=0"]
         self.log = open(self.log_path, "ab")
         env = dict(os.environ)
         # MPI ranks under ASan report Open MPI's own allocations as leaks.
@@ -145,8 +148,12 @@ class Daemon:
             try:
                 rc = self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
+                if os.environ.get("PUNCHD_DEBUG_HANG") and shutil.which("gdb"):
+                    out = subprocess.run(["gdb", "-p", str(self.proc.pid), "-batch", "-ex",
+                                          "thread apply all bt"], capture_output=True, text=True)
+                    print(out.stdout[-12000:], file=sys.stderr)
                 self.proc.kill()
-                fail("punchcardd ignored SIGTERM")
+                fail("punchcardd ignored SIGTERM:\n" + self.read_log()[-3000:])
             check(rc == 0, "punchcardd exited %d after SIGTERM:\n%s" % (rc, self.read_log()))
         self.log.close()
 
