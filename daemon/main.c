@@ -243,6 +243,8 @@ int main(int argc, char **argv)
         goto fail;
     char db[CONFIG_PATH_MAX + 32];
     snprintf(db, sizeof db, "%s/punchcard.db", d.cfg.data_dir);
+    /* A listing holds one connection while each queued job's position takes
+     * a second: HTTP threads + the main thread + one spare never runs dry. */
     d.st = store_open(db, d.cfg.http_threads + 2, err, sizeof err);
     if (!d.st)
         goto fail;
