@@ -39,6 +39,8 @@ void dist_watchdog_tick(const char *doing);
  * watchdog of its own (a worker waiting on the server), so the rank that
  * sees the actual culprit reports first. `doing` must outlive the tick. */
 void dist_watchdog_tick_patient(const char *doing);
+/* The same with an explicit limit for this activity. */
+void dist_watchdog_tick_for(const char *doing, double seconds);
 void dist_watchdog_stop(void);
 
 /* ---- metric sums ----------------------------------------------------- */
@@ -195,6 +197,9 @@ void dist_ckpt_free(dist_ckpt_meta *meta, dist_replica *reps);
 
 /* ---- shared by the synchronous trainers ------------------------------ */
 
+/* The schedule's end-of-epoch step on this rank's metrics only. */
+void dist_schedule_end(dist_ctx *c, int epoch, const dist_sums *train, bool has_val,
+                       const dist_sums *val);
 /* After an epoch: rank 0 runs the schedule on the global metrics and
  * broadcasts its state, so every rank uses the same rate and stops
  * together. Returns true when early stopping fired. */

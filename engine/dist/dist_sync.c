@@ -26,29 +26,34 @@ dist_sums dist_gather_sums(dist_ctx *c, const dist_sums *mine, dist_sums *per_wo
     return total;
 }
 
+void dist_schedule_end(dist_ctx *c, int epoch, const dist_sums *train, bool has_val,
+                       const dist_sums *val)
+{
+    const job_spec *s = c->spec;
+    /* Names live as long as this call: schedule_epoch_end reads them now. */
+    char names[2 * (SPEC_MAX_METRICS + 1)][40];
+    epoch_metrics em = {0};
+    for (int v = 0; v < (has_val ? 2 : 1); v++) {
+        const dist_sums *sums = v ? val : train;
+        const char *prefix = v ? "val_" : "";
+        snprintf(names[em.n], sizeof names[0], "%sloss", prefix);
+        em.names[em.n] = names[em.n];
+        em.values[em.n++] = dist_sums_loss(sums);
+        for (int i = 0; i < s->training.n_metrics; i++) {
+            spec_metric mt = s->training.metrics[i];
+            snprintf(names[em.n], sizeof names[0], "%s%s", prefix, spec_metric_name(mt));
+            em.names[em.n] = names[em.n];
+            em.values[em.n++] = dist_sums_metric(sums, mt, c->m->n_out);
+        }
+    }
+    schedule_epoch_end(&c->sched, &s->training, epoch, &em);
+}
+
 bool dist_sync_schedule(dist_ctx *c, int epoch, const dist_sums *train, bool has_val,
                         const dist_sums *val)
 {
-    const job_spec *s = c->spec;
-    if (c->rank == 0) {
-        /* Names live as long as this call: schedule_epoch_end reads them now. */
-        char names[2 * (SPEC_MAX_METRICS + 1)][40];
-        epoch_metrics em = {0};
-        for (int v = 0; v < (has_val ? 2 : 1); v++) {
-            const dist_sums *sums = v ? val : train;
-            const char *prefix = v ? "val_" : "";
-            snprintf(names[em.n], sizeof names[0], "%sloss", prefix);
-            em.names[em.n] = names[em.n];
-            em.values[em.n++] = dist_sums_loss(sums);
-            for (int i = 0; i < s->training.n_metrics; i++) {
-                spec_metric mt = s->training.metrics[i];
-                snprintf(names[em.n], sizeof names[0], "%s%s", prefix, spec_metric_name(mt));
-                em.names[em.n] = names[em.n];
-                em.values[em.n++] = dist_sums_metric(sums, mt, c->m->n_out);
-            }
-        }
-        schedule_epoch_end(&c->sched, &s->training, epoch, &em);
-    }
+    if (c->rank == 0)
+        dist_schedule_end(c, epoch, train, has_val, val);
     DIST_MPI(MPI_Bcast(&c->sched, (int)sizeof c->sched, MPI_BYTE, 0, c->comm));
     return c->sched.stop;
 }

@@ -71,11 +71,16 @@ void dist_watchdog_tick(const char *doing)
     atomic_store(&dist_wd.doing, doing);
 }
 
-void dist_watchdog_tick_patient(const char *doing)
+void dist_watchdog_tick_for(const char *doing, double seconds)
 {
     atomic_store(&dist_wd.last_ms, dist_wd_now_ms());
-    atomic_store(&dist_wd.limit_ms, (long)(dist_wd.limit_s * 2000));
+    atomic_store(&dist_wd.limit_ms, (long)(seconds * 1000));
     atomic_store(&dist_wd.doing, doing);
+}
+
+void dist_watchdog_tick_patient(const char *doing)
+{
+    dist_watchdog_tick_for(doing, 2 * dist_wd.limit_s);
 }
 
 void dist_watchdog_stop(void)

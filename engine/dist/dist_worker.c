@@ -12,7 +12,10 @@
  *             v = m v - lr g(x + m v), x += v                   (Zhang et al.)
  *
  * alpha = learning rate * distributed.rho; m = distributed.momentum. The
- * worker waits only for the server's answer, never for another worker. */
+ * worker waits only for the server's answer, never for another worker.
+ * Each worker runs the learning-rate schedules on its own training
+ * metrics (it has no validation metrics); early stopping is not applied:
+ * the workers would stop at different epochs. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -161,6 +164,7 @@ static void dist_worker_epoch(dist_worker *w, int epoch, long lo, long hi, long 
     dist_msg h = {.kind = DIST_MSG_EPOCH, .epoch = epoch, .commits = w->commits, .lr = w->lr};
     memcpy(h.sums, &run, sizeof run);
     dist_worker_send(w, &h, NULL);
+    dist_schedule_end(c, epoch, &run, false, NULL);
 }
 
 int dist_ps_work(dist_ctx *c, float *center, const dist_ps_start *start, long commits)
