@@ -225,9 +225,17 @@ enum MHD_Result api_cancel_job(api_request *r, store_job *job)
         if (rs == STORE_OK)
             daemon_wake();
     }
-    if (rs == STORE_CONFLICT || (rs == STORE_OK && job_state_is_final(job->state)))
+    if (rs == STORE_CONFLICT || (rs == STORE_OK && job_state_is_final(job->state))) {
+        /* Say how it actually ended, which may be after our first read. */
+        store_job now_job;
+        job_state state = job->state;
+        if (store_job_get(d->st, job->id, &now_job) == STORE_OK) {
+            state = now_job.state;
+            store_job_clear(&now_job);
+        }
         return api_reply_error(r, MHD_HTTP_CONFLICT, NULL, "job %s already %s", job->id,
-                               job_state_name(job->state));
+                               job_state_name(state));
+    }
     if (rs != STORE_OK)
         return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "store error");
     log_info("job %s (%s): cancel requested by %s", job->id, job->owner, r->caller.identity);

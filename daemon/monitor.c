@@ -304,7 +304,7 @@ static void monitor_schedule(daemon_ctx *d, const job_list *active)
     size_t n_picked = sj && picked ? sched_pick(sj, n_sj, owners, n_owners, free_slots,
                                                 d->cfg.max_running, picked)
                                    : 0;
-    /* sj is a compacted view of queue: map back through the owner pointer. */
+    /* sj skips the rows failed above: map picks back to rows by seq. */
     for (size_t i = 0; i < n_picked; i++) {
         const sched_job *p = &sj[picked[i]];
         for (size_t k = 0; k < queue.n; k++)
