@@ -90,6 +90,38 @@ static int main_prepare_data_dir(const config *cfg, char *err, size_t errlen)
     return fd;
 }
 
+/* Run directories and dataset roots go to mpirun and the ranks (and, with a
+ * hostfile, to other hosts): make them absolute. */
+static bool main_absolute_paths(config *cfg, char *err, size_t errlen)
+{
+    char real[PATH_MAX];
+    if (!realpath(cfg->data_dir, real) || strlen(real) >= sizeof cfg->data_dir) {
+        snprintf(err, errlen, "--data-dir %s: %s", cfg->data_dir, strerror(errno));
+        return false;
+    }
+    snprintf(cfg->data_dir, sizeof cfg->data_dir, "%s", real);
+    char roots[sizeof cfg->datasets] = "";
+    size_t used = 0;
+    char *save = NULL, *copy = strdup(cfg->datasets);
+    if (!copy) {
+        snprintf(err, errlen, "out of memory");
+        return false;
+    }
+    for (char *root = strtok_r(copy, ":", &save); root; root = strtok_r(NULL, ":", &save)) {
+        /* A root that does not exist (yet) is kept as given, with a warning. */
+        const char *use = realpath(root, real) ? real : root;
+        if (use == root)
+            log_warn("dataset root %s: %s", root, strerror(errno));
+        int n = snprintf(roots + used, sizeof roots - used, "%s%s", used ? ":" : "", use);
+        if (n < 0 || (size_t)n >= sizeof roots - used)
+            break;
+        used += (size_t)n;
+    }
+    free(copy);
+    snprintf(cfg->datasets, sizeof cfg->datasets, "%s", roots);
+    return true;
+}
+
 /* An executable on PATH into out. */
 static bool main_which(const char *name, char *out, size_t cap)
 {
@@ -239,7 +271,7 @@ int main(int argc, char **argv)
         goto fail;
     }
     lock_fd = main_prepare_data_dir(&d.cfg, err, sizeof err);
-    if (lock_fd < 0)
+    if (lock_fd < 0 || !main_absolute_paths(&d.cfg, err, sizeof err))
         goto fail;
     char db[CONFIG_PATH_MAX + 32];
     snprintf(db, sizeof db, "%s/punchcard.db", d.cfg.data_dir);
@@ -258,10 +290,12 @@ int main(int argc, char **argv)
         close(fd);
         goto fail;
     }
-    log_info("punchcardd %s listening on %s (port %d); data %s; %d slots; %zu secrets; "
+    const char *colon = strrchr(d.cfg.listen, ':');
+    int host_len = colon ? (int)(colon - d.cfg.listen) : (int)strlen(d.cfg.listen);
+    log_info("punchcardd %s listening on %.*s:%d (port %d); data %s; %d slots; %zu secrets; "
              "engine %s%s",
-             DAEMON_VERSION, d.cfg.listen, port, d.cfg.data_dir, d.total_slots, auth_count(d.au),
-             d.engine, d.cfg.hold ? "; holding the queue" : "");
+             DAEMON_VERSION, host_len, d.cfg.listen, port, port, d.cfg.data_dir, d.total_slots,
+             auth_count(d.au), d.engine, d.cfg.hold ? "; holding the queue" : "");
     main_loop(&d, http, &set);
     status = 0;
     goto out;
