@@ -226,11 +226,13 @@ def case_async(tmp, trainer):
 def case_resume(tmp):
     """--resume from the epoch-2 checkpoint reaches the same weights as an
     uninterrupted 3-epoch run (allreduce, averaging); async resumes too."""
+    small = {"train_samples": 1000, "test_samples": 200}
     for trainer, n in (("allreduce", 2), ("averaging", 2)):
-        full, _ = run(tmp, trainer + "-full", job(trainer, n, epochs=3), n)
+        full, _ = run(tmp, trainer + "-full", job(trainer, n, epochs=3, **small), n)
         part = os.path.join(tmp, trainer + "-part")
-        run(tmp, trainer + "-two", job(trainer, n, epochs=2), n, out=part)
-        run(tmp, trainer + "-three", job(trainer, n, epochs=3), n, resume=True, out=part)
+        run(tmp, trainer + "-two", job(trainer, n, epochs=2, **small), n, out=part)
+        run(tmp, trainer + "-three", job(trainer, n, epochs=3, **small), n, resume=True,
+            out=part)
         d = max_diff(weights(full), weights(part))
         print("%s resumed vs uninterrupted: max diff %g" % (trainer, d))
         check(d == 0.0, "%s: resumed run differs by %g" % (trainer, d))
@@ -238,9 +240,9 @@ def case_resume(tmp):
         check(len(h["loss"]) == 3, "%s: resumed history has %d epochs" % (trainer, len(h["loss"])))
         check(h["loss"] == history(full)["loss"], "%s: resumed history differs" % trainer)
     part = os.path.join(tmp, "downpour-part")
-    run(tmp, "dp-two", job("downpour", 2, epochs=2), 3, out=part)
+    run(tmp, "dp-two", job("downpour", 2, epochs=2, **small), 3, out=part)
     c2 = history(part)["commits"]
-    run(tmp, "dp-three", job("downpour", 2, epochs=3), 3, resume=True, out=part)
+    run(tmp, "dp-three", job("downpour", 2, epochs=3, **small), 3, resume=True, out=part)
     h = history(part)
     check(len(h["loss"]) == 3 and h["commits"] > c2, "downpour resume: %s" % h)
     check(h["commits"] == sum(w["commits"] for w in h["workers"]), "downpour resume commits")
