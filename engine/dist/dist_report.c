@@ -10,17 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
+#include "core/runlog.h"
 #include "dist/dist_internal.h"
 #include "io/tensorfile.h"
 
 struct dist_report {
     const dist_ctx *c;
-    int fd;                 /* progress.jsonl, O_APPEND */
     json_t *hist;
     char hist_path[4096];
     double t0;              /* wall clock at start (this process) */
@@ -29,32 +28,12 @@ struct dist_report {
     int epoch_first;        /* first epoch of this process */
 };
 
-static double dist_now(void)
+/* A progress line; failing to append one is not worth failing the run. */
+static void dist_report_line(const char *dir, json_t *obj)
 {
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (double)tv.tv_sec + tv.tv_usec / 1e6;
-}
-
-static void dist_report_line(int fd, json_t *obj)
-{
-    json_object_set_new(obj, "time", json_real(dist_now()));
-    char *s = json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(15));
-    json_decref(obj);
-    if (!s)
-        return;
-    size_t len = strlen(s);
-    char *line = malloc(len + 2);
-    if (line) {
-        memcpy(line, s, len);
-        line[len] = '\n';
-        /* One write: readers never see half a line. A failed progress line
-         * is not worth failing the run for. */
-        if (fd >= 0 && write(fd, line, len + 1) < 0)
-            fprintf(stderr, "punch-train: progress.jsonl: %s\n", strerror(errno));
-        free(line);
-    }
-    free(s);
+    char err[512];
+    if (runlog_event(dir, obj, err, sizeof err) < 0)
+        fprintf(stderr, "punch-train: %s\n", err);
 }
 
 static json_t *dist_report_array(json_t *obj, const char *key)
@@ -105,16 +84,18 @@ dist_report *dist_report_open(const dist_ctx *c, int start_epoch, char *err, siz
         return NULL;
     }
     r->c = c;
-    r->t0 = dist_now();
+    r->t0 = runlog_now();
     r->epoch_first = start_epoch;
     snprintf(path, sizeof path, "%s/progress.jsonl", c->opt->out_dir);
+    /* A fresh run starts a fresh progress.jsonl; a resumed one appends. */
     int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (start_epoch > 0 ? 0 : O_TRUNC);
-    r->fd = open(path, flags, 0644);
-    if (r->fd < 0) {
+    int fd = open(path, flags, 0644);
+    if (fd < 0) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         free(r);
         return NULL;
     }
+    close(fd);
     snprintf(r->hist_path, sizeof r->hist_path, "%s/history.json", c->opt->out_dir);
     if (start_epoch > 0)
         r->hist = json_load_file(r->hist_path, 0, NULL);
@@ -134,8 +115,6 @@ void dist_report_free(dist_report *r)
 {
     if (!r)
         return;
-    if (r->fd >= 0)
-        close(r->fd);
     json_decref(r->hist);
     free(r);
 }
@@ -153,26 +132,22 @@ void dist_report_start(dist_report *r, long steps, long samples)
     json_object_set_new(o, "trainer", json_string(spec_trainer_name(s->distributed.trainer)));
     if (r->epoch_first > 0)
         json_object_set_new(o, "resumed_from_epoch", json_integer(r->epoch_first));
-    dist_report_line(r->fd, o);
+    dist_report_line(r->c->opt->out_dir, o);
 }
 
 static void dist_report_metrics(json_t *o, const job_spec *s, int n_out, const char *prefix,
                                 const dist_sums *sums)
 {
-    char key[64];
-    snprintf(key, sizeof key, "%sloss", prefix);
-    json_object_set_new(o, key, json_real(dist_sums_loss(sums)));
-    for (int i = 0; i < s->training.n_metrics; i++) {
-        spec_metric mt = s->training.metrics[i];
-        snprintf(key, sizeof key, "%s%s", prefix, spec_metric_name(mt));
-        json_object_set_new(o, key, json_real(dist_sums_metric(sums, mt, n_out)));
-    }
+    double metric[SPEC_MAX_METRICS];
+    for (int i = 0; i < s->training.n_metrics; i++)
+        metric[i] = dist_sums_metric(sums, s->training.metrics[i], n_out);
+    runlog_put_metrics(o, &s->training, prefix, dist_sums_loss(sums), metric);
 }
 
 void dist_report_step(dist_report *r, int epoch, long step, long steps, const dist_sums *run,
                       double samples_per_s)
 {
-    double now = dist_now();
+    double now = runlog_now();
     if (now - r->last_step_line < 1.0)
         return;
     r->last_step_line = now;
@@ -186,7 +161,7 @@ void dist_report_step(dist_report *r, int epoch, long step, long steps, const di
     dist_report_metrics(o, s, r->c->m->n_out, "", run);
     json_object_set_new(o, "samples_per_s", json_real(samples_per_s));
     json_object_set_new(o, "elapsed_s", json_real(now - r->t0));
-    dist_report_line(r->fd, o);
+    dist_report_line(r->c->opt->out_dir, o);
 }
 
 static void dist_report_append_metrics(json_t *h, const job_spec *s, int n_out,
@@ -260,7 +235,7 @@ int dist_report_epoch(dist_report *r, const dist_epoch_info *e, char *err, size_
     int n_out = r->c->m->n_out;
     bool async = spec_trainer_is_async(s->distributed.trainer);
     r->epochs_run++;
-    double elapsed = dist_now() - r->t0;
+    double elapsed = runlog_now() - r->t0;
     int left = s->training.epochs - (e->epoch + 1);
     double eta = left * elapsed / r->epochs_run;
     double rate = e->seconds > 0 ? e->samples / e->seconds : 0.0;
@@ -280,7 +255,7 @@ int dist_report_epoch(dist_report *r, const dist_epoch_info *e, char *err, size_
         json_object_set_new(o, "commits", json_integer(e->commits));
         json_object_set_new(o, "mean_staleness", json_real(e->mean_staleness));
     }
-    dist_report_line(r->fd, o);
+    dist_report_line(r->c->opt->out_dir, o);
 
     dist_report_console(s, n_out, e, rate);
 
@@ -358,24 +333,18 @@ int dist_report_end(dist_report *r, bool has_test, const dist_sums *test, double
                     dist_sums_metric(test, s->training.metrics[i], n_out));
         fprintf(stderr, "\n");
     }
-    json_object_set_new(o, "elapsed_s", json_real(dist_now() - r->t0));
-    dist_report_line(r->fd, o);
+    json_object_set_new(o, "elapsed_s", json_real(runlog_now() - r->t0));
+    dist_report_line(r->c->opt->out_dir, o);
     return 0;
 }
 
 void dist_report_failed(const char *out_dir, const char *why)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/progress.jsonl", out_dir);
-    int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
-    if (fd < 0)
-        return;
     json_t *o = json_object();
     json_object_set_new(o, "event", json_string("end"));
     json_object_set_new(o, "status", json_string("failed"));
     json_object_set_new(o, "error", json_string(why));
-    dist_report_line(fd, o);
-    close(fd);
+    dist_report_line(out_dir, o);
 }
 
 int dist_write_weights(const dist_ctx *c, const float *params, const float *state,
