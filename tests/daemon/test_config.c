@@ -1,0 +1,124 @@
+/* test_config.c — settings: defaults, config file, flags overriding it,
+ * both flag spellings, booleans, range and syntax errors, hostfile slots. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+
+static char conf_path[64];
+
+static void write_conf(const char *text)
+{
+    snprintf(conf_path, sizeof conf_path, "/tmp/punch-conf-XXXXXX");
+    int fd = mkstemp(conf_path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+}
+
+static config_result parse(config *c, char *err, int argc, ...)
+{
+    char *argv[32] = {"punchcardd"};
+    va_list ap;
+    va_start(ap, argc);
+    for (int i = 1; i < argc; i++)
+        argv[i] = va_arg(ap, char *);
+    va_end(ap);
+    return config_parse(c, argc, argv, err, 512);
+}
+
+static void test_defaults(void **state)
+{
+    (void)state;
+    config c;
+    char err[512];
+    assert_int_equal(parse(&c, err, 1), CONFIG_OK);
+    assert_string_equal(c.listen, "127.0.0.1:8080");
+    assert_int_equal(c.max_running, 1);
+    assert_int_equal(c.max_body, 1L << 20);
+    assert_int_equal(c.slots, 0);
+    assert_false(c.hold);
+}
+
+static void test_file_then_flags(void **state)
+{
+    (void)state;
+    write_conf("# comment\n"
+               "listen = 0.0.0.0:9000\n"
+               "data_dir=/srv/punch   # trailing comment\n"
+               "max-queued = 7\n"
+               "slots 3\n"
+               "hold = yes\n"
+               "hostfile =\n");
+    config c;
+    char err[512];
+    assert_int_equal(parse(&c, err, 5, "--slots", "8", "--config", conf_path), CONFIG_OK);
+    assert_string_equal(c.listen, "0.0.0.0:9000");
+    assert_string_equal(c.data_dir, "/srv/punch");
+    assert_int_equal(c.max_queued, 7);
+    assert_int_equal(c.slots, 8); /* the flag wins, wherever --config is */
+    assert_true(c.hold);
+    assert_string_equal(c.hostfile, "");
+    assert_int_equal(parse(&c, err, 4, "--config=x", "--max-body=2048", "--hold=false"),
+                     CONFIG_ERROR); /* x does not exist */
+    assert_non_null(strstr(err, "x"));
+    assert_int_equal(parse(&c, err, 3, "--max_body=2048", "--verbose"), CONFIG_OK);
+    assert_int_equal(c.max_body, 2048);
+    assert_true(c.verbose);
+    unlink(conf_path);
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    config c;
+    char err[512];
+    assert_int_equal(parse(&c, err, 2, "--nope"), CONFIG_ERROR);
+    assert_non_null(strstr(err, "--nope"));
+    assert_int_equal(parse(&c, err, 3, "--slots", "-1"), CONFIG_ERROR);
+    assert_non_null(strstr(err, "slots"));
+    assert_int_equal(parse(&c, err, 3, "--slots", "4x"), CONFIG_ERROR);
+    assert_int_equal(parse(&c, err, 2, "--slots"), CONFIG_ERROR);
+    assert_non_null(strstr(err, "needs a value"));
+    assert_int_equal(parse(&c, err, 2, "stray"), CONFIG_ERROR);
+    assert_int_equal(parse(&c, err, 3, "--hold=maybe", "x"), CONFIG_ERROR);
+    assert_int_equal(parse(&c, err, 2, "--max-body=12"), CONFIG_ERROR); /* below 1024 */
+    write_conf("listen = 1.2.3.4:5\nbogus = 1\n");
+    assert_int_equal(parse(&c, err, 3, "--config", conf_path), CONFIG_ERROR);
+    assert_non_null(strstr(err, ":2"));
+    assert_non_null(strstr(err, "bogus"));
+    unlink(conf_path);
+}
+
+static void test_hostfile(void **state)
+{
+    (void)state;
+    char err[512];
+    write_conf("# cluster\nnode1 slots=4\nnode2 slots=8 max_slots=8\nnode3\n\n");
+    assert_int_equal(config_hostfile_slots(conf_path, err, sizeof err), 13);
+    unlink(conf_path);
+    write_conf("# nothing\n");
+    assert_int_equal(config_hostfile_slots(conf_path, err, sizeof err), -1);
+    unlink(conf_path);
+    assert_int_equal(config_hostfile_slots("/nonexistent/hosts", err, sizeof err), -1);
+    assert_non_null(strstr(err, "/nonexistent/hosts"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_file_then_flags),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_hostfile),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

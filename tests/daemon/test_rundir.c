@@ -1,0 +1,240 @@
+/* test_rundir.c — reading the run directory: the progress tail (latest
+ * step/epoch merged with the last epoch's val_* metrics, partial last lines,
+ * the end line's result and error), exit/supervisor records, atomic writes,
+ * safetensors weights as JSON (and malformed ones refused), removal. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "rundir.h"
+
+static int setup(void **state)
+{
+    char *dir = strdup("/tmp/punch-rundir-XXXXXX");
+    if (!dir || !mkdtemp(dir))
+        return -1;
+    *state = dir;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    char *dir = *state;
+    int ok = rundir_remove(dir) ? 0 : -1;
+    free(dir);
+    return ok;
+}
+
+static void put(const char *dir, const char *name, const void *data, size_t len)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, len, f), len);
+    fclose(f);
+}
+
+static double num(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    assert_non_null(v);
+    return json_number_value(v);
+}
+
+static void test_progress_merge(void **state)
+{
+    const char *dir = *state;
+    const char *text =
+        "{\"event\":\"start\",\"time\":1,\"epochs\":5,\"steps\":100}\n"
+        "{\"event\":\"step\",\"time\":2,\"epoch\":1,\"epochs\":5,\"step\":50,\"steps\":100,\"loss\":0.9}\n"
+        "{\"event\":\"epoch\",\"time\":3,\"epoch\":1,\"epochs\":5,\"loss\":0.8,\"val_loss\":0.7,"
+        "\"val_accuracy\":0.6}\n"
+        "{\"event\":\"step\",\"time\":4,\"epoch\":2,\"epochs\":5,\"step\":20,\"steps\":100,\"loss\":0.5}\n"
+        "{\"event\":\"step\",\"time\":5,\"epo"; /* being written */
+    put(dir, "progress.jsonl", text, strlen(text));
+    rundir_progress p;
+    rundir_read_progress(dir, &p);
+    assert_true(num(p.progress, "epoch") == 2);
+    assert_true(num(p.progress, "step") == 20);
+    assert_true(num(p.progress, "loss") == 0.5);
+    assert_true(num(p.progress, "val_loss") == 0.7); /* carried from the epoch line */
+    assert_null(json_object_get(p.progress, "event"));
+    assert_null(json_object_get(p.progress, "time"));
+    assert_null(p.result);
+    assert_string_equal(p.end_status, "");
+    rundir_progress_clear(&p);
+}
+
+static void test_progress_end(void **state)
+{
+    const char *dir = *state;
+    const char *text =
+        "{\"event\":\"epoch\",\"time\":3,\"epoch\":2,\"epochs\":2,\"loss\":0.4,\"val_loss\":0.5}\n"
+        "{\"event\":\"end\",\"time\":9,\"status\":\"succeeded\",\"test_loss\":0.36,"
+        "\"test_accuracy\":0.87,\"elapsed_s\":12.4}\n";
+    put(dir, "progress.jsonl", text, strlen(text));
+    rundir_progress p;
+    rundir_read_progress(dir, &p);
+    assert_string_equal(p.end_status, "succeeded");
+    assert_non_null(p.result);
+    assert_true(num(p.result, "test_loss") == 0.36);
+    assert_true(num(p.result, "test_accuracy") == 0.87);
+    assert_null(json_object_get(p.result, "elapsed_s"));
+    assert_true(num(p.progress, "epoch") == 2);
+    rundir_progress_clear(&p);
+
+    const char *failed = "{\"event\":\"end\",\"time\":9,\"status\":\"failed\","
+                         "\"error\":\"data.train: no such dataset\"}\n";
+    put(dir, "progress.jsonl", failed, strlen(failed));
+    rundir_read_progress(dir, &p);
+    assert_string_equal(p.end_status, "failed");
+    assert_string_equal(p.end_error, "data.train: no such dataset");
+    assert_int_equal(json_object_size(p.progress), 0);
+    rundir_progress_clear(&p);
+}
+
+static void test_progress_missing_and_junk(void **state)
+{
+    const char *dir = *state;
+    rundir_progress p;
+    rundir_read_progress(dir, &p); /* no file */
+    assert_non_null(p.progress);
+    assert_int_equal(json_object_size(p.progress), 0);
+    rundir_progress_clear(&p);
+    const char *junk = "not json\n{\"no_event\":1}\n[1,2]\n\n";
+    put(dir, "progress.jsonl", junk, strlen(junk));
+    rundir_read_progress(dir, &p);
+    assert_int_equal(json_object_size(p.progress), 0);
+    assert_null(p.result);
+    rundir_progress_clear(&p);
+}
+
+static void test_records(void **state)
+{
+    const char *dir = *state;
+    rundir_exit ex;
+    rundir_supervisor sup;
+    assert_false(rundir_read_exit(dir, &ex));
+    assert_false(rundir_read_supervisor(dir, &sup));
+    char err[256];
+    const char *e = "{\"exit_code\": 143, \"signal\": 15, \"ended_at\": 12.5}";
+    assert_true(rundir_write_atomic(dir, "exit.json", e, strlen(e), err, sizeof err));
+    assert_true(rundir_read_exit(dir, &ex));
+    assert_int_equal(ex.exit_code, 143);
+    assert_int_equal(ex.signal, 15);
+    assert_true(ex.ended_at == 12.5);
+    const char *s = "{\"supervisor_pid\": 100, \"sid\": 101}";
+    put(dir, "supervisor.json", s, strlen(s));
+    assert_true(rundir_read_supervisor(dir, &sup));
+    assert_int_equal(sup.supervisor_pid, 100);
+    assert_int_equal(sup.sid, 101);
+    put(dir, "exit.json", "{\"exit_code\": \"x\"}", 18);
+    assert_false(rundir_read_exit(dir, &ex));
+    /* No temporary file is left behind by the atomic write. */
+    char tmp[512];
+    snprintf(tmp, sizeof tmp, "%s/.exit.json.tmp", dir);
+    assert_int_not_equal(access(tmp, F_OK), 0);
+    assert_false(rundir_write_atomic("/nonexistent/dir", "x", "y", 1, err, sizeof err));
+    assert_non_null(strstr(err, "/nonexistent/dir"));
+}
+
+/* A safetensors file: u64 LE header length, JSON header, data. */
+static void put_safetensors(const char *dir, const char *header, const float *data, size_t n)
+{
+    size_t hlen = strlen(header);
+    size_t total = 8 + hlen + n * sizeof(float);
+    unsigned char *buf = malloc(total);
+    assert_non_null(buf);
+    for (int i = 0; i < 8; i++)
+        buf[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
+    memcpy(buf + 8, header, hlen);
+    memcpy(buf + 8 + hlen, data, n * sizeof(float)); /* the test host is little-endian */
+    put(dir, "weights.safetensors", buf, total);
+    free(buf);
+}
+
+static void test_weights_model(void **state)
+{
+    const char *dir = *state;
+    float data[8] = {1, 2, 3, 4, 5, 6, -0.5f, 0.25f};
+    put_safetensors(dir,
+                    "{\"0.dense.weight\":{\"dtype\":\"F32\",\"shape\":[3,2],\"data_offsets\":[0,24]},"
+                    "\"0.dense.bias\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[24,32]},"
+                    "\"__metadata__\":{\"format\":\"pt\"}}",
+                    data, 8);
+    char path[512], err[256];
+    snprintf(path, sizeof path, "%s/weights.safetensors", dir);
+    json_t *m = rundir_weights_model(path, err, sizeof err);
+    assert_non_null(m);
+    assert_int_equal(json_object_size(m), 2);
+    json_t *w = json_object_get(m, "0.dense.weight");
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(w, "shape"), 0)), 3);
+    json_t *wd = json_object_get(w, "data");
+    assert_int_equal(json_array_size(wd), 6);
+    assert_true(json_real_value(json_array_get(wd, 5)) == 6.0);
+    json_t *bd = json_object_get(json_object_get(m, "0.dense.bias"), "data");
+    assert_true(json_real_value(json_array_get(bd, 0)) == -0.5);
+    assert_true(json_real_value(json_array_get(bd, 1)) == 0.25);
+    json_decref(m);
+
+    /* Malformed: offsets past the data, wrong dtype, a header longer than the file. */
+    const char *bad[] = {
+        "{\"a\":{\"dtype\":\"F32\",\"shape\":[9],\"data_offsets\":[0,36]}}",
+        "{\"a\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,4]}}",
+        "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,2]}}",
+        "[1,2,3]",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        put_safetensors(dir, bad[i], data, 8);
+        assert_null(rundir_weights_model(path, err, sizeof err));
+    }
+    unsigned char huge[16] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, '{', '}'};
+    put(dir, "weights.safetensors", huge, sizeof huge);
+    assert_null(rundir_weights_model(path, err, sizeof err));
+    unlink(path);
+    assert_null(rundir_weights_model(path, err, sizeof err));
+    assert_non_null(strstr(err, "no weights"));
+}
+
+static void test_create_and_remove(void **state)
+{
+    const char *dir = *state;
+    char run[512], err[256], sub[600];
+    snprintf(run, sizeof run, "%s/runs", dir);
+    assert_int_equal(mkdir(run, 0700), 0);
+    assert_true(rundir_path(run, sizeof run, dir, "0123456789ab", NULL));
+    assert_true(rundir_create(run, "{\"model\":\"mlp\"}", err, sizeof err));
+    snprintf(sub, sizeof sub, "%s/checkpoints", run);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    put(sub, "ckpt.bin", "x", 1);
+    struct stat st;
+    assert_int_equal(stat(run, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    assert_true(rundir_remove(run));
+    assert_int_not_equal(stat(run, &st), 0);
+    assert_true(rundir_remove(run)); /* already gone is fine */
+    char small[8];
+    assert_false(rundir_path(small, sizeof small, dir, "0123456789ab", "history.json"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_progress_merge, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_progress_end, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_progress_missing_and_junk, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_records, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_weights_model, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_create_and_remove, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
