@@ -154,9 +154,14 @@ static int run(const cli *c, const job_spec *spec, const dataset_roots *roots)
     }
     train_options o = {.out_dir = c->out, .roots = *roots, .threads = c->threads,
                        .resume = c->resume, .weights = c->weights, .verbose = true};
-    int rc = c->evaluate_only ? train_evaluate_only(spec, &o, err, sizeof err)
-                              : (spec_print_summary(spec, stdout), fflush(stdout),
-                                 train_single(spec, &o, err, sizeof err));
+    int rc;
+    if (c->evaluate_only) {
+        rc = train_evaluate_only(spec, &o, err, sizeof err);
+    } else {
+        spec_print_summary(spec, stdout);
+        fflush(stdout);
+        rc = train_single(spec, &o, err, sizeof err);
+    }
     if (rc != 0) {
         fprintf(stderr, "punch-train: %s\n", err);
         return 1;

@@ -77,7 +77,7 @@ model *model_create(const job_spec *spec, backend *be, int max_batch, char *err,
                     size_t errlen);
 void model_free(model *m);
 
-/* He/Glorot uniform weights, zero biases, batchnorm gamma 1 / beta 0 /
+/* Glorot uniform weights, zero biases, batchnorm gamma 1 / beta 0 /
  * running var 1, all from `seed` (one stream per layer): the same seed
  * gives the same bits. Also fixes the seed of the dropout masks. */
 int model_init_params(model *m, unsigned long seed, char *err, size_t errlen);

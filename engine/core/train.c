@@ -265,8 +265,9 @@ static int train_step_event(train_run *r, long steps, double elapsed, char *err,
     long samples = r->pos.samples;
     train_metric_values(t, &r->pos.sums, samples, r->m->n_out, metric);
     double rate = elapsed > 0 ? samples / elapsed : 0.0;
-    double left = (double)(steps - r->pos.step) * (elapsed / (double)r->pos.step) +
-                  (double)(t->epochs - r->pos.epoch - 1) * elapsed / r->pos.step * steps;
+    double per_step = elapsed / (double)r->pos.step;
+    double left = per_step * (double)((steps - r->pos.step) +
+                                      (t->epochs - r->pos.epoch - 1) * steps);
     json_t *e = json_pack("{s:s,s:I,s:i,s:I,s:I,s:f,s:f,s:f}", "event", "step", "epoch",
                           (json_int_t)r->pos.epoch + 1, "epochs", t->epochs, "step",
                           (json_int_t)r->pos.step, "steps", (json_int_t)steps, "samples_per_s",

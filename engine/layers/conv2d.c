@@ -53,7 +53,7 @@ static void conv2d_init(const layer *l, float *params, float *state, rng *r)
     const conv2d_desc *d = &l->desc.conv;
     long area = (long)d->kh * d->kw;
     long wsize = d->k * d->c * area;
-    double limit = layer_init_limit(l->spec->activation, d->c * area, d->k * area);
+    double limit = layer_init_limit(d->c * area, d->k * area);
     for (long i = 0; i < wsize; i++)
         params[i] = rng_symmetric(r, limit);
     if (l->spec->use_bias)

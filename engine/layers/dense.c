@@ -23,7 +23,7 @@ static void dense_init(const layer *l, float *params, float *state, rng *r)
 {
     (void)state;
     long in = l->in_size, out = l->out_size;
-    double limit = layer_init_limit(l->spec->activation, in, out);
+    double limit = layer_init_limit(in, out);
     for (long i = 0; i < in * out; i++)
         params[i] = rng_symmetric(r, limit);
     if (l->spec->use_bias)

@@ -108,8 +108,8 @@ void layer_add_tensor(layer *l, const char *name, bool is_state, long offset, in
                       long d0, long d1, long d2, long d3);
 /* dx = dy, or dx += dy when accumulating. */
 void layer_pass_gradient(backend *be, const float *dy, float *dx, bool accumulate, long n);
-/* Glorot/He uniform limit for the activation that follows the layer. */
-double layer_init_limit(spec_activation act, long fan_in, long fan_out);
+/* The Glorot uniform limit sqrt(6 / (fan_in + fan_out)). */
+double layer_init_limit(long fan_in, long fan_out);
 /* The total padding "same" needs beyond pad_before, from the output size. */
 int layer_pad_after(int in, int out, int kernel, int stride, int dilation, int pad_before);
 

@@ -226,8 +226,8 @@ static void test_init_reproducible_and_reload(void **state)
     fixture *a = fixture_make(job, 2, 1);
     fixture *b = fixture_make(job, 2, 2);
     assert_memory_equal(a->m->params, b->m->params, (size_t)a->m->n_params * sizeof(float));
-    /* He-uniform conv weights before a relu: within sqrt(6 / fan_in). */
-    float limit = sqrtf(6.0f / 9.0f);
+    /* Glorot-uniform conv weights: within sqrt(6 / (fan_in + fan_out)). */
+    float limit = sqrtf(6.0f / (9.0f + 18.0f));
     for (int i = 0; i < 18; i++)
         assert_true(fabsf(a->m->params[i]) <= limit);
 
