@@ -10,7 +10,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from punchd import (LONG_JOB, QUICK_JOB, Daemon, check, job_processes,  # noqa: E402
+from punchd import (LONG_JOB, MEDIUM_JOB, Daemon, check, job_processes,  # noqa: E402
                     require_engine)
 
 FINAL = ("succeeded", "failed", "cancelled", "timeout")
@@ -84,8 +84,9 @@ def main():
         check(job_processes(d.run_dir(a)) == [], "processes of the cancelled job remain")
 
         # 3. A job that ends while the daemon is dead gets its true final state.
-        e = d.submit("bob").json()["id"]
-        d.wait_state("bob", e, ("running",), timeout=60)
+        e = d.submit("bob", MEDIUM_JOB).json()["id"]
+        j = d.wait_state("bob", e, ("running",) + FINAL, timeout=60, poll=0.02)
+        check(j["state"] == "running", "the medium job was never seen running: %s" % j)
         d.kill9()
         exit_json = os.path.join(d.run_dir(e), "exit.json")
         deadline = time.monotonic() + 120

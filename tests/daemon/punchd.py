@@ -26,6 +26,16 @@ QUICK_JOB = {
     "training": {"epochs": 2, "batch_size": 32, "seed": 1},
 }
 
+# A few seconds of training (about 3 s on 2 cores, ~3x that under ASan): long
+# enough to be seen running, short enough to end while a test waits.
+MEDIUM_JOB = {
+    "name": "medium",
+    "model": {"input": [64], "layers": [{"type": "dense", "units": 256, "activation": "relu"},
+                                        {"type": "dense", "units": 10, "activation": "softmax"}]},
+    "data": {"format": "synthetic", "synthetic_train": 60000, "synthetic_test": 100},
+    "training": {"epochs": 10, "batch_size": 32, "seed": 1},
+}
+
 # Trains for a very long time: for cancel, time limits and restarts.
 LONG_JOB = {
     "name": "long",
@@ -186,7 +196,7 @@ class Daemon:
         check(r.status_code == 200, "GET job %s: %d %s" % (job_id, r.status_code, r.text))
         return r.json()
 
-    def wait_state(self, user, job_id, states, timeout=60):
+    def wait_state(self, user, job_id, states, timeout=60, poll=0.1):
         """Poll until the job is in one of `states`; return the job object."""
         deadline = time.monotonic() + timeout
         j = None
@@ -194,7 +204,7 @@ class Daemon:
             j = self.job(user, job_id)
             if j["state"] in states:
                 return j
-            time.sleep(0.1)
+            time.sleep(poll)
         fail("job %s stayed %s, wanted %s\nlog:\n%s\ntrain.log:\n%s" % (
             job_id, j and j["state"], states, self.read_log()[-4000:], self.train_log(job_id)))
 
