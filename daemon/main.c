@@ -270,6 +270,9 @@ int main(int argc, char **argv)
         snprintf(err, sizeof err, "secrets file %s", why);
         goto fail;
     }
+    struct stat sst;
+    if (stat(d.cfg.secrets, &sst) == 0 && (sst.st_mode & 0077))
+        log_warn("secrets file %s is readable by other users (chmod 600 it)", d.cfg.secrets);
     lock_fd = main_prepare_data_dir(&d.cfg, err, sizeof err);
     if (lock_fd < 0 || !main_absolute_paths(&d.cfg, err, sizeof err))
         goto fail;
