@@ -224,7 +224,10 @@ static enum MHD_Result http_dispatch(http_server *s, struct MHD_Connection *conn
     } else {
         ret = api_reply_error(&r, MHD_HTTP_NOT_FOUND, NULL, "no such route: %s %.200s", method, url);
     }
-    metrics_record(r.route, r.status, http_elapsed(&req->t0));
+    double elapsed = http_elapsed(&req->t0);
+    metrics_record(r.route, r.status, elapsed);
+    /* The path only: secrets may ride in the query string. */
+    log_debug("http: %s %.200s -> %d in %.3f ms", method, url, r.status, elapsed * 1e3);
     return ret;
 }
 
@@ -323,6 +326,7 @@ http_server *http_start(daemon_ctx *d, int listen_fd, char *err, size_t errlen)
                      MHD_USE_ERROR_LOG;
     s->mhd = MHD_start_daemon(
         flags, 0, NULL, NULL, http_access, s,
+        MHD_OPTION_EXTERNAL_LOGGER, http_mhd_log, s,
         MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)d->cfg.http_threads,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)d->cfg.connection_timeout,
@@ -330,7 +334,6 @@ http_server *http_start(daemon_ctx *d, int listen_fd, char *err, size_t errlen)
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)d->cfg.per_ip_limit,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
         MHD_OPTION_NOTIFY_COMPLETED, http_completed, s,
-        MHD_OPTION_EXTERNAL_LOGGER, http_mhd_log, s,
         MHD_OPTION_END);
     if (!s->mhd) {
         snprintf(err, errlen, "libmicrohttpd failed to start (see the log above)");

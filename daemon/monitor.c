@@ -296,7 +296,6 @@ static void monitor_schedule(daemon_ctx *d, const job_list *active)
             snprintf(why, sizeof why, "needs %d slots but the cluster now has %d", q->ranks,
                      d->total_slots);
             store_job_finish(d->st, q->id, JOB_FAILED, NULL, why, "{}", NULL, daemon_now());
-            q->ranks = 0; /* marks it as not schedulable below */
             continue;
         }
         sj[n_sj++] = (sched_job){q->owner, q->ranks, q->priority, q->vstart, q->seq};
