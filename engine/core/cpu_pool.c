@@ -39,11 +39,72 @@ static void pool_window(const pool2d_desc *d, int oy, int ox, int *y0, int *y1, 
     *x1 = xs + d->kw > d->w ? d->w : xs + d->kw;
 }
 
+/* 2x2 windows at stride 2 without padding (every preset's pooling): all
+ * four inputs are in bounds, so no window arithmetic per output. */
+static bool pool_is_2x2(const pool2d_desc *d)
+{
+    return d->kh == 2 && d->kw == 2 && d->stride_h == 2 && d->stride_w == 2 &&
+           d->pad_top == 0 && d->pad_left == 0 && d->pad_bottom == 0 && d->pad_right == 0;
+}
+
+static void pool_forward_2x2(const pool2d_desc *d, const float *x, float *y)
+{
+    for (int oy = 0; oy < d->oh; oy++) {
+        const float *r0 = x + (long)(2 * oy) * d->w;
+        const float *r1 = r0 + d->w;
+        float *out = y + (long)oy * d->ow;
+        for (int ox = 0; ox < d->ow; ox++) {
+            float a = r0[2 * ox], b = r0[2 * ox + 1], c = r1[2 * ox], e = r1[2 * ox + 1];
+            if (d->mode == POOL_AVG) {
+                out[ox] = (a + b + c + e) * 0.25f;
+                continue;
+            }
+            float m = a > b ? a : b;
+            float n = c > e ? c : e;
+            out[ox] = m > n ? m : n;
+        }
+    }
+}
+
+/* dx of one plane, already zeroed or holding what to add to. */
+static void pool_backward_2x2(const pool2d_desc *d, const float *x, const float *y,
+                              const float *dy, float *dx)
+{
+    for (int oy = 0; oy < d->oh; oy++) {
+        long o0 = (long)(2 * oy) * d->w, o1 = o0 + d->w;
+        for (int ox = 0; ox < d->ow; ox++) {
+            long i = oy * d->ow + ox;
+            long c0 = 2 * ox;
+            float g = dy[i];
+            if (d->mode == POOL_AVG) {
+                g *= 0.25f;
+                dx[o0 + c0] += g;
+                dx[o0 + c0 + 1] += g;
+                dx[o1 + c0] += g;
+                dx[o1 + c0 + 1] += g;
+                continue;
+            }
+            /* The first maximum in row-major order, as the general path. */
+            float m = y[i];
+            long at = x[o0 + c0] == m       ? o0 + c0
+                      : x[o0 + c0 + 1] == m ? o0 + c0 + 1
+                      : x[o1 + c0] == m     ? o1 + c0
+                                            : o1 + c0 + 1;
+            dx[at] += g;
+        }
+    }
+}
+
 static void pool_forward_planes(void *ctx, long begin, long end, int tid)
 {
     (void)tid;
     const pool_job *j = ctx;
     const pool2d_desc *d = j->d;
+    if (pool_is_2x2(d)) {
+        for (long p = begin; p < end; p++)
+            pool_forward_2x2(d, j->x + p * d->h * d->w, j->out + p * d->oh * d->ow);
+        return;
+    }
     for (long p = begin; p < end; p++) {
         const float *x = j->x + p * d->h * d->w;
         float *y = j->out + p * d->oh * d->ow;
@@ -89,6 +150,10 @@ static void pool_backward_planes(void *ctx, long begin, long end, int tid)
         float *dx = j->out + p * d->h * d->w;
         if (!j->accumulate)
             memset(dx, 0, (size_t)d->h * d->w * sizeof *dx);
+        if (pool_is_2x2(d)) {
+            pool_backward_2x2(d, x, y, dy, dx);
+            continue;
+        }
         for (int oy = 0; oy < d->oh; oy++) {
             for (int ox = 0; ox < d->ow; ox++) {
                 int y0, y1, x0, x1;
