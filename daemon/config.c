@@ -40,7 +40,7 @@ static const opt_def opts[] = {
     NUM(http_threads, OPT_INT, 1, 256, "N", "HTTP worker threads (default 4)"),
     NUM(connection_timeout, OPT_INT, 1, 3600, "SECONDS", "idle connection timeout (default 30)"),
     NUM(connection_limit, OPT_INT, 1, 1 << 20, "N", "concurrent connections (default 1024)"),
-    NUM(per_ip_limit, OPT_INT, 0, 1 << 20, "N", "concurrent connections per client IP, 0 = no limit (default 0)"),
+    NUM(per_ip_limit, OPT_INT, 0, 1 << 20, "N", "concurrent connections per client IP, 0 = no limit (default 128)"),
     NUM(kill_grace, OPT_INT, 0, 3600, "SECONDS", "SIGTERM to SIGKILL delay on cancel/time limit (default 10)"),
     NUM(tick_ms, OPT_INT, 10, 60000, "MS", "supervision and scheduling period (default 250)"),
     NUM(hold, OPT_BOOL, 0, 1, NULL, "accept and queue jobs but start none (maintenance)"),
@@ -61,6 +61,7 @@ void config_defaults(config *c)
     c->http_threads = 4;
     c->connection_timeout = 30;
     c->connection_limit = 1024;
+    c->per_ip_limit = 128;
     c->kill_grace = 10;
     c->tick_ms = 250;
 }

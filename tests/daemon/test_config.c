@@ -45,6 +45,7 @@ static void test_defaults(void **state)
     assert_int_equal(c.max_running, 1);
     assert_int_equal(c.max_body, 1L << 20);
     assert_int_equal(c.slots, 0);
+    assert_int_equal(c.per_ip_limit, 128);
     assert_false(c.hold);
 }
 
