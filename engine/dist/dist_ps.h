@@ -35,7 +35,9 @@ typedef struct dist_msg {
     int32_t pad;
     int64_t clock;          /* commit: the clock of the worker's last pull */
     int64_t commits;        /* epoch/done: commits this worker has sent */
+    int64_t step;           /* commit: steps done in `epoch` so far */
     double sums[DIST_SUMS_LEN]; /* epoch: training sums of the epoch;
+                                   commit: of the epoch so far;
                                    done: comm_s, train_s */
     double lr;              /* epoch: the rate used */
 } dist_msg;

@@ -40,6 +40,8 @@ typedef struct dist_server {
     int *ranks;
     char (*receiving)[64];  /* per worker: what the watchdog reports */
     double *times;          /* per worker: comm_s, train_s from its done */
+    dist_msg *last;         /* per worker: its latest commit header */
+    long steps;             /* per worker and epoch */
     double t_epoch;
 } dist_server;
 
@@ -122,6 +124,42 @@ static void dist_server_epoch(dist_server *sv, int e)
     dist_server_checkpoint(sv, e + 1);
 }
 
+/* A "step" line for the epoch being written next, from the workers'
+ * latest commits (dist_report_step keeps it to one a second). */
+static void dist_server_progress(dist_server *sv)
+{
+    dist_ctx *c = sv->c;
+    int e = sv->next_epoch;
+    if (e >= c->spec->training.epochs)
+        return;
+    dist_sums run = {0};
+    long steps = 0;
+    for (int w = 0; w < c->workers; w++) {
+        const dist_sums *done = &sv->acc[(long)e * c->workers + w];
+        const dist_msg *h = &sv->last[w];
+        dist_sums part;
+        if (done->n > 0) {
+            part = *done;
+            steps += sv->steps;
+        } else if (h->epoch == e) {
+            memcpy(&part, h->sums, sizeof part);
+            steps += (long)h->step;
+        } else {
+            continue;
+        }
+        run.loss += part.loss;
+        run.correct += part.correct;
+        run.sq_err += part.sq_err;
+        run.abs_err += part.abs_err;
+        run.n += part.n;
+    }
+    if (run.n <= 0)
+        return;
+    double secs = MPI_Wtime() - sv->t_epoch;
+    dist_report_step(c->rep, e, steps, sv->steps * c->workers, &run,
+                     secs > 0 ? run.n / secs : 0.0);
+}
+
 static void dist_server_handle(dist_server *sv, const dist_msg *h, int src)
 {
     dist_ctx *c = sv->c;
@@ -137,6 +175,8 @@ static void dist_server_handle(dist_server *sv, const dist_msg *h, int src)
         dist_server_apply(sv, h, w);
         if (h->reply)
             dist_server_reply(sv, src);
+        sv->last[w] = *h;
+        dist_server_progress(sv);
         break;
     }
     case DIST_MSG_PULL:
@@ -243,7 +283,8 @@ int dist_ps_serve(dist_ctx *c, float *center, const dist_ps_start *start,
     sv.ranks = calloc((size_t)W, sizeof *sv.ranks);
     sv.receiving = calloc((size_t)W, sizeof *sv.receiving);
     sv.times = calloc((size_t)W * 2, sizeof *sv.times);
-    if (!sv.times || !sv.buf || !sv.commits || !sv.last_seen || !sv.done || !sv.acc || !sv.reported ||
+    sv.last = calloc((size_t)W, sizeof *sv.last);
+    if (!sv.times || !sv.last || !sv.buf || !sv.commits || !sv.last_seen || !sv.done || !sv.acc || !sv.reported ||
         !sv.lr || !sv.ranks || !sv.receiving)
         dist_die("out of memory");
     /* Commits restored from a checkpoint were applied by an earlier server. */
@@ -262,7 +303,10 @@ int dist_ps_serve(dist_ctx *c, float *center, const dist_ps_start *start,
     long per = (c->train.n / W + s->training.batch_size - 1) / s->training.batch_size;
     if (s->training.steps_per_epoch > 0 && s->training.steps_per_epoch < per)
         per = s->training.steps_per_epoch;
-    dist_report_start(c->rep, per, c->train.n);
+    sv.steps = per;
+    for (int w = 0; w < W; w++)
+        sv.last[w].epoch = -1;
+    dist_report_start(c->rep, per * W, c->train.n);
     double now = MPI_Wtime();
     for (int w = 0; w < W; w++)
         sv.last_seen[w] = now;
@@ -280,5 +324,6 @@ int dist_ps_serve(dist_ctx *c, float *center, const dist_ps_start *start,
     free(sv.ranks);
     free(sv.receiving);
     free(sv.times);
+    free(sv.last);
     return 0;
 }

@@ -31,6 +31,7 @@ typedef struct dist_worker {
     float *velocity;        /* eamsgd */
     float *grad;            /* eamsgd: host gradient */
     int64_t clock;          /* the server clock at the last pull */
+    dist_msg progress;      /* epoch, step and running sums for commits */
     long commits;
     long since;             /* local steps since the last exchange */
     float lr;
@@ -66,7 +67,10 @@ static void dist_worker_exchange_residual(dist_worker *w)
     float div = w->t == TRAINER_ADAG ? (float)c->spec->distributed.communication_window : 1.0f;
     for (long i = 0; i < w->np; i++)
         w->x[i] = (w->x[i] - w->anchor[i]) / div;
-    dist_msg h = {.kind = DIST_MSG_COMMIT, .reply = 1, .clock = w->clock};
+    dist_msg h = w->progress;
+    h.kind = DIST_MSG_COMMIT;
+    h.reply = 1;
+    h.clock = w->clock;
     dist_worker_send(w, &h, w->x);
     w->commits++;
     dist_worker_recv_center(w);
@@ -92,7 +96,10 @@ static void dist_worker_exchange_elastic(dist_worker *w)
         w->x[i] = e;
     }
     model_set_params(c->m, w->anchor);
-    dist_msg h = {.kind = DIST_MSG_COMMIT, .reply = 0, .clock = w->clock};
+    dist_msg h = w->progress;
+    h.kind = DIST_MSG_COMMIT;
+    h.reply = 0;
+    h.clock = w->clock;
     dist_worker_send(w, &h, w->x);
     w->commits++;
 }
@@ -158,8 +165,12 @@ static void dist_worker_epoch(dist_worker *w, int epoch, long lo, long hi, long 
         dist_sums_add_batch(&run, loss, &bm, b);
         c->global_step++;
         dist_watchdog_tick("training");
-        if (++w->since >= window)
+        if (++w->since >= window) {
+            w->progress.epoch = epoch;
+            w->progress.step = st + 1;
+            memcpy(w->progress.sums, &run, sizeof run);
             dist_worker_exchange(w);
+        }
     }
     dist_msg h = {.kind = DIST_MSG_EPOCH, .epoch = epoch, .commits = w->commits, .lr = w->lr};
     memcpy(h.sums, &run, sizeof run);

@@ -146,6 +146,11 @@ def case_allreduce_equals_single(tmp):
         check(len(h["workers"]) == n and h["ranks"] == n, "%s: per-worker history" % name)
         check(abs(h["test"]["accuracy"] - history(ref)["test"]["accuracy"]) < 0.005,
               "%s: test accuracy differs from single" % name)
+    # learning_rate_scaling: lr *= workers.
+    out, _ = run(tmp, "ar-scaled", job("allreduce", 2, epochs=1,
+                                       extra_dist={"learning_rate_scaling": True}), 2)
+    lr = history(out)["lr"][0]
+    check(abs(lr - 0.002) < 1e-9, "learning_rate_scaling on 2 workers gave lr %g" % lr)
 
 
 def case_averaging(tmp):
