@@ -156,6 +156,9 @@ int dist_train(const job_spec *spec, const dist_options *opt)
     if (c.rank == 0)
         spec_print_summary(spec, stdout), fflush(stdout);
 
+    bool sync = !c.has_server;
+    if (sync)
+        dist_heartbeat_start(c.comm);
     int rc = 0;
     switch (spec->distributed.trainer) {
     case TRAINER_ALLREDUCE:
@@ -177,6 +180,8 @@ int dist_train(const job_spec *spec, const dist_options *opt)
                  spec_trainer_name(spec->distributed.trainer));
     }
     dist_watchdog_tick("finishing");
+    if (sync)
+        dist_heartbeat_stop();
     DIST_MPI(MPI_Barrier(c.comm));
     dist_watchdog_stop();
     dist_teardown(&c);

@@ -173,6 +173,7 @@ int dist_run_allreduce(dist_ctx *c)
                                  run.n * c->size / (MPI_Wtime() - t0));
         }
         double secs = MPI_Wtime() - t0;
+        dist_heartbeat_arrive();
         dist_ar_average_state(c);
         dist_sums total = dist_gather_sums(c, &run, per);
         dist_sums val = {0};

@@ -99,6 +99,8 @@ static void dist_grad_start(dist_grad *g, model *m, int k, float factor, double 
     const dist_bucket *b = &g->b[k];
     float *p = m->grads + b->lo;
     m->be->scale(m->be, b->hi - b->lo, factor, p);
+    if (k == 0)
+        dist_heartbeat_arrive();
     double t0 = MPI_Wtime();
     DIST_MPI(MPI_Iallreduce(MPI_IN_PLACE, p, (int)(b->hi - b->lo), MPI_FLOAT, MPI_SUM, g->comm,
                             &g->req[k]));
@@ -172,6 +174,7 @@ void dist_grad_backward_allreduce(dist_grad *g, model *m, int batch, long total,
         m->be->download(m->be, g->host, m->grads, m->n_params);
         buf = g->host;
     }
+    dist_heartbeat_arrive();
     double t0 = MPI_Wtime();
     for (int k = 0; k < g->n; k++) {
         const dist_bucket *b = &g->b[k];

@@ -43,6 +43,18 @@ void dist_watchdog_tick_patient(const char *doing);
 void dist_watchdog_tick_for(const char *doing, double seconds);
 void dist_watchdog_stop(void);
 
+/* ---- heartbeat (dist_heartbeat.c) ------------------------------------ */
+
+/* Collective: a window on rank 0 with one arrival counter per rank. */
+void dist_heartbeat_start(MPI_Comm comm);
+/* This rank has arrived at its next collective. */
+void dist_heartbeat_arrive(void);
+/* Collective: release the window. */
+void dist_heartbeat_stop(void);
+/* Rank 0 (from any thread): the ranks that have arrived at fewer
+ * collectives than the others, as "1, 3" in buf; returns how many. */
+int dist_heartbeat_late(char *buf, size_t len);
+
 /* ---- metric sums ----------------------------------------------------- */
 
 /* Sums over samples, reducible with MPI_SUM as DIST_SUMS_LEN doubles. */

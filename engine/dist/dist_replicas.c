@@ -285,6 +285,7 @@ int dist_run_replicas(dist_ctx *c)
         double t0 = MPI_Wtime();
         dist_rep_epoch(&r, epoch, lr, &run, t0);
         double secs = MPI_Wtime() - t0;
+        dist_heartbeat_arrive();
         bool last = epoch + 1 == s->training.epochs;
         bool synced = !r.ensemble && ((epoch + 1) % every == 0 || last);
         if (synced)

@@ -40,6 +40,12 @@ static void *dist_wd_main(void *arg)
         if (idle < atomic_load(&dist_wd.limit_ms))
             continue;
         const char *doing = atomic_load(&dist_wd.doing);
+        char late[256];
+        if (dist_heartbeat_late(late, sizeof late) > 0)
+            fprintf(stderr,
+                    "punch-train: rank %d: rank(s) %s did not reach the collective the "
+                    "others wait in: hung\n",
+                    dist_wd.rank, late);
         fprintf(stderr,
                 "punch-train: rank %d: no progress for %.0f s while %s: a rank is hung or "
                 "dead; ending the job (watchdog, PUNCH_WATCHDOG_S)\n",
