@@ -16,10 +16,11 @@
 #define POOL_RELAX() ((void)0)
 #endif
 
-/* A few microseconds of spinning before sleeping: long enough to catch
- * the next op of a step, short enough not to steal a core from the other
- * thread when the machine is busy. */
-#define POOL_SPIN 4000
+/* A few microseconds of spinning before sleeping. Longer spins (4000
+ * pauses, ~100 us) measured 3-15x slower dispatches on a shared 2-core
+ * machine: a spinning thread takes the core the thread it waits for
+ * needs. */
+#define POOL_SPIN 256
 
 typedef struct pool_worker {
     thread_pool *pool;
