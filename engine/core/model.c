@@ -107,9 +107,14 @@ static int model_allocate(model *m, char *err, size_t errlen)
     m->targets = be->alloc(be, nb * m->n_out);
     m->probs = be->alloc(be, nb * m->n_out);
     m->grad_written = calloc((size_t)m->n_layers, sizeof *m->grad_written);
-    m->host_x = malloc((size_t)(nb * m->in_size) * sizeof(float));
-    m->host_t = malloc((size_t)(nb * m->n_out) * sizeof(float));
-    if (!be->host_memory) {
+    if (be->host_memory) {
+        /* Batches are gathered straight into the model's input; the
+         * upload is then a copy onto itself, which the backend skips. */
+        m->host_x = m->x;
+        m->host_t = m->targets;
+    } else {
+        m->host_x = malloc((size_t)(nb * m->in_size) * sizeof(float));
+        m->host_t = malloc((size_t)(nb * m->n_out) * sizeof(float));
         m->host_params = malloc((size_t)(m->n_params > 0 ? m->n_params : 1) * sizeof(float));
         m->host_grads = malloc((size_t)(m->n_params > 0 ? m->n_params : 1) * sizeof(float));
     }
@@ -195,8 +200,10 @@ void model_free(model *m)
             be->free(be, bufs[i]);
     free(m->layers);
     free(m->grad_written);
-    free(m->host_x);
-    free(m->host_t);
+    if (!be->host_memory) {
+        free(m->host_x);
+        free(m->host_t);
+    }
     free(m->host_params);
     free(m->host_grads);
     free(m);

@@ -63,8 +63,8 @@ typedef struct model {
     float *workspace;
     long workspace_floats;
     bool *grad_written;     /* per layer, during backward */
-    float *host_x;          /* (max_batch, in_size) staging */
-    float *host_t;          /* (max_batch, n_out) staging */
+    float *host_x;          /* (max_batch, in_size) staging (= x on host backends) */
+    float *host_t;          /* (max_batch, n_out) staging (= targets on host backends) */
     float *host_params;     /* n_params mirror for device backends */
     float *host_grads;      /* n_params mirror for device backends */
     uint64_t seed;
