@@ -1,0 +1,110 @@
+#!/usr/bin/python3
+"""bench_torch.py MODEL EPOCHS STEPS THREADS: the PyTorch side of scripts/bench-engine.
+
+Trains the Punchcard preset MODEL (mlp, simplecnn, convnet) on Fashion-MNIST with the
+same architecture, initial-weight scheme, batch size (64), optimizer (Adam, lr 1e-3,
+Keras epsilon 1e-7) and data scaling as punch-train, then measures inference throughput
+at batch 256. Prints one JSON object: samples/s, test accuracy, peak RSS. PyTorch is a
+benchmark reference only, never a dependency of Punchcard.
+
+What each figure measures (the same as punch-train's, see scripts/bench-engine):
+train_samples_per_s is samples over the time of the step loop (batch gather,
+forward, loss, backward, Adam), data decoding excluded; infer_samples_per_s is
+the best of three passes over the test set at batch 256 in eval mode.
+STEPS > 0 trims each epoch to its first STEPS batches, like punch-train's
+training.steps_per_epoch. Run it with OPENBLAS_NUM_THREADS=1 (the fast
+configuration on 2 cores); the driver does."""
+import gzip
+import json
+import os
+import resource
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+ROOT = "/usr/share/datasets/fashion-mnist"
+
+
+def load(kind):
+    with gzip.open(f"{ROOT}/{kind}-images-idx3-ubyte.gz") as f:
+        x = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 1, 28, 28)
+    with gzip.open(f"{ROOT}/{kind}-labels-idx1-ubyte.gz") as f:
+        y = np.frombuffer(f.read(), np.uint8, offset=8)
+    return torch.from_numpy(x.astype(np.float32) / 255.0), torch.from_numpy(y.astype(np.int64))
+
+
+def build(name):
+    if name == "mlp":
+        return nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
+    if name == "simplecnn":
+        return nn.Sequential(
+            nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.Conv2d(4, 4, 3, padding=1), nn.ReLU(),
+            nn.MaxPool2d(2), nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Dropout(0.5),
+            nn.Linear(128, 10))
+    if name == "convnet":
+        return nn.Sequential(
+            nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+            nn.Linear(3136, 1024), nn.ReLU(), nn.Dropout(0.4), nn.Linear(1024, 10))
+    raise SystemExit(f"unknown model {name}")
+
+
+def glorot(model):
+    """punch-train's initialisation (Keras's): Glorot-uniform weights, zero biases."""
+    for mod in model.modules():
+        if isinstance(mod, (nn.Linear, nn.Conv2d)):
+            nn.init.xavier_uniform_(mod.weight)
+            nn.init.zeros_(mod.bias)
+
+
+def main():
+    name, epochs, steps, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    torch.set_num_threads(threads)
+    torch.manual_seed(1)
+    xtr, ytr = load("train")
+    xte, yte = load("t10k")
+    model = build(name)
+    glorot(model)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-7)
+    lossf = nn.CrossEntropyLoss()
+    gen = torch.Generator().manual_seed(1)
+    batch, trained, train_time = 64, 0, 0.0
+    for _ in range(epochs):
+        model.train()
+        perm = torch.randperm(len(xtr), generator=gen)
+        full = (len(xtr) + batch - 1) // batch  # the last batch may be short, as in punch-train
+        nsteps = full if steps == 0 else min(steps, full)
+        t0 = time.perf_counter()
+        for s in range(nsteps):
+            idx = perm[s * batch:(s + 1) * batch]
+            opt.zero_grad(set_to_none=True)
+            loss = lossf(model(xtr[idx]), ytr[idx])
+            loss.backward()
+            opt.step()
+        train_time += time.perf_counter() - t0
+        trained += min(nsteps * batch, len(xtr))
+    model.eval()
+    best = None
+    with torch.no_grad():
+        for _ in range(3):
+            correct = 0
+            t0 = time.perf_counter()
+            for i in range(0, len(xte), 256):
+                correct += (model(xte[i:i + 256]).argmax(1) == yte[i:i + 256]).sum().item()
+            sec = time.perf_counter() - t0
+            best = sec if best is None else min(best, sec)
+    infer = len(xte) / best
+    print(json.dumps({
+        "framework": "pytorch " + torch.__version__, "model": name, "threads": threads,
+        "train_samples_per_s": trained / train_time, "test_accuracy": correct / len(xte),
+        "infer_samples_per_s": infer, "steps_per_epoch": nsteps, "epochs": epochs,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "openblas_num_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}))
+
+
+if __name__ == "__main__":
+    main()
