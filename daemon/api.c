@@ -155,6 +155,20 @@ enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t le
                                "cluster has %d slots; it could never run",
                                ranks, d->total_slots);
     }
+    /* One GPU set per worker; an asynchronous trainer's parameter server
+     * (the extra rank) needs none. */
+    int gpus = spec->resources.gpus * spec->distributed.workers;
+    if (gpus > d->total_gpus) {
+        int per_worker = spec->resources.gpus, workers = spec->distributed.workers;
+        spec_free(spec);
+        return api_reply_error(r, MHD_HTTP_BAD_REQUEST, "resources.gpus",
+                               "resources.gpus: the job needs %d GPU%s (%d per worker x %d "
+                               "worker%s) but this cluster has %d (--gpus %d on each of %d "
+                               "host%s); it could never run",
+                               gpus, gpus == 1 ? "" : "s", per_worker, workers,
+                               workers == 1 ? "" : "s", d->total_gpus, d->cfg.gpus, d->hosts,
+                               d->hosts == 1 ? "" : "s");
+    }
     store_new_job nj = {
         .owner = r->caller.identity,
         .name = spec->name ? spec->name : "job",
@@ -165,6 +179,7 @@ enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t le
         .workers = spec->distributed.workers,
         .threads = spec->resources.threads_per_worker > 0 ? spec->resources.threads_per_worker : 1,
         .time_limit_s = spec->resources.time_limit_s,
+        .gpus = gpus,
     };
     char id[STORE_ID_LEN + 1];
     store_status rs = store_job_submit(d->st, &nj, d->cfg.max_queued, 0, id);

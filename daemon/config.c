@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gpualloc.h"
+
 typedef enum opt_kind { OPT_STRING, OPT_INT, OPT_LONG, OPT_BOOL } opt_kind;
 
 typedef struct opt_def {
@@ -31,6 +33,7 @@ static const opt_def opts[] = {
     STR(datasets, "DIR[:DIR...]", "roots that dataset names resolve under (default /usr/share/datasets)"),
     NUM(slots, OPT_INT, 0, 1 << 20, "N", "MPI ranks the cluster runs at once (default: hostfile slots, else cores)"),
     STR(hostfile, "FILE", "Open MPI hostfile passed to mpirun (default: local host only)"),
+    NUM(gpus, OPT_INT, 0, GPUALLOC_MAX, "N", "GPUs on each host, scheduled like slots (default 0: no GPU jobs)"),
     STR(engine, "PATH", "punch-train binary (default: ../engine/punch-train next to punchcardd, then PATH)"),
     STR(mpirun, "PATH", "mpirun binary (default: mpirun from PATH)"),
     STR(engine_env, "\"NAME=VALUE ...\"", "environment for mpirun and the ranks only (e.g. OMP_NUM_THREADS=1)"),
@@ -266,7 +269,7 @@ config_result config_parse(config *c, int argc, char **argv, char *err, size_t e
     return CONFIG_OK;
 }
 
-int config_hostfile_slots(const char *path, char *err, size_t errlen)
+int config_hostfile_slots(const char *path, int *hosts, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
@@ -274,7 +277,7 @@ int config_hostfile_slots(const char *path, char *err, size_t errlen)
         return -1;
     }
     char line[1024];
-    int total = 0;
+    int total = 0, lines = 0;
     while (fgets(line, sizeof line, f)) {
         char *hash = strchr(line, '#');
         if (hash)
@@ -285,8 +288,11 @@ int config_hostfile_slots(const char *path, char *err, size_t errlen)
         char *slots = strstr(s, "slots=");
         int n = slots ? atoi(slots + 6) : 1;
         total += n > 0 ? n : 1;
+        lines++;
     }
     fclose(f);
+    if (hosts)
+        *hosts = lines;
     if (total == 0)
         snprintf(err, errlen, "--hostfile %s: no hosts", path);
     return total > 0 ? total : -1;

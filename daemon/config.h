@@ -18,6 +18,7 @@ typedef struct config {
     char datasets[4 * CONFIG_PATH_MAX]; /* colon-separated roots */
     int slots;                     /* 0: the hostfile's slots, else online cores */
     char hostfile[CONFIG_PATH_MAX];
+    int gpus;                      /* per host */
     char engine[CONFIG_PATH_MAX];  /* "": next to punchcardd, then PATH */
     char mpirun[CONFIG_PATH_MAX];
     char engine_env[CONFIG_PATH_MAX]; /* "NAME=VALUE ..." set for mpirun and ranks */
@@ -45,7 +46,8 @@ config_result config_parse(config *c, int argc, char **argv, char *err, size_t e
 void config_usage(FILE *out);
 
 /* The slots declared in an Open MPI hostfile ("host slots=N" lines; a host
- * without slots= counts 1); -1 with *err on failure. */
-int config_hostfile_slots(const char *path, char *err, size_t errlen);
+ * without slots= counts 1), and the number of hosts (lines) in *hosts when
+ * hosts is not NULL; -1 with *err on failure. */
+int config_hostfile_slots(const char *path, int *hosts, char *err, size_t errlen);
 
 #endif

@@ -19,6 +19,8 @@ typedef struct daemon_ctx {
     store *st;
     auth *au;
     int total_slots;
+    int hosts;         /* 1 without a hostfile */
+    int total_gpus;    /* cfg.gpus on each host */
     char self_exe[PATH_MAX];
     char engine[PATH_MAX];
     char mpirun[PATH_MAX];

@@ -33,7 +33,7 @@ static void launcher_push(char **argv, int *n, bool *ok, const char *fmt, const 
 }
 
 char **launcher_mpirun_argv(const launcher_config *lc, const char *rundir, int ranks,
-                            int threads)
+                            int threads, const char *gpu_devices)
 {
     char **argv = calloc(40, sizeof *argv);
     if (!argv)
@@ -53,6 +53,12 @@ char **launcher_mpirun_argv(const launcher_config *lc, const char *rundir, int r
     }
     if (geteuid() == 0)
         launcher_push(argv, &n, &ok, "%s", "--allow-run-as-root");
+    if (gpu_devices && gpu_devices[0]) {
+        /* Set in mpirun's environment by the supervisor; -x also carries it
+         * to a host named in a one-host hostfile. */
+        launcher_push(argv, &n, &ok, "%s", "-x");
+        launcher_push(argv, &n, &ok, "%s", "CUDA_VISIBLE_DEVICES");
+    }
     launcher_push(argv, &n, &ok, "%s", lc->engine);
     launcher_push(argv, &n, &ok, "%s/job.json", rundir);
     launcher_push(argv, &n, &ok, "%s", "--out");
@@ -70,9 +76,13 @@ char **launcher_mpirun_argv(const launcher_config *lc, const char *rundir, int r
 }
 
 pid_t launcher_start(const launcher_config *lc, const char *rundir, int ranks, int threads,
-                     char *err, size_t errlen)
+                     const char *gpu_devices, char *err, size_t errlen)
 {
-    char **mpi = launcher_mpirun_argv(lc, rundir, ranks, threads);
+    char **mpi = launcher_mpirun_argv(lc, rundir, ranks, threads, gpu_devices);
+    bool gpus = gpu_devices && gpu_devices[0];
+    char *cuda_env = NULL;
+    if (gpus && asprintf(&cuda_env, "CUDA_VISIBLE_DEVICES=%s", gpu_devices) < 0)
+        cuda_env = NULL;
     int n_mpi = 0;
     while (mpi && mpi[n_mpi])
         n_mpi++;
@@ -81,12 +91,15 @@ pid_t launcher_start(const launcher_config *lc, const char *rundir, int ranks, i
     size_t n_env = 0;
     for (const char *p = env_copy ? env_copy : ""; *p; p++)
         n_env += *p == '=';
-    char **argv = mpi && env_copy ? calloc((size_t)n_mpi + 2 * n_env + 5, sizeof *argv) : NULL;
+    char **argv = mpi && env_copy && (!gpus || cuda_env)
+                      ? calloc((size_t)n_mpi + 2 * n_env + 7, sizeof *argv)
+                      : NULL;
     char log_path[4096];
     if (!argv || snprintf(log_path, sizeof log_path, "%s/train.log", rundir) >= (int)sizeof log_path) {
         launcher_argv_free(mpi);
         free(argv);
         free(env_copy);
+        free(cuda_env);
         snprintf(err, errlen, "out of memory or path too long");
         return -1;
     }
@@ -100,6 +113,11 @@ pid_t launcher_start(const launcher_config *lc, const char *rundir, int ranks, i
             continue;
         argv[k++] = (char *)"--env";
         argv[k++] = tok;
+    }
+    if (cuda_env) {
+        /* After --engine-env: the daemon's allocation wins over a fixed value. */
+        argv[k++] = (char *)"--env";
+        argv[k++] = cuda_env;
     }
     argv[k++] = (char *)"--";
     for (int i = 0; i < n_mpi; i++)
@@ -127,6 +145,7 @@ pid_t launcher_start(const launcher_config *lc, const char *rundir, int ranks, i
     int saved = errno;
     free(argv);
     free(env_copy);
+    free(cuda_env);
     launcher_argv_free(mpi);
     if (pid < 0) {
         snprintf(err, errlen, "fork: %s", strerror(saved));

@@ -24,15 +24,20 @@ typedef struct launcher_config {
 } launcher_config;
 
 /* The argv (NULL-terminated, heap) of the mpirun command for a job whose run
- * directory is rundir. Free with launcher_argv_free(). */
+ * directory is rundir. gpu_devices (NULL or "": none) is the job's
+ * CUDA_VISIBLE_DEVICES, which mpirun is told to export to every rank. Free
+ * with launcher_argv_free(). */
 char **launcher_mpirun_argv(const launcher_config *lc, const char *rundir, int ranks,
-                            int threads);
+                            int threads, const char *gpu_devices);
 void launcher_argv_free(char **argv);
 
 /* Fork the supervisor for rundir (which holds job.json); its output and that
- * of mpirun go to rundir/train.log. Returns its pid, or -1 with *err set. */
+ * of mpirun go to rundir/train.log. A job given GPU devices ("0,1"; NULL or
+ * "" for none) runs with CUDA_VISIBLE_DEVICES set to them, so punch-train's
+ * ranks choose among those devices only. Returns its pid, or -1 with *err
+ * set. */
 pid_t launcher_start(const launcher_config *lc, const char *rundir, int ranks, int threads,
-                     char *err, size_t errlen);
+                     const char *gpu_devices, char *err, size_t errlen);
 
 /* Start time (clock ticks since boot) and state letter of a process from
  * /proc/PID/stat; false if it does not exist. */

@@ -178,18 +178,27 @@ static void main_find_programs(daemon_ctx *d)
                               d->cfg.datasets, d->cfg.engine_env};
 }
 
-static bool main_slots(daemon_ctx *d, char *err, size_t errlen)
+/* Slots and GPUs of the cluster. Open MPI 4.1 rejects unknown tokens in a
+ * hostfile line, so a host cannot declare its GPUs there: every host has
+ * --gpus of them. */
+static bool main_resources(daemon_ctx *d, char *err, size_t errlen)
 {
+    d->hosts = 1;
+    int slots = 0;
+    if (d->cfg.hostfile[0]) {
+        slots = config_hostfile_slots(d->cfg.hostfile, &d->hosts, err, errlen);
+        if (slots < 0)
+            return false;
+    }
     if (d->cfg.slots > 0) {
         d->total_slots = d->cfg.slots;
-    } else if (d->cfg.hostfile[0]) {
-        d->total_slots = config_hostfile_slots(d->cfg.hostfile, err, errlen);
-        if (d->total_slots < 0)
-            return false;
+    } else if (slots > 0) {
+        d->total_slots = slots;
     } else {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         d->total_slots = n > 0 ? (int)n : 1;
     }
+    d->total_gpus = d->cfg.gpus * d->hosts;
     return true;
 }
 
@@ -262,7 +271,7 @@ int main(int argc, char **argv)
     int status = 1;
     int lock_fd = -1;
     http_server *http = NULL;
-    if (!main_slots(&d, err, sizeof err))
+    if (!main_resources(&d, err, sizeof err))
         goto fail;
     char why[2048];
     d.au = auth_open(d.cfg.secrets, why, sizeof why);
@@ -295,10 +304,10 @@ int main(int argc, char **argv)
     }
     const char *colon = strrchr(d.cfg.listen, ':');
     int host_len = colon ? (int)(colon - d.cfg.listen) : (int)strlen(d.cfg.listen);
-    log_info("punchcardd %s listening on %.*s:%d (port %d); data %s; %d slots; %zu secrets; "
-             "engine %s%s",
+    log_info("punchcardd %s listening on %.*s:%d (port %d); data %s; %d slots; %d GPUs; "
+             "%zu secrets; engine %s%s",
              DAEMON_VERSION, host_len, d.cfg.listen, port, port, d.cfg.data_dir, d.total_slots,
-             auth_count(d.au), d.engine, d.cfg.hold ? "; holding the queue" : "");
+             d.total_gpus, auth_count(d.au), d.engine, d.cfg.hold ? "; holding the queue" : "");
     main_loop(&d, http, &set);
     status = 0;
     goto out;

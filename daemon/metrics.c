@@ -25,7 +25,7 @@ static const double bucket_le[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005
 static _Atomic uint64_t req_count[ROUTE_COUNT][600];
 static _Atomic uint64_t req_bucket[ROUTE_COUNT][N_BUCKETS + 1];
 static _Atomic uint64_t req_nanos[ROUTE_COUNT];
-static _Atomic int slots_total, slots_used;
+static _Atomic int slots_total, slots_used, gpus_total, gpus_used;
 
 void metrics_record(metrics_route route, int status, double seconds)
 {
@@ -47,6 +47,12 @@ void metrics_set_slots(int total, int used)
     atomic_store_explicit(&slots_used, used, memory_order_relaxed);
 }
 
+void metrics_set_gpus(int total, int used)
+{
+    atomic_store_explicit(&gpus_total, total, memory_order_relaxed);
+    atomic_store_explicit(&gpus_used, used, memory_order_relaxed);
+}
+
 char *metrics_render(store *st, size_t *len)
 {
     char *buf = NULL;
@@ -65,6 +71,10 @@ char *metrics_render(store *st, size_t *len)
     fprintf(f, "# HELP punchcard_slots Scheduler slots.\n# TYPE punchcard_slots gauge\n"
                "punchcard_slots{kind=\"total\"} %d\npunchcard_slots{kind=\"used\"} %d\n",
             atomic_load(&slots_total), atomic_load(&slots_used));
+    fprintf(f, "# HELP punchcard_gpus Scheduler GPUs (--gpus on each host).\n"
+               "# TYPE punchcard_gpus gauge\n"
+               "punchcard_gpus{kind=\"total\"} %d\npunchcard_gpus{kind=\"used\"} %d\n",
+            atomic_load(&gpus_total), atomic_load(&gpus_used));
     fprintf(f, "# HELP punchcard_http_requests_total HTTP requests by route and status.\n"
                "# TYPE punchcard_http_requests_total counter\n");
     for (int r = 0; r < ROUTE_COUNT; r++)

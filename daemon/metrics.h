@@ -33,6 +33,8 @@ void metrics_record(metrics_route route, int status, double seconds);
 
 /* Gauges the scheduler updates each tick. */
 void metrics_set_slots(int total, int used);
+/* GPUs of the cluster and those the running jobs hold. */
+void metrics_set_gpus(int total, int used);
 
 /* The whole exposition; job counts from the store. Caller frees. */
 char *metrics_render(store *st, size_t *len);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "gpualloc.h"
 #include "log.h"
 #include "metrics.h"
 #include "rundir.h"
@@ -84,7 +85,7 @@ static void monitor_finish(daemon_ctx *d, const store_job *job, const char *dir,
         final_state = JOB_FAILED;
         char last[300], log_path[4200];
         snprintf(log_path, sizeof log_path, "%s/train.log", dir);
-        rundir_last_line(log_path, last, sizeof last);
+        rundir_failure_line(log_path, last, sizeof last);
         if (p.end_error)
             snprintf(error, sizeof error, "%s", p.end_error);
         else if (!ex)
@@ -230,11 +231,42 @@ static void monitor_fail_start(daemon_ctx *d, const store_job *job, const char *
     store_job_finish(d->st, job->id, JOB_FAILED, NULL, msg, "{}", NULL, daemon_now());
 }
 
-static void monitor_start_job(daemon_ctx *d, const store_job *job)
+/* GPUs hand-out of one pass: how many are free, and on a single host which
+ * devices are taken. */
+typedef struct gpu_pool {
+    int free;
+    bool by_device;   /* one host: give out devices, not only a count */
+    uint64_t in_use;
+} gpu_pool;
+
+/* Choose job's devices from the pool (only on a single host); *text is ""
+ * for none. False if the pool cannot supply them. */
+static bool monitor_take_gpus(daemon_ctx *d, gpu_pool *pool, const store_job *job, char *text,
+                              size_t cap)
+{
+    text[0] = '\0';
+    if (job->gpus == 0 || !pool->by_device)
+        return true;
+    uint64_t set;
+    if (!gpualloc_take(pool->in_use, d->cfg.gpus, job->gpus, &set) ||
+        !gpualloc_format(set, text, cap))
+        return false;
+    pool->in_use |= set;
+    return true;
+}
+
+static void monitor_start_job(daemon_ctx *d, const store_job *job, gpu_pool *pool)
 {
     double now = daemon_now();
+    char devices[sizeof job->gpu_devices];
+    if (!monitor_take_gpus(d, pool, job, devices, sizeof devices)) {
+        /* Cannot happen: the scheduler saw at most the free devices. */
+        log_error("job %s (%s): no %d free GPU devices; left queued", job->id, job->owner,
+                  job->gpus);
+        return;
+    }
     /* Leave the queue first: a cancel from now on goes the stop route. */
-    if (store_job_mark_starting(d->st, job->id, now) != STORE_OK)
+    if (store_job_mark_starting(d->st, job->id, devices, now) != STORE_OK)
         return;
     char dir[4096], err[600];
     char *spec = NULL;
@@ -252,7 +284,7 @@ static void monitor_start_job(daemon_ctx *d, const store_job *job)
         monitor_fail_start(d, job, err);
         return;
     }
-    pid_t pid = launcher_start(&d->lc, dir, job->ranks, job->threads, err, sizeof err);
+    pid_t pid = launcher_start(&d->lc, dir, job->ranks, job->threads, devices, err, sizeof err);
     if (pid < 0) {
         monitor_fail_start(d, job, err);
         return;
@@ -260,8 +292,35 @@ static void monitor_start_job(daemon_ctx *d, const store_job *job)
     long long start = 0;
     launcher_proc_stat(pid, &start, NULL, NULL);
     store_job_set_supervisor(d->st, job->id, pid, start);
-    log_info("job %s (%s): starting %d ranks (supervisor pid %d)", job->id, job->owner,
-             job->ranks, (int)pid);
+    if (devices[0])
+        log_info("job %s (%s): starting %d ranks on GPUs %s (supervisor pid %d)", job->id,
+                 job->owner, job->ranks, devices, (int)pid);
+    else
+        log_info("job %s (%s): starting %d ranks%s (supervisor pid %d)", job->id, job->owner,
+                 job->ranks, job->gpus ? " with GPUs" : "", (int)pid);
+}
+
+/* The GPUs the active jobs hold. On a single host, devices recorded for
+ * them are taken; a job without a record (started under another --gpus or
+ * hostfile) still counts, so the free count is the smaller of the two. */
+static gpu_pool monitor_gpu_pool(daemon_ctx *d, const job_list *active, int *used)
+{
+    gpu_pool pool = {0, d->hosts == 1, 0};
+    *used = 0;
+    for (size_t i = 0; i < active->n; i++) {
+        const store_job *j = &active->v[i];
+        *used += j->gpus;
+        uint64_t set;
+        if (pool.by_device && j->gpu_devices[0] && gpualloc_parse(j->gpu_devices, &set))
+            pool.in_use |= set;
+    }
+    pool.free = d->total_gpus > *used ? d->total_gpus - *used : 0;
+    if (pool.by_device) {
+        int unclaimed = d->cfg.gpus - gpualloc_count(pool.in_use);
+        if (unclaimed < pool.free)
+            pool.free = unclaimed > 0 ? unclaimed : 0;
+    }
+    return pool;
 }
 
 static void monitor_schedule(daemon_ctx *d, const job_list *active)
@@ -281,6 +340,9 @@ static void monitor_schedule(daemon_ctx *d, const job_list *active)
         owners[k].running++;
     }
     metrics_set_slots(d->total_slots, used);
+    int used_gpus;
+    gpu_pool pool = monitor_gpu_pool(d, active, &used_gpus);
+    metrics_set_gpus(d->total_gpus, used_gpus);
     int free_slots = d->total_slots - used;
     job_list queue = {0};
     if (!d->cfg.hold && free_slots > 0)
@@ -290,17 +352,18 @@ static void monitor_schedule(daemon_ctx *d, const job_list *active)
     size_t n_sj = 0;
     for (size_t i = 0; sj && i < queue.n; i++) {
         store_job *q = &queue.v[i];
-        if (q->ranks > d->total_slots) {
-            /* Only possible if --slots shrank since it was accepted. */
-            char why[128];
-            snprintf(why, sizeof why, "needs %d slots but the cluster now has %d", q->ranks,
-                     d->total_slots);
+        if (q->ranks > d->total_slots || q->gpus > d->total_gpus) {
+            /* Only possible if --slots or --gpus shrank since it was accepted. */
+            char why[160];
+            snprintf(why, sizeof why, "needs %d slots and %d GPUs but the cluster now has %d "
+                     "and %d", q->ranks, q->gpus, d->total_slots, d->total_gpus);
             store_job_finish(d->st, q->id, JOB_FAILED, NULL, why, "{}", NULL, daemon_now());
             continue;
         }
-        sj[n_sj++] = (sched_job){q->owner, q->ranks, q->priority, q->vstart, q->seq};
+        sj[n_sj++] = (sched_job){q->owner, q->ranks, q->priority, q->vstart, q->seq, q->gpus};
     }
-    size_t n_picked = sj && picked ? sched_pick(sj, n_sj, owners, n_owners, free_slots,
+    sched_resources free_res = {free_slots, pool.free};
+    size_t n_picked = sj && picked ? sched_pick(sj, n_sj, owners, n_owners, free_res,
                                                 d->cfg.max_running, picked)
                                    : 0;
     /* sj skips the rows failed above: map picks back to rows by seq. */
@@ -308,7 +371,7 @@ static void monitor_schedule(daemon_ctx *d, const job_list *active)
         const sched_job *p = &sj[picked[i]];
         for (size_t k = 0; k < queue.n; k++)
             if (queue.v[k].seq == p->seq) {
-                monitor_start_job(d, &queue.v[k]);
+                monitor_start_job(d, &queue.v[k], &pool);
                 break;
             }
     }

@@ -276,21 +276,48 @@ void rundir_read_progress(const char *dir, rundir_progress *out)
     out->progress = p;
 }
 
-void rundir_last_line(const char *path, char *buf, size_t cap)
+/* Is a line worth quoting: not blank, not a rule of dashes? */
+static bool rundir_line_says_something(const char *line, size_t n)
 {
+    for (size_t i = 0; i < n; i++)
+        if (!strchr(" \t\r-", line[i]))
+            return true;
+    return false;
+}
+
+void rundir_failure_line(const char *path, char *buf, size_t cap)
+{
+    static const char engine_prefix[] = "punch-train: ";
     buf[0] = '\0';
     size_t len = 0;
     bool whole = false;
-    char *tail = rundir_read_tail(path, 4096, &len, &whole);
+    /* mpirun's closing banners after the engine's line are about 1 KiB per
+     * failed rank. */
+    char *tail = rundir_read_tail(path, 16 * 1024, &len, &whole);
     if (!tail)
         return;
-    while (len > 0 && (tail[len - 1] == '\n' || tail[len - 1] == '\r' || tail[len - 1] == ' '))
-        len--;
-    size_t b = len;
-    while (b > 0 && tail[b - 1] != '\n')
-        b--;
-    size_t n = len - b < cap - 1 ? len - b : cap - 1;
-    memcpy(buf, tail + b, n);
+    size_t pick_b = 0, pick_e = 0;
+    bool have_engine = false, have_any = false;
+    size_t e = len;
+    while (e > 0 && !have_engine) {
+        size_t b = e;
+        while (b > 0 && tail[b - 1] != '\n')
+            b--;
+        /* A first line cut by the tail read is not a whole line. */
+        bool complete = b > 0 || whole;
+        size_t n = e - b;
+        if (complete && n >= sizeof engine_prefix - 1 &&
+            memcmp(tail + b, engine_prefix, sizeof engine_prefix - 1) == 0) {
+            pick_b = b, pick_e = e, have_engine = true;
+        } else if (complete && !have_any && rundir_line_says_something(tail + b, n)) {
+            pick_b = b, pick_e = e, have_any = true;
+        }
+        e = b > 0 ? b - 1 : 0;
+    }
+    while (pick_e > pick_b && (tail[pick_e - 1] == '\r' || tail[pick_e - 1] == ' '))
+        pick_e--;
+    size_t n = pick_e - pick_b < cap - 1 ? pick_e - pick_b : cap - 1;
+    memcpy(buf, tail + pick_b, n);
     buf[n] = '\0';
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)buf[i] < 0x20)

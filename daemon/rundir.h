@@ -50,8 +50,11 @@ typedef struct rundir_progress {
 void rundir_read_progress(const char *dir, rundir_progress *out);
 void rundir_progress_clear(rundir_progress *p);
 
-/* The last non-empty line of a text file (at most cap-1 bytes), "" if none. */
-void rundir_last_line(const char *path, char *buf, size_t cap);
+/* The line of a run's log (train.log) that best says why it failed, at most
+ * cap-1 bytes, "" if none: the last diagnostic of punch-train ("punch-train:
+ * ...", e.g. "punch-train: no CUDA device: ..."), else the last non-empty
+ * line that is not a rule of dashes (mpirun frames its messages in them). */
+void rundir_failure_line(const char *path, char *buf, size_t cap);
 
 /* weights.safetensors as {key: {"shape": [...], "data": [...]}} (the seed's
  * model for /api/destroy); NULL with *err set if missing or malformed. */

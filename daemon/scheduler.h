@@ -10,9 +10,14 @@
  * tags; ties break by submission order.
  *
  * Starting: walk the queue in that order, skip jobs whose owner is at the
- * per-user running limit, and start each job that fits the free slots. The
- * first job that does not fit stops the walk (no backfill), so a wide job is
- * never starved by a stream of narrow ones. */
+ * per-user running limit, and start each job that fits the free resources
+ * (MPI slots and GPUs). A job that does not fit reserves what it needs: the
+ * jobs behind it may only use what is left after that reservation. Short of
+ * slots, it thus stops the walk (every job needs a slot: no backfill, so a
+ * wide job is never starved by a stream of narrow ones); short of GPUs only,
+ * jobs behind it that need no GPUs may still use the slots it does not need,
+ * but nothing may take a GPU before it. The reservation never delays the
+ * waiting job, and needs no run-time estimates. */
 #ifndef PUNCH_SCHEDULER_H
 #define PUNCH_SCHEDULER_H
 
@@ -25,7 +30,14 @@ typedef struct sched_job {
     int priority;
     double vstart;
     int64_t seq;
+    int gpus;       /* GPUs held while running: resources.gpus x workers */
 } sched_job;
+
+/* Free (or needed) resources of the cluster. */
+typedef struct sched_resources {
+    int slots;
+    int gpus;
+} sched_resources;
 
 /* Jobs an owner has in starting/running. */
 typedef struct sched_owner {
@@ -40,10 +52,10 @@ double sched_start_tag(double vclock, double owner_finish_tag);
 int sched_compare(const sched_job *a, const sched_job *b);
 
 /* Choose which of `queue` (n jobs, already in run order) start now, given the
- * free slots, the owners' running counts and the per-user running limit
+ * free resources, the owners' running counts and the per-user running limit
  * (<= 0: no limit). Writes the chosen indices to picked (capacity n) in start
- * order and returns how many. */
+ * order and returns how many. The chosen jobs' needs never exceed `free`. */
 size_t sched_pick(const sched_job *queue, size_t n, const sched_owner *owners, size_t n_owners,
-                  int free_slots, int max_running_per_user, size_t *picked);
+                  sched_resources free, int max_running_per_user, size_t *picked);
 
 #endif

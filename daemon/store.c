@@ -48,7 +48,7 @@ bool job_state_is_final(job_state s) { return s >= JOB_SUCCEEDED; }
     "seq, id, owner, name, state, priority, ranks, trainer, workers, threads, "           \
     "time_limit_s, vstart, submitted_at, started_at, finished_at, exit_code, error, "     \
     "supervisor_pid, supervisor_start, sid, stop_reason, stop_requested_at, killed, "     \
-    "progress, result"
+    "progress, result, gpus, gpu_devices"
 
 /* Run order of the queue: priority, fair-share start tag, FIFO. */
 #define QUEUE_ORDER "priority DESC, vstart, seq"
@@ -100,8 +100,8 @@ static const char *const stmt_sql[ST_COUNT_] = {
     [ST_GET_OWNER_VFINISH] = "SELECT vfinish FROM owners WHERE owner = ?1",
     [ST_INSERT_JOB] =
         "INSERT INTO jobs (id, owner, name, state, priority, ranks, trainer, workers, threads, "
-        "time_limit_s, vstart, spec, submitted_at) "
-        "VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        "time_limit_s, vstart, spec, submitted_at, gpus) "
+        "VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     [ST_UPSERT_OWNER] = "INSERT INTO owners (owner, vfinish) VALUES (?1, ?2) "
                         "ON CONFLICT (owner) DO UPDATE SET vfinish = excluded.vfinish",
     [ST_INSERT_EVENT] = "INSERT INTO events (job_id, at, from_state, to_state, detail) "
@@ -139,7 +139,8 @@ static const char *const stmt_sql[ST_COUNT_] = {
         "UPDATE jobs SET state = 'cancelled', finished_at = ?2, stop_reason = 'cancel', "
         "stop_requested_at = ?2 WHERE id = ?1 AND state = 'queued'",
     [ST_SET_STARTING] =
-        "UPDATE jobs SET state = 'starting', started_at = ?2 WHERE id = ?1 AND state = 'queued'",
+        "UPDATE jobs SET state = 'starting', started_at = ?2, gpu_devices = ?3 "
+        "WHERE id = ?1 AND state = 'queued'",
     [ST_SET_SUPERVISOR] = "UPDATE jobs SET supervisor_pid = ?2, supervisor_start = ?3 "
                           "WHERE id = ?1 AND state IN ('starting', 'running')",
     [ST_BUMP_VCLOCK] = "UPDATE meta SET value = max(value, (SELECT vstart FROM jobs WHERE id = ?1)) "
@@ -454,6 +455,8 @@ static void store_row_to_job(sqlite3_stmt *s, store_job *job)
     job->killed = sqlite3_column_int(s, 22) != 0;
     job->progress = store_col_strdup(s, 23);
     job->result = store_col_strdup(s, 24);
+    job->gpus = sqlite3_column_int(s, 25);
+    store_col_copy(s, 26, job->gpu_devices, sizeof job->gpu_devices);
 }
 
 static bool store_event(store_conn *c, const char *id, double now, const char *from,
@@ -546,6 +549,7 @@ static store_status store_submit_txn(store_conn *c, const store_new_job *nj, int
         sqlite3_bind_double(s, 10, vstart);
         store_bind_text(s, 11, nj->spec);
         sqlite3_bind_double(s, 12, now);
+        sqlite3_bind_int(s, 13, nj->gpus);
         rc = sqlite3_step(s);
         store_done(s);
     }
@@ -951,9 +955,27 @@ store_status store_job_cancel_queued(store *st, const char *id, double now)
                             "cancelled while queued", now);
 }
 
-store_status store_job_mark_starting(store *st, const char *id, double now)
+typedef struct starting_args {
+    double now;
+    const char *gpu_devices;
+} starting_args;
+
+static void store_bind_starting(sqlite3_stmt *s, const void *arg)
 {
-    return store_transition(st, id, ST_SET_STARTING, store_bind_now, &now, "starting", NULL, now);
+    const starting_args *a = arg;
+    sqlite3_bind_double(s, 2, a->now);
+    if (a->gpu_devices && a->gpu_devices[0])
+        store_bind_text(s, 3, a->gpu_devices);
+    else
+        sqlite3_bind_null(s, 3);
+}
+
+store_status store_job_mark_starting(store *st, const char *id, const char *gpu_devices,
+                                     double now)
+{
+    starting_args a = {now, gpu_devices};
+    return store_transition(st, id, ST_SET_STARTING, store_bind_starting, &a, "starting", NULL,
+                            now);
 }
 
 typedef struct supervisor_args {

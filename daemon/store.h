@@ -60,6 +60,8 @@ typedef struct store_job {
     bool killed;
     char *progress;             /* frozen JSON when finished, else NULL */
     char *result;
+    int gpus;                   /* held while running: resources.gpus x workers */
+    char gpu_devices[256];      /* its devices on a single host ("0,1"), else "" */
 } store_job;
 
 void store_job_clear(store_job *job);
@@ -74,6 +76,7 @@ typedef struct store_new_job {
     int workers;
     int threads;
     long time_limit_s;
+    int gpus;              /* resources.gpus x workers */
 } store_new_job;
 
 typedef enum store_status {
@@ -126,8 +129,10 @@ store_status store_counts(store *st, long counts[JOB_STATE_COUNT]);
  * in a state the change applies to. */
 store_status store_job_cancel_queued(store *st, const char *id, double now);
 /* queued -> starting (the job left the queue; its supervisor is not yet
- * forked), then the supervisor's identity once it is. */
-store_status store_job_mark_starting(store *st, const char *id, double now);
+ * forked) with the GPU devices it was given (NULL or "": none), then the
+ * supervisor's identity once it is. */
+store_status store_job_mark_starting(store *st, const char *id, const char *gpu_devices,
+                                     double now);
 store_status store_job_set_supervisor(store *st, const char *id, pid_t supervisor_pid,
                                       long long supervisor_start);
 store_status store_job_mark_running(store *st, const char *id, pid_t sid, double now);

@@ -46,6 +46,7 @@ static void test_defaults(void **state)
     assert_int_equal(c.max_body, 1L << 20);
     assert_int_equal(c.slots, 0);
     assert_int_equal(c.per_ip_limit, 128);
+    assert_int_equal(c.gpus, 0);
     assert_false(c.hold);
 }
 
@@ -58,6 +59,7 @@ static void test_file_then_flags(void **state)
                "max-queued = 7\n"
                "slots 3\n"
                "hold = yes\n"
+               "gpus = 2\n"
                "hostfile =\n");
     config c;
     char err[512];
@@ -67,6 +69,7 @@ static void test_file_then_flags(void **state)
     assert_int_equal(c.max_queued, 7);
     assert_int_equal(c.slots, 8); /* the flag wins, wherever --config is */
     assert_true(c.hold);
+    assert_int_equal(c.gpus, 2);
     assert_string_equal(c.hostfile, "");
     assert_int_equal(parse(&c, err, 4, "--config=x", "--max-body=2048", "--hold=false"),
                      CONFIG_ERROR); /* x does not exist */
@@ -92,6 +95,11 @@ static void test_errors(void **state)
     assert_int_equal(parse(&c, err, 2, "stray"), CONFIG_ERROR);
     assert_int_equal(parse(&c, err, 3, "--hold=maybe", "x"), CONFIG_ERROR);
     assert_int_equal(parse(&c, err, 2, "--max-body=12"), CONFIG_ERROR); /* below 1024 */
+    assert_int_equal(parse(&c, err, 3, "--gpus", "-1"), CONFIG_ERROR);
+    assert_non_null(strstr(err, "gpus"));
+    assert_int_equal(parse(&c, err, 2, "--gpus=65"), CONFIG_ERROR); /* more than a host's set */
+    assert_int_equal(parse(&c, err, 2, "--gpus=8"), CONFIG_OK);
+    assert_int_equal(c.gpus, 8);
     write_conf("listen = 1.2.3.4:5\nbogus = 1\n");
     assert_int_equal(parse(&c, err, 3, "--config", conf_path), CONFIG_ERROR);
     assert_non_null(strstr(err, ":2"));
@@ -104,12 +112,15 @@ static void test_hostfile(void **state)
     (void)state;
     char err[512];
     write_conf("# cluster\nnode1 slots=4\nnode2 slots=8 max_slots=8\nnode3\n\n");
-    assert_int_equal(config_hostfile_slots(conf_path, err, sizeof err), 13);
+    assert_int_equal(config_hostfile_slots(conf_path, NULL, err, sizeof err), 13);
+    int hosts = 0;
+    assert_int_equal(config_hostfile_slots(conf_path, &hosts, err, sizeof err), 13);
+    assert_int_equal(hosts, 3);
     unlink(conf_path);
     write_conf("# nothing\n");
-    assert_int_equal(config_hostfile_slots(conf_path, err, sizeof err), -1);
+    assert_int_equal(config_hostfile_slots(conf_path, NULL, err, sizeof err), -1);
     unlink(conf_path);
-    assert_int_equal(config_hostfile_slots("/nonexistent/hosts", err, sizeof err), -1);
+    assert_int_equal(config_hostfile_slots("/nonexistent/hosts", NULL, err, sizeof err), -1);
     assert_non_null(strstr(err, "/nonexistent/hosts"));
 }
 

@@ -1,7 +1,8 @@
 /* test_rundir.c — reading the run directory: the progress tail (latest
  * step/epoch merged with the last epoch's val_* metrics, partial last lines,
  * the end line's result and error), exit/supervisor records, atomic writes,
- * safetensors weights as JSON (and malformed ones refused), removal. */
+ * safetensors weights as JSON (and malformed ones refused), removal, and the
+ * line of train.log quoted in a failed job's error. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -226,6 +227,46 @@ static void test_create_and_remove(void **state)
     assert_false(rundir_path(small, sizeof small, dir, "0123456789ab", "history.json"));
 }
 
+static void test_failure_line(void **state)
+{
+    const char *dir = *state;
+    char path[512], line[300];
+    snprintf(path, sizeof path, "%s/train.log", dir);
+    /* The engine's diagnostic, then mpirun's framed banners after it. */
+    const char *log =
+        "Job \"quick\"\n"
+        "punch-train: no CUDA device: CUDA driver version is insufficient for CUDA runtime version\n"
+        "--------------------------------------------------------------------------\n"
+        "Primary job  terminated normally, but 1 process returned\n"
+        "--------------------------------------------------------------------------\n"
+        "  Exit code:    1\n"
+        "--------------------------------------------------------------------------\n";
+    put(dir, "train.log", log, strlen(log));
+    rundir_failure_line(path, line, sizeof line);
+    assert_string_equal(line, "punch-train: no CUDA device: CUDA driver version is insufficient "
+                              "for CUDA runtime version");
+    /* Without one: the last line that is not a rule of dashes. */
+    const char *other = "starting\n  Exit code:    3\r\n-----\n\n";
+    put(dir, "train.log", other, strlen(other));
+    rundir_failure_line(path, line, sizeof line);
+    assert_string_equal(line, "  Exit code:    3");
+    /* Cut to the buffer; control bytes made printable. */
+    const char *tabbed = "punch-train: a\tb\n";
+    put(dir, "train.log", tabbed, strlen(tabbed));
+    char small[10];
+    rundir_failure_line(path, small, sizeof small);
+    assert_string_equal(small, "punch-tra");
+    rundir_failure_line(path, line, sizeof line);
+    assert_string_equal(line, "punch-train: a b");
+    /* Missing or only rules: nothing. */
+    put(dir, "train.log", "---\n", 4);
+    rundir_failure_line(path, line, sizeof line);
+    assert_string_equal(line, "");
+    snprintf(path, sizeof path, "%s/none.log", dir);
+    rundir_failure_line(path, line, sizeof line);
+    assert_string_equal(line, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -235,6 +276,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_weights_model, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_and_remove, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failure_line, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

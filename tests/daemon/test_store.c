@@ -176,8 +176,8 @@ static void test_transitions(void **state)
     /* Not yet started: these do not apply. */
     assert_int_equal(store_job_mark_running(f->st, id, 4242, 1001), STORE_CONFLICT);
     assert_int_equal(store_job_request_stop(f->st, id, "cancel", 1001), STORE_CONFLICT);
-    assert_int_equal(store_job_mark_starting(f->st, id, 1002), STORE_OK);
-    assert_int_equal(store_job_mark_starting(f->st, id, 1002), STORE_CONFLICT);
+    assert_int_equal(store_job_mark_starting(f->st, id, NULL, 1002), STORE_OK);
+    assert_int_equal(store_job_mark_starting(f->st, id, NULL, 1002), STORE_CONFLICT);
     assert_int_equal(store_job_cancel_queued(f->st, id, 1002), STORE_CONFLICT);
     assert_int_equal(store_job_set_supervisor(f->st, id, 777, 123456), STORE_OK);
     assert_int_equal(store_job_mark_running(f->st, id, 778, 1003), STORE_OK);
@@ -256,7 +256,7 @@ static void test_list_and_active(void **state)
     for (int i = 0; i < 3; i++)
         assert_int_equal(submit(f->st, "alice", 0, 1, 0, id), STORE_OK);
     assert_int_equal(submit(f->st, "bob", 0, 1, 0, id), STORE_OK);
-    assert_int_equal(store_job_mark_starting(f->st, first, 1001), STORE_OK);
+    assert_int_equal(store_job_mark_starting(f->st, first, NULL, 1001), STORE_OK);
     count_ctx c = {0, 0, true};
     assert_int_equal(store_job_list(f->st, "alice", -1, count_job, &c), STORE_OK);
     assert_int_equal(c.n, 4);
@@ -332,7 +332,7 @@ static void test_positions_long_queue(void **state)
     /* Take some out of the queue in every way. */
     for (int i = 0; i < N; i += 50) {
         assert_int_equal(store_job_cancel_queued(f->st, ids[i], 1001), STORE_OK);
-        assert_int_equal(store_job_mark_starting(f->st, ids[i + 1], 1001), STORE_OK);
+        assert_int_equal(store_job_mark_starting(f->st, ids[i + 1], NULL, 1001), STORE_OK);
         assert_int_equal(store_job_delete(f->st, ids[i + 2]), STORE_OK);
     }
     static int64_t seqs[N + 1];
@@ -367,7 +367,9 @@ static void test_migration_from_v1(void **state)
         "INSERT INTO jobs (id, owner, name, state, ranks, trainer, workers, spec, submitted_at) VALUES"
         " ('aaaaaaaaaaaa', 'a', 'j', 'queued', 1, 'single', 1, '{}', 1),"
         " ('bbbbbbbbbbbb', 'a', 'j', 'queued', 1, 'single', 1, '{}', 2),"
-        " ('cccccccccccc', 'a', 'j', 'failed', 1, 'single', 1, '{}', 3);",
+        " ('cccccccccccc', 'a', 'j', 'failed', 1, 'single', 1, '{}', 3),"
+        " ('dddddddddddd', 'a', 'j', 'queued', 3, 'downpour', 2,"
+        "  '{\"resources\": {\"gpus\": 2}}', 4);",
         NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
     char err[256];
@@ -377,12 +379,45 @@ static void test_migration_from_v1(void **state)
     store_job j;
     assert_int_equal(store_job_get(f->st, "bbbbbbbbbbbb", &j), STORE_OK);
     assert_int_equal(store_queue_position(f->st, &j), 2);
+    assert_int_equal(j.gpus, 0);
+    store_job_clear(&j);
+    /* Migration 3 derives GPUs from the stored spec: 2 per worker x 2. */
+    assert_int_equal(store_job_get(f->st, "dddddddddddd", &j), STORE_OK);
+    assert_int_equal(j.gpus, 4);
     store_job_clear(&j);
     char id[STORE_ID_LEN + 1];
     assert_int_equal(submit(f->st, "z", 0, 1, 0, id), STORE_OK);
     long counts[JOB_STATE_COUNT];
     assert_int_equal(store_counts(f->st, counts), STORE_OK);
-    assert_int_equal(counts[JOB_QUEUED], 3);
+    assert_int_equal(counts[JOB_QUEUED], 4);
+}
+
+/* A job's GPUs are stored at submit; the devices it is given at start are
+ * kept with it (a restarted daemon reads them back) and cleared for none. */
+static void test_gpus_and_devices(void **state)
+{
+    fixture *f = *state;
+    store_new_job nj = {.owner = "alice", .name = "g", .trainer = "allreduce",
+                        .spec = "{\"model\": \"mlp\"}", .ranks = 2, .workers = 2,
+                        .threads = 1, .gpus = 4};
+    char gpu_id[STORE_ID_LEN + 1], cpu_id[STORE_ID_LEN + 1];
+    assert_int_equal(store_job_submit(f->st, &nj, 0, 1000.0, gpu_id), STORE_OK);
+    assert_int_equal(submit(f->st, "bob", 0, 1, 0, cpu_id), STORE_OK);
+    assert_int_equal(store_job_mark_starting(f->st, gpu_id, "0,1,2,5", 1001), STORE_OK);
+    assert_int_equal(store_job_mark_starting(f->st, cpu_id, "", 1001), STORE_OK);
+    store_close(f->st);
+    char err[256];
+    f->st = store_open(f->path, 1, err, sizeof err);
+    assert_non_null(f->st);
+    store_job j;
+    assert_int_equal(store_job_get(f->st, gpu_id, &j), STORE_OK);
+    assert_int_equal(j.gpus, 4);
+    assert_string_equal(j.gpu_devices, "0,1,2,5");
+    store_job_clear(&j);
+    assert_int_equal(store_job_get(f->st, cpu_id, &j), STORE_OK);
+    assert_int_equal(j.gpus, 0);
+    assert_string_equal(j.gpu_devices, "");
+    store_job_clear(&j);
 }
 
 static void test_unwritable_path(void **state)
@@ -406,6 +441,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_refuses_newer_schema, setup, teardown),
         cmocka_unit_test_setup_teardown(test_positions_long_queue, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migration_from_v1, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gpus_and_devices, setup, teardown),
         cmocka_unit_test(test_unwritable_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,176 @@
+"""it_gpus.py — GPUs as a scheduler resource, against a real punchcardd.
+
+- Without --gpus (0), and with --gpus 1, a job asking for more GPUs than the
+  cluster has (resources.gpus x workers) gets 400 naming resources.gpus and
+  the cluster's count; an asynchronous trainer's parameter server needs none.
+- With --gpus 1, a gpus:1 job is accepted, given device 0, and (no device
+  here) ends failed with punch-train's own one-line error in `error`.
+- With a stand-in engine that records CUDA_VISIBLE_DEVICES and holds its
+  ranks until told to end: a GPU job that does not fit waits while a CPU job
+  behind it starts, /metrics counts the GPUs in use, and the waiting job
+  starts on both devices once the first one ends."""
+import copy
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from punchd import QUICK_JOB, Daemon, check, expect_error, fail, require_engine  # noqa: E402
+
+FINAL = ("succeeded", "failed", "cancelled", "timeout")
+
+# Writes its environment's GPU view next to the run and waits for `release`
+# there (at most 60 s), like a rank training until its job is done.
+STAND_IN = """#!/bin/sh
+out=""
+while [ $# -gt 0 ]; do
+  [ "$1" = "--out" ] && out="$2"
+  shift
+done
+echo "${CUDA_VISIBLE_DEVICES-unset}" > "$out/gpus.$OMPI_COMM_WORLD_RANK"
+i=0
+while [ ! -e "$out/release" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
+"""
+
+
+def gpu_job(gpus, name="gpu", trainer=None, workers=None):
+    j = copy.deepcopy(QUICK_JOB)
+    j["name"] = name
+    j["resources"] = {"gpus": gpus}
+    if trainer:
+        j["distributed"] = {"trainer": trainer, "workers": workers}
+    return j
+
+
+def metric(d, name, kind):
+    text = d.req("GET", "/metrics").text
+    m = re.search(r'^%s\{kind="%s"\} (\d+)$' % (name, kind), text, re.M)
+    check(m, "metrics lack %s{kind=%s}:\n%s" % (name, kind, text[:1500]))
+    return int(m.group(1))
+
+
+def too_many(d, job, cluster):
+    body = expect_error(d.submit("alice", job), 400, "GPU job larger than the cluster")
+    check(body["field"] == "resources.gpus", body)
+    check("resources.gpus" in body["error"] and "cluster has %d" % cluster in body["error"], body)
+
+
+def check_no_gpus():
+    d = Daemon(["--slots", "2"])
+    try:
+        d.start()
+        too_many(d, gpu_job(1), 0)
+        check(metric(d, "punchcard_gpus", "total") == 0, "no GPUs by default")
+        r = d.submit("alice")
+        check(r.status_code == 201, "CPU jobs still accepted: %s" % r.text)
+        d.stop()
+    finally:
+        d.cleanup()
+
+
+def engine_line(engine, job, tmp):
+    """What punch-train itself says about a GPU job on this machine."""
+    path = os.path.join(tmp, "direct.json")
+    with open(path, "w") as f:
+        json.dump(job, f)
+    out = subprocess.run([engine, path, "--out", os.path.join(tmp, "direct")],
+                         capture_output=True, text=True, timeout=60)
+    check(out.returncode != 0, "punch-train ran a GPU job on a machine without a GPU")
+    lines = [l for l in out.stderr.splitlines() if l.startswith("punch-train: ")]
+    check(lines, "punch-train gave no one-line error: %r" % out.stderr[-500:])
+    return lines[-1]
+
+
+def check_one_gpu(engine):
+    d = Daemon(["--slots", "3", "--gpus", "1", "--max-running", "2"])
+    try:
+        d.start()
+        check(metric(d, "punchcard_gpus", "total") == 1, "--gpus 1 on one host")
+        too_many(d, gpu_job(2), 1)
+        too_many(d, gpu_job(1, trainer="allreduce", workers=2), 1)
+        r = d.submit("bob", gpu_job(1, trainer="downpour", workers=1))
+        check(r.status_code == 201 and r.json()["ranks"] == 2,
+              "parameter server needs no GPU: %s" % r.text)
+        check(d.req("DELETE", "/api/v1/jobs/" + r.json()["id"], "bob").status_code == 200,
+              "cancel")
+
+        r = d.submit("alice", gpu_job(1))
+        check(r.status_code == 201, "gpus:1 with --gpus 1: %s" % r.text)
+        jid = r.json()["id"]
+        j = d.wait_state("alice", jid, FINAL, timeout=90)
+        check(j["state"] == "failed", "no device here, yet: %s" % j)
+        check(j["gpus"] == 1 and j["gpu_devices"] == "0", j)
+        want = engine_line(engine, gpu_job(1), d.tmp)
+        check(want in (j["error"] or ""), "error %r lacks the engine's line %r" % (j["error"], want))
+        if "no CUDA device" not in want:
+            print("note: punch-train built without CUDA here: %s" % want)
+        else:
+            check("no CUDA device: " in j["error"], j["error"])
+        d.stop()
+    finally:
+        d.cleanup()
+
+
+def wait_file(path, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if os.path.exists(path):
+            with open(path) as f:
+                text = f.read().strip()
+            if text:
+                return text
+        time.sleep(0.05)
+    fail("%s never appeared" % path)
+
+
+def check_waits_for_gpus():
+    d = Daemon(["--slots", "4", "--gpus", "2", "--max-running", "0"])
+    stand_in = os.path.join(d.tmp, "stand-in-engine")
+    with open(stand_in, "w") as f:
+        f.write(STAND_IN)
+    os.chmod(stand_in, stat.S_IRWXU)
+    d.args += ["--engine", stand_in]
+    try:
+        d.start()
+        a = d.submit("alice", gpu_job(1, "a")).json()["id"]
+        check(wait_file(os.path.join(d.run_dir(a), "gpus.0")) == "0", "a gets device 0")
+        b = d.submit("bob", gpu_job(1, "b", "allreduce", 2)).json()["id"]
+        c = d.submit("alice", dict(QUICK_JOB, name="c")).json()["id"]
+        d.wait_state("alice", c, ("running",), timeout=30)
+        # b needs both GPUs: it waits although slots are free, and the CPU
+        # job c behind it has started.
+        jb = d.job("bob", b)
+        check(jb["state"] == "queued" and jb["gpu_devices"] is None, jb)
+        check(metric(d, "punchcard_gpus", "used") == 1, "a holds one GPU")
+        check(wait_file(os.path.join(d.run_dir(c), "gpus.0")) == "unset", "c sees no GPU list")
+        open(os.path.join(d.run_dir(a), "release"), "w").close()
+        d.wait_state("alice", a, FINAL, timeout=30)
+        jb = d.wait_state("bob", b, ("running",), timeout=30)
+        check(jb["gpus"] == 2 and jb["gpu_devices"] == "0,1", jb)
+        for rank in (0, 1):
+            seen = wait_file(os.path.join(d.run_dir(b), "gpus.%d" % rank))
+            check(seen == "0,1", "rank %d of b sees CUDA_VISIBLE_DEVICES=%s" % (rank, seen))
+        check(metric(d, "punchcard_gpus", "used") == 2, "b holds both GPUs")
+        for jid in (b, c):
+            open(os.path.join(d.run_dir(jid), "release"), "w").close()
+        d.wait_state("bob", b, FINAL, timeout=30)
+        d.wait_state("alice", c, FINAL, timeout=30)
+        d.stop()
+    finally:
+        d.cleanup()
+
+
+def main():
+    engine = require_engine()
+    check_no_gpus()
+    check_one_gpu(engine)
+    check_waits_for_gpus()
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
