@@ -17,6 +17,19 @@ static json_t *jobview_frozen(const char *text, json_t *fallback)
     return j;
 }
 
+/* Why a queued job has not started (the scheduler's rules, scheduler.h):
+ * the queue is held; its owner is at the per-user running limit, so it is
+ * skipped whatever its place; else slots or GPUs, in use or reserved for
+ * the jobs ahead of it. */
+static const char *jobview_waiting_for(daemon_ctx *d, const store_job *job)
+{
+    if (d->cfg.hold)
+        return "hold";
+    if (d->cfg.max_running > 0 && store_owner_active(d->st, job->owner) >= d->cfg.max_running)
+        return "running_limit";
+    return "resources";
+}
+
 json_t *jobview_json(daemon_ctx *d, const store_job *job)
 {
     json_t *progress = NULL, *result = NULL;
@@ -36,12 +49,14 @@ json_t *jobview_json(daemon_ctx *d, const store_job *job)
         rundir_progress_clear(&p);
     }
     int pos = job->state == JOB_QUEUED ? store_queue_position(d->st, job) : 0;
+    const char *waiting_for = job->state == JOB_QUEUED ? jobview_waiting_for(d, job) : NULL;
     json_t *o = json_object();
     json_object_set_new(o, "id", json_string(job->id));
     json_object_set_new(o, "name", json_string(job->name));
     json_object_set_new(o, "owner", json_string(job->owner));
     json_object_set_new(o, "state", json_string(job_state_name(job->state)));
     json_object_set_new(o, "queue_position", pos > 0 ? json_integer(pos) : json_null());
+    json_object_set_new(o, "waiting_for", waiting_for ? json_string(waiting_for) : json_null());
     json_object_set_new(o, "priority", json_integer(job->priority));
     json_object_set_new(o, "ranks", json_integer(job->ranks));
     json_object_set_new(o, "trainer", json_string(job->trainer));

@@ -58,6 +58,7 @@ typedef enum stmt_id {
     ST_COMMIT,
     ST_ROLLBACK,
     ST_COUNT_OWNER_QUEUED,
+    ST_COUNT_OWNER_ACTIVE,
     ST_GET_VCLOCK,
     ST_GET_OWNER_VFINISH,
     ST_INSERT_JOB,
@@ -96,6 +97,8 @@ static const char *const stmt_sql[ST_COUNT_] = {
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",
     [ST_COUNT_OWNER_QUEUED] = "SELECT COUNT(*) FROM jobs WHERE owner = ?1 AND state = 'queued'",
+    [ST_COUNT_OWNER_ACTIVE] = "SELECT COUNT(*) FROM jobs WHERE owner = ?1 "
+                              "AND state IN ('starting', 'running')",
     [ST_GET_VCLOCK] = "SELECT value FROM meta WHERE key = 'vclock'",
     [ST_GET_OWNER_VFINISH] = "SELECT vfinish FROM owners WHERE owner = ?1",
     [ST_INSERT_JOB] =
@@ -750,6 +753,16 @@ int store_queue_position(store *st, const store_job *job)
     }
     store_release(st, c);
     return pos > 0 ? (int)pos : 0;
+}
+
+int store_owner_active(store *st, const char *owner)
+{
+    store_conn *c = store_acquire(st);
+    double n = -1;
+    if (!store_query_double(c, ST_COUNT_OWNER_ACTIVE, owner, &n))
+        n = -1;
+    store_release(st, c);
+    return (int)n;
 }
 
 /* Step through a bound statement, one callback per row. */

@@ -112,6 +112,10 @@ store_status store_job_spec(store *st, const char *id, char **spec);
  * 0 if the job is not queued. */
 int store_queue_position(store *st, const store_job *job);
 
+/* Jobs of owner in starting or running (the per-user running limit counts
+ * these); -1 on a store error. */
+int store_owner_active(store *st, const char *owner);
+
 /* Iteration: the callback returns false to stop early. The job is only
  * valid during the call. */
 typedef bool (*store_job_cb)(const store_job *job, void *arg);

@@ -13,29 +13,14 @@ import copy
 import json
 import os
 import re
-import stat
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from punchd import QUICK_JOB, Daemon, check, expect_error, fail, require_engine  # noqa: E402
+from punchd import (QUICK_JOB, Daemon, check, expect_error, require_engine,  # noqa: E402
+                    stand_in_engine, wait_file)
 
 FINAL = ("succeeded", "failed", "cancelled", "timeout")
-
-# Writes its environment's GPU view next to the run and waits for `release`
-# there (at most 60 s), like a rank training until its job is done.
-STAND_IN = """#!/bin/sh
-out=""
-while [ $# -gt 0 ]; do
-  [ "$1" = "--out" ] && out="$2"
-  shift
-done
-echo "${CUDA_VISIBLE_DEVICES-unset}" > "$out/gpus.$OMPI_COMM_WORLD_RANK"
-i=0
-while [ ! -e "$out/release" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
-"""
-
 
 def gpu_job(gpus, name="gpu", trainer=None, workers=None):
     j = copy.deepcopy(QUICK_JOB)
@@ -115,25 +100,9 @@ def check_one_gpu(engine):
         d.cleanup()
 
 
-def wait_file(path, timeout=60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if os.path.exists(path):
-            with open(path) as f:
-                text = f.read().strip()
-            if text:
-                return text
-        time.sleep(0.05)
-    fail("%s never appeared" % path)
-
-
 def check_waits_for_gpus():
     d = Daemon(["--slots", "4", "--gpus", "2", "--max-running", "0"])
-    stand_in = os.path.join(d.tmp, "stand-in-engine")
-    with open(stand_in, "w") as f:
-        f.write(STAND_IN)
-    os.chmod(stand_in, stat.S_IRWXU)
-    d.args += ["--engine", stand_in]
+    d.args += ["--engine", stand_in_engine(d.tmp)]
     try:
         d.start()
         a = d.submit("alice", gpu_job(1, "a")).json()["id"]
@@ -145,6 +114,7 @@ def check_waits_for_gpus():
         # job c behind it has started.
         jb = d.job("bob", b)
         check(jb["state"] == "queued" and jb["gpu_devices"] is None, jb)
+        check(jb["queue_position"] == 1 and jb["waiting_for"] == "resources", jb)
         check(metric(d, "punchcard_gpus", "used") == 1, "a holds one GPU")
         check(wait_file(os.path.join(d.run_dir(c), "gpus.0")) == "unset", "c sees no GPU list")
         open(os.path.join(d.run_dir(a), "release"), "w").close()

@@ -46,6 +46,43 @@ LONG_JOB = {
 }
 
 
+# A stand-in for punch-train, for scheduling tests: each rank writes what it
+# sees of CUDA_VISIBLE_DEVICES to OUT/gpus.RANK, then runs until OUT/release
+# exists (at most 60 s) and exits 0.
+STAND_IN = """#!/bin/sh
+out=""
+while [ $# -gt 0 ]; do
+  [ "$1" = "--out" ] && out="$2"
+  shift
+done
+echo "${CUDA_VISIBLE_DEVICES-unset}" > "$out/gpus.$OMPI_COMM_WORLD_RANK"
+i=0
+while [ ! -e "$out/release" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
+"""
+
+
+def stand_in_engine(directory):
+    """Write the stand-in engine into directory; return its path."""
+    path = os.path.join(directory, "stand-in-engine")
+    with open(path, "w") as f:
+        f.write(STAND_IN)
+    os.chmod(path, 0o700)
+    return path
+
+
+def wait_file(path, timeout=60):
+    """Wait for a non-empty file; return its stripped text."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if os.path.exists(path):
+            with open(path) as f:
+                text = f.read().strip()
+            if text:
+                return text
+        time.sleep(0.05)
+    fail("%s never appeared" % path)
+
+
 def fail(msg):
     print("FAIL: " + msg, file=sys.stderr)
     sys.exit(1)

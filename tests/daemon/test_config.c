@@ -1,5 +1,6 @@
 /* test_config.c — settings: defaults, config file, flags overriding it,
- * both flag spellings, booleans, range and syntax errors, hostfile slots. */
+ * both flag spellings, booleans, range and syntax errors, hostfile slots and
+ * hosts, and the shipped etc/punchcardd.conf (parses, shows the defaults). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -124,6 +125,27 @@ static void test_hostfile(void **state)
     assert_non_null(strstr(err, "/nonexistent/hosts"));
 }
 
+/* etc/punchcardd.conf says "every key below shows its default": parsed, it
+ * must give exactly the built-in defaults (config_defaults zeroes the struct
+ * first, so whole-struct comparison is exact). */
+static void test_shipped_conf(void **state)
+{
+    (void)state;
+    const char *root = getenv("PUNCH_SOURCE_ROOT");
+    if (!root)
+        skip();
+    char path[1024];
+    snprintf(path, sizeof path, "%s/etc/punchcardd.conf", root);
+    config shipped, defaults;
+    char err[512];
+    assert_int_equal(parse(&shipped, err, 3, "--config", path), CONFIG_OK);
+    config_defaults(&defaults);
+    assert_memory_equal(&shipped, &defaults, sizeof shipped);
+    /* A changed value shows up, so the comparison can fail. */
+    assert_int_equal(parse(&shipped, err, 5, "--config", path, "--gpus", "2"), CONFIG_OK);
+    assert_memory_not_equal(&shipped, &defaults, sizeof shipped);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -131,6 +153,7 @@ int main(void)
         cmocka_unit_test(test_file_then_flags),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_hostfile),
+        cmocka_unit_test(test_shipped_conf),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
