@@ -1,14 +1,16 @@
 """it_gpus.py — GPUs as a scheduler resource, against a real punchcardd.
 
-- Without --gpus (0), and with --gpus 1, a job asking for more GPUs than the
-  cluster has (resources.gpus x workers) gets 400 naming resources.gpus and
-  the cluster's count; an asynchronous trainer's parameter server needs none.
+- Without --gpus (0), with --gpus 1, and with --gpus 2 on a two-host
+  hostfile, a job asking for more GPUs than the cluster has (resources.gpus x
+  workers) gets 400 naming resources.gpus and the cluster's count; an
+  asynchronous trainer's parameter server needs none.
 - With --gpus 1, a gpus:1 job is accepted, given device 0, and (no device
   here) ends failed with punch-train's own one-line error in `error`.
 - With a stand-in engine that records CUDA_VISIBLE_DEVICES and holds its
   ranks until told to end: a GPU job that does not fit waits while a CPU job
   behind it starts, /metrics counts the GPUs in use, and the waiting job
-  starts on both devices once the first one ends."""
+  starts on both devices once the first one ends; after a kill -9 and a
+  restart of the daemon, a re-adopted job keeps its device."""
 import copy
 import json
 import os
@@ -52,6 +54,28 @@ def check_no_gpus():
         check(metric(d, "punchcard_gpus", "total") == 0, "no GPUs by default")
         r = d.submit("alice")
         check(r.status_code == 201, "CPU jobs still accepted: %s" % r.text)
+        d.stop()
+    finally:
+        d.cleanup()
+
+
+def check_hostfile_hosts():
+    """--gpus is per host: a two-host hostfile doubles the cluster's GPUs
+    (held queue: nothing is launched on the made-up hosts)."""
+    d = Daemon(["--gpus", "2", "--hold"])
+    hostfile = os.path.join(d.tmp, "hosts")
+    with open(hostfile, "w") as f:
+        f.write("# two machines\nnode1 slots=2\nnode2 slots=2\n")
+    d.args += ["--hostfile", hostfile]
+    try:
+        d.start()
+        check(metric(d, "punchcard_gpus", "total") == 4, "2 GPUs on each of 2 hosts")
+        check(metric(d, "punchcard_slots", "total") == 4, "hostfile slots")
+        r = d.submit("alice", gpu_job(2, trainer="allreduce", workers=2))
+        check(r.status_code == 201, "4 GPUs fit: %s" % r.text)
+        too_many(d, gpu_job(3, trainer="allreduce", workers=2), 4)
+        body = expect_error(d.submit("alice", gpu_job(5)), 400, "5 GPUs")
+        check("on each of 2 hosts" in body["error"], body)
         d.stop()
     finally:
         d.cleanup()
@@ -134,11 +158,47 @@ def check_waits_for_gpus():
         d.cleanup()
 
 
+def check_restart_keeps_devices():
+    """kill -9 of the daemon while a GPU job runs: after the restart the
+    re-adopted job still holds its device, so the next job gets the other."""
+    d = Daemon(["--slots", "4", "--gpus", "2", "--max-running", "0"])
+    d.args += ["--engine", stand_in_engine(d.tmp)]
+    daemons = [d]
+    try:
+        d.start()
+        a = d.submit("alice", gpu_job(1, "a")).json()["id"]
+        check(wait_file(os.path.join(d.run_dir(a), "gpus.0")) == "0", "a gets device 0")
+        d.kill9()
+        nd = Daemon(d.args, data_dir=d.data_dir, port=d.port)
+        nd.secrets_path = d.secrets_path
+        daemons.append(nd)
+        d = nd.start()
+        b = d.submit("bob", gpu_job(1, "b")).json()["id"]
+        check(wait_file(os.path.join(d.run_dir(b), "gpus.0")) == "1",
+              "b gets device 1: the re-adopted a holds 0")
+        c = d.submit("bob", gpu_job(1, "c")).json()["id"]
+        jc = d.job("bob", c)
+        check(jc["state"] == "queued" and jc["waiting_for"] == "resources", jc)
+        check(metric(d, "punchcard_gpus", "used") == 2, "a and b hold both GPUs")
+        open(os.path.join(d.run_dir(a), "release"), "w").close()
+        check(wait_file(os.path.join(d.run_dir(c), "gpus.0")) == "0", "c gets a's device")
+        for jid in (b, c):
+            open(os.path.join(d.run_dir(jid), "release"), "w").close()
+        for jid in (b, c):
+            d.wait_state("bob", jid, FINAL, timeout=30)
+        d.stop()
+    finally:
+        for x in daemons:
+            x.cleanup()
+
+
 def main():
     engine = require_engine()
     check_no_gpus()
+    check_hostfile_hosts()
     check_one_gpu(engine)
     check_waits_for_gpus()
+    check_restart_keeps_devices()
     print("ok")
 
 
