@@ -234,7 +234,7 @@ static void monitor_fail_start(daemon_ctx *d, const store_job *job, const char *
 /* GPUs hand-out of one pass: how many are free, and on a single host which
  * devices are taken. */
 typedef struct gpu_pool {
-    int free;
+    int n_free;
     bool by_device;   /* one host: give out devices, not only a count */
     uint64_t in_use;
 } gpu_pool;
@@ -314,11 +314,11 @@ static gpu_pool monitor_gpu_pool(daemon_ctx *d, const job_list *active, int *use
         if (pool.by_device && j->gpu_devices[0] && gpualloc_parse(j->gpu_devices, &set))
             pool.in_use |= set;
     }
-    pool.free = d->total_gpus > *used ? d->total_gpus - *used : 0;
+    pool.n_free = d->total_gpus > *used ? d->total_gpus - *used : 0;
     if (pool.by_device) {
         int unclaimed = d->cfg.gpus - gpualloc_count(pool.in_use);
-        if (unclaimed < pool.free)
-            pool.free = unclaimed > 0 ? unclaimed : 0;
+        if (unclaimed < pool.n_free)
+            pool.n_free = unclaimed > 0 ? unclaimed : 0;
     }
     return pool;
 }
@@ -362,7 +362,7 @@ static void monitor_schedule(daemon_ctx *d, const job_list *active)
         }
         sj[n_sj++] = (sched_job){q->owner, q->ranks, q->priority, q->vstart, q->seq, q->gpus};
     }
-    sched_resources free_res = {free_slots, pool.free};
+    sched_resources free_res = {free_slots, pool.n_free};
     size_t n_picked = sj && picked ? sched_pick(sj, n_sj, owners, n_owners, free_res,
                                                 d->cfg.max_running, picked)
                                    : 0;

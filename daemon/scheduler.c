@@ -33,37 +33,37 @@ static int sched_running_of(const char *owner, const sched_owner *owners, size_t
     return count;
 }
 
-static bool sched_fits(const sched_job *j, sched_resources free)
+static bool sched_fits(const sched_job *j, sched_resources avail)
 {
-    return j->ranks <= free.slots && j->gpus <= free.gpus;
+    return j->ranks <= avail.slots && j->gpus <= avail.gpus;
 }
 
 /* What stays free for the jobs behind a waiting job j: j keeps first call on
  * everything it needs, including the whole of a resource it is short of. */
-static sched_resources sched_reserve(sched_resources free, const sched_job *j)
+static sched_resources sched_reserve(sched_resources avail, const sched_job *j)
 {
-    free.slots = free.slots > j->ranks ? free.slots - j->ranks : 0;
-    free.gpus = free.gpus > j->gpus ? free.gpus - j->gpus : 0;
-    return free;
+    avail.slots = avail.slots > j->ranks ? avail.slots - j->ranks : 0;
+    avail.gpus = avail.gpus > j->gpus ? avail.gpus - j->gpus : 0;
+    return avail;
 }
 
 size_t sched_pick(const sched_job *queue, size_t n, const sched_owner *owners, size_t n_owners,
-                  sched_resources free, int max_running_per_user, size_t *picked)
+                  sched_resources avail, int max_running_per_user, size_t *picked)
 {
     size_t n_picked = 0;
-    for (size_t i = 0; i < n && free.slots > 0; i++) {
+    for (size_t i = 0; i < n && avail.slots > 0; i++) {
         const sched_job *j = &queue[i];
         if (max_running_per_user > 0 &&
             sched_running_of(j->owner, owners, n_owners, queue, picked, n_picked) >=
                 max_running_per_user)
             continue;
-        if (!sched_fits(j, free)) {
-            free = sched_reserve(free, j);
+        if (!sched_fits(j, avail)) {
+            avail = sched_reserve(avail, j);
             continue;
         }
         picked[n_picked++] = i;
-        free.slots -= j->ranks;
-        free.gpus -= j->gpus;
+        avail.slots -= j->ranks;
+        avail.gpus -= j->gpus;
     }
     return n_picked;
 }

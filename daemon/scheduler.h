@@ -54,8 +54,8 @@ int sched_compare(const sched_job *a, const sched_job *b);
 /* Choose which of `queue` (n jobs, already in run order) start now, given the
  * free resources, the owners' running counts and the per-user running limit
  * (<= 0: no limit). Writes the chosen indices to picked (capacity n) in start
- * order and returns how many. The chosen jobs' needs never exceed `free`. */
+ * order and returns how many. The chosen jobs' needs never exceed `avail`. */
 size_t sched_pick(const sched_job *queue, size_t n, const sched_owner *owners, size_t n_owners,
-                  sched_resources free, int max_running_per_user, size_t *picked);
+                  sched_resources avail, int max_running_per_user, size_t *picked);
 
 #endif

@@ -206,7 +206,7 @@ static void test_gpus_never_overallocate(void **state)
     }
     int done = 0;
     for (int tick = 0; tick < 10000 && done < N; tick++) {
-        sched_resources free = {SLOTS_TOTAL, GPUS_TOTAL};
+        sched_resources avail = {SLOTS_TOTAL, GPUS_TOTAL};
         sched_owner owners[3] = {{"a", 0}, {"b", 0}, {"c", 0}};
         for (int i = 0; i < N; i++) {
             if (remaining[i] > 0 && --remaining[i] == 0) {
@@ -214,12 +214,12 @@ static void test_gpus_never_overallocate(void **state)
                 continue;
             }
             if (remaining[i] > 0) {
-                free.slots -= all[i].ranks;
-                free.gpus -= all[i].gpus;
+                avail.slots -= all[i].ranks;
+                avail.gpus -= all[i].gpus;
                 owners[(all[i].seq - 1) % 3].running++;
             }
         }
-        assert_true(free.slots >= 0 && free.gpus >= 0);
+        assert_true(avail.slots >= 0 && avail.gpus >= 0);
         sched_job q[N];
         int map[N];
         size_t nq = 0;
@@ -229,10 +229,10 @@ static void test_gpus_never_overallocate(void **state)
                 q[nq++] = all[i];
             }
         size_t picked[N];
-        size_t n = sched_pick(q, nq, owners, 3, free, 2, picked);
+        size_t n = sched_pick(q, nq, owners, 3, avail, 2, picked);
         sched_resources need = picked_needs(q, picked, n);
-        assert_true(need.slots <= free.slots);
-        assert_true(need.gpus <= free.gpus);
+        assert_true(need.slots <= avail.slots);
+        assert_true(need.gpus <= avail.gpus);
         for (size_t k = 0; k < n; k++) {
             /* Nothing that takes a GPU starts past an earlier GPU job that
              * waits, unless that one's owner is at the limit. */
