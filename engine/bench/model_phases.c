@@ -12,7 +12,8 @@
  * the first 10,000 training samples when the job has none) evaluated with
  * train_evaluate at batch B (default 256) — what `--evaluate-only` runs —
  * best of three passes, with weights from FILE (.safetensors) or the
- * freshly trained ones. Prints one JSON object on stdout. */
+ * freshly trained ones; --infer-batch 0 skips it (for profiling training
+ * alone). Prints one JSON object on stdout. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +81,7 @@ static int bench_parse(int argc, char **argv, bench_opts *o)
             return -1;
         i++;
     }
-    if (!o->job || o->threads < 1 || o->steps < 1 || o->warmup < 0 || o->infer_batch < 1)
+    if (!o->job || o->threads < 1 || o->steps < 1 || o->warmup < 0 || o->infer_batch < 0)
         return -1;
     return 0;
 }
@@ -103,9 +104,11 @@ static int bench_open(const bench_opts *o, bench_state *s, char *err, size_t err
     s->m = model_create(s->spec, s->be, t->batch_size, err, errlen);
     if (!s->m || model_init_params(s->m, t->seed, err, errlen) != 0)
         return -1;
-    s->infer = model_create(s->spec, s->be, o->infer_batch, err, errlen);
-    if (!s->infer)
-        return -1;
+    if (o->infer_batch > 0) {
+        s->infer = model_create(s->spec, s->be, o->infer_batch, err, errlen);
+        if (!s->infer)
+            return -1;
+    }
     s->opt = optim_create(&t->optimizer, s->m->n_params);
     s->perm = malloc((size_t)(s->train.n > 0 ? s->train.n : 1) * sizeof *s->perm);
     if (!s->opt || !s->perm) {
@@ -181,6 +184,8 @@ static int bench_load_weights(model *m, const char *path, char *err, size_t errl
 static int bench_infer(const bench_opts *o, bench_state *s, double *rate, double *acc,
                        long *samples, char *err, size_t errlen)
 {
+    if (!s->infer)
+        return 0;
     if (o->weights) {
         if (bench_load_weights(s->infer, o->weights, err, errlen) != 0)
             return -1;
