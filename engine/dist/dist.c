@@ -62,6 +62,11 @@ static void dist_setup_mpi(dist_ctx *c)
     MPI_Comm local;
     DIST_MPI(MPI_Comm_split_type(c->comm, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &local));
     DIST_MPI(MPI_Comm_rank(local, &c->local_rank));
+    /* Whether world rank 0 shares this node: with a parameter server there,
+     * the workers' device numbers start one lower (the server needs none). */
+    int is_rank0 = c->rank == 0, rank0_here = 0;
+    DIST_MPI(MPI_Allreduce(&is_rank0, &rank0_here, 1, MPI_INT, MPI_MAX, local));
+    c->rank0_local = rank0_here != 0;
     DIST_MPI(MPI_Comm_free(&local));
 }
 
@@ -85,7 +90,12 @@ static void dist_setup_rank(dist_ctx *c)
     const job_spec *s = c->spec;
     char err[1024];
     int threads = c->opt->threads > 0 ? c->opt->threads : s->resources.threads_per_worker;
-    c->be = backend_create(s, threads > 0 ? threads : 1, c->local_rank, err, sizeof err);
+    /* The parameter server only adds and scales the center variable: it runs
+     * on the CPU and leaves every GPU of its node to the workers. */
+    bool server = c->has_server && c->rank == 0;
+    int device = c->local_rank - (c->has_server && c->rank0_local ? 1 : 0);
+    c->be = server ? backend_cpu_create(threads > 0 ? threads : 1, err, sizeof err)
+                   : backend_create(s, threads > 0 ? threads : 1, device, err, sizeof err);
     if (!c->be)
         dist_die("%s", err);
     c->m = model_create(s, c->be, s->training.batch_size, err, sizeof err);

@@ -82,6 +82,7 @@ typedef struct dist_ctx {
     MPI_Comm comm;          /* a dup of MPI_COMM_WORLD, errors returned */
     int rank, size;
     int local_rank;
+    bool rank0_local;       /* world rank 0 runs on this node */
     int workers;            /* ranks that train */
     bool has_server;        /* rank 0 is a parameter server */
     backend *be;
