@@ -112,6 +112,14 @@ struct backend {
     /* Waits until every queued op has finished. */
     void (*synchronize)(backend *be);
 
+    /* Runs fn(ctx, begin, end, tid) over [0, n) split into contiguous
+     * chunks, one per host thread, and returns when all are done: how
+     * host-side work outside the ops (the optimizer step) uses the
+     * backend's threads. NULL when the backend has none to lend (CUDA);
+     * callers then run fn(ctx, 0, n, 0) themselves. */
+    void (*host_parallel)(backend *be, long n,
+                          void (*fn)(void *ctx, long begin, long end, int tid), void *ctx);
+
     /* ---- memory ----------------------------------------------------- */
 
     /* n floats of device memory, zeroed, aligned to 64 bytes; NULL on

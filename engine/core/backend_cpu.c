@@ -77,6 +77,12 @@ static void cpu_synchronize(backend *be)
     (void)be;
 }
 
+static void cpu_host_parallel(backend *be, long n,
+                              void (*fn)(void *ctx, long begin, long end, int tid), void *ctx)
+{
+    pool_run(cpu_pool(be), n, fn, ctx);
+}
+
 /* ---- GEMM ------------------------------------------------------------ */
 
 typedef struct gemm_job {
@@ -164,6 +170,7 @@ static void cpu_scale(backend *be, long n, float alpha, float *x)
 
 /* ---- activations ----------------------------------------------------- */
 
+CPU_SIMD_CLONES
 void cpu_activate(spec_activation act, float *y, long n)
 {
     switch (act) {
@@ -235,10 +242,40 @@ static void cpu_activation_forward(backend *be, spec_activation act, long rows, 
                  act_forward_rows, &j);
 }
 
+/* g *= act'(y) in place (the conv and dense layers' common case): its own
+ * loops, because a loop reading dy and writing g == dy fails the compiler's
+ * overlap check and runs scalar. */
+CPU_SIMD_CLONES
+static void act_backward_inplace(spec_activation act, const float *restrict y,
+                                 float *restrict g, long n)
+{
+    switch (act) {
+    case ACT_RELU:
+        for (long c = 0; c < n; c++)
+            g[c] = y[c] > 0.0f ? g[c] : 0.0f;
+        return;
+    case ACT_SIGMOID:
+        for (long c = 0; c < n; c++)
+            g[c] = g[c] * y[c] * (1.0f - y[c]);
+        return;
+    case ACT_TANH:
+        for (long c = 0; c < n; c++)
+            g[c] = g[c] * (1.0f - y[c] * y[c]);
+        return;
+    case ACT_SOFTMAX:
+    case ACT_NONE:
+        return;
+    }
+}
+
 /* g = dy * act'(y) for one row; a loop per function so each vectorises. */
 static void act_backward_row(spec_activation act, const float *y, const float *dy, float *g,
                              long n)
 {
+    if (g == dy && act != ACT_SOFTMAX) {
+        act_backward_inplace(act, y, g, n);
+        return;
+    }
     switch (act) {
     case ACT_RELU:
         for (long c = 0; c < n; c++)
@@ -564,6 +601,7 @@ backend *backend_cpu_create(int threads, char *err, size_t errlen)
         .impl = cb,
         .destroy = cpu_destroy,
         .synchronize = cpu_synchronize,
+        .host_parallel = cpu_host_parallel,
         .alloc = cpu_alloc,
         .free = cpu_free,
         .zero = cpu_zero,

@@ -9,6 +9,16 @@
 #include "core/backend.h"
 #include "core/threadpool.h"
 
+/* Hot loops compiled for AVX-512 and AVX2 besides the baseline, the best
+ * picked when the program loads (GCC's ifunc dispatch on the CPU's
+ * features). The build is ISO C (no FP contraction), so every clone does
+ * the same float operations and gives the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
+#define CPU_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CPU_SIMD_CLONES
+#endif
+
 typedef struct cpu_backend {
     thread_pool *pool;
 } cpu_backend;

@@ -1,19 +1,24 @@
 /* cpu_conv.c — 2-D convolution on the CPU: im2col + sgemm per sample,
  * samples split across the pool's threads (each with its own column
  * buffer), bias and activation fused into the pass that follows the GEMM.
+ * Layers with few channels run direct kernels instead (cpu_conv_direct.c).
  *
  * Workspace layout (floats), per thread t of T:
- *   col[t]  : c*kh*kw * oh*ow   (im2col of one sample; reused for dcol)
+ *   col[t]  : c*kh*kw * oh*ow   (im2col of one sample; reused for dcol;
+ *                                the direct kernels' scratch instead)
  *   dw[t]   : k*c*kh*kw + k     (this thread's partial dw and db)
  * The partials are summed in thread order, so dw is deterministic for a
  * given thread count. A 1x1, stride-1, unpadded convolution skips im2col:
  * the sample itself is the column matrix. */
 #include "core/backend_cpu.h"
+#include "core/cpu_conv_direct.h"
 
 #include <string.h>
 
 static long conv_col_size(const conv2d_desc *d)
 {
+    if (cpu_conv_direct_suits(d))
+        return cpu_conv_direct_scratch(d);
     return (long)d->c * d->kh * d->kw * d->oh * d->ow;
 }
 
@@ -139,6 +144,10 @@ static void conv_forward_chunk(void *ctx, long begin, long end, int tid)
     for (long b = begin; b < end; b++) {
         const float *xb = j->x + b * d->c * d->h * d->w;
         float *yb = j->y + b * d->k * ohw;
+        if (cpu_conv_direct_suits(d)) {
+            cpu_conv_direct_forward(d, xb, j->w, j->bias, j->act, yb, col);
+            continue;
+        }
         const float *src = xb;
         if (!conv_is_pointwise(d)) {
             conv_im2col(d, xb, col);
@@ -177,6 +186,13 @@ static void conv_backward_chunk(void *ctx, long begin, long end, int tid)
     float *col = conv_thread_col(j, tid);
     float *dw = col + conv_col_size(d);
     float *db = dw + conv_wsize(d);
+    if (cpu_conv_direct_suits(d)) {
+        cpu_conv_direct_backward(d, (int)(end - begin), j->x + begin * xsize, j->w,
+                                 j->dz + begin * d->k * ohw,
+                                 j->dx ? j->dx + begin * xsize : NULL, j->accumulate, dw, db,
+                                 col);
+        return;
+    }
     memset(dw, 0, (size_t)(conv_wsize(d) + d->k) * sizeof *dw);
     bool pointwise = conv_is_pointwise(d);
     for (long b = begin; b < end; b++) {

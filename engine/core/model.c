@@ -353,11 +353,45 @@ void model_backward(model *m, int batch)
     model_backward_hooked(m, batch, NULL, NULL);
 }
 
+/* The optimizer step split over the backend's host threads in chunks of
+ * MODEL_OPTIM_CHUNK parameters (whole vector blocks); each parameter's
+ * update is independent, so the bits do not depend on the split. */
+#define MODEL_OPTIM_CHUNK 4096L
+
+typedef struct optim_job {
+    optimizer *opt;
+    float *params;
+    const float *grads;
+    long n;
+    float lr;
+} optim_job;
+
+static void model_optim_chunk(void *ctx, long begin, long end, int tid)
+{
+    (void)tid;
+    const optim_job *j = ctx;
+    long e = end * MODEL_OPTIM_CHUNK < j->n ? end * MODEL_OPTIM_CHUNK : j->n;
+    optim_step_range(j->opt, j->params, j->grads, begin * MODEL_OPTIM_CHUNK, e, j->lr);
+}
+
+static void model_optim_parallel(backend *be, optimizer *opt, float *params,
+                                 const float *grads, long n, float lr)
+{
+    long chunks = (n + MODEL_OPTIM_CHUNK - 1) / MODEL_OPTIM_CHUNK;
+    if (!be->host_parallel || chunks < 2) {
+        optim_step(opt, params, grads, n, lr);
+        return;
+    }
+    optim_job j = {opt, params, grads, n, lr};
+    be->host_parallel(be, chunks, model_optim_chunk, &j);
+    optim_step_end(opt);
+}
+
 void model_optimizer_step(model *m, optimizer *opt, float lr)
 {
     backend *be = m->be;
     if (be->host_memory) {
-        optim_step(opt, m->params, m->grads, m->n_params, lr);
+        model_optim_parallel(be, opt, m->params, m->grads, m->n_params, lr);
         return;
     }
     be->download(be, m->host_grads, m->grads, m->n_params);

@@ -28,7 +28,7 @@ static inline void adam_block(float *restrict p, const float *restrict g, float 
 }
 
 void optim_adam_step(optimizer *o, float *restrict params, const float *restrict grads,
-                     optim_coeffs oc)
+                     long begin, long end, optim_coeffs oc)
 {
     double t = (double)(o->iterations + 1);
     double b1 = o->cfg.beta1, b2 = o->cfg.beta2;
@@ -39,11 +39,10 @@ void optim_adam_step(optimizer *o, float *restrict params, const float *restrict
         .b2 = (float)b2, .one_b2 = (float)(1.0 - b2),
         .eps = (float)o->cfg.epsilon,
     };
-    long n = o->n;
     float *m = o->slots;
-    float *v = o->slots + n;
-    long i = 0;
-    for (; i + OPTIM_BLOCK <= n; i += OPTIM_BLOCK)
+    float *v = o->slots + o->n;
+    long i = begin;
+    for (; i + OPTIM_BLOCK <= end; i += OPTIM_BLOCK)
         adam_block(params + i, grads + i, m + i, v + i, OPTIM_BLOCK, &c);
-    adam_block(params + i, grads + i, m + i, v + i, (int)(n - i), &c);
+    adam_block(params + i, grads + i, m + i, v + i, (int)(end - i), &c);
 }

@@ -42,8 +42,14 @@ static inline void nadam_block(float *restrict p, const float *restrict g, float
         p[k] -= c->lr * mbar[k] / (root[k] + c->eps);
 }
 
+float optim_nadam_schedule_next(const optimizer *o)
+{
+    double t = (double)(o->iterations + 1);
+    return (float)((double)o->m_schedule * nadam_momentum(o->cfg.beta1, t));
+}
+
 void optim_nadam_step(optimizer *o, float *restrict params, const float *restrict grads,
-                      optim_coeffs oc)
+                      long begin, long end, optim_coeffs oc)
 {
     double t = (double)(o->iterations + 1);
     double b1 = o->cfg.beta1, b2 = o->cfg.beta2;
@@ -60,12 +66,10 @@ void optim_nadam_step(optimizer *o, float *restrict params, const float *restric
         .cm = (float)(mu_next / (1.0 - s_next)),
         .vscale = (float)(1.0 / (1.0 - pow(b2, t))),
     };
-    o->m_schedule = (float)s_t;
-    long n = o->n;
     float *m = o->slots;
-    float *v = o->slots + n;
-    long i = 0;
-    for (; i + OPTIM_BLOCK <= n; i += OPTIM_BLOCK)
+    float *v = o->slots + o->n;
+    long i = begin;
+    for (; i + OPTIM_BLOCK <= end; i += OPTIM_BLOCK)
         nadam_block(params + i, grads + i, m + i, v + i, OPTIM_BLOCK, &c);
-    nadam_block(params + i, grads + i, m + i, v + i, (int)(n - i), &c);
+    nadam_block(params + i, grads + i, m + i, v + i, (int)(end - i), &c);
 }

@@ -64,35 +64,50 @@ void optim_free(optimizer *o)
     free(o);
 }
 
-static void optim_dispatch(optimizer *o, float *params, const float *grads, optim_coeffs c)
+static void optim_dispatch(optimizer *o, float *params, const float *grads, long begin,
+                           long end, optim_coeffs c)
 {
     switch (o->cfg.name) {
     case OPT_SGD:
-        optim_sgd_step(o, params, grads, c);
+        optim_sgd_step(o, params, grads, begin, end, c);
         break;
     case OPT_RMSPROP:
-        optim_rmsprop_step(o, params, grads, c);
+        optim_rmsprop_step(o, params, grads, begin, end, c);
         break;
     case OPT_ADAM:
-        optim_adam_step(o, params, grads, c);
+        optim_adam_step(o, params, grads, begin, end, c);
         break;
     case OPT_NADAM:
-        optim_nadam_step(o, params, grads, c);
+        optim_nadam_step(o, params, grads, begin, end, c);
         break;
     }
+}
+
+void optim_step_range(optimizer *o, float *params, const float *grads, long begin, long end,
+                      float lr)
+{
+    assert(begin >= 0 && begin <= end && end <= o->n);
+    /* Keras applies decay from the count before this step: the first step
+     * runs at the full rate. */
+    double rate = (double)lr / (1.0 + o->cfg.decay * (double)o->iterations);
+    optim_coeffs c = { .lr = (float)rate, .wd = (float)o->cfg.weight_decay };
+    /* An empty range may come with NULL buffers: even NULL + 0 is undefined. */
+    if (end > begin)
+        optim_dispatch(o, params, grads, begin, end, c);
+}
+
+void optim_step_end(optimizer *o)
+{
+    if (o->cfg.name == OPT_NADAM)
+        o->m_schedule = optim_nadam_schedule_next(o);
+    o->iterations++;
 }
 
 void optim_step(optimizer *o, float *params, const float *grads, long n, float lr)
 {
     assert(n == o->n);
-    /* Keras applies decay from the count before this step: the first step
-     * runs at the full rate. */
-    double rate = (double)lr / (1.0 + o->cfg.decay * (double)o->iterations);
-    optim_coeffs c = { .lr = (float)rate, .wd = (float)o->cfg.weight_decay };
-    /* With no parameters, params may be NULL: even NULL + 0 is undefined. */
-    if (n > 0)
-        optim_dispatch(o, params, grads, c);
-    o->iterations++;
+    optim_step_range(o, params, grads, 0, n, lr);
+    optim_step_end(o);
 }
 
 long optim_iterations(const optimizer *o)

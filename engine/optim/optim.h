@@ -6,8 +6,11 @@
  * The update rules are Keras 2's (each file states its formulas and where
  * PyTorch differs): SGD keeps lr inside the velocity, Adam folds the bias
  * correction into the step size, Nadam uses Keras's momentum schedule.
- * optim_step allocates nothing, runs single-threaded vectorized loops, and
- * is deterministic: the same inputs give the same bits. */
+ * optim_step allocates nothing, runs vectorized loops, and is
+ * deterministic: the same inputs give the same bits. Every parameter's
+ * update depends on that parameter alone, so a caller with threads may
+ * split one step into ranges (optim_step_range, optim_step_end) and get
+ * the same bits as optim_step. */
 #ifndef PUNCH_OPTIM_H
 #define PUNCH_OPTIM_H
 
@@ -29,6 +32,14 @@ void optim_free(optimizer *o);
  * step). Adds weight_decay * params to the gradient first. n must be the
  * count the optimizer was created for. */
 void optim_step(optimizer *o, float *params, const float *grads, long n, float lr);
+
+/* optim_step in parts: update params[begin, end) (params and grads are the
+ * whole n-float buffers), for disjoint ranges covering [0, n) — in any
+ * order, from several threads at once — then call optim_step_end once.
+ * The result is bit-identical to optim_step. */
+void optim_step_range(optimizer *o, float *params, const float *grads, long begin, long end,
+                      float lr);
+void optim_step_end(optimizer *o);
 
 /* Iterations taken so far. */
 long optim_iterations(const optimizer *o);

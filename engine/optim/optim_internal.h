@@ -55,15 +55,20 @@ static inline void optim_sqrt_block(float *x /* (len) */, int len)
         x[k] = sqrtf(x[k]);
 }
 
-/* The step kernels: update params (n) in place from grads (n) and the
- * optimizer's slots. The iteration count is the one before this step. */
+/* The step kernels: update params[begin, end) in place from grads and the
+ * optimizer's slots (params and grads are the whole buffers). The
+ * iteration count is the one before this step; a kernel changes nothing
+ * in `o` but the slots of its range, so disjoint ranges may run at once. */
 void optim_sgd_step(optimizer *o, float *restrict params, const float *restrict grads,
-                    optim_coeffs c);
+                    long begin, long end, optim_coeffs c);
 void optim_rmsprop_step(optimizer *o, float *restrict params, const float *restrict grads,
-                        optim_coeffs c);
+                        long begin, long end, optim_coeffs c);
 void optim_adam_step(optimizer *o, float *restrict params, const float *restrict grads,
-                     optim_coeffs c);
+                     long begin, long end, optim_coeffs c);
 void optim_nadam_step(optimizer *o, float *restrict params, const float *restrict grads,
-                      optim_coeffs c);
+                      long begin, long end, optim_coeffs c);
+/* Nadam's momentum-schedule product after this step (stored by
+ * optim_step_end). */
+float optim_nadam_schedule_next(const optimizer *o);
 
 #endif

@@ -23,17 +23,16 @@ static inline void rmsprop_block(float *restrict p, const float *restrict g,
 }
 
 void optim_rmsprop_step(optimizer *o, float *restrict params, const float *restrict grads,
-                        optim_coeffs oc)
+                        long begin, long end, optim_coeffs oc)
 {
     rmsprop_coeffs c = {
         .lr = oc.lr, .wd = oc.wd,
         .rho = (float)o->cfg.rho, .one_rho = (float)(1.0 - o->cfg.rho),
         .eps = (float)o->cfg.epsilon,
     };
-    long n = o->n;
     float *a = o->slots;
-    long i = 0;
-    for (; i + OPTIM_BLOCK <= n; i += OPTIM_BLOCK)
+    long i = begin;
+    for (; i + OPTIM_BLOCK <= end; i += OPTIM_BLOCK)
         rmsprop_block(params + i, grads + i, a + i, OPTIM_BLOCK, &c);
-    rmsprop_block(params + i, grads + i, a + i, (int)(n - i), &c);
+    rmsprop_block(params + i, grads + i, a + i, (int)(end - i), &c);
 }

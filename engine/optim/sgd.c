@@ -33,25 +33,24 @@ static inline void sgd_momentum_block(float *restrict p, const float *restrict g
 }
 
 void optim_sgd_step(optimizer *o, float *restrict params, const float *restrict grads,
-                    optim_coeffs oc)
+                    long begin, long end, optim_coeffs oc)
 {
     sgd_coeffs c = { .lr = oc.lr, .wd = oc.wd, .mu = (float)o->cfg.momentum };
-    long n = o->n;
-    long i = 0;
+    long i = begin;
     if (o->n_slots == 0) {
-        for (; i + OPTIM_BLOCK <= n; i += OPTIM_BLOCK)
+        for (; i + OPTIM_BLOCK <= end; i += OPTIM_BLOCK)
             sgd_plain_block(params + i, grads + i, OPTIM_BLOCK, &c);
-        sgd_plain_block(params + i, grads + i, (int)(n - i), &c);
+        sgd_plain_block(params + i, grads + i, (int)(end - i), &c);
         return;
     }
     float *v = o->slots;
     /* nesterov is a constant in each loop, so neither carries a select. */
     if (o->cfg.nesterov) {
-        for (; i + OPTIM_BLOCK <= n; i += OPTIM_BLOCK)
+        for (; i + OPTIM_BLOCK <= end; i += OPTIM_BLOCK)
             sgd_momentum_block(params + i, grads + i, v + i, OPTIM_BLOCK, &c, true);
     } else {
-        for (; i + OPTIM_BLOCK <= n; i += OPTIM_BLOCK)
+        for (; i + OPTIM_BLOCK <= end; i += OPTIM_BLOCK)
             sgd_momentum_block(params + i, grads + i, v + i, OPTIM_BLOCK, &c, false);
     }
-    sgd_momentum_block(params + i, grads + i, v + i, (int)(n - i), &c, o->cfg.nesterov);
+    sgd_momentum_block(params + i, grads + i, v + i, (int)(end - i), &c, o->cfg.nesterov);
 }

@@ -44,6 +44,14 @@ static void test_conv2d(void **state)
         check("[3, 4, 4]", "{\"type\": \"conv2d\", \"filters\": 2, \"kernel\": 1}", 0, 3, t);
         check("[2, 5, 5]", "{\"type\": \"conv2d\", \"filters\": 2, \"kernel\": 2, "
               "\"stride\": 2, \"padding\": \"same\", \"activation\": \"sigmoid\"}", 0, 3, t);
+        /* Few channels run the direct kernels (cpu_conv_direct.c): an even
+         * kernel pads one more at the bottom/right. Many channels run
+         * im2col + GEMM, plain and pointwise. */
+        check("[2, 6, 5]", "{\"type\": \"conv2d\", \"filters\": 3, \"kernel\": 2, "
+              "\"padding\": \"same\", \"activation\": \"tanh\"}", 0, 3, t);
+        check("[3, 5, 5]", "{\"type\": \"conv2d\", \"filters\": 7, \"kernel\": 3, "
+              "\"padding\": \"same\", \"activation\": \"relu\"}", 0, 3, t);
+        check("[5, 4, 4]", "{\"type\": \"conv2d\", \"filters\": 4, \"kernel\": 1}", 0, 3, t);
     }
     /* Fewer samples than threads: a thread with no work must not count. */
     check("[2, 4, 4]", "{\"type\": \"conv2d\", \"filters\": 2, \"kernel\": 3}", 0, 1, 2);

@@ -1,7 +1,7 @@
 /* test_optim.c — each optimizer's first steps against the update rules
  * written out in double precision, hand-worked SGD numbers, decay, weight
- * decay, blocked-versus-tail equality, and checkpoint state that resumes
- * bit-exactly. */
+ * decay, blocked-versus-tail equality, a step split into ranges equal to
+ * the whole step, and checkpoint state that resumes bit-exactly. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -463,6 +463,52 @@ static void test_create_edges(void **state)
     optim_free(NULL);
 }
 
+/* A step split into ranges (as a threaded trainer runs it), the ranges in
+ * reverse order and cutting blocks anywhere, gives optim_step's bits, for
+ * every optimizer including Nadam's schedule and Keras's decay. */
+static void test_ranges_equal_whole_step(void **state)
+{
+    (void)state;
+    static const long cuts[] = {N, 13, 5, 4, 0};
+    spec_optimizer cs[] = {cfg_default(OPT_SGD, 0.1), cfg_default(OPT_SGD, 0.1),
+                           cfg_default(OPT_RMSPROP, 0.01), cfg_default(OPT_ADAM, 0.01),
+                           cfg_default(OPT_NADAM, 0.01)};
+    cs[1].momentum = 0.9;
+    cs[1].nesterov = true;
+    cs[3].decay = 0.1;
+    cs[4].weight_decay = 0.01;
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+        float pw[N], pr[N], g[N];
+        fill_params(pw);
+        fill_params(pr);
+        optimizer *whole = optim_create(&cs[k], N);
+        optimizer *ranged = optim_create(&cs[k], N);
+        assert_non_null(whole);
+        assert_non_null(ranged);
+        for (int s = 0; s < STEPS; s++) {
+            fill_grads(g, s);
+            optim_step(whole, pw, g, N, (float)cs[k].learning_rate);
+            for (size_t c = 0; c + 1 < sizeof cuts / sizeof cuts[0]; c++)
+                optim_step_range(ranged, pr, g, cuts[c + 1], cuts[c],
+                                 (float)cs[k].learning_rate);
+            optim_step_end(ranged);
+            assert_memory_equal(pw, pr, sizeof pw);
+        }
+        long n_state = optim_state_floats(whole);
+        float *sw = malloc((size_t)n_state * sizeof *sw);
+        float *sr = malloc((size_t)n_state * sizeof *sr);
+        assert_non_null(sw);
+        assert_non_null(sr);
+        optim_state_save(whole, sw);
+        optim_state_save(ranged, sr);
+        assert_memory_equal(sw, sr, (size_t)n_state * sizeof *sw);
+        free(sw);
+        free(sr);
+        optim_free(whole);
+        optim_free(ranged);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -478,6 +524,7 @@ int main(void)
         cmocka_unit_test(test_adam_reference),
         cmocka_unit_test(test_nadam_reference),
         cmocka_unit_test(test_block_equals_tail),
+        cmocka_unit_test(test_ranges_equal_whole_step),
         cmocka_unit_test(test_state_resume_bit_exact),
         cmocka_unit_test(test_state_layout),
         cmocka_unit_test(test_create_edges),
