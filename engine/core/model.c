@@ -125,6 +125,17 @@ static int model_allocate(model *m, char *err, size_t errlen)
                  m->n_params, act_floats);
         return -1;
     }
+    /* A layer's output gradient is wanted only when it or a layer upstream
+     * has parameters: mlp's first dense layer then skips dz @ w^T, whose
+     * result would only flow back through flatten into the model input.
+     * grad_written (reset by every backward pass) holds the answer here. */
+    for (int i = 0; i < m->n_layers; i++) {
+        const layer *l = &m->layers[i];
+        m->grad_written[i] = l->n_params > 0;
+        for (int k = 0; k < l->n_in; k++)
+            if (l->spec->inputs[k] >= 0 && m->grad_written[l->spec->inputs[k]])
+                m->grad_written[i] = true;
+    }
     long p = 0, s = 0, a = 0;
     for (int i = 0; i < m->n_layers; i++) {
         layer *l = &m->layers[i];
@@ -141,7 +152,7 @@ static int model_allocate(model *m, char *err, size_t errlen)
         for (int k = 0; k < l->n_in; k++) {
             int src = l->spec->inputs[k];
             l->x[k] = src < 0 ? m->x : m->layers[src].y;
-            l->dx[k] = src < 0 ? NULL : m->layers[src].dy;
+            l->dx[k] = src < 0 || !m->grad_written[src] ? NULL : m->layers[src].dy;
         }
     }
     const layer *last = &m->layers[m->n_layers - 1];
@@ -336,7 +347,7 @@ void model_backward_hooked(model *m, int batch, model_layer_hook after_layer, vo
         } else {
             for (int k = 0; k < l->n_in; k++) {
                 int src = l->spec->inputs[k];
-                if (src < 0)
+                if (src < 0 || !l->dx[k])
                     continue;
                 l->dx_accumulate[k] = m->grad_written[src];
                 m->grad_written[src] = true;
