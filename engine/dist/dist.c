@@ -6,8 +6,9 @@
  * Environment knobs (for tests and measurements, none needed in normal
  * use): PUNCH_WATCHDOG_S (seconds without progress before the job is
  * ended, default 60), PUNCH_DIST_OVERLAP=1 (overlap the allreduce with
- * backward), PUNCH_DIST_CHECK_SYNC=1 (allreduce: verify after every step
- * that all ranks hold bit-identical weights), PUNCH_DIST_SHARDING=replicate
+ * backward; the default on CUDA devices, where =0 turns it off),
+ * PUNCH_DIST_CHECK_SYNC=1 (allreduce: verify after every step that all
+ * ranks hold bit-identical weights), PUNCH_DIST_SHARDING=replicate
  * (averaging: every replica sees the whole training set in the same order
  * instead of its shard). */
 #include <stdio.h>

@@ -8,7 +8,12 @@
  * rounding of the gradient sum.
  *
  * Batchnorm running statistics are per rank during an epoch (each rank
- * sees its own samples) and averaged at the end of every epoch. */
+ * sees its own samples) and averaged at the end of every epoch.
+ *
+ * On CUDA devices the exchange is NCCL's and the optimizer steps on the
+ * device (dist_gpu.c), with the same arithmetic and checkpoint layout;
+ * parameters cross to the host only at start, at epoch ends (batchnorm
+ * statistics, checkpoints, evaluation) and for the final weights. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +29,7 @@ static long dist_ar_steps(const dist_ctx *c, long global_batch)
 
 /* Rank 0 loads the checkpoint; everyone receives model, optimizer,
  * schedule and counters. Returns the epochs already done. */
-static int dist_ar_resume(dist_ctx *c)
+static int dist_ar_resume(dist_ctx *c, dist_gpu *dg)
 {
     long n_optim = optim_state_floats(c->optim);
     float *ostate = malloc((size_t)(n_optim + 1) * sizeof(float));
@@ -52,7 +57,10 @@ static int dist_ar_resume(dist_ctx *c)
     DIST_MPI(MPI_Bcast(ostate, (int)n_optim, MPI_FLOAT, 0, c->comm));
     if (!optim_state_valid(c->optim, ostate, n_optim))
         dist_die("--resume: the checkpoint's optimizer state does not fit this job");
-    optim_state_load(c->optim, ostate);
+    if (dg)
+        dist_gpu_optim_load(dg, ostate);
+    else
+        optim_state_load(c->optim, ostate);
     free(ostate);
     c->global_step = (uint64_t)head[1];
     return (int)head[0];
@@ -85,7 +93,7 @@ static void dist_ar_average_state(dist_ctx *c)
     model_set_state(c->m, c->host_state);
 }
 
-static void dist_ar_checkpoint(dist_ctx *c, int epochs_done)
+static void dist_ar_checkpoint(dist_ctx *c, dist_gpu *dg, int epochs_done)
 {
     if (c->rank != 0)
         return;
@@ -93,7 +101,10 @@ static void dist_ar_checkpoint(dist_ctx *c, int epochs_done)
     float *ostate = malloc((size_t)(n_optim + 1) * sizeof(float));
     if (!ostate)
         dist_die("out of memory");
-    optim_state_save(c->optim, ostate);
+    if (dg)
+        dist_gpu_optim_save(dg, ostate);
+    else
+        optim_state_save(c->optim, ostate);
     model_get_params(c->m, c->host_params);
     model_get_state(c->m, c->host_state);
     dist_ckpt_meta meta = {.epochs_done = epochs_done, .global_step = c->global_step,
@@ -107,7 +118,8 @@ static void dist_ar_checkpoint(dist_ctx *c, int epochs_done)
 
 /* One step: this rank's part of the global batch, backward, exchange,
  * update. Adds the local loss and metrics to *run. */
-static void dist_ar_step(dist_ctx *c, dist_grad *g, long s, long gb, float lr, dist_sums *run)
+static void dist_ar_step(dist_ctx *c, dist_grad *g, dist_gpu *dg, long s, long gb, float lr,
+                         dist_sums *run)
 {
     const int B = c->spec->training.batch_size;
     long lo = s * gb, hi = lo + gb < c->train.n ? lo + gb : c->train.n;
@@ -123,9 +135,15 @@ static void dist_ar_step(dist_ctx *c, dist_grad *g, long s, long gb, float lr, d
         double loss = model_loss(c->m, b, &bm);
         dist_sums_add_batch(run, loss, &bm, b);
     }
-    dist_watchdog_tick("exchanging gradients (MPI_Allreduce)");
-    dist_grad_backward_allreduce(g, c->m, b, hi - lo, &c->comm_s);
-    model_optimizer_step(c->m, c->optim, lr);
+    if (dg) {
+        dist_watchdog_tick("exchanging gradients (NCCL)");
+        dist_gpu_backward_allreduce(dg, c->m, b, hi - lo, &c->comm_s);
+        dist_gpu_optimizer_step(dg, c->m, lr);
+    } else {
+        dist_watchdog_tick("exchanging gradients (MPI_Allreduce)");
+        dist_grad_backward_allreduce(g, c->m, b, hi - lo, &c->comm_s);
+        model_optimizer_step(c->m, c->optim, lr);
+    }
     c->global_step++;
     dist_watchdog_tick("training");
 }
@@ -138,15 +156,20 @@ int dist_run_allreduce(dist_ctx *c)
     long steps = dist_ar_steps(c, gb);
     if (model_init_params(c->m, s->training.seed, err, sizeof err) < 0)
         dist_die("%s", err);
+    /* NCCL overlaps on a stream of its own, so it is on unless
+     * PUNCH_DIST_OVERLAP=0; on the CPU overlap is opt-in. */
+    bool gpu_overlap = !getenv("PUNCH_DIST_OVERLAP") || dist_env_flag("PUNCH_DIST_OVERLAP");
+    dist_gpu *dg = dist_gpu_wanted(c) ? dist_gpu_create(c, gpu_overlap) : NULL;
     int start = 0;
     if (c->opt->resume)
-        start = dist_ar_resume(c);
+        start = dist_ar_resume(c, dg);
     dist_ar_bcast_model(c);
-    dist_grad *g = dist_grad_create(c->m, c->comm, s->distributed.bucket_mb,
-                                    dist_env_flag("PUNCH_DIST_OVERLAP"));
+    dist_grad *g = dg ? NULL
+                      : dist_grad_create(c->m, c->comm, s->distributed.bucket_mb,
+                                         dist_env_flag("PUNCH_DIST_OVERLAP"));
     dist_sums *per = calloc((size_t)c->size, sizeof *per);
     int *ranks = calloc((size_t)c->size, sizeof *ranks);
-    if (!g || !per || !ranks)
+    if ((!g && !dg) || !per || !ranks)
         dist_die("out of memory");
     for (int r = 0; r < c->size; r++)
         ranks[r] = r;
@@ -165,7 +188,7 @@ int dist_run_allreduce(dist_ctx *c)
         dist_sums run = {0};
         double t0 = MPI_Wtime();
         for (long st = 0; st < steps; st++) {
-            dist_ar_step(c, g, st, gb, lr_used, &run);
+            dist_ar_step(c, g, dg, st, gb, lr_used, &run);
             if (check)
                 dist_check_identical(c, c->global_step);
             if (c->rank == 0)
@@ -189,7 +212,7 @@ int dist_run_allreduce(dist_ctx *c)
                 dist_die("%s", err);
         }
         bool stop = dist_sync_schedule(c, epoch, &total, has_val, &val);
-        dist_ar_checkpoint(c, epoch + 1);
+        dist_ar_checkpoint(c, dg, epoch + 1);
         if (stop)
             break;
     }
@@ -210,6 +233,7 @@ int dist_run_allreduce(dist_ctx *c)
             dist_die("%s", err);
     }
     dist_grad_free(g);
+    dist_gpu_free(dg);
     free(per);
     free(ranks);
     return 0;

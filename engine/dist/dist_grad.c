@@ -84,6 +84,17 @@ dist_grad *dist_grad_create(model *m, MPI_Comm comm, double bucket_mb, bool over
     return g;
 }
 
+int dist_grad_buckets(const dist_grad *g)
+{
+    return g->n;
+}
+
+void dist_grad_bucket(const dist_grad *g, int k, long *lo, long *hi)
+{
+    *lo = g->b[k].lo;
+    *hi = g->b[k].hi;
+}
+
 void dist_grad_free(dist_grad *g)
 {
     if (!g)
@@ -160,7 +171,7 @@ static void dist_grad_backward_overlapped(dist_grad *g, model *m, int batch, flo
 void dist_grad_backward_allreduce(dist_grad *g, model *m, int batch, long total,
                                   double *comm_s)
 {
-    float factor = total > 0 ? (float)batch / (float)total : 0.0f;
+    float factor = dist_rank_share(batch, total);
     if (g->overlap) {
         dist_grad_backward_overlapped(g, m, batch, factor, comm_s);
         return;

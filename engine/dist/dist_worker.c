@@ -15,11 +15,18 @@
  * worker waits only for the server's answer, never for another worker.
  * Each worker runs the learning-rate schedules on its own training
  * metrics (it has no validation metrics); early stopping is not applied:
- * the workers would stop at different epochs. */
+ * the workers would stop at different epochs.
+ *
+ * A worker on a CUDA device keeps its model there between exchanges: the
+ * local optimizer (gpu.h's) and EAMSGD's velocity live on the device, and
+ * only commits and pulls cross to the host, through the backend's pinned
+ * staging buffers (model_get_params / model_set_params), as the MPI
+ * messages to the CPU server need host memory. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "dist/dist_ps.h"
+#include "gpu/gpu.h"
 
 typedef struct dist_worker {
     dist_ctx *c;
@@ -30,6 +37,10 @@ typedef struct dist_worker {
     float *center;          /* the server's center (params + state) */
     float *velocity;        /* eamsgd */
     float *grad;            /* eamsgd: host gradient */
+    bool device;            /* the model lives on a CUDA device */
+    gpu_optim *dev_optim;   /* device: the local optimizer (not eamsgd) */
+    float *dev_x;           /* device, eamsgd: x while params hold x + m v */
+    float *dev_velocity;    /* device, eamsgd */
     int64_t clock;          /* the server clock at the last pull */
     dist_msg progress;      /* epoch, step and running sums for commits */
     long commits;
@@ -117,12 +128,70 @@ static void dist_worker_exchange(dist_worker *w)
     dist_watchdog_tick("training");
 }
 
+/* dist_worker_step on a CUDA device: the same updates, never leaving it. */
+static double dist_worker_step_device(dist_worker *w, int b, batch_metrics *bm, uint64_t step)
+{
+    model *m = w->c->m;
+    backend *be = m->be;
+    if (w->t != TRAINER_EAMSGD) {
+        model_forward(m, b, true, step);
+        double loss = model_loss(m, b, bm);
+        model_backward(m, b);
+        gpu_optim_step(w->dev_optim, m->params, m->grads, w->lr);
+        return loss;
+    }
+    float mom = (float)w->c->spec->distributed.momentum;
+    be->copy(be, w->dev_x, m->params, w->np);
+    be->axpy(be, w->np, mom, w->dev_velocity, m->params);
+    model_forward(m, b, true, step);
+    double loss = model_loss(m, b, bm);
+    model_backward(m, b);
+    be->scale(be, w->np, mom, w->dev_velocity);
+    be->axpy(be, w->np, -w->lr, m->grads, w->dev_velocity);
+    be->axpy(be, w->np, 1.0f, w->dev_velocity, w->dev_x);
+    be->copy(be, m->params, w->dev_x, w->np);
+    return loss;
+}
+
+/* The device state of a worker on a CUDA backend (none on the CPU). */
+static void dist_worker_device_setup(dist_worker *w)
+{
+    dist_ctx *c = w->c;
+    backend *be = c->be;
+    w->device = !be->host_memory && gpu_built();
+    if (!w->device)
+        return;
+    char err[1024];
+    if (w->t != TRAINER_EAMSGD) {
+        w->dev_optim = gpu_optim_create(be, &c->spec->training.optimizer, w->np, err, sizeof err);
+        if (!w->dev_optim)
+            dist_die("worker: %s", err);
+        return;
+    }
+    w->dev_x = be->alloc(be, w->np > 0 ? w->np : 1);
+    w->dev_velocity = be->alloc(be, w->np > 0 ? w->np : 1);
+    if (!w->dev_x || !w->dev_velocity)
+        dist_die("worker: out of device memory for EAMSGD's velocity (%ld floats)", w->np);
+}
+
+static void dist_worker_device_free(dist_worker *w)
+{
+    backend *be = w->c->be;
+    gpu_optim_free(w->dev_optim);
+    if (w->dev_x)
+        be->free(be, w->dev_x);
+    if (w->dev_velocity)
+        be->free(be, w->dev_velocity);
+}
+
 /* One local step on the loaded batch; returns the batch's loss sum. */
 static double dist_worker_step(dist_worker *w, int b, batch_metrics *bm)
 {
     dist_ctx *c = w->c;
     model *m = c->m;
     uint64_t step = c->global_step * (uint64_t)c->workers + (uint64_t)(c->rank - 1);
+    if (w->device)
+        return dist_worker_step_device(w, b, bm, step);
     if (w->t != TRAINER_EAMSGD) {
         model_forward(m, b, true, step);
         double loss = model_loss(m, b, bm);
@@ -191,6 +260,7 @@ int dist_ps_work(dist_ctx *c, float *center, const dist_ps_start *start, long co
     if (!w.x || !w.anchor || !w.velocity || !w.grad)
         dist_die("out of memory");
     memcpy(w.anchor, center, (size_t)w.np * sizeof(float));
+    dist_worker_device_setup(&w);
     int i = c->rank - 1, W = c->workers, B = s->training.batch_size;
     long lo = c->train.n * i / W, hi = c->train.n * (i + 1) / W;
     long steps = (hi - lo + B - 1) / B;
@@ -214,6 +284,7 @@ int dist_ps_work(dist_ctx *c, float *center, const dist_ps_start *start, long co
     dist_msg done = {.kind = DIST_MSG_DONE, .commits = w.commits,
                      .sums = {c->comm_s, c->train_s}};
     dist_worker_send(&w, &done, NULL);
+    dist_worker_device_free(&w);
     free(w.x);
     free(w.anchor);
     free(w.velocity);

@@ -3,7 +3,10 @@
  * the global-batch mean with and without overlap and for an empty shard;
  * checkpoints round-trip bit-exactly and refuse truncated files and other
  * trainers' files; metric sums of given outputs match hand-computed
- * values. */
+ * values; the rank shares that weight each rank's gradient give the
+ * global-batch mean; the NCCL bucket plan of the device path cuts the
+ * gradient buffer exactly where the MPI path does; a CPU rank never takes
+ * the device path. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -118,11 +121,111 @@ static void test_exchange_overlapped(void **state)
     check_exchange(state, true, 1e-5);
 }
 
+/* Per-sample "gradients" g_j of a global batch split over ranks as the
+ * allreduce trainer splits it (B each, the last rank short, one empty):
+ * sum_r share_r * mean_r must be the mean over all samples. */
+static void test_rank_share(void **state)
+{
+    (void)state;
+    enum { RANKS = 4, B = 32 };
+    const int batch[RANKS] = {B, B, 6, 0};
+    long total = 0;
+    for (int r = 0; r < RANKS; r++)
+        total += batch[r];
+    double global = 0.0, weighted = 0.0, shares = 0.0;
+    int j = 0;
+    for (int r = 0; r < RANKS; r++) {
+        double sum = 0.0;
+        for (int i = 0; i < batch[r]; i++, j++) {
+            double g = sin(0.7 * j) + 0.01 * j;
+            sum += g;
+            global += g;
+        }
+        float share = dist_rank_share(batch[r], total);
+        assert_true(share >= 0.0f && share <= 1.0f);
+        shares += share;
+        if (batch[r] > 0)
+            weighted += share * (sum / batch[r]);
+        else
+            assert_true(share == 0.0f);
+    }
+    global /= (double)total;
+    assert_true(fabs(shares - 1.0) < 1e-6);
+    assert_true(fabs(weighted - global) < 1e-6 * (1.0 + fabs(global)));
+    /* A step with no samples anywhere scales by 0, not NaN. */
+    assert_true(dist_rank_share(0, 0) == 0.0f);
+    assert_true(dist_rank_share(B, B) == 1.0f);
+}
+
+/* The NCCL plan (gpu_bucket.h on dist_param_spans) and the MPI plan
+ * (dist_grad.c) must cut the same buckets in the same launch order: the
+ * two paths are meant to be the same computation. Sizes chosen for the
+ * fixture's layers (91, 14, 40, 18 floats): one bucket, one per layer,
+ * and a mix (65 floats: the two last dense layers share one). */
+static void test_gpu_plan_matches_mpi(void **state)
+{
+    fixture *f = *state;
+    const model *m = f->m;
+    gpu_param_span spans[16];
+    assert_true(m->n_layers <= 16);
+    dist_param_spans(m, spans);
+    long covered = 0;
+    for (int i = 0; i < m->n_layers; i++) {
+        if (spans[i].count == 0)
+            continue;
+        assert_int_equal(spans[i].offset, covered);
+        covered += spans[i].count;
+    }
+    assert_int_equal(covered, m->n_params);
+
+    const double sizes[] = {4.0, 1e-5, 65.0 * 4 / (1024.0 * 1024.0)};
+    const int expect_buckets[] = {1, 4, 3};
+    for (size_t t = 0; t < sizeof sizes / sizeof *sizes; t++) {
+        gpu_bucket_plan plan;
+        char err[256];
+        assert_true(dist_gpu_plan(m, sizes[t], &plan, err, sizeof err));
+        dist_grad *g = dist_grad_create(f->m, MPI_COMM_SELF, sizes[t], false);
+        assert_non_null(g);
+        assert_int_equal(plan.n_buckets, expect_buckets[t]);
+        assert_int_equal(dist_grad_buckets(g), plan.n_buckets);
+        for (int k = 0; k < plan.n_buckets; k++) {
+            long lo, hi;
+            dist_grad_bucket(g, k, &lo, &hi);
+            assert_int_equal(plan.buckets[k].offset, lo);
+            assert_int_equal(plan.buckets[k].offset + plan.buckets[k].count, hi);
+        }
+        /* Every layer with parameters is in the bucket that holds its
+         * span; the others in none. */
+        for (int i = 0; i < m->n_layers; i++) {
+            int b = plan.bucket_of[i];
+            if (spans[i].count == 0) {
+                assert_int_equal(b, -1);
+                continue;
+            }
+            assert_true(b >= 0 && b < plan.n_buckets);
+            assert_true(spans[i].offset >= plan.buckets[b].offset);
+            assert_true(spans[i].offset + spans[i].count <=
+                        plan.buckets[b].offset + plan.buckets[b].count);
+        }
+        dist_grad_free(g);
+        gpu_bucket_plan_free(&plan);
+    }
+}
+
 static dist_ctx make_ctx(fixture *f, const dist_options *opt)
 {
     dist_ctx c = {.spec = f->spec, .opt = opt, .comm = MPI_COMM_SELF, .rank = 0, .size = 1,
                   .workers = 1, .be = f->be, .m = f->m};
     return c;
+}
+
+/* A rank on the CPU backend keeps the MPI path, in every build. */
+static void test_cpu_rank_stays_on_mpi(void **state)
+{
+    fixture *f = *state;
+    dist_options opt = {0};
+    dist_ctx c = make_ctx(f, &opt);
+    assert_false(dist_gpu_wanted(&c));
 }
 
 static void test_checkpoint_round_trip(void **state)
@@ -240,6 +343,9 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_exchange_blocking_one_bucket, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exchange_blocking_many_buckets, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exchange_overlapped, setup, teardown),
+        cmocka_unit_test(test_rank_share),
+        cmocka_unit_test_setup_teardown(test_gpu_plan_matches_mpi, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cpu_rank_stays_on_mpi, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_output_sums, setup, teardown),
     };

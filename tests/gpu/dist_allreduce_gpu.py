@@ -1,0 +1,124 @@
+#!/usr/bin/python3
+"""The allreduce trainer on two GPUs (NCCL gradient exchange, device
+optimizer) against the same job on the CPU (MPI_Allreduce, host
+optimizer): `mpirun -np 2 punch-train` on a small Fashion-MNIST subset.
+
+Usage: dist_allreduce_gpu.py PUNCH_TRAIN TEST_GPU_NCCL. Skips (77, with
+the reason) where fewer than two CUDA devices are usable: NCCL cannot put
+two ranks on one device. Checks, on a device:
+- GPU weights equal the CPU run's within the training-run tolerance of
+  test_gpu_vs_cpu.c (rtol 1e-3, atol 1e-4), and so do the epoch losses;
+  the global batch leaves a last step of 4 samples, so one rank
+  contributes an empty share;
+- every rank holds bit-identical weights after every step
+  (PUNCH_DIST_CHECK_SYNC);
+- bucketed with overlap (the default) equals bucketed without
+  (PUNCH_DIST_OVERLAP=0) and one bucket;
+- --resume from the epoch-1 checkpoint (device optimizer state saved and
+  loaded in optim.h's layout) equals the uninterrupted run."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+DATASETS = "/usr/share/datasets"
+RTOL, ATOL = 1e-3, 1e-4
+
+
+def fail(msg):
+    print("FAIL: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def job(gpus, epochs=2, bucket_mb=0.05):
+    # 1000 samples, 10% validation: 900 / (2 x 32) leaves a last step of 4.
+    return {"name": "gpu-allreduce", "model": "mlp",
+            "data": {"format": "idx", "train": "fashion-mnist/train",
+                     "test": "fashion-mnist/t10k", "train_samples": 1000,
+                     "test_samples": 500, "validation_split": 0.1},
+            "training": {"epochs": epochs, "batch_size": 32, "seed": 5,
+                         "optimizer": {"name": "adam"}},
+            "distributed": {"trainer": "allreduce", "workers": 2, "bucket_mb": bucket_mb},
+            "resources": {"gpus": gpus, "threads_per_worker": 1}}
+
+
+def run(punch_train, tmp, name, spec, env=None, resume=False, out=None):
+    path = os.path.join(tmp, name + ".json")
+    with open(path, "w") as f:
+        json.dump(spec, f)
+    out = out or os.path.join(tmp, name)
+    env = dict(env or {})
+    env.setdefault("NCCL_SOCKET_IFNAME", os.environ.get("NCCL_SOCKET_IFNAME", "lo"))
+    cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", "2"]
+    for k in env:
+        cmd += ["-x", k]
+    cmd += [punch_train, path, "--out", out, "--datasets", DATASETS]
+    if resume:
+        cmd.append("--resume")
+    p = subprocess.run(cmd, env={**os.environ, **env}, capture_output=True, text=True,
+                       timeout=150)
+    if p.returncode != 0:
+        fail("%s exited %d:\n%s" % (" ".join(cmd), p.returncode, p.stderr[-3000:]))
+    return out, p
+
+
+def weights(out):
+    with np.load(os.path.join(out, "weights.npz")) as z:
+        return {k: z[k].copy() for k in z.files}
+
+
+def losses(out):
+    with open(os.path.join(out, "history.json")) as f:
+        h = json.load(f)
+    return np.array(h["loss"], dtype=np.float64)
+
+
+def expect_close(what, a, b, rtol=RTOL, atol=ATOL):
+    if sorted(a) != sorted(b):
+        fail("%s: different tensors %s vs %s" % (what, sorted(a), sorted(b)))
+    for k in a:
+        if not np.allclose(a[k], b[k], rtol=rtol, atol=atol):
+            d = float(np.abs(a[k] - b[k]).max())
+            fail("%s: %s differs by up to %g (rtol %g, atol %g)" % (what, k, d, rtol, atol))
+
+
+def main():
+    punch_train, probe = sys.argv[1], sys.argv[2]
+    p = subprocess.run([probe, "--probe"], capture_output=True, text=True)
+    if p.returncode != 0:
+        print((p.stdout + p.stderr).strip() or "SKIP: no CUDA device")
+        sys.exit(p.returncode)
+    tmp = tempfile.mkdtemp(prefix="gpu-allreduce-")
+    try:
+        cpu, _ = run(punch_train, tmp, "cpu", job(0))
+        gpu, p = run(punch_train, tmp, "gpu", job(1), {"PUNCH_DIST_CHECK_SYNC": "1"})
+        if "weights identical on all 2 ranks" not in p.stderr:
+            fail("no per-step identity check on the GPU run:\n" + p.stderr[-2000:])
+        expect_close("GPU vs CPU allreduce", weights(gpu), weights(cpu))
+        lg, lc = losses(gpu), losses(cpu)
+        if not np.allclose(lg, lc, rtol=RTOL):
+            fail("epoch losses GPU %s vs CPU %s" % (lg, lc))
+        print("GPU vs CPU allreduce: weights and losses within rtol %g atol %g" % (RTOL, ATOL))
+
+        flat, _ = run(punch_train, tmp, "gpu-no-overlap", job(1), {"PUNCH_DIST_OVERLAP": "0"})
+        expect_close("overlapped vs not", weights(gpu), weights(flat), 1e-6, 1e-7)
+        one, _ = run(punch_train, tmp, "gpu-one-bucket", job(1, bucket_mb=64))
+        expect_close("many buckets vs one", weights(gpu), weights(one), 1e-6, 1e-7)
+
+        part = os.path.join(tmp, "resumed")
+        run(punch_train, tmp, "gpu-1epoch", job(1, epochs=1), out=part)
+        run(punch_train, tmp, "gpu-resume", job(1), resume=True, out=part)
+        expect_close("resumed vs uninterrupted", weights(gpu), weights(part), 1e-6, 1e-7)
+        if len(losses(part)) != 2:
+            fail("resumed history has %d epochs, expected 2" % len(losses(part)))
+        print("overlap, bucket size and --resume leave the GPU result unchanged")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
