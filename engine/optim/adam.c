@@ -27,6 +27,7 @@ static inline void adam_block(float *restrict p, const float *restrict g, float 
         p[k] -= c->lr_t * mk[k] / (root[k] + c->eps);
 }
 
+OPTIM_CLONES
 void optim_adam_step(optimizer *o, float *restrict params, const float *restrict grads,
                      long begin, long end, optim_coeffs oc)
 {

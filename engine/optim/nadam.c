@@ -48,6 +48,7 @@ float optim_nadam_schedule_next(const optimizer *o)
     return (float)((double)o->m_schedule * nadam_momentum(o->cfg.beta1, t));
 }
 
+OPTIM_CLONES
 void optim_nadam_step(optimizer *o, float *restrict params, const float *restrict grads,
                       long begin, long end, optim_coeffs oc)
 {

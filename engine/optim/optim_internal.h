@@ -1,14 +1,12 @@
 /* optim_internal.h — what the optimizer files share: the optimizer object,
  * one step kernel per algorithm, and the blocking that keeps those kernels
- * vectorized at -O2.
+ * vectorized.
  *
- * Why blocks: GCC at -O2 only vectorizes a loop whose trip count is a known
- * multiple of the vector width, and never one that calls sqrtf while
- * -fmath-errno is on (the default). Each kernel therefore walks the buffer
- * in OPTIM_BLOCK-element blocks (an inner loop of constant length, which
- * vectorizes once the block function is inlined with len == OPTIM_BLOCK),
- * takes square roots with optim_sqrt_block (packed SSE where available),
- * and finishes with one shorter block. Every element sees the same float
+ * Why blocks: each kernel walks its range in OPTIM_BLOCK-element blocks (an
+ * inner loop of constant length, one AVX-512 vector, which vectorizes once
+ * the block function is inlined with len == OPTIM_BLOCK; -O2 vectorizes
+ * nothing else), takes square roots with optim_sqrt_block, and finishes
+ * with one shorter block. Every element sees the same float
  * operations in the same order either way, so results do not depend on
  * where a block starts. */
 #ifndef PUNCH_OPTIM_INTERNAL_H
@@ -18,11 +16,8 @@
 
 #include "optim.h"
 
-#if defined(__SSE__)
-#include <xmmintrin.h>
-#endif
 
-#define OPTIM_BLOCK 8
+#define OPTIM_BLOCK 16
 
 struct optimizer {
     spec_optimizer cfg;
@@ -39,21 +34,25 @@ typedef struct optim_coeffs {
     float wd;  /* weight_decay */
 } optim_coeffs;
 
-/* sqrt of x[0 .. len-1] in place, len <= OPTIM_BLOCK. Inlined with
- * len == OPTIM_BLOCK it becomes packed square roots; _mm_sqrt_ps and sqrtf
- * are both correctly rounded, so either path gives the same bits. */
+/* sqrt of x[0 .. len-1] in place, len <= OPTIM_BLOCK. The engine builds
+ * with -fno-math-errno, so this loop becomes packed square roots; sqrtf
+ * and the packed instructions are both correctly rounded, so either way
+ * gives the same bits. */
 static inline void optim_sqrt_block(float *x /* (len) */, int len)
 {
-#if defined(__SSE__)
-    if (len == OPTIM_BLOCK) {
-        for (int k = 0; k < OPTIM_BLOCK; k += 4)
-            _mm_storeu_ps(x + k, _mm_sqrt_ps(_mm_loadu_ps(x + k)));
-        return;
-    }
-#endif
     for (int k = 0; k < len; k++)
         x[k] = sqrtf(x[k]);
 }
+
+/* The step kernels are compiled for AVX-512 and AVX2 besides the baseline
+ * and picked at load time (as the CPU backend's hot loops). The build is
+ * ISO C, without floating-point contraction, so every clone performs the
+ * same float operations and gives the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
+#define OPTIM_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define OPTIM_CLONES
+#endif
 
 /* The step kernels: update params[begin, end) in place from grads and the
  * optimizer's slots (params and grads are the whole buffers). The

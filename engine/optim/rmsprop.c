@@ -22,6 +22,7 @@ static inline void rmsprop_block(float *restrict p, const float *restrict g,
         p[k] -= c->lr * gk[k] / (root[k] + c->eps);
 }
 
+OPTIM_CLONES
 void optim_rmsprop_step(optimizer *o, float *restrict params, const float *restrict grads,
                         long begin, long end, optim_coeffs oc)
 {

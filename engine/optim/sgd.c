@@ -32,6 +32,7 @@ static inline void sgd_momentum_block(float *restrict p, const float *restrict g
     }
 }
 
+OPTIM_CLONES
 void optim_sgd_step(optimizer *o, float *restrict params, const float *restrict grads,
                     long begin, long end, optim_coeffs oc)
 {
