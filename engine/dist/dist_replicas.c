@@ -12,12 +12,16 @@
  * initial weights and its data order, and trains on the whole training set.
  * Validation and test metrics are those of the members' mean prediction;
  * every member's weights are saved as weights.member-K.safetensors, and
- * member 0's also as weights.safetensors / weights.npz. */
+ * member 0's also as weights.safetensors / weights.npz.
+ *
+ * On a CUDA device the optimizer and its state live there (gpu.h), in
+ * optim.h's checkpoint layout: a step never leaves the device. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dist/dist_internal.h"
+#include "gpu/gpu.h"
 
 typedef struct dist_rep {
     dist_ctx *c;
@@ -27,6 +31,7 @@ typedef struct dist_rep {
     long steps;
     long n_optim;
     float *ostate;
+    gpu_optim *dev_optim;   /* CUDA backends: the optimizer on the device */
 } dist_rep;
 
 static void dist_rep_plan(dist_rep *r)
@@ -57,7 +62,10 @@ static void dist_rep_gather(dist_rep *r, float *all_params, float *all_state, bo
     DIST_MPI(MPI_Gather(c->host_state, (int)c->m->n_state, MPI_FLOAT, all_state,
                         (int)c->m->n_state, MPI_FLOAT, 0, c->comm));
     if (with_optim) {
-        optim_state_save(c->optim, r->ostate);
+        if (r->dev_optim)
+            gpu_optim_state_save(r->dev_optim, r->ostate);
+        else
+            optim_state_save(c->optim, r->ostate);
         DIST_MPI(MPI_Gather(r->ostate, (int)r->n_optim, MPI_FLOAT, all_optim, (int)r->n_optim,
                             MPI_FLOAT, 0, c->comm));
     }
@@ -135,7 +143,10 @@ static int dist_rep_resume(dist_rep *r)
     model_set_state(c->m, c->host_state);
     if (!optim_state_valid(c->optim, r->ostate, no))
         dist_die("--resume: the checkpoint's optimizer state does not fit this job");
-    optim_state_load(c->optim, r->ostate);
+    if (r->dev_optim)
+        gpu_optim_state_load(r->dev_optim, r->ostate);
+    else
+        optim_state_load(c->optim, r->ostate);
     c->global_step = (uint64_t)head[1];
     return (int)head[0];
 }
@@ -207,7 +218,10 @@ static void dist_rep_epoch(dist_rep *r, int epoch, float lr, dist_sums *run, dou
         double loss = model_loss(c->m, b, &bm);
         dist_sums_add_batch(run, loss, &bm, b);
         model_backward(c->m, b);
-        model_optimizer_step(c->m, c->optim, lr);
+        if (r->dev_optim)
+            gpu_optim_step(r->dev_optim, c->m->params, c->m->grads, lr);
+        else
+            model_optimizer_step(c->m, c->optim, lr);
         c->global_step++;
         dist_watchdog_tick("training");
         if (c->rank == 0)
@@ -265,6 +279,15 @@ int dist_run_replicas(dist_ctx *c)
         dist_die("out of memory");
     for (int k = 0; k < c->size; k++)
         ranks[k] = k;
+    if (!c->be->host_memory && gpu_built()) {
+        r.dev_optim = gpu_optim_create(c->be, &s->training.optimizer, c->m->n_params, err,
+                                       sizeof err);
+        if (!r.dev_optim)
+            dist_die("%s", err);
+        if (gpu_optim_state_floats(r.dev_optim) != r.n_optim)
+            dist_die("the device optimizer's state (%ld floats) does not match the checkpoint "
+                     "layout (%ld floats)", gpu_optim_state_floats(r.dev_optim), r.n_optim);
+    }
     dist_rep_plan(&r);
     if (model_init_params(c->m, r.seed, err, sizeof err) < 0)
         dist_die("%s", err);
@@ -311,6 +334,7 @@ int dist_run_replicas(dist_ctx *c)
     c->train_s = MPI_Wtime() - t_train;
     dist_sync_report_times(c);
     dist_rep_finish(&r);
+    gpu_optim_free(r.dev_optim);
     free(r.ostate);
     free(per);
     free(ranks);

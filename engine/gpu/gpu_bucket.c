@@ -1,4 +1,5 @@
-/* gpu_bucket.c — the allreduce bucketing plan; see gpu_bucket.h. */
+/* gpu_bucket.c — the allreduce bucketing plan and the per-step launch
+ * bookkeeping; see gpu_bucket.h. */
 #include "gpu/gpu_bucket.h"
 
 #include <stdio.h>
@@ -85,4 +86,44 @@ void gpu_bucket_plan_free(gpu_bucket_plan *plan)
     free(plan->buckets);
     free(plan->bucket_of);
     memset(plan, 0, sizeof *plan);
+}
+
+bool gpu_bucket_progress_begin(gpu_bucket_progress *p, const gpu_bucket_plan *plan)
+{
+    p->plan = plan;
+    p->next = 0;
+    if (plan->n_buckets > p->cap) {
+        int *q = realloc(p->pending, (size_t)plan->n_buckets * sizeof *q);
+        if (!q)
+            return false;
+        p->pending = q;
+        p->cap = plan->n_buckets;
+    }
+    for (int b = 0; b < plan->n_buckets; b++)
+        p->pending[b] = plan->buckets[b].n_param_layers;
+    return true;
+}
+
+void gpu_bucket_progress_layer_done(gpu_bucket_progress *p, int layer)
+{
+    if (!p->plan || layer < 0 || layer >= p->plan->n_layers)
+        return;
+    int b = p->plan->bucket_of[layer];
+    if (b >= 0 && p->pending[b] > 0)
+        p->pending[b]--;
+}
+
+int gpu_bucket_progress_next(gpu_bucket_progress *p, bool all)
+{
+    if (!p->plan || p->next >= p->plan->n_buckets)
+        return -1;
+    if (!all && p->pending[p->next] > 0)
+        return -1;
+    return p->next++;
+}
+
+void gpu_bucket_progress_free(gpu_bucket_progress *p)
+{
+    free(p->pending);
+    memset(p, 0, sizeof *p);
 }

@@ -53,4 +53,27 @@ void gpu_bucket_plan_free(gpu_bucket_plan *plan);
 /* bucket_mb (MiB, from spec->distributed) as floats, at least 1. */
 long gpu_bucket_floats(double bucket_mb);
 
+/* The launch bookkeeping of one step. NCCL needs the same sequence of
+ * collectives on every rank, so buckets go out strictly in plan order,
+ * each once every layer in it has finished backward, whatever order the
+ * layers report in. */
+typedef struct gpu_bucket_progress {
+    const gpu_bucket_plan *plan;
+    int *pending;       /* per bucket: layers still in backward */
+    int cap;            /* allocated entries (grows, never shrinks) */
+    int next;           /* the next bucket to launch */
+} gpu_bucket_progress;
+
+/* Starts a step of `plan` (which must outlive it). Allocates only when
+ * the plan has more buckets than any before; false when that fails. */
+bool gpu_bucket_progress_begin(gpu_bucket_progress *p, const gpu_bucket_plan *plan);
+/* Layer `layer` has finished backward; report each layer once per step
+ * (out-of-range layers and layers without parameters are ignored). */
+void gpu_bucket_progress_layer_done(gpu_bucket_progress *p, int layer);
+/* The next bucket to launch now, advancing past it, or -1 when the next
+ * one in plan order still waits for a layer. With `all` (the end of the
+ * backward pass) every remaining bucket is returned in order. */
+int gpu_bucket_progress_next(gpu_bucket_progress *p, bool all);
+void gpu_bucket_progress_free(gpu_bucket_progress *p);
+
 #endif

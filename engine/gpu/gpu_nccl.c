@@ -24,11 +24,8 @@ struct gpu_comm {
     cudaEvent_t reduced;        /* NCCL stream finished its buckets */
     int ranks;
     /* The step in progress (between begin and end). */
-    const gpu_bucket_plan *plan;
+    gpu_bucket_progress progress;
     float *grads;
-    int *pending;               /* per bucket: layers still in backward */
-    int pending_cap;            /* allocated entries (grows, never shrinks) */
-    int next;                   /* next bucket to launch */
     ncclRedOp_t op;
 };
 
@@ -98,7 +95,7 @@ void gpu_comm_free(gpu_comm *c)
         GPU_CHECK(cudaEventDestroy(c->reduced));
     if (c->stream)
         GPU_CHECK(cudaStreamDestroy(c->stream));
-    free(c->pending);
+    gpu_bucket_progress_free(&c->progress);
     free(c);
 }
 
@@ -113,30 +110,21 @@ void gpu_comm_allreduce(gpu_comm *c, float *buf, long n, gpu_reduce_op op)
 void gpu_comm_begin(gpu_comm *c, const gpu_bucket_plan *plan, float *grads,
                     gpu_reduce_op op)
 {
-    c->plan = plan;
     c->grads = grads;
     c->op = gpu_comm_op(op);
-    c->next = 0;
     /* Allocates on the first step of a plan only: steady-state steps
      * reuse the counters. */
-    if (plan->n_buckets > c->pending_cap) {
-        int *p = realloc(c->pending, (size_t)plan->n_buckets * sizeof *p);
-        if (!p) {
-            fprintf(stderr, "punch-train: nccl: out of host memory\n");
-            exit(EXIT_FAILURE);
-        }
-        c->pending = p;
-        c->pending_cap = plan->n_buckets;
+    if (!gpu_bucket_progress_begin(&c->progress, plan)) {
+        fprintf(stderr, "punch-train: nccl: out of host memory\n");
+        exit(EXIT_FAILURE);
     }
-    for (int b = 0; b < plan->n_buckets; b++)
-        c->pending[b] = plan->buckets[b].n_param_layers;
 }
 
-/* Queues bucket c->next on the NCCL stream behind the compute stream's
- * current position. */
-static void gpu_comm_launch_next(gpu_comm *c)
+/* Queues bucket k on the NCCL stream behind the compute stream's current
+ * position. */
+static void gpu_comm_launch(gpu_comm *c, int k)
 {
-    const gpu_bucket *b = &c->plan->buckets[c->next++];
+    const gpu_bucket *b = &c->progress.plan->buckets[k];
     GPU_MUST(cudaEventRecord(c->grads_ready, gpu_ctx_of(c->be)->stream));
     GPU_MUST(cudaStreamWaitEvent(c->stream, c->grads_ready, 0));
     float *p = c->grads + b->offset;
@@ -145,24 +133,19 @@ static void gpu_comm_launch_next(gpu_comm *c)
 
 void gpu_comm_layer_done(gpu_comm *c, int layer)
 {
-    if (!c->plan || layer < 0 || layer >= c->plan->n_layers)
-        return;
-    int b = c->plan->bucket_of[layer];
-    if (b < 0 || c->pending[b] <= 0)
-        return;
-    c->pending[b]--;
-    while (c->next < c->plan->n_buckets && c->pending[c->next] == 0)
-        gpu_comm_launch_next(c);
+    gpu_bucket_progress_layer_done(&c->progress, layer);
+    for (int k; (k = gpu_bucket_progress_next(&c->progress, false)) >= 0;)
+        gpu_comm_launch(c, k);
 }
 
 void gpu_comm_end(gpu_comm *c)
 {
-    if (!c->plan)
+    if (!c->progress.plan)
         return;
-    while (c->next < c->plan->n_buckets)
-        gpu_comm_launch_next(c);
+    for (int k; (k = gpu_bucket_progress_next(&c->progress, true)) >= 0;)
+        gpu_comm_launch(c, k);
     GPU_MUST(cudaEventRecord(c->reduced, c->stream));
     GPU_MUST(cudaStreamWaitEvent(gpu_ctx_of(c->be)->stream, c->reduced, 0));
-    c->plan = NULL;
+    c->progress.plan = NULL;
     c->grads = NULL;
 }

@@ -5,8 +5,9 @@
  * trainers' files; metric sums of given outputs match hand-computed
  * values; the rank shares that weight each rank's gradient give the
  * global-batch mean; the NCCL bucket plan of the device path cuts the
- * gradient buffer exactly where the MPI path does; a CPU rank never takes
- * the device path. */
+ * gradient buffer exactly where the MPI path does, and driven by
+ * model_backward_hooked launches each bucket in order once its gradients
+ * are final; a CPU rank never takes the device path. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -212,6 +213,59 @@ static void test_gpu_plan_matches_mpi(void **state)
     }
 }
 
+/* The device path's overlap, driven on the CPU: model_backward_hooked
+ * reports layers, the NCCL plan's bookkeeping says which buckets may go
+ * out. Every bucket must go out exactly once, in plan order, during the
+ * backward pass, and when it does its gradients must already be final. */
+typedef struct launch_log {
+    gpu_bucket_progress p;
+    const gpu_bucket_plan *plan;
+    const model *m;
+    const float *final;
+    int launched;
+} launch_log;
+
+static void launch_hook(void *ctx, int i)
+{
+    launch_log *log = ctx;
+    gpu_bucket_progress_layer_done(&log->p, i);
+    for (int k; (k = gpu_bucket_progress_next(&log->p, false)) >= 0;) {
+        assert_int_equal(k, log->launched);
+        const gpu_bucket *b = &log->plan->buckets[k];
+        assert_memory_equal(log->m->grads + b->offset, log->final + b->offset,
+                            (size_t)b->count * sizeof(float));
+        log->launched++;
+    }
+}
+
+static void test_overlap_launches_final_buckets(void **state)
+{
+    fixture *f = *state;
+    long n = f->m->n_params;
+    float *final = malloc((size_t)n * sizeof *final);
+    forward(f);
+    model_backward(f->m, 8);
+    memcpy(final, f->m->grads, (size_t)n * sizeof *final);
+    const double sizes[] = {4.0, 1e-5, 65.0 * 4 / (1024.0 * 1024.0)};
+    for (size_t t = 0; t < sizeof sizes / sizeof *sizes; t++) {
+        gpu_bucket_plan plan;
+        char err[256];
+        assert_true(dist_gpu_plan(f->m, sizes[t], &plan, err, sizeof err));
+        launch_log log = {.plan = &plan, .m = f->m, .final = final};
+        assert_true(gpu_bucket_progress_begin(&log.p, &plan));
+        /* Stale gradients: a bucket launched early would be caught. */
+        for (long i = 0; i < n; i++)
+            f->m->grads[i] = -1e30f;
+        forward(f);
+        model_backward_hooked(f->m, 8, launch_hook, &log);
+        assert_int_equal(log.launched, plan.n_buckets);
+        assert_int_equal(gpu_bucket_progress_next(&log.p, true), -1);
+        gpu_bucket_progress_free(&log.p);
+        gpu_bucket_plan_free(&plan);
+    }
+    free(final);
+}
+
 static dist_ctx make_ctx(fixture *f, const dist_options *opt)
 {
     dist_ctx c = {.spec = f->spec, .opt = opt, .comm = MPI_COMM_SELF, .rank = 0, .size = 1,
@@ -345,6 +399,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_exchange_overlapped, setup, teardown),
         cmocka_unit_test(test_rank_share),
         cmocka_unit_test_setup_teardown(test_gpu_plan_matches_mpi, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_overlap_launches_final_buckets, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cpu_rank_stays_on_mpi, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_output_sums, setup, teardown),

@@ -148,6 +148,61 @@ static void check_plan_invariants(const gpu_param_span *spans, int n, long limit
             assert_int_equal(p->bucket_of[i], -1);
 }
 
+/* The launch order of one step: strictly plan order, a bucket only once
+ * all its layers are done, whatever order they report in; at the end every
+ * remaining bucket goes out; a second step reuses the counters. */
+static void test_bucket_progress(void **state)
+{
+    (void)state;
+    const gpu_param_span spans[] = {
+        {0, 100}, {100, 0}, {100, 300}, {400, 50}, {450, 500},
+    };
+    gpu_bucket_plan plan;
+    char err[256];
+    assert_true(gpu_bucket_plan_build(spans, 5, 400, &plan, err, sizeof err));
+    /* Buckets: 0 = {4}, 1 = {2, 3}, 2 = {0}. */
+    gpu_bucket_progress p = {0};
+    assert_int_equal(gpu_bucket_progress_next(&p, true), -1); /* before any step */
+
+    /* Backward order, as model_backward_hooked reports. */
+    assert_true(gpu_bucket_progress_begin(&p, &plan));
+    gpu_bucket_progress_layer_done(&p, 4);
+    assert_int_equal(gpu_bucket_progress_next(&p, false), 0);
+    assert_int_equal(gpu_bucket_progress_next(&p, false), -1);
+    gpu_bucket_progress_layer_done(&p, 3);
+    assert_int_equal(gpu_bucket_progress_next(&p, false), -1); /* 2 still running */
+    gpu_bucket_progress_layer_done(&p, 2);
+    gpu_bucket_progress_layer_done(&p, 1);                     /* no parameters */
+    assert_int_equal(gpu_bucket_progress_next(&p, false), 1);
+    assert_int_equal(gpu_bucket_progress_next(&p, false), -1);
+    gpu_bucket_progress_layer_done(&p, 0);
+    assert_int_equal(gpu_bucket_progress_next(&p, false), 2);
+    assert_int_equal(gpu_bucket_progress_next(&p, true), -1);
+
+    /* Out of order: bucket 2's layer first must not overtake 0 and 1. */
+    assert_true(gpu_bucket_progress_begin(&p, &plan));
+    gpu_bucket_progress_layer_done(&p, 0);
+    gpu_bucket_progress_layer_done(&p, 3);
+    gpu_bucket_progress_layer_done(&p, 7);                     /* out of range */
+    gpu_bucket_progress_layer_done(&p, -1);
+    assert_int_equal(gpu_bucket_progress_next(&p, false), -1);
+    gpu_bucket_progress_layer_done(&p, 4);
+    assert_int_equal(gpu_bucket_progress_next(&p, false), 0);
+    assert_int_equal(gpu_bucket_progress_next(&p, false), -1);
+    /* The end of backward launches the rest, in order. */
+    assert_int_equal(gpu_bucket_progress_next(&p, true), 1);
+    assert_int_equal(gpu_bucket_progress_next(&p, true), 2);
+    assert_int_equal(gpu_bucket_progress_next(&p, true), -1);
+
+    /* No layer reported at all (a rank without samples). */
+    assert_true(gpu_bucket_progress_begin(&p, &plan));
+    for (int k = 0; k < plan.n_buckets; k++)
+        assert_int_equal(gpu_bucket_progress_next(&p, true), k);
+    assert_int_equal(gpu_bucket_progress_next(&p, true), -1);
+    gpu_bucket_progress_free(&p);
+    gpu_bucket_plan_free(&plan);
+}
+
 static void test_bucket_plan(void **state)
 {
     (void)state;
@@ -579,6 +634,7 @@ int main(void)
         cmocka_unit_test(test_visible_devices),
         cmocka_unit_test(test_device_choose),
         cmocka_unit_test(test_bucket_plan),
+        cmocka_unit_test(test_bucket_progress),
         cmocka_unit_test(test_bucket_plan_random),
         cmocka_unit_test(test_bucket_plan_errors),
         cmocka_unit_test(test_conv_plan),
