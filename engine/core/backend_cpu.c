@@ -171,6 +171,22 @@ static void cpu_scale(backend *be, long n, float alpha, float *x)
 /* ---- activations ----------------------------------------------------- */
 
 CPU_SIMD_CLONES
+float cpu_sum(const float *x, long n)
+{
+    float lane[16] = {0};
+    long i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++)
+            lane[j] += x[i + j];
+    for (int j = 0; i < n; i++, j++)
+        lane[j] += x[i];
+    float s = 0.0f;
+    for (int j = 0; j < 16; j++)
+        s += lane[j];
+    return s;
+}
+
+CPU_SIMD_CLONES
 void cpu_activate(spec_activation act, float *y, long n)
 {
     switch (act) {

@@ -33,6 +33,10 @@ void cpu_sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
                const float *a, int lda, const float *b, int ldb, float beta,
                float *c, int ldc);
 
+/* Sum of x[0 .. n-1] in a fixed order that vectorises: 16 running lanes
+ * (lane j takes the elements i = j mod 16), then the lanes in order. */
+float cpu_sum(const float *x, long n);
+
 /* In-place activation of `n` contiguous values (not softmax). */
 void cpu_activate(spec_activation act, float *y, long n);
 /* In-place softmax of one row of n values. */

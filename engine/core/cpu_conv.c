@@ -110,8 +110,12 @@ static void conv_col2im(const conv2d_desc *d, const float *col, float *dx)
                         continue;
                     const float *src = row + (long)oy * d->ow;
                     float *dst = xc + (long)iy * d->w + off;
-                    for (int ox = lo; ox < hi; ox++)
-                        dst[(long)ox * d->stride_w] += src[ox];
+                    if (d->stride_w == 1) /* its own loop, so it vectorises */
+                        for (int ox = lo; ox < hi; ox++)
+                            dst[ox] += src[ox];
+                    else
+                        for (int ox = lo; ox < hi; ox++)
+                            dst[(long)ox * d->stride_w] += src[ox];
                 }
             }
         }
@@ -206,13 +210,8 @@ static void conv_backward_chunk(void *ctx, long begin, long end, int tid)
         /* dw (k, ckk) += dz_b (k, ohw) @ col^T (ohw, ckk) */
         cpu_sgemm(false, true, d->k, (int)ckk, (int)ohw, 1.0f, dzb, (int)ohw, src, (int)ohw,
                   1.0f, dw, (int)ckk);
-        for (int k = 0; k < d->k; k++) {
-            const float *g = dzb + k * ohw;
-            float s = 0.0f;
-            for (long i = 0; i < ohw; i++)
-                s += g[i];
-            db[k] += s;
-        }
+        for (int k = 0; k < d->k; k++)
+            db[k] += cpu_sum(dzb + k * ohw, ohw);
         if (!j->dx)
             continue;
         float *dxb = j->dx + b * xsize;

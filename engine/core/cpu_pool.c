@@ -66,35 +66,43 @@ static void pool_forward_2x2(const pool2d_desc *d, const float *x, float *y)
     }
 }
 
-/* dx of one plane, already zeroed or holding what to add to. */
-static void pool_backward_2x2(const pool2d_desc *d, const float *x, const float *y,
-                              const float *dy, float *dx)
+/* dx of one plane, already zeroed or holding what to add to. Branch-free
+ * (every input of a window gets g or 0), so the loops vectorise; adding
+ * 0 leaves a value unchanged. */
+static inline void pool_backward_2x2(const pool2d_desc *d, const float *x, const float *y,
+                                     const float *dy, float *dx)
 {
     for (int oy = 0; oy < d->oh; oy++) {
-        long o0 = (long)(2 * oy) * d->w, o1 = o0 + d->w;
-        for (int ox = 0; ox < d->ow; ox++) {
-            long i = oy * d->ow + ox;
-            long c0 = 2 * ox;
-            float g = dy[i];
-            if (d->mode == POOL_AVG) {
-                g *= 0.25f;
-                dx[o0 + c0] += g;
-                dx[o0 + c0 + 1] += g;
-                dx[o1 + c0] += g;
-                dx[o1 + c0 + 1] += g;
-                continue;
+        const float *x0 = x + (long)(2 * oy) * d->w, *x1 = x0 + d->w;
+        float *restrict d0 = dx + (long)(2 * oy) * d->w;
+        float *restrict d1 = d0 + d->w;
+        const float *ym = y + (long)oy * d->ow, *g = dy + (long)oy * d->ow;
+        if (d->mode == POOL_AVG) {
+            for (int ox = 0; ox < d->ow; ox++) {
+                float q = g[ox] * 0.25f;
+                d0[2 * ox] += q;
+                d0[2 * ox + 1] += q;
+                d1[2 * ox] += q;
+                d1[2 * ox + 1] += q;
             }
-            /* The first maximum in row-major order, as the general path. */
-            float m = y[i];
-            long at = x[o0 + c0] == m       ? o0 + c0
-                      : x[o0 + c0 + 1] == m ? o0 + c0 + 1
-                      : x[o1 + c0] == m     ? o1 + c0
-                                            : o1 + c0 + 1;
-            dx[at] += g;
+            continue;
+        }
+        /* The first maximum in row-major order, as the general path. */
+        for (int ox = 0; ox < d->ow; ox++) {
+            float m = ym[ox];
+            bool a = x0[2 * ox] == m;
+            bool b = !a && x0[2 * ox + 1] == m;
+            bool c = !a && !b && x1[2 * ox] == m;
+            bool e = !a && !b && !c;
+            d0[2 * ox] += a ? g[ox] : 0.0f;
+            d0[2 * ox + 1] += b ? g[ox] : 0.0f;
+            d1[2 * ox] += c ? g[ox] : 0.0f;
+            d1[2 * ox + 1] += e ? g[ox] : 0.0f;
         }
     }
 }
 
+CPU_SIMD_CLONES
 static void pool_forward_planes(void *ctx, long begin, long end, int tid)
 {
     (void)tid;
@@ -138,6 +146,7 @@ void cpu_pool2d_forward(backend *be, const pool2d_desc *d, int batch, const floa
     pool_run(cpu_pool(be), (long)batch * d->c, pool_forward_planes, &j);
 }
 
+CPU_SIMD_CLONES
 static void pool_backward_planes(void *ctx, long begin, long end, int tid)
 {
     (void)tid;
