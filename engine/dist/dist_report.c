@@ -340,6 +340,12 @@ int dist_report_end(dist_report *r, bool has_test, const dist_sums *test, double
 
 void dist_report_failed(const char *out_dir, const char *why)
 {
+    /* A rank can fail before the report opened (no CUDA device, bad
+     * data): the run directory may not exist yet. The failure is still
+     * recorded, and the user sees only the one line of the cause. */
+    char err[512];
+    if (dist_mkdir(out_dir, err, sizeof err) < 0)
+        return;
     json_t *o = json_object();
     json_object_set_new(o, "event", json_string("end"));
     json_object_set_new(o, "status", json_string("failed"));
