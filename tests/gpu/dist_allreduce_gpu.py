@@ -18,7 +18,13 @@ two ranks on one device. Checks, on a device:
   bucketed without (PUNCH_DIST_OVERLAP=0) and one bucket, and --resume
   from the epoch-1 checkpoint (device optimizer state saved and loaded in
   optim.h's layout; a lost iteration count would change Adam's bias
-  correction) equals the uninterrupted run (rtol 1e-5, atol 1e-6)."""
+  correction) equals the uninterrupted run (rtol 1e-5, atol 1e-6);
+- averaging on GPUs (device optimizer per replica) equals it on CPUs
+  (the tolerance above);
+- downpour and eamsgd with GPU workers around the CPU server (3 ranks):
+  the workers' local optimizer / EAMSGD velocity on the device, commits
+  and pulls through the pinned staging; the loss goes down, the center
+  reaches 0.60 test accuracy and the server applied every commit sent."""
 import json
 import os
 import shutil
@@ -40,26 +46,29 @@ def fail(msg):
     sys.exit(1)
 
 
-def job(gpus, optimizer, epochs=2, bucket_mb=0.05):
-    # 1000 samples, 10% validation: 900 / (2 x 32) leaves a last step of 4.
+def job(gpus, optimizer, epochs=2, bucket_mb=0.05, trainer="allreduce", extra=None,
+        samples=1000):
+    # 1000 samples (the default), 10% validation: 900 / (2 x 32) leaves a
+    # last step of 4.
     return {"name": "gpu-allreduce", "model": "mlp",
             "data": {"format": "idx", "train": "fashion-mnist/train",
-                     "test": "fashion-mnist/t10k", "train_samples": 1000,
+                     "test": "fashion-mnist/t10k", "train_samples": samples,
                      "test_samples": 500, "validation_split": 0.1},
             "training": {"epochs": epochs, "batch_size": 32, "seed": 5,
                          "optimizer": optimizer},
-            "distributed": {"trainer": "allreduce", "workers": 2, "bucket_mb": bucket_mb},
+            "distributed": {"trainer": trainer, "workers": 2, "bucket_mb": bucket_mb,
+                            **(extra or {})},
             "resources": {"gpus": gpus, "threads_per_worker": 1}}
 
 
-def run(punch_train, tmp, name, spec, env=None, resume=False, out=None):
+def run(punch_train, tmp, name, spec, env=None, resume=False, out=None, ranks=2):
     path = os.path.join(tmp, name + ".json")
     with open(path, "w") as f:
         json.dump(spec, f)
     out = out or os.path.join(tmp, name)
     env = dict(env or {})
     env.setdefault("NCCL_SOCKET_IFNAME", os.environ.get("NCCL_SOCKET_IFNAME", "lo"))
-    cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", "2"]
+    cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(ranks)]
     for k in env:
         cmd += ["-x", k]
     cmd += [punch_train, path, "--out", out, "--datasets", DATASETS]
@@ -77,10 +86,13 @@ def weights(out):
         return {k: z[k].copy() for k in z.files}
 
 
-def losses(out):
+def history(out):
     with open(os.path.join(out, "history.json")) as f:
-        h = json.load(f)
-    return np.array(h["loss"], dtype=np.float64)
+        return json.load(f)
+
+
+def losses(out):
+    return np.array(history(out)["loss"], dtype=np.float64)
 
 
 def expect_close(what, a, b, rtol=RTOL, atol=ATOL):
@@ -125,6 +137,28 @@ def main():
         if len(losses(part)) != 2:
             fail("resumed history has %d epochs, expected 2" % len(losses(part)))
         print("overlap, bucket size and --resume leave the GPU result unchanged")
+
+        avg_c, _ = run(punch_train, tmp, "avg-cpu", job(0, SGD, trainer="averaging"))
+        avg_g, _ = run(punch_train, tmp, "avg-gpu", job(1, SGD, trainer="averaging"))
+        expect_close("GPU vs CPU averaging", weights(avg_g), weights(avg_c))
+
+        for trainer, opt, extra in (("downpour", ADAM, {}),
+                                    ("eamsgd", SGD, {"momentum": 0.9})):
+            extra = {"communication_window": 4, **extra}
+            out, _ = run(punch_train, tmp, trainer,
+                         job(1, opt, epochs=3, trainer=trainer, extra=extra, samples=2000),
+                         ranks=3)
+            h = history(out)
+            sent = sum(w["commits"] for w in h["workers"])
+            print("%s on GPU workers: loss %s test %s commits %d" % (
+                trainer, h["loss"], h["test"], h["commits"]))
+            if not h["loss"][-1] < h["loss"][0]:
+                fail("%s: loss did not go down: %s" % (trainer, h["loss"]))
+            if h["test"]["accuracy"] < 0.60:
+                fail("%s: test accuracy %.3f < 0.60" % (trainer, h["test"]["accuracy"]))
+            if h["commits"] != sent or sent == 0:
+                fail("%s: server applied %d commits, workers sent %d"
+                     % (trainer, h["commits"], sent))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
