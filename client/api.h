@@ -3,8 +3,8 @@
  * message that says what to do: 401 → PUNCH_EXIT_AUTH, 404 →
  * PUNCH_EXIT_NOT_FOUND, 400/413 → PUNCH_EXIT_USAGE, anything else →
  * PUNCH_EXIT_SERVER. JSON results are new references the caller decrefs. */
-#ifndef PUNCH_API_H
-#define PUNCH_API_H
+#ifndef PUNCH_CLIENT_API_H
+#define PUNCH_CLIENT_API_H
 
 #include <jansson.h>
 

@@ -4,8 +4,8 @@
  *
  * A command returns an exit code; on failure it has filled a cli_error whose
  * message main() prints as "punch: MESSAGE". Commands never call exit(). */
-#ifndef PUNCH_CLI_H
-#define PUNCH_CLI_H
+#ifndef PUNCH_CLIENT_CLI_H
+#define PUNCH_CLIENT_CLI_H
 
 #include <stdbool.h>
 #include <stdio.h>

@@ -25,7 +25,8 @@ const char cmd_wait_usage[] =
     "\n"
     "Follow a job until it ends. On a terminal: a live bar with epoch, batch,\n"
     "samples/s, loss, accuracy and ETA, and one line per finished epoch. In a\n"
-    "pipe: plain lines. If the server goes away, keeps retrying for 30 s.\n"
+    "pipe: plain lines. If the server goes away while waiting, keeps retrying for\n"
+    "30 s (one that cannot be reached at all is an error at once).\n"
     "\n"
     "  --interval SECONDS    how often to poll (default 1)\n"
     "  -q, --quiet           print nothing; only the exit code tells\n"
@@ -222,11 +223,16 @@ int wait_follow(http_client *c, const char *id, const wait_options *opts, cli_er
 {
     wait_view v = {.opts = opts, .id = id, .last_plain = -1e9};
     double lost_since = -1;
+    bool reached = false;
     int rc;
     for (;;) {
         json_t *job = NULL;
         rc = api_job_get(c, id, &job, err);
         if (rc == PUNCH_EXIT_UNREACHABLE) {
+            /* Never reached: a wrong URL or a stopped server, not a restart
+             * to ride out; say so at once. */
+            if (!reached)
+                break;
             double now = wait_now();
             if (lost_since < 0) {
                 lost_since = now;
@@ -240,6 +246,7 @@ int wait_follow(http_client *c, const char *id, const wait_options *opts, cli_er
         }
         if (rc != 0)
             break;
+        reached = true;
         lost_since = -1;
         if (!opts->quiet) {
             wait_show_state(&v, job);

@@ -3,8 +3,8 @@
  * it can be unit-tested without a server). Every parser fills *args or
  * returns PUNCH_EXIT_USAGE with *err saying what was wrong. argv[0] is the
  * command name. */
-#ifndef PUNCH_COMMANDS_H
-#define PUNCH_COMMANDS_H
+#ifndef PUNCH_CLIENT_COMMANDS_H
+#define PUNCH_CLIENT_COMMANDS_H
 
 #include <stdbool.h>
 

@@ -4,8 +4,8 @@
  * (~/.config/punch/config: lines `url = ...` and `secret = ...`, `#`
  * comments). The URL defaults to CONFIG_DEFAULT_URL; the secret has no
  * default (commands that need one say how to set it). */
-#ifndef PUNCH_CONFIG_H
-#define PUNCH_CONFIG_H
+#ifndef PUNCH_CLIENT_CONFIG_H
+#define PUNCH_CLIENT_CONFIG_H
 
 #include "cli.h"
 

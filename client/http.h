@@ -2,8 +2,8 @@
  * connection, the secret sent as an Authorization: Bearer header (never in
  * a URL, never logged), responses buffered in memory or streamed to a file,
  * and transport failures turned into messages that say what to do. */
-#ifndef PUNCH_HTTP_H
-#define PUNCH_HTTP_H
+#ifndef PUNCH_CLIENT_HTTP_H
+#define PUNCH_CLIENT_HTTP_H
 
 #include <stddef.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* jobview.h — how jobs read to a person: the one-job detail view of
  * `punch state` and the table of `punch list`. */
-#ifndef PUNCH_JOBVIEW_H
-#define PUNCH_JOBVIEW_H
+#ifndef PUNCH_CLIENT_JOBVIEW_H
+#define PUNCH_CLIENT_JOBVIEW_H
 
 #include <stdio.h>
 

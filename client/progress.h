@@ -3,8 +3,8 @@
  * stdout is not a terminal, and the per-epoch summary from history.json.
  * Pure formatting over the API's JSON; every function fills buf and never
  * writes past len. */
-#ifndef PUNCH_PROGRESS_H
-#define PUNCH_PROGRESS_H
+#ifndef PUNCH_CLIENT_PROGRESS_H
+#define PUNCH_CLIENT_PROGRESS_H
 
 #include <stddef.h>
 

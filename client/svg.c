@@ -17,8 +17,10 @@
 #define SVG_MARGIN_BOTTOM 46
 #define SVG_MAX_PANELS 16
 
-/* Keys that are per-epoch arrays but not training curves. */
-static const char *const svg_skipped[] = {"lr", "epoch_time_s", "workers", "commits"};
+/* Keys that are per-epoch arrays but not training curves (the learning
+ * rate, timings and throughput: history.json and `punch state` show them). */
+static const char *const svg_skipped[] = {"lr", "epoch_time_s", "samples_per_s", "workers",
+                                          "commits"};
 
 bool svg_is_series(const char *key, const json_t *value)
 {

@@ -3,8 +3,8 @@
  * training series and, when present, its validation series ("val_" prefix)
  * against the epoch, with axes, ticks and a legend. Every series is one
  * <path class="series" data-series="KEY">, so a program can find them. */
-#ifndef PUNCH_SVG_H
-#define PUNCH_SVG_H
+#ifndef PUNCH_CLIENT_SVG_H
+#define PUNCH_CLIENT_SVG_H
 
 #include <stdbool.h>
 #include <stdio.h>

@@ -152,6 +152,7 @@ static void test_is_series(void **state)
     assert_true(svg_is_series("val_accuracy", numbers));
     assert_false(svg_is_series("lr", numbers));
     assert_false(svg_is_series("epoch_time_s", numbers));
+    assert_false(svg_is_series("samples_per_s", numbers));
     assert_false(svg_is_series("workers", objects));
     assert_false(svg_is_series("loss", empty));
     json_decref(numbers);
