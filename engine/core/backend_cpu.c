@@ -363,15 +363,35 @@ static void cpu_activation_backward(backend *be, spec_activation act, long rows,
 
 /* ---- dense ----------------------------------------------------------- */
 
+typedef struct dense_job {
+    int in, out;
+    const float *x, *w;
+    act_job act;
+} dense_job;
+
+/* Rows [begin, end) of the batch: their GEMM, then bias and activation
+ * while the rows are still in cache; one dispatch per layer. */
+static void dense_forward_rows(void *ctx, long begin, long end, int tid)
+{
+    const dense_job *j = ctx;
+    cpu_sgemm(false, false, (int)(end - begin), j->out, j->in, 1.0f, j->x + begin * j->in,
+              j->in, j->w, j->out, 0.0f, j->act.out + begin * j->out, j->out);
+    if (j->act.bias || j->act.act != ACT_NONE)
+        act_forward_rows((void *)&j->act, begin, end, tid);
+}
+
 static void cpu_dense_forward(backend *be, int batch, int in, int out, const float *x,
                               const float *w, const float *bias, spec_activation act,
                               float *y)
 {
-    cpu_gemm(be, false, false, batch, out, in, 1.0f, x, in, w, out, 0.0f, y, out);
-    if (!bias && act == ACT_NONE)
+    dense_job j = {in, out, x, w, {act, out, false, NULL, NULL, NULL, bias, y}};
+    long work = (long)batch * out * (in > 0 ? in : 1);
+    /* Row blocks of at least 8 keep the GEMM's micro-kernel fed. */
+    if (work < CPU_GEMM_MIN_PARALLEL || batch < 16) {
+        dense_forward_rows(&j, 0, batch, 0);
         return;
-    act_job j = {act, out, false, NULL, NULL, NULL, bias, y};
-    pool_run_min(cpu_pool(be), batch, CPU_ELEM_MIN_PARALLEL / out + 1, act_forward_rows, &j);
+    }
+    pool_run(cpu_pool(be), batch, dense_forward_rows, &j);
 }
 
 /* Column sums of dz (batch, out) into db (out), row by row in order so the
