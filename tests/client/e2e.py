@@ -228,6 +228,8 @@ def job_flow(d, punch, work):
     check_weights(spec, out_dir, reported)
     check_svg(os.path.join(out_dir, "curves.svg"), history)
 
+    tty_wait(punch, jid)
+
     # fetch with the default directory (./ID) and one format.
     punch.run("fetch", jid, "--format", "npz", cwd=work)
     check(sorted(os.listdir(os.path.join(work, jid))) ==
@@ -279,6 +281,64 @@ def cancel_flow(d, punch, work):
           [(j["id"], j["state"]) for j in listed])
     check([j["id"] for j in json.loads(punch.run("list", "--state", "cancelled", "--json")
                                        .stdout)] == [jid], "list --state cancelled")
+
+
+def failed_and_timeout_flow(punch, work):
+    """A job the engine refuses at run time (more train samples than the
+    set has): submit --wait exits 1 with its reason. A job over its time
+    limit: punch wait exits 8."""
+    spec = load_job("mlp-small.json")
+    spec["name"] = "client-e2e-fails"
+    spec["data"]["train_samples"] = 10 ** 6
+    path = os.path.join(work, "fails.json")
+    with open(path, "w") as f:
+        json.dump(spec, f)
+    r = punch.run("submit", path, "--wait", "--interval", "0.2", want=1)
+    m = re.match(r"submitted job ([0-9a-f]{12}) ", r.stdout)
+    check(m, "submit --wait says which job first: %r" % r.stdout)
+    jid = m.group(1)
+    check("failed" in r.stdout + r.stderr and "train_samples" in r.stdout + r.stderr,
+          "submit --wait says why the job failed: %r %r" % (r.stdout, r.stderr))
+    job = json.loads(punch.run("state", jid, "--json").stdout)
+    check(job["state"] == "failed" and "train_samples" in (job["error"] or ""), job)
+    punch.run("wait", jid, want=1)
+    r = punch.run("submit", path, "--wait", "--quiet", want=1)
+    check(re.fullmatch(r"[0-9a-f]{12}\n", r.stdout), "submit --wait --quiet: %r" % r.stdout)
+
+    spec = load_job("mlp-small.json")
+    spec["name"] = "client-e2e-timeout"
+    spec["training"]["epochs"] = 100000
+    spec["resources"]["time_limit_s"] = 1
+    path = os.path.join(work, "timeout.json")
+    with open(path, "w") as f:
+        json.dump(spec, f)
+    jid = punch.run("submit", path, "--quiet").stdout.strip()
+    r = punch.run("wait", jid, "--interval", "0.2", want=8)
+    check("time" in r.stdout + r.stderr, "wait says the time limit ended it: %r %r" % (
+        r.stdout, r.stderr))
+    check(json.loads(punch.run("state", jid, "--json").stdout)["state"] == "timeout", "state")
+
+
+def tty_wait(punch, jid):
+    """On a terminal, punch wait draws with carriage returns and ends on the
+    same summary; the exit code is the job's."""
+    import pty
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(PUNCH, [PUNCH, "wait", jid], punch.env)
+    chunks = []
+    while True:
+        try:
+            data = os.read(fd, 4096)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    _, status = os.waitpid(pid, 0)
+    out = b"".join(chunks).decode(errors="replace")
+    check(os.WEXITSTATUS(status) == 0, "wait on a tty exit %d: %r" % (os.WEXITSTATUS(status), out))
+    check("succeeded" in out, "wait on a tty: %r" % out)
 
 
 def no_traffic_submit(punch, path, want):
@@ -392,8 +452,19 @@ def check_help(punch):
         check("exit:" in text, "punch %s --help lacks exit codes" % c)
         for o in opts:
             check(o in text, "punch %s --help lacks %s" % (c, o))
-    # Every option the parser accepts is documented: an undocumented one
-    # would be accepted here without being listed above.
+    # Every long option a command's parser accepts (its getopt table in
+    # client/cmd_NAME.c) is in its --help, and punch accepts every one.
+    for c in options:
+        with open(os.path.join(SOURCE_ROOT, "client", "cmd_%s.c" % c)) as f:
+            accepted = re.findall(r'\{"([a-z-]+)",\s*(?:no|required)_argument', f.read())
+        text = punch.run(c, "--help").stdout
+        for o in accepted:
+            check("--" + o in text, "punch %s accepts --%s but its --help does not say" % (c, o))
+        for o in re.findall(r"--[a-z][a-z-]+", text):
+            if o in ("--help",):
+                continue
+            check(o[2:] in accepted, "punch %s --help documents %s, which it does not accept"
+                  % (c, o))
     r = punch.run("--version")
     check(r.stdout.startswith("punch "), r.stdout)
 
@@ -468,7 +539,7 @@ def main():
     other, other_entry = keygen(anon, "other")
     check(secret != other, "keygen made the same secret twice")
 
-    d = Daemon(["--datasets", DATASETS, "--max-running", "1"])
+    d = Daemon(["--datasets", DATASETS, "--max-running", "1", "--kill-grace", "3"])
     with open(d.secrets_path, "w") as f:
         json.dump([entry, other_entry], f)
     try:
@@ -486,6 +557,8 @@ def main():
         stranger.run("fetch", jid, "-o", os.path.join(work, "stolen"), want=5)
         cancel_flow(d, punch, work)
         phase("cancel")
+        failed_and_timeout_flow(punch, work)
+        phase("failed job, time limit")
         notebook(d, secret, work)
         phase("notebook")
         d.stop()
