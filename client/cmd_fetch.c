@@ -250,8 +250,10 @@ static int fetch_run(http_client *c, const fetch_args *args, const char *dir, cl
         const char *key;
         const json_t *v;
         json_object_foreach((json_t *)test, key, v) {
-            if (json_is_number(v))
-                printf("  test %s %.4f\n", key, json_number_value(v));
+            if (json_is_integer(v)) /* "samples": a count, not a metric */
+                printf("  test %s %" JSON_INTEGER_FORMAT "\n", key, json_integer_value(v));
+            else if (json_is_real(v))
+                printf("  test %s %.4f\n", key, json_real_value(v));
         }
     }
     json_decref(history);

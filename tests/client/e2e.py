@@ -214,7 +214,10 @@ def job_flow(d, punch, work):
         check(r.stdout == f.read(), "punch logs differs from train.log")
 
     out_dir = os.path.join(work, "results")
-    punch.run("fetch", jid, "-o", out_dir, "--format", "both")
+    r = punch.run("fetch", jid, "-o", out_dir, "--format", "both")
+    check("test accuracy %.4f\n" % job["result"]["test_accuracy"] in r.stdout and
+          "test samples %d\n" % spec["data"]["test_samples"] in r.stdout,
+          "fetch reports the test results: %r" % r.stdout)
     for name in ("weights.safetensors", "weights.npz", "history.json", "curves.svg"):
         check(os.path.getsize(os.path.join(out_dir, name)) > 0, "fetch wrote no %s" % name)
     with open(os.path.join(out_dir, "history.json")) as f:
@@ -427,7 +430,8 @@ def error_paths(d, punch, secret, work):
 def check_help(punch):
     """punch --help lists every command and exit code; CMD --help every option."""
     top = punch.run("--help").stdout
-    commands = ["submit", "state", "list", "wait", "logs", "cancel", "fetch", "keygen"]
+    commands = ["submit", "state", "list", "wait", "logs", "cancel", "fetch", "keygen", "help",
+                "version"]
     for c in commands:
         check(re.search(r"^  %s\b" % c, top, re.M), "punch --help lacks %s" % c)
     for code in range(10):
@@ -466,7 +470,10 @@ def check_help(punch):
             check(o[2:] in accepted, "punch %s --help documents %s, which it does not accept"
                   % (c, o))
     r = punch.run("--version")
-    check(r.stdout.startswith("punch "), r.stdout)
+    check(re.fullmatch(r"punch \d+\.\d+\.\d+\n", r.stdout), r.stdout)
+    check(punch.run("version").stdout == r.stdout, "punch version")
+    r = punch.run(want=2)
+    check(r.stdout == "" and r.stderr == top, "punch alone: the usage on stderr, exit 2")
 
 
 def notebook(d, secret, work):
