@@ -25,7 +25,11 @@ def call(method, path, **kwargs):
     """One API call; a refusal raises with the server's message."""
     r = api.request(method, URL + path, timeout=60, **kwargs)
     if not r.ok:
-        raise RuntimeError(f"{method} {path}: HTTP {r.status_code}: {r.json().get('error')}")
+        try:
+            why = r.json()["error"]          # punchcardd's errors are {"error", "field"}
+        except (ValueError, KeyError, TypeError):
+            why = r.text[:200]
+        raise RuntimeError(f"{method} {path}: HTTP {r.status_code}: {why}")
     return r
 
 
@@ -76,8 +80,8 @@ try:
 except ImportError:
     print("matplotlib is not installed: skipping the plot")
 else:
-    metrics = [k for k in history if isinstance(history[k], list)
-               and not k.startswith("val_") and k not in ("lr", "epoch_time_s", "workers")]
+    # Loss and the job's metrics, each with its validation curve when there is one.
+    metrics = [k for k in ["loss"] + job["training"].get("metrics", []) if k in history]
     fig, axes = plt.subplots(1, len(metrics), figsize=(5 * len(metrics), 3.5), squeeze=False)
     for ax, name in zip(axes[0], metrics):
         epochs = range(1, len(history[name]) + 1)
