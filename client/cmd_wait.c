@@ -236,8 +236,10 @@ int wait_follow(http_client *c, const char *id, const wait_options *opts, cli_er
             double now = wait_now();
             if (lost_since < 0) {
                 lost_since = now;
-                if (!opts->quiet)
+                if (!opts->quiet) {
                     wait_print(&v, "lost contact with the server; retrying for 30 s");
+                    fflush(stdout); /* a log in a pipe shows it now, not at the end */
+                }
             }
             if (now - lost_since > WAIT_RECONNECT_S)
                 break;

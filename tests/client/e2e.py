@@ -24,7 +24,9 @@ import socket
 import struct
 import subprocess
 import sys
+import queue
 import tempfile
+import threading
 import time
 import xml.etree.ElementTree as ET
 
@@ -250,8 +252,38 @@ def poll(get, done, what, timeout=120):
     fail("timed out waiting for " + what + ": %s" % v)
 
 
+def line_reader(stream):
+    """A queue of the lines a child writes, read by a thread."""
+    q = queue.Queue()
+
+    def pump():
+        for line in stream:
+            q.put(line)
+        q.put(None)
+    threading.Thread(target=pump, daemon=True).start()
+    return q
+
+
+def expect_line(q, needle, what, timeout=120):
+    seen = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            line = q.get(timeout=0.5)
+        except queue.Empty:
+            continue
+        if line is None:
+            break
+        seen.append(line)
+        if needle in line:
+            return
+    fail("%s: no line with %r in %r" % (what, needle, seen))
+
+
 def cancel_flow(d, punch, work):
-    """A long job: seen running, cancelled, and `punch wait` exits 7."""
+    """A long job: seen running; punch wait rides out a restart of
+    punchcardd; the job is cancelled, and `punch wait` exits 7. Returns the
+    restarted daemon."""
     spec = load_job("mlp-small.json")
     spec["name"] = "client-e2e-long"
     spec["training"]["epochs"] = 100000
@@ -259,16 +291,38 @@ def cancel_flow(d, punch, work):
     with open(path, "w") as f:
         json.dump(spec, f)
     jid = punch.run("submit", path, "--quiet").stdout.strip()
+    poll(lambda: json.loads(punch.run("state", jid, "--json").stdout),
+         lambda j: j["state"] == "running" and j["progress"].get("epoch"), "long job running")
+
+    waiter = subprocess.Popen([PUNCH, "wait", "--interval", "0.2", jid], env=punch.env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = line_reader(waiter.stdout)
+    expect_line(lines, "running", "punch wait reaches the server")
+    d.stop()     # the job runs on under its supervisor
+    expect_line(lines, "lost contact with the server", "punch wait notices the server went")
+    nd = Daemon(d.args, data_dir=d.data_dir, port=d.port)
+    nd.secrets_path = d.secrets_path
+    nd.start()
+    d = nd
+    check(json.loads(punch.run("state", jid, "--json").stdout)["state"] == "running",
+          "the job survived the restart")
+
     # logs -f follows until the job ends, which the cancel below makes happen.
     follow = subprocess.Popen([PUNCH, "logs", "-f", "--interval", "0.2", jid], env=punch.env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    poll(lambda: json.loads(punch.run("state", jid, "--json").stdout),
-         lambda j: j["state"] == "running" and j["progress"].get("epoch"), "long job running")
     r = punch.run("cancel", jid)
     check(jid in r.stdout + r.stderr, "cancel names the job: %r %r" % (r.stdout, r.stderr))
     r = punch.run("wait", jid, "--interval", "0.2", want=7)
     check("cancelled" in r.stdout + r.stderr, "wait says cancelled: %r %r" % (r.stdout, r.stderr))
     check(json.loads(punch.run("state", jid, "--json").stdout)["state"] == "cancelled", "state")
+    try:
+        rc = waiter.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        waiter.kill()
+        fail("punch wait did not end after the restart and the cancel")
+    err = waiter.stderr.read()
+    check(rc == 7, "punch wait across the restart exits %d, want 7: %s" % (rc, err))
+    check("cancelled" in err, "punch wait across the restart says cancelled: %r" % err)
     r = punch.run("cancel", jid, want=6)
     check("cancelled" in r.stderr, "cancelling a finished job: %r" % r.stderr)
     try:
@@ -284,6 +338,7 @@ def cancel_flow(d, punch, work):
           [(j["id"], j["state"]) for j in listed])
     check([j["id"] for j in json.loads(punch.run("list", "--state", "cancelled", "--json")
                                        .stdout)] == [jid], "list --state cancelled")
+    return d
 
 
 def failed_and_timeout_flow(punch, work):
@@ -549,6 +604,7 @@ def main():
     d = Daemon(["--datasets", DATASETS, "--max-running", "1", "--kill-grace", "3"])
     with open(d.secrets_path, "w") as f:
         json.dump([entry, other_entry], f)
+    daemons = [d]
     try:
         d.start()
         punch = Punch(home, url=d.url, secret=secret)
@@ -562,15 +618,17 @@ def main():
         check(json.loads(stranger.run("list", "--json").stdout) == [], "another user's list")
         stranger.run("state", jid, want=5)
         stranger.run("fetch", jid, "-o", os.path.join(work, "stolen"), want=5)
-        cancel_flow(d, punch, work)
-        phase("cancel")
+        daemons.append(cancel_flow(d, punch, work))
+        d = daemons[-1]
+        phase("restart, cancel")
         failed_and_timeout_flow(punch, work)
         phase("failed job, time limit")
         notebook(d, secret, work)
         phase("notebook")
         d.stop()
     finally:
-        d.cleanup()
+        for x in reversed(daemons):   # the first holds the data dir
+            x.cleanup()
     subprocess.run(["rm", "-rf", work])
     print("ok")
 
