@@ -344,7 +344,7 @@ def cancel_flow(d, punch, work):
 def failed_and_timeout_flow(punch, work):
     """A job the engine refuses at run time (more train samples than the
     set has): submit --wait exits 1 with its reason. A job over its time
-    limit: punch wait exits 8."""
+    limit: submit --wait --quiet prints only the id and exits 8."""
     spec = load_job("mlp-small.json")
     spec["name"] = "client-e2e-fails"
     spec["data"]["train_samples"] = 10 ** 6
@@ -360,8 +360,6 @@ def failed_and_timeout_flow(punch, work):
     job = json.loads(punch.run("state", jid, "--json").stdout)
     check(job["state"] == "failed" and "train_samples" in (job["error"] or ""), job)
     punch.run("wait", jid, want=1)
-    r = punch.run("submit", path, "--wait", "--quiet", want=1)
-    check(re.fullmatch(r"[0-9a-f]{12}\n", r.stdout), "submit --wait --quiet: %r" % r.stdout)
 
     spec = load_job("mlp-small.json")
     spec["name"] = "client-e2e-timeout"
@@ -370,8 +368,11 @@ def failed_and_timeout_flow(punch, work):
     path = os.path.join(work, "timeout.json")
     with open(path, "w") as f:
         json.dump(spec, f)
-    jid = punch.run("submit", path, "--quiet").stdout.strip()
-    r = punch.run("wait", jid, "--interval", "0.2", want=8)
+    r = punch.run("submit", path, "--wait", "--quiet", "--interval", "0.2", want=8)
+    check(re.fullmatch(r"[0-9a-f]{12}\n", r.stdout), "submit --wait --quiet: %r" % r.stdout)
+    jid = r.stdout.strip()
+    check("time limit" in r.stderr, "submit --wait --quiet still says why: %r" % r.stderr)
+    r = punch.run("wait", jid, want=8)
     check("time" in r.stdout + r.stderr, "wait says the time limit ended it: %r %r" % (
         r.stdout, r.stderr))
     check(json.loads(punch.run("state", jid, "--json").stdout)["state"] == "timeout", "state")
