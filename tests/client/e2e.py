@@ -20,6 +20,8 @@ import json
 import os
 import re
 import select
+import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -35,7 +37,7 @@ import requests
 
 SOURCE_ROOT = os.environ.get("PUNCH_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(SOURCE_ROOT, "tests", "daemon"))
-from punchd import Daemon, check, fail, free_port, require_engine  # noqa: E402
+from punchd import Daemon, check, fail, free_port, job_processes, require_engine  # noqa: E402
 
 PUNCH = os.environ.get("PUNCH") or os.path.join(os.environ.get("PUNCH_BUILD_ROOT", "build"),
                                                 "client", "punch")
@@ -280,13 +282,15 @@ def expect_line(q, needle, what, timeout=120):
     fail("%s: no line with %r in %r" % (what, needle, seen))
 
 
-def cancel_flow(d, punch, work):
+def cancel_flow(daemons, punch, work):
     """A long job: seen running; punch wait rides out a restart of
-    punchcardd; the job is cancelled, and `punch wait` exits 7. Returns the
-    restarted daemon."""
+    punchcardd; the job is cancelled, and `punch wait` exits 7. The
+    restarted daemon is appended to daemons."""
+    d = daemons[-1]
     spec = load_job("mlp-small.json")
     spec["name"] = "client-e2e-long"
     spec["training"]["epochs"] = 100000
+    spec["resources"]["time_limit_s"] = 600   # should this test fail before its cancel
     path = os.path.join(work, "long.json")
     with open(path, "w") as f:
         json.dump(spec, f)
@@ -302,6 +306,7 @@ def cancel_flow(d, punch, work):
     expect_line(lines, "lost contact with the server", "punch wait notices the server went")
     nd = Daemon(d.args, data_dir=d.data_dir, port=d.port)
     nd.secrets_path = d.secrets_path
+    daemons.append(nd)
     nd.start()
     d = nd
     check(json.loads(punch.run("state", jid, "--json").stdout)["state"] == "running",
@@ -338,7 +343,6 @@ def cancel_flow(d, punch, work):
           [(j["id"], j["state"]) for j in listed])
     check([j["id"] for j in json.loads(punch.run("list", "--state", "cancelled", "--json")
                                        .stdout)] == [jid], "list --state cancelled")
-    return d
 
 
 def failed_and_timeout_flow(punch, work):
@@ -576,6 +580,27 @@ def notebook(d, secret, work):
     print("notebook_example.py: ok")
 
 
+def end_jobs(daemons):
+    """Stop the daemons; jobs outlive punchcardd by design, so after a
+    failure end ours too, before their run directories are removed."""
+    for x in daemons:
+        if x.alive():
+            x.proc.kill()
+            x.proc.wait()
+    for _ in range(100):
+        left = job_processes(daemons[0].data_dir)
+        if not left:
+            break
+        for pid, _ in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.05)
+    for x in reversed(daemons):   # the first holds the data dir
+        x.cleanup()
+
+
 _t0 = [time.monotonic()]
 
 
@@ -619,7 +644,7 @@ def main():
         check(json.loads(stranger.run("list", "--json").stdout) == [], "another user's list")
         stranger.run("state", jid, want=5)
         stranger.run("fetch", jid, "-o", os.path.join(work, "stolen"), want=5)
-        daemons.append(cancel_flow(d, punch, work))
+        cancel_flow(daemons, punch, work)
         d = daemons[-1]
         phase("restart, cancel")
         failed_and_timeout_flow(punch, work)
@@ -628,9 +653,8 @@ def main():
         phase("notebook")
         d.stop()
     finally:
-        for x in reversed(daemons):   # the first holds the data dir
-            x.cleanup()
-    subprocess.run(["rm", "-rf", work])
+        end_jobs(daemons)
+        shutil.rmtree(work, ignore_errors=True)
     print("ok")
 
 
