@@ -15,6 +15,7 @@ Run by meson with PUNCH_SOURCE_ROOT, PUNCH_BUILD_ROOT, PUNCHCARDD and PUNCH.
 import ast
 import copy
 import gzip
+import hashlib
 import io
 import json
 import os
@@ -68,6 +69,12 @@ class Punch:
         e.update(env or {})
         r = subprocess.run([PUNCH] + list(args), capture_output=True, text=True, timeout=timeout,
                            env={k: v for k, v in e.items() if v is not None}, cwd=cwd)
+        # The secret is never printed, whichever way it was given.
+        given = [e.get("PUNCH_SECRET")] + [b for a, b in zip(args, args[1:]) if a == "--secret"]
+        for secret in given:
+            if secret and len(secret) >= 8:
+                check(secret not in r.stdout + r.stderr,
+                      "punch %s printed the secret" % " ".join(args[:1]))
         if want is not None and r.returncode != want:
             fail("punch %s: exit %d, wanted %d\nstdout: %s\nstderr: %s" % (
                 " ".join(args), r.returncode, want, r.stdout[-3000:], r.stderr[-3000:]))
@@ -82,6 +89,8 @@ def keygen(punch, identity):
     check(re.fullmatch(r"[0-9a-f]{64}", secret), "keygen secret: %r" % secret)
     check(entry.get("identity") == identity and "secret" not in entry, entry)
     check(secret not in r.stderr, "keygen repeats the secret on stderr")
+    check(entry.get("secret_sha256") == hashlib.sha256(secret.encode()).hexdigest(),
+          "keygen's entry holds the secret's SHA-256")
     return secret, entry
 
 
@@ -421,6 +430,11 @@ def no_traffic_submit(punch, path, want):
 
 
 def error_paths(d, punch, secret, work):
+    # A user without jobs: an empty list, and no latest job to show.
+    check(json.loads(punch.run("list", "--json").stdout) == [], "list with no jobs")
+    r = punch.run("state", want=5)
+    check("no jobs" in r.stderr.lower() or "no job" in r.stderr.lower(), "state: %r" % r.stderr)
+
     closed = "http://127.0.0.1:%d" % free_port()
     for args in (["list"], ["state", "0123456789ab"], ["wait", "0123456789ab"],
                  ["submit", os.path.join(JOBS, "mlp-small.json")]):
@@ -651,6 +665,8 @@ def main():
         phase("failed job, time limit")
         notebook(d, secret, work)
         phase("notebook")
+        for x in daemons:
+            check(secret not in x.read_log(), "punchcardd logged the secret")
         d.stop()
     finally:
         end_jobs(daemons)
