@@ -6,17 +6,19 @@ binary: submit a small Fashion-MNIST MLP, wait (plain lines in a pipe),
 state, list --json, logs, fetch --format both. The fetched weights are loaded
 with numpy and run forward over the same test samples: they must reproduce
 the accuracy and loss the job reported. curves.svg must parse as XML with one
-series per metric. A second, long job is cancelled while running (`punch wait`
-then exits 7). Then every error path with its exit code and message, and
-client/notebook_example.py against the live daemon, without matplotlib.
+series per metric. A second, long job is followed by `punch wait` across a
+restart of punchcardd, then cancelled while running (wait exits 7). A job
+that fails at run time (exit 1) and one over its time limit (exit 8). Every
+error path with its exit code and message (no server 3, wrong or missing
+secret 4, unknown id 5, invalid spec 2 with no network traffic), --help for
+punch and each command, and client/notebook_example.py against the live
+daemon, without matplotlib.
 
 Run by meson with PUNCH_SOURCE_ROOT, PUNCH_BUILD_ROOT, PUNCHCARDD and PUNCH.
 """
 import ast
-import copy
 import gzip
 import hashlib
-import io
 import json
 import os
 import re
@@ -36,7 +38,8 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import requests
 
-SOURCE_ROOT = os.environ.get("PUNCH_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
+SOURCE_ROOT = os.environ.get("PUNCH_SOURCE_ROOT",
+                             os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(SOURCE_ROOT, "tests", "daemon"))
 from punchd import Daemon, check, fail, free_port, job_processes, require_engine  # noqa: E402
 
@@ -590,7 +593,8 @@ def notebook(d, secret, work):
     hist = requests.get("%s/api/v1/jobs/%s/history" % (d.url, m.group(1)),
                         headers={"Authorization": "Bearer " + secret}, timeout=30).json()
     check("accuracy %.4f" % hist["test"]["accuracy"] in out, "test accuracy printed: %s" % out)
-    check(os.listdir(nb_dir) == [], "without matplotlib nothing is written: %s" % os.listdir(nb_dir))
+    check(os.listdir(nb_dir) == [], "without matplotlib nothing is written: %s"
+          % os.listdir(nb_dir))
     print("notebook_example.py: ok")
 
 
