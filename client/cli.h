@@ -23,6 +23,7 @@ enum punch_exit {
     PUNCH_EXIT_CANCELLED = 7,    /* the job was cancelled */
     PUNCH_EXIT_TIMEOUT = 8,      /* the job hit its time limit */
     PUNCH_EXIT_LOCAL = 9,        /* a local file could not be read or written */
+    PUNCH_EXIT_INTERRUPTED = 130, /* wait stopped by Ctrl-C or SIGTERM; the job goes on */
 };
 
 typedef struct cli_error {

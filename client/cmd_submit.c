@@ -21,7 +21,8 @@ const char cmd_submit_usage[] =
     "  --interval SECONDS    with --wait, how often to poll (default 1)\n"
     "\n"
     "exit: 0 queued (with --wait: succeeded), 2 invalid spec, 3 unreachable, 4 auth,\n"
-    "      6 refused (e.g. queue limit); with --wait also 1 failed, 7 cancelled, 8 timeout.\n";
+    "      6 refused (e.g. queue limit); with --wait also 1 failed, 7 cancelled, 8 timeout,\n"
+    "      130 interrupted (Ctrl-C stops waiting; the job goes on).\n";
 
 int submit_parse_args(int argc, char **argv, submit_args *args, cli_error *err)
 {

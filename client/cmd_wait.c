@@ -4,6 +4,7 @@
  * progress line now and then). The exit code is the job's outcome. */
 #include <getopt.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -31,8 +32,10 @@ const char cmd_wait_usage[] =
     "  --interval SECONDS    how often to poll (default 1)\n"
     "  -q, --quiet           print nothing; only the exit code tells\n"
     "\n"
+    "Ctrl-C stops waiting, not the job (use punch cancel for that).\n"
+    "\n"
     "exit: 0 succeeded, 1 failed, 7 cancelled, 8 timed out (its time limit),\n"
-    "      3 unreachable, 4 auth, 5 no such job.\n";
+    "      3 unreachable, 4 auth, 5 no such job, 130 interrupted (the job goes on).\n";
 
 int wait_parse_args(int argc, char **argv, wait_args *args, cli_error *err)
 {
@@ -57,6 +60,15 @@ int wait_parse_args(int argc, char **argv, wait_args *args, cli_error *err)
     return cli_one_operand(argc, argv, "the job id", &args->id, err);
 }
 
+/* Set by Ctrl-C (SIGINT) or SIGTERM while following: stop, tidy the
+ * terminal and say the job goes on, instead of dying mid-bar. */
+static volatile sig_atomic_t wait_interrupted;
+
+static void wait_on_signal(int sig)
+{
+    wait_interrupted = sig;
+}
+
 static double wait_now(void)
 {
     struct timespec ts;
@@ -68,7 +80,7 @@ static void wait_sleep(double seconds)
 {
     struct timespec ts = {.tv_sec = (time_t)seconds,
                           .tv_nsec = (long)((seconds - floor(seconds)) * 1e9)};
-    while (nanosleep(&ts, &ts) != 0)
+    while (nanosleep(&ts, &ts) != 0 && !wait_interrupted)
         ;
 }
 
@@ -225,8 +237,20 @@ int wait_follow(http_client *c, const char *id, const wait_options *opts, cli_er
     double lost_since = -1;
     bool reached = false;
     int rc;
+    /* No SA_RESTART: the signal cuts the sleep between polls short. */
+    struct sigaction on_signal = {.sa_handler = wait_on_signal}, old_int, old_term;
+    sigemptyset(&on_signal.sa_mask);
+    wait_interrupted = 0;
+    sigaction(SIGINT, &on_signal, &old_int);
+    sigaction(SIGTERM, &on_signal, &old_term);
     for (;;) {
         json_t *job = NULL;
+        if (wait_interrupted) {
+            rc = cli_fail(err, PUNCH_EXIT_INTERRUPTED, "stopped waiting; job %s goes on — "
+                          "follow it again with punch wait %s, stop it with punch cancel %s",
+                          id, id, id);
+            break;
+        }
         rc = api_job_get(c, id, &job, err);
         if (rc == PUNCH_EXIT_UNREACHABLE) {
             /* Never reached: a wrong URL or a stopped server, not a restart
@@ -264,6 +288,8 @@ int wait_follow(http_client *c, const char *id, const wait_options *opts, cli_er
         json_decref(job);
         wait_sleep(opts->interval_s);
     }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
     if (!opts->quiet) {
         wait_clear_bar(&v);
         fflush(stdout);

@@ -47,7 +47,8 @@ static const char punch_usage[] =
     "  6  other server refusal or error (e.g. cancelling a finished job, queue limit)\n"
     "  7  the job was cancelled\n"
     "  8  the job hit its time limit\n"
-    "  9  a local file could not be read or written\n";
+    "  9  a local file could not be read or written\n"
+    "  130  wait interrupted (Ctrl-C); the job goes on\n";
 
 typedef struct punch_command {
     const char *name;

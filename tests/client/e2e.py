@@ -310,6 +310,10 @@ def cancel_flow(daemons, punch, work):
     poll(lambda: json.loads(punch.run("state", jid, "--json").stdout),
          lambda j: j["state"] == "running" and j["progress"].get("epoch"), "long job running")
 
+    tty_interrupt(punch, jid)
+    check(json.loads(punch.run("state", jid, "--json").stdout)["state"] == "running",
+          "Ctrl-C on punch wait left the job running")
+
     waiter = subprocess.Popen([PUNCH, "wait", "--interval", "0.2", jid], env=punch.env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines = line_reader(waiter.stdout)
@@ -414,6 +418,41 @@ def tty_wait(punch, jid):
     out = b"".join(chunks).decode(errors="replace")
     check(os.WEXITSTATUS(status) == 0, "wait on a tty exit %d: %r" % (os.WEXITSTATUS(status), out))
     check("succeeded" in out, "wait on a tty: %r" % out)
+
+
+def tty_interrupt(punch, jid):
+    """punch wait on a terminal draws a live bar (redrawn with \\r); Ctrl-C
+    erases it, says the job goes on, and exits 130."""
+    import pty
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(PUNCH, [PUNCH, "wait", "--interval", "0.1", jid], punch.env)
+    out = b""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not re.search(rb"\r\x1b\[K[^\r\n]*epoch \d+/", out):
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if ready:
+            try:
+                out += os.read(fd, 4096)
+            except OSError:
+                break
+    drawn = re.search(rb"\r\x1b\[K[^\r\n]*epoch \d+/", out)
+    os.kill(pid, signal.SIGINT)
+    while True:
+        try:
+            data = os.read(fd, 4096)
+        except OSError:
+            break
+        if not data:
+            break
+        out += data
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    text = out.decode(errors="replace")
+    check(drawn, "no live bar on a terminal: %r" % text[-500:])
+    check(os.WIFEXITED(status) and os.WEXITSTATUS(status) == 130,
+          "Ctrl-C on wait: status %r: %r" % (status, text[-500:]))
+    check("goes on" in text and "punch cancel " + jid in text, "Ctrl-C message: %r" % text[-500:])
 
 
 def no_traffic_submit(punch, path, want):
