@@ -154,6 +154,12 @@ static int model_allocate(model *m, char *err, size_t errlen)
             l->x[k] = src < 0 ? m->x : m->layers[src].y;
             l->dx[k] = src < 0 || !m->grad_written[src] ? NULL : m->layers[src].dy;
         }
+        /* flatten's output is its input's memory read as rows: no copy
+         * (its forward's copy onto itself is skipped by the backend). Its
+         * gradient keeps its own buffer, since the input may have other
+         * readers whose gradients add up there. */
+        if (l->spec->type == LAYER_FLATTEN)
+            l->y = (float *)l->x[0];
     }
     const layer *last = &m->layers[m->n_layers - 1];
     m->output = m->output_kind == OUTPUT_SOFTMAX_LOGITS ? m->probs : last->y;

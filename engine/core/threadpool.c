@@ -1,7 +1,15 @@
 /* threadpool.c — a minimal fork-join pool: workers spin briefly on a
  * generation counter (a training step issues thousands of small ops, and a
  * condition-variable wake-up costs more than many of them), then sleep on
- * a condition variable so an idle engine uses no CPU. */
+ * a condition variable so an idle engine uses no CPU.
+ *
+ * The partition is static (chunk t is always the same range, with the
+ * same tid for its scratch), but which thread runs a chunk is not: every
+ * thread, the caller included, claims chunks from a shared counter until
+ * none are left. On a shared machine a worker the kernel has descheduled
+ * would otherwise hold up every op for a whole time slice; here the caller
+ * runs its chunk too and moves on. The results are the same bits either
+ * way, since each chunk's work does not depend on who runs it. */
 #include "core/threadpool.h"
 
 #include <pthread.h>
@@ -35,7 +43,9 @@ struct thread_pool {
     pthread_cond_t cv_start;
     pthread_cond_t cv_done;
     atomic_ulong generation;
-    atomic_int pending;
+    /* (generation & 0xffffffff) << 32 | next unclaimed chunk */
+    atomic_ullong claim;
+    atomic_int pending;     /* chunks not finished */
     atomic_bool stop;
     pool_fn fn;
     void *ctx;
@@ -48,6 +58,28 @@ static void pool_run_chunk(thread_pool *p, int tid)
     long e = pool_chunk_begin(p->n, tid + 1, p->threads);
     if (e > b)
         p->fn(p->ctx, b, e, tid);
+}
+
+/* Claims and runs chunks of generation `gen` until none are left (or the
+ * pool has moved on to a later generation: a late worker's stale view). A
+ * chunk's fn and ctx are read only after its claim succeeded, and the
+ * caller cannot start the next run before that chunk reports done. */
+static void pool_claim_chunks(thread_pool *p, unsigned long gen)
+{
+    unsigned long long tag = (unsigned long long)(gen & 0xffffffffUL) << 32;
+    for (;;) {
+        unsigned long long w = atomic_load(&p->claim);
+        if ((w & ~0xffffffffULL) != tag || (long long)(w & 0xffffffffULL) >= p->threads)
+            return;
+        if (!atomic_compare_exchange_weak(&p->claim, &w, w + 1))
+            continue;
+        pool_run_chunk(p, (int)(w & 0xffffffffULL));
+        if (atomic_fetch_sub(&p->pending, 1) == 1) {
+            pthread_mutex_lock(&p->mu);
+            pthread_cond_signal(&p->cv_done);
+            pthread_mutex_unlock(&p->mu);
+        }
+    }
 }
 
 static void *pool_worker_main(void *arg)
@@ -68,12 +100,7 @@ static void *pool_worker_main(void *arg)
         if (atomic_load(&p->stop))
             return NULL;
         seen = atomic_load(&p->generation);
-        pool_run_chunk(p, w->tid);
-        if (atomic_fetch_sub(&p->pending, 1) == 1) {
-            pthread_mutex_lock(&p->mu);
-            pthread_cond_signal(&p->cv_done);
-            pthread_mutex_unlock(&p->mu);
-        }
+        pool_claim_chunks(p, seen);
     }
 }
 
@@ -86,6 +113,7 @@ thread_pool *pool_create(int threads)
         return NULL;
     p->threads = threads;
     atomic_init(&p->generation, 0);
+    atomic_init(&p->claim, 0);
     atomic_init(&p->pending, 0);
     atomic_init(&p->stop, false);
     if (pthread_mutex_init(&p->mu, NULL) != 0) {
@@ -147,13 +175,15 @@ void pool_run(thread_pool *p, long n, pool_fn fn, void *ctx)
     p->fn = fn;
     p->ctx = ctx;
     p->n = n;
-    atomic_store(&p->pending, p->threads - 1);
+    atomic_store(&p->pending, p->threads);
+    unsigned long gen = atomic_load(&p->generation) + 1;
+    atomic_store(&p->claim, (unsigned long long)(gen & 0xffffffffUL) << 32);
     pthread_mutex_lock(&p->mu);
-    atomic_fetch_add(&p->generation, 1);
+    atomic_store(&p->generation, gen);
     pthread_cond_broadcast(&p->cv_start);
     pthread_mutex_unlock(&p->mu);
 
-    pool_run_chunk(p, 0);
+    pool_claim_chunks(p, gen);
 
     for (int i = 0; i < POOL_SPIN && atomic_load(&p->pending) > 0; i++)
         POOL_RELAX();

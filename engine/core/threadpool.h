@@ -1,13 +1,17 @@
 /* threadpool.h — the CPU backend's workers: a fixed set of threads that
  * run one parallel-for at a time with a static partition, so the result of
  * every partitioned op depends only on the thread count, never on timing.
+ * Which thread runs a chunk is decided at run time (whoever is free claims
+ * the next one), so a descheduled worker does not stall the op.
  *
  * The pool owns the cores: OpenBLAS runs single-threaded inside each
  * chunk, so the engine never has more runnable threads than `threads`. */
 #ifndef PUNCH_THREADPOOL_H
 #define PUNCH_THREADPOOL_H
 
-/* Runs [begin, end) of a parallel-for on thread `tid` (0 = caller). */
+/* Runs [begin, end), chunk `tid` of a parallel-for. Chunk t always covers
+ * the same range and never runs twice at once, so tid indexes per-chunk
+ * scratch; it may run on any of the pool's threads. */
 typedef void (*pool_fn)(void *ctx, long begin, long end, int tid);
 
 typedef struct thread_pool thread_pool;

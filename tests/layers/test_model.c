@@ -1,6 +1,7 @@
 /* test_model.c — the model: whole-graph gradients (residual add, concat,
  * batchnorm, dropout, every loss, fused softmax) against finite
- * differences of the mean batch loss; the flat parameter layout and the
+ * differences of the mean batch loss, including layers that skip an input
+ * gradient nothing trainable needs; the flat parameter layout and the
  * weight-file keys; loading weights back. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -133,6 +134,26 @@ static void test_residual_graph(void **state)
     fixture_free(f);
 }
 
+/* A layer's output gradient is skipped when nothing upstream of it has
+ * parameters: here tanh sits on the model input and feeds both a dense
+ * layer and the add, so neither computes a gradient for it, while every
+ * parameter gradient stays right. */
+static void test_untrainable_branch_gets_no_gradient(void **state)
+{
+    (void)state;
+    fixture *f = fixture_make(JOB("{\"input\": [6], \"layers\": ["
+        "{\"type\": \"tanh\"},"
+        "{\"type\": \"dense\", \"units\": 6, \"activation\": \"sigmoid\"},"
+        "{\"type\": \"add\", \"inputs\": [0, 1]},"
+        "{\"type\": \"dense\", \"units\": 3},"
+        "{\"type\": \"softmax\"}]}", "categorical_crossentropy", "3"), 4, 2);
+    assert_null(f->m->layers[1].dx[0]);
+    assert_null(f->m->layers[2].dx[0]);
+    assert_non_null(f->m->layers[2].dx[1]);
+    gradcheck(f, 2e-3, 2e-2);
+    fixture_free(f);
+}
+
 static void test_losses_through_model(void **state)
 {
     (void)state;
@@ -211,6 +232,9 @@ static void test_mlp_layout(void **state)
     assert_int_equal(t[0].dims[1], 128);
     assert_int_equal(t[3].dims[0], 10);
     assert_ptr_equal(m->layers[1].grads, m->grads);
+    /* flatten sits on the model input: dense 1 computes no dx for it. */
+    assert_null(m->layers[1].dx[0]);
+    assert_non_null(m->layers[2].dx[0]);
     assert_ptr_equal(m->layers[2].grads, m->grads + 784 * 128 + 128);
     free(t);
     fixture_free(f);
@@ -256,6 +280,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_residual_graph),
+        cmocka_unit_test(test_untrainable_branch_gets_no_gradient),
         cmocka_unit_test(test_losses_through_model),
         cmocka_unit_test(test_cce_needs_softmax_or_linear),
         cmocka_unit_test(test_mlp_layout),
