@@ -69,7 +69,9 @@ def main():
               "no forced kill recorded:\n%s\n%s" % (d.read_log(), d.train_log(jid)))
 
         limited = copy.deepcopy(QUICK_JOB)
-        limited["resources"] = {"time_limit_s": 1}
+        # Long enough for mpirun to bring the rank up on a loaded machine
+        # (the test needs to see the processes before the limit ends them).
+        limited["resources"] = {"time_limit_s": 6}
         jid = d.submit("alice", limited).json()["id"]
         d.wait_state("alice", jid, ("running",), timeout=60)
         sid = session_of(d, jid)

@@ -68,13 +68,15 @@ def run(d):
 
     # A time limit ends it the same way, as "timeout" with the reason.
     limited = copy.deepcopy(long2)
-    limited["resources"] = {"time_limit_s": 2}
+    # Long enough for mpirun to bring both ranks up on a loaded machine, where
+    # starting them can take seconds: the test must see them before the limit.
+    limited["resources"] = {"time_limit_s": 8}
     jid = d.submit("bob", limited).json()["id"]
     d.wait_state("bob", jid, ("running",), timeout=60)
     sid = wait_session(d, jid)
     j = d.wait_state("bob", jid, ("timeout", "failed", "succeeded", "cancelled"), timeout=60)
     check(j["state"] == "timeout" and "time limit" in (j["error"] or ""), "time limit: %s" % j)
-    check(j["finished_at"] - j["started_at"] >= 2, j)
+    check(j["finished_at"] - j["started_at"] >= 8, j)
     wait_gone(d, jid, sid)
 
 
