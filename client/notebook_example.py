@@ -69,7 +69,7 @@ for key in weights.files:          # "1.dense.weight" (784, 128), "1.dense.bias"
     print(f"  {key:24s} {weights[key].shape}")
 test = history["test"]
 print(f"test: loss {test['loss']:.4f} accuracy {test.get('accuracy', float('nan')):.4f} "
-      f"({test['samples']} samples)")
+      f"({test.get('samples', '?')} samples)")
 
 # 4. Plot loss and metrics per epoch, training and validation.
 try:
