@@ -67,6 +67,7 @@ npz = call("GET", f"/api/v1/jobs/{job_id}/weights", params={"format": "npz"}).co
 weights = np.load(io.BytesIO(npz))
 for key in weights.files:          # "1.dense.weight" (784, 128), "1.dense.bias" (128,), ...
     print(f"  {key:24s} {weights[key].shape}")
+# Scale new inputs as training did: (x - weights["input.shift"]) * weights["input.factor"].
 test = history["test"]
 print(f"test: loss {test['loss']:.4f} accuracy {test.get('accuracy', float('nan')):.4f} "
       f"({test.get('samples', '?')} samples)")

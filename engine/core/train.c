@@ -99,8 +99,29 @@ int train_evaluate(model *m, const dataset *d, eval_result *out, char *err, size
     return 0;
 }
 
-int train_save_weights(model *m, const char *dir, const char *prefix, char *err,
-                       size_t errlen)
+int train_weight_tensors(const model *m, float *params, float *state, const dataset *train,
+                         tensor_entry **out)
+{
+    int n = model_tensors(m, params, state, out);
+    if (n < 0)
+        return -1;
+    tensor_entry scaling[2];
+    int extra = dataset_scaling_tensors(train, scaling);
+    if (extra == 0)
+        return n;
+    tensor_entry *t = realloc(*out, (size_t)(n + extra) * sizeof *t);
+    if (!t) {
+        free(*out);
+        *out = NULL;
+        return -1;
+    }
+    memcpy(t + n, scaling, (size_t)extra * sizeof *t);
+    *out = t;
+    return n + extra;
+}
+
+int train_save_weights(model *m, const dataset *train, const char *dir, const char *prefix,
+                       char *err, size_t errlen)
 {
     float *hp = malloc((size_t)(m->n_params + 1) * sizeof *hp);
     float *hs = malloc((size_t)(m->n_state + 1) * sizeof *hs);
@@ -109,7 +130,7 @@ int train_save_weights(model *m, const char *dir, const char *prefix, char *err,
     if (hp && hs) {
         model_get_params(m, hp);
         model_get_state(m, hs);
-        n = model_tensors(m, hp, hs, &t);
+        n = train_weight_tensors(m, hp, hs, train, &t);
     }
     if (n < 0) {
         snprintf(err, errlen, "weights: out of memory");
@@ -440,7 +461,7 @@ static int train_finish_epoch(train_run *r, double lr, bool *stop, char *err, si
         char name[64];
         snprintf(name, sizeof name, "checkpoints/weights-epoch-%03lld",
                  (long long)r->pos.epoch + 1);
-        if (train_save_weights(r->m, r->opt->out_dir, name, err, errlen) != 0)
+        if (train_save_weights(r->m, &r->train, r->opt->out_dir, name, err, errlen) != 0)
             return -1;
     }
     r->pos = (train_position){.epoch = r->pos.epoch + 1, .global_step = r->pos.global_step};
@@ -502,7 +523,7 @@ static int train_finish(train_run *r, char *err, size_t errlen)
         r->hist.has_test = true;
     }
     if (runlog_write_history(r->opt->out_dir, r->spec, &r->hist, 1, err, errlen) != 0 ||
-        train_save_weights(r->m, r->opt->out_dir, "weights", err, errlen) != 0)
+        train_save_weights(r->m, &r->train, r->opt->out_dir, "weights", err, errlen) != 0)
         return -1;
     double total = 0;
     for (int e = 0; e < r->hist.n_epochs; e++)

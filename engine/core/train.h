@@ -55,9 +55,16 @@ int train_evaluate(model *m, const dataset *d, eval_result *out, char *err, size
 void train_metric_values(const spec_training *t, const batch_metrics *sums, long samples,
                          int n_out, double *metric);
 
+/* model_tensors (model.h) followed by the input scaling of `train`
+ * (input.shift, input.factor; see dataset.h) when it has one: what a
+ * weights file holds, so that the file alone is enough to run the model on
+ * new data. Returns the count, or -1 (out of memory; *out NULL). */
+int train_weight_tensors(const model *m, float *params, float *state, const dataset *train,
+                         tensor_entry **out);
+
 /* Write weights.safetensors and weights.npz into dir (prefix "weights"),
- * from the model's current parameters and state. */
-int train_save_weights(model *m, const char *dir, const char *prefix, char *err,
-                       size_t errlen);
+ * from the model's current parameters and state, with train_weight_tensors. */
+int train_save_weights(model *m, const dataset *train, const char *dir, const char *prefix,
+                       char *err, size_t errlen);
 
 #endif

@@ -30,8 +30,12 @@ void dataset_free(dataset *d)
         return;
     free(d->x);
     free(d->y);
+    free(d->shift);
+    free(d->factor);
     d->x = NULL;
     d->y = NULL;
+    d->shift = NULL;
+    d->factor = NULL;
     d->n = 0;
 }
 

@@ -212,10 +212,27 @@ static void scale_by(dataset *ds, float divisor)
         ds->x[i] /= divisor;
 }
 
+/* Keep the scaling of the train set as x' = (x - shift) * factor per
+ * feature (dataset.h): the model's users need it for new inputs. */
+static int record_scaling(dataset *train, const double *shift, const float *factor,
+                          float divisor, char *err, size_t errlen)
+{
+    size_t f = (size_t)train->features;
+    train->shift = malloc(f * sizeof *train->shift);
+    train->factor = malloc(f * sizeof *train->factor);
+    if (!train->shift || !train->factor)
+        return io_errf(err, errlen, "data.scaling: out of memory");
+    for (size_t j = 0; j < f; j++) {
+        train->shift[j] = shift ? (float)shift[j] : 0.0f;
+        train->factor[j] = factor ? factor[j] : 1.0f / divisor;
+    }
+    return 0;
+}
+
 /* Unit scaling: byte data is divided by 255 (not by the largest value
  * present, which would depend on the subset); other data by the largest
  * absolute train value. */
-static void scale_unit(dataset *sets[3], bool byte_data)
+static int scale_unit(dataset *sets[3], bool byte_data, char *err, size_t errlen)
 {
     float divisor = 255.0f;
     if (!byte_data) {
@@ -224,11 +241,12 @@ static void scale_unit(dataset *sets[3], bool byte_data)
         for (size_t i = 0; i < total; i++)
             divisor = fmaxf(divisor, fabsf(sets[0]->x[i]));
         if (divisor == 0)
-            return;
+            divisor = 1.0f;
     }
     for (int s = 0; s < 3; s++)
         if (sets[s]->x)
             scale_by(sets[s], divisor);
+    return record_scaling(sets[0], NULL, NULL, divisor, err, errlen);
 }
 
 /* Standardise each feature with the train mean and standard deviation;
@@ -271,10 +289,28 @@ static int scale_standard(dataset *sets[3], char *err, size_t errlen)
                 x[j] = (float)(x[j] - mean[j]) * inv[j];
         }
     }
+    int rc = record_scaling(tr, mean, inv, 1.0f, err, errlen);
     free(mean);
     free(m2);
     free(inv);
-    return 0;
+    return rc;
+}
+
+int dataset_scaling_tensors(const dataset *train, tensor_entry out[2])
+{
+    if (!train->shift || !train->factor)
+        return 0;
+    const char *names[2] = {"input.shift", "input.factor"};
+    float *data[2] = {train->shift, train->factor};
+    for (int i = 0; i < 2; i++) {
+        memset(&out[i], 0, sizeof out[i]);
+        snprintf(out[i].name, sizeof out[i].name, "%s", names[i]);
+        out[i].rank = train->shape.rank;
+        for (int r = 0; r < train->shape.rank; r++)
+            out[i].dims[r] = train->shape.dim[r];
+        out[i].data = data[i];
+    }
+    return 2;
 }
 
 static int load_synthetic(const spec_data *data, const spec_shape *input, unsigned long seed,
@@ -343,7 +379,7 @@ int dataset_load_all(const spec_data *data, const spec_shape *input,
     if (rc == 0) {
         dataset *sets[3] = {train, val, test};
         if (data->scaling == SCALE_UNIT)
-            scale_unit(sets, data->format != DATA_CSV);
+            rc = scale_unit(sets, data->format != DATA_CSV, err, errlen);
         else if (data->scaling == SCALE_STANDARD)
             rc = scale_standard(sets, err, errlen);
     }

@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "io/tensorfile.h"
 #include "spec.h"
 
 typedef struct dataset {
@@ -19,6 +20,11 @@ typedef struct dataset {
     int num_classes;
     float *x;          /* (n, features), already scaled */
     int32_t *y;        /* (n,) class labels in [0, num_classes) */
+    /* The train set only: the scaling that was applied, per feature, as
+     * x' = (x - shift) * factor, so that whoever uses the trained model can
+     * prepare new inputs the same way (saved with the weights as
+     * input.shift and input.factor). NULL when data.scaling is none. */
+    float *shift, *factor;
 } dataset;
 
 /* Roots that dataset names resolve under. */
@@ -92,6 +98,11 @@ int dataset_resolve(spec_data_format format, const char *name,
                     char *err, size_t errlen);
 
 void dataset_free(dataset *d);
+
+/* The train set's scaling as two tensors of the sample shape, "input.shift"
+ * and "input.factor", pointing into `train` (written next to the weights).
+ * Returns how many entries it filled: 2, or 0 when no scaling was applied. */
+int dataset_scaling_tensors(const dataset *train, tensor_entry out[2]);
 
 /* The permutation of [0, n) used in `epoch` for `seed`: the same for any
  * number of ranks, so a rank takes its shard as a slice of it. perm has n

@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "core/runlog.h"
+#include "core/train.h"
 #include "dist/dist_internal.h"
 #include "io/tensorfile.h"
 
@@ -357,7 +358,7 @@ int dist_write_weights(const dist_ctx *c, const float *params, const float *stat
                        const char *suffix, bool npz, char *err, size_t errlen)
 {
     tensor_entry *t = NULL;
-    int n = model_tensors(c->m, (float *)params, (float *)state, &t);
+    int n = train_weight_tensors(c->m, (float *)params, (float *)state, &c->train, &t);
     if (n < 0) {
         snprintf(err, errlen, "weights: out of memory");
         return -1;

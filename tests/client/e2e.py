@@ -152,6 +152,8 @@ def check_weights(spec, out_dir, reported):
             want["%d.dense.weight" % i] = (width, layer["units"])
             want["%d.dense.bias" % i] = (layer["units"],)
             width = layer["units"]
+    # The input scaling travels with the weights (a notebook needs it for new data).
+    want["input.shift"] = want["input.factor"] = tuple(spec["model"]["input"])
     check({k: v.shape for k, v in st.items()} == want, "safetensors shapes %s, want %s" % (
         {k: v.shape for k, v in st.items()}, want))
     check(sorted(npz.files) == sorted(want), "npz keys %s" % npz.files)
@@ -162,7 +164,8 @@ def check_weights(spec, out_dir, reported):
     n = spec["data"]["test_samples"]
     x = read_idx(os.path.join(DATASETS, spec["data"]["test"] + "-images-idx3-ubyte.gz"))[:n]
     y = read_idx(os.path.join(DATASETS, spec["data"]["test"] + "-labels-idx1-ubyte.gz"))[:n]
-    p = forward(spec, st, x.astype(np.float32) / np.float32(255))
+    x = (x.reshape(n, -1) - st["input.shift"].reshape(1, -1)) * st["input.factor"].reshape(1, -1)
+    p = forward(spec, st, x.astype(np.float32))
     acc = float(np.mean(np.argmax(p, axis=1) == y))
     loss = float(-np.mean(np.log(np.maximum(p[np.arange(n), y], 1e-7))))
     print("numpy forward pass over %d test samples: accuracy %.4f loss %.5f; reported %s" % (
