@@ -85,6 +85,76 @@ done:
     return rc;
 }
 
+int data_cifar10_count(const char *const *paths, int n_paths, long *n, char *err,
+                       size_t errlen)
+{
+    *n = 0;
+    for (int f = 0; f < n_paths; f++) {
+        data_stream *st;
+        uint64_t total;
+        bool truncated;
+        if (data_stream_open(paths[f], &st, err, errlen) != 0)
+            return -1;
+        int rc = data_stream_finish(st, &total, &truncated, err, errlen);
+        data_stream_close(st);
+        if (rc != 0)
+            return -1;
+        *n += (long)(total / CIFAR_RECORD);
+    }
+    return 0;
+}
+
+/* One batch file at a time, so at most one file's bytes are held besides
+ * the range's floats. */
+int data_cifar10_load_range(const char *const *paths, int n_paths, int num_classes, long lo,
+                            long hi, dataset *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (n_paths <= 0)
+        return io_errf(err, errlen, "CIFAR-10: no batch files");
+    if (lo < 0 || hi < lo)
+        return io_errf(err, errlen, "CIFAR-10: invalid record range [%ld, %ld)", lo, hi);
+    if (data_alloc(out, hi - lo, CIFAR_PIXELS) != 0)
+        return io_errf(err, errlen, "CIFAR-10: out of memory for %ld images", hi - lo);
+    long first = 0; /* global number of the current file's first record */
+    int max = -1;
+    for (int f = 0; f < n_paths; f++) {
+        data_buf b;
+        long count;
+        if (data_file_read(paths[f], &b, err, errlen) != 0)
+            goto fail;
+        if (cifar_check(&b, io_basename(paths[f]), num_classes, &count, err, errlen) != 0) {
+            data_buf_free(&b);
+            goto fail;
+        }
+        for (long i = 0; i < count; i++) {
+            const unsigned char *rec = b.p + (size_t)i * CIFAR_RECORD;
+            max = rec[0] > max ? rec[0] : max;
+            long row = first + i - lo;
+            if (first + i < lo || first + i >= hi)
+                continue;
+            float *x = out->x + (size_t)row * CIFAR_PIXELS;
+            out->y[row] = rec[0];
+            for (int k = 0; k < CIFAR_PIXELS; k++)
+                x[k] = (float)rec[1 + k];
+        }
+        first += count;
+        data_buf_free(&b);
+    }
+    if (hi > first) {
+        char c1[32];
+        io_errf(err, errlen, "CIFAR-10: records [%ld, %ld) asked of %s", lo, hi,
+                data_fmt_count(first, c1));
+        goto fail;
+    }
+    out->shape = (spec_shape){.rank = 3, .dim = {3, 32, 32}};
+    out->num_classes = num_classes > 0 ? num_classes : max + 1;
+    return 0;
+fail:
+    dataset_free(out);
+    return -1;
+}
+
 int dataset_load_cifar10(const char *const *batch_paths, int n_paths, dataset *out,
                          char *err, size_t errlen)
 {

@@ -97,10 +97,22 @@ static int csv_line(const csv_ctx *c, const char *s, const char *e, long label_c
 int data_csv_load(const char *path, int label_column, bool header, int num_classes,
                   long expected_features, dataset *out, char *err, size_t errlen)
 {
+    return data_csv_load_range(path, label_column, header, num_classes, expected_features, 0,
+                               -1, out, err, errlen);
+}
+
+/* Every row is parsed and checked; only rows [lo, hi) are kept (hi < 0:
+ * all of them). */
+int data_csv_load_range(const char *path, int label_column, bool header, int num_classes,
+                        long expected_features, long lo, long hi, dataset *out, char *err,
+                        size_t errlen)
+{
     memset(out, 0, sizeof *out);
     csv_ctx c = {io_basename(path), 0, err, errlen};
     if (label_column < 0)
         return io_errf(err, errlen, "%s: label column %d is negative", c.name, label_column);
+    if (lo < 0 || (hi >= 0 && hi < lo))
+        return io_errf(err, errlen, "%s: invalid row range [%ld, %ld)", c.name, lo, hi);
     data_buf b;
     if (data_file_read(path, &b, err, errlen) != 0)
         return -1;
@@ -122,6 +134,10 @@ int data_csv_load(const char *path, int label_column, bool header, int num_class
         data_buf_free(&b);
         return io_errf(err, errlen, "%s:%ld: NUL byte (binary file?)", c.name, nul_line);
     }
+    long cap = hi < 0 ? lines : hi - lo;
+    float *row_x = NULL;    /* scratch for rows outside the range */
+    int32_t row_y, max_label = -1;
+    bool seen = false;
 
     const char *p = (const char *)b.p, *end = p + b.len;
     long features = expected_features, n = 0;
@@ -148,46 +164,84 @@ int data_csv_load(const char *path, int label_column, bool header, int num_class
             goto fail;
         }
         /* Without an expected count the first row sets it. */
-        if (!out->x && expected_features <= 0)
+        if (!seen && expected_features <= 0)
             features = fields - 1;
         if (fields - 1 != features) {
             io_errf(err, errlen, "%s:%ld: %ld features, expected %ld", c.name, c.line,
                     fields - 1, features);
             goto fail;
         }
-        if (!out->x && data_alloc(out, lines, features) != 0) {
+        if (!seen && (data_alloc(out, cap, features) != 0 ||
+                      !(row_x = malloc((size_t)(features + 1) * sizeof(float))))) {
             io_errf(err, errlen, "%s: out of memory for %ld rows of %ld features", c.name,
-                    lines, features);
+                    cap, features);
             goto fail;
         }
-        if (csv_line(&c, s, e, label_column, num_classes, out->x + (size_t)n * features,
-                     &out->y[n]) != 0)
+        seen = true;
+        bool keep = n >= lo && (hi < 0 || n < hi);
+        float *x = keep ? out->x + (size_t)(n - lo) * features : row_x;
+        int32_t *y = keep ? &out->y[n - lo] : &row_y;
+        if (csv_line(&c, s, e, label_column, num_classes, x, y) != 0)
             goto fail;
+        max_label = *y > max_label ? *y : max_label;
         n++;
     }
     if (n == 0) {
         io_errf(err, errlen, "%s: no data rows", c.name);
         goto fail;
     }
-    out->n = n;
+    if (hi > n) {
+        char c1[32];
+        io_errf(err, errlen, "%s: rows [%ld, %ld) asked of %s", c.name, lo, hi,
+                data_fmt_count(n, c1));
+        goto fail;
+    }
+    out->n = hi < 0 ? n - lo : hi - lo;
+    if (out->n < 0)
+        out->n = 0;
     out->shape = (spec_shape){.rank = 1, .dim = {(int)features}};
     if (features > INT32_MAX) {
         io_errf(err, errlen, "%s: too many features (%ld)", c.name, features);
         goto fail;
     }
     /* Give back the rows blank lines did not use. */
-    if (n < lines && features > 0) {
-        float *shrunk = realloc(out->x, (size_t)n * features * sizeof(float));
+    if (out->n < cap && out->n > 0 && features > 0) {
+        float *shrunk = realloc(out->x, (size_t)out->n * features * sizeof(float));
         if (shrunk)
             out->x = shrunk;
     }
-    data_set_classes(out, num_classes);
+    out->num_classes = num_classes > 0 ? num_classes : max_label + 1;
     rc = 0;
 fail:
+    free(row_x);
     data_buf_free(&b);
     if (rc != 0)
         dataset_free(out);
     return rc;
+}
+
+int data_csv_count(const char *path, bool header, long *n, char *err, size_t errlen)
+{
+    data_buf b;
+    *n = 0;
+    if (data_file_read(path, &b, err, errlen) != 0)
+        return -1;
+    const char *p = (const char *)b.p, *end = p + b.len;
+    for (long line = 1; p < end; p++, line++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *e = nl ? nl : end;
+        const char *s = p;
+        p = e;
+        if (line == 1 && header)
+            continue;
+        if (e > s && e[-1] == '\r')
+            e--;
+        while (s < e && (*s == ' ' || *s == '\t'))
+            s++;
+        *n += s < e;
+    }
+    data_buf_free(&b);
+    return 0;
 }
 
 int dataset_load_csv(const char *path, int label_column, bool header, int num_classes,

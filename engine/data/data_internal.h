@@ -51,6 +51,47 @@ int data_cifar10_load(const char *const *paths, int n_paths, int num_classes,
 int data_csv_load(const char *path, int label_column, bool header, int num_classes,
                   long expected_features, dataset *out, char *err, size_t errlen);
 
+/* A file read sequentially in bounded memory, gunzipped on the fly when
+ * it starts with the gzip magic (data_stream.c). Messages match
+ * data_file_read's. */
+typedef struct data_stream data_stream;
+
+int data_stream_open(const char *path, data_stream **out, char *err, size_t errlen);
+void data_stream_close(data_stream *s);
+/* Up to n bytes into dst; *got is short only at the end of the data. */
+int data_stream_read(data_stream *s, void *dst, size_t n, size_t *got, char *err,
+                     size_t errlen);
+/* Pass over n bytes (plain files: a seek); *skipped short only at the end. */
+int data_stream_skip(data_stream *s, uint64_t n, uint64_t *skipped, char *err,
+                     size_t errlen);
+/* Read to the end: *total is the whole (uncompressed) length and
+ * *truncated whether a gzip stream ended before its trailer; fails on
+ * corrupt gzip data and on a gzip stream without data. */
+int data_stream_finish(data_stream *s, uint64_t *total, bool *truncated, char *err,
+                       size_t errlen);
+
+/* Range forms of the loaders: records [lo, hi) of the file(s), 0 <= lo <=
+ * hi, with every check of the whole load (the whole file's structure and
+ * every label are still checked, so the result, or the message, is the
+ * whole load's sliced). hi past the records the file has is an error. */
+int data_idx_load_range(const char *images_path, const char *labels_path, int num_classes,
+                        long lo, long hi, dataset *out, char *err, size_t errlen);
+/* Records the images file's header announces (the header alone is read). */
+int data_idx_count(const char *images_path, long *n, char *err, size_t errlen);
+int data_cifar10_load_range(const char *const *paths, int n_paths, int num_classes, long lo,
+                            long hi, dataset *out, char *err, size_t errlen);
+/* Records in the batches (plain files: their sizes; gzip: read through). */
+int data_cifar10_count(const char *const *paths, int n_paths, long *n, char *err,
+                       size_t errlen);
+/* hi < 0: every row (data_csv_load). */
+int data_csv_load_range(const char *path, int label_column, bool header, int num_classes,
+                        long expected_features, long lo, long hi, dataset *out, char *err,
+                        size_t errlen);
+/* Data rows (non-blank lines after the header); the rows are not parsed. */
+int data_csv_count(const char *path, bool header, long *n, char *err, size_t errlen);
+int data_synthetic_range(const spec_shape *shape, long n, int num_classes, unsigned long seed,
+                         long lo, long hi, dataset *out, char *err, size_t errlen);
+
 /* Allocate x (n * features floats) and y (n labels) of d; -1 when out of
  * memory or the sizes overflow. */
 int data_alloc(dataset *d, long n, long features);

@@ -40,9 +40,27 @@ static int cifar_batch_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Load every data_batch_N.bin of dir, in batch order. */
+/* What to do with a set's records: count them, load all, or a range. */
+typedef struct data_span {
+    bool count;             /* only count into *n */
+    long lo, hi;            /* hi < 0: every record */
+    long *n;
+} data_span;
+
+static int cifar_apply(const char *const *paths, int n, int num_classes, const data_span *sp,
+                       dataset *out, char *err, size_t errlen)
+{
+    if (sp->count)
+        return data_cifar10_count(paths, n, sp->n, err, errlen);
+    if (sp->hi < 0)
+        return data_cifar10_load(paths, n, num_classes, out, err, errlen);
+    return data_cifar10_load_range(paths, n, num_classes, sp->lo, sp->hi, out, err, errlen);
+}
+
+/* Every data_batch_N.bin of dir, in batch order. */
 static int load_cifar_dir(const char *name, const char *dir, const dataset_roots *roots,
-                          int num_classes, dataset *out, char *err, size_t errlen)
+                          int num_classes, const data_span *sp, dataset *out, char *err,
+                          size_t errlen)
 {
     DIR *d = opendir(dir);
     if (!d)
@@ -89,7 +107,7 @@ static int load_cifar_dir(const char *name, const char *dir, const dataset_roots
     }
     for (int i = 0; i < n; i++)
         paths[i] = batches[i].path;
-    rc = data_cifar10_load(paths, n, num_classes, out, err, errlen);
+    rc = cifar_apply(paths, n, num_classes, sp, out, err, errlen);
     free(paths);
 done:
     closedir(d);
@@ -97,31 +115,48 @@ done:
     return rc;
 }
 
-/* Resolve and load one named set (train, validation or test). */
-static int load_named(const spec_data *data, const char *field, const char *name,
-                      const spec_shape *input, const dataset_roots *roots, dataset *out,
-                      char *err, size_t errlen)
+/* Resolve one named set (train, validation or test) and count or load
+ * its records as sp says. */
+static int span_named(const spec_data *data, const char *field, const char *name,
+                      const spec_shape *input, const dataset_roots *roots, const data_span *sp,
+                      dataset *out, char *err, size_t errlen)
 {
     char p1[PATH_MAX], p2[PATH_MAX], why[1024];
     if (dataset_resolve(data->format, name, roots, p1, p2, sizeof p1, why, sizeof why) != 0)
         return io_errf(err, errlen, "%s: %s", field, why);
     switch (data->format) {
     case DATA_IDX:
-        return data_idx_load(p1, p2, data->num_classes, out, err, errlen);
+        if (sp->count)
+            return data_idx_count(p1, sp->n, err, errlen);
+        if (sp->hi < 0)
+            return data_idx_load(p1, p2, data->num_classes, out, err, errlen);
+        return data_idx_load_range(p1, p2, data->num_classes, sp->lo, sp->hi, out, err,
+                                   errlen);
     case DATA_CIFAR10: {
         struct stat st;
         if (stat(p1, &st) == 0 && S_ISDIR(st.st_mode))
-            return load_cifar_dir(name, p1, roots, data->num_classes, out, err, errlen);
+            return load_cifar_dir(name, p1, roots, data->num_classes, sp, out, err, errlen);
         const char *one[1] = {p1};
-        return data_cifar10_load(one, 1, data->num_classes, out, err, errlen);
+        return cifar_apply(one, 1, data->num_classes, sp, out, err, errlen);
     }
     case DATA_CSV:
-        return data_csv_load(p1, data->label_column, data->header, data->num_classes,
-                             spec_shape_size(input), out, err, errlen);
+        if (sp->count)
+            return data_csv_count(p1, data->header, sp->n, err, errlen);
+        return data_csv_load_range(p1, data->label_column, data->header, data->num_classes,
+                                   spec_shape_size(input), sp->hi < 0 ? 0 : sp->lo, sp->hi,
+                                   out, err, errlen);
     default:
         return io_errf(err, errlen, "%s: format %s has no named datasets", field,
                        spec_data_format_name(data->format));
     }
+}
+
+static int load_named(const spec_data *data, const char *field, const char *name,
+                      const spec_shape *input, const dataset_roots *roots, dataset *out,
+                      char *err, size_t errlen)
+{
+    data_span all = {.hi = -1};
+    return span_named(data, field, name, input, roots, &all, out, err, errlen);
 }
 
 static void shape_str(const spec_shape *s, char *buf, size_t len)
@@ -229,20 +264,46 @@ static int record_scaling(dataset *train, const double *shift, const float *fact
     return 0;
 }
 
+void dataset_stats_sum(const dataset *d, double *sum)
+{
+    long f = d->features;
+    for (long i = 0; d->x && i < d->n; i++) {
+        const float *x = d->x + (size_t)i * f;
+        for (long j = 0; j < f; j++)
+            sum[j] += x[j];
+    }
+}
+
+void dataset_stats_m2(const dataset *d, const double *mean, double *m2)
+{
+    long f = d->features;
+    for (long i = 0; d->x && i < d->n; i++) {
+        const float *x = d->x + (size_t)i * f;
+        for (long j = 0; j < f; j++) {
+            double dev = x[j] - mean[j];
+            m2[j] += dev * dev;
+        }
+    }
+}
+
+float dataset_stats_max_abs(const dataset *d)
+{
+    float m = 0;
+    size_t total = d->x ? (size_t)d->n * (size_t)d->features : 0;
+    for (size_t i = 0; i < total; i++)
+        m = fmaxf(m, fabsf(d->x[i]));
+    return m;
+}
+
 /* Unit scaling: byte data is divided by 255 (not by the largest value
  * present, which would depend on the subset); other data by the largest
  * absolute train value. */
-static int scale_unit(dataset *sets[3], bool byte_data, char *err, size_t errlen)
+static int scale_unit(dataset *sets[3], bool byte_data, float max_abs, char *err,
+                      size_t errlen)
 {
     float divisor = 255.0f;
-    if (!byte_data) {
-        divisor = 0;
-        size_t total = (size_t)sets[0]->n * (size_t)sets[0]->features;
-        for (size_t i = 0; i < total; i++)
-            divisor = fmaxf(divisor, fabsf(sets[0]->x[i]));
-        if (divisor == 0)
-            divisor = 1.0f;
-    }
+    if (!byte_data)
+        divisor = max_abs == 0 ? 1.0f : max_abs;
     for (int s = 0; s < 3; s++)
         if (sets[s]->x)
             scale_by(sets[s], divisor);
@@ -251,34 +312,15 @@ static int scale_unit(dataset *sets[3], bool byte_data, char *err, size_t errlen
 
 /* Standardise each feature with the train mean and standard deviation;
  * a constant feature is only centred. */
-static int scale_standard(dataset *sets[3], char *err, size_t errlen)
+static int scale_standard(dataset *sets[3], const double *mean, const double *m2, double n,
+                          char *err, size_t errlen)
 {
-    dataset *tr = sets[0];
-    long f = tr->features;
-    double *mean = calloc((size_t)f, sizeof *mean), *m2 = calloc((size_t)f, sizeof *m2);
-    float *inv = malloc((size_t)f * sizeof *inv);
-    if (!mean || !m2 || !inv) {
-        free(mean);
-        free(m2);
-        free(inv);
+    long f = sets[0]->features;
+    float *inv = malloc((size_t)(f + 1) * sizeof *inv);
+    if (!inv)
         return io_errf(err, errlen, "data.scaling: out of memory");
-    }
-    for (long i = 0; i < tr->n; i++) {
-        const float *x = tr->x + (size_t)i * f;
-        for (long j = 0; j < f; j++)
-            mean[j] += x[j];
-    }
-    for (long j = 0; j < f; j++)
-        mean[j] /= (double)tr->n;
-    for (long i = 0; i < tr->n; i++) {
-        const float *x = tr->x + (size_t)i * f;
-        for (long j = 0; j < f; j++) {
-            double d = x[j] - mean[j];
-            m2[j] += d * d;
-        }
-    }
     for (long j = 0; j < f; j++) {
-        double sd = sqrt(m2[j] / (double)tr->n);
+        double sd = sqrt(m2[j] / n);
         inv[j] = sd > 1e-12 ? (float)(1.0 / sd) : 1.0f;
     }
     for (int s = 0; s < 3; s++) {
@@ -289,10 +331,49 @@ static int scale_standard(dataset *sets[3], char *err, size_t errlen)
                 x[j] = (float)(x[j] - mean[j]) * inv[j];
         }
     }
-    int rc = record_scaling(tr, mean, inv, 1.0f, err, errlen);
+    int rc = record_scaling(sets[0], mean, inv, 1.0f, err, errlen);
+    free(inv);
+    return rc;
+}
+
+int dataset_apply_scaling(const spec_data *data, const dataset_scaling_stats *st,
+                          dataset *train, dataset *val, dataset *test, char *err,
+                          size_t errlen)
+{
+    dataset *sets[3] = {train, val, test};
+    if (data->scaling == SCALE_UNIT)
+        return scale_unit(sets, data->format != DATA_CSV, st->max_abs, err, errlen);
+    if (data->scaling == SCALE_STANDARD)
+        return scale_standard(sets, st->mean, st->m2, st->n, err, errlen);
+    return 0;
+}
+
+/* The scaling statistics of a whole train set in memory. */
+static int scale_whole(const spec_data *data, dataset *sets[3], char *err, size_t errlen)
+{
+    dataset *tr = sets[0];
+    dataset_scaling_stats st = {.n = (double)tr->n};
+    if (data->scaling == SCALE_UNIT && data->format == DATA_CSV)
+        st.max_abs = dataset_stats_max_abs(tr);
+    double *mean = NULL, *m2 = NULL;
+    if (data->scaling == SCALE_STANDARD) {
+        mean = calloc((size_t)tr->features + 1, sizeof *mean);
+        m2 = calloc((size_t)tr->features + 1, sizeof *m2);
+        if (!mean || !m2) {
+            free(mean);
+            free(m2);
+            return io_errf(err, errlen, "data.scaling: out of memory");
+        }
+        dataset_stats_sum(tr, mean);
+        for (long j = 0; j < tr->features; j++)
+            mean[j] /= (double)tr->n;
+        dataset_stats_m2(tr, mean, m2);
+        st.mean = mean;
+        st.m2 = m2;
+    }
+    int rc = dataset_apply_scaling(data, &st, sets[0], sets[1], sets[2], err, errlen);
     free(mean);
     free(m2);
-    free(inv);
     return rc;
 }
 
@@ -378,10 +459,7 @@ int dataset_load_all(const spec_data *data, const spec_shape *input,
     int rc = load_sets(data, input, roots, seed, train, val, test, err, errlen);
     if (rc == 0) {
         dataset *sets[3] = {train, val, test};
-        if (data->scaling == SCALE_UNIT)
-            rc = scale_unit(sets, data->format != DATA_CSV, err, errlen);
-        else if (data->scaling == SCALE_STANDARD)
-            rc = scale_standard(sets, err, errlen);
+        rc = scale_whole(data, sets, err, errlen);
     }
     if (rc != 0) {
         dataset_free(train);
@@ -389,4 +467,130 @@ int dataset_load_all(const spec_data *data, const spec_shape *input,
         dataset_free(test);
     }
     return rc;
+}
+
+/* ---- the sets in parts (distributed runs) ------------------------------ */
+
+static int count_named(const spec_data *data, const char *field, const char *name,
+                       const spec_shape *input, const dataset_roots *roots, long *n, char *err,
+                       size_t errlen)
+{
+    data_span sp = {.count = true, .n = n};
+    return span_named(data, field, name, input, roots, &sp, NULL, err, errlen);
+}
+
+/* want > 0 samples of a set of `have`: as subset() words it. */
+static int layout_subset(const char *field, const char *name, long want, long *have, char *err,
+                         size_t errlen)
+{
+    if (want <= 0)
+        return 0;
+    if (want > *have) {
+        char c1[32], c2[32];
+        return io_errf(err, errlen, "%s: %s requested but \"%s\" has %s samples", field,
+                       data_fmt_count(want, c1), name, data_fmt_count(*have, c2));
+    }
+    *have = want;
+    return 0;
+}
+
+int dataset_layout_of(const spec_data *data, const spec_shape *input,
+                      const dataset_roots *roots, dataset_layout *out, char *err,
+                      size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    out->val_first = -1;
+    if (spec_shape_size(input) <= 0)
+        return io_errf(err, errlen, "model.input: invalid shape");
+    long train = 0;
+    if (data->format == DATA_SYNTHETIC) {
+        train = data->synthetic_train;
+        out->n_test = data->synthetic_test > 0 ? data->synthetic_test : 0;
+    } else {
+        if (!data->train)
+            return io_errf(err, errlen, "data.train: no training set named");
+        if (count_named(data, "data.train", data->train, input, roots, &train, err,
+                        errlen) != 0)
+            return -1;
+        if (data->test &&
+            count_named(data, "data.test", data->test, input, roots, &out->n_test, err,
+                        errlen) != 0)
+            return -1;
+        if (data->validation &&
+            count_named(data, "data.validation", data->validation, input, roots, &out->n_val,
+                        err, errlen) != 0)
+            return -1;
+    }
+    const char *train_name = data->train ? data->train : "synthetic";
+    const char *test_name = data->test ? data->test : "synthetic";
+    if (layout_subset("data.train_samples", train_name, data->train_samples, &train, err,
+                      errlen) != 0)
+        return -1;
+    if (out->n_test > 0 && layout_subset("data.test_samples", test_name, data->test_samples,
+                                         &out->n_test, err, errlen) != 0)
+        return -1;
+    if (!data->validation && data->validation_split > 0) {
+        long keep = (long)((double)train * (1.0 - data->validation_split));
+        long n_val = train - keep;
+        char c1[32];
+        if (n_val <= 0 || keep <= 0)
+            return io_errf(err, errlen, "data.validation_split: %g of %s train samples leaves "
+                           "an empty %s set", data->validation_split,
+                           data_fmt_count(train, c1), n_val <= 0 ? "validation" : "training");
+        out->n_val = n_val;
+        out->val_first = keep;
+        train = keep;
+    }
+    if (train == 0)
+        return io_errf(err, errlen, "data.train: \"%s\" has no samples", train_name);
+    out->n_train = train;
+    return 0;
+}
+
+int dataset_load_part(const spec_data *data, const spec_shape *input,
+                      const dataset_roots *roots, unsigned long seed,
+                      const dataset_layout *lay, dataset_part part, long lo, long hi,
+                      dataset *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    long size = part == DATASET_PART_TRAIN ? lay->n_train
+              : part == DATASET_PART_VAL   ? lay->n_val
+                                           : lay->n_test;
+    if (lo < 0 || hi < lo || hi > size)
+        return io_errf(err, errlen, "samples [%ld, %ld) asked of a set of %ld", lo, hi, size);
+    if (size == 0) {
+        /* No such set: empty, as dataset_load_all leaves it. */
+        out->features = spec_shape_size(input);
+        out->shape = *input;
+        return 0;
+    }
+    /* The validation split is the train source's records after the train part. */
+    bool split = part == DATASET_PART_VAL && lay->val_first >= 0;
+    long shift = split ? lay->val_first : 0;
+    const char *field = part == DATASET_PART_TEST ? "data.test"
+                      : part == DATASET_PART_VAL && !split ? "data.validation"
+                                                           : "data.train";
+    const char *name = part == DATASET_PART_TEST ? data->test
+                     : part == DATASET_PART_VAL && !split ? data->validation
+                                                          : data->train;
+    if (data->format == DATA_SYNTHETIC) {
+        char why[256];
+        bool test = part == DATASET_PART_TEST;
+        long n = test ? data->synthetic_test : data->synthetic_train;
+        unsigned long s = test ? seed ^ SYNTHETIC_TEST_SEED : seed;
+        if (data_synthetic_range(input, n, data->num_classes, s, lo + shift, hi + shift, out,
+                                 why, sizeof why) != 0)
+            return io_errf(err, errlen, "data.synthetic_%s: %s", test ? "test" : "train", why);
+        return 0;
+    }
+    if (!name)
+        return io_errf(err, errlen, "%s: no set named", field);
+    data_span sp = {.lo = lo + shift, .hi = hi + shift};
+    if (span_named(data, field, name, input, roots, &sp, out, err, errlen) != 0)
+        return -1;
+    if (fit_shape(out, name, input, err, errlen) != 0) {
+        dataset_free(out);
+        return -1;
+    }
+    return 0;
 }

@@ -99,6 +99,70 @@ int dataset_resolve(spec_data_format format, const char *name,
 
 void dataset_free(dataset *d);
 
+/* ---- the sets in parts ------------------------------------------------
+ * A distributed run loads each rank's share instead of whole sets: the
+ * sets are numbered as dataset_load_all defines them (train_samples and
+ * the validation split on the train source's records), each rank loads a
+ * range, and the scaling statistics, which must come from the whole train
+ * part, are combined from per-part sums by the caller. This module stays
+ * free of MPI. */
+
+/* Where the sets lie, from the sources' record counts (headers and file
+ * sizes; a CSV file is scanned for rows, gzip data read through). */
+typedef struct dataset_layout {
+    long n_train;     /* the train part: records [0, n_train) of the train source */
+    long n_val;       /* validation samples (0: none) */
+    long val_first;   /* >= 0: the split, records [val_first, val_first + n_val)
+                         of the train source; -1: data.validation's own records */
+    long n_test;      /* test: records [0, n_test) of the test source (0: none) */
+} dataset_layout;
+
+/* The layout of `data`; errors as dataset_load_all's (subset sizes, an
+ * empty split, a missing set). */
+int dataset_layout_of(const spec_data *data, const spec_shape *input,
+                      const dataset_roots *roots, dataset_layout *out, char *err,
+                      size_t errlen);
+
+typedef enum dataset_part {
+    DATASET_PART_TRAIN,
+    DATASET_PART_VAL,
+    DATASET_PART_TEST,
+} dataset_part;
+
+/* Samples [lo, hi) of one set, raw (unscaled), equal to that slice of
+ * dataset_load_all's set before scaling. The files are checked as in a
+ * whole load (structure, gzip integrity, every label), so a range fails
+ * with the whole load's message; memory is the range's floats plus small
+ * buffers (IDX: seek or streamed gunzip; CIFAR-10: one batch file at a
+ * time; CSV: the file's text while parsing). An empty range still gives
+ * features, shape and num_classes. */
+int dataset_load_part(const spec_data *data, const spec_shape *input,
+                      const dataset_roots *roots, unsigned long seed,
+                      const dataset_layout *lay, dataset_part part, long lo, long hi,
+                      dataset *out, char *err, size_t errlen);
+
+/* Scaling statistics of a part, to be combined over parts: per-feature
+ * sums (add into sum), squared deviations from a given mean (add into
+ * m2), and the largest absolute value (combine with max). */
+void dataset_stats_sum(const dataset *d, double *sum);
+void dataset_stats_m2(const dataset *d, const double *mean, double *m2);
+float dataset_stats_max_abs(const dataset *d);
+
+/* Statistics of the whole train part. */
+typedef struct dataset_scaling_stats {
+    double n;             /* train samples */
+    const double *mean;   /* standard: per-feature sum / n */
+    const double *m2;     /* standard: per-feature squared deviations from mean */
+    float max_abs;        /* unit scaling of CSV data: the largest |x| of train */
+} dataset_scaling_stats;
+
+/* Scale the sets as data.scaling says with the given statistics (the
+ * arithmetic of dataset_load_all's) and record the scaling on train (its
+ * features and shape must be set; n may be 0). val/test may be empty. */
+int dataset_apply_scaling(const spec_data *data, const dataset_scaling_stats *st,
+                          dataset *train, dataset *val, dataset *test, char *err,
+                          size_t errlen);
+
 /* The train set's scaling as two tensors of the sample shape, "input.shift"
  * and "input.factor", pointing into `train` (written next to the weights).
  * Returns how many entries it filled: 2, or 0 when no scaling was applied. */

@@ -74,18 +74,62 @@ static int idx_labels_path(const char *images, char *out, size_t cap)
     return 0;
 }
 
+/* Read the labels file whole (one byte a record: small) and check it as
+ * the whole load does: header, length, count against the n images, and
+ * every label against num_classes. On success lab holds the file. */
+static int idx_labels(const char *labels_path, const char *iname, uint32_t n, int num_classes,
+                      data_buf *lab, char *err, size_t errlen)
+{
+    const char *lname = io_basename(labels_path);
+    if (data_file_read(labels_path, lab, err, errlen) != 0)
+        return -1;
+    uint32_t n_labels = 0;
+    if (idx_header(lab, lname, IDX_LABELS_MAGIC, 8, "labels: unsigned bytes, 1 dimension",
+                   &n_labels, err, errlen) != 0 ||
+        idx_body(lab, lname, 8, n_labels, 1, "labels", err, errlen) != 0)
+        goto fail;
+    if (n_labels != n) {
+        char c1[32], c2[32];
+        io_errf(err, errlen, "%s has %s images but %s has %s labels", iname,
+                data_fmt_count(n, c1), lname, data_fmt_count(n_labels, c2));
+        goto fail;
+    }
+    const unsigned char *labels = lab->p + 8;
+    for (uint32_t i = 0; num_classes > 0 && i < n; i++) {
+        if (labels[i] >= num_classes) {
+            char c1[32], c2[32];
+            io_errf(err, errlen, "%s: record %s of %s: label %d out of range [0, %d)", lname,
+                    data_fmt_count((long long)i + 1, c1), data_fmt_count(n, c2), labels[i],
+                    num_classes);
+            goto fail;
+        }
+    }
+    return 0;
+fail:
+    data_buf_free(lab);
+    return -1;
+}
+
+static int idx_resolve_labels(const char *images_path, const char **labels_path,
+                              char derived[PATH_MAX], char *err, size_t errlen)
+{
+    if (*labels_path)
+        return 0;
+    if (idx_labels_path(images_path, derived, PATH_MAX) != 0)
+        return io_errf(err, errlen, "%s: cannot derive the labels file name "
+                       "(expected …-images-idx3-ubyte)", io_basename(images_path));
+    *labels_path = derived;
+    return 0;
+}
+
 int data_idx_load(const char *images_path, const char *labels_path, int num_classes,
                   dataset *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     char derived[PATH_MAX];
-    if (!labels_path) {
-        if (idx_labels_path(images_path, derived, sizeof derived) != 0)
-            return io_errf(err, errlen, "%s: cannot derive the labels file name "
-                           "(expected …-images-idx3-ubyte)", io_basename(images_path));
-        labels_path = derived;
-    }
-    const char *iname = io_basename(images_path), *lname = io_basename(labels_path);
+    if (idx_resolve_labels(images_path, &labels_path, derived, err, errlen) != 0)
+        return -1;
+    const char *iname = io_basename(images_path);
     data_buf img, lab;
     if (data_file_read(images_path, &img, err, errlen) != 0)
         return -1;
@@ -101,30 +145,9 @@ int data_idx_load(const char *images_path, const char *labels_path, int num_clas
     size_t pixels = (size_t)rows * cols;
     if (idx_body(&img, iname, 16, n, pixels, "images", err, errlen) != 0)
         goto fail_img;
-
-    if (data_file_read(labels_path, &lab, err, errlen) != 0)
+    if (idx_labels(labels_path, iname, n, num_classes, &lab, err, errlen) != 0)
         goto fail_img;
-    uint32_t n_labels = 0;
-    if (idx_header(&lab, lname, IDX_LABELS_MAGIC, 8, "labels: unsigned bytes, 1 dimension",
-                   &n_labels, err, errlen) != 0 ||
-        idx_body(&lab, lname, 8, n_labels, 1, "labels", err, errlen) != 0)
-        goto fail_lab;
-    if (n_labels != n) {
-        char c1[32], c2[32];
-        io_errf(err, errlen, "%s has %s images but %s has %s labels", iname,
-                data_fmt_count(n, c1), lname, data_fmt_count(n_labels, c2));
-        goto fail_lab;
-    }
     const unsigned char *labels = lab.p + 8;
-    for (uint32_t i = 0; num_classes > 0 && i < n; i++) {
-        if (labels[i] >= num_classes) {
-            char c1[32], c2[32];
-            io_errf(err, errlen, "%s: record %s of %s: label %d out of range [0, %d)", lname,
-                    data_fmt_count((long long)i + 1, c1), data_fmt_count(n, c2), labels[i],
-                    num_classes);
-            goto fail_lab;
-        }
-    }
     if (data_alloc(out, (long)n, (long)pixels) != 0) {
         io_errf(err, errlen, "%s: out of memory for %u images", iname, n);
         goto fail_lab;
@@ -144,6 +167,150 @@ fail_lab:
     data_buf_free(&lab);
 fail_img:
     data_buf_free(&img);
+    return -1;
+}
+
+/* A parse error in a streamed file: corrupt gzip data further on wins, as
+ * in the whole load, which inflates the file before parsing it. */
+static int idx_stream_fail(data_stream *st, const char *why, char *err, size_t errlen)
+{
+    uint64_t total;
+    bool truncated;
+    if (data_stream_finish(st, &total, &truncated, err, errlen) != 0)
+        return -1;
+    return io_errf(err, errlen, "%s", why);
+}
+
+/* Open the images file and read and check its header. */
+static int idx_open_images(const char *path, data_stream **st, uint32_t *n, uint32_t *rows,
+                           uint32_t *cols, char *err, size_t errlen)
+{
+    const char *iname = io_basename(path);
+    if (data_stream_open(path, st, err, errlen) != 0)
+        return -1;
+    unsigned char head[16];
+    size_t got;
+    if (data_stream_read(*st, head, sizeof head, &got, err, errlen) != 0)
+        goto fail;
+    char why[512];
+    /* A header shorter than 16 bytes is the whole file. */
+    data_buf hb = {head, got, false};
+    if (idx_header(&hb, iname, IDX_IMAGES_MAGIC, 16, "images: unsigned bytes, 3 dimensions", n,
+                   why, sizeof why) != 0) {
+        idx_stream_fail(*st, why, err, errlen);
+        goto fail;
+    }
+    *rows = idx_be32(head + 8);
+    *cols = idx_be32(head + 12);
+    if (*rows == 0 || *cols == 0 || (long)*rows * *cols > IDX_MAX_PIXELS) {
+        snprintf(why, sizeof why, "%s: implausible image size %ux%u", iname, *rows, *cols);
+        idx_stream_fail(*st, why, err, errlen);
+        goto fail;
+    }
+    return 0;
+fail:
+    data_stream_close(*st);
+    *st = NULL;
+    return -1;
+}
+
+int data_idx_count(const char *images_path, long *n, char *err, size_t errlen)
+{
+    data_stream *st;
+    uint32_t count, rows, cols;
+    if (idx_open_images(images_path, &st, &count, &rows, &cols, err, errlen) != 0)
+        return -1;
+    data_stream_close(st);
+    *n = (long)count;
+    return 0;
+}
+
+/* Images [lo, hi) as floats into x: skip to them, convert a block at a
+ * time. Stops early (leaving the rest) when the file is short: the body
+ * check that follows reports it. */
+static int idx_read_images(data_stream *st, size_t pixels, long lo, long hi, float *x,
+                           char *err, size_t errlen)
+{
+    uint64_t skipped;
+    if (data_stream_skip(st, (uint64_t)lo * pixels, &skipped, err, errlen) != 0)
+        return -1;
+    if (skipped < (uint64_t)lo * pixels)
+        return 0;
+    size_t per = (size_t)1 << 16 > pixels ? ((size_t)1 << 16) / pixels : 1;
+    unsigned char *buf = malloc(per * pixels);
+    if (!buf)
+        return io_errf(err, errlen, "out of memory");
+    for (long i = lo; i < hi;) {
+        size_t k = (size_t)(hi - i) < per ? (size_t)(hi - i) : per, got;
+        if (data_stream_read(st, buf, k * pixels, &got, err, errlen) != 0) {
+            free(buf);
+            return -1;
+        }
+        float *dst = x + (size_t)(i - lo) * pixels;
+        for (size_t j = 0; j < got; j++)
+            dst[j] = (float)buf[j];
+        if (got < k * pixels)
+            break;
+        i += (long)k;
+    }
+    free(buf);
+    return 0;
+}
+
+int data_idx_load_range(const char *images_path, const char *labels_path, int num_classes,
+                        long lo, long hi, dataset *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    char derived[PATH_MAX];
+    if (idx_resolve_labels(images_path, &labels_path, derived, err, errlen) != 0)
+        return -1;
+    const char *iname = io_basename(images_path);
+    data_stream *st;
+    uint32_t n, rows, cols;
+    long req_lo = lo, req_hi = hi;
+    if (idx_open_images(images_path, &st, &n, &rows, &cols, err, errlen) != 0)
+        return -1;
+    size_t pixels = (size_t)rows * cols;
+    /* A range past the header's count: the file's own faults first. */
+    bool beyond = lo < 0 || hi < lo || hi > (long)n;
+    if (beyond)
+        lo = hi = 0;
+    if (data_alloc(out, hi - lo, (long)pixels) != 0) {
+        data_stream_close(st);
+        return io_errf(err, errlen, "%s: out of memory for %ld images", iname, hi - lo);
+    }
+    data_buf lab = {0};
+    uint64_t total;
+    bool truncated;
+    if (idx_read_images(st, pixels, lo, hi, out->x, err, errlen) != 0 ||
+        data_stream_finish(st, &total, &truncated, err, errlen) != 0)
+        goto fail;
+    data_stream_close(st);
+    st = NULL;
+    data_buf whole = {NULL, (size_t)total, truncated};
+    if (idx_body(&whole, iname, 16, n, pixels, "images", err, errlen) != 0 ||
+        idx_labels(labels_path, iname, n, num_classes, &lab, err, errlen) != 0)
+        goto fail;
+    if (beyond) {
+        char c1[32];
+        io_errf(err, errlen, "%s: records [%ld, %ld) asked of %s images", iname, req_lo, req_hi,
+                data_fmt_count(n, c1));
+        goto fail;
+    }
+    out->shape = (spec_shape){.rank = 3, .dim = {1, (int)rows, (int)cols}};
+    const unsigned char *labels = lab.p + 8;
+    int max = -1;
+    for (uint32_t i = 0; i < n; i++)
+        max = labels[i] > max ? labels[i] : max;
+    for (long i = lo; i < hi; i++)
+        out->y[i - lo] = labels[i];
+    out->num_classes = num_classes > 0 ? num_classes : max + 1;
+    data_buf_free(&lab);
+    return 0;
+fail:
+    data_buf_free(&lab);
+    data_stream_close(st);
+    dataset_free(out);
     return -1;
 }
 
