@@ -39,4 +39,9 @@ void cpu_conv_direct_backward(const conv2d_desc *d, int n,
                               float *db,        /* (k) or NULL */
                               float *scratch);  /* cpu_conv_direct_scratch(d) */
 
+/* Tests: run the portable kernels even where the AVX-512 ones would run
+ * (false restores the automatic choice). Not thread-safe; set it before
+ * any convolution runs. */
+void cpu_conv_direct_force_portable(bool on);
+
 #endif
