@@ -28,17 +28,6 @@ bool dist_env_flag(const char *name)
     return v && *v && strcmp(v, "0") != 0;
 }
 
-void dist_epoch_order(dist_ctx *c, unsigned long seed, int epoch)
-{
-    long n = c->train.n;
-    if (c->spec->data.shuffle) {
-        dataset_epoch_permutation(n, seed, epoch, c->perm);
-        return;
-    }
-    for (long i = 0; i < n; i++)
-        c->perm[i] = i;
-}
-
 float dist_epoch_lr(dist_ctx *c, int epoch)
 {
     return (float)schedule_epoch_begin(&c->sched, &c->spec->training, epoch);
@@ -102,18 +91,14 @@ static void dist_setup_rank(dist_ctx *c)
     c->m = model_create(s, c->be, s->training.batch_size, err, sizeof err);
     if (!c->m)
         dist_die("%s", err);
-    if (dataset_load_all(&s->data, &s->input, &c->opt->roots, s->training.seed, &c->train,
-                         &c->val, &c->test, err, sizeof err) < 0)
-        dist_die("%s", err);
-    if (c->train.n < 1)
+    dist_data_load(c);
+    if (c->n_train < 1)
         dist_die("data.train: no training samples");
     c->optim = optim_create(&s->training.optimizer, c->m->n_params);
-    c->perm = malloc((size_t)c->train.n * sizeof *c->perm);
     c->host_params = malloc((size_t)(c->m->n_params + 1) * sizeof(float));
     c->host_state = malloc((size_t)(c->m->n_state + 1) * sizeof(float));
-    if (!c->optim || !c->perm || !c->host_params || !c->host_state)
-        dist_die("out of memory for %ld parameters and %ld samples", c->m->n_params,
-                 c->train.n);
+    if (!c->optim || !c->host_params || !c->host_state)
+        dist_die("out of memory for %ld parameters", c->m->n_params);
     schedule_init(&c->sched, &s->training);
 }
 
@@ -123,10 +108,7 @@ static void dist_teardown(dist_ctx *c)
     model_free(c->m);
     if (c->be)
         c->be->destroy(c->be);
-    dataset_free(&c->train);
-    dataset_free(&c->val);
-    dataset_free(&c->test);
-    free(c->perm);
+    dist_data_free(c);
     free(c->host_params);
     free(c->host_state);
     dist_report_free(c->rep);
@@ -151,7 +133,7 @@ int dist_train(const job_spec *spec, const dist_options *opt)
             return 1;
         }
     }
-    dist_ctx c = {.spec = spec, .opt = opt};
+    dist_ctx c = {.spec = spec, .opt = opt, .hcomm = MPI_COMM_NULL};
     dist_setup_mpi(&c);
     dist_error_setup(c.rank, c.rank == 0 ? opt->out_dir : NULL);
     dist_check_ranks(&c);

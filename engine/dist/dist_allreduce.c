@@ -22,7 +22,7 @@
 
 static long dist_ar_steps(const dist_ctx *c, long global_batch)
 {
-    long steps = (c->train.n + global_batch - 1) / global_batch;
+    long steps = (c->n_train + global_batch - 1) / global_batch;
     long cap = c->spec->training.steps_per_epoch;
     return cap > 0 && cap < steps ? cap : steps;
 }
@@ -122,13 +122,13 @@ static void dist_ar_step(dist_ctx *c, dist_grad *g, dist_gpu *dg, long s, long g
                          dist_sums *run)
 {
     const int B = c->spec->training.batch_size;
-    long lo = s * gb, hi = lo + gb < c->train.n ? lo + gb : c->train.n;
+    long lo = s * gb, hi = lo + gb < c->n_train ? lo + gb : c->n_train;
     long my_lo = lo + (long)c->rank * B;
     long my_hi = my_lo + B < hi ? my_lo + B : hi;
     int b = my_hi > my_lo ? (int)(my_hi - my_lo) : 0;
     if (b > 0) {
         char err[512];
-        if (model_load_batch(c->m, &c->train, c->perm + my_lo, b, err, sizeof err) < 0)
+        if (model_load_batch(c->m, c->data, c->perm + my_lo, b, err, sizeof err) < 0)
             dist_die("%s", err);
         model_forward(c->m, b, true, c->global_step * (uint64_t)c->size + (uint64_t)c->rank);
         batch_metrics bm = {0};
@@ -178,13 +178,13 @@ int dist_run_allreduce(dist_ctx *c)
         c->rep = dist_report_open(c, start, err, sizeof err);
         if (!c->rep)
             dist_die("%s", err);
-        dist_report_start(c->rep, steps, c->train.n);
+        dist_report_start(c->rep, steps, c->n_train);
     }
     double t_train = MPI_Wtime();
     for (int epoch = start; epoch < s->training.epochs; epoch++) {
         float lr = dist_epoch_lr(c, epoch);
         float lr_used = s->distributed.learning_rate_scaling ? lr * c->size : lr;
-        dist_epoch_order(c, s->training.seed, epoch);
+        dist_data_epoch(c, s->training.seed, epoch);
         dist_sums run = {0};
         double t0 = MPI_Wtime();
         for (long st = 0; st < steps; st++) {
@@ -200,7 +200,7 @@ int dist_run_allreduce(dist_ctx *c)
         dist_ar_average_state(c);
         dist_sums total = dist_gather_sums(c, &run, per);
         dist_sums val = {0};
-        bool has_val = c->val.n > 0;
+        bool has_val = c->lay.n_val > 0;
         if (has_val)
             dist_eval_sharded(c, &c->val, &val);
         if (c->rank == 0) {
@@ -222,13 +222,13 @@ int dist_run_allreduce(dist_ctx *c)
                 c->size, (unsigned long long)c->global_step);
     dist_sync_report_times(c);
     dist_sums test = {0};
-    if (c->test.n > 0)
+    if (c->lay.n_test > 0)
         dist_eval_sharded(c, &c->test, &test);
     if (c->rank == 0) {
         model_get_params(c->m, c->host_params);
         model_get_state(c->m, c->host_state);
         if (dist_write_weights(c, c->host_params, c->host_state, NULL, true, err, sizeof err) < 0 ||
-            dist_report_end(c->rep, c->test.n > 0, &test, c->comm_s, c->train_s, err,
+            dist_report_end(c->rep, c->lay.n_test > 0, &test, c->comm_s, c->train_s, err,
                             sizeof err) < 0)
             dist_die("%s", err);
     }

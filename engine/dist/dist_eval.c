@@ -53,8 +53,8 @@ void dist_eval_range(model *m, const dataset *d, long lo, long hi, dist_sums *ou
 
 void dist_eval_sharded(dist_ctx *c, const dataset *d, dist_sums *out)
 {
-    long lo = d->n * c->rank / c->size, hi = d->n * (c->rank + 1) / c->size;
-    dist_eval_range(c->m, d, lo, hi, out);
+    /* d is this rank's slice already (dist_data.c). */
+    dist_eval_range(c->m, d, 0, d->n, out);
     double t0 = MPI_Wtime();
     DIST_MPI(MPI_Allreduce(MPI_IN_PLACE, out, DIST_SUMS_LEN, MPI_DOUBLE, MPI_SUM, c->comm));
     c->comm_s += MPI_Wtime() - t0;

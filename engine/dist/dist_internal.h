@@ -89,8 +89,23 @@ typedef struct dist_ctx {
     backend *be;
     model *m;
     optimizer *optim;
+    /* Data (dist_data.c). The train part has n_train samples; this rank
+     * holds train = records [shard_lo, shard_lo + train.n) of it (all of
+     * them when `whole`, none on a parameter server), val and test its
+     * evaluation slices or whole sets. */
     dataset train, val, test;
-    int64_t *perm;          /* train.n entries: this epoch's permutation */
+    dataset_layout lay;     /* the global sizes: lay.n_val, lay.n_test */
+    long n_train;
+    long shard_lo;
+    bool whole;             /* every training rank holds the whole train part */
+    MPI_Comm hcomm;         /* the training ranks (MPI_COMM_NULL on a server) */
+    int32_t *who;           /* sharded: the consumer of each permutation position */
+    dataset epoch;          /* sharded: this epoch's samples, in consumption order */
+    const dataset *data;    /* what perm indexes: &train (whole) or &epoch */
+    long *held;             /* rank 0: per rank, samples held and received per epoch */
+    int64_t *perm;          /* n_train entries: this epoch's permutation; after
+                               dist_data_epoch the positions this rank consumes
+                               index c->data */
     float *host_params;     /* n_params */
     float *host_state;      /* n_state (+1) */
     dist_report *rep;       /* rank 0 only */
@@ -102,9 +117,19 @@ typedef struct dist_ctx {
     double watchdog_s;      /* the watchdog's limit */
 } dist_ctx;
 
-/* The permutation of `epoch` for `seed` into ctx->perm (identity when
- * data.shuffle is false). */
-void dist_epoch_order(dist_ctx *c, unsigned long seed, int epoch);
+/* ---- data (dist_data.c) ------------------------------------------------ */
+
+/* Collective: load this rank's train block, evaluation sets and the
+ * global scaling; set up the permutation and the exchange plan (the
+ * trainers' slicing of the permutation, see dist_data_consumers). */
+void dist_data_load(dist_ctx *c);
+void dist_data_free(dist_ctx *c);
+/* Collective over the training ranks: the permutation of `epoch` for
+ * `seed` into c->perm (identity when data.shuffle is false); when
+ * sharded, the samples of this rank's positions are fetched into c->epoch
+ * and those entries of c->perm become rows of it. Either way a trainer
+ * loads position p's sample as row c->perm[p] of c->data. */
+void dist_data_epoch(dist_ctx *c, unsigned long seed, int epoch);
 
 /* The learning rate this epoch's steps use, after warm-up/reductions. */
 float dist_epoch_lr(dist_ctx *c, int epoch);
@@ -171,7 +196,8 @@ void dist_gpu_optim_load(dist_gpu *d, const float *src);
 
 /* Inference-mode sums over samples [lo, hi) of d. */
 void dist_eval_range(model *m, const dataset *d, long lo, long hi, dist_sums *out);
-/* Sums over the whole of d, each rank of comm evaluating its slice. */
+/* Sums over a whole set, each rank evaluating its slice d (the ranks'
+ * slices as dist_data_load cuts them). */
 void dist_eval_sharded(dist_ctx *c, const dataset *d, dist_sums *out);
 /* The model's outputs (n_out per sample) for samples [0, d->n) into out. */
 void dist_predict(model *m, const dataset *d, float *out);

@@ -37,7 +37,7 @@ typedef struct dist_rep {
 static void dist_rep_plan(dist_rep *r)
 {
     dist_ctx *c = r->c;
-    long n = c->train.n;
+    long n = c->n_train;
     bool whole = r->ensemble || (getenv("PUNCH_DIST_SHARDING") &&
                                  strcmp(getenv("PUNCH_DIST_SHARDING"), "replicate") == 0);
     r->lo = whole ? 0 : n * c->rank / c->size;
@@ -206,12 +206,12 @@ static void dist_rep_epoch(dist_rep *r, int epoch, float lr, dist_sums *run, dou
 {
     dist_ctx *c = r->c;
     const int B = c->spec->training.batch_size;
-    dist_epoch_order(c, r->seed, epoch);
+    dist_data_epoch(c, r->seed, epoch);
     char err[512];
     for (long st = 0; st < r->steps; st++) {
         long lo = r->lo + st * B;
         int b = (int)(r->hi - lo < B ? r->hi - lo : B);
-        if (model_load_batch(c->m, &c->train, c->perm + lo, b, err, sizeof err) < 0)
+        if (model_load_batch(c->m, c->data, c->perm + lo, b, err, sizeof err) < 0)
             dist_die("%s", err);
         model_forward(c->m, b, true, c->global_step);
         batch_metrics bm = {0};
@@ -235,7 +235,7 @@ static void dist_rep_finish(dist_rep *r)
     dist_ctx *c = r->c;
     char err[1024];
     dist_sums test = {0};
-    if (c->test.n > 0)
+    if (c->lay.n_test > 0)
         test = dist_rep_eval(r, &c->test);
     long np = c->m->n_params, ns = c->m->n_state;
     if (r->ensemble) {
@@ -260,7 +260,7 @@ static void dist_rep_finish(dist_rep *r)
     model_get_params(c->m, c->host_params);
     model_get_state(c->m, c->host_state);
     if (dist_write_weights(c, c->host_params, c->host_state, NULL, true, err, sizeof err) < 0 ||
-        dist_report_end(c->rep, c->test.n > 0, &test, c->comm_s, c->train_s, err,
+        dist_report_end(c->rep, c->lay.n_test > 0, &test, c->comm_s, c->train_s, err,
                         sizeof err) < 0)
         dist_die("%s", err);
 }
@@ -298,7 +298,7 @@ int dist_run_replicas(dist_ctx *c)
         c->rep = dist_report_open(c, start, err, sizeof err);
         if (!c->rep)
             dist_die("%s", err);
-        dist_report_start(c->rep, r.steps, c->train.n);
+        dist_report_start(c->rep, r.steps, c->n_train);
     }
     int every = s->distributed.sync_every_epochs > 0 ? s->distributed.sync_every_epochs : 1;
     double t_train = MPI_Wtime();
@@ -314,7 +314,7 @@ int dist_run_replicas(dist_ctx *c)
         if (synced)
             dist_rep_average(c);
         dist_sums total = dist_gather_sums(c, &run, per);
-        bool has_val = c->val.n > 0;
+        bool has_val = c->lay.n_val > 0;
         dist_sums val = has_val ? dist_rep_eval(&r, &c->val) : (dist_sums){0};
         if (c->rank == 0) {
             dist_epoch_info e = {.epoch = epoch, .train = total, .has_val = has_val,

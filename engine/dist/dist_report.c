@@ -109,6 +109,16 @@ dist_report *dist_report_open(const dist_ctx *c, int start_epoch, char *err, siz
     json_object_set_new(r->hist, "trainer",
                         json_string(spec_trainer_name(c->spec->distributed.trainer)));
     json_object_set_new(r->hist, "ranks", json_integer(c->size));
+    if (c->held) {
+        /* Per rank: train samples resident, and received each epoch. */
+        json_t *held = json_array(), *recv = json_array();
+        for (int k = 0; k < c->size; k++) {
+            json_array_append_new(held, json_integer(c->held[2 * k]));
+            json_array_append_new(recv, json_integer(c->held[2 * k + 1]));
+        }
+        json_object_set_new(r->hist, "samples_held", held);
+        json_object_set_new(r->hist, "samples_received", recv);
+    }
     return r;
 }
 

@@ -300,13 +300,13 @@ int dist_ps_serve(dist_ctx *c, float *center, const dist_ps_start *start,
     c->rep = dist_report_open(c, (int)start->epoch, err, sizeof err);
     if (!c->rep)
         dist_die("%s", err);
-    long per = (c->train.n / W + s->training.batch_size - 1) / s->training.batch_size;
+    long per = (c->n_train / W + s->training.batch_size - 1) / s->training.batch_size;
     if (s->training.steps_per_epoch > 0 && s->training.steps_per_epoch < per)
         per = s->training.steps_per_epoch;
     sv.steps = per;
     for (int w = 0; w < W; w++)
         sv.last[w].epoch = -1;
-    dist_report_start(c->rep, per * W, c->train.n);
+    dist_report_start(c->rep, per * W, c->n_train);
     double now = MPI_Wtime();
     for (int w = 0; w < W; w++)
         sv.last_seen[w] = now;

@@ -221,13 +221,13 @@ static void dist_worker_epoch(dist_worker *w, int epoch, long lo, long hi, long 
     dist_ctx *c = w->c;
     const int B = c->spec->training.batch_size;
     const int window = c->spec->distributed.communication_window;
-    dist_epoch_order(c, c->spec->training.seed, epoch);
+    dist_data_epoch(c, c->spec->training.seed, epoch);
     dist_sums run = {0};
     char err[512];
     for (long st = 0; st < steps; st++) {
         long first = lo + st * B;
         int b = (int)(hi - first < B ? hi - first : B);
-        if (model_load_batch(c->m, &c->train, c->perm + first, b, err, sizeof err) < 0)
+        if (model_load_batch(c->m, c->data, c->perm + first, b, err, sizeof err) < 0)
             dist_die("%s", err);
         batch_metrics bm = {0};
         double loss = dist_worker_step(w, b, &bm);
@@ -262,13 +262,13 @@ int dist_ps_work(dist_ctx *c, float *center, const dist_ps_start *start, long co
     memcpy(w.anchor, center, (size_t)w.np * sizeof(float));
     dist_worker_device_setup(&w);
     int i = c->rank - 1, W = c->workers, B = s->training.batch_size;
-    long lo = c->train.n * i / W, hi = c->train.n * (i + 1) / W;
+    long lo = c->n_train * i / W, hi = c->n_train * (i + 1) / W;
     long steps = (hi - lo + B - 1) / B;
     if (s->training.steps_per_epoch > 0 && s->training.steps_per_epoch < steps)
         steps = s->training.steps_per_epoch;
     if (hi <= lo)
         dist_die("worker rank %d has no training samples (%ld samples for %d workers)", c->rank,
-                 c->train.n, W);
+                 c->n_train, W);
     double t0 = MPI_Wtime();
     for (int epoch = (int)start->epoch; epoch < s->training.epochs; epoch++) {
         w.lr = dist_epoch_lr(c, epoch);

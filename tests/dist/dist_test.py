@@ -253,6 +253,49 @@ def case_resume(tmp):
     check(h["commits"] == sum(w["commits"] for w in h["workers"]), "downpour resume commits")
 
 
+def case_sharding(tmp):
+    """Each training rank holds a block of about n/P train samples and
+    receives about n/P each epoch, and the result is still the single
+    trainer's: allreduce on 1, 2 and 3 ranks (per-rank batch 60/P) against
+    single with batch 60, with unit and standard scaling (the latter's
+    statistics combined over the blocks); averaging shards too; the
+    parameter server holds no training data."""
+    n = 1800  # 2000 train samples less the 10% validation split
+    for scaling in ("unit", "standard"):
+        ref, _ = run(tmp, "single-" + scaling, job("single", 1, batch=60, scaling=scaling), None)
+        ref_w, ref_h = weights(ref), history(ref)
+        for ranks in (1, 2, 3):
+            name = "ar%d-%s" % (ranks, scaling)
+            out, p = run(tmp, name, job("allreduce", ranks, batch=60 // ranks, scaling=scaling),
+                         ranks, {"PUNCH_DIST_CHECK_SYNC": "1"})
+            d = max_diff(ref_w, weights(out))
+            h = history(out)
+            held, recv = h["samples_held"], h["samples_received"]
+            print("%s: max |w - w_single| = %.3g, held %s, received per epoch %s"
+                  % (name, d, held, recv))
+            tol = 1e-5 if scaling == "unit" else 1e-4
+            check(d < tol, "%s differs from single with batch 60 by %g" % (name, d))
+            check(abs(h["test"]["accuracy"] - ref_h["test"]["accuracy"]) < 0.005,
+                  "%s: test accuracy differs from single" % name)
+            check(len(held) == ranks and sum(held) == n, "%s: held %s" % (name, held))
+            if ranks == 1:
+                check(recv == [0], "%s: a single rank exchanges nothing: %s" % (name, recv))
+                continue
+            check(all(abs(k - n / ranks) <= 1 for k in held), "%s: held %s" % (name, held))
+            check(sum(recv) == n, "%s: received %s, not %d in all" % (name, recv, n))
+            check(all(abs(k - n / ranks) <= 60 for k in recv), "%s: received %s" % (name, recv))
+    out, _ = run(tmp, "avg3", job("averaging", 3, epochs=1), 3)
+    held = history(out)["samples_held"]
+    check(held == [600, 600, 600], "averaging on 3 ranks holds %s" % held)
+    out, _ = run(tmp, "dp", job("downpour", 2, epochs=1), 3)
+    h = history(out)
+    print("downpour: held %s received %s" % (h["samples_held"], h["samples_received"]))
+    # Asynchronous workers never wait on each other, so no exchange: each
+    # holds the whole train part, the server none.
+    check(h["samples_held"] == [0, n, n], "downpour holds %s" % h["samples_held"])
+    check(h["samples_received"] == [0, 0, 0], "downpour received %s" % h["samples_received"])
+
+
 def rank_pids(mpirun_pid):
     """PID of every MPI rank started by this mpirun, by its world rank."""
     pids = {}
@@ -351,6 +394,7 @@ CASES = {
     "ensemble": case_ensemble,
     "resume": case_resume,
     "failure": case_failure,
+    "sharding": case_sharding,
 }
 for _t in ASYNC:
     CASES[_t] = (lambda t: lambda tmp: case_async(tmp, t))(_t)
