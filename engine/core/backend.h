@@ -323,6 +323,27 @@ struct backend {
                     const float *y,       /* (batch, n) */
                     const float *targets, /* (batch, n) */
                     batch_metrics *out);
+
+    /* ---- fused relu + max pooling (optional) ------------------------ */
+    /* NULL when the backend has no fused kernel (CUDA); the model then
+     * keeps the activation in the layer before (layers/pooling.c). Since
+     * relu is monotonic, max(relu(window)) = relu(max(window)): from
+     * pre-activations x, y = relu(max of each window), and argmax gets the
+     * window offset (row * kw + col, the first maximum in row-major order)
+     * of each output, one byte each (d->kh * d->kw <= 256). */
+    void (*relu_maxpool_forward)(backend *be, const pool2d_desc *d, int batch,
+                                 const float *x,      /* (batch, c, h, w) */
+                                 float *y,            /* (batch, c, oh, ow) */
+                                 uint8_t *argmax);    /* (batch, c, oh, ow) */
+    /* dx (+)= dy routed to each window's argmax where y > 0: the gradient
+     * with respect to the pre-activations; every other dx gets 0 (or
+     * keeps its value when accumulating). */
+    void (*relu_maxpool_backward)(backend *be, const pool2d_desc *d, int batch,
+                                  const uint8_t *argmax, /* (batch, c, oh, ow) */
+                                  const float *y,        /* (batch, c, oh, ow) */
+                                  const float *dy,       /* (batch, c, oh, ow) */
+                                  float *dx,             /* (batch, c, h, w) */
+                                  bool accumulate);
 };
 
 /* Create the CPU backend with `threads` worker threads (the calling thread

@@ -672,6 +672,8 @@ backend *backend_cpu_create(int threads, char *err, size_t errlen)
         .binary_xent = cpu_binary_xent,
         .mse = cpu_mse,
         .metrics = cpu_metrics,
+        .relu_maxpool_forward = cpu_relu_maxpool_forward,
+        .relu_maxpool_backward = cpu_relu_maxpool_backward,
     };
     return be;
 }

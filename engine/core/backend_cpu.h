@@ -57,6 +57,11 @@ void cpu_pool2d_forward(backend *be, const pool2d_desc *d, int batch, const floa
                         float *y);
 void cpu_pool2d_backward(backend *be, const pool2d_desc *d, int batch, const float *x,
                          const float *y, const float *dy, float *dx, bool accumulate);
+void cpu_relu_maxpool_forward(backend *be, const pool2d_desc *d, int batch, const float *x,
+                              float *y, uint8_t *argmax);
+void cpu_relu_maxpool_backward(backend *be, const pool2d_desc *d, int batch,
+                               const uint8_t *argmax, const float *y, const float *dy,
+                               float *dx, bool accumulate);
 
 long cpu_batchnorm_prepare(backend *be, batchnorm_desc *d);
 void cpu_batchnorm_release(backend *be, batchnorm_desc *d);

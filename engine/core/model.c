@@ -80,6 +80,7 @@ static int model_setup_layers(model *m, char *err, size_t errlen)
             return -1;
         }
     }
+    layer_fuse_relu_maxpool(m->layers, m->n_layers, m->be);
     return 0;
 }
 

@@ -113,4 +113,11 @@ double layer_init_limit(long fan_in, long fan_out);
 /* The total padding "same" needs beyond pad_before, from the output size. */
 int layer_pad_after(int in, int out, int kernel, int stride, int dilation, int pad_before);
 
+/* Graph fusion, after every layer's setup and before buffers are sized: a
+ * conv2d with relu whose only reader is a max pooling hands the relu to
+ * the pool (backend relu_maxpool_*; nothing changes on a backend without
+ * them). Sets the layers' act and the pool's aux_floats. Returns how many
+ * pairs were fused. */
+int layer_fuse_relu_maxpool(layer *layers, int n, backend *be);
+
 #endif

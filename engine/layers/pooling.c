@@ -1,6 +1,8 @@
 /* pooling.c — max and average 2-D pooling (window, stride, same/valid
  * padding): one file because they share geometry and differ only in the
- * backend's mode. */
+ * backend's mode. Also the graph fusion of a relu into the max pooling
+ * that follows it (layer_fuse_relu_maxpool): the pool then applies the
+ * activation (l->act == ACT_RELU) and keeps each window's argmax in aux. */
 #include "layers/layer.h"
 
 #include <stdio.h>
@@ -51,6 +53,10 @@ static void pool_forward(layer *l, backend *be, int batch, bool training, uint64
 {
     (void)training;
     (void)seed;
+    if (l->act == ACT_RELU) {
+        be->relu_maxpool_forward(be, &l->desc.pool, batch, l->x[0], l->y, (uint8_t *)l->aux);
+        return;
+    }
     be->pool2d_forward(be, &l->desc.pool, batch, l->x[0], l->y);
 }
 
@@ -58,6 +64,11 @@ static void pool_backward(layer *l, backend *be, int batch)
 {
     if (!l->dx[0])
         return;
+    if (l->act == ACT_RELU) {
+        be->relu_maxpool_backward(be, &l->desc.pool, batch, (const uint8_t *)l->aux, l->y,
+                                  l->dy, l->dx[0], l->dx_accumulate[0]);
+        return;
+    }
     be->pool2d_backward(be, &l->desc.pool, batch, l->x[0], l->y, l->dy, l->dx[0],
                         l->dx_accumulate[0]);
 }
@@ -80,3 +91,44 @@ const layer_ops layer_avgpool2d_ops = {
     .backward = pool_backward,
     .release = pool_release,
 };
+
+/* Whether any layer but `reader` reads layer src's output. */
+static bool fuse_other_reader(const layer *layers, int n, int src, int reader)
+{
+    for (int i = 0; i < n; i++) {
+        if (i == reader)
+            continue;
+        for (int k = 0; k < layers[i].n_in; k++)
+            if (layers[i].spec->inputs[k] == src)
+                return true;
+    }
+    return false;
+}
+
+int layer_fuse_relu_maxpool(layer *layers, int n, backend *be)
+{
+    if (!be->relu_maxpool_forward || !be->relu_maxpool_backward)
+        return 0;
+    int fused = 0;
+    for (int i = 0; i < n; i++) {
+        layer *p = &layers[i];
+        const pool2d_desc *d = &p->desc.pool;
+        if (p->spec->type != LAYER_MAXPOOL2D || p->n_in != 1 || p->act != ACT_NONE ||
+            d->kh * d->kw > 256)
+            continue;
+        int src = p->spec->inputs[0];
+        if (src < 0 || src >= i)
+            continue;
+        layer *c = &layers[src];
+        /* Only the conv's own fused relu: its output then has no other
+         * reader that would need the activation applied. */
+        if (c->spec->type != LAYER_CONV2D || c->act != ACT_RELU ||
+            fuse_other_reader(layers, n, src, i))
+            continue;
+        c->act = ACT_NONE;
+        p->act = ACT_RELU;
+        p->aux_floats = ((long)p->max_batch * p->out_size + 3) / 4; /* argmax bytes */
+        fused++;
+    }
+    return fused;
+}
