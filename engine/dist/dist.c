@@ -10,7 +10,10 @@
  * PUNCH_DIST_CHECK_SYNC=1 (allreduce: verify after every step that all
  * ranks hold bit-identical weights), PUNCH_DIST_SHARDING=replicate
  * (averaging: every replica sees the whole training set in the same order
- * instead of its shard). */
+ * instead of its shard), PUNCH_DIST_WHOLE_DATA=1 (every training rank loads
+ * the whole train part instead of its block, as before sharded loading;
+ * same results), PUNCH_DIST_EXCHANGE_MB (the sample exchange's window,
+ * default 8; dist_data.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

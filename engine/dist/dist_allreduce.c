@@ -126,9 +126,10 @@ static void dist_ar_step(dist_ctx *c, dist_grad *g, dist_gpu *dg, long s, long g
     long my_lo = lo + (long)c->rank * B;
     long my_hi = my_lo + B < hi ? my_lo + B : hi;
     int b = my_hi > my_lo ? (int)(my_hi - my_lo) : 0;
+    const int64_t *rows = dist_data_batch(c, s, my_lo, b);
     if (b > 0) {
         char err[512];
-        if (model_load_batch(c->m, c->data, c->perm + my_lo, b, err, sizeof err) < 0)
+        if (model_load_batch(c->m, c->data, rows, b, err, sizeof err) < 0)
             dist_die("%s", err);
         model_forward(c->m, b, true, c->global_step * (uint64_t)c->size + (uint64_t)c->rank);
         batch_metrics bm = {0};
@@ -195,6 +196,7 @@ int dist_run_allreduce(dist_ctx *c)
                 dist_report_step(c->rep, epoch, st + 1, steps, &run,
                                  run.n * c->size / (MPI_Wtime() - t0));
         }
+        dist_data_epoch_end(c);
         double secs = MPI_Wtime() - t0;
         dist_heartbeat_arrive();
         dist_ar_average_state(c);

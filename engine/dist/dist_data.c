@@ -1,38 +1,39 @@
 /* dist_data.c — each rank's data in a distributed run. The T ranks of the
  * synchronous trainers (allreduce, averaging) each load one contiguous
- * block of the train part, [n*k/T, n*(k+1)/T) for the k-th of T. The scaling statistics are those
- * of the whole train part, combined from per-block sums (MPI_Allreduce),
- * so every rank scales as one process loading everything would.
+ * block of the train part, [n k / T, n (k + 1) / T) for the k-th of T.
+ * The scaling statistics are those of the whole train part, combined from
+ * per-block sums (MPI_Allreduce), so every rank scales as one process
+ * loading everything would.
  *
  * Every epoch each rank computes the global permutation (the same for any
- * rank count), works out which positions of it every rank consumes (the
- * plan: the trainer's slicing, fixed for the run) and which rank holds each
- * sample, and the ranks swap samples with MPI_Alltoallv, a window of
- * positions at a time so the send buffer stays small, into a per-epoch
- * buffer in the order the rank consumes them. The permutation entries of
- * this rank's positions then index that buffer, so the trainers load
- * batches from c->data exactly as from a whole set. Memory per training
- * rank: its block plus the epoch buffer, about 2n/T samples.
+ * rank count). Which positions of it each rank consumes at each step is
+ * the trainer's slicing (dist_data_span), so every rank knows who needs
+ * which sample when, and who holds it. The epoch is cut into windows of
+ * win_steps steps; at the first step of a window the ranks swap that
+ * window's samples with MPI_Alltoallv into a window buffer, and the
+ * trainer's batches come from it in consumption order. Memory per training
+ * rank: its block (n/T samples) plus a window (PUNCH_DIST_EXCHANGE_MB,
+ * default 8 MiB, received, and a send buffer of about T windows at most),
+ * not the whole set.
  *
  * Ranks that need the whole train part (ensemble members, averaging with
  * PUNCH_DIST_SHARDING=replicate, a single training rank) load all of it and
  * exchange nothing. So do the workers of the asynchronous trainers: an
- * exchange is a rendezvous of all workers every epoch, and those workers
- * must never wait on each other (a slow or stopped worker would stall the
- * rest, and the server would see the wrong worker fall silent); their
- * parameter server loads no training data. Validation and test: the synchronous trainers evaluate
- * each rank's slice (dist_eval_sharded), so each rank loads only that
- * slice; ensemble members score the mean prediction over whole sets, and
- * the parameter server scores the center alone, so those load them whole;
- * asynchronous workers load none. */
+ * exchange is a rendezvous of all workers, and those workers must never
+ * wait on each other (a slow or stopped worker would stall the rest, and
+ * the server would see the wrong worker fall silent); their parameter
+ * server loads no training data.
+ *
+ * Validation and test: the synchronous trainers evaluate each rank's slice
+ * (dist_eval_sharded), so each rank loads only that slice; ensemble
+ * members score the mean prediction over whole sets, and the parameter
+ * server scores the center alone, so those load them whole; asynchronous
+ * workers load none. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dist/dist_internal.h"
-
-/* Send buffer bound per exchange round. */
-#define DIST_EXCHANGE_BYTES ((size_t)8 << 20)
 
 /* The holder (0..T-1) of train record g: the k with
  * floor(n k / T) <= g < floor(n (k + 1) / T). */
@@ -46,36 +47,41 @@ static bool dist_data_whole(const dist_ctx *c, int T)
     const char *sharding = getenv("PUNCH_DIST_SHARDING");
     spec_trainer t = c->spec->distributed.trainer;
     return T == 1 || t == TRAINER_ENSEMBLE || c->has_server ||
+           dist_env_flag("PUNCH_DIST_WHOLE_DATA") ||
            (t == TRAINER_AVERAGING && sharding && strcmp(sharding, "replicate") == 0);
 }
 
-/* Which holder consumes each position of an epoch's permutation (-1:
- * none), as the trainers slice it: allreduce gives holder k the k-th
- * batch_size of every global batch of T * batch_size (dist_allreduce.c);
- * averaging gives holder k the contiguous slice [n k / T, n (k + 1) / T)
- * (dist_replicas.c); both
- * stop after training.steps_per_epoch steps. */
-static void dist_data_consumers(const dist_ctx *c, int T, int32_t *who)
+/* The positions [*a, *b) of the permutation holder q consumes at step s,
+ * as the trainers slice it: allreduce gives holder q the q-th batch_size
+ * of every global batch of T * batch_size (dist_allreduce.c); averaging
+ * gives holder q batches of its contiguous slice [n q / T, n (q + 1) / T)
+ * (dist_replicas.c). */
+static void dist_data_span(const dist_ctx *c, int q, long s, long *a, long *b)
 {
-    long n = c->n_train, cap = c->spec->training.steps_per_epoch;
-    int B = c->spec->training.batch_size;
+    long n = c->n_train, T = c->n_holders, B = c->spec->training.batch_size;
+    long lo, hi;
     if (c->spec->distributed.trainer == TRAINER_ALLREDUCE) {
-        long gb = (long)T * B;
-        long steps = (n + gb - 1) / gb;
-        if (cap > 0 && cap < steps)
-            steps = cap;
-        for (long p = 0; p < n; p++)
-            who[p] = p / gb < steps ? (int32_t)((p % gb) / B) : -1;
-        return;
+        long first = s * T * B;
+        hi = first + T * B < n ? first + T * B : n;
+        lo = first + q * B;
+    } else {
+        lo = n * q / T + s * B;
+        hi = n * (q + 1) / T;
     }
-    for (int k = 0; k < T; k++) {
-        long lo = n * k / T, hi = n * (k + 1) / T;
-        long steps = (hi - lo + B - 1) / B;
-        if (cap > 0 && cap < steps)
-            steps = cap;
-        for (long p = lo; p < hi; p++)
-            who[p] = p - lo < steps * B ? k : -1;
-    }
+    *a = lo < hi ? lo : hi;
+    *b = *a + B < hi ? *a + B : hi;
+}
+
+/* Steps holder q takes per epoch (the trainers' count). */
+static long dist_data_steps(const dist_ctx *c, int q)
+{
+    long n = c->n_train, T = c->n_holders, B = c->spec->training.batch_size;
+    long cap = c->spec->training.steps_per_epoch, steps;
+    if (c->spec->distributed.trainer == TRAINER_ALLREDUCE)
+        steps = (n + T * B - 1) / (T * B);
+    else
+        steps = (n * (q + 1) / T - n * q / T + B - 1) / B;
+    return cap > 0 && cap < steps ? cap : steps;
 }
 
 static void dist_data_fail(const char *err)
@@ -147,19 +153,35 @@ static int dist_data_alloc(dataset *d, const dataset *like, long n)
     return 0;
 }
 
-/* Who consumes what, and this rank's per-epoch buffer. */
-static void dist_data_plan(dist_ctx *c, int T, int k)
+/* The window: win_steps steps of about PUNCH_DIST_EXCHANGE_MB of samples
+ * per rank; its buffer and row map. */
+static void dist_data_plan(dist_ctx *c)
 {
-    long n = c->n_train;
-    c->who = malloc((size_t)n * sizeof *c->who);
-    if (!c->who)
-        dist_die("out of memory for the data plan (%ld samples)", n);
-    dist_data_consumers(c, T, c->who);
-    long mine = 0;
-    for (long p = 0; p < n; p++)
-        mine += c->who[p] == k;
-    if (dist_data_alloc(&c->epoch, &c->train, mine) != 0)
-        dist_die("out of memory for this epoch's %ld samples", mine);
+    const char *v = getenv("PUNCH_DIST_EXCHANGE_MB");
+    double mb = v && atof(v) > 0 ? atof(v) : 8.0;
+    long B = c->spec->training.batch_size;
+    long per = (long)(mb * 1024 * 1024 / ((double)c->train.features * sizeof(float)));
+    c->win_steps = per / B > 0 ? per / B : 1;
+    c->win_max_steps = 0;
+    for (int q = 0; q < c->n_holders; q++) {
+        long st = dist_data_steps(c, q);
+        c->win_max_steps = st > c->win_max_steps ? st : c->win_max_steps;
+    }
+    long rows = c->win_steps * B;
+    c->rows = malloc((size_t)rows * sizeof *c->rows);
+    if (!c->rows || dist_data_alloc(&c->epoch, &c->train, rows) != 0)
+        dist_die("out of memory for the exchange window (%ld samples)", rows);
+    /* What the sends of one window can reach: every consumer's window
+     * (all of it this rank's when the data is not shuffled), at most the
+     * block. */
+    c->send_rows = rows * c->n_holders < c->train.n ? rows * c->n_holders : c->train.n;
+    long per_epoch = 0;
+    for (long st = 0; st < dist_data_steps(c, c->holder); st++) {
+        long pa, pb;
+        dist_data_span(c, c->holder, st, &pa, &pb);
+        per_epoch += pb - pa;
+    }
+    c->per_epoch = per_epoch;
 }
 
 void dist_data_load(dist_ctx *c)
@@ -200,13 +222,15 @@ void dist_data_load(dist_ctx *c)
         c->perm = malloc((size_t)c->n_train * sizeof *c->perm);
         if (!c->perm)
             dist_die("out of memory for the permutation of %ld samples", c->n_train);
+        c->n_holders = T;
+        c->holder = k;
         if (!c->whole)
-            dist_data_plan(c, T, k);
+            dist_data_plan(c);
     }
     c->data = c->whole ? &c->train : &c->epoch;
     c->shard_lo = lo;
 
-    long mine[2] = {c->train.n, c->whole ? 0 : c->epoch.n};
+    long mine[2] = {c->train.n, c->whole ? 0 : c->per_epoch};
     if (c->rank == 0) {
         c->held = calloc((size_t)c->size * 2, sizeof *c->held);
         if (!c->held)
@@ -228,72 +252,84 @@ void dist_data_free(dist_ctx *c)
     dataset_free(&c->test);
     dataset_free(&c->epoch);
     free(c->perm);
-    free(c->who);
+    free(c->rows);
+    free(c->send_x);
+    free(c->send_y);
     free(c->held);
     if (c->hcomm != MPI_COMM_NULL)
         MPI_Comm_free(&c->hcomm);
 }
 
-/* One window [p0, p1) of positions: pack what this rank holds for each
- * consumer, swap, and point this rank's positions at the rows received
- * (from row `base` of the epoch buffer on). Returns the rows received. */
-static long dist_data_window(dist_ctx *c, long p0, long p1, long base, float *sx,
-                             int32_t *sy, int T, int k, double *comm_s)
+/* Window w: pack what this rank holds for each consumer's steps of the
+ * window (in their consumption order), swap, and map this rank's
+ * consumption onto the rows received. */
+static void dist_data_window(dist_ctx *c, long w)
 {
-    long n = c->n_train, f = c->train.features;
-    int *cnt = calloc((size_t)T * 8, sizeof *cnt);
+    int T = c->n_holders, k = c->holder;
+    long n = c->n_train, f = c->train.features, s0 = w * c->win_steps;
+    int *cnt = calloc((size_t)T * 9, sizeof *cnt);
     if (!cnt)
         dist_die("out of memory");
     int *scount = cnt, *rcount = cnt + T, *sdisp = cnt + 2 * T, *rdisp = cnt + 3 * T;
     int *sxc = cnt + 4 * T, *sxd = cnt + 5 * T, *rxc = cnt + 6 * T, *rxd = cnt + 7 * T;
-    for (long p = p0; p < p1; p++) {
-        int q = c->who[p];
-        if (q < 0)
-            continue;
-        int o = dist_owner(c->perm[p], n, T);
-        scount[q] += o == k;
-        rcount[o] += q == k;
+    int *fill = cnt + 8 * T;
+    for (int q = 0; q < T; q++) {
+        long end = s0 + c->win_steps, steps = dist_data_steps(c, q);
+        for (long st = s0; st < end && st < steps; st++) {
+            long pa, pb;
+            dist_data_span(c, q, st, &pa, &pb);
+            for (long p = pa; p < pb; p++) {
+                int o = dist_owner(c->perm[p], n, T);
+                scount[q] += o == k;
+                rcount[o] += q == k;
+            }
+        }
     }
     for (int q = 1; q < T; q++) {
         sdisp[q] = sdisp[q - 1] + scount[q - 1];
         rdisp[q] = rdisp[q - 1] + rcount[q - 1];
     }
-    long received = rdisp[T - 1] + rcount[T - 1];
+    if (sdisp[T - 1] + scount[T - 1] > c->send_rows)
+        dist_die("sample exchange: %d samples to send, room for %ld",
+                 sdisp[T - 1] + scount[T - 1], c->send_rows);
     for (int q = 0; q < T; q++) {
         sxc[q] = scount[q] * (int)f;
         sxd[q] = sdisp[q] * (int)f;
         rxc[q] = rcount[q] * (int)f;
         rxd[q] = rdisp[q] * (int)f;
     }
-    /* Pack in position order: the receiver walks the same order. */
-    int *fill = calloc((size_t)T, sizeof *fill);
-    if (!fill)
-        dist_die("out of memory");
-    for (long p = p0; p < p1; p++) {
-        int q = c->who[p];
-        if (q < 0 || dist_owner(c->perm[p], n, T) != k)
-            continue;
-        long row = c->perm[p] - c->shard_lo, at = sdisp[q] + fill[q]++;
-        memcpy(sx + at * f, c->train.x + row * f, (size_t)f * sizeof(float));
-        sy[at] = c->train.y[row];
+    /* Pack in each consumer's order; the consumer walks the same order. */
+    for (int q = 0; q < T; q++) {
+        long end = s0 + c->win_steps, steps = dist_data_steps(c, q);
+        for (long st = s0; st < end && st < steps; st++) {
+            long pa, pb;
+            dist_data_span(c, q, st, &pa, &pb);
+            for (long p = pa; p < pb; p++) {
+                if (dist_owner(c->perm[p], n, T) != k)
+                    continue;
+                long row = c->perm[p] - c->shard_lo, at = sdisp[q] + fill[q]++;
+                memcpy(c->send_x + at * f, c->train.x + row * f, (size_t)f * sizeof(float));
+                c->send_y[at] = c->train.y[row];
+            }
+        }
     }
-    float *rx = c->epoch.x + base * f;
-    int32_t *ry = c->epoch.y + base;
     double t0 = MPI_Wtime();
-    DIST_MPI(MPI_Alltoallv(sx, sxc, sxd, MPI_FLOAT, rx, rxc, rxd, MPI_FLOAT, c->hcomm));
-    DIST_MPI(MPI_Alltoallv(sy, scount, sdisp, MPI_INT32_T, ry, rcount, rdisp, MPI_INT32_T,
+    DIST_MPI(MPI_Alltoallv(c->send_x, sxc, sxd, MPI_FLOAT, c->epoch.x, rxc, rxd, MPI_FLOAT,
                            c->hcomm));
-    *comm_s += MPI_Wtime() - t0;
+    DIST_MPI(MPI_Alltoallv(c->send_y, scount, sdisp, MPI_INT32_T, c->epoch.y, rcount, rdisp,
+                           MPI_INT32_T, c->hcomm));
+    c->comm_s += MPI_Wtime() - t0;
     memset(fill, 0, (size_t)T * sizeof *fill);
-    for (long p = p0; p < p1; p++) {
-        if (c->who[p] != k)
-            continue;
-        int o = dist_owner(c->perm[p], n, T);
-        c->perm[p] = base + rdisp[o] + fill[o]++;
+    long at = 0, end = s0 + c->win_steps, steps = dist_data_steps(c, k);
+    for (long st = s0; st < end && st < steps; st++) {
+        long pa, pb;
+        dist_data_span(c, k, st, &pa, &pb);
+        for (long p = pa; p < pb; p++) {
+            int o = dist_owner(c->perm[p], n, T);
+            c->rows[at++] = rdisp[o] + fill[o]++;
+        }
     }
-    free(fill);
     free(cnt);
-    return received;
 }
 
 void dist_data_epoch(dist_ctx *c, unsigned long seed, int epoch)
@@ -305,34 +341,51 @@ void dist_data_epoch(dist_ctx *c, unsigned long seed, int epoch)
         for (long i = 0; i < n; i++)
             c->perm[i] = i;
     }
+    c->win_next = 0;
+}
+
+/* Exchange window w (every training rank takes part in every window). */
+static void dist_data_exchange(dist_ctx *c, long w)
+{
+    dist_heartbeat_arrive();
+    dist_watchdog_tick("exchanging samples (MPI_Alltoallv)");
+    long send = c->send_rows > 0 ? c->send_rows : 1;
+    if (!c->send_x) {
+        c->send_x = malloc((size_t)send * (size_t)c->train.features * sizeof(float));
+        c->send_y = malloc((size_t)send * sizeof(int32_t));
+        if (!c->send_x || !c->send_y)
+            dist_die("out of memory for the sample exchange (%ld samples)", send);
+    }
+    dist_data_window(c, w);
+    c->win_next = w + 1;
+    dist_watchdog_tick("training");
+}
+
+const int64_t *dist_data_batch(dist_ctx *c, long step, long first, int batch)
+{
+    if (c->whole)
+        return c->perm + first;
+    long w = step / c->win_steps;
+    while (c->win_next <= w)
+        dist_data_exchange(c, c->win_next);
+    long pa, pb;
+    dist_data_span(c, c->holder, step, &pa, &pb);
+    if (batch > 0 && (pa != first || pb - pa != batch))
+        dist_die("sample exchange: step %ld takes positions [%ld, %ld) but the plan says "
+                 "[%ld, %ld)", step, first, first + batch, pa, pb);
+    return c->rows + (step - w * c->win_steps) * c->spec->training.batch_size;
+}
+
+void dist_data_epoch_end(dist_ctx *c)
+{
     if (c->whole)
         return;
-    int T, k;
-    DIST_MPI(MPI_Comm_size(c->hcomm, &T));
-    DIST_MPI(MPI_Comm_rank(c->hcomm, &k));
-    long f = c->train.features;
-    /* A window of positions holds about window / T of this rank's samples
-     * (each sample appears once in the permutation). */
-    long per_rank = (long)(DIST_EXCHANGE_BYTES / ((size_t)f * sizeof(float) + 4));
-    if (per_rank < 1)
-        per_rank = 1;
-    long window = per_rank * T;
-    /* The send buffer: at most what this rank holds, at most a window. */
-    long send_max = c->train.n < window ? c->train.n : window;
-    float *sx = malloc((size_t)(send_max > 0 ? send_max : 1) * (size_t)f * sizeof(float));
-    int32_t *sy = malloc((size_t)(send_max > 0 ? send_max : 1) * sizeof(int32_t));
-    if (!sx || !sy)
-        dist_die("out of memory for the sample exchange (%ld samples)", send_max);
-    dist_heartbeat_arrive();
-    dist_watchdog_tick("exchanging this epoch's samples (MPI_Alltoallv)");
-    long base = 0;
-    for (long p0 = 0; p0 < n; p0 += window) {
-        long p1 = p0 + window < n ? p0 + window : n;
-        base += dist_data_window(c, p0, p1, base, sx, sy, T, k, &c->comm_s);
-    }
-    if (base != c->epoch.n)
-        dist_die("sample exchange: received %ld samples, expected %ld", base, c->epoch.n);
-    free(sx);
-    free(sy);
-    dist_watchdog_tick("training");
+    long windows = (c->win_max_steps + c->win_steps - 1) / c->win_steps;
+    while (c->win_next < windows)
+        dist_data_exchange(c, c->win_next);
+    /* The send buffer is a window's worth: give it back between epochs. */
+    free(c->send_x);
+    free(c->send_y);
+    c->send_x = NULL;
+    c->send_y = NULL;
 }

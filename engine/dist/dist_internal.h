@@ -99,9 +99,18 @@ typedef struct dist_ctx {
     long shard_lo;
     bool whole;             /* every training rank holds the whole train part */
     MPI_Comm hcomm;         /* the training ranks (MPI_COMM_NULL on a server) */
-    int32_t *who;           /* sharded: the consumer of each permutation position */
-    dataset epoch;          /* sharded: this epoch's samples, in consumption order */
-    const dataset *data;    /* what perm indexes: &train (whole) or &epoch */
+    int n_holders, holder;  /* training ranks, and this one's index among them */
+    /* sharded: the exchange window (dist_data.c) */
+    long win_steps;         /* steps per window */
+    long win_max_steps;     /* the most steps any training rank takes an epoch */
+    long win_next;          /* the next window to exchange this epoch */
+    long per_epoch;         /* samples this rank consumes an epoch */
+    long send_rows;         /* room in the send buffer */
+    float *send_x;
+    int32_t *send_y;
+    int64_t *rows;          /* rows of epoch for this rank's samples of the window */
+    dataset epoch;          /* the current window's samples */
+    const dataset *data;    /* what dist_data_batch's rows index: &train or &epoch */
     long *held;             /* rank 0: per rank, samples held and received per epoch */
     int64_t *perm;          /* n_train entries: this epoch's permutation; after
                                dist_data_epoch the positions this rank consumes
@@ -124,12 +133,17 @@ typedef struct dist_ctx {
  * trainers' slicing of the permutation, see dist_data_consumers). */
 void dist_data_load(dist_ctx *c);
 void dist_data_free(dist_ctx *c);
-/* Collective over the training ranks: the permutation of `epoch` for
- * `seed` into c->perm (identity when data.shuffle is false); when
- * sharded, the samples of this rank's positions are fetched into c->epoch
- * and those entries of c->perm become rows of it. Either way a trainer
- * loads position p's sample as row c->perm[p] of c->data. */
+/* The permutation of `epoch` for `seed` into c->perm (identity when
+ * data.shuffle is false). */
 void dist_data_epoch(dist_ctx *c, unsigned long seed, int epoch);
+/* The rows of c->data holding the batch of `batch` samples at positions
+ * [first, first + batch) of the permutation that this rank trains on at
+ * `step` of the epoch. Collective over the training ranks when sharded:
+ * every training rank calls it for each of its steps in order (with
+ * batch 0 when it has no samples that step), and dist_data_epoch_end
+ * after its last step. */
+const int64_t *dist_data_batch(dist_ctx *c, long step, long first, int batch);
+void dist_data_epoch_end(dist_ctx *c);
 
 /* The learning rate this epoch's steps use, after warm-up/reductions. */
 float dist_epoch_lr(dist_ctx *c, int epoch);

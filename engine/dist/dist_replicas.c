@@ -211,7 +211,8 @@ static void dist_rep_epoch(dist_rep *r, int epoch, float lr, dist_sums *run, dou
     for (long st = 0; st < r->steps; st++) {
         long lo = r->lo + st * B;
         int b = (int)(r->hi - lo < B ? r->hi - lo : B);
-        if (model_load_batch(c->m, c->data, c->perm + lo, b, err, sizeof err) < 0)
+        if (model_load_batch(c->m, c->data, dist_data_batch(c, st, lo, b), b, err,
+                             sizeof err) < 0)
             dist_die("%s", err);
         model_forward(c->m, b, true, c->global_step);
         batch_metrics bm = {0};
@@ -228,6 +229,7 @@ static void dist_rep_epoch(dist_rep *r, int epoch, float lr, dist_sums *run, dou
             dist_report_step(c->rep, epoch, st + 1, r->steps, run,
                              run->n * c->size / (MPI_Wtime() - t0));
     }
+    dist_data_epoch_end(c);
 }
 
 static void dist_rep_finish(dist_rep *r)

@@ -227,7 +227,8 @@ static void dist_worker_epoch(dist_worker *w, int epoch, long lo, long hi, long 
     for (long st = 0; st < steps; st++) {
         long first = lo + st * B;
         int b = (int)(hi - first < B ? hi - first : B);
-        if (model_load_batch(c->m, c->data, c->perm + first, b, err, sizeof err) < 0)
+        if (model_load_batch(c->m, c->data, dist_data_batch(c, st, first, b), b, err,
+                             sizeof err) < 0)
             dist_die("%s", err);
         batch_metrics bm = {0};
         double loss = dist_worker_step(w, b, &bm);
