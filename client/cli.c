@@ -3,9 +3,12 @@
 #include "cli.h"
 
 #include <getopt.h>
+#include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int cli_fail(cli_error *err, int code, const char *fmt, ...)
 {
@@ -107,6 +110,14 @@ int cli_take_connection_flags(int *argc, char **argv, cli_flags *flags, cli_erro
     *argc = out;
     argv[out] = NULL;
     return 0;
+}
+
+void cli_sleep(double seconds, const volatile sig_atomic_t *stop)
+{
+    struct timespec ts = {.tv_sec = (time_t)seconds,
+                          .tv_nsec = (long)((seconds - floor(seconds)) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && !(stop && *stop))
+        ;
 }
 
 int cli_parse_interval(const char *cmd, const char *text, double *out, cli_error *err)

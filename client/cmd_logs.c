@@ -1,9 +1,7 @@
 /* cmd_logs.c — `punch logs [-f] ID`: the job's train.log (stdout and stderr
  * of its MPI run). -f follows it with ?offset= until the job has ended. */
 #include <getopt.h>
-#include <math.h>
 #include <string.h>
-#include <time.h>
 
 #include "api.h"
 #include "commands.h"
@@ -39,14 +37,6 @@ int logs_parse_args(int argc, char **argv, logs_args *args, cli_error *err)
         }
     }
     return cli_one_operand(argc, argv, "the job id", &args->id, err);
-}
-
-static void logs_sleep(double seconds)
-{
-    struct timespec ts = {.tv_sec = (time_t)seconds,
-                          .tv_nsec = (long)((seconds - floor(seconds)) * 1e9)};
-    while (nanosleep(&ts, &ts) != 0)
-        ;
 }
 
 /* Fetch from *offset, print it, advance *offset; *state gets the job's
@@ -88,7 +78,7 @@ int cmd_logs(const cli_ctx *ctx, int argc, char **argv, cli_error *err)
             rc = logs_chunk(client, args.id, &offset, state, sizeof state, err);
             break;
         }
-        logs_sleep(args.interval_s);
+        cli_sleep(args.interval_s, NULL);
         rc = logs_chunk(client, args.id, &offset, state, sizeof state, err);
     }
     http_client_free(client);

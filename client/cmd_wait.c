@@ -76,14 +76,6 @@ static double wait_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void wait_sleep(double seconds)
-{
-    struct timespec ts = {.tv_sec = (time_t)seconds,
-                          .tv_nsec = (long)((seconds - floor(seconds)) * 1e9)};
-    while (nanosleep(&ts, &ts) != 0 && !wait_interrupted)
-        ;
-}
-
 static int wait_terminal_width(void)
 {
     struct winsize ws;
@@ -267,7 +259,7 @@ int wait_follow(http_client *c, const char *id, const wait_options *opts, cli_er
             }
             if (now - lost_since > WAIT_RECONNECT_S)
                 break;
-            wait_sleep(opts->interval_s);
+            cli_sleep(opts->interval_s, &wait_interrupted);
             continue;
         }
         if (rc != 0)
@@ -286,7 +278,7 @@ int wait_follow(http_client *c, const char *id, const wait_options *opts, cli_er
             break;
         }
         json_decref(job);
-        wait_sleep(opts->interval_s);
+        cli_sleep(opts->interval_s, &wait_interrupted);
     }
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);

@@ -6,6 +6,7 @@
 #ifndef PUNCH_CLIENT_COMMANDS_H
 #define PUNCH_CLIENT_COMMANDS_H
 
+#include <signal.h>
 #include <stdbool.h>
 
 #include "cli.h"
@@ -93,6 +94,10 @@ typedef struct wait_options {
     bool tty;
 } wait_options;
 int wait_follow(http_client *c, const char *id, const wait_options *opts, cli_error *err);
+
+/* Sleep between polls, resuming after signals that do not ask to stop:
+ * returns early once *stop is non-zero (stop may be NULL: never early). */
+void cli_sleep(double seconds, const volatile sig_atomic_t *stop);
 
 /* Parse a positive number of seconds for --interval. */
 int cli_parse_interval(const char *cmd, const char *text, double *out, cli_error *err);
