@@ -344,6 +344,26 @@ struct backend {
                                   const float *dy,       /* (batch, c, oh, ow) */
                                   float *dx,             /* (batch, c, h, w) */
                                   bool accumulate);
+
+    /* ---- dense backward with the parameter update fused (optional) --- */
+    /* dense_backward, then update(ctx, begin, end) on ranges of the
+     * layer's parameter block (w, then the bias at in * out when db is
+     * not NULL; db must then be dw + in * out) as soon as their gradients
+     * are final: the optimizer step runs while they are still in cache,
+     * inside the same parallel chunks. dx is computed first, from the old
+     * w. The ranges are disjoint, cover [0, in * out (+ out)), and may be
+     * updated from several threads at once. The gradients are the same
+     * bits dense_backward gives. NULL when the backend has none (CUDA). */
+    void (*dense_backward_update)(backend *be, int batch, int in, int out,
+                                  const float *x,   /* (batch, in) */
+                                  const float *w,   /* (in, out); update changes it */
+                                  const float *dz,  /* (batch, out) */
+                                  float *dx,        /* (batch, in) or NULL */
+                                  bool accumulate,
+                                  float *dw,        /* (in, out) */
+                                  float *db,        /* (out) or NULL */
+                                  void (*update)(void *ctx, long begin, long end),
+                                  void *ctx);
 };
 
 /* Create the CPU backend with `threads` worker threads (the calling thread

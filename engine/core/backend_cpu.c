@@ -418,6 +418,71 @@ static void cpu_dense_backward(backend *be, int batch, int in, int out, const fl
                  accumulate ? 1.0f : 0.0f, dx, in);
 }
 
+/* The fused update's fallback split: whole 4096-float pieces. */
+#define CPU_UPDATE_CHUNK 4096L
+
+typedef struct dense_update_job {
+    int batch, in, out;
+    const float *x, *dz;
+    float *dw, *db;
+    void (*update)(void *ctx, long begin, long end);
+    void *ctx;
+} dense_update_job;
+
+/* Input rows [begin, end) of dw: the same GEMM call cpu_gemm's row split
+ * makes for them (so the same bits), then their update; the chunk that
+ * ends at the last row also sums db and updates the bias. */
+static void dense_update_rows(void *ctx, long begin, long end, int tid)
+{
+    (void)tid;
+    const dense_update_job *j = ctx;
+    int m0 = (int)begin, m1 = (int)end;
+    cpu_sgemm(true, false, m1 - m0, j->out, j->batch, 1.0f, j->x + m0, j->in, j->dz, j->out,
+              0.0f, j->dw + (long)m0 * j->out, j->out);
+    long last = (long)j->in * j->out;
+    if (m1 == j->in && j->db) {
+        bias_grad_rows(j->dz, j->batch, j->out, j->db);
+        last += j->out;
+    }
+    j->update(j->ctx, begin * j->out, m1 == j->in ? last : end * j->out);
+}
+
+static void dense_update_pieces(void *ctx, long begin, long end, int tid)
+{
+    (void)tid;
+    const dense_update_job *j = ctx;
+    long n = (long)j->in * j->out + (j->db ? j->out : 0);
+    long e = end * CPU_UPDATE_CHUNK < n ? end * CPU_UPDATE_CHUNK : n;
+    j->update(j->ctx, begin * CPU_UPDATE_CHUNK, e);
+}
+
+/* One dispatch for dw, db and their update when cpu_gemm would split dw by
+ * rows; otherwise dense_backward's ops and then the update in pieces. */
+static void cpu_dense_backward_update(backend *be, int batch, int in, int out,
+                                      const float *x, const float *w, const float *dz,
+                                      float *dx, bool accumulate, float *dw, float *db,
+                                      void (*update)(void *ctx, long begin, long end),
+                                      void *ctx)
+{
+    if (dx)
+        cpu_gemm(be, false, true, batch, in, out, 1.0f, dz, out, w, out,
+                 accumulate ? 1.0f : 0.0f, dx, in);
+    dense_update_job j = {batch, in, out, x, dz, dw, db, update, ctx};
+    thread_pool *pool = cpu_pool(be);
+    long work = (long)in * out * (batch > 0 ? batch : 1);
+    bool split_rows = pool_threads(pool) > 1 && work >= CPU_GEMM_MIN_PARALLEL && in >= out;
+    if (split_rows && batch > 0) {
+        pool_run(pool, in, dense_update_rows, &j);
+        return;
+    }
+    cpu_gemm(be, true, false, in, out, batch, 1.0f, x, in, dz, out, 0.0f, dw, out);
+    if (db)
+        bias_grad_rows(dz, batch, out, db);
+    long n = (long)in * out + (db ? out : 0);
+    pool_run_min(pool, (n + CPU_UPDATE_CHUNK - 1) / CPU_UPDATE_CHUNK, 2,
+                 dense_update_pieces, &j);
+}
+
 /* ---- dropout --------------------------------------------------------- */
 
 typedef struct dropout_job {
@@ -649,6 +714,7 @@ backend *backend_cpu_create(int threads, char *err, size_t errlen)
         .scale = cpu_scale,
         .dense_forward = cpu_dense_forward,
         .dense_backward = cpu_dense_backward,
+        .dense_backward_update = cpu_dense_backward_update,
         .activation_forward = cpu_activation_forward,
         .activation_backward = cpu_activation_backward,
         .conv2d_prepare = cpu_conv2d_prepare,

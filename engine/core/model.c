@@ -3,6 +3,8 @@
  * and runs forward, loss and backward through the backend. */
 #include "core/model.h"
 
+#include "layers/dense.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,6 +164,7 @@ static int model_allocate(model *m, char *err, size_t errlen)
         if (l->spec->type == LAYER_FLATTEN)
             l->y = (float *)l->x[0];
     }
+    m->input = m->x;
     const layer *last = &m->layers[m->n_layers - 1];
     m->output = m->output_kind == OUTPUT_SOFTMAX_LOGITS ? m->probs : last->y;
     return 0;
@@ -253,7 +256,8 @@ int model_init_params(model *m, unsigned long seed, char *err, size_t errlen)
     return 0;
 }
 
-static int model_stage_sample(model *m, const dataset *d, long src, int row, char *err,
+/* The one-hot target of row `row` from sample src's label. */
+static int model_stage_target(model *m, const dataset *d, long src, int row, char *err,
                               size_t errlen)
 {
     int32_t label = d->y[src];
@@ -261,8 +265,6 @@ static int model_stage_sample(model *m, const dataset *d, long src, int row, cha
         snprintf(err, errlen, "sample %ld: label %d out of range [0, %d)", src, label, m->n_out);
         return -1;
     }
-    memcpy(m->host_x + (long)row * m->in_size, d->x + src * d->features,
-           (size_t)m->in_size * sizeof(float));
     float *t = m->host_t + (long)row * m->n_out;
     memset(t, 0, (size_t)m->n_out * sizeof *t);
     t[label] = 1.0f;
@@ -284,32 +286,87 @@ static int model_check_batch(const model *m, const dataset *d, int batch, char *
     return 0;
 }
 
+/* Point the layers reading the model input at x (m->x, or the dataset's
+ * own rows for a contiguous range on a host backend), flatten views
+ * included. Layers come in graph order, so one pass rewires each chain. */
+static void model_wire_input(model *m, const float *x)
+{
+    if (m->input == x)
+        return;
+    m->input = x;
+    for (int i = 0; i < m->n_layers; i++) {
+        layer *l = &m->layers[i];
+        for (int k = 0; k < l->n_in; k++) {
+            int src = l->spec->inputs[k];
+            l->x[k] = src < 0 ? x : m->layers[src].y;
+        }
+        if (l->spec->type == LAYER_FLATTEN)
+            l->y = (float *)l->x[0];
+    }
+}
+
+/* Below this many floats a batch is gathered by the caller alone. */
+#define MODEL_GATHER_MIN_PARALLEL (1L << 15)
+
+typedef struct gather_job {
+    model *m;
+    const dataset *d;
+    const int64_t *idx;
+} gather_job;
+
+static void model_gather_rows(void *ctx, long begin, long end, int tid)
+{
+    (void)tid;
+    const gather_job *j = ctx;
+    size_t bytes = (size_t)j->m->in_size * sizeof(float);
+    for (long r = begin; r < end; r++)
+        memcpy(j->m->host_x + r * j->m->in_size, j->d->x + j->idx[r] * j->d->features, bytes);
+}
+
 static void model_upload_batch(model *m, int batch)
 {
     m->be->upload(m->be, m->x, m->host_x, (long)batch * m->in_size);
     m->be->upload(m->be, m->targets, m->host_t, (long)batch * m->n_out);
 }
 
+/* The rows are copied by the backend's threads (memory latency, not
+ * bandwidth, bounds a gather of scattered rows, so two cores fetch twice
+ * as fast). */
 int model_load_batch(model *m, const dataset *d, const int64_t *idx, int batch, char *err,
                      size_t errlen)
 {
     if (model_check_batch(m, d, batch, err, errlen) < 0)
         return -1;
     for (int r = 0; r < batch; r++)
-        if (model_stage_sample(m, d, (long)idx[r], r, err, errlen) < 0)
+        if (model_stage_target(m, d, (long)idx[r], r, err, errlen) < 0)
             return -1;
+    gather_job j = {m, d, idx};
+    if (m->be->host_parallel && (long)batch * m->in_size >= MODEL_GATHER_MIN_PARALLEL)
+        m->be->host_parallel(m->be, batch, model_gather_rows, &j);
+    else
+        model_gather_rows(&j, 0, batch, 0);
+    model_wire_input(m, m->x);
     model_upload_batch(m, batch);
     return 0;
 }
 
+/* On a host backend the model reads a range in place when its rows are
+ * aligned as the backend's own buffers are (64 bytes): no copy. */
 int model_load_range(model *m, const dataset *d, long first, int batch, char *err,
                      size_t errlen)
 {
     if (model_check_batch(m, d, batch, err, errlen) < 0)
         return -1;
     for (int r = 0; r < batch; r++)
-        if (model_stage_sample(m, d, first + r, r, err, errlen) < 0)
+        if (model_stage_target(m, d, first + r, r, err, errlen) < 0)
             return -1;
+    const float *rows = d->x + first * d->features;
+    if (m->be->host_memory && (uintptr_t)rows % 64 == 0) {
+        model_wire_input(m, rows);
+        return 0;
+    }
+    memcpy(m->host_x, rows, (size_t)batch * (size_t)m->in_size * sizeof(float));
+    model_wire_input(m, m->x);
     model_upload_batch(m, batch);
     return 0;
 }
@@ -341,35 +398,16 @@ double model_loss(model *m, int batch, batch_metrics *metrics)
     return loss;
 }
 
-void model_backward_hooked(model *m, int batch, model_layer_hook after_layer, void *ctx)
-{
-    memset(m->grad_written, 0, (size_t)m->n_layers * sizeof *m->grad_written);
-    m->grad_written[m->n_layers - 1] = true;
-    for (int i = m->n_layers - 1; i >= 0; i--) {
-        layer *l = &m->layers[i];
-        if (!m->grad_written[i]) {
-            /* Nothing downstream uses this layer's output. */
-            if (l->n_params > 0)
-                m->be->zero(m->be, l->grads, l->n_params);
-        } else {
-            for (int k = 0; k < l->n_in; k++) {
-                int src = l->spec->inputs[k];
-                if (src < 0 || !l->dx[k])
-                    continue;
-                l->dx_accumulate[k] = m->grad_written[src];
-                m->grad_written[src] = true;
-            }
-            l->ops->backward(l, m->be, batch);
-        }
-        if (after_layer)
-            after_layer(ctx, i);
-    }
-}
-
-void model_backward(model *m, int batch)
-{
-    model_backward_hooked(m, batch, NULL, NULL);
-}
+/* The fused optimizer step of model_backward_step: which optimizer, at
+ * what rate, and where the layer being updated starts in the flat
+ * buffers. */
+typedef struct model_update {
+    optimizer *opt;
+    float *params;
+    const float *grads;
+    long offset;
+    float lr;
+} model_update;
 
 /* The optimizer step split over the backend's host threads in chunks of
  * MODEL_OPTIM_CHUNK parameters (whole vector blocks); each parameter's
@@ -377,31 +415,101 @@ void model_backward(model *m, int batch)
 #define MODEL_OPTIM_CHUNK 4096L
 
 typedef struct optim_job {
-    optimizer *opt;
-    float *params;
-    const float *grads;
-    long n;
-    float lr;
+    const model_update *u;
+    long begin, end;
 } optim_job;
 
 static void model_optim_chunk(void *ctx, long begin, long end, int tid)
 {
     (void)tid;
     const optim_job *j = ctx;
-    long e = end * MODEL_OPTIM_CHUNK < j->n ? end * MODEL_OPTIM_CHUNK : j->n;
-    optim_step_range(j->opt, j->params, j->grads, begin * MODEL_OPTIM_CHUNK, e, j->lr);
+    long lo = j->begin + begin * MODEL_OPTIM_CHUNK;
+    long hi = j->begin + end * MODEL_OPTIM_CHUNK < j->end ? j->begin + end * MODEL_OPTIM_CHUNK
+                                                          : j->end;
+    optim_step_range(j->u->opt, j->u->params, j->u->grads, lo, hi, j->u->lr);
 }
 
-static void model_optim_parallel(backend *be, optimizer *opt, float *params,
-                                 const float *grads, long n, float lr)
+/* Parameters [begin, end) stepped (optim_step_end not called). */
+static void model_optim_range(backend *be, const model_update *u, long begin, long end)
 {
-    long chunks = (n + MODEL_OPTIM_CHUNK - 1) / MODEL_OPTIM_CHUNK;
+    long chunks = (end - begin + MODEL_OPTIM_CHUNK - 1) / MODEL_OPTIM_CHUNK;
     if (!be->host_parallel || chunks < 2) {
-        optim_step(opt, params, grads, n, lr);
+        optim_step_range(u->opt, u->params, u->grads, begin, end, u->lr);
         return;
     }
-    optim_job j = {opt, params, grads, n, lr};
+    optim_job j = {u, begin, end};
     be->host_parallel(be, chunks, model_optim_chunk, &j);
+}
+
+/* Range [begin, end) of the current layer's parameters. */
+static void model_update_layer_range(void *ctx, long begin, long end)
+{
+    const model_update *u = ctx;
+    optim_step_range(u->opt, u->params, u->grads, u->offset + begin, u->offset + end, u->lr);
+}
+
+/* Layer i's backward; with `u`, its parameters are then stepped (inside
+ * the backward op's own parallel chunks where the layer can). */
+static void model_backward_layer(model *m, int i, int batch, model_update *u)
+{
+    layer *l = &m->layers[i];
+    bool updated = false;
+    if (!m->grad_written[i]) {
+        /* Nothing downstream uses this layer's output. */
+        if (l->n_params > 0)
+            m->be->zero(m->be, l->grads, l->n_params);
+    } else {
+        for (int k = 0; k < l->n_in; k++) {
+            int src = l->spec->inputs[k];
+            if (src < 0 || !l->dx[k])
+                continue;
+            l->dx_accumulate[k] = m->grad_written[src];
+            m->grad_written[src] = true;
+        }
+        if (u && l->spec->type == LAYER_DENSE && l->n_params > 0) {
+            u->offset = l->params - m->params;
+            updated = layer_dense_backward_update(l, m->be, batch, model_update_layer_range, u);
+        }
+        if (!updated)
+            l->ops->backward(l, m->be, batch);
+    }
+    if (u && !updated && l->n_params > 0) {
+        long off = l->params - m->params;
+        model_optim_range(m->be, u, off, off + l->n_params);
+    }
+}
+
+static void model_backward_run(model *m, int batch, model_layer_hook after_layer, void *ctx,
+                               model_update *u)
+{
+    memset(m->grad_written, 0, (size_t)m->n_layers * sizeof *m->grad_written);
+    m->grad_written[m->n_layers - 1] = true;
+    for (int i = m->n_layers - 1; i >= 0; i--) {
+        model_backward_layer(m, i, batch, u);
+        if (after_layer)
+            after_layer(ctx, i);
+    }
+}
+
+void model_backward_hooked(model *m, int batch, model_layer_hook after_layer, void *ctx)
+{
+    model_backward_run(m, batch, after_layer, ctx, NULL);
+}
+
+void model_backward(model *m, int batch)
+{
+    model_backward_run(m, batch, NULL, NULL, NULL);
+}
+
+void model_backward_step(model *m, int batch, optimizer *opt, float lr)
+{
+    if (!m->be->host_memory) {
+        model_backward(m, batch);
+        model_optimizer_step(m, opt, lr);
+        return;
+    }
+    model_update u = {opt, m->params, m->grads, 0, lr};
+    model_backward_run(m, batch, NULL, NULL, &u);
     optim_step_end(opt);
 }
 
@@ -409,7 +517,9 @@ void model_optimizer_step(model *m, optimizer *opt, float lr)
 {
     backend *be = m->be;
     if (be->host_memory) {
-        model_optim_parallel(be, opt, m->params, m->grads, m->n_params, lr);
+        model_update u = {opt, m->params, m->grads, 0, lr};
+        model_optim_range(be, &u, 0, m->n_params);
+        optim_step_end(opt);
         return;
     }
     be->download(be, m->host_grads, m->grads, m->n_params);

@@ -10,6 +10,7 @@
  *   model_loss(m, batch, &metrics)          loss sum, output gradient
  *   model_backward(m, batch)                m->grads = d(mean loss)/d(params)
  *   model_optimizer_step(m, opt, lr)        params updated
+ * (the last two fused in model_backward_step on a single trainer).
  * A distributed trainer inserts its gradient exchange on m->grads (n_params
  * floats) between model_backward and model_optimizer_step.
  *
@@ -51,6 +52,8 @@ typedef struct model {
     long in_size;           /* floats per input sample */
     int n_out;              /* outputs per sample (= classes) */
     float *x;               /* device (max_batch, in_size) */
+    const float *input;     /* what the layers read as the model input:
+                               x, or a range's rows in place (host backends) */
     float *targets;         /* device (max_batch, n_out) one-hot */
     float *probs;           /* device (max_batch, n_out) softmax output
                                (OUTPUT_SOFTMAX_LOGITS only) */
@@ -109,6 +112,14 @@ void model_backward(model *m, int batch);
  * reducing a bucket while earlier layers still compute. */
 typedef void (*model_layer_hook)(void *ctx, int layer);
 void model_backward_hooked(model *m, int batch, model_layer_hook after_layer, void *ctx);
+
+/* model_backward then model_optimizer_step, with the step fused into the
+ * backward pass: each layer's parameters are updated once its gradients
+ * are final and no longer needed (a dense layer's inside its backward
+ * op's parallel chunks, while the gradients are in cache). The same bits
+ * as the two calls; m->grads still holds the gradients afterwards. Not
+ * for distributed trainers, which exchange gradients before stepping. */
+void model_backward_step(model *m, int batch, optimizer *opt, float lr);
 
 /* params -= optimizer(grads) on whatever memory the backend uses. */
 void model_optimizer_step(model *m, optimizer *opt, float lr);

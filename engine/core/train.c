@@ -309,8 +309,7 @@ static int train_step(train_run *r, const int64_t *idx, int batch, float lr, cha
     model_forward(m, batch, true, (uint64_t)r->pos.global_step);
     batch_metrics b;
     double loss = model_loss(m, batch, &b);
-    model_backward(m, batch);
-    model_optimizer_step(m, r->optim, lr);
+    model_backward_step(m, batch, r->optim, lr);
     if (!isfinite(loss)) {
         snprintf(err, errlen, "training diverged: loss is %g at epoch %lld step %lld; lower "
                  "training.optimizer.learning_rate", loss, (long long)r->pos.epoch + 1,

@@ -1,6 +1,6 @@
 /* dense.c — fully connected layer: y = act(x @ W + b) on the flattened
  * input. W is (in, out), the layout of the weight files and of the GEMM. */
-#include "layers/layer.h"
+#include "layers/dense.h"
 
 #include <stdio.h>
 
@@ -48,6 +48,20 @@ static void dense_backward(layer *l, backend *be, int batch)
     float *db = l->spec->use_bias ? l->grads + in * out : NULL;
     be->dense_backward(be, batch, (int)in, (int)out, l->x[0], l->params, l->dy, l->dx[0],
                        l->dx_accumulate[0], l->grads, db);
+}
+
+bool layer_dense_backward_update(layer *l, backend *be, int batch,
+                                 void (*update)(void *ctx, long begin, long end), void *ctx)
+{
+    if (!be->dense_backward_update)
+        return false;
+    long in = l->in_size, out = l->out_size;
+    if (l->act != ACT_NONE)
+        be->activation_backward(be, l->act, batch, out, l->y, l->dy, l->dy, false);
+    float *db = l->spec->use_bias ? l->grads + in * out : NULL;
+    be->dense_backward_update(be, batch, (int)in, (int)out, l->x[0], l->params, l->dy,
+                              l->dx[0], l->dx_accumulate[0], l->grads, db, update, ctx);
+    return true;
 }
 
 const layer_ops layer_dense_ops = {
