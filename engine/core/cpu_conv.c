@@ -1,24 +1,51 @@
-/* cpu_conv.c — 2-D convolution on the CPU: im2col + sgemm per sample,
- * samples split across the pool's threads (each with its own column
- * buffer), bias and activation fused into the pass that follows the GEMM.
- * Layers with few channels run direct kernels instead (cpu_conv_direct.c).
+/* cpu_conv.c — 2-D convolution on the CPU, samples split across the
+ * pool's threads, with the algorithm chosen per layer at prepare time
+ * (cpu_conv.h): im2col + sgemm per sample (each thread with its own column
+ * buffer, bias and activation fused into the pass after the GEMM), direct
+ * kernels for few channels (cpu_conv_direct.c), or Winograd F(2x2, 5x5)
+ * for stride-1 5x5 layers with enough channels (cpu_winograd.c).
  *
  * Workspace layout (floats), per thread t of T:
- *   col[t]  : c*kh*kw * oh*ow   (im2col of one sample; reused for dcol;
- *                                the direct kernels' scratch instead)
+ *   col[t]  : the algorithm's scratch (im2col: c*kh*kw * oh*ow, the column
+ *             of one sample, reused for dcol)
  *   dw[t]   : k*c*kh*kw + k     (this thread's partial dw and db)
+ * then, for Winograd, the transformed weights (36, k, c) shared by all.
  * The partials are summed in thread order, so dw is deterministic for a
  * given thread count. A 1x1, stride-1, unpadded convolution skips im2col:
  * the sample itself is the column matrix. */
-#include "core/backend_cpu.h"
+#include "core/cpu_conv.h"
 #include "core/cpu_conv_direct.h"
+#include "core/cpu_winograd.h"
 
 #include <string.h>
 
-static long conv_col_size(const conv2d_desc *d)
+/* d->impl points at one of these: the layer's algorithm. */
+static cpu_conv_algo conv_algos[] = {CPU_CONV_IM2COL, CPU_CONV_DIRECT, CPU_CONV_WINOGRAD};
+
+cpu_conv_algo cpu_conv2d_algo(const conv2d_desc *d)
+{
+    return d->impl ? *(const cpu_conv_algo *)d->impl : cpu_conv_choose(d);
+}
+
+cpu_conv_algo cpu_conv_choose(const conv2d_desc *d)
 {
     if (cpu_conv_direct_suits(d))
+        return CPU_CONV_DIRECT;
+    if (cpu_winograd_suits(d))
+        return CPU_CONV_WINOGRAD;
+    return CPU_CONV_IM2COL;
+}
+
+static long conv_col_size(const conv2d_desc *d)
+{
+    switch (cpu_conv2d_algo(d)) {
+    case CPU_CONV_DIRECT:
         return cpu_conv_direct_scratch(d);
+    case CPU_CONV_WINOGRAD:
+        return cpu_winograd_thread_scratch(d);
+    case CPU_CONV_IM2COL:
+        break;
+    }
     return (long)d->c * d->kh * d->kw * d->oh * d->ow;
 }
 
@@ -27,18 +54,33 @@ static long conv_wsize(const conv2d_desc *d)
     return (long)d->k * d->c * d->kh * d->kw;
 }
 
+static long conv_thread_block(const conv2d_desc *d)
+{
+    return conv_col_size(d) + conv_wsize(d) + d->k;
+}
+
 static bool conv_is_pointwise(const conv2d_desc *d)
 {
     return d->kh == 1 && d->kw == 1 && d->stride_h == 1 && d->stride_w == 1 &&
            d->pad_top == 0 && d->pad_left == 0 && d->pad_bottom == 0 && d->pad_right == 0;
 }
 
-long cpu_conv2d_prepare(backend *be, conv2d_desc *d)
+long cpu_conv2d_prepare_algo(backend *be, conv2d_desc *d, cpu_conv_algo algo)
 {
     if (d->oh <= 0 || d->ow <= 0 || d->c <= 0 || d->k <= 0)
         return -1;
-    long per_thread = conv_col_size(d) + conv_wsize(d) + d->k;
-    return per_thread * be->threads;
+    if (algo == CPU_CONV_DIRECT && (d->stride_h != 1 || d->stride_w != 1))
+        return -1;
+    if (algo == CPU_CONV_WINOGRAD && !cpu_winograd_can(d))
+        return -1;
+    d->impl = &conv_algos[algo];
+    long shared = algo == CPU_CONV_WINOGRAD ? cpu_winograd_weight_size(d) : 0;
+    return conv_thread_block(d) * be->threads + shared;
+}
+
+long cpu_conv2d_prepare(backend *be, conv2d_desc *d)
+{
+    return cpu_conv2d_prepare_algo(be, d, cpu_conv_choose(d));
 }
 
 void cpu_conv2d_release(backend *be, conv2d_desc *d)
@@ -127,15 +169,27 @@ typedef struct conv_job {
     const float *x, *w, *bias, *dz;
     spec_activation act;
     float *y, *dx, *dw, *db, *ws;
-    bool accumulate;
+    bool accumulate, flip;
     int threads;
     int batch;
 } conv_job;
 
 static float *conv_thread_col(const conv_job *j, int tid)
 {
-    const conv2d_desc *d = j->d;
-    return j->ws + (long)tid * (conv_col_size(d) + conv_wsize(d) + d->k);
+    return j->ws + (long)tid * conv_thread_block(j->d);
+}
+
+/* Winograd's transformed weights, after every thread's block. */
+static float *conv_winograd_u(const conv_job *j)
+{
+    return j->ws + (long)j->threads * conv_thread_block(j->d);
+}
+
+static void conv_winograd_weights_chunk(void *ctx, long begin, long end, int tid)
+{
+    (void)tid;
+    const conv_job *j = ctx;
+    cpu_winograd_weights(j->d, j->w, j->flip, begin, end, conv_winograd_u(j));
 }
 
 static void conv_forward_chunk(void *ctx, long begin, long end, int tid)
@@ -144,11 +198,18 @@ static void conv_forward_chunk(void *ctx, long begin, long end, int tid)
     const conv2d_desc *d = j->d;
     long ckk = (long)d->c * d->kh * d->kw;
     long ohw = (long)d->oh * d->ow;
+    long xsize = (long)d->c * d->h * d->w;
     float *col = conv_thread_col(j, tid);
+    cpu_conv_algo algo = cpu_conv2d_algo(d);
+    if (algo == CPU_CONV_WINOGRAD) {
+        cpu_winograd_forward(d, (int)(end - begin), j->x + begin * xsize, conv_winograd_u(j),
+                             j->bias, j->act, j->y + begin * d->k * ohw, col);
+        return;
+    }
     for (long b = begin; b < end; b++) {
-        const float *xb = j->x + b * d->c * d->h * d->w;
+        const float *xb = j->x + b * xsize;
         float *yb = j->y + b * d->k * ohw;
-        if (cpu_conv_direct_suits(d)) {
+        if (algo == CPU_CONV_DIRECT) {
             cpu_conv_direct_forward(d, xb, j->w, j->bias, j->act, yb, col);
             continue;
         }
@@ -177,6 +238,8 @@ void cpu_conv2d_forward(backend *be, const conv2d_desc *d, int batch, const floa
 {
     conv_job j = {.d = d, .x = x, .w = w, .bias = bias, .act = act, .y = y,
                   .ws = workspace, .threads = be->threads};
+    if (cpu_conv2d_algo(d) == CPU_CONV_WINOGRAD)
+        pool_run(cpu_pool(be), (long)d->k * d->c, conv_winograd_weights_chunk, &j);
     pool_run(cpu_pool(be), batch, conv_forward_chunk, &j);
 }
 
@@ -190,7 +253,15 @@ static void conv_backward_chunk(void *ctx, long begin, long end, int tid)
     float *col = conv_thread_col(j, tid);
     float *dw = col + conv_col_size(d);
     float *db = dw + conv_wsize(d);
-    if (cpu_conv_direct_suits(d)) {
+    cpu_conv_algo algo = cpu_conv2d_algo(d);
+    if (algo == CPU_CONV_WINOGRAD) {
+        cpu_winograd_backward(d, (int)(end - begin), j->x + begin * xsize, conv_winograd_u(j),
+                              j->dz + begin * d->k * ohw,
+                              j->dx ? j->dx + begin * xsize : NULL, j->accumulate, dw, db,
+                              col);
+        return;
+    }
+    if (algo == CPU_CONV_DIRECT) {
         cpu_conv_direct_backward(d, (int)(end - begin), j->x + begin * xsize, j->w,
                                  j->dz + begin * d->k * ohw,
                                  j->dx ? j->dx + begin * xsize : NULL, j->accumulate, dw, db,
@@ -236,15 +307,17 @@ static void conv_reduce_chunk(void *ctx, long begin, long end, int tid)
     const conv_job *j = ctx;
     const conv2d_desc *d = j->d;
     long wsize = conv_wsize(d);
+    const float *part[j->threads > 0 ? j->threads : 1];
+    int np = 0;
+    for (int t = 0; t < j->threads; t++)
+        /* A thread with no samples never zeroed its partial. */
+        if (pool_chunk_begin(j->batch, t + 1, j->threads) !=
+            pool_chunk_begin(j->batch, t, j->threads))
+            part[np++] = conv_thread_col(j, t) + conv_col_size(d);
     for (long i = begin; i < end; i++) {
         float s = 0.0f;
-        for (int t = 0; t < j->threads; t++) {
-            /* A thread with no samples never zeroed its partial. */
-            if (pool_chunk_begin(j->batch, t + 1, j->threads) ==
-                pool_chunk_begin(j->batch, t, j->threads))
-                continue;
-            s += (conv_thread_col(j, t) + conv_col_size(d))[i];
-        }
+        for (int t = 0; t < np; t++)
+            s += part[t][i];
         if (i < wsize)
             j->dw[i] = s;
         else if (j->db)
@@ -257,8 +330,10 @@ void cpu_conv2d_backward(backend *be, const conv2d_desc *d, int batch, const flo
                          float *dw, float *db, float *workspace)
 {
     conv_job j = {.d = d, .x = x, .w = w, .dz = dz, .dx = dx, .dw = dw, .db = db,
-                  .ws = workspace, .accumulate = accumulate, .threads = be->threads,
-                  .batch = batch};
+                  .ws = workspace, .accumulate = accumulate, .flip = true,
+                  .threads = be->threads, .batch = batch};
+    if (dx && cpu_conv2d_algo(d) == CPU_CONV_WINOGRAD)
+        pool_run(cpu_pool(be), (long)d->k * d->c, conv_winograd_weights_chunk, &j);
     pool_run(cpu_pool(be), batch, conv_backward_chunk, &j);
     pool_run(cpu_pool(be), conv_wsize(d) + d->k, conv_reduce_chunk, &j);
 }
