@@ -305,10 +305,14 @@ static void wino_input_plane(const wino_geom *g, const float *x, float *v, long 
         if (py < 0 || py >= g->ph)
             continue;
         const float *src = x + (long)iy * g->w;
-        for (int ix = x0; ix < x1; ix++) {
-            int px = ix + g->pad_left;
-            (px & 1 ? po : pe)[(long)py * w2 + (px >> 1)] = src[ix];
-        }
+        /* Columns ix with px = ix + pad_left even go to pe, odd to po; each
+         * set is every other ix, so two branch-free strided loops. */
+        float *re = pe + (long)py * w2, *ro = po + (long)py * w2;
+        int ie = x0 + ((x0 + g->pad_left) & 1), io = x0 + ((x0 + g->pad_left + 1) & 1);
+        for (int ix = ie; ix < x1; ix += 2)
+            re[(ix + g->pad_left) >> 1] = src[ix];
+        for (int ix = io; ix < x1; ix += 2)
+            ro[(ix + g->pad_left) >> 1] = src[ix];
     }
     /* dt[(i*6 + j) * T + t]: element (i, j) of tile t, copied 8 floats at
      * a time: a copy may run up to 7 floats past its tw, into the next
