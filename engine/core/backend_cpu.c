@@ -18,6 +18,8 @@
 #define CPU_GEMM_MIN_PARALLEL (1L << 17)
 /* Below this many elements an element-wise op runs on the caller alone. */
 #define CPU_ELEM_MIN_PARALLEL (1L << 15)
+/* Ops that keep a per-chunk partial result on the stack hold this many. */
+#define CPU_MAX_CHUNKS 64
 
 void cpu_sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
                const float *a, int lda, const float *b, int ldb, float beta,
@@ -363,6 +365,22 @@ static void cpu_activation_backward(backend *be, spec_activation act, long rows,
 
 /* ---- dense ----------------------------------------------------------- */
 
+/* Rows of a dense forward block at least, when split finer than one per
+ * thread. */
+#define CPU_FORWARD_MIN_ROWS 64
+
+/* Chunks for pool_run_chunks: CPU_FINE_CHUNKS per thread, each of at
+ * least `min` of the n items, and one per thread at least. */
+#define CPU_FINE_CHUNKS 4
+static int cpu_fine_chunks(thread_pool *pool, long n, long min)
+{
+    long threads = pool_threads(pool);
+    long chunks = n / (min > 0 ? min : 1);
+    if (chunks > threads * CPU_FINE_CHUNKS)
+        chunks = threads * CPU_FINE_CHUNKS;
+    return (int)(chunks < threads ? threads : chunks);
+}
+
 typedef struct dense_job {
     int in, out;
     const float *x, *w;
@@ -391,7 +409,12 @@ static void cpu_dense_forward(backend *be, int batch, int in, int out, const flo
         dense_forward_rows(&j, 0, batch, 0);
         return;
     }
-    pool_run(cpu_pool(be), batch, dense_forward_rows, &j);
+    /* Large batches (inference) in finer blocks, so a late worker joins
+     * instead of leaving its whole half to wait for; each block packs w
+     * again, so not below CPU_FORWARD_MIN_ROWS rows. */
+    thread_pool *pool = cpu_pool(be);
+    pool_run_chunks(pool, batch, cpu_fine_chunks(pool, batch, CPU_FORWARD_MIN_ROWS),
+                    dense_forward_rows, &j);
 }
 
 /* Column sums of dz (batch, out) into db (out), row by row in order so the
@@ -420,6 +443,8 @@ static void cpu_dense_backward(backend *be, int batch, int in, int out, const fl
 
 /* The fused update's fallback split: whole 4096-float pieces. */
 #define CPU_UPDATE_CHUNK 4096L
+/* Rows of dw per chunk at least (the GEMM stays efficient). */
+#define CPU_UPDATE_MIN_ROWS 64
 
 typedef struct dense_update_job {
     int batch, in, out;
@@ -472,7 +497,8 @@ static void cpu_dense_backward_update(backend *be, int batch, int in, int out,
     long work = (long)in * out * (batch > 0 ? batch : 1);
     bool split_rows = pool_threads(pool) > 1 && work >= CPU_GEMM_MIN_PARALLEL && in >= out;
     if (split_rows && batch > 0) {
-        pool_run(pool, in, dense_update_rows, &j);
+        pool_run_chunks(pool, in, cpu_fine_chunks(pool, in, CPU_UPDATE_MIN_ROWS),
+                        dense_update_rows, &j);
         return;
     }
     cpu_gemm(be, true, false, in, out, batch, 1.0f, x, in, dz, out, 0.0f, dw, out);
@@ -572,33 +598,64 @@ static void cpu_concat_backward(backend *be, int batch, int n_in, const int *c_i
 
 /* ---- losses and metrics ---------------------------------------------- */
 
-static double cpu_softmax_xent(backend *be, int batch, int n, const float *logits,
-                               const float *targets, float *probs, float *dlogits)
+/* Below this many logits the loss runs on the caller alone. */
+#define CPU_XENT_MIN_PARALLEL 512L
+
+typedef struct xent_job {
+    int n;
+    float inv_batch;
+    const float *logits, *targets;
+    float *probs, *dlogits;
+    double partial[CPU_MAX_CHUNKS];
+} xent_job;
+
+/* Rows [begin, end): probabilities, gradient, and their loss summed in
+ * row order into partial[tid]. */
+static void xent_rows(void *ctx, long begin, long end, int tid)
 {
-    (void)be;
+    xent_job *j = ctx;
+    int n = j->n;
     double total = 0.0;
-    float inv_batch = 1.0f / (float)batch;
-    for (int r = 0; r < batch; r++) {
-        const float *z = logits + (long)r * n;
-        const float *t = targets + (long)r * n;
-        float *p = probs + (long)r * n;
-        float *d = dlogits + (long)r * n;
+    for (long r = begin; r < end; r++) {
+        const float *z = j->logits + r * n;
+        const float *t = j->targets + r * n;
+        float *p = j->probs + r * n;
+        float *d = j->dlogits + r * n;
         float mx = z[0];
-        for (int j = 1; j < n; j++)
-            mx = z[j] > mx ? z[j] : mx;
+        for (int c = 1; c < n; c++)
+            mx = z[c] > mx ? z[c] : mx;
         double sum = 0.0;
-        for (int j = 0; j < n; j++)
-            sum += exp((double)z[j] - mx);
+        for (int c = 0; c < n; c++)
+            sum += exp((double)z[c] - mx);
         double log_sum = log(sum);
         double loss = 0.0;
-        for (int j = 0; j < n; j++) {
-            double logp = (double)z[j] - mx - log_sum;
-            p[j] = (float)exp(logp);
-            loss -= (double)t[j] * logp;
-            d[j] = (p[j] - t[j]) * inv_batch;
+        for (int c = 0; c < n; c++) {
+            double logp = (double)z[c] - mx - log_sum;
+            p[c] = (float)exp(logp);
+            loss -= (double)t[c] * logp;
+            d[c] = (p[c] - t[c]) * j->inv_batch;
         }
         total += loss;
     }
+    j->partial[tid] = total;
+}
+
+/* Rows split over the pool (one chunk per thread); the chunks' sums are
+ * added in chunk order, so the loss depends only on the thread count. */
+static double cpu_softmax_xent(backend *be, int batch, int n, const float *logits,
+                               const float *targets, float *probs, float *dlogits)
+{
+    thread_pool *pool = cpu_pool(be);
+    int threads = pool_threads(pool);
+    xent_job j = {n, 1.0f / (float)batch, logits, targets, probs, dlogits, {0}};
+    if (threads > CPU_MAX_CHUNKS || (long)batch * n < CPU_XENT_MIN_PARALLEL) {
+        xent_rows(&j, 0, batch, 0);
+        return j.partial[0];
+    }
+    pool_run(pool, batch, xent_rows, &j);
+    double total = 0.0;
+    for (int t = 0; t < threads; t++)
+        total += j.partial[t];
     return total;
 }
 

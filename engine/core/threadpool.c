@@ -50,12 +50,13 @@ struct thread_pool {
     pool_fn fn;
     void *ctx;
     long n;
+    int chunks;             /* of the run in progress */
 };
 
 static void pool_run_chunk(thread_pool *p, int tid)
 {
-    long b = pool_chunk_begin(p->n, tid, p->threads);
-    long e = pool_chunk_begin(p->n, tid + 1, p->threads);
+    long b = pool_chunk_begin(p->n, tid, p->chunks);
+    long e = pool_chunk_begin(p->n, tid + 1, p->chunks);
     if (e > b)
         p->fn(p->ctx, b, e, tid);
 }
@@ -69,7 +70,7 @@ static void pool_claim_chunks(thread_pool *p, unsigned long gen)
     unsigned long long tag = (unsigned long long)(gen & 0xffffffffUL) << 32;
     for (;;) {
         unsigned long long w = atomic_load(&p->claim);
-        if ((w & ~0xffffffffULL) != tag || (long long)(w & 0xffffffffULL) >= p->threads)
+        if ((w & ~0xffffffffULL) != tag || (long long)(w & 0xffffffffULL) >= p->chunks)
             return;
         if (!atomic_compare_exchange_weak(&p->claim, &w, w + 1))
             continue;
@@ -166,16 +167,22 @@ int pool_threads(const thread_pool *p)
 
 void pool_run(thread_pool *p, long n, pool_fn fn, void *ctx)
 {
+    pool_run_chunks(p, n, p->threads, fn, ctx);
+}
+
+void pool_run_chunks(thread_pool *p, long n, int chunks, pool_fn fn, void *ctx)
+{
     if (n <= 0)
         return;
-    if (p->threads == 1) {
+    if (p->threads == 1 || chunks <= 1) {
         fn(ctx, 0, n, 0);
         return;
     }
     p->fn = fn;
     p->ctx = ctx;
     p->n = n;
-    atomic_store(&p->pending, p->threads);
+    p->chunks = chunks;
+    atomic_store(&p->pending, chunks);
     unsigned long gen = atomic_load(&p->generation) + 1;
     atomic_store(&p->claim, (unsigned long long)(gen & 0xffffffffUL) << 32);
     pthread_mutex_lock(&p->mu);

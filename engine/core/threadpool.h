@@ -26,6 +26,14 @@ int pool_threads(const thread_pool *p);
  * finished. Chunks may be empty. Not re-entrant: fn must not call pool_run. */
 void pool_run(thread_pool *p, long n, pool_fn fn, void *ctx);
 
+/* As pool_run with `chunks` chunks instead of one per thread (chunk c is
+ * [n*c/chunks, n*(c+1)/chunks), with tid c): whichever thread is free
+ * claims the next, so a thread that starts late (a worker still waking
+ * up, or descheduled on a busy machine) takes fewer of them instead of
+ * holding up the op with a whole thread's share. On one thread, or with
+ * chunks <= 1, fn(ctx, 0, n, 0) runs on the caller. */
+void pool_run_chunks(thread_pool *p, long n, int chunks, pool_fn fn, void *ctx);
+
 /* As pool_run, but runs everything on the caller when n < min_parallel:
  * small ops are cheaper than waking a worker. */
 void pool_run_min(thread_pool *p, long n, long min_parallel, pool_fn fn, void *ctx);
