@@ -2,8 +2,10 @@
  * epoch covers the global batch perm[s*G, (s+1)*G) with G = workers *
  * batch_size; rank r takes its sub-slice [s*G + r*B, s*G + (r+1)*B), so
  * the data order is the single trainer's with batch G, whatever the rank
- * count. Gradients are averaged over the global batch (dist_grad.c) and
- * every rank applies the same update from the same parameters, so the
+ * count. Each rank holds only a block of the training set; dist_data_batch
+ * fetches the samples of its sub-slices from the ranks that hold them.
+ * Gradients are averaged over the global batch (dist_grad.c) and every
+ * rank applies the same update from the same parameters, so the
  * ranks stay bit-identical and equal `single` with batch G up to float
  * rounding of the gradient sum.
  *

@@ -29,6 +29,7 @@
  * members score the mean prediction over whole sets, and the parameter
  * server scores the center alone, so those load them whole; asynchronous
  * workers load none. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,6 +176,10 @@ static void dist_data_plan(dist_ctx *c)
      * (all of it this rank's when the data is not shuffled), at most the
      * block. */
     c->send_rows = rows * c->n_holders < c->train.n ? rows * c->n_holders : c->train.n;
+    /* MPI_Alltoallv counts and displacements are ints (of floats). */
+    if ((double)(c->send_rows + rows) * (double)c->train.features > (double)INT_MAX)
+        dist_die("sample exchange: a window of %ld samples of %ld features exceeds MPI's int "
+                 "counts; lower PUNCH_DIST_EXCHANGE_MB", rows, c->train.features);
     long per_epoch = 0;
     for (long st = 0; st < dist_data_steps(c, c->holder); st++) {
         long pa, pb;

@@ -4,12 +4,15 @@
  * contiguous shard of the epoch's permutation with its own optimizer, and
  * parameters and batchnorm state are averaged (MPI_Allreduce) every
  * distributed.sync_every_epochs epochs and after the last one (1 = the
- * dist-keras AveragingTrainer, n = dislib's sync-every-n-epochs).
+ * dist-keras AveragingTrainer, n = dislib's sync-every-n-epochs). A
+ * replica holds only a block of the training set; dist_data_batch fetches
+ * its slice's samples from the ranks that hold them.
  * PUNCH_DIST_SHARDING=replicate gives every replica the whole permutation,
  * which makes averaging reproduce a single replica exactly (a test).
  *
  * ensemble: member k (rank k) has its own seed (training.seed + k) for its
- * initial weights and its data order, and trains on the whole training set.
+ * initial weights and its data order, and trains on the whole training set
+ * (each member loads all of it).
  * Validation and test metrics are those of the members' mean prediction;
  * every member's weights are saved as weights.member-K.safetensors, and
  * member 0's also as weights.safetensors / weights.npz.
