@@ -365,10 +365,6 @@ static void cpu_activation_backward(backend *be, spec_activation act, long rows,
 
 /* ---- dense ----------------------------------------------------------- */
 
-/* Rows of a dense forward block at least, when split finer than one per
- * thread. */
-#define CPU_FORWARD_MIN_ROWS 64
-
 /* Chunks for pool_run_chunks: CPU_FINE_CHUNKS per thread, each of at
  * least `min` of the n items, and one per thread at least. */
 #define CPU_FINE_CHUNKS 4
@@ -409,12 +405,9 @@ static void cpu_dense_forward(backend *be, int batch, int in, int out, const flo
         dense_forward_rows(&j, 0, batch, 0);
         return;
     }
-    /* Large batches (inference) in finer blocks, so a late worker joins
-     * instead of leaving its whole half to wait for; each block packs w
-     * again, so not below CPU_FORWARD_MIN_ROWS rows. */
-    thread_pool *pool = cpu_pool(be);
-    pool_run_chunks(pool, batch, cpu_fine_chunks(pool, batch, CPU_FORWARD_MIN_ROWS),
-                    dense_forward_rows, &j);
+    /* One block per thread: each block packs all of w (finer blocks
+     * measured slower at inference's batch of 256). */
+    pool_run(cpu_pool(be), batch, dense_forward_rows, &j);
 }
 
 /* Column sums of dz (batch, out) into db (out), row by row in order so the

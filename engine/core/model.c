@@ -164,7 +164,6 @@ static int model_allocate(model *m, char *err, size_t errlen)
         if (l->spec->type == LAYER_FLATTEN)
             l->y = (float *)l->x[0];
     }
-    m->input = m->x;
     const layer *last = &m->layers[m->n_layers - 1];
     m->output = m->output_kind == OUTPUT_SOFTMAX_LOGITS ? m->probs : last->y;
     return 0;
@@ -286,41 +285,43 @@ static int model_check_batch(const model *m, const dataset *d, int batch, char *
     return 0;
 }
 
-/* Point the layers reading the model input at x (m->x, or the dataset's
- * own rows for a contiguous range on a host backend), flatten views
- * included. Layers come in graph order, so one pass rewires each chain. */
-static void model_wire_input(model *m, const float *x)
-{
-    if (m->input == x)
-        return;
-    m->input = x;
-    for (int i = 0; i < m->n_layers; i++) {
-        layer *l = &m->layers[i];
-        for (int k = 0; k < l->n_in; k++) {
-            int src = l->spec->inputs[k];
-            l->x[k] = src < 0 ? x : m->layers[src].y;
-        }
-        if (l->spec->type == LAYER_FLATTEN)
-            l->y = (float *)l->x[0];
-    }
-}
-
 /* Below this many floats a batch is gathered by the caller alone. */
 #define MODEL_GATHER_MIN_PARALLEL (1L << 15)
 
 typedef struct gather_job {
     model *m;
     const dataset *d;
-    const int64_t *idx;
+    const int64_t *idx;     /* rows idx[r], or first + r when NULL */
+    long first;
 } gather_job;
 
 static void model_gather_rows(void *ctx, long begin, long end, int tid)
 {
     (void)tid;
     const gather_job *j = ctx;
-    size_t bytes = (size_t)j->m->in_size * sizeof(float);
+    long f = j->m->in_size;
+    if (!j->idx) {
+        memcpy(j->m->host_x + begin * f, j->d->x + (j->first + begin) * f,
+               (size_t)((end - begin) * f) * sizeof(float));
+        return;
+    }
     for (long r = begin; r < end; r++)
-        memcpy(j->m->host_x + r * j->m->in_size, j->d->x + j->idx[r] * j->d->features, bytes);
+        memcpy(j->m->host_x + r * f, j->d->x + j->idx[r] * f, (size_t)f * sizeof(float));
+}
+
+/* The rows are copied by the backend's threads: a gather of scattered
+ * rows is bound by memory latency, and two cores have twice the misses in
+ * flight. (Reading a contiguous range in place instead of copying it was
+ * slower: OpenBLAS then packs the GEMM's operand straight from DRAM, with
+ * access patterns the prefetchers follow worse than a copy's.) */
+static void model_gather(model *m, const dataset *d, const int64_t *idx, long first,
+                         int batch)
+{
+    gather_job j = {m, d, idx, first};
+    if (m->be->host_parallel && (long)batch * m->in_size >= MODEL_GATHER_MIN_PARALLEL)
+        m->be->host_parallel(m->be, batch, model_gather_rows, &j);
+    else
+        model_gather_rows(&j, 0, batch, 0);
 }
 
 static void model_upload_batch(model *m, int batch)
@@ -329,9 +330,6 @@ static void model_upload_batch(model *m, int batch)
     m->be->upload(m->be, m->targets, m->host_t, (long)batch * m->n_out);
 }
 
-/* The rows are copied by the backend's threads (memory latency, not
- * bandwidth, bounds a gather of scattered rows, so two cores fetch twice
- * as fast). */
 int model_load_batch(model *m, const dataset *d, const int64_t *idx, int batch, char *err,
                      size_t errlen)
 {
@@ -340,18 +338,11 @@ int model_load_batch(model *m, const dataset *d, const int64_t *idx, int batch, 
     for (int r = 0; r < batch; r++)
         if (model_stage_target(m, d, (long)idx[r], r, err, errlen) < 0)
             return -1;
-    gather_job j = {m, d, idx};
-    if (m->be->host_parallel && (long)batch * m->in_size >= MODEL_GATHER_MIN_PARALLEL)
-        m->be->host_parallel(m->be, batch, model_gather_rows, &j);
-    else
-        model_gather_rows(&j, 0, batch, 0);
-    model_wire_input(m, m->x);
+    model_gather(m, d, idx, 0, batch);
     model_upload_batch(m, batch);
     return 0;
 }
 
-/* On a host backend the model reads a range in place: no copy (the CPU
- * kernels load vectors unaligned, so any row start will do). */
 int model_load_range(model *m, const dataset *d, long first, int batch, char *err,
                      size_t errlen)
 {
@@ -360,13 +351,7 @@ int model_load_range(model *m, const dataset *d, long first, int batch, char *er
     for (int r = 0; r < batch; r++)
         if (model_stage_target(m, d, first + r, r, err, errlen) < 0)
             return -1;
-    const float *rows = d->x + first * d->features;
-    if (m->be->host_memory) {
-        model_wire_input(m, rows);
-        return 0;
-    }
-    memcpy(m->host_x, rows, (size_t)batch * (size_t)m->in_size * sizeof(float));
-    model_wire_input(m, m->x);
+    model_gather(m, d, NULL, first, batch);
     model_upload_batch(m, batch);
     return 0;
 }

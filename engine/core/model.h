@@ -52,8 +52,6 @@ typedef struct model {
     long in_size;           /* floats per input sample */
     int n_out;              /* outputs per sample (= classes) */
     float *x;               /* device (max_batch, in_size) */
-    const float *input;     /* what the layers read as the model input:
-                               x, or a range's rows in place (host backends) */
     float *targets;         /* device (max_batch, n_out) one-hot */
     float *probs;           /* device (max_batch, n_out) softmax output
                                (OUTPUT_SOFTMAX_LOGITS only) */
