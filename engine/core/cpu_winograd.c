@@ -41,9 +41,12 @@
 #define WINO_LANES 16
 /* Floats past the end of a buffer that an 8-float copy may touch. */
 #define WINO_SLACK 16
-/* GEMM columns per chunk: 64 x 392 x 32 runs at OpenBLAS's full speed and
- * keeps V and M near the L2 cache. */
-#define WINO_TARGET_COLUMNS 392
+/* GEMM columns per chunk (convnet's conv2: 2 samples of 49 tiles). Larger
+ * chunks give OpenBLAS longer GEMMs but push V and M (36 points x channels
+ * x columns) out of L2, and the transforms then cost more than the GEMMs
+ * gain: CPU time per step measured with perf, 49 / 98 / 196 / 392 columns:
+ * 3770 / 3664 / 3935 / 4065 samples. */
+#define WINO_TARGET_COLUMNS 98
 /* Filters transformed together (lanes of the weight transforms). */
 #define WINO_FILTER_BLOCK 32
 

@@ -1,7 +1,7 @@
 /* test_winograd.c — the CPU backend's Winograd F(2x2, 5x5) convolution
  * (core/cpu_winograd.c) against its im2col path on the same layer and the
  * same random data: forward, input, weight and bias gradients, odd sizes,
- * 'same' and 'valid' padding, batch tails (chunks of 8 samples, thread
+ * 'same' and 'valid' padding, batch tails (chunks of ~98 tiles, thread
  * splits), accumulation, bit-for-bit reproducibility; then the layer
  * through finite differences where the backend picks Winograd itself.
  *
@@ -163,7 +163,7 @@ static void test_against_im2col(void **state)
 {
     (void)state;
     const conv_case cases[] = {
-        /* convnet's conv2, with a batch tail in each thread's chunks of 8 */
+        /* convnet's conv2, with a batch tail in a thread's chunks of 2 */
         {32, 64, 14, 14, true, 19, 2, ACT_RELU},
         {32, 64, 14, 14, true, 8, 1, ACT_NONE},
         /* odd planes, 'same' and 'valid', few channels (forced) */
