@@ -169,7 +169,7 @@ typedef struct conv_job {
     const float *x, *w, *bias, *dz;
     spec_activation act;
     float *y, *dx, *dw, *db, *ws;
-    bool accumulate, flip;
+    bool accumulate;
     int threads;
     int batch;
 } conv_job;
@@ -189,7 +189,7 @@ static void conv_winograd_weights_chunk(void *ctx, long begin, long end, int tid
 {
     (void)tid;
     const conv_job *j = ctx;
-    cpu_winograd_weights(j->d, j->w, j->flip, begin, end, conv_winograd_u(j));
+    cpu_winograd_weights(j->d, j->w, begin, end, conv_winograd_u(j));
 }
 
 static void conv_forward_chunk(void *ctx, long begin, long end, int tid)
@@ -330,8 +330,8 @@ void cpu_conv2d_backward(backend *be, const conv2d_desc *d, int batch, const flo
                          float *dw, float *db, float *workspace)
 {
     conv_job j = {.d = d, .x = x, .w = w, .dz = dz, .dx = dx, .dw = dw, .db = db,
-                  .ws = workspace, .accumulate = accumulate, .flip = true,
-                  .threads = be->threads, .batch = batch};
+                  .ws = workspace, .accumulate = accumulate, .threads = be->threads,
+                  .batch = batch};
     if (dx && cpu_conv2d_algo(d) == CPU_CONV_WINOGRAD)
         pool_run(cpu_pool(be), (long)d->k * d->c, conv_winograd_weights_chunk, &j);
     pool_run(cpu_pool(be), batch, conv_backward_chunk, &j);

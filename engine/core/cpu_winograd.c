@@ -8,8 +8,10 @@
  * (interpolation), the trilinear form sum y*_i g_j d_(i+j) equals
  * sum_p (E_2 y*)_p (E_5 g)_p (C^T d)_p, which gives all three passes:
  *   forward        y  = E_2^T [(E_5 g) . (C^T d)]      A = E_2, G = E_5, B^T = C^T
+ *   input grad     dd = C [(E_5 g) . (E_2 dy)]         per 6x6 tile, tiles overlap
  *   weight grad    dg = E_5^T [(E_2 dy) . (C^T d)]     F(5, 2) on the same tiles
- * (the input gradient is the forward pass of the flipped kernel). Row p of
+ * (both gradients share the transformed output gradient E_2 dy E_2^T, and
+ * the weight gradient the forward's input tiles). Row p of
  * C^T is scaled by s_p and row p of E_5 by 1/s_p (s = 2, 6, 6, 15/16, 30,
  * 2), which makes B^T integral:
  *
@@ -50,8 +52,7 @@
 /* Filters transformed together (lanes of the weight transforms). */
 #define WINO_FILTER_BLOCK 32
 
-/* A stride-1 5x5 correlation: the forward pass, or the input gradient as
- * the forward pass of the flipped kernel over the output gradient. */
+/* A stride-1 5x5 correlation's planes and tiles. */
 typedef struct wino_geom {
     int cin, cout;
     int h, w;               /* input plane */
@@ -77,14 +78,6 @@ static wino_geom wino_geom_make(int cin, int cout, int h, int w, int oh, int ow,
 static wino_geom wino_forward_geom(const conv2d_desc *d)
 {
     return wino_geom_make(d->c, d->k, d->h, d->w, d->oh, d->ow, d->pad_top, d->pad_left);
-}
-
-/* dx[c, iy, ix] = sum over k, i', j' of w[k, c, 4-i', 4-j'] *
- * dz[k, iy + i' - (4 - pad_top), ix + j' - (4 - pad_left)]. */
-static wino_geom wino_dx_geom(const conv2d_desc *d)
-{
-    return wino_geom_make(d->k, d->c, d->oh, d->ow, d->h, d->w, 4 - d->pad_top,
-                          4 - d->pad_left);
 }
 
 bool cpu_winograd_can(const conv2d_desc *d)
@@ -145,18 +138,17 @@ typedef struct wino_sizes {
 
 static wino_sizes wino_sizes_of(const conv2d_desc *d)
 {
-    wino_geom f = wino_forward_geom(d), b = wino_dx_geom(d);
-    long s = wino_chunk_samples(d);
-    long tmax = max_l(f.tiles, b.tiles);
+    wino_geom f = wino_forward_geom(d);
+    long n = (long)wino_chunk_samples(d) * f.tiles;
     wino_sizes z;
-    z.v = round16(WINO_POINTS *
-                  wino_point_stride(1, s * max_l((long)f.cin * f.tiles, (long)b.cin * b.tiles)));
-    z.m = round16(WINO_POINTS *
-                  wino_point_stride(1, s * max_l((long)f.cout * f.tiles, (long)b.cout * b.tiles)));
+    /* v also holds the input gradient's products (c rows), m the
+     * transformed output gradient (k rows). */
+    z.v = round16(WINO_POINTS * wino_point_stride(f.cin, n));
+    z.m = round16(WINO_POINTS * wino_point_stride(f.cout, n));
     z.mw = round16((long)WINO_POINTS * d->k * d->c);
     /* pw = 2 (tw + 2): the even and odd columns */
-    z.pad = round16(max_l((long)f.ph * f.pw, (long)b.ph * b.pw) + WINO_SLACK);
-    z.t = round16(WINO_POINTS * max_l(wino_lanes((int)tmax), WINO_FILTER_BLOCK) + WINO_SLACK);
+    z.pad = round16((long)f.ph * f.pw + WINO_SLACK);
+    z.t = round16(WINO_POINTS * max_l(wino_lanes(f.tiles), WINO_FILTER_BLOCK) + WINO_SLACK);
     return z;
 }
 
@@ -230,6 +222,20 @@ WINO_INLINE void wino_bt_block(const float *in, long is, float *out, long os)
     WSTORE(out + 3 * os, 2.0f * d1 + d2 - 2.0f * d3 - d4);
     WSTORE(out + 4 * os, d1 - 2.0f * d2 - d3 + 2.0f * d4);
     WSTORE(out + 5 * os, 2.0f * d1 - 3.0f * d2 - 4.0f * d3 + 3.0f * d4 + 2.0f * d5);
+}
+
+/* out = B in (6 -> 6): input-gradient tiles back from the transform domain
+ * (column j of B^T above). */
+WINO_INLINE void wino_b_block(const float *in, long is, float *out, long os)
+{
+    wino_v m0 = WLOAD(in), m1 = WLOAD(in + is), m2 = WLOAD(in + 2 * is);
+    wino_v m3 = WLOAD(in + 3 * is), m4 = WLOAD(in + 4 * is), m5 = WLOAD(in + 5 * is);
+    WSTORE(out, 2.0f * m0);
+    WSTORE(out + os, -3.0f * m0 - 2.0f * m1 - 2.0f * m2 + 2.0f * m3 + m4 + 2.0f * m5);
+    WSTORE(out + 2 * os, -4.0f * m0 + m1 + 5.0f * m2 + m3 - 2.0f * m4 - 3.0f * m5);
+    WSTORE(out + 3 * os, 3.0f * m0 + 5.0f * m1 - m2 - 2.0f * m3 - m4 - 4.0f * m5);
+    WSTORE(out + 4 * os, 2.0f * m0 + 2.0f * m1 - 2.0f * m2 - m3 + 2.0f * m4 + 3.0f * m5);
+    WSTORE(out + 5 * os, 2.0f * m5);
 }
 
 /* out = A^T in (6 -> 2): products back to output tiles. */
@@ -338,11 +344,10 @@ static void wino_input_plane(const wino_geom *g, const float *x, float *v, long 
 }
 
 /* One output plane y (oh, ow) from the products of its tiles (point p of
- * tile t at m[p * pstride + t]): y (+)= A^T m A, plus bias, then act. */
+ * tile t at m[p * pstride + t]): y = act(A^T m A + bias). */
 CPU_SIMD_CLONES
 static void wino_output_plane(const wino_geom *g, const float *m, long pstride, float bias,
-                              spec_activation act, bool accumulate, float *y,
-                              const wino_bufs *b)
+                              spec_activation act, float *y, const wino_bufs *b)
 {
     int T = g->tiles, L = wino_lanes(T), tw = g->tw;
     float *ft = b->t1, *ot = b->t2;
@@ -354,24 +359,14 @@ static void wino_output_plane(const wino_geom *g, const float *m, long pstride, 
         float *row = y + (long)oy * g->ow;
         const float *o0 = ot + (oy & 1) * 2 * L + (oy >> 1) * tw, *o1 = o0 + L;
         int pairs = g->ow >> 1;
-        if (accumulate) {
-            for (int tx = 0; tx < pairs; tx++) {
-                row[2 * tx] += o0[tx];
-                row[2 * tx + 1] += o1[tx];
-            }
-            if (g->ow & 1)
-                row[g->ow - 1] += o0[pairs];
-        } else {
-            for (int tx = 0; tx < pairs; tx++) {
-                row[2 * tx] = o0[tx] + bias;
-                row[2 * tx + 1] = o1[tx] + bias;
-            }
-            if (g->ow & 1)
-                row[g->ow - 1] = o0[pairs] + bias;
+        for (int tx = 0; tx < pairs; tx++) {
+            row[2 * tx] = o0[tx] + bias;
+            row[2 * tx + 1] = o1[tx] + bias;
         }
+        if (g->ow & 1)
+            row[g->ow - 1] = o0[pairs] + bias;
     }
-    if (!accumulate)
-        cpu_activate(act, y, (long)g->oh * g->ow);
+    cpu_activate(act, y, (long)g->oh * g->ow);
 }
 
 /* The 36 transformed values A dz A^T of every 2x2 tile of one output
@@ -409,9 +404,63 @@ static void wino_dz_plane(const wino_geom *g, const float *dz, float *z, long ps
         WINO_BLOCKS(wino_a_block, rt + q * L, 6L * L, z + q * pstride, 6 * pstride, T);
 }
 
+/* One input-gradient plane dx (h, w) from its tiles' products (point p
+ * of tile t at m[p * pstride + t]): each tile's 6x6 gradient is B m B^T,
+ * and overlapping tiles add up. They are summed into the zero-padded even
+ * and odd column planes (as wino_input_plane reads them), where element
+ * (i, j) of a tile row's tiles is one contiguous run, then dx (+)= the
+ * plane's interior. */
 CPU_SIMD_CLONES
-void cpu_winograd_weights(const conv2d_desc *d, const float *w, bool flip, long begin,
-                          long end, float *u)
+static void wino_dx_plane(const wino_geom *g, const float *m, long pstride, bool accumulate,
+                          float *dx, const wino_bufs *b)
+{
+    int T = g->tiles, L = wino_lanes(T), tw = g->tw, w2 = g->tw + 2;
+    float *pe = b->pad, *po = pe + (long)g->ph * w2, *ft = b->t1, *ot = b->t2;
+    for (int p = 0; p < 6; p++) /* along columns: ft[(p*6 + j) * L] */
+        WINO_BLOCKS(wino_b_block, m + p * 6 * pstride, pstride, ft + p * 6 * L, L, T);
+    for (int j = 0; j < 6; j++) /* along rows: ot[(i*6 + j) * L] */
+        WINO_BLOCKS(wino_b_block, ft + j * L, 6L * L, ot + j * L, 6L * L, T);
+    memset(pe, 0, 2 * (size_t)g->ph * w2 * sizeof *pe);
+    /* 8 lanes at a time, the lanes past tw masked to +0 (a read-modify-
+     * write of a neighbour or the slack that leaves it as it was). */
+    typedef int wino_i8 __attribute__((vector_size(8 * sizeof(int))));
+    const wino_i8 lane = {0, 1, 2, 3, 4, 5, 6, 7};
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 6; j++) {
+            const float *row = ot + (i * 6 + j) * L;
+            float *dst = (j & 1 ? po : pe) + (j >> 1);
+            for (int ty = 0; ty < g->th; ty++) {
+                const float *sr = row + ty * tw;
+                float *dr = dst + (long)(2 * ty + i) * w2;
+                for (int tx = 0; tx < tw; tx += 8) {
+                    wino_i8 keep = lane < tw - tx;
+                    wino_v8 add = (wino_v8)((wino_i8)WLOAD8(sr + tx) & keep);
+                    WSTORE8(dr + tx, WLOAD8(dr + tx) + add);
+                }
+            }
+        }
+    for (int iy = 0; iy < g->h; iy++) {
+        long py = iy + g->pad_top;
+        const float *re = pe + py * w2, *ro = po + py * w2;
+        float *out = dx + (long)iy * g->w;
+        int ie = (g->pad_left & 1), io = 1 - (g->pad_left & 1); /* first ix with px even, odd */
+        if (accumulate) {
+            for (int ix = ie; ix < g->w; ix += 2)
+                out[ix] += re[(ix + g->pad_left) >> 1];
+            for (int ix = io; ix < g->w; ix += 2)
+                out[ix] += ro[(ix + g->pad_left) >> 1];
+        } else {
+            for (int ix = ie; ix < g->w; ix += 2)
+                out[ix] = re[(ix + g->pad_left) >> 1];
+            for (int ix = io; ix < g->w; ix += 2)
+                out[ix] = ro[(ix + g->pad_left) >> 1];
+        }
+    }
+}
+
+CPU_SIMD_CLONES
+void cpu_winograd_weights(const conv2d_desc *d, const float *w, long begin, long end,
+                          float *u)
 {
     enum { B = WINO_FILTER_BLOCK };
     long kc = (long)d->k * d->c;
@@ -420,7 +469,7 @@ void cpu_winograd_weights(const conv2d_desc *d, const float *w, bool flip, long 
         int n = end - f0 < B ? (int)(end - f0) : B;
         for (int l = 0; l < n; l++)
             for (int e = 0; e < 25; e++)
-                gt[e * B + l] = w[(f0 + l) * 25 + (flip ? 24 - e : e)];
+                gt[e * B + l] = w[(f0 + l) * 25 + e];
         for (int i = 0; i < 5; i++) /* rt[(i*6 + q) * B] */
             WINO_ROWS(wino_g_block, 5, 6, gt + i * 5 * B, B, rt + i * 6 * B, B, n);
         for (int q = 0; q < 6; q++)
@@ -450,12 +499,11 @@ static void wino_weight_grad_out(const conv2d_desc *d, const float *mw, float *d
 
 /* ---- passes ---------------------------------------------------------------- */
 
-/* y (+)= act(conv(x) + bias) for ns samples of geometry g: transform the
- * input tiles, one GEMM per point, transform back. u holds (36, cout, cin)
- * or, when u_trans, (36, cin, cout). */
+/* y = act(conv(x) + bias) for ns samples of geometry g: transform the
+ * input tiles, one GEMM per point, transform back. u is (36, cout, cin). */
 static void wino_conv_chunk(const wino_geom *g, int ns, const float *x, const float *u,
-                            bool u_trans, const float *bias, spec_activation act,
-                            bool accumulate, float *y, const wino_bufs *b)
+                            const float *bias, spec_activation act, float *y,
+                            const wino_bufs *b)
 {
     long T = g->tiles, N = ns * T;
     long xs = (long)g->h * g->w, ys = (long)g->oh * g->ow;
@@ -468,13 +516,12 @@ static void wino_conv_chunk(const wino_geom *g, int ns, const float *x, const fl
             wino_input_plane(g, x + ((long)s * g->cin + c) * xs, b->v + c * N + s * T, vstride,
                              b);
     for (int p = 0; p < WINO_POINTS; p++)
-        cpu_sgemm(u_trans, false, g->cout, (int)N, g->cin, 1.0f, u + p * ustride,
-                  u_trans ? g->cout : g->cin, b->v + p * vstride, (int)N, 0.0f,
-                  b->m + p * mstride, (int)N);
+        cpu_sgemm(false, false, g->cout, (int)N, g->cin, 1.0f, u + p * ustride, g->cin,
+                  b->v + p * vstride, (int)N, 0.0f, b->m + p * mstride, (int)N);
     for (int s = 0; s < ns; s++)
         for (int k = 0; k < g->cout; k++)
             wino_output_plane(g, b->m + k * N + s * T, mstride, bias ? bias[k] : 0.0f, act,
-                              accumulate, y + ((long)s * g->cout + k) * ys, b);
+                              y + ((long)s * g->cout + k) * ys, b);
 }
 
 void cpu_winograd_forward(const conv2d_desc *d, int n, const float *x, const float *u,
@@ -486,15 +533,15 @@ void cpu_winograd_forward(const conv2d_desc *d, int n, const float *x, const flo
     long xs = (long)d->c * d->h * d->w, ys = (long)d->k * d->oh * d->ow;
     for (int s0 = 0; s0 < n; s0 += chunk) {
         int ns = n - s0 < chunk ? n - s0 : chunk;
-        wino_conv_chunk(&g, ns, x + s0 * xs, u, false, bias, act, false, y + s0 * ys, &b);
+        wino_conv_chunk(&g, ns, x + s0 * xs, u, bias, act, y + s0 * ys, &b);
     }
 }
 
-void cpu_winograd_backward(const conv2d_desc *d, int n, const float *x, const float *uflip,
+void cpu_winograd_backward(const conv2d_desc *d, int n, const float *x, const float *u,
                            const float *dz, float *dx, bool accumulate, float *dw, float *db,
                            float *scratch)
 {
-    wino_geom g = wino_forward_geom(d), gb = wino_dx_geom(d);
+    wino_geom g = wino_forward_geom(d);
     wino_bufs b = wino_bufs_of(d, scratch);
     int chunk = wino_chunk_samples(d);
     long hw = (long)d->h * d->w, xs = d->c * hw, ohw = (long)d->oh * d->ow, ys = d->k * ohw;
@@ -527,9 +574,16 @@ void cpu_winograd_backward(const conv2d_desc *d, int n, const float *x, const fl
             cpu_sgemm(false, true, d->k, d->c, (int)N, 1.0f, b.m + p * zstride, (int)N,
                       b.v + p * vstride, (int)N, s0 == 0 ? 0.0f : 1.0f,
                       b.mw + (long)p * d->k * d->c, d->c);
-        if (dx)
-            wino_conv_chunk(&gb, ns, dzb, uflip, true, NULL, ACT_NONE, accumulate,
-                            dx + s0 * xs, &b);
+        if (!dx)
+            continue;
+        /* dx tiles: m2_p (c, N) = u_p^T (c, k) @ z_p (k, N), into v */
+        for (int p = 0; p < WINO_POINTS; p++)
+            cpu_sgemm(true, false, d->c, (int)N, d->k, 1.0f, u + (long)p * d->k * d->c, d->c,
+                      b.m + p * zstride, (int)N, 0.0f, b.v + p * vstride, (int)N);
+        for (int s = 0; s < ns; s++)
+            for (int c = 0; c < d->c; c++)
+                wino_dx_plane(&g, b.v + c * N + s * T, vstride, accumulate,
+                              dx + (s0 + s) * xs + c * hw, &b);
     }
     wino_weight_grad_out(d, b.mw, dw, &b);
 }

@@ -5,10 +5,11 @@
  *
  * Forward, input gradient and weight gradient all run as 36 GEMMs (one
  * per transform point) over a chunk of samples, so the GEMMs stay large
- * enough for OpenBLAS's speed. The input gradient is the forward pass of
- * the flipped, channel-transposed kernel over the output gradient; the
- * weight gradient is F(5x5, 2x2) on the same 6x6 input tiles (the
- * transposed algorithm, summed over tiles in the transform domain).
+ * enough for OpenBLAS's speed. The gradients are the transposed algorithm:
+ * the output gradient's 2x2 tiles are transformed once, and give the input
+ * gradient's overlapping 6x6 tiles (with the transposed weights) and the
+ * weight gradient, F(5x5, 2x2) on the forward's input tiles summed over
+ * tiles in the transform domain.
  *
  * Numerics: about a digit below im2col (relative error ~1e-5..1e-4 of the
  * largest output), from the transforms' rounding; results depend only on
@@ -38,14 +39,13 @@ long cpu_winograd_thread_scratch(const conv2d_desc *d);
 long cpu_winograd_weight_size(const conv2d_desc *d);
 
 /* The transformed weights u (36, k, c) of filters [begin, end) of the
- * k * c filters in w (k, c, 5, 5); `flip` rotates each filter by 180
- * degrees first (what the input gradient convolves with). */
+ * k * c filters in w (k, c, 5, 5). */
 void cpu_winograd_weights(const conv2d_desc *d,
                           const float *w,   /* (k, c, 5, 5) */
-                          bool flip, long begin, long end,
+                          long begin, long end,
                           float *u);        /* (36, k, c) */
 
-/* y = act(conv(x, w) + bias) for n samples, from u of the unflipped w. */
+/* y = act(conv(x, w) + bias) for n samples. */
 void cpu_winograd_forward(const conv2d_desc *d, int n,
                           const float *x,    /* (n, c, h, w) */
                           const float *u,    /* (36, k, c) */
@@ -56,10 +56,10 @@ void cpu_winograd_forward(const conv2d_desc *d, int n,
 
 /* For n samples: dw = the sum of their weight gradients (overwritten), db
  * likewise when not NULL, and dx (+)= their input gradients when dx is not
- * NULL (uflip: the flipped weights' transform). */
+ * NULL (u: the weights' transform, needed only for dx). */
 void cpu_winograd_backward(const conv2d_desc *d, int n,
                            const float *x,     /* (n, c, h, w) */
-                           const float *uflip, /* (36, k, c) */
+                           const float *u,     /* (36, k, c) */
                            const float *dz,    /* (n, k, oh, ow) */
                            float *dx,          /* (n, c, h, w) or NULL */
                            bool accumulate,
