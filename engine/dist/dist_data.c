@@ -16,9 +16,11 @@
  * default 8 MiB, received, and a send buffer of about T windows at most),
  * not the whole set.
  *
- * Ranks that need the whole train part (ensemble members, averaging with
- * PUNCH_DIST_SHARDING=replicate, a single training rank) load all of it and
- * exchange nothing. So do the workers of the asynchronous trainers: an
+ * Ensemble members train on the whole set, each in its own order: they
+ * hold blocks too, know every member's permutation, and fetch all of theirs
+ * window by window. Ranks that need the whole train part (averaging with
+ * PUNCH_DIST_SHARDING=replicate, a single training rank,
+ * PUNCH_DIST_WHOLE_DATA=1) load all of it and exchange nothing. So do the workers of the asynchronous trainers: an
  * exchange is a rendezvous of all workers, and those workers must never
  * wait on each other (a slow or stopped worker would stall the rest, and
  * the server would see the wrong worker fall silent); their parameter
@@ -47,7 +49,7 @@ static bool dist_data_whole(const dist_ctx *c, int T)
 {
     const char *sharding = getenv("PUNCH_DIST_SHARDING");
     spec_trainer t = c->spec->distributed.trainer;
-    return T == 1 || t == TRAINER_ENSEMBLE || c->has_server ||
+    return T == 1 || c->has_server ||
            dist_env_flag("PUNCH_DIST_WHOLE_DATA") ||
            (t == TRAINER_AVERAGING && sharding && strcmp(sharding, "replicate") == 0);
 }
@@ -56,7 +58,8 @@ static bool dist_data_whole(const dist_ctx *c, int T)
  * as the trainers slice it: allreduce gives holder q the q-th batch_size
  * of every global batch of T * batch_size (dist_allreduce.c); averaging
  * gives holder q batches of its contiguous slice [n q / T, n (q + 1) / T)
- * (dist_replicas.c). */
+ * (dist_replicas.c); ensemble member q takes batches of all of its own
+ * permutation (dist_perm). */
 static void dist_data_span(const dist_ctx *c, int q, long s, long *a, long *b)
 {
     long n = c->n_train, T = c->n_holders, B = c->spec->training.batch_size;
@@ -65,6 +68,9 @@ static void dist_data_span(const dist_ctx *c, int q, long s, long *a, long *b)
         long first = s * T * B;
         hi = first + T * B < n ? first + T * B : n;
         lo = first + q * B;
+    } else if (c->perms) {
+        lo = s * B;
+        hi = n;
     } else {
         lo = n * q / T + s * B;
         hi = n * (q + 1) / T;
@@ -80,9 +86,18 @@ static long dist_data_steps(const dist_ctx *c, int q)
     long cap = c->spec->training.steps_per_epoch, steps;
     if (c->spec->distributed.trainer == TRAINER_ALLREDUCE)
         steps = (n + T * B - 1) / (T * B);
+    else if (c->perms)
+        steps = (n + B - 1) / B;
     else
         steps = (n * (q + 1) / T - n * q / T + B - 1) / B;
     return cap > 0 && cap < steps ? cap : steps;
+}
+
+/* The permutation holder q consumes from: its own for ensemble members
+ * (each has its seed), the shared one otherwise. */
+static const int64_t *dist_perm(const dist_ctx *c, int q)
+{
+    return c->perms ? c->perms + (size_t)q * (size_t)c->n_train : c->perm;
 }
 
 static void dist_data_fail(const char *err)
@@ -174,8 +189,9 @@ static void dist_data_plan(dist_ctx *c)
         dist_die("out of memory for the exchange window (%ld samples)", rows);
     /* What the sends of one window can reach: every consumer's window
      * (all of it this rank's when the data is not shuffled), at most the
-     * block. */
-    c->send_rows = rows * c->n_holders < c->train.n ? rows * c->n_holders : c->train.n;
+     * block (once per ensemble member: each wants every sample). */
+    long most = c->train.n * (c->perms ? c->n_holders : 1);
+    c->send_rows = rows * c->n_holders < most ? rows * c->n_holders : most;
     /* MPI_Alltoallv counts and displacements are ints (of floats). */
     if ((double)(c->send_rows + rows) * (double)c->train.features > (double)INT_MAX)
         dist_die("sample exchange: a window of %ld samples of %ld features exceeds MPI's int "
@@ -224,9 +240,15 @@ void dist_data_load(dist_ctx *c)
     DIST_MPI(MPI_Comm_split(c->comm, holder ? 0 : MPI_UNDEFINED, c->rank, &c->hcomm));
     if (holder) {
         DIST_MPI(MPI_Comm_set_errhandler(c->hcomm, MPI_ERRORS_RETURN));
-        c->perm = malloc((size_t)c->n_train * sizeof *c->perm);
-        if (!c->perm)
+        /* Sharded ensemble members fetch for each other: each knows all
+         * the members' permutations. */
+        bool all = !c->whole && s->distributed.trainer == TRAINER_ENSEMBLE;
+        size_t n_perm = (size_t)c->n_train * (all ? (size_t)T : 1);
+        int64_t *p = malloc(n_perm * sizeof *p);
+        if (!p)
             dist_die("out of memory for the permutation of %ld samples", c->n_train);
+        c->perms = all ? p : NULL;
+        c->perm = all ? p + (size_t)k * (size_t)c->n_train : p;
         c->n_holders = T;
         c->holder = k;
         if (!c->whole)
@@ -256,7 +278,7 @@ void dist_data_free(dist_ctx *c)
     dataset_free(&c->val);
     dataset_free(&c->test);
     dataset_free(&c->epoch);
-    free(c->perm);
+    free(c->perms ? c->perms : c->perm);
     free(c->rows);
     free(c->send_x);
     free(c->send_y);
@@ -283,8 +305,9 @@ static void dist_data_window(dist_ctx *c, long w)
         for (long st = s0; st < end && st < steps; st++) {
             long pa, pb;
             dist_data_span(c, q, st, &pa, &pb);
+            const int64_t *perm = dist_perm(c, q);
             for (long p = pa; p < pb; p++) {
-                int o = dist_owner(c->perm[p], n, T);
+                int o = dist_owner(perm[p], n, T);
                 scount[q] += o == k;
                 rcount[o] += q == k;
             }
@@ -309,10 +332,11 @@ static void dist_data_window(dist_ctx *c, long w)
         for (long st = s0; st < end && st < steps; st++) {
             long pa, pb;
             dist_data_span(c, q, st, &pa, &pb);
+            const int64_t *perm = dist_perm(c, q);
             for (long p = pa; p < pb; p++) {
-                if (dist_owner(c->perm[p], n, T) != k)
+                if (dist_owner(perm[p], n, T) != k)
                     continue;
-                long row = c->perm[p] - c->shard_lo, at = sdisp[q] + fill[q]++;
+                long row = perm[p] - c->shard_lo, at = sdisp[q] + fill[q]++;
                 memcpy(c->send_x + at * f, c->train.x + row * f, (size_t)f * sizeof(float));
                 c->send_y[at] = c->train.y[row];
             }
@@ -337,16 +361,28 @@ static void dist_data_window(dist_ctx *c, long w)
     free(cnt);
 }
 
-void dist_data_epoch(dist_ctx *c, unsigned long seed, int epoch)
+static void dist_data_order(const dist_ctx *c, unsigned long seed, int epoch, int64_t *perm)
 {
     long n = c->n_train;
     if (c->spec->data.shuffle) {
-        dataset_epoch_permutation(n, seed, epoch, c->perm);
-    } else {
-        for (long i = 0; i < n; i++)
-            c->perm[i] = i;
+        dataset_epoch_permutation(n, seed, epoch, perm);
+        return;
     }
+    for (long i = 0; i < n; i++)
+        perm[i] = i;
+}
+
+void dist_data_epoch(dist_ctx *c, unsigned long seed, int epoch)
+{
     c->win_next = 0;
+    if (!c->perms) {
+        dist_data_order(c, seed, epoch, c->perm);
+        return;
+    }
+    /* Member q's seed is training.seed + q (dist_replicas.c). */
+    unsigned long base = seed - (unsigned long)c->holder;
+    for (int q = 0; q < c->n_holders; q++)
+        dist_data_order(c, base + (unsigned long)q, epoch, (int64_t *)dist_perm(c, q));
 }
 
 /* Exchange window w (every training rank takes part in every window). */

@@ -112,9 +112,9 @@ typedef struct dist_ctx {
     dataset epoch;          /* the current window's samples */
     const dataset *data;    /* what dist_data_batch's rows index: &train or &epoch */
     long *held;             /* rank 0: per rank, samples held and received per epoch */
-    int64_t *perm;          /* n_train entries: this epoch's permutation; after
-                               dist_data_epoch the positions this rank consumes
-                               index c->data */
+    int64_t *perms;         /* sharded ensemble: every member's permutation */
+    int64_t *perm;          /* n_train entries: this epoch's permutation
+                               (dist_data_batch maps positions to rows) */
     float *host_params;     /* n_params */
     float *host_state;      /* n_state (+1) */
     dist_report *rep;       /* rank 0 only */

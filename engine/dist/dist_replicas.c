@@ -12,7 +12,7 @@
  *
  * ensemble: member k (rank k) has its own seed (training.seed + k) for its
  * initial weights and its data order, and trains on the whole training set
- * (each member loads all of it).
+ * (fetched window by window from the members' blocks, dist_data.c).
  * Validation and test metrics are those of the members' mean prediction;
  * every member's weights are saved as weights.member-K.safetensors, and
  * member 0's also as weights.safetensors / weights.npz.

@@ -258,8 +258,9 @@ def case_sharding(tmp):
     receives about n/P each epoch, and the result is still the single
     trainer's: allreduce on 1, 2 and 3 ranks (per-rank batch 60/P) against
     single with batch 60, with unit and standard scaling (the latter's
-    statistics combined over the blocks); averaging shards too; the
-    parameter server holds no training data."""
+    statistics combined over the blocks); averaging and ensemble on blocks
+    equal their whole-data runs bit for bit; the parameter server holds no
+    training data."""
     n = 1800  # 2000 train samples less the 10% validation split
     for scaling in ("unit", "standard"):
         ref, _ = run(tmp, "single-" + scaling, job("single", 1, batch=60, scaling=scaling), None)
@@ -305,6 +306,18 @@ def case_sharding(tmp):
         d = max_diff(weights(ref), weights(out))
         print("averaging (shuffle %s), sharded vs whole data: max diff %g" % (shuffle, d))
         check(d == 0.0, "averaging on shards differs from whole data by %g" % d)
+    # Ensemble members hold blocks and fetch their whole (own-order) epoch.
+    spec = job("ensemble", 3, epochs=2)
+    out, _ = run(tmp, "ens3", spec, 3, {"PUNCH_DIST_EXCHANGE_MB": "0.5"})
+    h = history(out)
+    check(h["samples_held"] == [600, 600, 600] and h["samples_received"] == [n, n, n],
+          "ensemble holds %s, receives %s" % (h["samples_held"], h["samples_received"]))
+    ref, _ = run(tmp, "ens3-ref", spec, 3, {"PUNCH_DIST_WHOLE_DATA": "1"})
+    for k in range(3):
+        name = "weights.member-%d.safetensors" % k
+        d = max_diff(safetensors(os.path.join(ref, name)), safetensors(os.path.join(out, name)))
+        check(d == 0.0, "ensemble member %d on shards differs from whole data by %g" % (k, d))
+    check(h["test"] == history(ref)["test"], "ensemble test metrics differ")
     out, _ = run(tmp, "dp", job("downpour", 2, epochs=1), 3)
     h = history(out)
     print("downpour: held %s received %s" % (h["samples_held"], h["samples_received"]))
