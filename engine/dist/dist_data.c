@@ -20,11 +20,18 @@
  * hold blocks too, know every member's permutation, and fetch all of theirs
  * window by window. Ranks that need the whole train part (averaging with
  * PUNCH_DIST_SHARDING=replicate, a single training rank,
- * PUNCH_DIST_WHOLE_DATA=1) load all of it and exchange nothing. So do the workers of the asynchronous trainers: an
- * exchange is a rendezvous of all workers, and those workers must never
- * wait on each other (a slow or stopped worker would stall the rest, and
- * the server would see the wrong worker fall silent); their parameter
- * server loads no training data.
+ * PUNCH_DIST_WHOLE_DATA=1) load all of it and exchange nothing.
+ *
+ * The workers of the asynchronous trainers hold their blocks too but
+ * exchange nothing: an exchange is a rendezvous of all workers, and those
+ * workers must never wait on each other (a slow or stopped worker would
+ * stall the rest, and the server would see the wrong worker fall silent).
+ * So, as dist-keras partitions the data among its workers, worker k trains
+ * on its block [n k / W, n (k + 1) / W) in an order reshuffled every
+ * epoch from the seed within the block: the positions [lo, hi) of the
+ * permutation are a permutation of the block. (Their results depend on
+ * commit timing anyway, so a rank-count-independent order would buy no
+ * reproducibility.) Their parameter server loads no training data.
  *
  * Validation and test: the synchronous trainers evaluate each rank's slice
  * (dist_eval_sharded), so each rank loads only that slice; ensemble
@@ -49,8 +56,7 @@ static bool dist_data_whole(const dist_ctx *c, int T)
 {
     const char *sharding = getenv("PUNCH_DIST_SHARDING");
     spec_trainer t = c->spec->distributed.trainer;
-    return T == 1 || c->has_server ||
-           dist_env_flag("PUNCH_DIST_WHOLE_DATA") ||
+    return T == 1 || dist_env_flag("PUNCH_DIST_WHOLE_DATA") ||
            (t == TRAINER_AVERAGING && sharding && strcmp(sharding, "replicate") == 0);
 }
 
@@ -216,6 +222,7 @@ void dist_data_load(dist_ctx *c)
     bool holder = c->rank >= first;
     int k = c->rank - first;
     c->whole = dist_data_whole(c, T);
+    c->local = !c->whole && c->has_server;
     long lo = 0, hi = 0;
     if (holder) {
         lo = c->whole ? 0 : c->n_train * k / T;
@@ -251,10 +258,10 @@ void dist_data_load(dist_ctx *c)
         c->perm = all ? p + (size_t)k * (size_t)c->n_train : p;
         c->n_holders = T;
         c->holder = k;
-        if (!c->whole)
+        if (!c->whole && !c->local)
             dist_data_plan(c);
     }
-    c->data = c->whole ? &c->train : &c->epoch;
+    c->data = c->whole || c->local ? &c->train : &c->epoch;
     c->shard_lo = lo;
 
     long mine[2] = {c->train.n, c->whole ? 0 : c->per_epoch};
@@ -372,9 +379,27 @@ static void dist_data_order(const dist_ctx *c, unsigned long seed, int epoch, in
         perm[i] = i;
 }
 
+/* An asynchronous worker's order: positions [lo, hi) of c->perm get the
+ * rows of its block (0-based, as c->train holds them), shuffled within
+ * the block from (seed, epoch). */
+static void dist_data_local_order(dist_ctx *c, unsigned long seed, int epoch)
+{
+    long lo = c->shard_lo, m = c->train.n;
+    if (c->spec->data.shuffle) {
+        dataset_epoch_permutation(m, seed, epoch, c->perm + lo);
+        return;
+    }
+    for (long i = 0; i < m; i++)
+        c->perm[lo + i] = i;
+}
+
 void dist_data_epoch(dist_ctx *c, unsigned long seed, int epoch)
 {
     c->win_next = 0;
+    if (c->local) {
+        dist_data_local_order(c, seed, epoch);
+        return;
+    }
     if (!c->perms) {
         dist_data_order(c, seed, epoch, c->perm);
         return;
@@ -404,7 +429,7 @@ static void dist_data_exchange(dist_ctx *c, long w)
 
 const int64_t *dist_data_batch(dist_ctx *c, long step, long first, int batch)
 {
-    if (c->whole)
+    if (c->whole || c->local)
         return c->perm + first;
     long w = step / c->win_steps;
     while (c->win_next <= w)
@@ -419,7 +444,7 @@ const int64_t *dist_data_batch(dist_ctx *c, long step, long first, int batch)
 
 void dist_data_epoch_end(dist_ctx *c)
 {
-    if (c->whole)
+    if (c->whole || c->local)
         return;
     long windows = (c->win_max_steps + c->win_steps - 1) / c->win_steps;
     while (c->win_next < windows)

@@ -98,6 +98,8 @@ typedef struct dist_ctx {
     long n_train;
     long shard_lo;
     bool whole;             /* every training rank holds the whole train part */
+    bool local;             /* asynchronous workers: each trains on its own
+                               block, shuffled within it (no exchange) */
     MPI_Comm hcomm;         /* the training ranks (MPI_COMM_NULL on a server) */
     int n_holders, holder;  /* training ranks, and this one's index among them */
     /* sharded: the exchange window (dist_data.c) */

@@ -1,6 +1,7 @@
 /* dist_worker.c — a worker of the asynchronous trainers (ranks 1..W).
- * Worker i trains on its contiguous shard of every epoch's permutation
- * with its own local optimizer and talks to the parameter server every
+ * Worker i trains on its own block of the train set (the only samples it
+ * loads), reshuffled within the block every epoch (dist_data.c), with its
+ * own local optimizer and talks to the parameter server every
  * distributed.communication_window steps (and once more at the end, so no
  * local progress is lost), as dist-keras defines the methods:
  *
