@@ -477,9 +477,10 @@ typedef struct dense_update_job {
     void *ctx;
 } dense_update_job;
 
-/* Input rows [begin, end) of dw: the same GEMM call cpu_gemm's row split
- * makes for them (so the same bits), then their update; the chunk that
- * ends at the last row also sums db and updates the bias. */
+/* Input rows [begin, end) of dw: the GEMM cpu_gemm's row split makes, on a
+ * smaller block (a row's values do not depend on the block it is in:
+ * tests/train/test_fused_step checks the bits), then their update; the
+ * chunk that ends at the last row also sums db and updates the bias. */
 static void dense_update_rows(void *ctx, long begin, long end, int tid)
 {
     (void)tid;
