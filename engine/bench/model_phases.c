@@ -5,10 +5,14 @@
  *
  *   punch-bench-model JOB.json [--threads N] [--steps S] [--warmup W]
  *                     [--infer-batch B] [--weights FILE] [--datasets DIR]
+ *                     [--separate-step]
  *
  * Training: W untimed steps, then S timed steps of batch training.batch_size
  * over the epoch-0 permutation, each phase (gather the batch, forward,
- * loss, backward, optimizer) timed separately. Inference: the test set (or
+ * loss, backward, optimizer) timed separately. Like train.c, the backward
+ * pass and the optimizer step run fused (model_backward_step: "backward"
+ * holds both, "optimizer" is 0); --separate-step times them apart, as a
+ * distributed trainer runs them. Inference: the test set (or
  * the first 10,000 training samples when the job has none) evaluated with
  * train_evaluate at batch B (default 256) — what `--evaluate-only` runs —
  * best of three passes, with weights from FILE (.safetensors) or the
@@ -29,6 +33,7 @@ static const char *const phase_names[PH_COUNT] = {"load_batch", "forward", "loss
 typedef struct bench_opts {
     const char *job, *weights, *datasets;
     int threads, steps, warmup, infer_batch;
+    int separate; /* model_backward + model_optimizer_step instead of the fused step */
 } bench_opts;
 
 typedef struct bench_state {
@@ -61,6 +66,10 @@ static int bench_parse(int argc, char **argv, bench_opts *o)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (a[0] != '-') {
             o->job = a;
+            continue;
+        }
+        if (strcmp(a, "--separate-step") == 0) {
+            o->separate = 1;
             continue;
         }
         if (!v)
@@ -138,10 +147,11 @@ static void bench_close(bench_state *s)
 }
 
 /* `count` steps from step `first` on; phase times added to t when t != NULL. */
-static int bench_train(bench_state *s, long first, int count, double *t, char *err,
-                       size_t errlen)
+static int bench_train(bench_state *s, long first, int count, int separate, double *t,
+                       char *err, size_t errlen)
 {
     model *m = s->m;
+    float lr = (float)s->spec->training.optimizer.learning_rate;
     int b = s->spec->training.batch_size;
     long per_epoch = s->train.n / b;
     for (long step = first; step < first + count; step++) {
@@ -157,10 +167,14 @@ static int bench_train(bench_state *s, long first, int count, double *t, char *e
         batch_metrics bm;
         model_loss(m, b, &bm);
         c[3] = bench_now();
-        model_backward(m, b);
+        if (separate)
+            model_backward(m, b);
+        else
+            model_backward_step(m, b, s->opt, lr);
         s->be->synchronize(s->be);
         c[4] = bench_now();
-        model_optimizer_step(m, s->opt, (float)s->spec->training.optimizer.learning_rate);
+        if (separate)
+            model_optimizer_step(m, s->opt, lr);
         s->be->synchronize(s->be);
         c[5] = bench_now();
         for (int p = 0; t && p < PH_COUNT; p++)
@@ -226,7 +240,7 @@ int main(int argc, char **argv)
     if (bench_parse(argc, argv, &o) != 0) {
         fprintf(stderr, "usage: punch-bench-model JOB.json [--threads N] [--steps S] "
                 "[--warmup W] [--infer-batch B] [--weights FILE.safetensors] "
-                "[--datasets DIR]\n");
+                "[--datasets DIR] [--separate-step]\n");
         return 2;
     }
     char err[1024];
@@ -236,8 +250,8 @@ int main(int argc, char **argv)
     double t[PH_COUNT] = {0}, rate = 0, acc = 0;
     long samples = 0;
     if (bench_open(&o, &s, err, sizeof err) != 0 ||
-        bench_train(&s, 0, o.warmup, NULL, err, sizeof err) != 0 ||
-        bench_train(&s, o.warmup, o.steps, t, err, sizeof err) != 0 ||
+        bench_train(&s, 0, o.warmup, o.separate, NULL, err, sizeof err) != 0 ||
+        bench_train(&s, o.warmup, o.steps, o.separate, t, err, sizeof err) != 0 ||
         bench_infer(&o, &s, &rate, &acc, &samples, err, sizeof err) != 0) {
         rc = bench_fail(o.job, err);
     } else {

@@ -43,20 +43,26 @@ struct thread_pool {
     pthread_cond_t cv_start;
     pthread_cond_t cv_done;
     atomic_ulong generation;
-    /* (generation & 0xffffffff) << 32 | next unclaimed chunk */
+    /* (generation & 0xffffffff) << 32 | chunks << 16 | next unclaimed
+     * chunk. The chunk count travels in the same word as the tag: a late
+     * worker holding an exhausted claim of the previous run must not
+     * compare its index against the next run's (larger) count, or its CAS
+     * could succeed before the new tag is stored and run a chunk of a run
+     * that is over. */
     atomic_ullong claim;
     atomic_int pending;     /* chunks not finished */
     atomic_bool stop;
     pool_fn fn;
     void *ctx;
     long n;
-    int chunks;             /* of the run in progress */
 };
 
-static void pool_run_chunk(thread_pool *p, int tid)
+#define POOL_MAX_CHUNKS 0xffff
+
+static void pool_run_chunk(thread_pool *p, int tid, int chunks)
 {
-    long b = pool_chunk_begin(p->n, tid, p->chunks);
-    long e = pool_chunk_begin(p->n, tid + 1, p->chunks);
+    long b = pool_chunk_begin(p->n, tid, chunks);
+    long e = pool_chunk_begin(p->n, tid + 1, chunks);
     if (e > b)
         p->fn(p->ctx, b, e, tid);
 }
@@ -70,11 +76,12 @@ static void pool_claim_chunks(thread_pool *p, unsigned long gen)
     unsigned long long tag = (unsigned long long)(gen & 0xffffffffUL) << 32;
     for (;;) {
         unsigned long long w = atomic_load(&p->claim);
-        if ((w & ~0xffffffffULL) != tag || (long long)(w & 0xffffffffULL) >= p->chunks)
+        int chunks = (int)((w >> 16) & POOL_MAX_CHUNKS), next = (int)(w & POOL_MAX_CHUNKS);
+        if ((w & ~0xffffffffULL) != tag || next >= chunks)
             return;
         if (!atomic_compare_exchange_weak(&p->claim, &w, w + 1))
             continue;
-        pool_run_chunk(p, (int)(w & 0xffffffffULL));
+        pool_run_chunk(p, next, chunks);
         if (atomic_fetch_sub(&p->pending, 1) == 1) {
             pthread_mutex_lock(&p->mu);
             pthread_cond_signal(&p->cv_done);
@@ -178,13 +185,15 @@ void pool_run_chunks(thread_pool *p, long n, int chunks, pool_fn fn, void *ctx)
         fn(ctx, 0, n, 0);
         return;
     }
+    if (chunks > POOL_MAX_CHUNKS)
+        chunks = POOL_MAX_CHUNKS;
     p->fn = fn;
     p->ctx = ctx;
     p->n = n;
-    p->chunks = chunks;
     atomic_store(&p->pending, chunks);
     unsigned long gen = atomic_load(&p->generation) + 1;
-    atomic_store(&p->claim, (unsigned long long)(gen & 0xffffffffUL) << 32);
+    atomic_store(&p->claim, (unsigned long long)(gen & 0xffffffffUL) << 32 |
+                                (unsigned long long)chunks << 16);
     pthread_mutex_lock(&p->mu);
     atomic_store(&p->generation, gen);
     pthread_cond_broadcast(&p->cv_start);

@@ -31,7 +31,8 @@ void pool_run(thread_pool *p, long n, pool_fn fn, void *ctx);
  * claims the next, so a thread that starts late (a worker still waking
  * up, or descheduled on a busy machine) takes fewer of them instead of
  * holding up the op with a whole thread's share. On one thread, or with
- * chunks <= 1, fn(ctx, 0, n, 0) runs on the caller. */
+ * chunks <= 1, fn(ctx, 0, n, 0) runs on the caller. At most 65,535 chunks
+ * (more are capped to that). */
 void pool_run_chunks(thread_pool *p, long n, int chunks, pool_fn fn, void *ctx);
 
 /* As pool_run, but runs everything on the caller when n < min_parallel:
