@@ -452,18 +452,6 @@ static void bias_grad_rows(const float *dz, int batch, int out, float *db)
     }
 }
 
-static void cpu_dense_backward(backend *be, int batch, int in, int out, const float *x,
-                               const float *w, const float *dz, float *dx, bool accumulate,
-                               float *dw, float *db)
-{
-    cpu_gemm(be, true, false, in, out, batch, 1.0f, x, in, dz, out, 0.0f, dw, out);
-    if (db)
-        bias_grad_rows(dz, batch, out, db);
-    if (dx)
-        cpu_gemm(be, false, true, batch, in, out, 1.0f, dz, out, w, out,
-                 accumulate ? 1.0f : 0.0f, dx, in);
-}
-
 /* The fused update's fallback split: whole 4096-float pieces. */
 #define CPU_UPDATE_CHUNK 4096L
 /* Rows of dw per chunk at least (the GEMM stays efficient). */
@@ -477,10 +465,10 @@ typedef struct dense_update_job {
     void *ctx;
 } dense_update_job;
 
-/* Input rows [begin, end) of dw: the GEMM cpu_gemm's row split makes, on a
- * smaller block (a row's values do not depend on the block it is in:
- * tests/train/test_fused_step checks the bits), then their update; the
- * chunk that ends at the last row also sums db and updates the bias. */
+/* Input rows [begin, end) of dw, then their update (when there is one);
+ * the chunk that ends at the last row also sums db and updates the bias.
+ * The plain backward runs the same chunks without the update, so both give
+ * the same bits (tests/train/test_fused_step). */
 static void dense_update_rows(void *ctx, long begin, long end, int tid)
 {
     (void)tid;
@@ -493,7 +481,8 @@ static void dense_update_rows(void *ctx, long begin, long end, int tid)
         bias_grad_rows(j->dz, j->batch, j->out, j->db);
         last += j->out;
     }
-    j->update(j->ctx, begin * j->out, m1 == j->in ? last : end * j->out);
+    if (j->update)
+        j->update(j->ctx, begin * j->out, m1 == j->in ? last : end * j->out);
 }
 
 static void dense_update_pieces(void *ctx, long begin, long end, int tid)
@@ -505,8 +494,38 @@ static void dense_update_pieces(void *ctx, long begin, long end, int tid)
     j->update(j->ctx, begin * CPU_UPDATE_CHUNK, e);
 }
 
-/* One dispatch for dw, db and their update when cpu_gemm would split dw by
- * rows; otherwise dense_backward's ops and then the update in pieces. */
+/* Whether dw = x^T dz runs as row chunks of dw (dense_update_rows). The
+ * plain backward and the fused step must take the same decision and the
+ * same chunks: OpenBLAS's kernels round a row differently depending on
+ * where it falls in a block (its Haswell kernel does), so the same bits
+ * need the same blocks. */
+static bool dense_dw_by_rows(thread_pool *pool, int batch, int in, int out)
+{
+    long work = (long)in * out * (batch > 0 ? batch : 1);
+    return pool_threads(pool) > 1 && work >= CPU_GEMM_MIN_PARALLEL && in >= out && batch > 0;
+}
+
+static void cpu_dense_backward(backend *be, int batch, int in, int out, const float *x,
+                               const float *w, const float *dz, float *dx, bool accumulate,
+                               float *dw, float *db)
+{
+    thread_pool *pool = cpu_pool(be);
+    if (dense_dw_by_rows(pool, batch, in, out)) {
+        dense_update_job j = {batch, in, out, x, dz, dw, db, NULL, NULL};
+        pool_run_chunks(pool, in, cpu_fine_chunks(pool, in, CPU_UPDATE_MIN_ROWS),
+                        dense_update_rows, &j);
+    } else {
+        cpu_gemm(be, true, false, in, out, batch, 1.0f, x, in, dz, out, 0.0f, dw, out);
+        if (db)
+            bias_grad_rows(dz, batch, out, db);
+    }
+    if (dx)
+        cpu_gemm(be, false, true, batch, in, out, 1.0f, dz, out, w, out,
+                 accumulate ? 1.0f : 0.0f, dx, in);
+}
+
+/* One dispatch for dw, db and their update when dw is split by rows;
+ * otherwise dense_backward's ops and then the update in pieces. */
 static void cpu_dense_backward_update(backend *be, int batch, int in, int out,
                                       const float *x, const float *w, const float *dz,
                                       float *dx, bool accumulate, float *dw, float *db,
@@ -518,9 +537,7 @@ static void cpu_dense_backward_update(backend *be, int batch, int in, int out,
                  accumulate ? 1.0f : 0.0f, dx, in);
     dense_update_job j = {batch, in, out, x, dz, dw, db, update, ctx};
     thread_pool *pool = cpu_pool(be);
-    long work = (long)in * out * (batch > 0 ? batch : 1);
-    bool split_rows = pool_threads(pool) > 1 && work >= CPU_GEMM_MIN_PARALLEL && in >= out;
-    if (split_rows && batch > 0) {
+    if (dense_dw_by_rows(pool, batch, in, out)) {
         pool_run_chunks(pool, in, cpu_fine_chunks(pool, in, CPU_UPDATE_MIN_ROWS),
                         dense_update_rows, &j);
         return;
