@@ -355,6 +355,8 @@ static int train_epoch_steps(train_run *r, float lr, char *err, size_t errlen)
             return -1;
         double now = runlog_clock();
         r->pos.elapsed_s = now - start;
+        if (r->opt->on_step)
+            r->opt->on_step(r->opt->on_step_ctx, (long)r->pos.epoch, (long)r->pos.step);
         if (train_stop_signal)
             return train_interrupted(r, err, errlen);
         if (now - last_event >= TRAIN_STEP_EVENT_S && r->pos.step < steps) {

@@ -35,6 +35,12 @@ typedef struct train_options {
     bool resume;                /* continue from out_dir/checkpoints/ckpt.bin */
     const char *weights;        /* evaluate-only: weights file (.safetensors or .npz) */
     bool verbose;               /* one progress line per epoch on stderr */
+    /* Called after each training step with the 0-based epoch and the
+     * 1-based step just taken, before the trainer looks for SIGTERM/SIGINT;
+     * NULL for none. It lets a caller act at an exact step: test_train.c
+     * raises SIGTERM there to interrupt a run deterministically mid-epoch. */
+    void (*on_step)(void *ctx, long epoch, long step);
+    void *on_step_ctx;
 } train_options;
 
 /* Train `spec` in this process. 0 on success; -1 with a one-line reason

@@ -1,9 +1,11 @@
 /* test_train.c — the single-process trainer end to end on synthetic data:
  * the same seed and thread count give bit-identical weights; a run
- * resumed from its checkpoint reaches the same weights and history as an
+ * resumed from its checkpoint (at an epoch end, or after SIGTERM at a
+ * chosen step mid-epoch) reaches the same weights and history as an
  * uninterrupted one; the run directory holds what schema/rundir.md says;
  * early stopping and steps_per_epoch shape the history. */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -171,6 +173,61 @@ static void test_resume_equals_uninterrupted(void **state)
     spec_free(part);
 }
 
+/* Where on_step_raise interrupts: SIGTERM after step `step` of 0-based
+ * epoch `epoch`, through the trainer's own signal handler. */
+typedef struct stop_at {
+    long epoch, step;
+    int fired;
+} stop_at;
+
+static void on_step_raise(void *ctx, long epoch, long step)
+{
+    stop_at *at = ctx;
+    if (epoch == at->epoch && step == at->step) {
+        at->fired++;
+        assert_int_equal(raise(SIGTERM), 0);
+    }
+}
+
+/* Train `s` into dir, stopped by SIGTERM after the given step; the run must
+ * fail with the interruption message naming that step (1-based epoch). */
+static void train_until(const job_spec *s, const char *dir, bool resume, long epoch, long step)
+{
+    stop_at at = {.epoch = epoch, .step = step};
+    train_options o = {.out_dir = dir, .threads = 2, .resume = resume,
+                       .on_step = on_step_raise, .on_step_ctx = &at};
+    char err[512], want[128];
+    assert_int_equal(train_single(s, &o, err, sizeof err), -1);
+    assert_int_equal(at.fired, 1);
+    snprintf(want, sizeof want, "interrupted by SIGTERM at epoch %ld step %ld; checkpoint saved",
+             epoch + 1, step);
+    if (!strstr(err, want))
+        fail_msg("want \"%s\" in: %s", want, err);
+}
+
+/* The same history, number for number: every per-epoch series and the
+ * test evaluation. */
+static void expect_same_history(const char *a, const char *b, size_t epochs)
+{
+    json_t *ha = history(a), *hb = history(b);
+    const char *keys[] = {"loss", "accuracy", "val_loss", "val_accuracy", "lr"};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        json_t *sa = json_object_get(ha, keys[k]), *sb = json_object_get(hb, keys[k]);
+        assert_int_equal(json_array_size(sa), epochs);
+        assert_int_equal(json_array_size(sb), epochs);
+        for (size_t i = 0; i < epochs; i++)
+            if (json_real_value(json_array_get(sa, i)) != json_real_value(json_array_get(sb, i)))
+                fail_msg("history %s[%zu]: %.17g != %.17g", keys[k], i,
+                         json_real_value(json_array_get(sa, i)),
+                         json_real_value(json_array_get(sb, i)));
+    }
+    json_t *ta = json_object_get(ha, "test"), *tb = json_object_get(hb, "test");
+    assert_non_null(ta);
+    assert_true(json_equal(ta, tb));
+    json_decref(ha);
+    json_decref(hb);
+}
+
 static int count_lines(const char *path, const char *needle)
 {
     FILE *f = fopen(path, "r");
@@ -181,6 +238,32 @@ static int count_lines(const char *path, const char *needle)
         n += strstr(line, needle) != NULL;
     fclose(f);
     return n;
+}
+
+/* Interrupted by SIGTERM at chosen steps — mid-epoch 1, after the last
+ * batch of epoch 2 but before its end-of-epoch work, mid-epoch 3 — and
+ * resumed each time: the same weights (batchnorm running stats included)
+ * and history as a run never interrupted. 240 training samples in batches
+ * of 32 make 8 steps per epoch, the last one of 16. */
+static void test_resume_mid_epoch(void **state)
+{
+    (void)state;
+    job_spec *s = job(4, NULL);
+    char *a = tempdir(), *b = tempdir();
+    train(s, a, 2, false);
+    train_until(s, b, false, 0, 3);
+    train_until(s, b, true, 1, 8);
+    train_until(s, b, true, 2, 5);
+    train(s, b, 2, true);
+    expect_same_weights(a, b);
+    expect_same_history(a, b, 4);
+    char p[512];
+    snprintf(p, sizeof p, "%s/progress.jsonl", b);
+    assert_int_equal(count_lines(p, "\"resumed\":true"), 3);
+    assert_int_equal(count_lines(p, "\"event\":\"epoch\""), 4);
+    removedir(a);
+    removedir(b);
+    spec_free(s);
 }
 
 static void test_run_directory(void **state)
@@ -264,6 +347,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reproducible),
         cmocka_unit_test(test_resume_equals_uninterrupted),
+        cmocka_unit_test(test_resume_mid_epoch),
         cmocka_unit_test(test_run_directory),
         cmocka_unit_test(test_early_stopping),
     };
