@@ -116,6 +116,70 @@ static void test_pooling(void **state)
     harness_free(h);
 }
 
+/* Valid average pooling keeps only whole windows: with pool 2 and stride 1
+ * on 3x4 every 2x2 window is averaged, and with the default stride 2 on
+ * 3x5 the last row and column are dropped (not padded). */
+static void test_avgpool_valid(void **state)
+{
+    (void)state;
+    harness *h = harness_make("[2, 3, 4]", "{\"type\": \"avgpool2d\", \"pool\": 2, "
+                              "\"stride\": 1, \"padding\": \"valid\"}", 0, 1, 2);
+    set(h->x[0], (float[]){1, 2, 3, 4,   5, 6, 7, 8,    9, 10, 11, 12,
+                           0, 4, -2, 8,  1, -3, 5, 0,   2, 2, -6, 1}, 24);
+    forward(h, true);
+    /* Channel 0: (1+2+5+6)/4 = 3.5, ...; channel 1: (0+4+1-3)/4 = 0.5,
+     * (4-2-3+5)/4 = 1, (-2+8+5+0)/4 = 2.75, (1-3+2+2)/4 = 0.5,
+     * (-3+5+2-6)/4 = -0.5, (5+0-6+1)/4 = 0. */
+    expect(h->y, (float[]){3.5f, 4.5f, 5.5f, 7.5f, 8.5f, 9.5f,
+                           0.5f, 1, 2.75f, 0.5f, -0.5f, 0}, 12);
+    harness_free(h);
+
+    h = harness_make("[1, 3, 5]", "{\"type\": \"avgpool2d\", \"pool\": 2}", 0, 2, 1);
+    iota(h->x[0], 30, 1);
+    forward(h, true);
+    /* Sample 0: (1+2+6+7)/4 = 4, (3+4+8+9)/4 = 6; sample 1 is 15 more. */
+    expect(h->y, (float[]){4, 6, 19, 21}, 4);
+    harness_free(h);
+}
+
+/* Max pooling, pool 3, stride 2, "same" on 5x5: 3x3 outputs, one padded
+ * row/column on each side (total (3-1)*2+3-5 = 2), so the windows cover
+ * rows/columns {0,1}, {1,2,3}, {3,4}. Padding never wins a max: channel 0
+ * is all negative, where a zero pad would give 0 on the border. */
+static void test_maxpool_same_stride2(void **state)
+{
+    (void)state;
+    harness *h = harness_make("[2, 5, 5]", "{\"type\": \"maxpool2d\", \"pool\": 3, "
+                              "\"stride\": 2, \"padding\": \"same\"}", 0, 1, 2);
+    for (int i = 0; i < 25; i++)
+        h->x[0][i] = -1.0f - (float)i;
+    set(h->x[0] + 25, (float[]){3, 1, 0, 2, 9,
+                                0, 5, 1, 1, 0,
+                                4, 0, 0, 7, 2,
+                                1, 1, 8, 0, 0,
+                                0, 6, 0, 3, 1}, 25);
+    forward(h, true);
+    /* Channel 0: each window's top-left real pixel, rows/columns 0, 1, 3. */
+    expect(h->y, (float[]){-1, -2, -4, -6, -7, -9, -16, -17, -19,
+                           5, 5, 9, 5, 8, 7, 6, 8, 3}, 18);
+    harness_free(h);
+}
+
+/* Flatten keeps channel-major (C, H, W) order, sample by sample. */
+static void test_flatten(void **state)
+{
+    (void)state;
+    harness *h = harness_make("[2, 2, 3]", "{\"type\": \"flatten\"}", 0, 2, 1);
+    iota(h->x[0], 24, 0);
+    h->x[0][5] = -7.5f;
+    h->x[0][17] = 100;
+    forward(h, true);
+    assert_int_equal(h->l.out_size, 12);
+    expect(h->y, (float[]){0, 1, 2, 3, 4, -7.5f, 6, 7, 8, 9, 10, 11,
+                           12, 13, 14, 15, 16, 100, 18, 19, 20, 21, 22, 23}, 24);
+    harness_free(h);
+}
+
 static void test_batchnorm(void **state)
 {
     (void)state;
@@ -277,6 +341,9 @@ int main(void)
         cmocka_unit_test(test_dense),
         cmocka_unit_test(test_conv2d),
         cmocka_unit_test(test_pooling),
+        cmocka_unit_test(test_avgpool_valid),
+        cmocka_unit_test(test_maxpool_same_stride2),
+        cmocka_unit_test(test_flatten),
         cmocka_unit_test(test_batchnorm),
         cmocka_unit_test(test_activations),
         cmocka_unit_test(test_dropout),
