@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cli.sh PUNCH_TRAIN — punch-train's command line: exit codes and one-line
-# errors, the summary and per-epoch lines, --evaluate-only agreeing with
+# errors (bad data named by file and record), the summary and per-epoch lines, --evaluate-only agreeing with
 # the run's own test figures, and SIGTERM mid-run followed by --resume
 # reaching the same weights and history as an uninterrupted run.
 set -u
@@ -53,6 +53,31 @@ cat >"$tmp/nodata.json" <<'JSON'
 JSON
 expect_exit 1 "missing dataset" "$exe" "$tmp/nodata.json" --out "$tmp/nodata" --datasets "$tmp"
 OMPI_COMM_WORLD_SIZE=2 expect_exit 2 "single trainer on 2 ranks" "$exe" "$tmp/job.json" --out "$tmp/x"
+
+# Bad data: exit 1 and one line naming the file and the record.
+mkdir -p "$tmp/ds/bad"
+# IDX images header: magic 0x803, 3 images of 2x2, but the bytes of only 2.
+printf '\x00\x00\x08\x03\x00\x00\x00\x03\x00\x00\x00\x02\x00\x00\x00\x02' \
+  >"$tmp/ds/bad/train-images-idx3-ubyte"
+printf '\x01\x02\x03\x04\x05\x06\x07\x08' >>"$tmp/ds/bad/train-images-idx3-ubyte"
+printf '\x00\x00\x08\x01\x00\x00\x00\x03\x00\x01\x02' >"$tmp/ds/bad/train-labels-idx1-ubyte"
+cat >"$tmp/badidx.json" <<'JSON'
+{"model": {"input": [1, 2, 2], "layers": [{"type": "flatten"},
+   {"type": "dense", "units": 3, "activation": "softmax"}]},
+ "data": {"format": "idx", "train": "bad/train", "num_classes": 3}}
+JSON
+expect_exit 1 "truncated IDX images" "$exe" "$tmp/badidx.json" --out "$tmp/badidx" --datasets "$tmp/ds"
+grep -q '^punch-train: .*train-images-idx3-ubyte: truncated after 2 of 3 images$' "$tmp/err" ||
+  fail "truncated IDX: want 'train-images-idx3-ubyte: truncated after 2 of 3 images': $(cat "$tmp/err")"
+# CSV, label first then 4 features; line 3 has 3.
+printf '0,1,2,3,4\n1,5,6,7,8\n2,9,10,11\n0,1,1,1,1\n' >"$tmp/ds/bad/data.csv"
+cat >"$tmp/badcsv.json" <<'JSON'
+{"model": {"input": [4], "layers": [{"type": "dense", "units": 3, "activation": "softmax"}]},
+ "data": {"format": "csv", "train": "bad/data.csv", "num_classes": 3}}
+JSON
+expect_exit 1 "CSV with a short row" "$exe" "$tmp/badcsv.json" --out "$tmp/badcsv" --datasets "$tmp/ds"
+grep -q '^punch-train: .*data.csv:3: 3 features, expected 4$' "$tmp/err" ||
+  fail "bad CSV: want 'data.csv:3: 3 features, expected 4': $(cat "$tmp/err")"
 
 # A whole run: summary on stdout, one line per epoch on stderr.
 expect_exit 0 "train" "$exe" "$tmp/job.json" --out "$tmp/run" --threads 2
