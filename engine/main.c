@@ -23,8 +23,9 @@ static const char usage_text[] =
     "       punch-train --validate JOB.json\n"
     "\n"
     "  --out DIR          run directory: progress.jsonl, history.json, weights.*, checkpoints/\n"
-    "  --datasets DIRS    colon-separated roots that dataset names resolve under\n"
-    "                     (default: /usr/share/datasets, then $PUNCH_DATASETS)\n"
+    "  --datasets DIRS    colon-separated roots that dataset names resolve under, and\n"
+    "                     nowhere else (default: /usr/share/datasets, then the roots in\n"
+    "                     $PUNCH_DATASETS; punchcardd passes its `datasets` setting)\n"
     "  --threads N        CPU threads (default: resources.threads_per_worker)\n"
     "  --resume           continue from DIR/checkpoints/ckpt.bin\n"
     "  --evaluate-only    evaluate --weights FILE (.safetensors or .npz) on the test set\n"
@@ -124,12 +125,43 @@ static int cli_parse(int argc, char **argv, cli *c)
     return 0;
 }
 
-/* Split a colon-separated list into roots (the string is modified). */
-static void roots_add_list(char *list, const char **dirs, int *n)
+/* Split a colon-separated list into roots (the string is modified; empty
+ * entries are skipped). -1 when it names more than MAX_ROOTS. */
+static int roots_add_list(char *list, const char **dirs, int *n)
 {
-    for (char *tok = strtok(list, ":"); tok && *n < MAX_ROOTS; tok = strtok(NULL, ":"))
-        if (*tok)
-            dirs[(*n)++] = tok;
+    for (char *tok = strtok(list, ":"); tok; tok = strtok(NULL, ":")) {
+        if (*n == MAX_ROOTS)
+            return -1;
+        dirs[(*n)++] = tok;
+    }
+    return 0;
+}
+
+/* The dataset roots: --datasets alone when given (what punchcardd passes,
+ * from its `datasets` setting), else /usr/share/datasets followed by
+ * $PUNCH_DATASETS. punch-train reads no config file: punchcardd has no
+ * default one either (only --config FILE), so there is no installed file
+ * both would agree on. *list holds the strings the roots point into (free
+ * it). 0, or the exit code after a one-line message. */
+static int roots_make(const cli *c, const char **dirs, int *n, char **list)
+{
+    *n = 0;
+    const char *src = c->datasets;
+    if (!src) {
+        dirs[(*n)++] = "/usr/share/datasets";
+        src = getenv("PUNCH_DATASETS");
+    }
+    *list = src ? strdup(src) : NULL;
+    if (src && !*list) {
+        fprintf(stderr, "punch-train: out of memory\n");
+        return 1;
+    }
+    if (*list && roots_add_list(*list, dirs, n) != 0) {
+        fprintf(stderr, "punch-train: %s names more than %d dataset roots\n",
+                c->datasets ? "--datasets" : "PUNCH_DATASETS", MAX_ROOTS);
+        return 2;
+    }
+    return 0;
 }
 
 static int run(const cli *c, const job_spec *spec, const dataset_roots *roots)
@@ -194,17 +226,11 @@ int main(int argc, char **argv)
     const char *dirs[MAX_ROOTS];
     int n = 0;
     char *list = NULL;
-    if (c.datasets) {
-        list = strdup(c.datasets);
-    } else {
-        dirs[n++] = "/usr/share/datasets";
-        const char *env = getenv("PUNCH_DATASETS");
-        list = env ? strdup(env) : NULL;
+    rc = roots_make(&c, dirs, &n, &list);
+    if (rc == 0) {
+        dataset_roots roots = {dirs, n};
+        rc = run(&c, spec, &roots);
     }
-    if (list)
-        roots_add_list(list, dirs, &n);
-    dataset_roots roots = {dirs, n};
-    rc = run(&c, spec, &roots);
     free(list);
     spec_free(spec);
     return rc;

@@ -79,6 +79,37 @@ expect_exit 1 "CSV with a short row" "$exe" "$tmp/badcsv.json" --out "$tmp/badcs
 grep -q '^punch-train: .*data.csv:3: 3 features, expected 4$' "$tmp/err" ||
   fail "bad CSV: want 'data.csv:3: 3 features, expected 4': $(cat "$tmp/err")"
 
+# Dataset roots: names resolve under the --datasets roots and nowhere else.
+csvjob() { # csvjob FILE NAME: the 4-feature CSV job reading dataset NAME
+  printf '{"model": {"input": [4], "layers": [{"type": "dense", "units": 3, "activation": "softmax"}]}, "data": {"format": "csv", "train": "%s", "num_classes": 3}, "training": {"epochs": 1}}\n' "$2" >"$1"
+}
+mkdir -p "$tmp/outside"
+printf '0,1,2,3,4\n1,5,6,7,8\n2,9,10,11,12\n' >"$tmp/outside/good.csv"
+csvjob "$tmp/dotdot.json" "../../etc/passwd"
+expect_exit 2 "dataset name with .." "$exe" "$tmp/dotdot.json" --out "$tmp/r" --datasets "$tmp/ds"
+grep -q 'data.train: dataset name "../../etc/passwd" contains ".."' "$tmp/err" || fail "..: $(cat "$tmp/err")"
+csvjob "$tmp/abs.json" "$tmp/outside/good.csv"
+expect_exit 2 "absolute dataset path" "$exe" "$tmp/abs.json" --out "$tmp/r" --datasets "$tmp/ds"
+grep -q 'data.train: dataset name ".*" is an absolute path' "$tmp/err" || fail "absolute: $(cat "$tmp/err")"
+# good.csv exists, but in no root: not found, and the message lists the roots.
+csvjob "$tmp/good.json" "good"
+expect_exit 1 "dataset outside the roots" "$exe" "$tmp/good.json" --out "$tmp/r" --datasets "$tmp/ds"
+grep -qF "not found: looked for good[.csv][.gz] under $tmp/ds" "$tmp/err" || fail "outside: $(cat "$tmp/err")"
+# A symlink planted in a root does not lead out of it.
+ln -s "$tmp/outside/good.csv" "$tmp/ds/evil.csv"
+csvjob "$tmp/evil.json" "evil"
+expect_exit 1 "symlink out of the root" "$exe" "$tmp/evil.json" --out "$tmp/r" --datasets "$tmp/ds"
+grep -q 'dataset "evil": evil.csv leads outside the dataset root' "$tmp/err" || fail "symlink: $(cat "$tmp/err")"
+# The same file under a root trains; without --datasets the roots are
+# /usr/share/datasets then $PUNCH_DATASETS, which --datasets replaces.
+expect_exit 0 "dataset under --datasets" "$exe" "$tmp/good.json" --out "$tmp/r" --datasets "$tmp/ds:$tmp/outside"
+PUNCH_DATASETS="$tmp/ds:$tmp/outside" expect_exit 0 "dataset under \$PUNCH_DATASETS" \
+  "$exe" "$tmp/good.json" --out "$tmp/r"
+PUNCH_DATASETS="$tmp/outside" expect_exit 1 "--datasets replaces \$PUNCH_DATASETS" \
+  "$exe" "$tmp/good.json" --out "$tmp/r" --datasets "$tmp/ds"
+expect_exit 2 "more than 16 roots" "$exe" "$tmp/good.json" --out "$tmp/r" \
+  --datasets "$(printf '/d%d:' $(seq 1 17))"
+
 # A whole run: summary on stdout, one line per epoch on stderr.
 expect_exit 0 "train" "$exe" "$tmp/job.json" --out "$tmp/run" --threads 2
 grep -q 'Trainable params' "$tmp/out" || fail "train: no summary on stdout"
