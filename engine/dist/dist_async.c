@@ -22,6 +22,7 @@ static void dist_async_resume(dist_ctx *c, float *center, dist_ps_start *start,
     start->epoch = meta.epochs_done;
     start->clock = meta.commits;
     start->staleness_sum = meta.staleness_sum;
+    c->sched = meta.sched;
     for (int i = 0; i < meta.n_workers && i < c->workers; i++)
         worker_commits[i] = meta.worker_commits[i];
     dist_ckpt_free(&meta, reps);
@@ -46,6 +47,8 @@ int dist_run_async(dist_ctx *c)
             dist_async_resume(c, center, &start, worker_commits);
     }
     DIST_MPI(MPI_Bcast(&start, (int)sizeof start, MPI_BYTE, 0, c->comm));
+    /* The server's schedule: workers start from it and adopt its updates. */
+    DIST_MPI(MPI_Bcast(&c->sched, (int)sizeof c->sched, MPI_BYTE, 0, c->comm));
     DIST_MPI(MPI_Bcast(center, (int)(np + ns), MPI_FLOAT, 0, c->comm));
     long *wc = worker_commits;
     DIST_MPI(MPI_Bcast(wc, c->workers, MPI_LONG, 0, c->comm));

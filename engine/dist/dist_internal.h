@@ -233,6 +233,8 @@ typedef struct dist_epoch_info {
     double seconds;
     double samples;         /* trained this epoch, all workers */
     const dist_sums *per_worker;  /* workers entries; NULL = none */
+    const double *worker_lr;      /* async: per worker, the rate it ended the
+                                     epoch with; else NULL */
     int n_workers;
     const int *worker_ranks;
     const long *worker_commits;   /* async: per worker, cumulative; else NULL */
@@ -257,6 +259,9 @@ void dist_report_failed(const char *out_dir, const char *why);
  * and each worker's own count of the commits it sent. */
 void dist_report_commits(dist_report *r, long commits, double mean_staleness,
                          const long *worker_commits, int n_workers);
+/* Early stopping fired after 0-based `epoch`; `discarded` commits arrived
+ * after that and were not applied. */
+void dist_report_stopped(dist_report *r, int epoch, long discarded);
 
 /* Write weights.safetensors and weights.npz (suffix NULL), or
  * weights.<suffix>.safetensors, from host params/state of model m. */
@@ -294,7 +299,8 @@ void dist_ckpt_free(dist_ckpt_meta *meta, dist_replica *reps);
 
 /* ---- shared by the synchronous trainers ------------------------------ */
 
-/* The schedule's end-of-epoch step on this rank's metrics only. */
+/* The schedule's end-of-epoch step on the given metrics (rank 0 of the
+ * synchronous trainers, the parameter server). */
 void dist_schedule_end(dist_ctx *c, int epoch, const dist_sums *train, bool has_val,
                        const dist_sums *val);
 /* After an epoch: rank 0 runs the schedule on the global metrics and

@@ -4,10 +4,16 @@
  * (DIST_TAG_HDR) and, for a commit, its payload (DIST_TAG_DATA: n_params
  * residual or elastic-difference floats, then its n_state batchnorm
  * statistics). The server serves headers from any worker in arrival
- * order; a pull, or a commit that asks for it, is answered with the clock
- * (DIST_TAG_CLOCK) and the center (DIST_TAG_CENTER: params then state).
+ * order; a pull, or a commit that asks for it, is answered with a
+ * dist_reply (DIST_TAG_REPLY) and the center (DIST_TAG_CENTER: params then
+ * state).
  *
- * The clock counts commits applied; a commit's staleness is the clock at
+ * The server owns the learning-rate schedules: it runs them at each epoch
+ * end on the center's validation metrics and the workers' training
+ * metrics, and every reply carries its schedule state, so a worker adopts
+ * the server's rate (and its early stop) at its next exchange.
+ *
+ * The clock counts commits received; a commit's staleness is the clock at
  * arrival minus the clock the worker last pulled. */
 #ifndef PUNCH_DIST_PS_H
 #define PUNCH_DIST_PS_H
@@ -17,13 +23,13 @@
 enum {
     DIST_TAG_HDR = 101,
     DIST_TAG_DATA = 102,
-    DIST_TAG_CLOCK = 103,
+    DIST_TAG_REPLY = 103,
     DIST_TAG_CENTER = 104,
 };
 
 typedef enum dist_msg_kind {
     DIST_MSG_COMMIT,        /* payload follows; reply when `reply` */
-    DIST_MSG_PULL,          /* reply: clock + center */
+    DIST_MSG_PULL,          /* reply: dist_reply + center */
     DIST_MSG_EPOCH,         /* the worker finished epoch `epoch` */
     DIST_MSG_DONE,          /* the worker has finished training */
 } dist_msg_kind;
@@ -39,8 +45,15 @@ typedef struct dist_msg {
     double sums[DIST_SUMS_LEN]; /* epoch: training sums of the epoch;
                                    commit: of the epoch so far;
                                    done: comm_s, train_s */
-    double lr;              /* epoch: the rate used */
+    double lr;              /* epoch: the rate the worker ended the epoch with */
 } dist_msg;
+
+/* The server's answer ahead of the center. */
+typedef struct dist_reply {
+    int64_t clock;          /* commits received so far */
+    schedule_state sched;   /* after the latest epoch the server has scored;
+                               sched.stop: early stopping fired, stop now */
+} dist_reply;
 
 /* Where the asynchronous run starts (rank 0 restores it on --resume). */
 typedef struct dist_ps_start {

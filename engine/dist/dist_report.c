@@ -215,6 +215,8 @@ static void dist_report_workers(dist_report *r, const dist_epoch_info *e)
         dist_report_append_metrics(w, s, r->c->m->n_out, "", &e->per_worker[i]);
         if (e->worker_commits)
             json_object_set_new(w, "commits", json_integer(e->worker_commits[i]));
+        if (e->worker_lr)
+            json_array_append_new(dist_report_array(w, "lr"), json_real(e->worker_lr[i]));
     }
 }
 
@@ -300,6 +302,12 @@ void dist_report_commits(dist_report *r, long commits, double mean_staleness,
         }
         json_object_set_new(w, "commits", json_integer(worker_commits[i]));
     }
+}
+
+void dist_report_stopped(dist_report *r, int epoch, long discarded)
+{
+    json_object_set_new(r->hist, "stopped_epoch", json_integer(epoch + 1));
+    json_object_set_new(r->hist, "commits_discarded", json_integer(discarded));
 }
 
 void dist_report_worker_times(dist_report *r, const double *times, int n_workers)

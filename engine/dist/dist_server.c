@@ -9,8 +9,15 @@
  *
  * Batchnorm statistics travel with each commit and the center keeps the
  * latest. When every worker has reported an epoch, the server evaluates
- * the center on the validation set, writes the epoch's progress and
- * history (with per-worker metrics and commit counts) and a checkpoint.
+ * the center on the validation set, runs the learning-rate schedules on
+ * those metrics (and the workers' summed training metrics), writes the
+ * epoch's progress and history (with per-worker metrics, rates and commit
+ * counts) and a checkpoint. Its schedule state rides on every reply, so
+ * all workers train at the server's rate from their next exchange on and
+ * stop together when early stopping fires. From that decision on, the
+ * center stays the one that was scored: commits still in flight are
+ * received and counted (commits_discarded in the history), not applied,
+ * as Keras ends training with the weights of the stopping epoch.
  * While idle it sleeps briefly instead of spinning in MPI, so it does not
  * take a core from the workers; and it ends the job naming the worker
  * when one stays silent longer than the watchdog limit. */
@@ -26,8 +33,11 @@ typedef struct dist_server {
     float *center;          /* params then state */
     float *buf;             /* a commit's payload */
     long n;                 /* params + state */
-    int64_t clock;
+    int64_t clock;          /* commits received */
     double staleness_sum;
+    bool stopped;           /* early stopping fired: the center is final */
+    long discarded;         /* commits received after stopping */
+    int stopped_epoch;      /* the 0-based epoch that fired it */
     long *commits;          /* per worker: commits the server applied */
     long *sent;             /* per worker: commits the worker says it sent */
     double *last_seen;      /* per worker, MPI_Wtime */
@@ -35,7 +45,8 @@ typedef struct dist_server {
     int n_done;
     dist_sums *acc;         /* [epoch * W + w] */
     int *reported;          /* per epoch: workers that reported it */
-    double *lr;             /* per epoch */
+    double *lr;             /* per epoch: the server's rate for it */
+    double *wlr;            /* [epoch * W + w]: the rate worker w ended it with */
     int next_epoch;         /* the first epoch not yet written */
     int *ranks;
     char (*receiving)[64];  /* per worker: what the watchdog reports */
@@ -48,7 +59,8 @@ typedef struct dist_server {
 static void dist_server_reply(dist_server *sv, int src)
 {
     double t0 = MPI_Wtime();
-    DIST_MPI(MPI_Send(&sv->clock, 1, MPI_INT64_T, src, DIST_TAG_CLOCK, sv->c->comm));
+    dist_reply r = {.clock = sv->clock, .sched = sv->c->sched};
+    DIST_MPI(MPI_Send(&r, (int)sizeof r, MPI_BYTE, src, DIST_TAG_REPLY, sv->c->comm));
     DIST_MPI(MPI_Send(sv->center, (int)sv->n, MPI_FLOAT, src, DIST_TAG_CENTER, sv->c->comm));
     sv->c->comm_s += MPI_Wtime() - t0;
 }
@@ -60,12 +72,16 @@ static void dist_server_apply(dist_server *sv, const dist_msg *h, int w)
     int64_t staleness = sv->clock - h->clock;
     if (staleness < 0)
         staleness = 0;
-    float scale = 1.0f;
-    if (c->spec->distributed.trainer == TRAINER_DYNSGD)
-        scale = 1.0f / (float)(staleness + 1);
-    for (long i = 0; i < np; i++)
-        sv->center[i] += scale * sv->buf[i];
-    memcpy(sv->center + np, sv->buf + np, (size_t)c->m->n_state * sizeof(float));
+    if (sv->stopped) {
+        sv->discarded++;
+    } else {
+        float scale = 1.0f;
+        if (c->spec->distributed.trainer == TRAINER_DYNSGD)
+            scale = 1.0f / (float)(staleness + 1);
+        for (long i = 0; i < np; i++)
+            sv->center[i] += scale * sv->buf[i];
+        memcpy(sv->center + np, sv->buf + np, (size_t)c->m->n_state * sizeof(float));
+    }
     sv->clock++;
     sv->staleness_sum += (double)staleness;
     sv->commits[w]++;
@@ -89,7 +105,8 @@ static double dist_server_staleness(const dist_server *sv)
     return sv->clock > 0 ? sv->staleness_sum / (double)sv->clock : 0.0;
 }
 
-/* Every worker has reported epoch e: score the center, write it down. */
+/* Every worker has reported epoch e: score the center, write it down, and
+ * decide the next epoch's rate and whether to stop. */
 static void dist_server_epoch(dist_server *sv, int e)
 {
     dist_ctx *c = sv->c;
@@ -114,6 +131,7 @@ static void dist_server_epoch(dist_server *sv, int e)
     dist_epoch_info info = {.epoch = e, .train = total, .has_val = has_val, .val = val,
                             .lr = sv->lr[e], .seconds = now - sv->t_epoch,
                             .samples = total.n, .per_worker = &sv->acc[(long)e * W],
+                            .worker_lr = &sv->wlr[(long)e * W],
                             .n_workers = W, .worker_ranks = sv->ranks,
                             .worker_commits = sv->sent, .commits = (long)sv->clock,
                             .mean_staleness = dist_server_staleness(sv)};
@@ -121,6 +139,13 @@ static void dist_server_epoch(dist_server *sv, int e)
     char err[1024];
     if (dist_report_epoch(c->rep, &info, err, sizeof err) < 0)
         dist_die("%s", err);
+    dist_schedule_end(c, e, &total, has_val, &val);
+    if (c->sched.stop) {
+        sv->stopped = true;
+        sv->stopped_epoch = e;
+    } else if (e + 1 < c->spec->training.epochs) {
+        sv->lr[e + 1] = dist_epoch_lr(c, e + 1);
+    }
     dist_server_checkpoint(sv, e + 1);
 }
 
@@ -130,7 +155,7 @@ static void dist_server_progress(dist_server *sv)
 {
     dist_ctx *c = sv->c;
     int e = sv->next_epoch;
-    if (e >= c->spec->training.epochs)
+    if (e >= c->spec->training.epochs || sv->stopped)
         return;
     dist_sums run = {0};
     long steps = 0;
@@ -186,10 +211,13 @@ static void dist_server_handle(dist_server *sv, const dist_msg *h, int src)
         if (h->epoch < 0 || h->epoch >= epochs)
             dist_die("worker rank %d reported epoch %d of %d", src, h->epoch + 1, epochs);
         memcpy(&sv->acc[(long)h->epoch * c->workers + w], h->sums, sizeof(dist_sums));
-        sv->lr[h->epoch] = h->lr;
+        sv->wlr[(long)h->epoch * c->workers + w] = h->lr;
         sv->sent[w] = (long)h->commits;
         sv->reported[h->epoch]++;
-        while (sv->next_epoch < epochs && sv->reported[sv->next_epoch] == c->workers)
+        /* After a stop, epochs a worker finished before it heard of it are
+         * not the job's: the center was final before they ended. */
+        while (!sv->stopped && sv->next_epoch < epochs &&
+               sv->reported[sv->next_epoch] == c->workers)
             dist_server_epoch(sv, sv->next_epoch++);
         break;
     case DIST_MSG_DONE:
@@ -258,6 +286,8 @@ static void dist_server_finish(dist_server *sv)
     dist_server_checkpoint(sv, sv->next_epoch);
     dist_report_commits(c->rep, (long)sv->clock, dist_server_staleness(sv), sv->sent,
                         c->workers);
+    if (sv->stopped)
+        dist_report_stopped(c->rep, sv->stopped_epoch, sv->discarded);
     dist_report_worker_times(c->rep, sv->times, c->workers);
     if (dist_write_weights(c, sv->center, sv->center + np, NULL, true, err, sizeof err) < 0 ||
         dist_report_end(c->rep, c->test.n > 0, &test, c->comm_s, c->train_s, err,
@@ -280,12 +310,13 @@ int dist_ps_serve(dist_ctx *c, float *center, const dist_ps_start *start,
     sv.acc = calloc((size_t)E * W, sizeof *sv.acc);
     sv.reported = calloc((size_t)E, sizeof *sv.reported);
     sv.lr = calloc((size_t)E, sizeof *sv.lr);
+    sv.wlr = calloc((size_t)E * W, sizeof *sv.wlr);
     sv.ranks = calloc((size_t)W, sizeof *sv.ranks);
     sv.receiving = calloc((size_t)W, sizeof *sv.receiving);
     sv.times = calloc((size_t)W * 2, sizeof *sv.times);
     sv.last = calloc((size_t)W, sizeof *sv.last);
-    if (!sv.times || !sv.last || !sv.buf || !sv.commits || !sv.last_seen || !sv.done || !sv.acc || !sv.reported ||
-        !sv.lr || !sv.ranks || !sv.receiving)
+    if (!sv.times || !sv.last || !sv.buf || !sv.commits || !sv.last_seen || !sv.done ||
+        !sv.acc || !sv.reported || !sv.lr || !sv.wlr || !sv.ranks || !sv.receiving)
         dist_die("out of memory");
     /* Commits restored from a checkpoint were applied by an earlier server. */
     for (int w = 0; w < W; w++) {
@@ -296,6 +327,11 @@ int dist_ps_serve(dist_ctx *c, float *center, const dist_ps_start *start,
     }
     for (int e = 0; e < (int)start->epoch && e < E; e++)
         sv.reported[e] = W;
+    /* A run resumed after early stopping fired has nothing left to train. */
+    sv.stopped = c->sched.stop;
+    sv.stopped_epoch = (int)start->epoch - 1;
+    if (start->epoch < E)
+        sv.lr[start->epoch] = dist_epoch_lr(c, (int)start->epoch);
     char err[1024];
     c->rep = dist_report_open(c, (int)start->epoch, err, sizeof err);
     if (!c->rep)
@@ -321,6 +357,7 @@ int dist_ps_serve(dist_ctx *c, float *center, const dist_ps_start *start,
     free(sv.acc);
     free(sv.reported);
     free(sv.lr);
+    free(sv.wlr);
     free(sv.ranks);
     free(sv.receiving);
     free(sv.times);

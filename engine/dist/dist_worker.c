@@ -14,9 +14,12 @@
  *
  * alpha = learning rate * distributed.rho; m = distributed.momentum. The
  * worker waits only for the server's answer, never for another worker.
- * Each worker runs the learning-rate schedules on its own training
- * metrics (it has no validation metrics); early stopping is not applied:
- * the workers would stop at different epochs.
+ * The server owns the learning-rate schedules (dist_server.c): every
+ * answer carries its schedule state, which the worker adopts, so all
+ * workers train at the server's rate from their next exchange after its
+ * decision (warm-up still ramps at each of the worker's own epochs), and
+ * when the server's early stopping fires every worker stops at its next
+ * exchange, committing nothing more.
  *
  * A worker on a CUDA device keeps its model there between exchanges: the
  * local optimizer (gpu.h's) and EAMSGD's velocity live on the device, and
@@ -43,6 +46,7 @@ typedef struct dist_worker {
     float *dev_x;           /* device, eamsgd: x while params hold x + m v */
     float *dev_velocity;    /* device, eamsgd */
     int64_t clock;          /* the server clock at the last pull */
+    int epoch;              /* the epoch being trained (the last, after them) */
     dist_msg progress;      /* epoch, step and running sums for commits */
     long commits;
     long since;             /* local steps since the last exchange */
@@ -62,12 +66,28 @@ static void dist_worker_send(dist_worker *w, const dist_msg *h, const float *pay
         DIST_MPI(MPI_Send(payload, (int)(w->np + w->ns), MPI_FLOAT, 0, DIST_TAG_DATA, c->comm));
 }
 
+/* The rate for the current epoch from the schedule state in c->sched
+ * (the server's, once it has answered). */
+static void dist_worker_set_lr(dist_worker *w)
+{
+    const job_spec *s = w->c->spec;
+    w->lr = dist_epoch_lr(w->c, w->epoch);
+    if (dist_worker_elastic(w->t) && w->lr * s->distributed.rho >= 1.0)
+        dist_die("aeasgd/eamsgd need learning_rate * distributed.rho < 1 (got %g at epoch %d)",
+                 w->lr * s->distributed.rho, w->epoch + 1);
+}
+
+/* The server's answer: its clock and schedule state, then the center. */
 static void dist_worker_recv_center(dist_worker *w)
 {
     dist_ctx *c = w->c;
-    DIST_MPI(MPI_Recv(&w->clock, 1, MPI_INT64_T, 0, DIST_TAG_CLOCK, c->comm, MPI_STATUS_IGNORE));
+    dist_reply r;
+    DIST_MPI(MPI_Recv(&r, (int)sizeof r, MPI_BYTE, 0, DIST_TAG_REPLY, c->comm, MPI_STATUS_IGNORE));
     DIST_MPI(MPI_Recv(w->center, (int)(w->np + w->ns), MPI_FLOAT, 0, DIST_TAG_CENTER, c->comm,
                       MPI_STATUS_IGNORE));
+    w->clock = r.clock;
+    c->sched = r.sched;
+    dist_worker_set_lr(w);
 }
 
 /* downpour / adag / dynsgd: commit the residual, adopt the center. */
@@ -98,6 +118,8 @@ static void dist_worker_exchange_elastic(dist_worker *w)
     dist_msg pull = {.kind = DIST_MSG_PULL};
     dist_worker_send(w, &pull, NULL);
     dist_worker_recv_center(w);
+    if (c->sched.stop)
+        return; /* the center is final: nothing more to commit */
     model_get_params(c->m, w->x);
     model_get_state(c->m, w->x + w->np);
     float alpha = w->lr * (float)c->spec->distributed.rho;
@@ -241,12 +263,13 @@ static void dist_worker_epoch(dist_worker *w, int epoch, long lo, long hi, long 
             w->progress.step = st + 1;
             memcpy(w->progress.sums, &run, sizeof run);
             dist_worker_exchange(w);
+            if (c->sched.stop)
+                return;
         }
     }
     dist_msg h = {.kind = DIST_MSG_EPOCH, .epoch = epoch, .commits = w->commits, .lr = w->lr};
     memcpy(h.sums, &run, sizeof run);
     dist_worker_send(w, &h, NULL);
-    dist_schedule_end(c, epoch, &run, false, NULL);
 }
 
 int dist_ps_work(dist_ctx *c, float *center, const dist_ps_start *start, long commits)
@@ -272,15 +295,14 @@ int dist_ps_work(dist_ctx *c, float *center, const dist_ps_start *start, long co
         dist_die("worker rank %d has no training samples (%ld samples for %d workers)", c->rank,
                  c->n_train, W);
     double t0 = MPI_Wtime();
-    for (int epoch = (int)start->epoch; epoch < s->training.epochs; epoch++) {
-        w.lr = dist_epoch_lr(c, epoch);
-        if (dist_worker_elastic(w.t) && w.lr * s->distributed.rho >= 1.0)
-            dist_die("aeasgd/eamsgd need learning_rate * distributed.rho < 1 (got %g)",
-                     w.lr * s->distributed.rho);
+    for (int epoch = (int)start->epoch; epoch < s->training.epochs && !c->sched.stop; epoch++) {
+        w.epoch = epoch;
+        dist_worker_set_lr(&w);
         dist_worker_epoch(&w, epoch, lo, hi, steps);
     }
-    /* Hand over what was learnt since the last exchange. */
-    if (w.since > 0)
+    /* Hand over what was learnt since the last exchange (after a stop
+     * the center is final: there is nothing to hand over). */
+    if (w.since > 0 && !c->sched.stop)
         dist_worker_exchange(&w);
     c->train_s = MPI_Wtime() - t0;
     dist_msg done = {.kind = DIST_MSG_DONE, .commits = w.commits,

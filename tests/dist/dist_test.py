@@ -108,13 +108,18 @@ def max_diff(a, b):
     return max(float(np.abs(a[k] - b[k]).max()) for k in a)
 
 
-def fmnist_test(n):
+def fmnist(part, lo, hi):
+    """Samples [lo, hi) of Fashion-MNIST's `part` ("train", "t10k"), unit-scaled."""
     base = os.path.join(DATASETS, "fashion-mnist")
-    with gzip.open(os.path.join(base, "t10k-images-idx3-ubyte.gz")) as f:
-        x = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 784)[:n] / 255.0
-    with gzip.open(os.path.join(base, "t10k-labels-idx1-ubyte.gz")) as f:
-        y = np.frombuffer(f.read(), np.uint8, offset=8)[:n]
+    with gzip.open(os.path.join(base, part + "-images-idx3-ubyte.gz")) as f:
+        x = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 784)[lo:hi] / 255.0
+    with gzip.open(os.path.join(base, part + "-labels-idx1-ubyte.gz")) as f:
+        y = np.frombuffer(f.read(), np.uint8, offset=8)[lo:hi]
     return x.astype(np.float32), y
+
+
+def fmnist_test(n):
+    return fmnist("t10k", 0, n)
 
 
 def mlp_probs(w, x):
@@ -226,6 +231,110 @@ def case_async(tmp, trainer):
           "server applied %d commits, workers sent %d" % (h["commits"], sent))
     check(h["mean_staleness"] >= 0, "negative staleness")
     check([w["rank"] for w in h["workers"]] == list(range(1, ranks)), "worker ranks")
+
+
+# Plateau (patience 0) on the validation loss, and an early stop that can
+# only fire by patience (min_delta 1e6: no epoch after the first counts as
+# an improvement), so training ends after epoch PATIENCE + 1 whatever the
+# losses. Adam at 0.005 makes this job's validation loss rise at epoch 3,
+# so the plateau has something to do (single and allreduce are
+# deterministic; asynchronous runs are checked against their own history).
+PATIENCE = 3
+SCHEDULES = [{"name": "reduce_lr_on_plateau", "monitor": "val_loss", "patience": 0,
+              "factor": 0.5},
+             {"name": "early_stopping", "monitor": "val_loss", "patience": PATIENCE,
+              "min_delta": 1e6}]
+
+
+def scheduled_job(trainer, workers, batch, epochs, **extra):
+    spec = job(trainer, workers, batch=batch, epochs=epochs,
+               optimizer={"name": "adam", "learning_rate": 0.005}, train_samples=1000,
+               **extra)
+    spec["training"]["lr_schedulers"] = SCHEDULES
+    return spec
+
+
+def plateau_rates(val_loss, lr0):
+    """The rate of each epoch that SCHEDULES' plateau gives for these
+    validation losses (schedule.c: halve after an epoch that did not beat
+    the best so far)."""
+    rates, best, lr = [], float("inf"), lr0
+    for v in val_loss:
+        rates.append(lr)
+        if v < best:
+            best = v
+        else:
+            lr *= 0.5
+    return rates
+
+
+def check_rates(name, h):
+    want = plateau_rates(h["val_loss"], 0.005)
+    # The trainers step with float rates: equal to 1e-7 relative.
+    check(len(h["lr"]) == len(want) and all(abs(a - b) < 1e-7 * b for a, b in zip(h["lr"], want)),
+          "%s: rates %s, but the plateau on val_loss %s gives %s"
+          % (name, h["lr"], h["val_loss"], want))
+
+
+def case_schedules(tmp):
+    """lr_schedulers under a synchronous and an asynchronous trainer: early
+    stopping ends every rank at the same epoch, the plateau follows the
+    validation loss of the model being trained (the center, for the
+    parameter server), and the history records the rates used."""
+    stop_at = PATIENCE + 1
+    ref, _ = run(tmp, "single-sched", scheduled_job("single", 1, 64, 10), None)
+    href = history(ref)
+    out, _ = run(tmp, "ar-sched", scheduled_job("allreduce", 2, 32, 10), 2)
+    h = history(out)
+    print("allreduce: lr %s val_loss %s" % (h["lr"], h["val_loss"]))
+    check(len(href["loss"]) == stop_at, "single ran %d epochs, not %d" % (len(href["loss"]), stop_at))
+    check(len(h["loss"]) == stop_at and all(len(w["loss"]) == stop_at for w in h["workers"]),
+          "allreduce: history has %d epochs (workers %s), not %d"
+          % (len(h["loss"]), [len(w["loss"]) for w in h["workers"]], stop_at))
+    check_rates("allreduce", h)
+    check(min(h["lr"]) < h["lr"][0], "the plateau never reduced the rate: %s" % h["lr"])
+    check(all(abs(a - b) < 1e-7 * b for a, b in zip(h["lr"], href["lr"])),
+          "allreduce rates %s, single %s" % (h["lr"], href["lr"]))
+    d = max_diff(weights(ref), weights(out))
+    check(d < 1e-5, "allreduce with schedules differs from single by %g" % d)
+
+    # downpour: 15 steps per worker and epoch, a commit every 4.
+    epochs, window, W = 30, 4, 2
+    spec = scheduled_job("downpour", W, 32, epochs, extra_dist={"communication_window": window})
+    out, _ = run(tmp, "dp-sched", spec, W + 1)
+    h = history(out)
+    print("downpour: lr %s val_loss %s commits %d discarded %d workers' lr %s" % (
+        h["lr"], h["val_loss"], h["commits"], h["commits_discarded"],
+        [w["lr"] for w in h["workers"]]))
+    check(len(h["loss"]) == stop_at and h.get("stopped_epoch") == stop_at,
+          "downpour: %d epochs, stopped_epoch %s; early stopping should end it after %d"
+          % (len(h["loss"]), h.get("stopped_epoch"), stop_at))
+    check_rates("downpour", h)
+    for w in h["workers"]:
+        # A worker adopts the server's rate at its first exchange after
+        # the decision, so it ends an epoch at that epoch's rate or an
+        # earlier one's, never at one of its own.
+        check(len(w["lr"]) == stop_at and
+              all(any(abs(r - x) < 1e-7 * x for x in h["lr"][:e + 1]) for e, r in enumerate(w["lr"])),
+              "worker rank %d ended its epochs at rates %s; the server's were %s"
+              % (w["rank"], w["lr"], h["lr"]))
+    sent = sum(w["commits"] for w in h["workers"])
+    full = W * epochs * (450 // 32 + 1) // window
+    check(h["commits"] == sent, "server received %d commits, workers sent %d" % (h["commits"], sent))
+    check(sent < full, "workers sent %d commits, a full %d-epoch run sends %d: they did not stop"
+          % (sent, epochs, full))
+    # Each worker hears of the stop with its next reply: at most one
+    # commit each arrives after the decision, and none is applied.
+    check(0 <= h["commits_discarded"] <= W, "%d commits after the stop" % h["commits_discarded"])
+    w = weights(out)
+    x, y = fmnist("train", 900, 1000)  # the validation split of train_samples 1000
+    p = mlp_probs(w, x)
+    val_loss = float(-np.log(np.maximum(p[np.arange(len(y)), y], 1e-12)).mean())
+    print("downpour: val_loss of the saved weights %.6f, of the scored center %.6f"
+          % (val_loss, h["val_loss"][-1]))
+    check(abs(val_loss - h["val_loss"][-1]) < 1e-4,
+          "the saved weights (val_loss %.6f) are not the center scored at the stop (%.6f)"
+          % (val_loss, h["val_loss"][-1]))
 
 
 def case_resume(tmp):
@@ -426,6 +535,7 @@ CASES = {
     "resume": case_resume,
     "failure": case_failure,
     "sharding": case_sharding,
+    "schedules": case_schedules,
 }
 for _t in ASYNC:
     CASES[_t] = (lambda t: lambda tmp: case_async(tmp, t))(_t)
