@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "dist/dist_ps.h"
+#include "dist/dist_update.h"
 
 typedef struct dist_server {
     dist_ctx *c;
@@ -75,11 +76,8 @@ static void dist_server_apply(dist_server *sv, const dist_msg *h, int w)
     if (sv->stopped) {
         sv->discarded++;
     } else {
-        float scale = 1.0f;
-        if (c->spec->distributed.trainer == TRAINER_DYNSGD)
-            scale = 1.0f / (float)(staleness + 1);
-        for (long i = 0; i < np; i++)
-            sv->center[i] += scale * sv->buf[i];
+        float scale = dist_update_scale(c->spec->distributed.trainer, staleness);
+        dist_update_apply(sv->center, sv->buf, np, scale);
         memcpy(sv->center + np, sv->buf + np, (size_t)c->m->n_state * sizeof(float));
     }
     sv->clock++;

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "dist/dist_ps.h"
+#include "dist/dist_update.h"
 #include "gpu/gpu.h"
 
 typedef struct dist_worker {
@@ -96,9 +97,8 @@ static void dist_worker_exchange_residual(dist_worker *w)
     dist_ctx *c = w->c;
     model_get_params(c->m, w->x);
     model_get_state(c->m, w->x + w->np);
-    float div = w->t == TRAINER_ADAG ? (float)c->spec->distributed.communication_window : 1.0f;
-    for (long i = 0; i < w->np; i++)
-        w->x[i] = (w->x[i] - w->anchor[i]) / div;
+    float div = dist_update_residual_div(w->t, c->spec->distributed.communication_window);
+    dist_update_residual(w->x, w->anchor, w->np, div, w->x);
     dist_msg h = w->progress;
     h.kind = DIST_MSG_COMMIT;
     h.reply = 1;
@@ -122,13 +122,9 @@ static void dist_worker_exchange_elastic(dist_worker *w)
         return; /* the center is final: nothing more to commit */
     model_get_params(c->m, w->x);
     model_get_state(c->m, w->x + w->np);
-    float alpha = w->lr * (float)c->spec->distributed.rho;
-    /* x holds the elastic difference e after this loop; anchor the new x. */
-    for (long i = 0; i < w->np; i++) {
-        float e = alpha * (w->x[i] - w->center[i]);
-        w->anchor[i] = w->x[i] - e;
-        w->x[i] = e;
-    }
+    float alpha = dist_update_alpha(w->lr, c->spec->distributed.rho);
+    /* x holds the elastic difference e afterwards; anchor the new x. */
+    dist_update_elastic(w->x, w->center, w->np, alpha, w->x, w->anchor);
     model_set_params(c->m, w->anchor);
     dist_msg h = w->progress;
     h.kind = DIST_MSG_COMMIT;
@@ -224,17 +220,13 @@ static double dist_worker_step(dist_worker *w, int b, batch_metrics *bm)
     }
     float mom = (float)c->spec->distributed.momentum;
     model_get_params(m, w->x);
-    for (long i = 0; i < w->np; i++)
-        w->anchor[i] = w->x[i] + mom * w->velocity[i];
+    dist_update_lookahead(w->x, w->velocity, w->np, mom, w->anchor);
     model_set_params(m, w->anchor);
     model_forward(m, b, true, step);
     double loss = model_loss(m, b, bm);
     model_backward(m, b);
     m->be->download(m->be, w->grad, m->grads, w->np);
-    for (long i = 0; i < w->np; i++) {
-        w->velocity[i] = mom * w->velocity[i] - w->lr * w->grad[i];
-        w->x[i] += w->velocity[i];
-    }
+    dist_update_momentum(w->x, w->velocity, w->grad, w->np, mom, w->lr);
     model_set_params(m, w->x);
     return loss;
 }

@@ -1,0 +1,144 @@
+/* test_dist_update.c — the asynchronous trainers' update rules
+ * (engine/dist/dist_update.h), which the worker's exchange and the
+ * server's apply call, on hand-made vectors checked against the papers'
+ * definitions by hand. Every value is a short binary fraction, so the
+ * float arithmetic is exact and the checks are equalities. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "dist/dist_update.h"
+
+static void assert_floats(const float *got, const float *want, long n)
+{
+    for (long i = 0; i < n; i++) {
+        if (got[i] != want[i])
+            fail_msg("entry %ld: got %.9g, want %.9g", i, (double)got[i], (double)want[i]);
+    }
+}
+
+/* DOWNPOUR (Dean et al. 2012): a worker runs `window` local SGD steps from
+ * the center it pulled and pushes the accumulated change, which the server
+ * adds whole: the center moves by -lr * (g1 + g2 + g3). */
+static void test_downpour_adds_accumulated_delta(void **state)
+{
+    (void)state;
+    float center[3] = {1.0f, -2.0f, 0.5f};
+    float anchor[3], x[3];
+    const float lr = 0.5f;
+    const float g[3][3] = {{1.0f, 0.25f, -2.0f}, {0.5f, -0.75f, 0.0f}, {-0.25f, 1.0f, 1.5f}};
+    for (int i = 0; i < 3; i++)
+        anchor[i] = x[i] = center[i];
+    for (int step = 0; step < 3; step++)
+        for (int i = 0; i < 3; i++)
+            x[i] -= lr * g[step][i];
+    float div = dist_update_residual_div(TRAINER_DOWNPOUR, 3);
+    assert_true(div == 1.0f);
+    float r[3];
+    dist_update_residual(x, anchor, 3, div, r);
+    const float want_r[3] = {-0.625f, -0.25f, 0.25f}; /* -lr * sum of g */
+    assert_floats(r, want_r, 3);
+    /* However stale, a downpour commit is applied in full. */
+    assert_true(dist_update_scale(TRAINER_DOWNPOUR, 5) == 1.0f);
+    dist_update_apply(center, r, 3, dist_update_scale(TRAINER_DOWNPOUR, 5));
+    const float want_c[3] = {0.375f, -2.25f, 0.75f};
+    assert_floats(center, want_c, 3);
+}
+
+/* ADAG (Hermans): the residual is divided by the communication window;
+ * the other residual trainers do not divide. */
+static void test_adag_divides_by_window(void **state)
+{
+    (void)state;
+    float x[4] = {3.0f, -1.0f, 0.5f, 2.0f};
+    const float anchor[4] = {1.0f, 1.0f, 0.5f, -2.0f};
+    assert_true(dist_update_residual_div(TRAINER_ADAG, 4) == 4.0f);
+    assert_true(dist_update_residual_div(TRAINER_DYNSGD, 4) == 1.0f);
+    assert_true(dist_update_residual_div(TRAINER_ADAG, 0) == 1.0f); /* never divide by 0 */
+    /* In place, as the worker computes it over its own parameters. */
+    dist_update_residual(x, anchor, 4, dist_update_residual_div(TRAINER_ADAG, 4), x);
+    const float want[4] = {0.5f, -0.5f, 0.0f, 1.0f};
+    assert_floats(x, want, 4);
+    float center[4] = {0.0f, 1.0f, 2.0f, 3.0f};
+    dist_update_apply(center, x, 4, dist_update_scale(TRAINER_ADAG, 3));
+    const float want_c[4] = {0.5f, 0.5f, 2.0f, 4.0f};
+    assert_floats(center, want_c, 4);
+}
+
+/* DynSGD (Jiang et al., SIGMOD 2017): a commit that arrives after
+ * `staleness` other commits since the worker's pull counts 1/(s + 1). */
+static void test_dynsgd_scales_by_staleness(void **state)
+{
+    (void)state;
+    assert_true(dist_update_scale(TRAINER_DYNSGD, 0) == 1.0f);
+    assert_true(dist_update_scale(TRAINER_DYNSGD, 1) == 0.5f);
+    assert_true(dist_update_scale(TRAINER_DYNSGD, 3) == 0.25f);
+    assert_true(dist_update_scale(TRAINER_DYNSGD, -2) == 1.0f); /* clock skew counts as fresh */
+    for (int t = TRAINER_DOWNPOUR; t <= TRAINER_EAMSGD; t++)
+        if (t != TRAINER_DYNSGD)
+            assert_true(dist_update_scale((spec_trainer)t, 3) == 1.0f);
+    float center[3] = {1.0f, 2.0f, 3.0f};
+    const float r[3] = {4.0f, -8.0f, 0.5f};
+    dist_update_apply(center, r, 3, dist_update_scale(TRAINER_DYNSGD, 3));
+    const float want[3] = {2.0f, 0.0f, 3.125f};
+    assert_floats(center, want, 3);
+}
+
+/* EASGD (Zhang, Choromanska, LeCun 2015), asynchronous form: with
+ * alpha = lr * rho, e = alpha (x - center); the worker moves by -e and the
+ * center by +e, so their gap shrinks by (1 - 2 alpha). */
+static void test_easgd_elastic_difference(void **state)
+{
+    (void)state;
+    float alpha = dist_update_alpha(0.125, 2.0);
+    assert_true(alpha == 0.25f);
+    const float x0[3] = {2.0f, -1.0f, 0.5f}, c0[3] = {1.0f, 1.0f, 0.5f};
+    float x[3] = {x0[0], x0[1], x0[2]};
+    float center[3] = {c0[0], c0[1], c0[2]};
+    float x_new[3];
+    /* e in place of x, as the worker computes it. */
+    dist_update_elastic(x, center, 3, alpha, x, x_new);
+    const float want_e[3] = {0.25f, -0.5f, 0.0f};
+    const float want_x[3] = {1.75f, -0.5f, 0.5f};
+    assert_floats(x, want_e, 3);
+    assert_floats(x_new, want_x, 3);
+    dist_update_apply(center, x, 3, dist_update_scale(TRAINER_AEASGD, 7));
+    const float want_c[3] = {1.25f, 0.5f, 0.5f};
+    assert_floats(center, want_c, 3);
+    for (int i = 0; i < 3; i++)
+        assert_true(x_new[i] - center[i] == (1.0f - 2.0f * alpha) * (x0[i] - c0[i]));
+}
+
+/* EAMSGD: the gradient is taken at the Nesterov look-ahead x + m v, then
+ * v = m v - lr g and x += v. */
+static void test_eamsgd_momentum_step(void **state)
+{
+    (void)state;
+    float x[2] = {1.0f, 2.0f};
+    float v[2] = {0.5f, -1.0f};
+    float ahead[2];
+    dist_update_lookahead(x, v, 2, 0.5f, ahead);
+    const float want_ahead[2] = {1.25f, 1.5f};
+    assert_floats(ahead, want_ahead, 2);
+    const float g[2] = {2.0f, 2.0f};
+    dist_update_momentum(x, v, g, 2, 0.5f, 0.25f);
+    const float want_v[2] = {-0.25f, -1.0f};
+    const float want_x[2] = {0.75f, 1.0f};
+    assert_floats(v, want_v, 2);
+    assert_floats(x, want_x, 2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_downpour_adds_accumulated_delta),
+        cmocka_unit_test(test_adag_divides_by_window),
+        cmocka_unit_test(test_dynsgd_scales_by_staleness),
+        cmocka_unit_test(test_easgd_elastic_difference),
+        cmocka_unit_test(test_eamsgd_momentum_step),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
