@@ -1,7 +1,8 @@
 /* schedule.c — PyDTNN's learning-rate schedules and callbacks, evaluated
  * once per epoch.
  *
- * Shared rules (PyDTNN's, with the two departures noted):
+ * Shared rules (PyDTNN's, with the departures noted; the README's job-spec
+ * section lists all of them, including the parameter names):
  * - A monitor whose name contains "accuracy" improves upwards; any other
  *   (losses, mse, mae) downwards. An improvement must beat the best value
  *   so far by more than min_delta (PyDTNN has no min_delta: it is 0 there).

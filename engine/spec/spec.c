@@ -448,15 +448,44 @@ static bool monitor_ok(const char *m)
     return false;
 }
 
+/* PyDTNN's names for two schedule parameters, accepted as aliases: its
+ * constructors' loss_or_metric and its command line's *_metric for
+ * monitor; epoch_save_frequency and *_save_freq for every_epochs. */
+static const char *const schedule_monitor_keys[] = {"monitor", "loss_or_metric", "metric",
+                                                    NULL};
+static const char *const schedule_every_keys[] = {"every_epochs", "epoch_save_frequency",
+                                                  "save_freq", NULL};
+
+/* The key s uses for the parameter named by names[0] or an alias (names[0]
+ * when it uses none); false, naming the second, when it gives two. */
+static bool schedule_key(const json_t *s, const char *path, const char *const *names,
+                         const char **key, spec_error *err)
+{
+    const char *found = NULL;
+    for (int i = 0; names[i]; i++) {
+        if (!field(s, names[i]))
+            continue;
+        if (found) {
+            char p[160];
+            spec_path_key(p, sizeof p, path, names[i]);
+            return spec_fail(err, p, "the same parameter as \"%s\"; give only one", found);
+        }
+        found = names[i];
+    }
+    *key = found ? found : names[0];
+    return true;
+}
+
 static bool parse_schedule(const json_t *s, const char *path, double lr, spec_schedule *out,
                            spec_error *err)
 {
-    static const char *const keys[][6] = {
+    static const char *const keys[][8] = {
         {"name", "warmup_epochs", "init_lr", NULL},
-        {"name", "monitor", "patience", "min_delta", NULL},
-        {"name", "monitor", "factor", "patience", "min_lr", NULL},
+        {"name", "monitor", "loss_or_metric", "metric", "patience", "min_delta", NULL},
+        {"name", "monitor", "loss_or_metric", "metric", "factor", "patience", "min_lr", NULL},
         {"name", "factor", "nepochs", "min_lr", NULL},
-        {"name", "every_epochs", "monitor", NULL},
+        {"name", "every_epochs", "epoch_save_frequency", "save_freq", "monitor",
+         "loss_or_metric", "metric", NULL},
     };
     if (!json_is_object(s))
         return spec_fail(err, path, "expected an object with a \"name\", got %s",
@@ -470,7 +499,10 @@ static bool parse_schedule(const json_t *s, const char *path, double lr, spec_sc
                                  "model_checkpoint");
     if (!spec_get_enum(s, path, "name", spec_schedule_names, 5, "schedule", &kind, err))
         return false;
-    if (!spec_check_keys(s, path, keys[kind], err))
+    const char *monitor_key, *every_key;
+    if (!spec_check_keys(s, path, keys[kind], err) ||
+        !schedule_key(s, path, schedule_monitor_keys, &monitor_key, err) ||
+        !schedule_key(s, path, schedule_every_keys, &every_key, err))
         return false;
     out->kind = (spec_schedule_kind)kind;
     out->warmup_epochs = 5;
@@ -487,16 +519,16 @@ static bool parse_schedule(const json_t *s, const char *path, double lr, spec_sc
         out->monitor[0] = '\0'; /* no monitor: save on schedule */
     if (!spec_get_int(s, path, "warmup_epochs", 1, 100000, &warm, err) ||
         !spec_get_double(s, path, "init_lr", 0, 10, true, false, &out->init_lr, err) ||
-        !spec_get_string(s, path, "monitor", &monitor, err) ||
+        !spec_get_string(s, path, monitor_key, &monitor, err) ||
         !spec_get_int(s, path, "patience", 0, 100000, &patience, err) ||
         !spec_get_double(s, path, "min_delta", 0, 1e9, false, false, &out->min_delta, err) ||
         !spec_get_double(s, path, "factor", 0, 1, true, true, &out->factor, err) ||
         !spec_get_double(s, path, "min_lr", 0, 10, false, false, &out->min_lr, err) ||
         !spec_get_int(s, path, "nepochs", 1, 100000, &nepochs, err) ||
-        !spec_get_int(s, path, "every_epochs", 1, 100000, &every, err))
+        !spec_get_int(s, path, every_key, 1, 100000, &every, err))
         return false;
     if (monitor) {
-        spec_path_key(p, sizeof p, path, "monitor");
+        spec_path_key(p, sizeof p, path, monitor_key);
         if (!monitor_ok(monitor))
             return spec_fail(err, p, "unknown metric \"%.40s\"; expected loss, accuracy, mse, "
                                      "mae, or one of them prefixed with val_", monitor);

@@ -173,6 +173,18 @@ static const struct bad_case {
      "unknown metric"},
     {"{\"model\":\"mlp\"," DATA ",\"training\":{\"lr_schedulers\":[{\"name\":\"cosine\"}]}}",
      "training.lr_schedulers[0].name", "unknown schedule"},
+    {"{\"model\":\"mlp\"," DATA ",\"training\":{\"lr_schedulers\":[{\"name\":"
+     "\"early_stopping\",\"monitor\":\"loss\",\"metric\":\"val_loss\"}]}}",
+     "training.lr_schedulers[0].metric", "the same parameter as \"monitor\""},
+    {"{\"model\":\"mlp\"," DATA ",\"training\":{\"lr_schedulers\":[{\"name\":"
+     "\"model_checkpoint\",\"save_freq\":2,\"epoch_save_frequency\":2}]}}",
+     "training.lr_schedulers[0].save_freq", "the same parameter as \"epoch_save_frequency\""},
+    {"{\"model\":\"mlp\"," DATA ",\"training\":{\"lr_schedulers\":[{\"name\":"
+     "\"model_checkpoint\",\"loss_or_metric\":\"val_categorical_cross_entropy\"}]}}",
+     "training.lr_schedulers[0].loss_or_metric", "unknown metric"},
+    {"{\"model\":\"mlp\"," DATA ",\"training\":{\"lr_schedulers\":[{\"name\":"
+     "\"reduce_lr_every_nepochs\",\"metric\":\"loss\"}]}}",
+     "training.lr_schedulers[0].metric", "unknown key"},
     {"{\"model\":\"mlp\"," DATA ",\"distributed\":{\"trainer\":\"horovod\"}}",
      "distributed.trainer", "unknown trainer"},
     {"{\"model\":\"mlp\"," DATA ",\"distributed\":{\"workers\":2}}", "distributed.workers",
@@ -225,6 +237,43 @@ static void test_errors(void **state)
             fail_msg("case %zu: got \"%s\" (path \"%s\"), want path \"%s\" and \"%s\"", i, msg,
                      err.path, c->path, c->expect);
     }
+}
+
+/* PyDTNN's parameter names are aliases: loss_or_metric and metric for
+ * monitor, epoch_save_frequency and save_freq for every_epochs; the
+ * resolved spec uses this engine's names. */
+static void test_schedule_aliases(void **state)
+{
+    (void)state;
+    spec_error err;
+    job_spec *s = parse("{\"model\":\"mlp\"," DATA ",\"training\":{\"lr_schedulers\":["
+                        "{\"name\":\"model_checkpoint\",\"epoch_save_frequency\":2,"
+                        "\"loss_or_metric\":\"val_accuracy\"},"
+                        "{\"name\":\"early_stopping\",\"metric\":\"loss\",\"patience\":3},"
+                        "{\"name\":\"reduce_lr_on_plateau\",\"loss_or_metric\":\"accuracy\"},"
+                        "{\"name\":\"model_checkpoint\",\"save_freq\":3}]}}", &err);
+    char msg[600];
+    if (!s)
+        fail_msg("%s", spec_error_str(&err, msg, sizeof msg));
+    const spec_schedule *sc = s->training.schedules;
+    assert_int_equal(s->training.n_schedules, 4);
+    assert_int_equal(sc[0].every_epochs, 2);
+    assert_string_equal(sc[0].monitor, "val_accuracy");
+    assert_string_equal(sc[1].monitor, "loss");
+    assert_int_equal(sc[1].patience, 3);
+    assert_string_equal(sc[2].monitor, "accuracy");
+    assert_int_equal(sc[3].every_epochs, 3);
+    assert_string_equal(sc[3].monitor, "");
+    json_t *j = spec_to_json(s);
+    assert_non_null(j);
+    json_t *first = json_array_get(json_object_get(json_object_get(j, "training"),
+                                                   "lr_schedulers"), 0);
+    assert_int_equal(json_integer_value(json_object_get(first, "every_epochs")), 2);
+    assert_string_equal(json_string_value(json_object_get(first, "monitor")), "val_accuracy");
+    assert_null(json_object_get(first, "epoch_save_frequency"));
+    assert_null(json_object_get(first, "loss_or_metric"));
+    json_decref(j);
+    spec_free(s);
 }
 
 static void test_hostile_bytes(void **state)
@@ -299,7 +348,7 @@ int main(void)
         cmocka_unit_test(test_shapes),       cmocka_unit_test(test_roundtrip),
         cmocka_unit_test(test_ranks),        cmocka_unit_test(test_errors),
         cmocka_unit_test(test_hostile_bytes), cmocka_unit_test(test_dataset_names),
-        cmocka_unit_test(test_summary),
+        cmocka_unit_test(test_summary),      cmocka_unit_test(test_schedule_aliases),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
