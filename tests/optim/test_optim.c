@@ -1,7 +1,8 @@
 /* test_optim.c — each optimizer's first steps against the update rules
- * written out in double precision, hand-worked SGD numbers, decay, weight
- * decay, blocked-versus-tail equality, a step split into ranges equal to
- * the whole step, and checkpoint state that resumes bit-exactly. */
+ * written out in double precision, hand-worked SGD, RMSprop and Nadam
+ * numbers, decay, weight decay, blocked-versus-tail equality, a step split
+ * into ranges equal to the whole step, and checkpoint state that resumes
+ * bit-exactly. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -253,6 +254,49 @@ static void test_adam_first_step_is_lr_sized(void **state)
         double want = g[i] > 0 ? -0.01 : g[i] < 0 ? 0.01 : 0.0;
         assert_true(fabs((p[i] - (float)param0(i)) - want) < 1e-5);
     }
+    optim_free(o);
+}
+
+/* RMSprop (rho 0.9, epsilon 1e-7, lr 0.01) on g = 0.5 and -2, twice.
+ * Step 1: a = 0.1 g^2 = 0.025 and 0.4, sqrt(a) = |g| / sqrt(10), so the
+ * step is lr * sqrt(10) = 0.0316227766 against the sign of g (epsilon
+ * changes it by 2e-8 relative): p = 0.96837724, 1.03162277.
+ * Step 2: a = 0.9 * 0.1 g^2 + 0.1 g^2 = 0.19 g^2, a step of
+ * lr / sqrt(0.19) = 0.0229415734: p = 0.94543568, 1.05456434. */
+static void test_rmsprop_by_hand(void **state)
+{
+    (void)state;
+    spec_optimizer c = cfg_default(OPT_RMSPROP, 0.01);
+    optimizer *o = optim_create(&c, 2);
+    assert_non_null(o);
+    float p[2] = {1.0f, 1.0f}, g[2] = {0.5f, -2.0f};
+    optim_step(o, p, g, 2, 0.01f);
+    assert_float_equal(p[0], 0.96837724f, 1e-6);
+    assert_float_equal(p[1], 1.03162277f, 1e-6);
+    optim_step(o, p, g, 2, 0.01f);
+    assert_float_equal(p[0], 0.94543568f, 1e-6);
+    assert_float_equal(p[1], 1.05456434f, 1e-6);
+    optim_free(o);
+}
+
+/* Nadam's first step (beta1 0.9, beta2 0.999, epsilon 1e-7, lr 0.01) on
+ * g = 0.5 and -2. Keras's momentum schedule: mu_1 = 0.9 * (1 - 0.5 *
+ * 0.96^0.004) = 0.450073474, mu_2 = 0.9 * (1 - 0.5 * 0.96^0.008) =
+ * 0.450146935, S_1 = mu_1. So the raw gradient's weight (1 - mu_1) /
+ * (1 - S_1) is 1 and the moment's mu_2 / (1 - S_1 * mu_2) = 0.564517784.
+ * m = 0.1 g and sqrt(v / (1 - beta2)) = sqrt(0.001 g^2 / 0.001) = |g|, so
+ * m_bar = g * (1 + 0.0564517784) and the step is lr * 1.0564517784 =
+ * 0.0105645178 against the sign of g: p = 0.98943548, 1.01056452. */
+static void test_nadam_first_step_by_hand(void **state)
+{
+    (void)state;
+    spec_optimizer c = cfg_default(OPT_NADAM, 0.01);
+    optimizer *o = optim_create(&c, 2);
+    assert_non_null(o);
+    float p[2] = {1.0f, 1.0f}, g[2] = {0.5f, -2.0f};
+    optim_step(o, p, g, 2, 0.01f);
+    assert_float_equal(p[0], 0.98943548f, 1e-6);
+    assert_float_equal(p[1], 1.01056452f, 1e-6);
     optim_free(o);
 }
 
@@ -518,6 +562,8 @@ int main(void)
         cmocka_unit_test(test_sgd_decay_by_hand),
         cmocka_unit_test(test_weight_decay_by_hand),
         cmocka_unit_test(test_adam_first_step_is_lr_sized),
+        cmocka_unit_test(test_rmsprop_by_hand),
+        cmocka_unit_test(test_nadam_first_step_by_hand),
         cmocka_unit_test(test_sgd_reference),
         cmocka_unit_test(test_sgd_momentum_reference),
         cmocka_unit_test(test_rmsprop_reference),
