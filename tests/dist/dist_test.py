@@ -146,7 +146,9 @@ def case_allreduce_equals_single(tmp):
               "%s: no identical-weights confirmation:\n%s" % (name, p.stderr[-2000:]))
         d = max_diff(ref_w, weights(out))
         print("%s: max |w - w_single| = %.3g" % (name, d))
-        check(d < 1e-5, "%s differs from single with batch 64 by %g" % (name, d))
+        # Only the summation order differs (measured 1.0e-7 on 2 ranks,
+        # 1.7e-7 on 4, after 2 epochs): the README states this bound.
+        check(d < 1e-6, "%s differs from single with batch 64 by %g" % (name, d))
         h = history(out)
         check(len(h["workers"]) == n and h["ranks"] == n, "%s: per-worker history" % name)
         check(abs(h["test"]["accuracy"] - history(ref)["test"]["accuracy"]) < 0.005,
@@ -339,9 +341,10 @@ def case_schedules(tmp):
 
 def case_resume(tmp):
     """--resume from the epoch-2 checkpoint reaches the same weights as an
-    uninterrupted 3-epoch run (allreduce, averaging); async resumes too."""
+    uninterrupted 3-epoch run (allreduce, averaging, every ensemble member);
+    async resumes too."""
     small = {"train_samples": 1000, "test_samples": 200}
-    for trainer, n in (("allreduce", 2), ("averaging", 2)):
+    for trainer, n in (("allreduce", 2), ("averaging", 2), ("ensemble", 2)):
         full, _ = run(tmp, trainer + "-full", job(trainer, n, epochs=3, **small), n)
         part = os.path.join(tmp, trainer + "-part")
         run(tmp, trainer + "-two", job(trainer, n, epochs=2, **small), n, out=part)
@@ -350,6 +353,12 @@ def case_resume(tmp):
         d = max_diff(weights(full), weights(part))
         print("%s resumed vs uninterrupted: max diff %g" % (trainer, d))
         check(d == 0.0, "%s: resumed run differs by %g" % (trainer, d))
+        if trainer == "ensemble":
+            for k in range(n):
+                name = "weights.member-%d.safetensors" % k
+                dk = max_diff(safetensors(os.path.join(full, name)),
+                              safetensors(os.path.join(part, name)))
+                check(dk == 0.0, "ensemble member %d: resumed run differs by %g" % (k, dk))
         h = history(part)
         check(len(h["loss"]) == 3, "%s: resumed history has %d epochs" % (trainer, len(h["loss"])))
         check(h["loss"] == history(full)["loss"], "%s: resumed history differs" % trainer)
@@ -532,7 +541,7 @@ def case_failure(tmp):
     wd = {"PUNCH_WATCHDOG_S": "2"}
     rc, secs, err = start_and_signal(tmp, "hang", long_ar, 2, 1, signal.SIGSTOP, wd)
     print("SIGSTOP rank 1 (allreduce): mpirun exit %d after %.1f s" % (rc, secs))
-    check(rc != 0, "mpirun exited 0 after a rank hung")
+    check(rc == 70, "mpirun exited %d, not the watchdog's 70, after a rank hung" % rc)
     check("rank 0: no progress" in err, "no watchdog message from rank 0:\n" + err[-2000:])
 
     rc, secs, err = start_and_signal(tmp, "hang-async", long_async, 3, 2, signal.SIGSTOP, wd)
