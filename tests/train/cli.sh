@@ -125,8 +125,9 @@ eval_acc=$(sed -n 's/.*"test":{[^}]*"accuracy":\([0-9.e-]*\).*/\1/p' "$tmp/out")
 # SIGTERM mid-run, then --resume: the same weights and history as an
 # uninterrupted run. The signal goes out as soon as the "start" event shows
 # that training began (the handler is installed before it), and the job is
-# long enough (18,000 batches of 8 through 256x256 layers: a second or so)
-# that it is still training then: a run that was not actually interrupted
+# long enough that it is still training then: 2 x 675 batches of 8 through
+# 256-wide layers take about half a second here, and the signal lands
+# within the first fifth of them. A run that was not actually interrupted
 # fails the test instead of comparing two whole runs. test_train.c
 # interrupts at exact steps; this checks the real signal path end to end.
 cat >"$tmp/long.json" <<'JSON'
@@ -134,7 +135,7 @@ cat >"$tmp/long.json" <<'JSON'
    {"type": "dense", "units": 256, "activation": "tanh"}, {"type": "dropout", "rate": 0.2},
    {"type": "dense", "units": 256, "activation": "tanh"},
    {"type": "dense", "units": 3, "activation": "softmax"}]},
- "data": {"format": "synthetic", "synthetic_train": 10000, "synthetic_test": 300,
+ "data": {"format": "synthetic", "synthetic_train": 6000, "synthetic_test": 300,
           "num_classes": 3, "validation_split": 0.1},
  "training": {"epochs": 2, "batch_size": 8, "optimizer": {"name": "sgd", "momentum": 0.9},
               "seed": 9}}
