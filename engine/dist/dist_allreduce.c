@@ -151,6 +151,17 @@ static void dist_ar_step(dist_ctx *c, dist_grad *g, dist_gpu *dg, long s, long g
     dist_watchdog_tick("training");
 }
 
+/* Rank 0: model_checkpoint's weights file (every rank holds the same). */
+static void dist_ar_save_weights(dist_ctx *c, int epochs_done)
+{
+    char err[1024];
+    model_get_params(c->m, c->host_params);
+    model_get_state(c->m, c->host_state);
+    if (dist_write_epoch_weights(c, c->host_params, c->host_state, epochs_done, -1, err,
+                                 sizeof err) < 0)
+        dist_die("model_checkpoint: %s", err);
+}
+
 int dist_run_allreduce(dist_ctx *c)
 {
     const job_spec *s = c->spec;
@@ -215,7 +226,10 @@ int dist_run_allreduce(dist_ctx *c)
             if (dist_report_epoch(c->rep, &e, err, sizeof err) < 0)
                 dist_die("%s", err);
         }
-        bool stop = dist_sync_schedule(c, epoch, &total, has_val, &val);
+        bool save = false;
+        bool stop = dist_sync_schedule(c, epoch, &total, has_val, &val, &save);
+        if (save && c->rank == 0)
+            dist_ar_save_weights(c, epoch + 1);
         dist_ar_checkpoint(c, dg, epoch + 1);
         if (stop)
             break;

@@ -267,6 +267,12 @@ void dist_report_stopped(dist_report *r, int epoch, long discarded);
  * weights.<suffix>.safetensors, from host params/state of model m. */
 int dist_write_weights(const dist_ctx *c, const float *params, const float *state,
                        const char *suffix, bool npz, char *err, size_t errlen);
+/* What a model_checkpoint callback saves after `epochs_done` epochs, as
+ * the single trainer names it: checkpoints/weights-epoch-NNN.safetensors
+ * and .npz (member < 0), or an ensemble member's
+ * checkpoints/weights-epoch-NNN.member-K.safetensors. */
+int dist_write_epoch_weights(const dist_ctx *c, const float *params, const float *state,
+                             int epochs_done, int member, char *err, size_t errlen);
 
 /* ---- checkpoints ------------------------------------------------------ */
 
@@ -300,14 +306,16 @@ void dist_ckpt_free(dist_ckpt_meta *meta, dist_replica *reps);
 /* ---- shared by the synchronous trainers ------------------------------ */
 
 /* The schedule's end-of-epoch step on the given metrics (rank 0 of the
- * synchronous trainers, the parameter server). */
-void dist_schedule_end(dist_ctx *c, int epoch, const dist_sums *train, bool has_val,
+ * synchronous trainers, the parameter server). Returns true when a
+ * model_checkpoint callback says to save the weights now. */
+bool dist_schedule_end(dist_ctx *c, int epoch, const dist_sums *train, bool has_val,
                        const dist_sums *val);
 /* After an epoch: rank 0 runs the schedule on the global metrics and
- * broadcasts its state, so every rank uses the same rate and stops
- * together. Returns true when early stopping fired. */
+ * broadcasts its state and *save (model_checkpoint's verdict), so every
+ * rank uses the same rate, stops together and joins in a save. Returns
+ * true when early stopping fired. */
 bool dist_sync_schedule(dist_ctx *c, int epoch, const dist_sums *train, bool has_val,
-                        const dist_sums *val);
+                        const dist_sums *val, bool *save);
 /* Gather each rank's sums to rank 0 (per_worker: size entries there) and
  * return their total on rank 0. */
 dist_sums dist_gather_sums(dist_ctx *c, const dist_sums *mine, dist_sums *per_worker);

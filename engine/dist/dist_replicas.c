@@ -104,6 +104,56 @@ static void dist_rep_checkpoint(dist_rep *r, int epochs_done)
     free(all);
 }
 
+/* Collective: model_checkpoint's weights after `epochs_done` epochs, the
+ * model the run would end with now. averaging: the replicas' mean (when
+ * they were not just averaged, it is reduced to rank 0 alone, so training
+ * goes on from the unaveraged replicas as without the callback);
+ * ensemble: every member's file and member 0's as the plain one. */
+static void dist_rep_save_weights(dist_rep *r, int epochs_done, bool synced)
+{
+    dist_ctx *c = r->c;
+    long np = c->m->n_params, ns = c->m->n_state;
+    char err[1024];
+    if (r->ensemble) {
+        float *all = NULL;
+        if (c->rank == 0) {
+            all = malloc((size_t)(c->size * (np + ns) + 1) * sizeof(float));
+            if (!all)
+                dist_die("model_checkpoint: out of memory");
+        }
+        dist_rep_gather(r, all, all ? all + c->size * np : NULL, false, NULL);
+        for (int k = 0; c->rank == 0 && k < c->size; k++)
+            if (dist_write_epoch_weights(c, all + k * np, all + c->size * np + k * ns,
+                                         epochs_done, k, err, sizeof err) < 0)
+                dist_die("model_checkpoint: %s", err);
+        free(all);
+    } else {
+        model_get_params(c->m, c->host_params);
+        model_get_state(c->m, c->host_state);
+    }
+    if (!r->ensemble && !synced) {
+        bool root = c->rank == 0;
+        DIST_MPI(MPI_Reduce(root ? MPI_IN_PLACE : c->host_params, c->host_params, (int)np,
+                            MPI_FLOAT, MPI_SUM, 0, c->comm));
+        DIST_MPI(MPI_Reduce(root ? MPI_IN_PLACE : c->host_state, c->host_state, (int)ns,
+                            MPI_FLOAT, MPI_SUM, 0, c->comm));
+        float inv = 1.0f / (float)c->size;
+        for (long i = 0; root && i < np; i++)
+            c->host_params[i] *= inv;
+        for (long i = 0; root && i < ns; i++)
+            c->host_state[i] *= inv;
+    }
+    if (c->rank != 0)
+        return;
+    if (r->ensemble) {
+        model_get_params(c->m, c->host_params);
+        model_get_state(c->m, c->host_state);
+    }
+    if (dist_write_epoch_weights(c, c->host_params, c->host_state, epochs_done, -1, err,
+                                 sizeof err) < 0)
+        dist_die("model_checkpoint: %s", err);
+}
+
 /* Rank 0 reads the checkpoint and sends replica k to rank k. */
 static int dist_rep_resume(dist_rep *r)
 {
@@ -329,9 +379,14 @@ int dist_run_replicas(dist_ctx *c)
             if (dist_report_epoch(c->rep, &e, err, sizeof err) < 0)
                 dist_die("%s", err);
         }
-        bool stop = dist_sync_schedule(c, epoch, &total, has_val, &val);
-        if (stop && !synced && !r.ensemble)
+        bool save = false;
+        bool stop = dist_sync_schedule(c, epoch, &total, has_val, &val, &save);
+        if (stop && !synced && !r.ensemble) {
             dist_rep_average(c);
+            synced = true;
+        }
+        if (save)
+            dist_rep_save_weights(&r, epoch + 1, synced);
         dist_rep_checkpoint(&r, epoch + 1);
         if (stop)
             break;

@@ -372,8 +372,10 @@ void dist_report_failed(const char *out_dir, const char *why)
     dist_report_line(out_dir, o);
 }
 
-int dist_write_weights(const dist_ctx *c, const float *params, const float *state,
-                       const char *suffix, bool npz, char *err, size_t errlen)
+/* stem.safetensors and, with npz, stem.npz (stem: a path without the
+ * extension). */
+static int dist_write_weight_files(const dist_ctx *c, const float *params, const float *state,
+                                   const char *stem, bool npz, char *err, size_t errlen)
 {
     tensor_entry *t = NULL;
     int n = train_weight_tensors(c->m, (float *)params, (float *)state, &c->train, &t);
@@ -381,18 +383,39 @@ int dist_write_weights(const dist_ctx *c, const float *params, const float *stat
         snprintf(err, errlen, "weights: out of memory");
         return -1;
     }
-    char path[4096];
+    char path[4096 + 32];
     const char *keys[] = {"trainer", "job"};
     const char *vals[] = {spec_trainer_name(c->spec->distributed.trainer), c->spec->name};
-    if (suffix)
-        snprintf(path, sizeof path, "%s/weights.%s.safetensors", c->opt->out_dir, suffix);
-    else
-        snprintf(path, sizeof path, "%s/weights.safetensors", c->opt->out_dir);
+    snprintf(path, sizeof path, "%s.safetensors", stem);
     int rc = safetensors_write(path, t, n, keys, vals, 2, err, errlen);
     if (rc == 0 && npz) {
-        snprintf(path, sizeof path, "%s/weights.npz", c->opt->out_dir);
+        snprintf(path, sizeof path, "%s.npz", stem);
         rc = npz_write(path, t, n, err, errlen);
     }
     free(t);
     return rc;
+}
+
+int dist_write_weights(const dist_ctx *c, const float *params, const float *state,
+                       const char *suffix, bool npz, char *err, size_t errlen)
+{
+    char stem[4096];
+    if (suffix)
+        snprintf(stem, sizeof stem, "%s/weights.%s", c->opt->out_dir, suffix);
+    else
+        snprintf(stem, sizeof stem, "%s/weights", c->opt->out_dir);
+    return dist_write_weight_files(c, params, state, stem, npz, err, errlen);
+}
+
+int dist_write_epoch_weights(const dist_ctx *c, const float *params, const float *state,
+                             int epochs_done, int member, char *err, size_t errlen)
+{
+    char stem[4096];
+    if (member >= 0)
+        snprintf(stem, sizeof stem, "%s/checkpoints/weights-epoch-%03d.member-%d",
+                 c->opt->out_dir, epochs_done, member);
+    else
+        snprintf(stem, sizeof stem, "%s/checkpoints/weights-epoch-%03d", c->opt->out_dir,
+                 epochs_done);
+    return dist_write_weight_files(c, params, state, stem, member < 0, err, errlen);
 }

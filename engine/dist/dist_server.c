@@ -137,7 +137,10 @@ static void dist_server_epoch(dist_server *sv, int e)
     char err[1024];
     if (dist_report_epoch(c->rep, &info, err, sizeof err) < 0)
         dist_die("%s", err);
-    dist_schedule_end(c, e, &total, has_val, &val);
+    if (dist_schedule_end(c, e, &total, has_val, &val) &&
+        dist_write_epoch_weights(c, sv->center, sv->center + c->m->n_params, e + 1, -1, err,
+                                 sizeof err) < 0)
+        dist_die("model_checkpoint: %s", err);
     if (c->sched.stop) {
         sv->stopped = true;
         sv->stopped_epoch = e;

@@ -26,7 +26,7 @@ dist_sums dist_gather_sums(dist_ctx *c, const dist_sums *mine, dist_sums *per_wo
     return total;
 }
 
-void dist_schedule_end(dist_ctx *c, int epoch, const dist_sums *train, bool has_val,
+bool dist_schedule_end(dist_ctx *c, int epoch, const dist_sums *train, bool has_val,
                        const dist_sums *val)
 {
     const job_spec *s = c->spec;
@@ -46,15 +46,18 @@ void dist_schedule_end(dist_ctx *c, int epoch, const dist_sums *train, bool has_
             em.values[em.n++] = dist_sums_metric(sums, mt, c->m->n_out);
         }
     }
-    schedule_epoch_end(&c->sched, &s->training, epoch, &em);
+    return schedule_epoch_end(&c->sched, &s->training, epoch, &em);
 }
 
 bool dist_sync_schedule(dist_ctx *c, int epoch, const dist_sums *train, bool has_val,
-                        const dist_sums *val)
+                        const dist_sums *val, bool *save)
 {
+    int32_t flag = 0;
     if (c->rank == 0)
-        dist_schedule_end(c, epoch, train, has_val, val);
+        flag = dist_schedule_end(c, epoch, train, has_val, val);
     DIST_MPI(MPI_Bcast(&c->sched, (int)sizeof c->sched, MPI_BYTE, 0, c->comm));
+    DIST_MPI(MPI_Bcast(&flag, 1, MPI_INT32_T, 0, c->comm));
+    *save = flag != 0;
     return c->sched.stop;
 }
 
