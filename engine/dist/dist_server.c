@@ -39,7 +39,7 @@ typedef struct dist_server {
     bool stopped;           /* early stopping fired: the center is final */
     long discarded;         /* commits received after stopping */
     int stopped_epoch;      /* the 0-based epoch that fired it */
-    long *commits;          /* per worker: commits the server applied */
+    long *commits;          /* per worker: commits the server received */
     long *sent;             /* per worker: commits the worker says it sent */
     double *last_seen;      /* per worker, MPI_Wtime */
     bool *done;
@@ -281,7 +281,7 @@ static void dist_server_finish(dist_server *sv)
         dist_eval_range(c->m, &c->test, 0, c->test.n, &test);
     for (int w = 0; w < c->workers; w++)
         if (sv->sent[w] != sv->commits[w])
-            dist_die("worker rank %d sent %ld commits but the server applied %ld", w + 1,
+            dist_die("worker rank %d sent %ld commits but the server received %ld", w + 1,
                      sv->sent[w], sv->commits[w]);
     /* The final exchanges came after the last epoch's checkpoint. */
     dist_server_checkpoint(sv, sv->next_epoch);
