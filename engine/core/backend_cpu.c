@@ -2,14 +2,19 @@
  * dropout, concatenation, losses and metrics. Convolution, pooling and
  * batch normalisation live in cpu_conv.c, cpu_pool.c and cpu_batchnorm.c.
  *
- * Threads: OpenBLAS is pinned to one thread and every op is partitioned by
- * the backend's pool (threadpool.h) with a static split, so there is never
- * more than one runnable thread per requested core and results depend only
- * on the thread count. */
+ * GEMMs run in oneDNN's sgemm when the build has it, else OpenBLAS's.
+ * Threads: the GEMM library is pinned to one thread and every op is
+ * partitioned by the backend's pool (threadpool.h) with a static split, so
+ * there is never more than one runnable thread per requested core and
+ * results depend only on the thread count. */
 #include "core/backend_cpu.h"
 
 #include <cblas.h>
 #include <math.h>
+#ifdef PUNCH_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#include <omp.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +25,27 @@
 #define CPU_ELEM_MIN_PARALLEL (1L << 15)
 /* Ops that keep a per-chunk partial result on the stack hold this many. */
 #define CPU_MAX_CHUNKS 64
+
+#ifdef PUNCH_HAVE_DNNL
+/* oneDNN's row-major sgemm on the calling thread alone. oneDNN splits a
+ * GEMM over OpenMP's team; the engine's pool already gives each thread its
+ * share, and OpenMP's spinning barriers collapse on a shared machine, so
+ * the first call on each thread sets that thread's team size to one (an
+ * OpenMP setting is per thread, and pool workers are plain pthreads).
+ * Returns false when oneDNN refuses the call; OpenBLAS then runs it. */
+static bool cpu_sgemm_dnnl(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                           const float *a, int lda, const float *b, int ldb, float beta,
+                           float *c, int ldc)
+{
+    static _Thread_local bool one_thread;
+    if (!one_thread) {
+        omp_set_num_threads(1);
+        one_thread = true;
+    }
+    return dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b,
+                      ldb, beta, c, ldc) == dnnl_success;
+}
+#endif
 
 void cpu_sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
                const float *a, int lda, const float *b, int ldb, float beta,
@@ -35,6 +61,10 @@ void cpu_sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
         }
         return;
     }
+#ifdef PUNCH_HAVE_DNNL
+    if (cpu_sgemm_dnnl(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+        return;
+#endif
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                 trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb,
                 beta, c, ldc);

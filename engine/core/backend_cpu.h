@@ -28,7 +28,8 @@ static inline thread_pool *cpu_pool(backend *be)
     return ((cpu_backend *)be->impl)->pool;
 }
 
-/* Single-threaded row-major sgemm (OpenBLAS runs with one thread). */
+/* Single-threaded row-major sgemm: oneDNN when built with it, else
+ * OpenBLAS (both run on the calling thread only). */
 void cpu_sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
                const float *a, int lda, const float *b, int ldb, float beta,
                float *c, int ldc);
