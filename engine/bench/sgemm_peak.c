@@ -1,8 +1,8 @@
 /* sgemm_peak.c — punch-bench-sgemm: the sgemm ceiling of this machine with
- * the OpenBLAS that punch-train links, for scripts/bench-engine.
+ * the GEMM libraries punch-train links, for scripts/bench-engine.
  *
  *   punch-bench-sgemm [--size N] [--threads T] [--repeats R]
- *                     [--shape M,N,K[,TA,TB]]...
+ *                     [--library openblas|dnnl] [--shape M,N,K[,TA,TB]]...
  *
  * Without --shape: a square N x N x N row-major sgemm (default N = 2048) on
  * T OpenBLAS threads (default 2), best of R timed calls after one warm-up.
@@ -10,8 +10,14 @@
  * the findings measure the GEMMs punch-train actually issues (TA/TB are 0
  * or 1: transpose A / B). Prints one JSON object on stdout with OpenBLAS's
  * core name, so a run records which kernel (Haswell AVX2, SkylakeX
- * AVX-512, ...) produced the figure; OPENBLAS_CORETYPE chooses it. */
+ * AVX-512, ...) produced the figure; OPENBLAS_CORETYPE chooses it.
+ * --library dnnl times oneDNN's sgemm instead (what punch-train's GEMMs run
+ * when it is built with oneDNN) on T OpenMP threads. */
 #include <cblas.h>
+#ifdef PUNCH_HAVE_DNNL
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
+#endif
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +53,23 @@ static int bench_cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static bool bench_dnnl;
+
+static void bench_sgemm(const bench_shape *s, const float *a, int lda, const float *b, int ldb,
+                        float *c)
+{
+#ifdef PUNCH_HAVE_DNNL
+    if (bench_dnnl) {
+        dnnl_sgemm(s->ta ? 'T' : 'N', s->tb ? 'T' : 'N', s->m, s->n, s->k, 1.0f, a, lda, b,
+                   ldb, 0.0f, c, s->n);
+        return;
+    }
+#endif
+    cblas_sgemm(CblasRowMajor, s->ta ? CblasTrans : CblasNoTrans,
+                s->tb ? CblasTrans : CblasNoTrans, s->m, s->n, s->k, 1.0f, a, lda, b, ldb,
+                0.0f, c, s->n);
+}
+
 static float *bench_matrix(long n)
 {
     float *p = aligned_alloc(64, (size_t)((n * (long)sizeof(float) + 63) / 64 * 64));
@@ -74,20 +97,17 @@ static int bench_run(const bench_shape *s, int repeats, bench_result *out)
         return -1;
     }
     int lda = s->ta ? s->m : s->k, ldb = s->tb ? s->k : s->n;
-    enum CBLAS_TRANSPOSE ta = s->ta ? CblasTrans : CblasNoTrans;
-    enum CBLAS_TRANSPOSE tb = s->tb ? CblasTrans : CblasNoTrans;
     double flops = 2.0 * s->m * s->n * s->k;
     int calls = 1;
     double t0 = bench_now();
-    cblas_sgemm(CblasRowMajor, ta, tb, s->m, s->n, s->k, 1.0f, a, lda, b, ldb, 0.0f, c, s->n);
+    bench_sgemm(s, a, lda, b, ldb, c);
     double once = bench_now() - t0;
     if (once < 0.02)
         calls = (int)(0.02 / (once > 1e-7 ? once : 1e-7)) + 1;
     for (int r = 0; r < repeats; r++) {
         t0 = bench_now();
         for (int i = 0; i < calls; i++)
-            cblas_sgemm(CblasRowMajor, ta, tb, s->m, s->n, s->k, 1.0f, a, lda, b, ldb, 0.0f,
-                        c, s->n);
+            bench_sgemm(s, a, lda, b, ldb, c);
         secs[r] = (bench_now() - t0) / calls;
     }
     qsort(secs, (size_t)repeats, sizeof *secs, bench_cmp_double);
@@ -117,7 +137,7 @@ static int bench_parse_shape(const char *text, bench_shape *s)
 static int bench_usage(const char *why)
 {
     fprintf(stderr, "punch-bench-sgemm: %s\nusage: punch-bench-sgemm [--size N] [--threads T] "
-            "[--repeats R] [--shape M,N,K[,TA,TB]]...\n", why);
+            "[--repeats R] [--library openblas|dnnl] [--shape M,N,K[,TA,TB]]...\n", why);
     return 2;
 }
 
@@ -129,7 +149,7 @@ int main(int argc, char **argv)
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(argv[i], "--help") == 0) {
             puts("usage: punch-bench-sgemm [--size N] [--threads T] [--repeats R] "
-                 "[--shape M,N,K[,TA,TB]]...");
+                 "[--library openblas|dnnl] [--shape M,N,K[,TA,TB]]...");
             return 0;
         }
         if (!v)
@@ -140,7 +160,15 @@ int main(int argc, char **argv)
             threads = atoi(v);
         else if (strcmp(argv[i], "--repeats") == 0)
             repeats = atoi(v);
-        else if (strcmp(argv[i], "--shape") == 0) {
+        else if (strcmp(argv[i], "--library") == 0) {
+            if (strcmp(v, "dnnl") == 0) {
+#ifndef PUNCH_HAVE_DNNL
+                return bench_usage("--library dnnl: this build has no oneDNN");
+#endif
+                bench_dnnl = true;
+            } else if (strcmp(v, "openblas") != 0)
+                return bench_usage("--library takes openblas or dnnl");
+        } else if (strcmp(argv[i], "--shape") == 0) {
             if (n_shapes == BENCH_MAX_SHAPES || bench_parse_shape(v, &shapes[n_shapes]) != 0)
                 return bench_usage("--shape takes M,N,K or M,N,K,TA,TB (at most 64 shapes)");
             n_shapes++;
@@ -154,8 +182,13 @@ int main(int argc, char **argv)
     if (n_shapes == 0)
         shapes[n_shapes++] = (bench_shape){size, size, size, false, false};
     openblas_set_num_threads(threads);
-    printf("{\"core\":\"%s\",\"config\":\"%s\",\"threads\":%d,\"repeats\":%d,\"results\":[",
-           openblas_get_corename(), openblas_get_config(), threads, repeats);
+#ifdef PUNCH_HAVE_DNNL
+    omp_set_num_threads(threads);
+#endif
+    printf("{\"library\":\"%s\",\"core\":\"%s\",\"config\":\"%s\",\"threads\":%d,"
+           "\"repeats\":%d,\"results\":[", bench_dnnl ? "dnnl" : "openblas",
+           bench_dnnl ? "oneDNN JIT" : openblas_get_corename(), openblas_get_config(), threads,
+           repeats);
     for (int i = 0; i < n_shapes; i++) {
         bench_result r;
         if (bench_run(&shapes[i], repeats, &r) != 0) {
