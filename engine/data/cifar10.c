@@ -105,17 +105,18 @@ int data_cifar10_count(const char *const *paths, int n_paths, long *n, char *err
 }
 
 /* One batch file at a time, so at most one file's bytes are held besides
- * the range's floats. */
-int data_cifar10_load_range(const char *const *paths, int n_paths, int num_classes, long lo,
-                            long hi, dataset *out, char *err, size_t errlen)
+ * the picked records' floats. */
+int data_cifar10_load_pick(const char *const *paths, int n_paths, int num_classes,
+                           const data_pick *pick, dataset *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     if (n_paths <= 0)
         return io_errf(err, errlen, "CIFAR-10: no batch files");
-    if (lo < 0 || hi < lo)
-        return io_errf(err, errlen, "CIFAR-10: invalid record range [%ld, %ld)", lo, hi);
-    if (data_alloc(out, hi - lo, CIFAR_PIXELS) != 0)
-        return io_errf(err, errlen, "CIFAR-10: out of memory for %ld images", hi - lo);
+    if (data_pick_check(pick, "CIFAR-10", err, errlen) != 0)
+        return -1;
+    long want = data_pick_count(pick), cursor = 0;
+    if (data_pick_alloc(pick, out, want, CIFAR_PIXELS) != 0)
+        return io_errf(err, errlen, "CIFAR-10: out of memory for %ld images", want);
     long first = 0; /* global number of the current file's first record */
     int max = -1;
     for (int f = 0; f < n_paths; f++) {
@@ -130,21 +131,29 @@ int data_cifar10_load_range(const char *const *paths, int n_paths, int num_class
         for (long i = 0; i < count; i++) {
             const unsigned char *rec = b.p + (size_t)i * CIFAR_RECORD;
             max = rec[0] > max ? rec[0] : max;
-            long row = first + i - lo;
-            if (first + i < lo || first + i >= hi)
+            long row = data_pick_row(pick, first + i, &cursor);
+            if (row < 0)
                 continue;
-            float *x = out->x + (size_t)row * CIFAR_PIXELS;
             out->y[row] = rec[0];
+            if (pick->bytes) {
+                memcpy(pick->bytes + (size_t)row * CIFAR_PIXELS, rec + 1, CIFAR_PIXELS);
+                continue;
+            }
+            float *x = out->x + (size_t)row * CIFAR_PIXELS;
             for (int k = 0; k < CIFAR_PIXELS; k++)
                 x[k] = (float)rec[1 + k];
         }
         first += count;
         data_buf_free(&b);
     }
-    if (hi > first) {
+    if (data_pick_end(pick) > first) {
         char c1[32];
-        io_errf(err, errlen, "CIFAR-10: records [%ld, %ld) asked of %s", lo, hi,
-                data_fmt_count(first, c1));
+        if (pick->rows)
+            io_errf(err, errlen, "CIFAR-10: record %ld asked of %s", data_pick_end(pick) - 1,
+                    data_fmt_count(first, c1));
+        else
+            io_errf(err, errlen, "CIFAR-10: records [%ld, %ld) asked of %s", pick->lo,
+                    pick->hi, data_fmt_count(first, c1));
         goto fail;
     }
     out->shape = (spec_shape){.rank = 3, .dim = {3, 32, 32}};
@@ -153,6 +162,13 @@ int data_cifar10_load_range(const char *const *paths, int n_paths, int num_class
 fail:
     dataset_free(out);
     return -1;
+}
+
+int data_cifar10_load_range(const char *const *paths, int n_paths, int num_classes, long lo,
+                            long hi, dataset *out, char *err, size_t errlen)
+{
+    data_pick pick = {.lo = lo, .hi = hi};
+    return data_cifar10_load_pick(paths, n_paths, num_classes, &pick, out, err, errlen);
 }
 
 int dataset_load_cifar10(const char *const *batch_paths, int n_paths, dataset *out,

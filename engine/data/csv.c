@@ -101,18 +101,24 @@ int data_csv_load(const char *path, int label_column, bool header, int num_class
                                -1, out, err, errlen);
 }
 
-/* Every row is parsed and checked; only rows [lo, hi) are kept (hi < 0:
- * all of them). */
-int data_csv_load_range(const char *path, int label_column, bool header, int num_classes,
-                        long expected_features, long lo, long hi, dataset *out, char *err,
-                        size_t errlen)
+/* Every row is parsed and checked; only the picked rows are kept (pick
+ * NULL: all of them). */
+int data_csv_load_pick(const char *path, int label_column, bool header, int num_classes,
+                       long expected_features, const data_pick *pick, dataset *out,
+                       char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     csv_ctx c = {io_basename(path), 0, err, errlen};
     if (label_column < 0)
         return io_errf(err, errlen, "%s: label column %d is negative", c.name, label_column);
-    if (lo < 0 || (hi >= 0 && hi < lo))
-        return io_errf(err, errlen, "%s: invalid row range [%ld, %ld)", c.name, lo, hi);
+    if (pick && pick->bytes)
+        return io_errf(err, errlen, "%s: CSV values are not bytes", c.name);
+    if (pick && pick->rows && data_pick_check(pick, c.name, err, errlen) != 0)
+        return -1;
+    if (pick && !pick->rows && (pick->lo < 0 || pick->hi < pick->lo))
+        return io_errf(err, errlen, "%s: invalid row range [%ld, %ld)", c.name, pick->lo,
+                       pick->hi);
+    long cursor = 0;
     data_buf b;
     if (data_file_read(path, &b, err, errlen) != 0)
         return -1;
@@ -134,7 +140,7 @@ int data_csv_load_range(const char *path, int label_column, bool header, int num
         data_buf_free(&b);
         return io_errf(err, errlen, "%s:%ld: NUL byte (binary file?)", c.name, nul_line);
     }
-    long cap = hi < 0 ? lines : hi - lo;
+    long cap = pick ? data_pick_count(pick) : lines;
     float *row_x = NULL;    /* scratch for rows outside the range */
     int32_t row_y, max_label = -1;
     bool seen = false;
@@ -178,9 +184,9 @@ int data_csv_load_range(const char *path, int label_column, bool header, int num
             goto fail;
         }
         seen = true;
-        bool keep = n >= lo && (hi < 0 || n < hi);
-        float *x = keep ? out->x + (size_t)(n - lo) * features : row_x;
-        int32_t *y = keep ? &out->y[n - lo] : &row_y;
+        long row = pick ? data_pick_row(pick, n, &cursor) : n;
+        float *x = row >= 0 ? out->x + (size_t)row * features : row_x;
+        int32_t *y = row >= 0 ? &out->y[row] : &row_y;
         if (csv_line(&c, s, e, label_column, num_classes, x, y) != 0)
             goto fail;
         max_label = *y > max_label ? *y : max_label;
@@ -190,15 +196,17 @@ int data_csv_load_range(const char *path, int label_column, bool header, int num
         io_errf(err, errlen, "%s: no data rows", c.name);
         goto fail;
     }
-    if (hi > n) {
+    if (pick && data_pick_end(pick) > n) {
         char c1[32];
-        io_errf(err, errlen, "%s: rows [%ld, %ld) asked of %s", c.name, lo, hi,
-                data_fmt_count(n, c1));
+        if (pick->rows)
+            io_errf(err, errlen, "%s: row %ld asked of %s", c.name, data_pick_end(pick) - 1,
+                    data_fmt_count(n, c1));
+        else
+            io_errf(err, errlen, "%s: rows [%ld, %ld) asked of %s", c.name, pick->lo,
+                    pick->hi, data_fmt_count(n, c1));
         goto fail;
     }
-    out->n = hi < 0 ? n - lo : hi - lo;
-    if (out->n < 0)
-        out->n = 0;
+    out->n = pick ? data_pick_count(pick) : n;
     out->shape = (spec_shape){.rank = 1, .dim = {(int)features}};
     if (features > INT32_MAX) {
         io_errf(err, errlen, "%s: too many features (%ld)", c.name, features);
@@ -218,6 +226,15 @@ fail:
     if (rc != 0)
         dataset_free(out);
     return rc;
+}
+
+int data_csv_load_range(const char *path, int label_column, bool header, int num_classes,
+                        long expected_features, long lo, long hi, dataset *out, char *err,
+                        size_t errlen)
+{
+    data_pick pick = {.lo = lo, .hi = hi};
+    return data_csv_load_pick(path, label_column, header, num_classes, expected_features,
+                              hi < 0 && lo == 0 ? NULL : &pick, out, err, errlen);
 }
 
 int data_csv_count(const char *path, bool header, long *n, char *err, size_t errlen)

@@ -70,6 +70,44 @@ int data_stream_skip(data_stream *s, uint64_t n, uint64_t *skipped, char *err,
 int data_stream_finish(data_stream *s, uint64_t *total, bool *truncated, char *err,
                        size_t errlen);
 
+/* The records a load keeps: [lo, hi), or, when rows is set, the m records
+ * rows[0] < rows[1] < ... < rows[m - 1] (lo and hi unused). Sample i of
+ * the result is the i-th record kept. */
+typedef struct data_pick {
+    long lo, hi;
+    const int64_t *rows;
+    long m;
+    /* With rows, for byte-valued formats (IDX, CIFAR-10, synthetic): when
+     * set, the kept samples' values go here as bytes (m x features) and
+     * out->x stays NULL: a quarter of the floats' memory. */
+    uint8_t *bytes;
+} data_pick;
+
+/* The dataset of a pick's `count` samples: x (unless pick->bytes) and y. */
+int data_pick_alloc(const data_pick *p, dataset *d, long count, long features);
+/* Samples a pick keeps, and one past the last record it keeps. */
+long data_pick_count(const data_pick *p);
+long data_pick_end(const data_pick *p);
+/* -1 with a message unless the pick is well formed (lo <= hi, rows
+ * ascending without repeats, nothing negative); `what` names the file. */
+int data_pick_check(const data_pick *p, const char *what, char *err, size_t errlen);
+/* The sample record `rec` becomes, or -1 when the pick drops it. Records
+ * must be asked in ascending order with the same *cursor (start at 0). */
+long data_pick_row(const data_pick *p, long rec, long *cursor);
+
+/* Pick forms of the loaders (the range forms below are their [lo, hi)
+ * cases). */
+int data_idx_load_pick(const char *images_path, const char *labels_path, int num_classes,
+                       const data_pick *pick, dataset *out, char *err, size_t errlen);
+int data_cifar10_load_pick(const char *const *paths, int n_paths, int num_classes,
+                           const data_pick *pick, dataset *out, char *err, size_t errlen);
+/* pick NULL: every row. */
+int data_csv_load_pick(const char *path, int label_column, bool header, int num_classes,
+                       long expected_features, const data_pick *pick, dataset *out,
+                       char *err, size_t errlen);
+int data_synthetic_pick(const spec_shape *shape, long n, int num_classes, unsigned long seed,
+                        const data_pick *pick, dataset *out, char *err, size_t errlen);
+
 /* Range forms of the loaders: records [lo, hi) of the file(s), 0 <= lo <=
  * hi, with every check of the whole load (the whole file's structure and
  * every label are still checked, so the result, or the message, is the

@@ -45,6 +45,7 @@ typedef struct data_span {
     bool count;             /* only count into *n */
     long lo, hi;            /* hi < 0: every record */
     long *n;
+    const data_pick *pick;  /* set: these records (lo, hi unused) */
 } data_span;
 
 static int cifar_apply(const char *const *paths, int n, int num_classes, const data_span *sp,
@@ -52,6 +53,8 @@ static int cifar_apply(const char *const *paths, int n, int num_classes, const d
 {
     if (sp->count)
         return data_cifar10_count(paths, n, sp->n, err, errlen);
+    if (sp->pick)
+        return data_cifar10_load_pick(paths, n, num_classes, sp->pick, out, err, errlen);
     if (sp->hi < 0)
         return data_cifar10_load(paths, n, num_classes, out, err, errlen);
     return data_cifar10_load_range(paths, n, num_classes, sp->lo, sp->hi, out, err, errlen);
@@ -128,6 +131,8 @@ static int span_named(const spec_data *data, const char *field, const char *name
     case DATA_IDX:
         if (sp->count)
             return data_idx_count(p1, sp->n, err, errlen);
+        if (sp->pick)
+            return data_idx_load_pick(p1, p2, data->num_classes, sp->pick, out, err, errlen);
         if (sp->hi < 0)
             return data_idx_load(p1, p2, data->num_classes, out, err, errlen);
         return data_idx_load_range(p1, p2, data->num_classes, sp->lo, sp->hi, out, err,
@@ -142,6 +147,9 @@ static int span_named(const spec_data *data, const char *field, const char *name
     case DATA_CSV:
         if (sp->count)
             return data_csv_count(p1, data->header, sp->n, err, errlen);
+        if (sp->pick)
+            return data_csv_load_pick(p1, data->label_column, data->header, data->num_classes,
+                                      spec_shape_size(input), sp->pick, out, err, errlen);
         return data_csv_load_range(p1, data->label_column, data->header, data->num_classes,
                                    spec_shape_size(input), sp->hi < 0 ? 0 : sp->lo, sp->hi,
                                    out, err, errlen);
@@ -589,6 +597,45 @@ int dataset_load_part(const spec_data *data, const spec_shape *input,
     if (span_named(data, field, name, input, roots, &sp, out, err, errlen) != 0)
         return -1;
     if (fit_shape(out, name, input, err, errlen) != 0) {
+        dataset_free(out);
+        return -1;
+    }
+    return 0;
+}
+
+bool dataset_byte_valued(const spec_data *data)
+{
+    return data->format != DATA_CSV;
+}
+
+int dataset_load_rows(const spec_data *data, const spec_shape *input,
+                      const dataset_roots *roots, unsigned long seed,
+                      const dataset_layout *lay, const int64_t *rows, long m, uint8_t *bytes,
+                      dataset *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (bytes && !dataset_byte_valued(data))
+        return io_errf(err, errlen, "data.format %s: values are not bytes",
+                       spec_data_format_name(data->format));
+    data_pick pick = {.rows = rows, .m = m, .bytes = bytes};
+    if (data_pick_check(&pick, "train samples", err, errlen) != 0)
+        return -1;
+    if (data_pick_end(&pick) > lay->n_train)
+        return io_errf(err, errlen, "train sample %ld asked of a set of %ld",
+                       data_pick_end(&pick) - 1, lay->n_train);
+    if (data->format == DATA_SYNTHETIC) {
+        char why[256];
+        if (data_synthetic_pick(input, data->synthetic_train, data->num_classes, seed, &pick,
+                                out, why, sizeof why) != 0)
+            return io_errf(err, errlen, "data.synthetic_train: %s", why);
+        return 0;
+    }
+    if (!data->train)
+        return io_errf(err, errlen, "data.train: no set named");
+    data_span sp = {.pick = &pick};
+    if (span_named(data, "data.train", data->train, input, roots, &sp, out, err, errlen) != 0)
+        return -1;
+    if (fit_shape(out, data->train, input, err, errlen) != 0) {
         dataset_free(out);
         return -1;
     }

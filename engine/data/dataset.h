@@ -141,6 +141,24 @@ int dataset_load_part(const spec_data *data, const spec_shape *input,
                       const dataset_layout *lay, dataset_part part, long lo, long hi,
                       dataset *out, char *err, size_t errlen);
 
+/* Train samples at a list of records: sample i of out is record rows[i] of
+ * the train part (rows ascending without repeats, each below
+ * lay->n_train), raw (unscaled) and equal to that sample of
+ * dataset_load_part's train part, the files checked as a range load
+ * checks them (same messages). The files are read once, keeping only
+ * those records: IDX seeks to each record of a plain file and inflates a
+ * gzipped one once through; CIFAR-10 reads one batch file at a time; CSV
+ * the file's text. With `bytes` (byte-valued data only, see
+ * dataset_byte_valued), the values go there, m x features bytes, and
+ * out->x is NULL: a quarter of the floats' memory. */
+int dataset_load_rows(const spec_data *data, const spec_shape *input,
+                      const dataset_roots *roots, unsigned long seed,
+                      const dataset_layout *lay, const int64_t *rows, long m, uint8_t *bytes,
+                      dataset *out, char *err, size_t errlen);
+/* Whether data's raw values are whole numbers in 0..255 (IDX, CIFAR-10,
+ * synthetic; not CSV). */
+bool dataset_byte_valued(const spec_data *data);
+
 /* Scaling statistics of a part, to be combined over parts: per-feature
  * sums (add into sum), squared deviations from a given mean (add into
  * m2), and the largest absolute value (combine with max). */

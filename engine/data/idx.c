@@ -228,8 +228,8 @@ int data_idx_count(const char *images_path, long *n, char *err, size_t errlen)
 /* Images [lo, hi) as floats into x: skip to them, convert a block at a
  * time. Stops early (leaving the rest) when the file is short: the body
  * check that follows reports it. */
-static int idx_read_images(data_stream *st, size_t pixels, long lo, long hi, float *x,
-                           char *err, size_t errlen)
+static int idx_read_range(data_stream *st, size_t pixels, long lo, long hi, float *x,
+                          char *err, size_t errlen)
 {
     uint64_t skipped;
     if (data_stream_skip(st, (uint64_t)lo * pixels, &skipped, err, errlen) != 0)
@@ -257,8 +257,52 @@ static int idx_read_images(data_stream *st, size_t pixels, long lo, long hi, flo
     return 0;
 }
 
-int data_idx_load_range(const char *images_path, const char *labels_path, int num_classes,
-                        long lo, long hi, dataset *out, char *err, size_t errlen)
+/* The images of a record list, into x (floats) or pick->bytes: each run
+ * of records that fits a 64 KiB span is read in one go (fewer system
+ * calls and inflate calls than a record at a time), the gaps between
+ * spans skipped (a seek in a plain file). Stops early on a short file, as
+ * idx_read_range. */
+static int idx_read_rows(data_stream *st, size_t pixels, const data_pick *pick, float *x,
+                         char *err, size_t errlen)
+{
+    long per = (size_t)1 << 16 > pixels ? (long)(((size_t)1 << 16) / pixels) : 1;
+    unsigned char *buf = malloc((size_t)per * pixels);
+    if (!buf)
+        return io_errf(err, errlen, "out of memory");
+    int rc = 0;
+    long at = 0; /* records passed so far */
+    for (long i = 0, j; i < pick->m; i = j + 1) {
+        long first = (long)pick->rows[i];
+        for (j = i; j + 1 < pick->m && pick->rows[j + 1] - first < per; j++)
+            ;
+        size_t span = (size_t)(pick->rows[j] - first + 1) * pixels, got = 0;
+        uint64_t gap = (uint64_t)(first - at) * pixels, skipped;
+        if (data_stream_skip(st, gap, &skipped, err, errlen) != 0 ||
+            (skipped == gap && data_stream_read(st, buf, span, &got, err, errlen) != 0)) {
+            rc = -1;
+            break;
+        }
+        for (long k = i; k <= j; k++) {
+            size_t off = (size_t)(pick->rows[k] - first) * pixels;
+            if (off + pixels > got)
+                break;
+            if (pick->bytes) {
+                memcpy(pick->bytes + (size_t)k * pixels, buf + off, pixels);
+                continue;
+            }
+            for (size_t q = 0; q < pixels; q++)
+                x[(size_t)k * pixels + q] = (float)buf[off + q];
+        }
+        if (skipped < gap || got < span)
+            break;
+        at = (long)pick->rows[j] + 1;
+    }
+    free(buf);
+    return rc;
+}
+
+int data_idx_load_pick(const char *images_path, const char *labels_path, int num_classes,
+                       const data_pick *pick, dataset *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     char derived[PATH_MAX];
@@ -267,23 +311,27 @@ int data_idx_load_range(const char *images_path, const char *labels_path, int nu
     const char *iname = io_basename(images_path);
     data_stream *st;
     uint32_t n, rows, cols;
-    long req_lo = lo, req_hi = hi;
+    char bad[256] = "";
+    bool malformed = pick->rows || pick->bytes ? data_pick_check(pick, iname, bad, sizeof bad) != 0
+                                : pick->lo < 0 || pick->hi < pick->lo;
     if (idx_open_images(images_path, &st, &n, &rows, &cols, err, errlen) != 0)
         return -1;
     size_t pixels = (size_t)rows * cols;
-    /* A range past the header's count: the file's own faults first. */
-    bool beyond = lo < 0 || hi < lo || hi > (long)n;
-    if (beyond)
-        lo = hi = 0;
-    if (data_alloc(out, hi - lo, (long)pixels) != 0) {
+    /* A pick past the header's count: the file's own faults first. */
+    bool beyond = malformed || data_pick_end(pick) > (long)n;
+    data_pick none = {0};
+    const data_pick *use = beyond ? &none : pick;
+    long count = data_pick_count(use);
+    if (data_pick_alloc(use, out, count, (long)pixels) != 0) {
         data_stream_close(st);
-        return io_errf(err, errlen, "%s: out of memory for %ld images", iname, hi - lo);
+        return io_errf(err, errlen, "%s: out of memory for %ld images", iname, count);
     }
     data_buf lab = {0};
     uint64_t total;
     bool truncated;
-    if (idx_read_images(st, pixels, lo, hi, out->x, err, errlen) != 0 ||
-        data_stream_finish(st, &total, &truncated, err, errlen) != 0)
+    int rd = use->rows ? idx_read_rows(st, pixels, use, out->x, err, errlen)
+                       : idx_read_range(st, pixels, use->lo, use->hi, out->x, err, errlen);
+    if (rd != 0 || data_stream_finish(st, &total, &truncated, err, errlen) != 0)
         goto fail;
     data_stream_close(st);
     st = NULL;
@@ -293,8 +341,14 @@ int data_idx_load_range(const char *images_path, const char *labels_path, int nu
         goto fail;
     if (beyond) {
         char c1[32];
-        io_errf(err, errlen, "%s: records [%ld, %ld) asked of %s images", iname, req_lo, req_hi,
-                data_fmt_count(n, c1));
+        if (bad[0])
+            io_errf(err, errlen, "%s", bad);
+        else if (pick->rows)
+            io_errf(err, errlen, "%s: record %ld asked of %s images", iname,
+                    data_pick_end(pick) - 1, data_fmt_count(n, c1));
+        else
+            io_errf(err, errlen, "%s: records [%ld, %ld) asked of %s images", iname, pick->lo,
+                    pick->hi, data_fmt_count(n, c1));
         goto fail;
     }
     out->shape = (spec_shape){.rank = 3, .dim = {1, (int)rows, (int)cols}};
@@ -302,8 +356,8 @@ int data_idx_load_range(const char *images_path, const char *labels_path, int nu
     int max = -1;
     for (uint32_t i = 0; i < n; i++)
         max = labels[i] > max ? labels[i] : max;
-    for (long i = lo; i < hi; i++)
-        out->y[i - lo] = labels[i];
+    for (long i = 0; i < count; i++)
+        out->y[i] = labels[use->rows ? (long)use->rows[i] : use->lo + i];
     out->num_classes = num_classes > 0 ? num_classes : max + 1;
     data_buf_free(&lab);
     return 0;
@@ -312,6 +366,13 @@ fail:
     data_stream_close(st);
     dataset_free(out);
     return -1;
+}
+
+int data_idx_load_range(const char *images_path, const char *labels_path, int num_classes,
+                        long lo, long hi, dataset *out, char *err, size_t errlen)
+{
+    data_pick pick = {.lo = lo, .hi = hi};
+    return data_idx_load_pick(images_path, labels_path, num_classes, &pick, out, err, errlen);
 }
 
 int dataset_load_idx(const char *images_path, const char *labels_path, dataset *out,
