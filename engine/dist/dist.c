@@ -11,8 +11,9 @@
  * ranks hold bit-identical weights), PUNCH_DIST_SHARDING=replicate
  * (averaging: every replica sees the whole training set in the same order
  * instead of its shard), PUNCH_DIST_WHOLE_DATA=1 (every training rank loads
- * the whole train part instead of its block, as before sharded loading;
- * same results), PUNCH_DIST_EXCHANGE_MB (the sample exchange's window,
+ * the whole train part instead of its block or, for an asynchronous
+ * worker, its epoch slices, as before sharded loading; same results, the
+ * same samples each epoch for asynchronous workers), PUNCH_DIST_EXCHANGE_MB (the sample exchange's window,
  * default 8; dist_data.c). */
 #include <stdio.h>
 #include <stdlib.h>

@@ -22,16 +22,17 @@
  * PUNCH_DIST_SHARDING=replicate, a single training rank,
  * PUNCH_DIST_WHOLE_DATA=1) load all of it and exchange nothing.
  *
- * The workers of the asynchronous trainers hold their blocks too but
- * exchange nothing: an exchange is a rendezvous of all workers, and those
- * workers must never wait on each other (a slow or stopped worker would
- * stall the rest, and the server would see the wrong worker fall silent).
- * So, as dist-keras partitions the data among its workers, worker k trains
- * on its block [n k / W, n (k + 1) / W) in an order reshuffled every
- * epoch from the seed within the block: the positions [lo, hi) of the
- * permutation are a permutation of the block. (Their results depend on
- * commit timing anyway, so a rank-count-independent order would buy no
- * reproducibility.) Their parameter server loads no training data.
+ * The workers of the asynchronous trainers follow the same global
+ * permutation, worker k taking positions [n k / W, n (k + 1) / W) of it
+ * each epoch (averaging's slicing), but exchange nothing: an exchange is
+ * a rendezvous of all workers, and those workers must never wait on each
+ * other (a slow or stopped worker would stall the rest, and the server
+ * would see the wrong worker fall silent). Each reads its slice of every
+ * epoch straight from the dataset files instead, a thread reading the
+ * next epoch's while this one trains (dist_stream.c). The scaling
+ * statistics are combined once at start-up from the workers' epoch-1
+ * slices (which partition the train part). Their parameter server loads
+ * no training data.
  *
  * Validation and test: the synchronous trainers evaluate each rank's slice
  * (dist_eval_sharded), so each rank loads only that slice; ensemble
@@ -121,7 +122,9 @@ static void dist_data_scale(dist_ctx *c, bool contributes)
     dataset_scaling_stats st = {.n = (double)c->n_train};
     double *mean = NULL, *m2 = NULL;
     if (d->scaling == SCALE_UNIT && d->format == DATA_CSV) {
-        st.max_abs = contributes ? dataset_stats_max_abs(&c->train) : 0.0f;
+        st.max_abs = !contributes ? 0.0f
+                     : c->stream ? dist_stream_stats_max_abs(c->stream)
+                                 : dataset_stats_max_abs(&c->train);
         DIST_MPI(MPI_Allreduce(MPI_IN_PLACE, &st.max_abs, 1, MPI_FLOAT, MPI_MAX, c->comm));
     }
     if (d->scaling == SCALE_STANDARD) {
@@ -129,19 +132,24 @@ static void dist_data_scale(dist_ctx *c, bool contributes)
         m2 = calloc((size_t)f + 1, sizeof *m2);
         if (!mean || !m2)
             dist_die("data.scaling: out of memory");
-        if (contributes)
+        if (contributes && c->stream)
+            dist_stream_stats_sum(c->stream, mean);
+        else if (contributes)
             dataset_stats_sum(&c->train, mean);
         DIST_MPI(MPI_Allreduce(MPI_IN_PLACE, mean, (int)f, MPI_DOUBLE, MPI_SUM, c->comm));
         for (long j = 0; j < f; j++)
             mean[j] /= (double)c->n_train;
-        if (contributes)
+        if (contributes && c->stream)
+            dist_stream_stats_m2(c->stream, mean, m2);
+        else if (contributes)
             dataset_stats_m2(&c->train, mean, m2);
         DIST_MPI(MPI_Allreduce(MPI_IN_PLACE, m2, (int)f, MPI_DOUBLE, MPI_SUM, c->comm));
         st.mean = mean;
         st.m2 = m2;
     }
     char err[1024];
-    if (dataset_apply_scaling(d, &st, &c->train, &c->val, &c->test, err, sizeof err) != 0)
+    if (dataset_apply_scaling(d, &st, &c->train, &c->val, &c->test, err, sizeof err) != 0 ||
+        (c->stream && dist_stream_set_scaling(c->stream, &st, err, sizeof err) != 0))
         dist_data_fail(err);
     free(mean);
     free(m2);
@@ -228,7 +236,19 @@ void dist_data_load(dist_ctx *c)
         lo = c->whole ? 0 : c->n_train * k / T;
         hi = c->whole ? c->n_train : c->n_train * (k + 1) / T;
     }
-    dist_data_load_part(c, DATASET_PART_TRAIN, lo, hi, &c->train);
+    if (holder && c->local) {
+        /* An asynchronous worker holds epoch slices, not a block: train
+         * keeps only the samples' shape (and, later, the scaling). */
+        c->stream = dist_stream_open(c, lo, hi, err, sizeof err);
+        if (!c->stream)
+            dist_data_fail(err);
+        const dataset *got = dist_stream_first(c->stream);
+        c->train.features = got->features;
+        c->train.shape = got->shape;
+        c->train.num_classes = got->num_classes;
+    } else {
+        dist_data_load_part(c, DATASET_PART_TRAIN, lo, hi, &c->train);
+    }
 
     /* Evaluation sets: as dist_eval_sharded slices them, or whole. */
     bool eval_whole = s->distributed.trainer == TRAINER_ENSEMBLE || (c->has_server && !holder);
@@ -250,7 +270,7 @@ void dist_data_load(dist_ctx *c)
         /* Sharded ensemble members fetch for each other: each knows all
          * the members' permutations. */
         bool all = !c->whole && s->distributed.trainer == TRAINER_ENSEMBLE;
-        size_t n_perm = (size_t)c->n_train * (all ? (size_t)T : 1);
+        size_t n_perm = c->local ? 1 : (size_t)c->n_train * (all ? (size_t)T : 1);
         int64_t *p = malloc(n_perm * sizeof *p);
         if (!p)
             dist_die("out of memory for the permutation of %ld samples", c->n_train);
@@ -264,7 +284,8 @@ void dist_data_load(dist_ctx *c)
     c->data = c->whole || c->local ? &c->train : &c->epoch;
     c->shard_lo = lo;
 
-    long mine[2] = {c->train.n, c->whole ? 0 : c->per_epoch};
+    long mine[2] = {c->stream ? dist_stream_held(c->stream) : c->train.n,
+                    c->stream ? hi - lo : c->whole ? 0 : c->per_epoch};
     if (c->rank == 0) {
         c->held = calloc((size_t)c->size * 2, sizeof *c->held);
         if (!c->held)
@@ -286,6 +307,7 @@ void dist_data_free(dist_ctx *c)
     dataset_free(&c->test);
     dataset_free(&c->epoch);
     free(c->perms ? c->perms : c->perm);
+    dist_stream_close(c->stream);
     free(c->rows);
     free(c->send_x);
     free(c->send_y);
@@ -379,25 +401,13 @@ static void dist_data_order(const dist_ctx *c, unsigned long seed, int epoch, in
         perm[i] = i;
 }
 
-/* An asynchronous worker's order: positions [lo, hi) of c->perm get the
- * rows of its block (0-based, as c->train holds them), shuffled within
- * the block from (seed, epoch). */
-static void dist_data_local_order(dist_ctx *c, unsigned long seed, int epoch)
-{
-    long lo = c->shard_lo, m = c->train.n;
-    if (c->spec->data.shuffle) {
-        dataset_epoch_permutation(m, seed, epoch, c->perm + lo);
-        return;
-    }
-    for (long i = 0; i < m; i++)
-        c->perm[lo + i] = i;
-}
-
 void dist_data_epoch(dist_ctx *c, unsigned long seed, int epoch)
 {
     c->win_next = 0;
-    if (c->local) {
-        dist_data_local_order(c, seed, epoch);
+    c->order_hash = DIST_ORDER_HASH_INIT;
+    if (c->stream) {
+        /* The stream's permutation is training.seed's, as this one. */
+        dist_stream_epoch(c->stream, epoch);
         return;
     }
     if (!c->perms) {
@@ -429,8 +439,13 @@ static void dist_data_exchange(dist_ctx *c, long w)
 
 const int64_t *dist_data_batch(dist_ctx *c, long step, long first, int batch)
 {
-    if (c->whole || c->local)
+    if (c->stream)
+        return dist_stream_batch(c->stream, first, batch, &c->data);
+    if (c->whole) {
+        for (int r = 0; c->has_server && r < batch; r++)
+            c->order_hash = dist_order_hash(c->order_hash, c->perm[first + r]);
         return c->perm + first;
+    }
     long w = step / c->win_steps;
     while (c->win_next <= w)
         dist_data_exchange(c, c->win_next);
@@ -440,6 +455,11 @@ const int64_t *dist_data_batch(dist_ctx *c, long step, long first, int batch)
         dist_die("sample exchange: step %ld takes positions [%ld, %ld) but the plan says "
                  "[%ld, %ld)", step, first, first + batch, pa, pb);
     return c->rows + (step - w * c->win_steps) * c->spec->training.batch_size;
+}
+
+uint64_t dist_data_order_hash(const dist_ctx *c)
+{
+    return c->stream ? dist_stream_hash(c->stream) : c->order_hash;
 }
 
 void dist_data_epoch_end(dist_ctx *c)

@@ -91,15 +91,18 @@ typedef struct dist_ctx {
     optimizer *optim;
     /* Data (dist_data.c). The train part has n_train samples; this rank
      * holds train = records [shard_lo, shard_lo + train.n) of it (all of
-     * them when `whole`, none on a parameter server), val and test its
-     * evaluation slices or whole sets. */
+     * them when `whole`; none on a parameter server, nor on an
+     * asynchronous worker, whose stream holds its epoch slices), val and
+     * test its evaluation slices or whole sets. */
     dataset train, val, test;
     dataset_layout lay;     /* the global sizes: lay.n_val, lay.n_test */
     long n_train;
     long shard_lo;
     bool whole;             /* every training rank holds the whole train part */
-    bool local;             /* asynchronous workers: each trains on its own
-                               block, shuffled within it (no exchange) */
+    bool local;             /* asynchronous workers: each reads its slice of
+                               every epoch from the files (no exchange) */
+    struct dist_stream *stream; /* local: the epochs' slices (dist_stream.c) */
+    uint64_t order_hash;    /* async, whole data: this epoch's records so far */
     MPI_Comm hcomm;         /* the training ranks (MPI_COMM_NULL on a server) */
     int n_holders, holder;  /* training ranks, and this one's index among them */
     /* sharded: the exchange window (dist_data.c) */
@@ -146,6 +149,54 @@ void dist_data_epoch(dist_ctx *c, unsigned long seed, int epoch);
  * after its last step. */
 const int64_t *dist_data_batch(dist_ctx *c, long step, long first, int batch);
 void dist_data_epoch_end(dist_ctx *c);
+
+/* Asynchronous workers: the records trained this epoch so far, in order,
+ * hashed (dist_order_hash; history.json's workers[i].order_hash). */
+uint64_t dist_data_order_hash(const dist_ctx *c);
+
+/* FNV-1a over 64-bit words: h = (h ^ record) * 0x100000001b3 (mod 2^64)
+ * for each record in training order, from DIST_ORDER_HASH_INIT. */
+#define DIST_ORDER_HASH_INIT 0xcbf29ce484222325ULL
+static inline uint64_t dist_order_hash(uint64_t h, int64_t record)
+{
+    return (h ^ (uint64_t)record) * 0x100000001b3ULL;
+}
+
+/* ---- an asynchronous worker's epochs from the files (dist_stream.c) --- */
+
+typedef struct dist_stream dist_stream;
+
+/* Read epoch 0's slice, positions [lo, hi) of its permutation (raw
+ * values: the scaling statistics are not known yet). NULL + message on
+ * failure. The thread that later reads ahead uses c's spec, options and
+ * layout, which must outlive the stream. */
+dist_stream *dist_stream_open(const dist_ctx *c, long lo, long hi, char *err, size_t errlen);
+void dist_stream_close(dist_stream *s);
+/* The slice read at open: its features, shape and class count. */
+const dataset *dist_stream_first(const dist_stream *s);
+/* That slice's contributions to the scaling statistics (dataset.h's
+ * dataset_stats_*): the slices of one epoch partition the train part. */
+void dist_stream_stats_sum(const dist_stream *s, double *sum);
+void dist_stream_stats_m2(const dist_stream *s, const double *mean, double *m2);
+float dist_stream_stats_max_abs(const dist_stream *s);
+/* The global statistics (copied): every sample is scaled with them. */
+int dist_stream_set_scaling(dist_stream *s, const dataset_scaling_stats *st, char *err,
+                            size_t errlen);
+/* Make epoch e's slice current (waiting for its read if it is not done;
+ * ending the job with the read's message if it failed) and start reading
+ * epoch e + 1. */
+void dist_stream_epoch(dist_stream *s, int epoch);
+/* The batch at positions [first, first + b) of the permutation: *data and
+ * the rows of it to load. */
+const int64_t *dist_stream_batch(dist_stream *s, long first, int b, const dataset **data);
+uint64_t dist_stream_hash(const dist_stream *s);
+/* Seconds training waited for reads (epoch 1's, read at start-up, aside). */
+double dist_stream_waited(const dist_stream *s);
+/* CPU seconds the reads after start-up took on the read thread (0 while a
+ * read is under way). */
+double dist_stream_read_cpu(const dist_stream *s);
+/* Samples resident at most: the slice training and the one being read. */
+long dist_stream_held(const dist_stream *s);
 
 /* The learning rate this epoch's steps use, after warm-up/reductions. */
 float dist_epoch_lr(dist_ctx *c, int epoch);
@@ -235,6 +286,8 @@ typedef struct dist_epoch_info {
     const dist_sums *per_worker;  /* workers entries; NULL = none */
     const double *worker_lr;      /* async: per worker, the rate it ended the
                                      epoch with; else NULL */
+    const uint64_t *worker_order; /* async: per worker, dist_order_hash of
+                                     the records it trained; else NULL */
     int n_workers;
     const int *worker_ranks;
     const long *worker_commits;   /* async: per worker, cumulative; else NULL */
@@ -252,6 +305,9 @@ int dist_report_epoch(dist_report *r, const dist_epoch_info *e, char *err, size_
 /* Each worker's seconds in communication and in its training loop
  * (times: n_workers pairs), for the communication share. */
 void dist_report_worker_times(dist_report *r, const double *times, int n_workers);
+/* Asynchronous workers: the seconds each waited for its epochs' reads and
+ * the CPU seconds those reads took (n_workers pairs). */
+void dist_report_reads(dist_report *r, const double *reads, int n_workers);
 int dist_report_end(dist_report *r, bool has_test, const dist_sums *test, double comm_s,
                     double train_s, char *err, size_t errlen);
 void dist_report_failed(const char *out_dir, const char *why);

@@ -44,8 +44,12 @@ typedef struct dist_msg {
     int64_t step;           /* commit: steps done in `epoch` so far */
     double sums[DIST_SUMS_LEN]; /* epoch: training sums of the epoch;
                                    commit: of the epoch so far;
-                                   done: comm_s, train_s */
+                                   done: comm_s, train_s, seconds
+                                   waited for reads, their CPU
+                                   seconds */
     double lr;              /* epoch: the rate the worker ended the epoch with */
+    uint64_t order_hash;    /* epoch: the records it trained on, in order
+                               (dist_data_order_hash) */
 } dist_msg;
 
 /* The server's answer ahead of the center. */

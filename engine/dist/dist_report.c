@@ -217,6 +217,12 @@ static void dist_report_workers(dist_report *r, const dist_epoch_info *e)
             json_object_set_new(w, "commits", json_integer(e->worker_commits[i]));
         if (e->worker_lr)
             json_array_append_new(dist_report_array(w, "lr"), json_real(e->worker_lr[i]));
+        if (e->worker_order) {
+            /* 64 bits do not fit a JSON number exactly: 16 hex digits. */
+            char hex[17];
+            snprintf(hex, sizeof hex, "%016llx", (unsigned long long)e->worker_order[i]);
+            json_array_append_new(dist_report_array(w, "order_hash"), json_string(hex));
+        }
     }
 }
 
@@ -319,6 +325,18 @@ void dist_report_worker_times(dist_report *r, const double *times, int n_workers
             continue;
         json_object_set_new(w, "comm_time_s", json_real(times[2 * i]));
         json_object_set_new(w, "train_time_s", json_real(times[2 * i + 1]));
+    }
+}
+
+void dist_report_reads(dist_report *r, const double *reads, int n_workers)
+{
+    json_t *ws = dist_report_array(r->hist, "workers");
+    for (int i = 0; i < n_workers; i++) {
+        json_t *w = json_array_get(ws, (size_t)i);
+        if (!w)
+            continue;
+        json_object_set_new(w, "read_wait_s", json_real(reads[2 * i]));
+        json_object_set_new(w, "read_cpu_s", json_real(reads[2 * i + 1]));
     }
 }
 

@@ -48,10 +48,13 @@ typedef struct dist_server {
     int *reported;          /* per epoch: workers that reported it */
     double *lr;             /* per epoch: the server's rate for it */
     double *wlr;            /* [epoch * W + w]: the rate worker w ended it with */
+    uint64_t *order;        /* [epoch * W + w]: the records it trained, hashed */
     int next_epoch;         /* the first epoch not yet written */
     int *ranks;
     char (*receiving)[64];  /* per worker: what the watchdog reports */
     double *times;          /* per worker: comm_s, train_s from its done */
+    double *reads;          /* per worker: seconds it waited for reads, and
+                               their CPU seconds */
     dist_msg *last;         /* per worker: its latest commit header */
     long steps;             /* per worker and epoch */
     double t_epoch;
@@ -130,6 +133,7 @@ static void dist_server_epoch(dist_server *sv, int e)
                             .lr = sv->lr[e], .seconds = now - sv->t_epoch,
                             .samples = total.n, .per_worker = &sv->acc[(long)e * W],
                             .worker_lr = &sv->wlr[(long)e * W],
+                            .worker_order = &sv->order[(long)e * W],
                             .n_workers = W, .worker_ranks = sv->ranks,
                             .worker_commits = sv->sent, .commits = (long)sv->clock,
                             .mean_staleness = dist_server_staleness(sv)};
@@ -213,6 +217,7 @@ static void dist_server_handle(dist_server *sv, const dist_msg *h, int src)
             dist_die("worker rank %d reported epoch %d of %d", src, h->epoch + 1, epochs);
         memcpy(&sv->acc[(long)h->epoch * c->workers + w], h->sums, sizeof(dist_sums));
         sv->wlr[(long)h->epoch * c->workers + w] = h->lr;
+        sv->order[(long)h->epoch * c->workers + w] = h->order_hash;
         sv->sent[w] = (long)h->commits;
         sv->reported[h->epoch]++;
         /* After a stop, epochs a worker finished before it heard of it are
@@ -225,6 +230,8 @@ static void dist_server_handle(dist_server *sv, const dist_msg *h, int src)
         sv->sent[w] = (long)h->commits;
         sv->times[2 * w] = h->sums[0];
         sv->times[2 * w + 1] = h->sums[1];
+        sv->reads[2 * w] = h->sums[2];
+        sv->reads[2 * w + 1] = h->sums[3];
         sv->done[w] = true;
         sv->n_done++;
         break;
@@ -290,6 +297,7 @@ static void dist_server_finish(dist_server *sv)
     if (sv->stopped)
         dist_report_stopped(c->rep, sv->stopped_epoch, sv->discarded);
     dist_report_worker_times(c->rep, sv->times, c->workers);
+    dist_report_reads(c->rep, sv->reads, c->workers);
     if (dist_write_weights(c, sv->center, sv->center + np, NULL, true, err, sizeof err) < 0 ||
         dist_report_end(c->rep, c->test.n > 0, &test, c->comm_s, c->train_s, err,
                         sizeof err) < 0)
@@ -312,12 +320,15 @@ int dist_ps_serve(dist_ctx *c, float *center, const dist_ps_start *start,
     sv.reported = calloc((size_t)E, sizeof *sv.reported);
     sv.lr = calloc((size_t)E, sizeof *sv.lr);
     sv.wlr = calloc((size_t)E * W, sizeof *sv.wlr);
+    sv.order = calloc((size_t)E * W, sizeof *sv.order);
     sv.ranks = calloc((size_t)W, sizeof *sv.ranks);
     sv.receiving = calloc((size_t)W, sizeof *sv.receiving);
     sv.times = calloc((size_t)W * 2, sizeof *sv.times);
+    sv.reads = calloc((size_t)W * 2, sizeof *sv.reads);
     sv.last = calloc((size_t)W, sizeof *sv.last);
-    if (!sv.times || !sv.last || !sv.buf || !sv.commits || !sv.last_seen || !sv.done ||
-        !sv.acc || !sv.reported || !sv.lr || !sv.wlr || !sv.ranks || !sv.receiving)
+    if (!sv.times || !sv.reads || !sv.last || !sv.buf || !sv.commits || !sv.last_seen ||
+        !sv.done || !sv.acc || !sv.reported || !sv.lr || !sv.wlr || !sv.order || !sv.ranks ||
+        !sv.receiving)
         dist_die("out of memory");
     /* Commits restored from a checkpoint were applied by an earlier server. */
     for (int w = 0; w < W; w++) {
@@ -359,9 +370,11 @@ int dist_ps_serve(dist_ctx *c, float *center, const dist_ps_start *start,
     free(sv.reported);
     free(sv.lr);
     free(sv.wlr);
+    free(sv.order);
     free(sv.ranks);
     free(sv.receiving);
     free(sv.times);
+    free(sv.reads);
     free(sv.last);
     return 0;
 }

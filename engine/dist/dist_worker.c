@@ -1,7 +1,7 @@
 /* dist_worker.c — a worker of the asynchronous trainers (ranks 1..W).
- * Worker i trains on its own block of the train set (the only samples it
- * loads), reshuffled within the block every epoch (dist_data.c), with its
- * own local optimizer and talks to the parameter server every
+ * Worker i trains each epoch on its slice of the epoch's global
+ * permutation, read from the dataset files (dist_stream.c), with its own
+ * local optimizer and talks to the parameter server every
  * distributed.communication_window steps (and once more at the end, so no
  * local progress is lost), as dist-keras defines the methods:
  *
@@ -259,7 +259,8 @@ static void dist_worker_epoch(dist_worker *w, int epoch, long lo, long hi, long 
                 return;
         }
     }
-    dist_msg h = {.kind = DIST_MSG_EPOCH, .epoch = epoch, .commits = w->commits, .lr = w->lr};
+    dist_msg h = {.kind = DIST_MSG_EPOCH, .epoch = epoch, .commits = w->commits, .lr = w->lr,
+                  .order_hash = dist_data_order_hash(c)};
     memcpy(h.sums, &run, sizeof run);
     dist_worker_send(w, &h, NULL);
 }
@@ -298,7 +299,9 @@ int dist_ps_work(dist_ctx *c, float *center, const dist_ps_start *start, long co
         dist_worker_exchange(&w);
     c->train_s = MPI_Wtime() - t0;
     dist_msg done = {.kind = DIST_MSG_DONE, .commits = w.commits,
-                     .sums = {c->comm_s, c->train_s}};
+                     .sums = {c->comm_s, c->train_s,
+                              c->stream ? dist_stream_waited(c->stream) : 0.0,
+                              c->stream ? dist_stream_read_cpu(c->stream) : 0.0}};
     dist_worker_send(&w, &done, NULL);
     dist_worker_device_free(&w);
     free(w.x);

@@ -471,8 +471,8 @@ def case_sharding(tmp):
     trainer's: allreduce on 1, 2 and 3 ranks (per-rank batch 60/P) against
     single with batch 60, with unit and standard scaling (the latter's
     statistics combined over the blocks); averaging and ensemble on blocks
-    equal their whole-data runs bit for bit; the parameter server holds no
-    training data."""
+    equal their whole-data runs bit for bit. (Asynchronous workers:
+    case_async_data.)"""
     n = 1800  # 2000 train samples less the 10% validation split
     for scaling in ("unit", "standard"):
         ref, _ = run(tmp, "single-" + scaling, job("single", 1, batch=60, scaling=scaling), None)
@@ -530,13 +530,136 @@ def case_sharding(tmp):
         d = max_diff(safetensors(os.path.join(ref, name)), safetensors(os.path.join(out, name)))
         check(d == 0.0, "ensemble member %d on shards differs from whole data by %g" % (k, d))
     check(h["test"] == history(ref)["test"], "ensemble test metrics differ")
-    out, _ = run(tmp, "dp", job("downpour", 2, epochs=1), 3)
+
+
+TENSORFILE_TOOL = os.path.join(BUILD, "tests", "data", "tensorfile_tool")
+M64 = (1 << 64) - 1
+
+
+def permutation(n, seed, epoch):
+    """dataset_epoch_permutation (through the tool check_numpy.py checks
+    against the documented algorithm)."""
+    out = subprocess.run([TENSORFILE_TOOL, "perm", str(n), str(seed), str(epoch)],
+                         capture_output=True, text=True, check=True).stdout
+    return [int(v) for v in out.split()]
+
+
+def order_hash(records):
+    """dist_order_hash over records in training order (dist_internal.h)."""
+    h = 0xcbf29ce484222325
+    for g in records:
+        h = ((h ^ g) * 0x100000001b3) & M64
+    return "%016x" % h
+
+
+def check_async_slices(name, h, n, workers, epochs, seed, shuffle=True):
+    """Worker w trained, in each epoch e, exactly positions [n w / W,
+    n (w + 1) / W) of epoch e's global permutation, in that order: the
+    workers' samples of an epoch are the whole train part, split as the
+    synchronous trainers' averaging splits it."""
+    for e in range(epochs):
+        perm = permutation(n, seed, e) if shuffle else list(range(n))
+        slices = [perm[n * w // workers:n * (w + 1) // workers] for w in range(workers)]
+        check(sorted(g for s in slices for g in s) == list(range(n)), "slices do not partition")
+        for w, (wk, want) in enumerate(zip(h["workers"], slices)):
+            check(wk["order_hash"][e] == order_hash(want),
+                  "%s: worker rank %d trained other samples in epoch %d than positions "
+                  "[%d, %d) of the epoch's permutation (order hash %s, expected %s)"
+                  % (name, wk["rank"], e + 1, n * w // workers, n * (w + 1) // workers,
+                     wk["order_hash"][e], order_hash(want)))
+
+
+def case_async_data(tmp):
+    """Asynchronous workers follow the global per-epoch permutation without
+    any exchange: on 2 and 3 workers each trains, every epoch, on its slice
+    of the epoch's permutation (checked against history.json's per-worker
+    order hashes, recomputed here); each holds two slices of about n/W
+    samples (the epoch training and the next, read ahead), reads one per
+    epoch, and the server holds none. Standard scaling uses the whole train
+    part's statistics (the saved input.shift and input.factor equal
+    numpy's). Without shuffling a worker reads its slice once."""
+    n, epochs, seed = 1800, 3, 3  # 2000 train samples less the 10% split
+    for W in (2, 3):
+        out, _ = run(tmp, "dp%d" % W, job("downpour", W, epochs=epochs), W + 1)
+        h = history(out)
+        sizes = [n * (w + 1) // W - n * w // W for w in range(W)]
+        print("downpour on %d workers: held %s read per epoch %s" % (W, h["samples_held"],
+                                                                     h["samples_received"]))
+        check_async_slices("downpour-%d" % W, h, n, W, epochs, seed)
+        check(h["samples_held"] == [0] + [2 * m for m in sizes],
+              "downpour on %d workers holds %s, not two slices of %s" % (W, h["samples_held"], sizes))
+        check(h["samples_received"] == [0] + sizes,
+              "downpour on %d workers reads %s per epoch, not %s" % (W, h["samples_received"], sizes))
+        check(all(wk["read_wait_s"] >= 0 and wk["read_cpu_s"] > 0 for wk in h["workers"]),
+              "read_wait_s, read_cpu_s per worker: %s" % h["workers"])
+    out, _ = run(tmp, "adag-std", job("adag", 3, epochs=2, scaling="standard"), 4)
     h = history(out)
-    print("downpour: held %s received %s" % (h["samples_held"], h["samples_received"]))
-    # Asynchronous workers never wait on each other, so no exchange: each
-    # trains on its own block, the server holds none.
-    check(h["samples_held"] == [0, n // 2, n - n // 2], "downpour holds %s" % h["samples_held"])
-    check(h["samples_received"] == [0, 0, 0], "downpour received %s" % h["samples_received"])
+    check_async_slices("adag-standard", h, n, 3, 2, seed)
+    x, _ = fmnist("train", 0, n)
+    x = x.astype(np.float64) * 255.0
+    mean, sd = x.mean(axis=0), x.std(axis=0)
+    w = weights(out)
+    dm = float(np.abs(w["input.shift"].reshape(-1) - mean).max())
+    want = np.where(sd > 1e-12, 1.0 / np.where(sd > 1e-12, sd, 1.0), 1.0)
+    df = float(np.abs(w["input.factor"].reshape(-1) - want).max() / want.max())
+    print("adag standard scaling: max |shift - mean| %.3g, max rel |factor - 1/sd| %.3g" % (dm, df))
+    check(dm < 1e-3 and df < 1e-5, "asynchronous standard scaling is not the train part's: "
+          "shift off by %g, factor by %g" % (dm, df))
+    # Two epochs of adag reach ~0.6 (chance is 0.1) with either scaling.
+    check(h["loss"][1] < h["loss"][0] and h["test"]["accuracy"] >= 0.4,
+          "adag with standard scaling: loss %s, test accuracy %.3f"
+          % (h["loss"], h["test"]["accuracy"]))
+    out, _ = run(tmp, "dp-noshuffle", job("downpour", 2, epochs=2, shuffle=False), 3)
+    h = history(out)
+    check_async_slices("downpour-noshuffle", h, n, 2, 2, seed, shuffle=False)
+    check(h["samples_held"] == [0, 900, 900], "unshuffled downpour holds %s" % h["samples_held"])
+
+
+def case_async_read_failure(tmp):
+    """A worker whose read of a later epoch's samples fails (the images
+    file replaced by a truncated one mid-run) ends the job promptly with a
+    non-zero exit and a message naming its rank, the file and the fault."""
+    root = os.path.join(tmp, "root")
+    os.makedirs(os.path.join(root, "fm"))
+    src = os.path.join(DATASETS, "fashion-mnist")
+    for f in ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"):
+        with open(os.path.join(src, f), "rb") as a, open(os.path.join(root, "fm", f), "wb") as b:
+            b.write(a.read())
+    spec = job("downpour", 2, epochs=500, train="fm/train")
+    del spec["data"]["test"], spec["data"]["test_samples"]
+    path = write_job(tmp, "readfail", spec)
+    out = os.path.join(tmp, "readfail")
+    cmd = mpirun_cmd(3, MPI_ENV) + [PUNCH_TRAIN, path, "--out", out, "--datasets", root]
+    err = open(os.path.join(tmp, "readfail.err"), "w+")
+    p = subprocess.Popen(cmd, env={**os.environ, **MPI_ENV}, stdout=subprocess.DEVNULL,
+                         stderr=err)
+    progress = os.path.join(out, "progress.jsonl")
+    deadline = time.time() + 90
+    while time.time() < deadline and p.poll() is None:
+        if os.path.exists(progress) and '"event":"epoch"' in open(progress).read():
+            break
+        time.sleep(0.05)
+    check(p.poll() is None, "the job ended before its file could be damaged")
+    images = os.path.join(root, "fm", "train-images-idx3-ubyte.gz")
+    with open(images, "rb") as f:
+        raw = f.read()
+    with open(images + ".tmp", "wb") as f:
+        f.write(raw[:len(raw) // 2])
+    os.replace(images + ".tmp", images)
+    t0 = time.time()
+    try:
+        rc = p.wait(timeout=60)  # a bound against hanging the suite, not a timing check
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        fail("the job still runs 60 s after its images file was damaged")
+    err.seek(0)
+    text = err.read()
+    lines = [l for l in text.splitlines() if l.startswith("punch-train: rank")]
+    print("read failure: mpirun exit %d after %.1f s: %s" % (rc, time.time() - t0, lines[:1]))
+    check(rc != 0, "mpirun exited 0 after a worker's read failed")
+    check(any(("rank 1: " in l or "rank 2: " in l) and "train-images-idx3-ubyte.gz: " in l
+              for l in lines), "no message naming a worker rank and the file:\n" + text[-2000:])
 
 
 def rank_pids(mpirun_pid):
@@ -659,6 +782,8 @@ CASES = {
     "sharding": case_sharding,
     "schedules": case_schedules,
     "checkpoints": case_checkpoints,
+    "async_data": case_async_data,
+    "async_read_failure": case_async_read_failure,
 }
 for _t in ASYNC:
     CASES[_t] = (lambda t: lambda tmp: case_async(tmp, t))(_t)
