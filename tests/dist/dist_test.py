@@ -61,14 +61,15 @@ def mpirun_cmd(np_, env):
     return cmd
 
 
-def run(tmp, name, spec, ranks, env=None, resume=False, expect_ok=True, out=None):
+def run(tmp, name, spec, ranks, env=None, resume=False, expect_ok=True, out=None,
+        datasets=DATASETS):
     """Run punch-train under mpirun (ranks=None: directly, no mpirun)."""
     path = write_job(tmp, name, spec)
     out = out or os.path.join(tmp, name)
     env_all = dict(MPI_ENV)
     env_all.update(env or {})
     cmd = [] if ranks is None else mpirun_cmd(ranks, env_all)
-    cmd += [PUNCH_TRAIN, path, "--out", out, "--datasets", DATASETS]
+    cmd += [PUNCH_TRAIN, path, "--out", out, "--datasets", datasets]
     if resume:
         cmd.append("--resume")
     p = subprocess.run(cmd, env={**os.environ, **env_all}, capture_output=True, text=True,
@@ -577,7 +578,8 @@ def case_async_data(tmp):
     samples (the epoch training and the next, read ahead), reads one per
     epoch, and the server holds none. Standard scaling uses the whole train
     part's statistics (the saved input.shift and input.factor equal
-    numpy's). Without shuffling a worker reads its slice once."""
+    numpy's), for byte data (scaled per batch) and for CSV (float slices,
+    scaled when read). Without shuffling a worker reads its slice once."""
     n, epochs, seed = 1800, 3, 3  # 2000 train samples less the 10% split
     for W in (2, 3):
         out, _ = run(tmp, "dp%d" % W, job("downpour", W, epochs=epochs), W + 1)
@@ -609,6 +611,31 @@ def case_async_data(tmp):
     check(h["loss"][1] < h["loss"][0] and h["test"]["accuracy"] >= 0.4,
           "adag with standard scaling: loss %s, test accuracy %.3f"
           % (h["loss"], h["test"]["accuracy"]))
+    # CSV: three Gaussian blobs in 8 features, label first.
+    rng = np.random.default_rng(5)
+    y = rng.integers(0, 3, 600)
+    xs = (rng.normal(size=(600, 8)) + 2.0 * y[:, None] * np.arange(1, 9) / 8 + 10.0)
+    os.makedirs(os.path.join(tmp, "csvroot"))
+    with open(os.path.join(tmp, "csvroot", "blobs.csv"), "w") as f:
+        for label, row in zip(y, xs):
+            f.write("%d,%s\n" % (label, ",".join("%.6f" % v for v in row)))
+    spec = job("downpour", 2, epochs=3, batch=16)
+    spec["data"] = {"format": "csv", "train": "blobs.csv", "num_classes": 3,
+                    "scaling": "standard", "validation_split": 0.1}
+    spec["model"] = {"input": [8], "layers": [{"type": "dense", "units": 16, "activation": "relu"},
+                                              {"type": "dense", "units": 3, "activation": "softmax"}]}
+    out, _ = run(tmp, "dp-csv", spec, 3, datasets=os.path.join(tmp, "csvroot"))
+    h = history(out)
+    check_async_slices("downpour-csv", h, 540, 2, 3, seed)
+    x = np.array([[float("%.6f" % v) for v in row] for row in xs[:540]], np.float32)
+    x = x.astype(np.float64)
+    w = weights(out)
+    dm = float(np.abs(w["input.shift"] - x.mean(axis=0)).max())
+    df = float(np.abs(w["input.factor"] - 1.0 / x.std(axis=0)).max())
+    print("downpour on CSV: loss %s, max |shift - mean| %.3g, |factor - 1/sd| %.3g"
+          % (h["loss"], dm, df))
+    check(dm < 1e-4 and df < 1e-4, "CSV standard scaling is not the train part's")
+    check(h["loss"][-1] < h["loss"][0], "downpour on CSV: loss %s" % h["loss"])
     out, _ = run(tmp, "dp-noshuffle", job("downpour", 2, epochs=2, shuffle=False), 3)
     h = history(out)
     check_async_slices("downpour-noshuffle", h, n, 2, 2, seed, shuffle=False)
