@@ -146,7 +146,8 @@ void dist_data_epoch(dist_ctx *c, unsigned long seed, int epoch);
  * `step` of the epoch. Collective over the training ranks when sharded:
  * every training rank calls it for each of its steps in order (with
  * batch 0 when it has no samples that step), and dist_data_epoch_end
- * after its last step. */
+ * after its last step. An asynchronous worker's call may repoint c->data
+ * (to its batch of converted bytes): read c->data after calling. */
 const int64_t *dist_data_batch(dist_ctx *c, long step, long first, int batch);
 void dist_data_epoch_end(dist_ctx *c);
 

@@ -242,8 +242,10 @@ static void dist_worker_epoch(dist_worker *w, int epoch, long lo, long hi, long 
     for (long st = 0; st < steps; st++) {
         long first = lo + st * B;
         int b = (int)(hi - first < B ? hi - first : B);
-        if (model_load_batch(c->m, c->data, dist_data_batch(c, st, first, b), b, err,
-                             sizeof err) < 0)
+        /* dist_data_batch may point c->data elsewhere (dist_stream.c's
+         * batch of converted bytes): call it before reading c->data. */
+        const int64_t *rows = dist_data_batch(c, st, first, b);
+        if (model_load_batch(c->m, c->data, rows, b, err, sizeof err) < 0)
             dist_die("%s", err);
         batch_metrics bm = {0};
         double loss = dist_worker_step(w, b, &bm);
