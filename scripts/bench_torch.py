@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""bench_torch.py MODEL EPOCHS STEPS THREADS: the PyTorch side of scripts/bench-engine.
+"""bench_torch.py MODEL EPOCHS STEPS THREADS [SEED]: the PyTorch side of scripts/bench-engine.
 
 Trains the Punchcard preset MODEL (mlp, simplecnn, convnet) on Fashion-MNIST with the
 same architecture, initial-weight scheme, batch size (64), optimizer (Adam, lr 1e-3,
@@ -62,15 +62,16 @@ def glorot(model):
 
 def main():
     name, epochs, steps, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    seed = int(sys.argv[5]) if len(sys.argv) > 5 else 1  # other seeds: accuracy spread only
     torch.set_num_threads(threads)
-    torch.manual_seed(1)
+    torch.manual_seed(seed)
     xtr, ytr = load("train")
     xte, yte = load("t10k")
     model = build(name)
     glorot(model)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-7)
     lossf = nn.CrossEntropyLoss()
-    gen = torch.Generator().manual_seed(1)
+    gen = torch.Generator().manual_seed(seed)
     batch, trained, train_time = 64, 0, 0.0
     for _ in range(epochs):
         model.train()
