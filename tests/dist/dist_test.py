@@ -437,7 +437,9 @@ def case_checkpoints(tmp):
 def case_resume(tmp):
     """--resume from the epoch-2 checkpoint reaches the same weights as an
     uninterrupted 3-epoch run (allreduce, averaging, every ensemble member);
-    async resumes too."""
+    every asynchronous trainer resumes: a third epoch appended to the first
+    two, going on from where they left off, more commits, every commit
+    counted."""
     small = {"train_samples": 1000, "test_samples": 200}
     for trainer, n in (("allreduce", 2), ("averaging", 2), ("ensemble", 2)):
         full, _ = run(tmp, trainer + "-full", job(trainer, n, epochs=3, **small), n)
@@ -457,13 +459,27 @@ def case_resume(tmp):
         h = history(part)
         check(len(h["loss"]) == 3, "%s: resumed history has %d epochs" % (trainer, len(h["loss"])))
         check(h["loss"] == history(full)["loss"], "%s: resumed history differs" % trainer)
-    part = os.path.join(tmp, "downpour-part")
-    run(tmp, "dp-two", job("downpour", 2, epochs=2, **small), 3, out=part)
-    c2 = history(part)["commits"]
-    run(tmp, "dp-three", job("downpour", 2, epochs=3, **small), 3, resume=True, out=part)
-    h = history(part)
-    check(len(h["loss"]) == 3 and h["commits"] > c2, "downpour resume: %s" % h)
-    check(h["commits"] == sum(w["commits"] for w in h["workers"]), "downpour resume commits")
+    for trainer in ("downpour", "adag", "dynsgd", "aeasgd", "eamsgd"):
+        part = os.path.join(tmp, trainer + "-part")
+        run(tmp, trainer + "-two", job(trainer, 2, epochs=2, **small), 3, out=part)
+        h2 = history(part)
+        run(tmp, trainer + "-three", job(trainer, 2, epochs=3, **small), 3, resume=True, out=part)
+        h = history(part)
+        check(len(h["loss"]) == 3 and h["commits"] > h2["commits"], "%s resume: %s" % (trainer, h))
+        check(h["loss"][:2] == h2["loss"], "%s resume: the first two epochs' history changed"
+              % trainer)
+        check(h["commits"] == sum(w["commits"] for w in h["workers"]), "%s resume commits" % trainer)
+        print("%s resumed: loss %s, commits %d -> %d" % (trainer, h["loss"], h2["commits"],
+                                                         h["commits"]))
+        # The workers of downpour, adag and dynsgd commit their updates to the
+        # center, so the checkpointed center holds their progress: a resume
+        # that lost it would start epoch 3 from scratch. The elastic workers
+        # (aeasgd, eamsgd) keep their progress in their own variables, which
+        # the checkpoint does not hold (README), so they restart near the
+        # center.
+        if trainer in ("downpour", "adag", "dynsgd"):
+            check(h["loss"][2] < h["loss"][1], "%s resume: epoch 3 did not go on from epoch 2:"
+                  " %s" % (trainer, h["loss"]))
 
 
 def case_sharding(tmp):
