@@ -123,3 +123,17 @@ unsigned char *tu_idx_labels(uint32_t claimed_n, uint32_t n, int classes, size_t
         b[8 + i] = (unsigned char)(i % (uint32_t)classes);
     return b;
 }
+
+unsigned char *tu_cifar_records(int n, int first, size_t *len)
+{
+    *len = (size_t)n * 3073;
+    unsigned char *b = malloc(*len);
+    if (!b)
+        tu_die("malloc", "CIFAR records");
+    for (int i = 0; i < n; i++) {
+        b[i * 3073] = (unsigned char)((first + i) % 10);
+        for (int k = 0; k < 3072; k++)
+            b[i * 3073 + 1 + k] = (unsigned char)((first + i + k) % 256);
+    }
+    return b;
+}

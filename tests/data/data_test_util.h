@@ -28,4 +28,8 @@ unsigned char *tu_idx_images(uint32_t claimed_n, uint32_t n, uint32_t rows, uint
                              size_t *len);
 unsigned char *tu_idx_labels(uint32_t claimed_n, uint32_t n, int classes, size_t *len);
 
+/* n CIFAR-10 records (label byte + 3,072 pixels) in a malloc'd buffer:
+ * label (first + i) % 10, pixel k of record i = (first + i + k) % 256. */
+unsigned char *tu_cifar_records(int n, int first, size_t *len);
+
 #endif

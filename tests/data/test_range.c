@@ -224,25 +224,11 @@ static void test_idx_errors_match(void **state)
     }
 }
 
-/* n CIFAR records: label (first + i) % 10, pixel k of record i = (first + i + k) % 256. */
-static unsigned char *cifar_records(int n, int first, size_t *len)
-{
-    *len = (size_t)n * 3073;
-    unsigned char *b = malloc(*len);
-    assert_non_null(b);
-    for (int i = 0; i < n; i++) {
-        b[i * 3073] = (unsigned char)((first + i) % 10);
-        for (int k = 0; k < 3072; k++)
-            b[i * 3073 + 1 + k] = (unsigned char)((first + i + k) % 256);
-    }
-    return b;
-}
-
 static void test_cifar_ranges(void **state)
 {
     (void)state;
     size_t l1, l2;
-    unsigned char *b1 = cifar_records(5, 0, &l1), *b2 = cifar_records(4, 5, &l2);
+    unsigned char *b1 = tu_cifar_records(5, 0, &l1), *b2 = tu_cifar_records(4, 5, &l2);
     const char *paths[2] = {strdup(tu_write(dir, "data_batch_1.bin", b1, l1)),
                             strdup(tu_write_gz(dir, "data_batch_2.bin.gz", b2, l2))};
     dataset whole, part;
