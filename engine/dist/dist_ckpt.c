@@ -6,6 +6,15 @@
  * parameter server's counters. Rank 0 writes it atomically after every
  * epoch, so a resumed run starts exactly at an epoch boundary.
  *
+ * The asynchronous trainers write the center as replica 0 (its optimizer
+ * floats zero: the server has no optimizer) and, once every worker has
+ * sent its state, worker w's own variables as replica 1 + w: its params,
+ * batchnorm state, and its optimizer state (eamsgd: its velocity). A
+ * checkpoint of theirs with the center alone (n_replicas 1, n_optim 0, as
+ * written before workers' replicas existed) still resumes: the workers
+ * then restart from the center. The layout is the same either way, so
+ * the version stays 1.
+ *
  * Layout (host byte order; the file is read back by the same engine):
  *   "PUNCHDCK" u32 version u32 trainer
  *   i64 ranks n_replicas n_workers epochs_done global_step commits
@@ -80,8 +89,10 @@ int dist_ckpt_save(const dist_ctx *c, const dist_ckpt_meta *meta, const dist_rep
         p += h.n_params * sizeof(float);
         memcpy(p, reps[k].state, (size_t)h.n_state * sizeof(float));
         p += h.n_state * sizeof(float);
-        if (n_optim > 0)
+        if (n_optim > 0 && reps[k].optim)
             memcpy(p, reps[k].optim, (size_t)n_optim * sizeof(float));
+        else if (n_optim > 0)
+            memset(p, 0, (size_t)n_optim * sizeof(float));
         p += n_optim * sizeof(float);
     }
     char path[4096];
@@ -103,7 +114,9 @@ static int dist_ckpt_check(const dist_ctx *c, const dist_ckpt_head *h, size_t le
                        path, spec_trainer_name((spec_trainer)h->trainer), (long long)h->ranks,
                        spec_trainer_name(c->spec->distributed.trainer), c->size);
     if (h->n_params != c->m->n_params || h->n_state != c->m->n_state ||
-        h->n_optim != n_optim || h->sched_bytes != (int64_t)sizeof(schedule_state) ||
+        (n_optim >= 0 && h->n_optim != n_optim) || h->n_optim < 0 ||
+        h->n_optim > (int64_t)(len / sizeof(float)) ||
+        h->sched_bytes != (int64_t)sizeof(schedule_state) ||
         h->n_replicas < 1 || h->n_replicas > c->size || h->n_workers < 0 ||
         h->n_workers > c->size || h->epochs_done < 0 ||
         h->epochs_done > c->spec->training.epochs)
@@ -136,6 +149,8 @@ int dist_ckpt_load(const dist_ctx *c, dist_ckpt_meta *meta, dist_replica **reps_
     meta->staleness_sum = h.staleness_sum;
     meta->n_replicas = (int)h.n_replicas;
     meta->n_workers = (int)h.n_workers;
+    meta->n_optim = (long)h.n_optim;
+    n_optim = (long)h.n_optim; /* checked equal unless the caller took the file's */
     const unsigned char *p = buf + sizeof h;
     memcpy(&meta->sched, p, sizeof meta->sched);
     p += sizeof meta->sched;

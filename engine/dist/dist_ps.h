@@ -8,6 +8,12 @@
  * dist_reply (DIST_TAG_REPLY) and the center (DIST_TAG_CENTER: params then
  * state).
  *
+ * With each epoch-end and done header a worker sends its own variables
+ * (DIST_TAG_STATE: dist_ps_state_floats floats, its params, batchnorm
+ * state, then its optimizer state, or eamsgd's velocity). The server
+ * keeps the latest per worker and checkpoints them as replicas 1..W, so a
+ * resumed elastic worker goes on from its own variables, not the center.
+ *
  * The server owns the learning-rate schedules: it runs them at each epoch
  * end on the center's validation metrics and the workers' training
  * metrics, and every reply carries its schedule state, so a worker adopts
@@ -25,6 +31,7 @@ enum {
     DIST_TAG_DATA = 102,
     DIST_TAG_REPLY = 103,
     DIST_TAG_CENTER = 104,
+    DIST_TAG_STATE = 105,
 };
 
 typedef enum dist_msg_kind {
@@ -64,10 +71,20 @@ typedef struct dist_ps_start {
     int64_t epoch;
     int64_t clock;
     double staleness_sum;
+    int64_t worker_state;   /* 1: rank 0 sends each worker its checkpointed
+                               variables (DIST_TAG_STATE) before serving */
 } dist_ps_start;
 
+/* A worker's optimizer floats in its checkpoint replica: eamsgd's velocity
+ * (n_params), or the local optimizer's state (optim.h's layout). */
+long dist_ps_optim_floats(const dist_ctx *c);
+/* What DIST_TAG_STATE carries: n_params + n_state + dist_ps_optim_floats. */
+long dist_ps_state_floats(const dist_ctx *c);
+
 /* center: n_params + n_state floats, identical on every rank at entry;
- * worker_commits: the counts so far (W entries, from a checkpoint). */
+ * worker_commits: the counts so far (W entries, from a checkpoint). When
+ * start->worker_state, a worker first receives its variables from rank 0
+ * (which dist_run_async sends) and trains on from them. */
 int dist_ps_serve(dist_ctx *c, float *center, const dist_ps_start *start,
                   long *worker_commits);
 int dist_ps_work(dist_ctx *c, float *center, const dist_ps_start *start, long commits);

@@ -12,7 +12,9 @@
  * the center on the validation set, runs the learning-rate schedules on
  * those metrics (and the workers' summed training metrics), writes the
  * epoch's progress and history (with per-worker metrics, rates and commit
- * counts) and a checkpoint. Its schedule state rides on every reply, so
+ * counts) and a checkpoint: the center, and each worker's own variables
+ * as it sent them with its latest epoch-end or done message (dist_ps.h).
+ * Its schedule state rides on every reply, so
  * all workers train at the server's rate from their next exchange on and
  * stop together when early stopping fires. From that decision on, the
  * center stays the one that was scored: commits still in flight are
@@ -52,10 +54,15 @@ typedef struct dist_server {
     int next_epoch;         /* the first epoch not yet written */
     int *ranks;
     char (*receiving)[64];  /* per worker: what the watchdog reports */
+    char (*receiving_vars)[64]; /* the same for its variables */
     double *times;          /* per worker: comm_s, train_s from its done */
     double *reads;          /* per worker: seconds it waited for reads, and
                                their CPU seconds */
     dist_msg *last;         /* per worker: its latest commit header */
+    float *wstate;          /* per worker: its latest variables (n_wstate) */
+    long n_wstate;          /* dist_ps_state_floats */
+    int n_wstates;          /* workers that have sent theirs */
+    bool *has_wstate;
     long steps;             /* per worker and epoch */
     double t_epoch;
 } dist_server;
@@ -88,17 +95,50 @@ static void dist_server_apply(dist_server *sv, const dist_msg *h, int w)
     sv->commits[w]++;
 }
 
+/* The worker's variables that follow its epoch-end or done header. */
+static void dist_server_recv_wstate(dist_server *sv, int src)
+{
+    int w = src - 1;
+    dist_watchdog_tick(sv->receiving_vars[w]);
+    double t0 = MPI_Wtime();
+    DIST_MPI(MPI_Recv(sv->wstate + (long)w * sv->n_wstate, (int)sv->n_wstate, MPI_FLOAT, src,
+                      DIST_TAG_STATE, sv->c->comm, MPI_STATUS_IGNORE));
+    sv->c->comm_s += MPI_Wtime() - t0;
+    if (!sv->has_wstate[w]) {
+        sv->has_wstate[w] = true;
+        sv->n_wstates++;
+    }
+}
+
+/* Replica 0 is the center (the server has no optimizer: zeros), replicas
+ * 1..W the workers' latest variables. Every worker sends its variables
+ * with each epoch-end and done header, and an epoch is checkpointed once
+ * every worker has reported it, so they are all there; should one be
+ * missing, the center alone is written (a resume then restarts the
+ * workers from it). */
 static void dist_server_checkpoint(dist_server *sv, int epochs_done)
 {
     dist_ctx *c = sv->c;
+    int W = c->workers;
+    long np = c->m->n_params, ns = c->m->n_state;
+    bool all = sv->n_wstates == W;
+    long no = all ? sv->n_wstate - np - ns : 0;
     dist_ckpt_meta meta = {.epochs_done = epochs_done, .commits = (long)sv->clock,
-                           .staleness_sum = sv->staleness_sum, .n_replicas = 1,
-                           .n_workers = c->workers, .worker_commits = sv->commits,
+                           .staleness_sum = sv->staleness_sum, .n_replicas = all ? 1 + W : 1,
+                           .n_workers = W, .worker_commits = sv->commits,
                            .sched = c->sched};
-    dist_replica rep = {sv->center, sv->center + c->m->n_params, NULL};
+    dist_replica *reps = calloc((size_t)W + 1, sizeof *reps);
+    if (!reps)
+        dist_die("checkpoint: out of memory");
+    reps[0] = (dist_replica){sv->center, sv->center + np, NULL};
+    for (int w = 0; all && w < W; w++) {
+        float *x = sv->wstate + (long)w * sv->n_wstate;
+        reps[1 + w] = (dist_replica){x, x + np, x + np + ns};
+    }
     char err[1024];
-    if (dist_ckpt_save(c, &meta, &rep, 0, err, sizeof err) < 0)
+    if (dist_ckpt_save(c, &meta, reps, no, err, sizeof err) < 0)
         dist_die("checkpoint: %s", err);
+    free(reps);
 }
 
 static double dist_server_staleness(const dist_server *sv)
@@ -219,6 +259,7 @@ static void dist_server_handle(dist_server *sv, const dist_msg *h, int src)
         sv->wlr[(long)h->epoch * c->workers + w] = h->lr;
         sv->order[(long)h->epoch * c->workers + w] = h->order_hash;
         sv->sent[w] = (long)h->commits;
+        dist_server_recv_wstate(sv, src);
         sv->reported[h->epoch]++;
         /* After a stop, epochs a worker finished before it heard of it are
          * not the job's: the center was final before they ended. */
@@ -227,6 +268,7 @@ static void dist_server_handle(dist_server *sv, const dist_msg *h, int src)
             dist_server_epoch(sv, sv->next_epoch++);
         break;
     case DIST_MSG_DONE:
+        dist_server_recv_wstate(sv, src);
         sv->sent[w] = (long)h->commits;
         sv->times[2 * w] = h->sums[0];
         sv->times[2 * w + 1] = h->sums[1];
@@ -323,12 +365,16 @@ int dist_ps_serve(dist_ctx *c, float *center, const dist_ps_start *start,
     sv.order = calloc((size_t)E * W, sizeof *sv.order);
     sv.ranks = calloc((size_t)W, sizeof *sv.ranks);
     sv.receiving = calloc((size_t)W, sizeof *sv.receiving);
+    sv.receiving_vars = calloc((size_t)W, sizeof *sv.receiving_vars);
     sv.times = calloc((size_t)W * 2, sizeof *sv.times);
     sv.reads = calloc((size_t)W * 2, sizeof *sv.reads);
     sv.last = calloc((size_t)W, sizeof *sv.last);
-    if (!sv.times || !sv.reads || !sv.last || !sv.buf || !sv.commits || !sv.last_seen ||
-        !sv.done || !sv.acc || !sv.reported || !sv.lr || !sv.wlr || !sv.order || !sv.ranks ||
-        !sv.receiving)
+    sv.n_wstate = dist_ps_state_floats(c);
+    sv.wstate = malloc((size_t)(W * sv.n_wstate + 1) * sizeof(float));
+    sv.has_wstate = calloc((size_t)W, sizeof *sv.has_wstate);
+    if (!sv.wstate || !sv.has_wstate || !sv.times || !sv.reads || !sv.last || !sv.buf ||
+        !sv.commits || !sv.last_seen || !sv.done || !sv.acc || !sv.reported || !sv.lr ||
+        !sv.wlr || !sv.order || !sv.ranks || !sv.receiving || !sv.receiving_vars)
         dist_die("out of memory");
     /* Commits restored from a checkpoint were applied by an earlier server. */
     for (int w = 0; w < W; w++) {
@@ -336,6 +382,8 @@ int dist_ps_serve(dist_ctx *c, float *center, const dist_ps_start *start,
         sv.ranks[w] = w + 1;
         snprintf(sv.receiving[w], sizeof sv.receiving[w],
                  "receiving a commit from worker rank %d", w + 1);
+        snprintf(sv.receiving_vars[w], sizeof sv.receiving_vars[w],
+                 "receiving the variables of worker rank %d", w + 1);
     }
     for (int e = 0; e < (int)start->epoch && e < E; e++)
         sv.reported[e] = W;
@@ -373,8 +421,11 @@ int dist_ps_serve(dist_ctx *c, float *center, const dist_ps_start *start,
     free(sv.order);
     free(sv.ranks);
     free(sv.receiving);
+    free(sv.receiving_vars);
     free(sv.times);
     free(sv.reads);
     free(sv.last);
+    free(sv.wstate);
+    free(sv.has_wstate);
     return 0;
 }

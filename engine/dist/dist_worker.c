@@ -42,6 +42,8 @@ typedef struct dist_worker {
     float *center;          /* the server's center (params + state) */
     float *velocity;        /* eamsgd */
     float *grad;            /* eamsgd: host gradient */
+    float *saved;           /* its variables for the checkpoint
+                               (dist_ps_state_floats) */
     bool device;            /* the model lives on a CUDA device */
     gpu_optim *dev_optim;   /* device: the local optimizer (not eamsgd) */
     float *dev_x;           /* device, eamsgd: x while params hold x + m v */
@@ -65,6 +67,59 @@ static void dist_worker_send(dist_worker *w, const dist_msg *h, const float *pay
     DIST_MPI(MPI_Send(h, (int)sizeof *h, MPI_BYTE, 0, DIST_TAG_HDR, c->comm));
     if (payload)
         DIST_MPI(MPI_Send(payload, (int)(w->np + w->ns), MPI_FLOAT, 0, DIST_TAG_DATA, c->comm));
+}
+
+/* Its variables to the server after an epoch-end or done header:
+ * params, batchnorm state, then the optimizer state (eamsgd: the
+ * velocity), wherever they live. */
+static void dist_worker_send_state(dist_worker *w)
+{
+    dist_ctx *c = w->c;
+    backend *be = c->be;
+    float *opt = w->saved + w->np + w->ns;
+    model_get_params(c->m, w->saved);
+    model_get_state(c->m, w->saved + w->np);
+    if (w->t == TRAINER_EAMSGD && w->device)
+        be->download(be, opt, w->dev_velocity, w->np);
+    else if (w->t == TRAINER_EAMSGD)
+        memcpy(opt, w->velocity, (size_t)w->np * sizeof(float));
+    else if (w->device)
+        gpu_optim_state_save(w->dev_optim, opt);
+    else
+        optim_state_save(c->optim, opt);
+    DIST_MPI(MPI_Send(w->saved, (int)dist_ps_state_floats(c), MPI_FLOAT, 0, DIST_TAG_STATE,
+                      c->comm));
+}
+
+/* On resume: the variables rank 0 restored from the checkpoint. The
+ * elastic workers go on from their own params and batchnorm state; the
+ * residual ones keep the center they were given (dist_async.c says why).
+ * Every worker takes its optimizer state (eamsgd: its velocity). */
+static void dist_worker_restore(dist_worker *w)
+{
+    dist_ctx *c = w->c;
+    backend *be = c->be;
+    long no = dist_ps_optim_floats(c);
+    float *opt = w->saved + w->np + w->ns;
+    DIST_MPI(MPI_Recv(w->saved, (int)(w->np + w->ns + no), MPI_FLOAT, 0, DIST_TAG_STATE,
+                      c->comm, MPI_STATUS_IGNORE));
+    if (dist_worker_elastic(w->t)) {
+        model_set_params(c->m, w->saved);
+        model_set_state(c->m, w->saved + w->np);
+    }
+    if (w->t == TRAINER_EAMSGD) {
+        memcpy(w->velocity, opt, (size_t)w->np * sizeof(float));
+        if (w->device)
+            be->upload(be, w->dev_velocity, opt, w->np);
+        return;
+    }
+    if (!optim_state_valid(c->optim, opt, no))
+        dist_die("--resume: the checkpoint's optimizer state of worker rank %d does not fit "
+                 "this job", c->rank);
+    if (w->device)
+        gpu_optim_state_load(w->dev_optim, opt);
+    else
+        optim_state_load(c->optim, opt);
 }
 
 /* The rate for the current epoch from the schedule state in c->sched
@@ -265,6 +320,7 @@ static void dist_worker_epoch(dist_worker *w, int epoch, long lo, long hi, long 
                   .order_hash = dist_data_order_hash(c)};
     memcpy(h.sums, &run, sizeof run);
     dist_worker_send(w, &h, NULL);
+    dist_worker_send_state(w);
 }
 
 int dist_ps_work(dist_ctx *c, float *center, const dist_ps_start *start, long commits)
@@ -277,10 +333,13 @@ int dist_ps_work(dist_ctx *c, float *center, const dist_ps_start *start, long co
     w.anchor = malloc((size_t)(w.np + 1) * sizeof(float));
     w.velocity = calloc((size_t)w.np + 1, sizeof(float));
     w.grad = malloc((size_t)(w.np + 1) * sizeof(float));
-    if (!w.x || !w.anchor || !w.velocity || !w.grad)
+    w.saved = malloc((size_t)(dist_ps_state_floats(c) + 1) * sizeof(float));
+    if (!w.x || !w.anchor || !w.velocity || !w.grad || !w.saved)
         dist_die("out of memory");
     memcpy(w.anchor, center, (size_t)w.np * sizeof(float));
     dist_worker_device_setup(&w);
+    if (start->worker_state)
+        dist_worker_restore(&w);
     int i = c->rank - 1, W = c->workers, B = s->training.batch_size;
     long lo = c->n_train * i / W, hi = c->n_train * (i + 1) / W;
     long steps = (hi - lo + B - 1) / B;
@@ -305,10 +364,12 @@ int dist_ps_work(dist_ctx *c, float *center, const dist_ps_start *start, long co
                               c->stream ? dist_stream_waited(c->stream) : 0.0,
                               c->stream ? dist_stream_read_cpu(c->stream) : 0.0}};
     dist_worker_send(&w, &done, NULL);
+    dist_worker_send_state(&w);
     dist_worker_device_free(&w);
     free(w.x);
     free(w.anchor);
     free(w.velocity);
     free(w.grad);
+    free(w.saved);
     return 0;
 }

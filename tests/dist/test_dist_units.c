@@ -354,6 +354,17 @@ static void test_checkpoint_round_trip(void **state)
     assert_memory_equal(got[1].params, reps[1].params, (size_t)np * sizeof(float));
     assert_memory_equal(got[1].optim, reps[1].optim, (size_t)no * sizeof(float));
     dist_ckpt_free(&back, got);
+
+    /* The parameter server's layout: the center has no optimizer (written
+     * as zeros) beside a worker's; n_optim < 0 takes the file's count. */
+    reps[0].optim = NULL;
+    assert_int_equal(dist_ckpt_save(&c, &meta, reps, no, err, sizeof err), 0);
+    assert_int_equal(dist_ckpt_load(&c, &back, &got, -1, err, sizeof err), 0);
+    assert_int_equal(back.n_optim, no);
+    for (long i = 0; i < no; i++)
+        assert_true(got[0].optim[i] == 0.0f);
+    assert_memory_equal(got[1].optim, reps[1].optim, (size_t)no * sizeof(float));
+    dist_ckpt_free(&back, got);
     c.size = 1;
     assert_int_equal(dist_ckpt_load(&c, &back, &got, no, err, sizeof err), -1);
     assert_non_null(strstr(err, "on 2 ranks"));
