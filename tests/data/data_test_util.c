@@ -42,6 +42,24 @@ void tu_rmtree(const char *dir)
     nftw(dir, tu_rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+char *tu_dir;
+
+int tu_dir_setup(void **state)
+{
+    (void)state;
+    tu_dir = tu_mkdtemp();
+    return 0;
+}
+
+int tu_dir_teardown(void **state)
+{
+    (void)state;
+    tu_rmtree(tu_dir);
+    free(tu_dir);
+    tu_dir = NULL;
+    return 0;
+}
+
 const char *tu_path(const char *dir, const char *name)
 {
     static char slots[8][1024];

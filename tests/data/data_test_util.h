@@ -10,6 +10,12 @@
 char *tu_mkdtemp(void);
 void tu_rmtree(const char *dir);
 
+/* A cmocka group fixture: tu_dir_setup makes tu_dir a fresh directory for
+ * the group's tests, tu_dir_teardown removes it. */
+extern char *tu_dir;
+int tu_dir_setup(void **state);
+int tu_dir_teardown(void **state);
+
 /* dir/name into buf (static storage rotated over 8 slots). */
 const char *tu_path(const char *dir, const char *name);
 

@@ -14,23 +14,7 @@
 #include "data/dataset.h"
 #include "data_test_util.h"
 
-static char *dir;
 static char err[512];
-
-static int setup(void **state)
-{
-    (void)state;
-    dir = tu_mkdtemp();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    tu_rmtree(dir);
-    free(dir);
-    return 0;
-}
 
 /* n CIFAR records: label (first + i) % 10, pixel k of record i = (i + k) % 256. */
 static unsigned char *cifar_records(int n, int first, size_t *len)
@@ -52,8 +36,8 @@ static void test_cifar_batches(void **state)
     size_t l1, l2;
     unsigned char *b1 = cifar_records(3, 0, &l1), *b2 = cifar_records(2, 3, &l2);
     char p1[512], p2[512];
-    strcpy(p1, tu_write(dir, "data_batch_1.bin", b1, l1));
-    strcpy(p2, tu_write_gz(dir, "data_batch_2.bin.gz", b2, l2));
+    strcpy(p1, tu_write(tu_dir, "data_batch_1.bin", b1, l1));
+    strcpy(p2, tu_write_gz(tu_dir, "data_batch_2.bin.gz", b2, l2));
     const char *paths[2] = {p1, p2};
     dataset d;
     assert_int_equal(dataset_load_cifar10(paths, 2, &d, err, sizeof err), 0);
@@ -80,17 +64,17 @@ static void test_cifar_bad(void **state)
     (void)state;
     size_t len;
     unsigned char *b = cifar_records(4, 0, &len);
-    const char *p = tu_write(dir, "data_batch_3.bin", b, len - 1000);
+    const char *p = tu_write(tu_dir, "data_batch_3.bin", b, len - 1000);
     const char *paths[1] = {p};
     dataset d;
     assert_int_equal(dataset_load_cifar10(paths, 1, &d, err, sizeof err), -1);
     assert_string_equal(err, "data_batch_3.bin: truncated record 4 (2,073 of 3,073 bytes)");
     b[2 * 3073] = 12;
-    p = tu_write(dir, "data_batch_4.bin", b, len);
+    p = tu_write(tu_dir, "data_batch_4.bin", b, len);
     paths[0] = p;
     assert_int_equal(data_cifar10_load(paths, 1, 10, &d, err, sizeof err), -1);
     assert_string_equal(err, "data_batch_4.bin: record 3 of 4: label 12 out of range [0, 10)");
-    p = tu_write(dir, "data_batch_5.bin", "", 0);
+    p = tu_write(tu_dir, "data_batch_5.bin", "", 0);
     paths[0] = p;
     assert_int_equal(dataset_load_cifar10(paths, 1, &d, err, sizeof err), -1);
     assert_string_equal(err, "data_batch_5.bin: empty file");
@@ -105,7 +89,7 @@ static void test_csv_ok(void **state)
                         "\n"
                         "0,0,0,0.25\r\n"
                         "9,7,8,9";
-    const char *p = tu_write(dir, "ok.csv", text, sizeof text - 1);
+    const char *p = tu_write(tu_dir, "ok.csv", text, sizeof text - 1);
     dataset d;
     assert_int_equal(dataset_load_csv(p, 0, true, 10, &d, err, sizeof err), 0);
     assert_int_equal(d.n, 3);
@@ -122,7 +106,7 @@ static void test_csv_ok(void **state)
 
     /* Label in the last column, gzipped, no header. */
     const char text2[] = "1,2,3\n4,5,6\n";
-    p = tu_write_gz(dir, "last.csv.gz", text2, sizeof text2 - 1);
+    p = tu_write_gz(tu_dir, "last.csv.gz", text2, sizeof text2 - 1);
     assert_int_equal(dataset_load_csv(p, 2, false, 10, &d, err, sizeof err), 0);
     assert_int_equal(d.n, 2);
     assert_int_equal(d.y[0], 3);
@@ -147,7 +131,7 @@ static void test_csv_short_row(void **state)
             len += (size_t)snprintf(text + len, cap - len, ",%d", (line + k) % 256);
         len += (size_t)snprintf(text + len, cap - len, "\n");
     }
-    const char *p = tu_write(dir, "data.csv", text, len);
+    const char *p = tu_write(tu_dir, "data.csv", text, len);
     dataset d;
     assert_int_equal(dataset_load_csv(p, 0, true, 10, &d, err, sizeof err), -1);
     assert_string_equal(err, "data.csv:17: 783 features, expected 784");
@@ -183,19 +167,19 @@ static void test_csv_bad_fields(void **state)
         size_t len = strlen(cases[i].text);
         if (strstr(cases[i].msg, "NUL"))
             len = 7;
-        const char *p = tu_write(dir, "bad.csv", cases[i].text, len);
+        const char *p = tu_write(tu_dir, "bad.csv", cases[i].text, len);
         dataset d;
         assert_int_equal(dataset_load_csv(p, 0, false, 10, &d, err, sizeof err), -1);
         assert_string_equal(err, cases[i].msg);
     }
-    const char *p = tu_write(dir, "empty.csv", "", 0);
+    const char *p = tu_write(tu_dir, "empty.csv", "", 0);
     dataset d;
     assert_int_equal(dataset_load_csv(p, 0, false, 10, &d, err, sizeof err), -1);
     assert_string_equal(err, "empty.csv: empty file");
-    p = tu_write(dir, "hdr.csv", "label,x\n", 8);
+    p = tu_write(tu_dir, "hdr.csv", "label,x\n", 8);
     assert_int_equal(dataset_load_csv(p, 0, true, 10, &d, err, sizeof err), -1);
     assert_string_equal(err, "hdr.csv: no data rows");
-    p = tu_write(dir, "col.csv", "1,2\n", 4);
+    p = tu_write(tu_dir, "col.csv", "1,2\n", 4);
     assert_int_equal(dataset_load_csv(p, 5, false, 10, &d, err, sizeof err), -1);
     assert_string_equal(err, "col.csv:1: no label column 6 (2 fields)");
 }
@@ -207,16 +191,16 @@ static void test_csv_corrupt_gzip(void **state)
     size_t len = 0;
     for (int i = 0; i < 200; i++)
         len += (size_t)snprintf(text + len, sizeof text - len, "%d,%d,%d\n", i % 10, i, i * 3);
-    const char *p = tu_write_gz(dir, "z.csv.gz", text, len);
+    const char *p = tu_write_gz(tu_dir, "z.csv.gz", text, len);
     size_t glen;
     unsigned char *g = tu_read(p, &glen);
-    tu_write(dir, "z.csv.gz", g, glen / 2);
+    tu_write(tu_dir, "z.csv.gz", g, glen / 2);
     dataset d;
     assert_int_equal(dataset_load_csv(p, 0, false, 10, &d, err, sizeof err), -1);
     assert_string_equal(err, "z.csv.gz: corrupt gzip data (stream ends before its trailer)");
     g[12] ^= 0xff;
     g[13] ^= 0xff;
-    tu_write(dir, "z.csv.gz", g, glen);
+    tu_write(tu_dir, "z.csv.gz", g, glen);
     assert_int_equal(dataset_load_csv(p, 0, false, 10, &d, err, sizeof err), -1);
     assert_non_null(strstr(err, "z.csv.gz: corrupt gzip data ("));
     free(g);
@@ -241,7 +225,7 @@ static void test_csv_random(void **state)
             r ^= r << 17;
             text[i] = alphabet[r % (sizeof alphabet - 1)];
         }
-        const char *p = tu_write(dir, "rnd.csv", text, len);
+        const char *p = tu_write(tu_dir, "rnd.csv", text, len);
         dataset d;
         if (dataset_load_csv(p, 0, iter % 2, 10, &d, err, sizeof err) == 0) {
             assert_true(d.n > 0);
@@ -295,5 +279,5 @@ int main(void)
         cmocka_unit_test(test_csv_random),
         cmocka_unit_test(test_synthetic),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
 }

@@ -13,23 +13,7 @@
 #include "data/dataset.h"
 #include "data_test_util.h"
 
-static char *dir;
 static char err[512];
-
-static int setup(void **state)
-{
-    (void)state;
-    dir = tu_mkdtemp();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    tu_rmtree(dir);
-    free(dir);
-    return 0;
-}
 
 /* Write an images/labels pair, gzipped or not; paths into img/lab. */
 static void write_pair(const char *prefix, int gz, uint32_t claimed, uint32_t n, uint32_t rows,
@@ -42,8 +26,8 @@ static void write_pair(const char *prefix, int gz, uint32_t claimed, uint32_t n,
     char ni[128], nl[128];
     snprintf(ni, sizeof ni, "%s-images-idx3-ubyte%s", prefix, gz ? ".gz" : "");
     snprintf(nl, sizeof nl, "%s-labels-idx1-ubyte%s", prefix, gz ? ".gz" : "");
-    strcpy(img, gz ? tu_write_gz(dir, ni, bi, li) : tu_write(dir, ni, bi, li));
-    strcpy(lab, gz ? tu_write_gz(dir, nl, bl, ll) : tu_write(dir, nl, bl, ll));
+    strcpy(img, gz ? tu_write_gz(tu_dir, ni, bi, li) : tu_write(tu_dir, ni, bi, li));
+    strcpy(lab, gz ? tu_write_gz(tu_dir, nl, bl, ll) : tu_write(tu_dir, nl, bl, ll));
     free(bi);
     free(bl);
 }
@@ -88,17 +72,17 @@ static void test_multi_member_gzip(void **state)
     size_t li, ll;
     unsigned char *bi = tu_idx_images(9, 9, 2, 2, &li);
     unsigned char *bl = tu_idx_labels(9, 9, 10, &ll);
-    tu_write_gz(dir, "m1.gz", bi, 20);
-    tu_write_gz(dir, "m2.gz", bi + 20, li - 20);
+    tu_write_gz(tu_dir, "m1.gz", bi, 20);
+    tu_write_gz(tu_dir, "m2.gz", bi + 20, li - 20);
     size_t a, b;
-    unsigned char *pa = tu_read(tu_path(dir, "m1.gz"), &a);
-    unsigned char *pb = tu_read(tu_path(dir, "m2.gz"), &b);
+    unsigned char *pa = tu_read(tu_path(tu_dir, "m1.gz"), &a);
+    unsigned char *pb = tu_read(tu_path(tu_dir, "m2.gz"), &b);
     unsigned char *cat = malloc(a + b);
     memcpy(cat, pa, a);
     memcpy(cat + a, pb, b);
     char img[512], lab[512];
-    strcpy(img, tu_write(dir, "mm-images-idx3-ubyte.gz", cat, a + b));
-    strcpy(lab, tu_write(dir, "mm-labels-idx1-ubyte", bl, ll));
+    strcpy(img, tu_write(tu_dir, "mm-images-idx3-ubyte.gz", cat, a + b));
+    strcpy(lab, tu_write(tu_dir, "mm-labels-idx1-ubyte", bl, ll));
     dataset d;
     assert_int_equal(dataset_load_idx(img, lab, &d, err, sizeof err), 0);
     check_contents(&d, 9, 2, 2);
@@ -145,7 +129,7 @@ static void test_truncated_gzip_stream(void **state)
     write_pair("cut", 1, 2000, 2000, 8, 8, 2000, 2000, 10, img, lab);
     size_t len;
     unsigned char *b = tu_read(img, &len);
-    tu_write(dir, "cut-images-idx3-ubyte.gz", b, len / 2);
+    tu_write(tu_dir, "cut-images-idx3-ubyte.gz", b, len / 2);
     free(b);
     dataset d;
     assert_int_equal(dataset_load_idx(img, lab, &d, err, sizeof err), -1);
@@ -154,7 +138,7 @@ static void test_truncated_gzip_stream(void **state)
     /* Cut in the 8-byte trailer only: all data is there, the stream is not. */
     write_pair("cut2", 1, 20, 20, 8, 8, 20, 20, 10, img, lab);
     b = tu_read(img, &len);
-    tu_write(dir, "cut2-images-idx3-ubyte.gz", b, len - 3);
+    tu_write(tu_dir, "cut2-images-idx3-ubyte.gz", b, len - 3);
     free(b);
     assert_int_equal(dataset_load_idx(img, lab, &d, err, sizeof err), -1);
     assert_string_equal(err, "cut2-images-idx3-ubyte.gz: corrupt gzip data (stream ends "
@@ -175,11 +159,11 @@ static void test_wrong_magic(void **state)
     assert_string_equal(err, "wm-images-idx3-ubyte: wrong magic 0x00000803, expected "
                              "0x00000801 (IDX labels: unsigned bytes, 1 dimension)");
     const char text[] = "this is not an IDX file";
-    const char *p = tu_write(dir, "text-images-idx3-ubyte", text, sizeof text - 1);
+    const char *p = tu_write(tu_dir, "text-images-idx3-ubyte", text, sizeof text - 1);
     assert_int_equal(dataset_load_idx(p, lab, &d, err, sizeof err), -1);
     assert_string_equal(err, "text-images-idx3-ubyte: wrong magic 0x74686973, expected "
                              "0x00000803 (IDX images: unsigned bytes, 3 dimensions)");
-    p = tu_write(dir, "short-images-idx3-ubyte", "\0\0\x08\x03\0\0", 6);
+    p = tu_write(tu_dir, "short-images-idx3-ubyte", "\0\0\x08\x03\0\0", 6);
     assert_int_equal(dataset_load_idx(p, lab, &d, err, sizeof err), -1);
     assert_string_equal(err, "short-images-idx3-ubyte: truncated header (6 of 16 bytes)");
 }
@@ -225,15 +209,15 @@ static void test_empty_and_missing(void **state)
     (void)state;
     char img[512], lab[512];
     write_pair("em", 0, 3, 3, 2, 2, 3, 3, 10, img, lab);
-    const char *e = tu_write(dir, "empty-images-idx3-ubyte", "", 0);
+    const char *e = tu_write(tu_dir, "empty-images-idx3-ubyte", "", 0);
     dataset d;
     assert_int_equal(dataset_load_idx(e, lab, &d, err, sizeof err), -1);
     assert_string_equal(err, "empty-images-idx3-ubyte: empty file");
-    e = tu_write_gz(dir, "empty-images-idx3-ubyte.gz", "", 0);
+    e = tu_write_gz(tu_dir, "empty-images-idx3-ubyte.gz", "", 0);
     assert_int_equal(dataset_load_idx(e, lab, &d, err, sizeof err), -1);
     assert_string_equal(err, "empty-images-idx3-ubyte.gz: empty file (no data in the gzip "
                              "stream)");
-    assert_int_equal(dataset_load_idx(img, tu_path(dir, "nope"), &d, err, sizeof err), -1);
+    assert_int_equal(dataset_load_idx(img, tu_path(tu_dir, "nope"), &d, err, sizeof err), -1);
     assert_non_null(strstr(err, "nope: cannot open: No such file or directory"));
 }
 
@@ -247,7 +231,7 @@ static void test_corrupt_gzip(void **state)
     /* Garble the middle of the deflate stream. */
     for (size_t i = len / 2; i < len / 2 + 16; i++)
         b[i] ^= 0x5a;
-    tu_write(dir, "cg-images-idx3-ubyte.gz", b, len);
+    tu_write(tu_dir, "cg-images-idx3-ubyte.gz", b, len);
     dataset d;
     assert_int_equal(dataset_load_idx(img, lab, &d, err, sizeof err), -1);
     assert_non_null(strstr(err, "cg-images-idx3-ubyte.gz: corrupt gzip data ("));
@@ -256,13 +240,13 @@ static void test_corrupt_gzip(void **state)
     write_pair("crc", 1, 5, 5, 2, 2, 5, 5, 10, img, lab);
     b = tu_read(img, &len);
     b[len - 8] ^= 1;
-    tu_write(dir, "crc-images-idx3-ubyte.gz", b, len);
+    tu_write(tu_dir, "crc-images-idx3-ubyte.gz", b, len);
     assert_int_equal(dataset_load_idx(img, lab, &d, err, sizeof err), -1);
     assert_string_equal(err, "crc-images-idx3-ubyte.gz: corrupt gzip data (incorrect data "
                              "check)");
     free(b);
     /* Named .gz but not gzip at all. */
-    const char *p = tu_write(dir, "fake-images-idx3-ubyte.gz", "\0\0\x08\x03", 4);
+    const char *p = tu_write(tu_dir, "fake-images-idx3-ubyte.gz", "\0\0\x08\x03", 4);
     assert_int_equal(dataset_load_idx(p, lab, &d, err, sizeof err), -1);
     assert_string_equal(err, "fake-images-idx3-ubyte.gz: corrupt gzip data (no gzip header)");
 }
@@ -277,7 +261,7 @@ static void test_every_truncation(void **state)
     size_t len;
     unsigned char *b = tu_read(img, &len);
     for (size_t cut = 0; cut < len; cut++) {
-        tu_write(dir, "ev-images-idx3-ubyte.gz", b, cut);
+        tu_write(tu_dir, "ev-images-idx3-ubyte.gz", b, cut);
         dataset d;
         assert_int_equal(dataset_load_idx(img, lab, &d, err, sizeof err), -1);
         assert_non_null(strstr(err, "ev-images-idx3-ubyte.gz: "));
@@ -301,7 +285,7 @@ static void test_header_bit_flips(void **state)
         for (size_t i = 0; i < header; i++) {
             for (int bit = 0; bit < 8; bit++) {
                 b[i] ^= (unsigned char)(1 << bit);
-                tu_write(dir, which ? "bf-labels-idx1-ubyte" : "bf-images-idx3-ubyte", b,
+                tu_write(tu_dir, which ? "bf-labels-idx1-ubyte" : "bf-images-idx3-ubyte", b,
                          which ? ll : li);
                 dataset d;
                 assert_int_equal(data_idx_load(img, lab, 10, &d, err, sizeof err), -1);
@@ -309,7 +293,7 @@ static void test_header_bit_flips(void **state)
                 b[i] ^= (unsigned char)(1 << bit);
             }
         }
-        tu_write(dir, which ? "bf-labels-idx1-ubyte" : "bf-images-idx3-ubyte", b,
+        tu_write(tu_dir, which ? "bf-labels-idx1-ubyte" : "bf-images-idx3-ubyte", b,
                  which ? ll : li);
     }
     free(bi);
@@ -333,5 +317,5 @@ int main(void)
         cmocka_unit_test(test_every_truncation),
         cmocka_unit_test(test_header_bit_flips),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
 }

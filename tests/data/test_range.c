@@ -21,23 +21,7 @@
 #include "data/dataset.h"
 #include "data_test_util.h"
 
-static char *dir;
 static char err[1024], err2[1024];
-
-static int setup(void **state)
-{
-    (void)state;
-    dir = tu_mkdtemp();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    tu_rmtree(dir);
-    free(dir);
-    return 0;
-}
 
 /* part equals records [lo, hi) of whole, bit for bit. */
 static void assert_slice(const dataset *whole, const dataset *part, long lo, long hi)
@@ -73,8 +57,8 @@ static void write_idx(const char *prefix, int gz, uint32_t n, uint32_t rows, uin
     char ni[128], nl[128];
     snprintf(ni, sizeof ni, "%s-images-idx3-ubyte%s", prefix, gz ? ".gz" : "");
     snprintf(nl, sizeof nl, "%s-labels-idx1-ubyte%s", prefix, gz ? ".gz" : "");
-    strcpy(img, gz ? tu_write_gz(dir, ni, bi, li) : tu_write(dir, ni, bi, li));
-    strcpy(lab, gz ? tu_write_gz(dir, nl, bl, ll) : tu_write(dir, nl, bl, ll));
+    strcpy(img, gz ? tu_write_gz(tu_dir, ni, bi, li) : tu_write(tu_dir, ni, bi, li));
+    strcpy(lab, gz ? tu_write_gz(tu_dir, nl, bl, ll) : tu_write(tu_dir, nl, bl, ll));
     free(bi);
     free(bl);
 }
@@ -120,16 +104,16 @@ static void test_idx_multi_member(void **state)
     write_idx("mm", 1, 300, 28, 28, img, lab);
     size_t li;
     unsigned char *bi = tu_idx_images(300, 300, 28, 28, &li);
-    tu_write_gz(dir, "mm-a.gz", bi, li / 2);
-    tu_write_gz(dir, "mm-b.gz", bi + li / 2, li - li / 2);
+    tu_write_gz(tu_dir, "mm-a.gz", bi, li / 2);
+    tu_write_gz(tu_dir, "mm-b.gz", bi + li / 2, li - li / 2);
     size_t la, lb;
-    unsigned char *a = tu_read(tu_path(dir, "mm-a.gz"), &la);
-    unsigned char *b = tu_read(tu_path(dir, "mm-b.gz"), &lb);
+    unsigned char *a = tu_read(tu_path(tu_dir, "mm-a.gz"), &la);
+    unsigned char *b = tu_read(tu_path(tu_dir, "mm-b.gz"), &lb);
     unsigned char *both = malloc(la + lb);
     assert_non_null(both);
     memcpy(both, a, la);
     memcpy(both + la, b, lb);
-    tu_write(dir, "mm-images-idx3-ubyte.gz", both, la + lb);
+    tu_write(tu_dir, "mm-images-idx3-ubyte.gz", both, la + lb);
     dataset whole, part;
     assert_int_equal(data_idx_load(img, lab, 10, &whole, err, sizeof err), 0);
     assert_int_equal(data_idx_load_range(img, lab, 10, 140, 170, &part, err, sizeof err), 0);
@@ -140,7 +124,7 @@ static void test_idx_multi_member(void **state)
     unsigned char *junk = realloc(both, la + lb + 5);
     assert_non_null(junk);
     memcpy(junk + la + lb, "12345", 5);
-    tu_write(dir, "mm-images-idx3-ubyte.gz", junk, la + lb + 5);
+    tu_write(tu_dir, "mm-images-idx3-ubyte.gz", junk, la + lb + 5);
     assert_int_equal(data_idx_load(img, lab, 10, &whole, err, sizeof err), -1);
     assert_int_equal(data_idx_load_range(img, lab, 10, 0, 10, &part, err2, sizeof err2), -1);
     assert_string_equal(err, err2);
@@ -180,14 +164,14 @@ static void test_idx_errors_match(void **state)
         unsigned char *b = tu_read(img, &len);
         const char *base = strrchr(img, '/') + 1;
         for (size_t c = 0; c <= len; c++) {
-            tu_write(dir, base, b, c);
+            tu_write(tu_dir, base, b, c);
             assert_same_outcome(img, lab, 2, 4);
         }
         if (gz) {
             /* Alter each byte of the compressed stream. */
             for (size_t i = 10; i < len; i++) {
                 b[i] ^= 0x5a;
-                tu_write(dir, base, b, len);
+                tu_write(tu_dir, base, b, len);
                 assert_same_outcome(img, lab, 1, 3);
                 b[i] ^= 0x5a;
             }
@@ -195,7 +179,7 @@ static void test_idx_errors_match(void **state)
             for (size_t i = 0; i < 16; i++)
                 for (int bit = 0; bit < 8; bit++) {
                     b[i] ^= (unsigned char)(1 << bit);
-                    tu_write(dir, base, b, len);
+                    tu_write(tu_dir, base, b, len);
                     assert_same_outcome(img, lab, 0, 2);
                     b[i] ^= (unsigned char)(1 << bit);
                 }
@@ -203,11 +187,11 @@ static void test_idx_errors_match(void **state)
             assert_non_null(more);
             memcpy(more, b, len);
             memset(more + len, 7, 4);
-            tu_write(dir, base, more, len + 4);
+            tu_write(tu_dir, base, more, len + 4);
             assert_same_outcome(img, lab, 0, 2);
             free(more);
         }
-        tu_write(dir, base, b, len);
+        tu_write(tu_dir, base, b, len);
         free(b);
         /* A label out of range in record 8, outside [0, 2). */
         size_t ll;
@@ -215,9 +199,9 @@ static void test_idx_errors_match(void **state)
         bl[8 + 8] = 12;
         const char *lbase = strrchr(lab, '/') + 1;
         if (gz)
-            tu_write_gz(dir, lbase, bl, ll);
+            tu_write_gz(tu_dir, lbase, bl, ll);
         else
-            tu_write(dir, lbase, bl, ll);
+            tu_write(tu_dir, lbase, bl, ll);
         assert_same_outcome(img, lab, 0, 2);
         assert_non_null(strstr(err2, "record 9 of 9: label 12 out of range [0, 10)"));
         free(bl);
@@ -229,8 +213,8 @@ static void test_cifar_ranges(void **state)
     (void)state;
     size_t l1, l2;
     unsigned char *b1 = tu_cifar_records(5, 0, &l1), *b2 = tu_cifar_records(4, 5, &l2);
-    const char *paths[2] = {strdup(tu_write(dir, "data_batch_1.bin", b1, l1)),
-                            strdup(tu_write_gz(dir, "data_batch_2.bin.gz", b2, l2))};
+    const char *paths[2] = {strdup(tu_write(tu_dir, "data_batch_1.bin", b1, l1)),
+                            strdup(tu_write_gz(tu_dir, "data_batch_2.bin.gz", b2, l2))};
     dataset whole, part;
     assert_int_equal(data_cifar10_load(paths, 2, 10, &whole, err, sizeof err), 0);
     long n;
@@ -247,12 +231,12 @@ static void test_cifar_ranges(void **state)
     /* A bad label in the second file and a truncated second file fail a
      * range of the first file as they fail the whole load. */
     b2[3073] = 11;
-    tu_write_gz(dir, "data_batch_2.bin.gz", b2, l2);
+    tu_write_gz(tu_dir, "data_batch_2.bin.gz", b2, l2);
     dataset_free(&whole);
     assert_int_equal(data_cifar10_load(paths, 2, 10, &whole, err, sizeof err), -1);
     assert_int_equal(data_cifar10_load_range(paths, 2, 10, 0, 2, &part, err2, sizeof err2), -1);
     assert_string_equal(err, err2);
-    tu_write_gz(dir, "data_batch_2.bin.gz", b2, l2 - 100);
+    tu_write_gz(tu_dir, "data_batch_2.bin.gz", b2, l2 - 100);
     assert_int_equal(data_cifar10_load(paths, 2, 10, &whole, err, sizeof err), -1);
     assert_int_equal(data_cifar10_load_range(paths, 2, 10, 0, 2, &part, err2, sizeof err2), -1);
     assert_string_equal(err, err2);
@@ -267,7 +251,7 @@ static void test_csv_ranges(void **state)
 {
     (void)state;
     const char csv[] = "label,a,b\n1,0.5,2\n\n0,3,-4\r\n2,1,1\n  \n1,7,8\n0,9,9";
-    const char *path = tu_write(dir, "r.csv", csv, sizeof csv - 1);
+    const char *path = tu_write(tu_dir, "r.csv", csv, sizeof csv - 1);
     char p[512];
     strcpy(p, path);
     dataset whole, part;
@@ -287,7 +271,7 @@ static void test_csv_ranges(void **state)
     dataset_free(&whole);
     /* A bad field on line 7 fails a range of the first rows. */
     const char bad[] = "label,a,b\n1,0.5,2\n0,3,-4\n2,1,1\n1,7,8\n0,9,9\n1,x,2\n";
-    strcpy(p, tu_write(dir, "bad.csv", bad, sizeof bad - 1));
+    strcpy(p, tu_write(tu_dir, "bad.csv", bad, sizeof bad - 1));
     assert_int_equal(data_csv_load(p, 0, true, 3, 2, &whole, err, sizeof err), -1);
     assert_int_equal(data_csv_load_range(p, 0, true, 3, 2, 0, 2, &part, err2, sizeof err2), -1);
     assert_string_equal(err, err2);
@@ -387,9 +371,9 @@ static void check_parts(const spec_data *d, const spec_shape *in, int P, double 
 static void test_parts_equal_load_all(void **state)
 {
     (void)state;
-    dirs[0] = dir;
+    dirs[0] = tu_dir;
     char img[512], lab[512];
-    assert_int_equal(mkdir(tu_path(dir, "pf"), 0755), 0);
+    assert_int_equal(mkdir(tu_path(tu_dir, "pf"), 0755), 0);
     write_idx("pf/train", 1, 211, 4, 5, img, lab);
     write_idx("pf/t10k", 0, 50, 4, 5, img, lab);
     spec_shape in = {3, {1, 4, 5}};
@@ -412,7 +396,7 @@ static void test_parts_equal_load_all(void **state)
     check_parts(&d, &in, 3, 0.0f);
 
     const char csv[] = "y,a,b\n1,1,-20\n2,4,5\n0,0,0\n1,2,2\n0,3,3\n";
-    tu_write(dir, "pc.csv", csv, sizeof csv - 1);
+    tu_write(tu_dir, "pc.csv", csv, sizeof csv - 1);
     spec_data c;
     memset(&c, 0, sizeof c);
     c.format = DATA_CSV;
@@ -466,5 +450,5 @@ int main(void)
         cmocka_unit_test(test_synthetic_ranges),
         cmocka_unit_test(test_parts_equal_load_all),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
 }

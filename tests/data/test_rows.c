@@ -19,23 +19,7 @@
 #include "data/dataset.h"
 #include "data_test_util.h"
 
-static char *dir;
 static char err[1024], err2[1024];
-
-static int setup(void **state)
-{
-    (void)state;
-    dir = tu_mkdtemp();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    tu_rmtree(dir);
-    free(dir);
-    return 0;
-}
 
 /* Lists against n records: empty, the first, the last, every third, a
  * run, and a permutation slice (sorted), as a worker asks. */
@@ -109,8 +93,8 @@ static void write_idx(const char *prefix, int gz, uint32_t n, char img[512], cha
     char ni[128], nl[128];
     snprintf(ni, sizeof ni, "%s-images-idx3-ubyte%s", prefix, gz ? ".gz" : "");
     snprintf(nl, sizeof nl, "%s-labels-idx1-ubyte%s", prefix, gz ? ".gz" : "");
-    strcpy(img, gz ? tu_write_gz(dir, ni, bi, li) : tu_write(dir, ni, bi, li));
-    strcpy(lab, gz ? tu_write_gz(dir, nl, bl, ll) : tu_write(dir, nl, bl, ll));
+    strcpy(img, gz ? tu_write_gz(tu_dir, ni, bi, li) : tu_write(tu_dir, ni, bi, li));
+    strcpy(lab, gz ? tu_write_gz(tu_dir, nl, bl, ll) : tu_write(tu_dir, nl, bl, ll));
     free(bi);
     free(bl);
 }
@@ -156,7 +140,7 @@ static void test_idx_rows(void **state)
     unsigned char *bi = tu_idx_images(300, 300, 28, 28, &li);
     char img[512], lab[512];
     write_idx("wt", 1, 300, img, lab);
-    tu_write_gz(dir, "wt-images-idx3-ubyte.gz", bi, li - 784 * 10);
+    tu_write_gz(tu_dir, "wt-images-idx3-ubyte.gz", bi, li - 784 * 10);
     dataset whole, part;
     assert_int_equal(data_idx_load(img, lab, 10, &whole, err, sizeof err), -1);
     rows[0] = 2;
@@ -175,8 +159,8 @@ static void test_cifar_rows(void **state)
     (void)state;
     size_t l1, l2;
     unsigned char *b1 = tu_cifar_records(5, 0, &l1), *b2 = tu_cifar_records(4, 5, &l2);
-    const char *paths[2] = {strdup(tu_write(dir, "data_batch_1.bin", b1, l1)),
-                            strdup(tu_write_gz(dir, "data_batch_2.bin.gz", b2, l2))};
+    const char *paths[2] = {strdup(tu_write(tu_dir, "data_batch_1.bin", b1, l1)),
+                            strdup(tu_write_gz(tu_dir, "data_batch_2.bin.gz", b2, l2))};
     dataset whole, part;
     assert_int_equal(data_cifar10_load(paths, 2, 10, &whole, err, sizeof err), 0);
     int64_t rows[9];
@@ -197,7 +181,7 @@ static void test_cifar_rows(void **state)
     assert_string_equal(err, "CIFAR-10: record 9 asked of 9");
     /* A bad label in the second file fails a list of the first file's. */
     b2[3073] = 11;
-    tu_write_gz(dir, "data_batch_2.bin.gz", b2, l2);
+    tu_write_gz(tu_dir, "data_batch_2.bin.gz", b2, l2);
     dataset_free(&whole);
     assert_int_equal(data_cifar10_load(paths, 2, 10, &whole, err, sizeof err), -1);
     rows[0] = 1;
@@ -214,7 +198,7 @@ static void test_csv_rows(void **state)
     (void)state;
     const char csv[] = "label,a,b\n1,0.5,2\n\n0,3,-4\r\n2,1,1\n  \n1,7,8\n0,9,9";
     char p[512];
-    strcpy(p, tu_write(dir, "r.csv", csv, sizeof csv - 1));
+    strcpy(p, tu_write(tu_dir, "r.csv", csv, sizeof csv - 1));
     dataset whole, part;
     assert_int_equal(data_csv_load(p, 0, true, 0, 0, &whole, err, sizeof err), 0);
     int64_t rows[5];
@@ -233,7 +217,7 @@ static void test_csv_rows(void **state)
     dataset_free(&whole);
     /* A bad field on line 7 fails a list of the first rows. */
     const char bad[] = "label,a,b\n1,0.5,2\n0,3,-4\n2,1,1\n1,7,8\n0,9,9\n1,x,2\n";
-    strcpy(p, tu_write(dir, "bad.csv", bad, sizeof bad - 1));
+    strcpy(p, tu_write(tu_dir, "bad.csv", bad, sizeof bad - 1));
     rows[0] = 1;
     pick.bytes = NULL;
     assert_int_equal(data_csv_load_pick(p, 0, true, 3, 2, &pick, &part, err2, sizeof err2), -1);
@@ -269,9 +253,9 @@ static dataset_roots roots = {dirs, 1};
 static void test_load_rows_part(void **state)
 {
     (void)state;
-    dirs[0] = dir;
+    dirs[0] = tu_dir;
     char img[512], lab[512];
-    assert_int_equal(mkdir(tu_path(dir, "lr"), 0755), 0);
+    assert_int_equal(mkdir(tu_path(tu_dir, "lr"), 0755), 0);
     write_idx("lr/train", 1, 211, img, lab);
     spec_shape in = {3, {1, 28, 28}};
     spec_data d;
@@ -320,5 +304,5 @@ int main(void)
         cmocka_unit_test(test_synthetic_rows),
         cmocka_unit_test(test_load_rows_part),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
 }

@@ -699,16 +699,7 @@ def case_async_read_failure(tmp):
     del spec["data"]["test"], spec["data"]["test_samples"]
     path = write_job(tmp, "readfail", spec)
     out = os.path.join(tmp, "readfail")
-    cmd = mpirun_cmd(3, MPI_ENV) + [PUNCH_TRAIN, path, "--out", out, "--datasets", root]
-    err = open(os.path.join(tmp, "readfail.err"), "w+")
-    p = subprocess.Popen(cmd, env={**os.environ, **MPI_ENV}, stdout=subprocess.DEVNULL,
-                         stderr=err)
-    progress = os.path.join(out, "progress.jsonl")
-    deadline = time.time() + 90
-    while time.time() < deadline and p.poll() is None:
-        if os.path.exists(progress) and '"event":"epoch"' in open(progress).read():
-            break
-        time.sleep(0.05)
+    p, err = start_until_epoch(path, out, 3, MPI_ENV, root)
     check(p.poll() is None, "the job ended before its file could be damaged")
     images = os.path.join(root, "fm", "train-images-idx3-ubyte.gz")
     with open(images, "rb") as f:
@@ -730,6 +721,22 @@ def case_async_read_failure(tmp):
     check(rc != 0, "mpirun exited 0 after a worker's read failed")
     check(any(("rank 1: " in l or "rank 2: " in l) and "train-images-idx3-ubyte.gz: " in l
               for l in lines), "no message naming a worker rank and the file:\n" + text[-2000:])
+
+
+def start_until_epoch(path, out, ranks, env, datasets):
+    """Start `mpirun -np ranks punch-train path --out out` with stderr in
+    out + ".err"; return (process, stderr file) once progress.jsonl shows an
+    epoch, or once the job has ended (the caller tells which by poll())."""
+    cmd = mpirun_cmd(ranks, env) + [PUNCH_TRAIN, path, "--out", out, "--datasets", datasets]
+    err = open(out + ".err", "w+")
+    p = subprocess.Popen(cmd, env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=err)
+    progress = os.path.join(out, "progress.jsonl")
+    deadline = time.time() + 90
+    while time.time() < deadline and p.poll() is None:
+        if os.path.exists(progress) and '"event":"epoch"' in open(progress).read():
+            break
+        time.sleep(0.05)
+    return p, err
 
 
 def rank_pids(mpirun_pid):
@@ -757,18 +764,7 @@ def start_and_signal(tmp, name, spec, ranks, victim, sig, env=None):
     return (exit code, seconds from the signal to mpirun's exit, stderr)."""
     path = write_job(tmp, name, spec)
     out = os.path.join(tmp, name)
-    env_all = {**MPI_ENV, **(env or {})}
-    cmd = mpirun_cmd(ranks, env_all) + [PUNCH_TRAIN, path, "--out", out,
-                                        "--datasets", DATASETS]
-    err = open(os.path.join(tmp, name + ".err"), "w+")
-    p = subprocess.Popen(cmd, env={**os.environ, **env_all}, stdout=subprocess.DEVNULL,
-                         stderr=err)
-    progress = os.path.join(out, "progress.jsonl")
-    deadline = time.time() + 90
-    while time.time() < deadline and p.poll() is None:
-        if os.path.exists(progress) and '"event":"epoch"' in open(progress).read():
-            break
-        time.sleep(0.05)
+    p, err = start_until_epoch(path, out, ranks, {**MPI_ENV, **(env or {})}, DATASETS)
     if p.poll() is not None:
         err.seek(0)
         fail("%s ended (exit %d) before it could be interrupted:\n%s"
