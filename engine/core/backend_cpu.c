@@ -26,6 +26,13 @@
 /* Ops that keep a per-chunk partial result on the stack hold this many. */
 #define CPU_MAX_CHUNKS 64
 
+static bool cpu_sgemm_openblas_forced;
+
+void cpu_sgemm_force_openblas(bool on)
+{
+    cpu_sgemm_openblas_forced = on;
+}
+
 #ifdef PUNCH_HAVE_DNNL
 /* oneDNN's row-major sgemm on the calling thread alone. oneDNN splits a
  * GEMM over OpenMP's team; the engine's pool already gives each thread its
@@ -62,7 +69,8 @@ void cpu_sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
         return;
     }
 #ifdef PUNCH_HAVE_DNNL
-    if (cpu_sgemm_dnnl(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+    if (!cpu_sgemm_openblas_forced &&
+        cpu_sgemm_dnnl(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
         return;
 #endif
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
