@@ -5,7 +5,7 @@
  *
  *   punch-bench-model JOB.json [--threads N] [--steps S] [--warmup W]
  *                     [--infer-batch B] [--weights FILE] [--datasets DIR]
- *                     [--separate-step]
+ *                     [--separate-step] [--gemm default|openblas]
  *
  * Training: W untimed steps, then S timed steps of batch training.batch_size
  * over the epoch-0 permutation, each phase (gather the batch, forward,
@@ -17,12 +17,15 @@
  * train_evaluate at batch B (default 256) — what `--evaluate-only` runs —
  * best of three passes, with weights from FILE (.safetensors) or the
  * freshly trained ones; --infer-batch 0 skips it (for profiling training
- * alone). Prints one JSON object on stdout. */
+ * alone). --gemm openblas runs every GEMM in OpenBLAS in a build that has
+ * oneDNN (cpu_sgemm_force_openblas), so both libraries compare in one
+ * build. Prints one JSON object on stdout. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "core/backend_cpu.h"
 #include "core/train.h"
 #include "io/tensorfile.h"
 
@@ -34,6 +37,7 @@ typedef struct bench_opts {
     const char *job, *weights, *datasets;
     int threads, steps, warmup, infer_batch;
     int separate; /* model_backward + model_optimizer_step instead of the fused step */
+    int openblas; /* --gemm openblas */
 } bench_opts;
 
 typedef struct bench_state {
@@ -86,6 +90,9 @@ static int bench_parse(int argc, char **argv, bench_opts *o)
             o->weights = v;
         else if (strcmp(a, "--datasets") == 0)
             o->datasets = v;
+        else if (strcmp(a, "--gemm") == 0 &&
+                 (strcmp(v, "openblas") == 0 || strcmp(v, "default") == 0))
+            o->openblas = strcmp(v, "openblas") == 0;
         else
             return -1;
         i++;
@@ -240,9 +247,10 @@ int main(int argc, char **argv)
     if (bench_parse(argc, argv, &o) != 0) {
         fprintf(stderr, "usage: punch-bench-model JOB.json [--threads N] [--steps S] "
                 "[--warmup W] [--infer-batch B] [--weights FILE.safetensors] "
-                "[--datasets DIR] [--separate-step]\n");
+                "[--datasets DIR] [--separate-step] [--gemm default|openblas]\n");
         return 2;
     }
+    cpu_sgemm_force_openblas(o.openblas);
     char err[1024];
     bench_state s;
     memset(&s, 0, sizeof s);
@@ -259,8 +267,9 @@ int main(int argc, char **argv)
         for (int p = 0; p < PH_COUNT; p++)
             total += t[p];
         int b = s.spec->training.batch_size;
-        printf("{\"job\":\"%s\",\"threads\":%d,\"batch\":%d,\"steps\":%d,\"parameters\":%ld,"
-               "\"train_samples_per_s\":%.1f,\"step_ms\":{", o.job, o.threads, b, o.steps,
+        printf("{\"job\":\"%s\",\"gemm\":\"%s\",\"threads\":%d,\"batch\":%d,\"steps\":%d,"
+               "\"parameters\":%ld,\"train_samples_per_s\":%.1f,\"step_ms\":{", o.job,
+               o.openblas ? "openblas" : "default", o.threads, b, o.steps,
                s.m->n_params, (double)o.steps * b / total);
         for (int p = 0; p < PH_COUNT; p++)
             printf("%s\"%s\":%.4f", p ? "," : "", phase_names[p], t[p] / o.steps * 1e3);
