@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "core/model.h"
-#include "core/rng.h"
+#include "train_test_util.h"
 
 #define JOB(model, optimizer)                                                              \
     "{\"model\": " model ", \"data\": {\"format\": \"synthetic\", \"num_classes\": 10}, "  \
@@ -46,47 +46,6 @@ static const char *const NADAM_JOB =
         "{\"type\": \"dense\", \"units\": 10}]}",
         "{\"name\": \"nadam\", \"learning_rate\": 0.002}");
 
-static job_spec *parse(const char *json)
-{
-    spec_error e;
-    job_spec *s = spec_parse(json, strlen(json), &e);
-    if (!s) {
-        char msg[600];
-        fail_msg("spec: %s", spec_error_str(&e, msg, sizeof msg));
-    }
-    return s;
-}
-
-static model *make_model(const job_spec *s, backend *be, int batch)
-{
-    char err[256];
-    model *m = model_create(s, be, batch, err, sizeof err);
-    if (!m)
-        fail_msg("model_create: %s", err);
-    assert_int_equal(model_init_params(m, 3, err, sizeof err), 0);
-    return m;
-}
-
-/* n random samples of m's input size, rows 64-byte aligned when the row
- * size allows (x is 64-byte aligned). */
-static void make_data(dataset *d, const model *m, long n)
-{
-    memset(d, 0, sizeof *d);
-    d->n = n;
-    d->features = m->in_size;
-    d->num_classes = m->n_out;
-    size_t bytes = ((size_t)(n * d->features) * sizeof(float) + 63) & ~(size_t)63;
-    d->x = aligned_alloc(64, bytes);
-    d->y = malloc((size_t)n * sizeof(int32_t));
-    assert_non_null(d->x);
-    assert_non_null(d->y);
-    rng g = rng_make(11, 0);
-    for (long i = 0; i < n * d->features; i++)
-        d->x[i] = (float)rng_symmetric(&g, 2.0);
-    for (long i = 0; i < n; i++)
-        d->y[i] = (int32_t)(rng_uniform(&g) * m->n_out) % m->n_out;
-}
-
 static void assert_same_floats(const float *a, const float *b, long n, const char *what)
 {
     for (long i = 0; i < n; i++)
@@ -96,17 +55,17 @@ static void assert_same_floats(const float *a, const float *b, long n, const cha
 
 static void check_fused_equals_separate(const char *json, int threads, int batch)
 {
-    job_spec *s = parse(json);
+    job_spec *s = tt_parse(json);
     char err[256];
     backend *be = backend_cpu_create(threads, err, sizeof err);
     assert_non_null(be);
-    model *a = make_model(s, be, batch), *b = make_model(s, be, batch);
+    model *a = tt_make_model(s, be, batch), *b = tt_make_model(s, be, batch);
     optimizer *oa = optim_create(&s->training.optimizer, a->n_params);
     optimizer *ob = optim_create(&s->training.optimizer, b->n_params);
     assert_non_null(oa);
     assert_non_null(ob);
     dataset d;
-    make_data(&d, a, 4L * batch);
+    tt_make_data(&d, a, 4L * batch);
     int64_t *idx = malloc((size_t)batch * sizeof *idx);
     assert_non_null(idx);
     for (int step = 0; step < 4; step++) {
@@ -193,14 +152,14 @@ static void check_range(model *m, const dataset *d, long first, int batch)
 static void test_range_equals_gather(void **state)
 {
     (void)state;
-    job_spec *s = parse(MLP_JOB);
+    job_spec *s = tt_parse(MLP_JOB);
     char err[256];
     backend *be = backend_cpu_create(2, err, sizeof err);
     assert_non_null(be);
     /* 48 rows of 784 floats: enough to be copied over the pool. */
-    model *m = make_model(s, be, 48);
+    model *m = tt_make_model(s, be, 48);
     dataset d;
-    make_data(&d, m, 100);
+    tt_make_data(&d, m, 100);
     check_range(m, &d, 0, 48);
     check_range(m, &d, 21, 48);
     check_range(m, &d, 50, 5);

@@ -24,6 +24,7 @@
 
 #include "core/backend_cpu.h"
 #include "core/model.h"
+#include "train_test_util.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define ALLOC_COUNTING 0
@@ -114,34 +115,6 @@ static const char *const ZOO_MODEL =
     "{\"type\": \"dropout\", \"rate\": 0.3},"
     "{\"type\": \"dense\", \"units\": 10, \"activation\": \"softmax\"}]}";
 
-static job_spec *parse(const char *json)
-{
-    spec_error e;
-    job_spec *s = spec_parse(json, strlen(json), &e);
-    if (!s) {
-        char msg[600];
-        fail_msg("spec: %s\n%s", spec_error_str(&e, msg, sizeof msg), json);
-    }
-    return s;
-}
-
-static void make_data(dataset *d, const model *m, long n)
-{
-    memset(d, 0, sizeof *d);
-    d->n = n;
-    d->features = m->in_size;
-    d->num_classes = m->n_out;
-    size_t bytes = ((size_t)(n * d->features) * sizeof(float) + 63) & ~(size_t)63;
-    d->x = aligned_alloc(64, bytes);
-    d->y = malloc((size_t)n * sizeof(int32_t));
-    assert_non_null(d->x);
-    assert_non_null(d->y);
-    for (long i = 0; i < n * d->features; i++)
-        d->x[i] = (float)((i * 37) % 101) / 101.0f - 0.5f;
-    for (long i = 0; i < n; i++)
-        d->y[i] = (int32_t)(i % m->n_out);
-}
-
 /* One step of the single trainer (engine/core/train.c: train_step), then
  * the plain backward and optimizer step, then inference on the batch. */
 static void run_step(model *m, optimizer *opt, const dataset *d, int64_t *idx, int batch,
@@ -166,18 +139,15 @@ static void run_step(model *m, optimizer *opt, const dataset *d, int64_t *idx, i
 /* Allocations made by `steps` steps after two warm-up steps. */
 static long count_step_allocations(const char *job, int threads, int batch, int steps)
 {
-    job_spec *s = parse(job);
+    job_spec *s = tt_parse(job);
     char err[256];
     backend *be = backend_cpu_create(threads, err, sizeof err);
     assert_non_null(be);
-    model *m = model_create(s, be, batch, err, sizeof err);
-    if (!m)
-        fail_msg("model_create: %s", err);
-    assert_int_equal(model_init_params(m, 3, err, sizeof err), 0);
+    model *m = tt_make_model(s, be, batch);
     optimizer *opt = optim_create(&s->training.optimizer, m->n_params);
     assert_non_null(opt);
     dataset d;
-    make_data(&d, m, 3L * batch);
+    tt_make_data(&d, m, 3L * batch);
     int64_t *idx = malloc((size_t)batch * sizeof *idx);
     assert_non_null(idx);
     for (int step = 0; step < 2; step++)

@@ -1,0 +1,55 @@
+/* train_test_util.h — what the step-level train tests share: a job spec
+ * from JSON, a model with seeded weights, and a random dataset shaped for
+ * a model. Header-only; include after <cmocka.h>. */
+#ifndef PUNCH_TRAIN_TEST_UTIL_H
+#define PUNCH_TRAIN_TEST_UTIL_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/model.h"
+#include "core/rng.h"
+
+static inline job_spec *tt_parse(const char *json)
+{
+    spec_error e;
+    job_spec *s = spec_parse(json, strlen(json), &e);
+    if (!s) {
+        char msg[600];
+        fail_msg("spec: %s\n%s", spec_error_str(&e, msg, sizeof msg), json);
+    }
+    return s;
+}
+
+static inline model *tt_make_model(const job_spec *s, backend *be, int batch)
+{
+    char err[256];
+    model *m = model_create(s, be, batch, err, sizeof err);
+    if (!m)
+        fail_msg("model_create: %s", err);
+    assert_int_equal(model_init_params(m, 3, err, sizeof err), 0);
+    return m;
+}
+
+/* n random samples of m's input size, rows 64-byte aligned when the row
+ * size allows (x is 64-byte aligned); free d->x and d->y. */
+static inline void tt_make_data(dataset *d, const model *m, long n)
+{
+    memset(d, 0, sizeof *d);
+    d->n = n;
+    d->features = m->in_size;
+    d->num_classes = m->n_out;
+    size_t bytes = ((size_t)(n * d->features) * sizeof(float) + 63) & ~(size_t)63;
+    d->x = aligned_alloc(64, bytes);
+    d->y = malloc((size_t)n * sizeof(int32_t));
+    assert_non_null(d->x);
+    assert_non_null(d->y);
+    rng g = rng_make(11, 0);
+    for (long i = 0; i < n * d->features; i++)
+        d->x[i] = (float)rng_symmetric(&g, 2.0);
+    for (long i = 0; i < n; i++)
+        d->y[i] = (int32_t)(rng_uniform(&g) * m->n_out) % m->n_out;
+}
+
+#endif
