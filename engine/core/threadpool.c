@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -24,15 +25,37 @@
 #define POOL_RELAX() ((void)0)
 #endif
 
-/* A few microseconds of spinning before sleeping. Longer spins (4000
- * pauses, ~100 us) measured 3-15x slower dispatches on a shared 2-core
- * machine: a spinning thread takes the core the thread it waits for
- * needs. */
-#define POOL_SPIN 256
+/* How long a waiting thread spins before it sleeps, adapted to the
+ * machine. On cores the job has to itself, a long spin (~100 us) keeps
+ * the other threads awake across the serial stretches between ops instead
+ * of a futex wake-up per op: 20% more mlp and 27% more simplecnn training
+ * on a quiet 2-core machine (engine/bench/FINDINGS.md). On a shared
+ * machine the same spin takes the core that the thread it waits for needs
+ * (3-15x slower dispatches were measured), so there it is a few
+ * microseconds. Every POOL_SPIN_CHECK runs each thread
+ * of the pool asks the kernel whether it was preempted since its last
+ * check (involuntary context switches, which a spinner suffers when
+ * another runnable thread wants its core); while any thread was, all
+ * spin short. */
+#define POOL_SPIN_SHORT 256
+#define POOL_SPIN_LONG 4096
+#define POOL_SPIN_CHECK 32
+/* Calm periods a thread needs, after being preempted, before it counts as
+ * uncontended again: a short spin itself makes preemption rarer, and
+ * without this hysteresis the spin would flip back and forth. */
+#define POOL_SPIN_CALM 4
+
+/* One thread's preemption watch. */
+typedef struct pool_watch {
+    long nivcsw;        /* involuntary switches at the last check */
+    unsigned long runs; /* runs seen since the last check */
+    int calm_left;      /* calm periods still needed; > 0: contended */
+} pool_watch;
 
 typedef struct pool_worker {
     thread_pool *pool;
     int tid;
+    pool_watch watch;
 } pool_worker;
 
 struct thread_pool {
@@ -52,12 +75,41 @@ struct thread_pool {
     atomic_ullong claim;
     atomic_int pending;     /* chunks not finished */
     atomic_bool stop;
+    atomic_int contended;   /* threads preempted in their last period */
+    pool_watch caller_watch;
     pool_fn fn;
     void *ctx;
     long n;
 };
 
 #define POOL_MAX_CHUNKS 0xffff
+
+static int pool_spin(thread_pool *p)
+{
+    return atomic_load_explicit(&p->contended, memory_order_relaxed) > 0 ? POOL_SPIN_SHORT
+                                                                          : POOL_SPIN_LONG;
+}
+
+/* Every POOL_SPIN_CHECK calls: was the calling thread preempted since the
+ * last check? Updates the pool's count of contended threads. */
+static void pool_watch_tick(thread_pool *p, pool_watch *w)
+{
+    if (++w->runs < POOL_SPIN_CHECK)
+        return;
+    w->runs = 0;
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) != 0)
+        return;
+    bool was = w->calm_left > 0;
+    if (ru.ru_nivcsw != w->nivcsw)
+        w->calm_left = POOL_SPIN_CALM;
+    else if (w->calm_left > 0)
+        w->calm_left--;
+    w->nivcsw = ru.ru_nivcsw;
+    bool is = w->calm_left > 0;
+    if (is != was)
+        atomic_fetch_add_explicit(&p->contended, is ? 1 : -1, memory_order_relaxed);
+}
 
 static void pool_run_chunk(thread_pool *p, int tid, int chunks)
 {
@@ -96,7 +148,9 @@ static void *pool_worker_main(void *arg)
     thread_pool *p = w->pool;
     unsigned long seen = 0;
     for (;;) {
-        for (int i = 0; i < POOL_SPIN && atomic_load(&p->generation) == seen
+        pool_watch_tick(p, &w->watch);
+        int spin = pool_spin(p);
+        for (int i = 0; i < spin && atomic_load(&p->generation) == seen
                         && !atomic_load(&p->stop); i++)
             POOL_RELAX();
         if (atomic_load(&p->generation) == seen && !atomic_load(&p->stop)) {
@@ -124,6 +178,7 @@ thread_pool *pool_create(int threads)
     atomic_init(&p->claim, 0);
     atomic_init(&p->pending, 0);
     atomic_init(&p->stop, false);
+    atomic_init(&p->contended, 0);
     if (pthread_mutex_init(&p->mu, NULL) != 0) {
         free(p);
         return NULL;
@@ -201,7 +256,9 @@ void pool_run_chunks(thread_pool *p, long n, int chunks, pool_fn fn, void *ctx)
 
     pool_claim_chunks(p, gen);
 
-    for (int i = 0; i < POOL_SPIN && atomic_load(&p->pending) > 0; i++)
+    pool_watch_tick(p, &p->caller_watch);
+    int spin = pool_spin(p);
+    for (int i = 0; i < spin && atomic_load(&p->pending) > 0; i++)
         POOL_RELAX();
     if (atomic_load(&p->pending) > 0) {
         pthread_mutex_lock(&p->mu);
