@@ -32,11 +32,10 @@
  * on a quiet 2-core machine (engine/bench/FINDINGS.md). On a shared
  * machine the same spin takes the core that the thread it waits for needs
  * (3-15x slower dispatches were measured), so there it is a few
- * microseconds. Every POOL_SPIN_CHECK runs each thread
- * of the pool asks the kernel whether it was preempted since its last
- * check (involuntary context switches, which a spinner suffers when
- * another runnable thread wants its core); while any thread was, all
- * spin short. */
+ * microseconds. Every POOL_SPIN_CHECK runs each thread of the pool asks
+ * the kernel whether it was preempted since its last check (involuntary
+ * context switches, which a spinner suffers when another runnable thread
+ * wants its core); while any thread was, all spin short. */
 #define POOL_SPIN_SHORT 256
 #define POOL_SPIN_LONG 4096
 #define POOL_SPIN_CHECK 32
