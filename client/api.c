@@ -5,22 +5,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const api_states[] = {
-    "queued", "starting", "running", "succeeded", "failed", "cancelled", "timeout",
-};
+#include "jobstate/jobstate.h"
 
 bool api_state_is_known(const char *state)
 {
-    for (size_t i = 0; i < sizeof api_states / sizeof api_states[0]; i++)
-        if (strcmp(state, api_states[i]) == 0)
-            return true;
-    return false;
+    job_state s;
+    return job_state_parse(state, &s);
 }
 
 bool api_state_is_final(const char *state)
 {
-    return strcmp(state, "succeeded") == 0 || strcmp(state, "failed") == 0 ||
-           strcmp(state, "cancelled") == 0 || strcmp(state, "timeout") == 0;
+    job_state s;
+    return job_state_parse(state, &s) && job_state_is_final(s);
 }
 
 int api_state_exit_code(const char *state)

@@ -12,7 +12,7 @@
 #include <jansson.h>
 
 #include "commands.h"
-#include "sha256.h"
+#include "crypto/sha256.h"
 
 /* 32 random bytes: 256 bits, as hex. */
 #define KEYGEN_SECRET_BYTES 32

@@ -8,7 +8,7 @@
 
 #include "api.h"
 #include "commands.h"
-#include "spec.h"
+#include "jobspec/spec.h"
 
 const char cmd_submit_usage[] =
     "usage: punch submit JOB.json [--wait] [--quiet] [--dry-run] [--interval SECONDS]\n"

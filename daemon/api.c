@@ -10,7 +10,7 @@
 
 #include "jobview.h"
 #include "log.h"
-#include "spec.h"
+#include "jobspec/spec.h"
 
 enum MHD_Result api_reply_response(api_request *r, int status, struct MHD_Response *resp)
 {

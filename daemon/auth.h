@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sha256.h"
+#include "crypto/sha256.h"
 
 #define AUTH_IDENTITY_MAX 64
 

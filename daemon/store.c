@@ -22,28 +22,6 @@
 #include "log.h"
 #include "store_schema.h" /* generated: store_migrations[] from schema/ */
 
-static const char *const job_state_names[JOB_STATE_COUNT] = {
-    "queued", "starting", "running", "succeeded", "failed", "cancelled", "timeout",
-};
-
-const char *job_state_name(job_state s)
-{
-    return (unsigned)s < JOB_STATE_COUNT ? job_state_names[s] : "unknown";
-}
-
-bool job_state_parse(const char *name, job_state *out)
-{
-    for (int i = 0; i < JOB_STATE_COUNT; i++) {
-        if (strcmp(name, job_state_names[i]) == 0) {
-            *out = (job_state)i;
-            return true;
-        }
-    }
-    return false;
-}
-
-bool job_state_is_final(job_state s) { return s >= JOB_SUCCEEDED; }
-
 #define JOB_COLUMNS                                                                        \
     "seq, id, owner, name, state, priority, ranks, trainer, workers, threads, "           \
     "time_limit_s, vstart, submitted_at, started_at, finished_at, exit_code, error, "     \
@@ -209,8 +187,24 @@ static void store_release(store *st, store_conn *c)
 }
 
 /* The prepared statement `id` of c, reset and unbound, ready to bind. */
+/* The test hook of store_fault_sim(); NULL in production. Atomic because
+ * every connection's thread reads it. */
+static _Atomic(store_fault_fn) store_fault_hook;
+static void *_Atomic store_fault_arg;
+
+void store_fault_sim(store_fault_fn fn, void *arg)
+{
+    store_fault_arg = arg;
+    store_fault_hook = fn;
+}
+
 static sqlite3_stmt *store_stmt(store_conn *c, stmt_id id)
 {
+    store_fault_fn fault = store_fault_hook;
+    if (fault && fault(store_fault_arg, stmt_sql[id])) {
+        log_error("store: simulated fault before \"%.60s\"", stmt_sql[id]);
+        return NULL;
+    }
     if (!c->stmt[id]) {
         int rc = sqlite3_prepare_v3(c->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
                                     &c->stmt[id], NULL);

@@ -16,20 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-typedef enum job_state {
-    JOB_QUEUED,
-    JOB_STARTING,
-    JOB_RUNNING,
-    JOB_SUCCEEDED,
-    JOB_FAILED,
-    JOB_CANCELLED,
-    JOB_TIMEOUT,
-    JOB_STATE_COUNT
-} job_state;
-
-const char *job_state_name(job_state s);
-bool job_state_parse(const char *name, job_state *out);
-bool job_state_is_final(job_state s);
+#include "jobstate/jobstate.h"
 
 #define STORE_ID_LEN 12
 
@@ -155,5 +142,14 @@ store_status store_job_delete(store *st, const char *id);
 typedef bool (*store_event_cb)(double at, const char *from, const char *to, const char *detail,
                                void *arg);
 store_status store_job_events(store *st, const char *id, store_event_cb cb, void *arg);
+
+/* Fault simulation for tests, in the manner of SQLite's sqlite3FaultSim:
+ * while fn is set, it is called (from any thread) before each SQL statement
+ * the store is about to run, with that statement's text; when it returns
+ * true the statement fails as a failing SQLite would, so the call returns
+ * STORE_ERROR (or its false/-1 equivalent) after logging. fn NULL turns the
+ * simulation off. Production never sets it. */
+typedef bool (*store_fault_fn)(void *arg, const char *sql);
+void store_fault_sim(store_fault_fn fn, void *arg);
 
 #endif

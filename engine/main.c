@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/train.h"
-#include "dist/dist.h"
-#include "spec.h"
+#include "train/train.h"
+#include "distributed/dist.h"
+#include "jobspec/spec.h"
 
 #define MAX_ROOTS 16
 

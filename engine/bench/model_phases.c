@@ -1,6 +1,6 @@
 /* model_phases.c — punch-bench-model: where one training step of a job's
  * model spends its time, and the model's inference throughput, measured in
- * process through the engine's public model API (core/model.h, the same
+ * process through the engine's public model API (model/model.h, the same
  * calls train.c makes), so no start-up or data loading is in the figures.
  *
  *   punch-bench-model JOB.json [--threads N] [--steps S] [--warmup W]
@@ -25,8 +25,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/backend_cpu.h"
-#include "core/train.h"
+#include "cpu/cpu_backend.h"
+#include "train/train.h"
 #include "io/tensorfile.h"
 
 enum { PH_LOAD, PH_FORWARD, PH_LOSS, PH_BACKWARD, PH_OPTIM, PH_COUNT };

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "io/tensorfile.h"
-#include "spec.h"
+#include "jobspec/spec.h"
 
 typedef struct dataset {
     long n;            /* samples */

@@ -23,7 +23,7 @@
 
 #include <mpi.h>
 
-#include "core/backend.h"
+#include "backend/backend.h"
 #include "gpu/gpu_bucket.h"
 
 /* The message every entry point gives in a build without CUDA. */

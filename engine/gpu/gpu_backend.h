@@ -16,7 +16,7 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
-#include "core/backend.h"
+#include "backend/backend.h"
 #include "gpu/gpu_check.h"
 
 /* Host staging: pageable host memory is copied through two pinned chunks,

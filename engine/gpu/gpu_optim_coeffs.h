@@ -6,7 +6,7 @@
 #define PUNCH_GPU_OPTIM_COEFFS_H
 
 #include "gpu/gpu_math.h"
-#include "spec.h"
+#include "jobspec/spec.h"
 
 /* State slots per parameter (0, 1 or 2), as optim.c allocates them. */
 int gpu_optim_slots(const spec_optimizer *cfg);

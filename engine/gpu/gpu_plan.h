@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "core/backend.h"
+#include "backend/backend.h"
 
 /* Workspace pieces start on 256-byte boundaries (cuDNN's alignment). */
 #define GPU_PLAN_ALIGN_FLOATS 64L

@@ -1,9 +1,9 @@
 /* layer.h — one layer of a model: its shapes, its slice of the model's
  * parameter, gradient and state buffers, and a forward/backward pair that
- * calls only the backend (core/backend.h), so the same layer code runs on
+ * calls only the backend (backend/backend.h), so the same layer code runs on
  * the CPU and on a GPU.
  *
- * The model (core/model.c) owns every buffer and wires the graph: it sets
+ * The model (model/model.c) owns every buffer and wires the graph: it sets
  * each layer's input pointers (x[i], dx[i]), its output (y, dy), its slices
  * of the flat buffers (params, grads, state), its aux buffer (aux_floats
  * floats: dropout mask, batchnorm saved statistics) and the shared
@@ -15,9 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/backend.h"
-#include "core/rng.h"
-#include "spec.h"
+#include "backend/backend.h"
+#include "backend/rng.h"
+#include "jobspec/spec.h"
 
 #define LAYER_MAX_TENSORS 4
 

@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "spec.h"
+#include "jobspec/spec.h"
 
 typedef struct optimizer optimizer;
 

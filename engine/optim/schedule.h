@@ -12,7 +12,7 @@
 
 #include <stdbool.h>
 
-#include "spec.h"
+#include "jobspec/spec.h"
 
 /* Per-callback arrays are indexed like spec_training.schedules. */
 typedef struct schedule_state {

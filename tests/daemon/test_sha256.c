@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "sha256.h"
+#include "crypto/sha256.h"
 
 static void check_hex(const void *msg, size_t len, const char *want)
 {

@@ -438,7 +438,7 @@ def case_checkpoints(tmp):
 def center_only(path):
     """Rewrite a parameter server's checkpoint as one written before the
     workers' own variables were checkpointed: replica 0 (the center) alone,
-    no optimizer floats (dist_ckpt.c's layout)."""
+    no optimizer floats (dist_checkpoint.c's layout)."""
     with open(path, "rb") as f:
         raw = bytearray(f.read())
     n_workers = struct.unpack_from("<q", raw, 32)[0]

@@ -21,7 +21,7 @@
 
 #include <cmocka.h>
 
-#include "dist/dist_internal.h"
+#include "distributed/dist_internal.h"
 
 static const char *JOB =
     "{\"model\": {\"input\": [12], \"layers\": ["
@@ -159,7 +159,7 @@ static void test_rank_share(void **state)
 }
 
 /* The NCCL plan (gpu_bucket.h on dist_param_spans) and the MPI plan
- * (dist_grad.c) must cut the same buckets in the same launch order: the
+ * (dist_sync_grad.c) must cut the same buckets in the same launch order: the
  * two paths are meant to be the same computation. Sizes chosen for the
  * fixture's layers (91, 14, 40, 18 floats): one bucket, one per layer,
  * and a mix (65 floats: the two last dense layers share one). */

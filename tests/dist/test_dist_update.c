@@ -1,5 +1,5 @@
 /* test_dist_update.c — the asynchronous trainers' update rules
- * (engine/dist/dist_update.h), which the worker's exchange and the
+ * (engine/distributed/dist_async_update.h), which the worker's exchange and the
  * server's apply call, on hand-made vectors checked against the papers'
  * definitions by hand. Every value is a short binary fraction, so the
  * float arithmetic is exact and the checks are equalities. */
@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "dist/dist_update.h"
+#include "distributed/dist_async_update.h"
 
 static void assert_floats(const float *got, const float *want, long n)
 {

@@ -9,7 +9,7 @@
 #                           "no CUDA device: ..." (the runtime's reason)
 #   build without CUDA:     "... built without ... CUDA ..."
 # Skips (77) while punch-train does not yet choose its backend from the job
-# (core/backend.c's backend_create not linked into it).
+# (backend/backend.c's backend_create not linked into it).
 set -euo pipefail
 
 punch_train=$1

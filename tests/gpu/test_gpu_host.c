@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "core/backend.h"
+#include "backend/backend.h"
 #include "gpu/gpu_bucket.h"
 #include "gpu/gpu_device.h"
 #include "gpu/gpu_math.h"

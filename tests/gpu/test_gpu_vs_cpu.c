@@ -30,12 +30,12 @@
 #include <cmocka.h>
 #include <mpi.h>
 
-#include "core/backend.h"
-#include "core/model.h"
+#include "backend/backend.h"
+#include "model/model.h"
 #include "data/dataset.h"
 #include "gpu/gpu.h"
 #include "optim/optim.h"
-#include "spec.h"
+#include "jobspec/spec.h"
 
 #define TOL_EXACT 1e-6f, 1e-6f
 #define TOL_ACT 1e-4f, 1e-5f

@@ -16,10 +16,10 @@
 
 #include <cmocka.h>
 
-#include "core/backend.h"
-#include "core/rng.h"
+#include "backend/backend.h"
+#include "backend/rng.h"
 #include "layers/layer.h"
-#include "spec.h"
+#include "jobspec/spec.h"
 
 typedef struct harness {
     job_spec *spec;

@@ -17,9 +17,9 @@
 
 #include <cmocka.h>
 
-#include "core/backend.h"
-#include "core/cpu_conv_direct.h"
-#include "core/rng.h"
+#include "backend/backend.h"
+#include "cpu/cpu_conv_direct.h"
+#include "backend/rng.h"
 
 typedef struct conv_case {
     int c, k, h, w, kh, kw, pt, pl, pb, pr, dil_h, dil_w, batch;

@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "core/model.h"
-#include "core/rng.h"
+#include "model/model.h"
+#include "backend/rng.h"
 
 typedef struct fixture {
     job_spec *spec;

@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "core/model.h"
-#include "core/rng.h"
+#include "model/model.h"
+#include "backend/rng.h"
 
 typedef struct pool_case {
     int c, h, w, kh, kw, sh, sw, pt, pl, pb, pr, batch;

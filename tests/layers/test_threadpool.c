@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "core/threadpool.h"
+#include "cpu/threadpool.h"
 
 enum { MAX_CHUNKS = 16, RUNS = 200000 };
 

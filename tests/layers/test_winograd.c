@@ -1,5 +1,5 @@
 /* test_winograd.c — the CPU backend's Winograd F(2x2, 5x5) convolution
- * (core/cpu_winograd.c) against its im2col path on the same layer and the
+ * (cpu/cpu_winograd.c) against its im2col path on the same layer and the
  * same random data: forward, input, weight and bias gradients, odd sizes,
  * 'same' and 'valid' padding, batch tails (chunks of ~98 tiles, thread
  * splits), accumulation, bit-for-bit reproducibility; then the layer
@@ -11,7 +11,7 @@
  * wrong coefficient or tile. */
 #include "layer_harness.h"
 
-#include "core/cpu_conv.h"
+#include "cpu/cpu_conv.h"
 
 #define WINO_TOL 2e-5
 

@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "spec.h"
+#include "jobspec/spec.h"
 
 static job_spec *parse(const char *text, spec_error *err)
 {

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "core/model.h"
+#include "model/model.h"
 #include "train_test_util.h"
 
 #define JOB(model, optimizer)                                                              \

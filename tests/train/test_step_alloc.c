@@ -22,9 +22,9 @@
 
 #include <cmocka.h>
 
-#include "core/backend_cpu.h"
-#include "core/model.h"
-#include "core/threadpool.h"
+#include "cpu/cpu_backend.h"
+#include "model/model.h"
+#include "cpu/threadpool.h"
 #include "train_test_util.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -116,7 +116,7 @@ static const char *const ZOO_MODEL =
     "{\"type\": \"dropout\", \"rate\": 0.3},"
     "{\"type\": \"dense\", \"units\": 10, \"activation\": \"softmax\"}]}";
 
-/* One step of the single trainer (engine/core/train.c: train_step), then
+/* One step of the single trainer (engine/train/train.c: train_step), then
  * the plain backward and optimizer step, then inference on the batch. */
 static void run_step(model *m, optimizer *opt, const dataset *d, int64_t *idx, int batch,
                      int step)

@@ -18,7 +18,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "core/train.h"
+#include "train/train.h"
 #include "io/tensorfile.h"
 
 /* A small net with every kind of state: conv, batchnorm (running stats),

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/model.h"
-#include "core/rng.h"
+#include "model/model.h"
+#include "backend/rng.h"
 
 static inline job_spec *tt_parse(const char *json)
 {

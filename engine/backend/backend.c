@@ -1,0 +1,23 @@
+/* backend.c — picks the backend a job asks for. A job that asks for GPUs
+ * gets the CUDA backend or a clear error, never a silent CPU fallback. */
+#include "backend/backend.h"
+
+#include <stdio.h>
+
+backend *backend_create(const job_spec *spec, int threads, int local_rank, char *err,
+                        size_t errlen)
+{
+    if (spec->resources.gpus > 0) {
+#ifdef PUNCH_HAVE_CUDA
+        return backend_cuda_create(local_rank, err, errlen);
+#else
+        (void)local_rank;
+        snprintf(err, errlen,
+                 "resources.gpus is %d but this punch-train was built without the CUDA "
+                 "backend (meson -Dcuda=enabled)", spec->resources.gpus);
+        return NULL;
+#endif
+    }
+    (void)local_rank;
+    return backend_cpu_create(threads, err, errlen);
+}

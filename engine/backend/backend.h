@@ -1,0 +1,405 @@
+/* backend.h — the seam between the engine's layers and the hardware.
+ *
+ * Layers (engine/layers/) own shapes, parameter layout and the graph; every
+ * floating-point operation they need goes through one `backend`: a struct of
+ * function pointers implemented once for the CPU (cpu/cpu_backend.c, OpenBLAS
+ * + the engine's own thread pool) and once for CUDA (engine/gpu/, cuBLAS +
+ * cuDNN). A layer never touches tensor memory directly, so the same layer
+ * code runs on either.
+ *
+ * Conventions (every function below follows them):
+ * - "Device" memory is whatever `alloc` returns: host memory on the CPU
+ *   backend (`host_memory` true), GPU memory on CUDA. Only `upload` and
+ *   `download` cross between host and device.
+ * - Tensors are float32, densely packed, row-major; images are NCHW:
+ *   (batch, channels, height, width). Shapes are given per argument as
+ *   `// (B, C, H, W)`. Sizes are in floats, never bytes.
+ * - `batch` is passed to every op: the descriptors fix the per-sample
+ *   geometry and the largest batch (`max_batch`); a call may use any batch
+ *   in [1, max_batch] (the last batch of an epoch is short).
+ * - Backward ops write the input gradient `dx` either overwriting it
+ *   (`accumulate` false) or adding to it (`accumulate` true): a tensor read
+ *   by several layers receives the sum of their gradients. Parameter
+ *   gradients (dw, db, dgamma, dbeta) are always overwritten: each
+ *   parameter belongs to one layer and each step runs backward once.
+ *   `dx` may be NULL when the input gradient is not needed (model input).
+ * - Ops are asynchronous as far as the backend likes (a CUDA stream): only
+ *   `download`, `synchronize` and the functions returning host values wait.
+ * - Reductions are deterministic for a given backend and thread count: the
+ *   same inputs give bit-identical outputs run after run.
+ * - Nothing here allocates after `*_prepare`: workspaces are sized once per
+ *   model (see conv2d_prepare) and passed in.
+ *
+ * Activations reuse spec_activation from spec.h. ACT_SOFTMAX is over the
+ * last dimension of a (rows, cols) view.
+ *
+ * Optimizers (optim.h) work on host memory. On a host_memory backend the
+ * trainer steps the model's parameter buffer in place; on a device backend
+ * it downloads the gradient buffer, steps a host mirror of the parameters
+ * and uploads them (model_optimizer_step in model/model.h), so a device
+ * backend is correct before it has optimizer kernels of its own. */
+#ifndef PUNCH_BACKEND_H
+#define PUNCH_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "jobspec/spec.h"
+
+/* Convolution geometry, fixed at model build. Output size:
+ * oh = (h + 2*pad_h - dil_h*(kh-1) - 1) / stride_h + 1 (likewise ow);
+ * padding is symmetric top/bottom unless pad_bottom/pad_right differ (TF's
+ * "same" with an even kernel pads one more at the bottom/right). */
+typedef struct conv2d_desc {
+    int max_batch;
+    int c, h, w;            /* input channels, height, width */
+    int k;                  /* output channels (filters) */
+    int kh, kw;             /* kernel */
+    int stride_h, stride_w;
+    int pad_top, pad_left, pad_bottom, pad_right;
+    int dil_h, dil_w;
+    int oh, ow;             /* output height, width */
+    void *impl;             /* backend-private (cuDNN descriptors, algo) */
+} conv2d_desc;
+
+typedef enum pool_mode { POOL_MAX, POOL_AVG } pool_mode;
+
+/* Pooling geometry. Average pooling divides by the number of in-bounds
+ * elements of each window (padding is not counted), as Keras does. */
+typedef struct pool2d_desc {
+    int max_batch;
+    int c, h, w;
+    int kh, kw;
+    int stride_h, stride_w;
+    int pad_top, pad_left, pad_bottom, pad_right;
+    int oh, ow;
+    pool_mode mode;
+    void *impl;
+} pool2d_desc;
+
+/* Batch normalisation over (batch, spatial) per channel; a rank-1 input
+ * of F features is c = F, spatial = 1. */
+typedef struct batchnorm_desc {
+    int max_batch;
+    int c;
+    int spatial;            /* h * w */
+    float epsilon;
+    float momentum;         /* running = momentum * running + (1 - momentum) * batch */
+    void *impl;
+} batchnorm_desc;
+
+/* Per-batch sums for metrics, on the host. Divide by the sample count
+ * (accuracy) or sample count * outputs (mse, mae) to get means. */
+typedef struct batch_metrics {
+    double correct;         /* samples whose argmax(y) == argmax(target) */
+    double sq_err;          /* sum of (y - t)^2 over all outputs */
+    double abs_err;         /* sum of |y - t| over all outputs */
+} batch_metrics;
+
+typedef struct backend backend;
+
+struct backend {
+    const char *name;       /* "cpu", "cuda" */
+    bool host_memory;       /* device pointers are host pointers (CPU) */
+    int threads;            /* CPU worker threads (1 on CUDA) */
+    void *impl;             /* backend-private state */
+
+    /* ---- lifecycle -------------------------------------------------- */
+
+    /* Frees the backend itself (after every buffer it allocated). */
+    void (*destroy)(backend *be);
+    /* Waits until every queued op has finished. */
+    void (*synchronize)(backend *be);
+
+    /* Runs fn(ctx, begin, end, tid) over [0, n) split into contiguous
+     * chunks, one per host thread, and returns when all are done: how
+     * host-side work outside the ops (the optimizer step) uses the
+     * backend's threads. NULL when the backend has none to lend (CUDA);
+     * callers then run fn(ctx, 0, n, 0) themselves. */
+    void (*host_parallel)(backend *be, long n,
+                          void (*fn)(void *ctx, long begin, long end, int tid), void *ctx);
+
+    /* ---- memory ----------------------------------------------------- */
+
+    /* n floats of device memory, zeroed, aligned to 64 bytes; NULL on
+     * failure. */
+    float *(*alloc)(backend *be, long n);
+    void (*free)(backend *be, float *p);
+    void (*zero)(backend *be, float *p, long n);
+    /* Device to device. */
+    void (*copy)(backend *be, float *dst, const float *src, long n);
+    void (*upload)(backend *be, float *dst_dev, const float *src_host, long n);
+    void (*download)(backend *be, float *dst_host, const float *src_dev, long n);
+
+    /* ---- BLAS ------------------------------------------------------- */
+
+    /* Row-major C = alpha * op(A) @ op(B) + beta * C, op = transpose when
+     * the flag is set: C (m, n), op(A) (m, k), op(B) (k, n); lda, ldb, ldc
+     * are row strides of A, B, C as stored. */
+    void (*gemm)(backend *be, bool trans_a, bool trans_b, int m, int n, int k,
+                 float alpha, const float *a, int lda, const float *b, int ldb,
+                 float beta, float *c, int ldc);
+
+    /* ---- element-wise ----------------------------------------------- */
+
+    /* y += alpha * x */
+    void (*axpy)(backend *be, long n, float alpha, const float *x, float *y);
+    /* x *= alpha */
+    void (*scale)(backend *be, long n, float alpha, float *x);
+
+    /* ---- dense ------------------------------------------------------ */
+
+    /* y = act(x @ w + bias). bias may be NULL. act may be ACT_SOFTMAX
+     * (over `out`). */
+    void (*dense_forward)(backend *be, int batch, int in, int out,
+                          const float *x,    /* (batch, in) */
+                          const float *w,    /* (in, out) */
+                          const float *bias, /* (out) or NULL */
+                          spec_activation act,
+                          float *y);         /* (batch, out) */
+    /* Given dz = dL/d(x @ w + bias) (the activation already undone by
+     * activation_backward): dw = x^T @ dz, db = sum over batch of dz,
+     * dx (+)= dz @ w^T. */
+    void (*dense_backward)(backend *be, int batch, int in, int out,
+                           const float *x,   /* (batch, in) */
+                           const float *w,   /* (in, out) */
+                           const float *dz,  /* (batch, out) */
+                           float *dx,        /* (batch, in) or NULL */
+                           bool accumulate,
+                           float *dw,        /* (in, out) */
+                           float *db);       /* (out) or NULL */
+
+    /* ---- activations ------------------------------------------------ */
+
+    /* y = act(x) on a (rows, cols) view; softmax per row. x == y allowed.
+     * ACT_NONE copies. */
+    void (*activation_forward)(backend *be, spec_activation act, long rows, long cols,
+                               const float *x,  /* (rows, cols) */
+                               float *y);       /* (rows, cols) */
+    /* dx (+)= dy * act'(.), from the forward OUTPUT y (relu: y > 0;
+     * sigmoid: y(1-y); tanh: 1-y^2; softmax: y * (dy - sum(dy*y)) per
+     * row). dx == dy allowed when !accumulate. ACT_NONE copies/adds. */
+    void (*activation_backward)(backend *be, spec_activation act, long rows, long cols,
+                                const float *y,  /* (rows, cols) */
+                                const float *dy, /* (rows, cols) */
+                                float *dx,       /* (rows, cols) */
+                                bool accumulate);
+
+    /* ---- conv2d ----------------------------------------------------- */
+
+    /* Called once per layer at model build (may set desc->impl). Returns
+     * the workspace, in floats, that forward and backward need; the model
+     * allocates the largest over its layers once and shares it. -1 on
+     * failure. */
+    long (*conv2d_prepare)(backend *be, conv2d_desc *desc);
+    void (*conv2d_release)(backend *be, conv2d_desc *desc);
+    /* y = act(conv(x, w) + bias), cross-correlation as in every framework. */
+    void (*conv2d_forward)(backend *be, const conv2d_desc *d, int batch,
+                           const float *x,    /* (batch, c, h, w) */
+                           const float *w,    /* (k, c, kh, kw) */
+                           const float *bias, /* (k) or NULL */
+                           spec_activation act, /* not ACT_SOFTMAX */
+                           float *y,          /* (batch, k, oh, ow) */
+                           float *workspace);
+    /* From dz = dL/d(pre-activation): dw, db, dx (+)=. */
+    void (*conv2d_backward)(backend *be, const conv2d_desc *d, int batch,
+                            const float *x,   /* (batch, c, h, w) */
+                            const float *w,   /* (k, c, kh, kw) */
+                            const float *dz,  /* (batch, k, oh, ow) */
+                            float *dx,        /* (batch, c, h, w) or NULL */
+                            bool accumulate,
+                            float *dw,        /* (k, c, kh, kw) */
+                            float *db,        /* (k) or NULL */
+                            float *workspace);
+
+    /* ---- pooling ---------------------------------------------------- */
+
+    long (*pool2d_prepare)(backend *be, pool2d_desc *desc); /* workspace floats */
+    void (*pool2d_release)(backend *be, pool2d_desc *desc);
+    void (*pool2d_forward)(backend *be, const pool2d_desc *d, int batch,
+                           const float *x,    /* (batch, c, h, w) */
+                           float *y);         /* (batch, c, oh, ow) */
+    /* Max pooling routes each dy to the first maximum of its window
+     * (recomputed from x and y, so no index buffer is kept). */
+    void (*pool2d_backward)(backend *be, const pool2d_desc *d, int batch,
+                            const float *x,   /* (batch, c, h, w) */
+                            const float *y,   /* (batch, c, oh, ow) */
+                            const float *dy,  /* (batch, c, oh, ow) */
+                            float *dx,        /* (batch, c, h, w) */
+                            bool accumulate);
+
+    /* ---- batch normalisation ---------------------------------------- */
+
+    long (*batchnorm_prepare)(backend *be, batchnorm_desc *desc); /* workspace floats */
+    void (*batchnorm_release)(backend *be, batchnorm_desc *desc);
+    /* Training: normalise with the batch statistics (biased variance),
+     * save mean and 1/sqrt(var + eps) for backward, and update the running
+     * statistics (unbiased variance, as Keras/PyTorch). */
+    void (*batchnorm_forward_train)(backend *be, const batchnorm_desc *d, int batch,
+                                    const float *x,        /* (batch, c, spatial) */
+                                    const float *gamma,    /* (c) */
+                                    const float *beta,     /* (c) */
+                                    float *running_mean,   /* (c) updated */
+                                    float *running_var,    /* (c) updated */
+                                    float *save_mean,      /* (c) out */
+                                    float *save_invstd,    /* (c) out */
+                                    float *y,              /* (batch, c, spatial) */
+                                    float *workspace);
+    /* Inference: normalise with the running statistics. */
+    void (*batchnorm_forward_eval)(backend *be, const batchnorm_desc *d, int batch,
+                                   const float *x,         /* (batch, c, spatial) */
+                                   const float *gamma,     /* (c) */
+                                   const float *beta,      /* (c) */
+                                   const float *running_mean, /* (c) */
+                                   const float *running_var,  /* (c) */
+                                   float *y);              /* (batch, c, spatial) */
+    void (*batchnorm_backward)(backend *be, const batchnorm_desc *d, int batch,
+                               const float *x,          /* (batch, c, spatial) */
+                               const float *dy,         /* (batch, c, spatial) */
+                               const float *gamma,      /* (c) */
+                               const float *save_mean,  /* (c) */
+                               const float *save_invstd,/* (c) */
+                               float *dx,               /* (batch, c, spatial) or NULL */
+                               bool accumulate,
+                               float *dgamma,           /* (c) */
+                               float *dbeta,            /* (c) */
+                               float *workspace);
+
+    /* ---- dropout ---------------------------------------------------- */
+
+    /* Inverted dropout: mask[i] = 0 with probability rate, else
+     * 1/(1-rate); y = x * mask. The mask comes from a counter-based hash
+     * of (seed, i) (backend_dropout_keep below), so every backend and
+     * every thread count draws the same mask for the same seed. */
+    void (*dropout_forward)(backend *be, long n, float rate, uint64_t seed,
+                            const float *x,   /* (n) */
+                            float *mask,      /* (n) out */
+                            float *y);        /* (n) */
+    void (*dropout_backward)(backend *be, long n,
+                             const float *mask, /* (n) */
+                             const float *dy,   /* (n) */
+                             float *dx,         /* (n) */
+                             bool accumulate);
+
+    /* ---- channel concatenation -------------------------------------- */
+
+    /* y[:, off_i : off_i + c_i] = x_i for each input i, per sample, where
+     * a sample of x_i is c_i * spatial floats. */
+    void (*concat_forward)(backend *be, int batch, int n_in, const int *c_in, long spatial,
+                           const float *const *xs, /* n_in x (batch, c_i, spatial) */
+                           float *y);              /* (batch, sum c_i, spatial) */
+    void (*concat_backward)(backend *be, int batch, int n_in, const int *c_in, long spatial,
+                            const float *dy,       /* (batch, sum c_i, spatial) */
+                            float *const *dxs,     /* n_in x (batch, c_i, spatial); NULL entries skipped */
+                            const bool *accumulate); /* n_in flags, one per dx */
+
+    /* ---- losses and metrics ----------------------------------------- */
+    /* Each returns the SUM over the batch of the per-sample loss (host
+     * value; the caller divides by the sample count) and writes the
+     * gradient of the MEAN loss over the batch, i.e. already divided by
+     * `batch`. targets are one-hot rows (or any targets in [0, 1]). */
+
+    /* Categorical cross-entropy fused with softmax: probs = softmax(logits),
+     * loss_i = -sum_j t_ij log p_ij, dlogits = (p - t) / batch. */
+    double (*softmax_xent)(backend *be, int batch, int n,
+                           const float *logits,  /* (batch, n) */
+                           const float *targets, /* (batch, n) */
+                           float *probs,         /* (batch, n) out */
+                           float *dlogits);      /* (batch, n) out */
+    /* Binary cross-entropy on probabilities p clipped to [1e-7, 1-1e-7]:
+     * loss_i = mean_j -(t log p + (1-t) log(1-p)); dp = d(mean loss)/dp. */
+    double (*binary_xent)(backend *be, int batch, int n,
+                          const float *p,        /* (batch, n) */
+                          const float *targets,  /* (batch, n) */
+                          float *dp);            /* (batch, n) out */
+    /* loss_i = mean_j (y - t)^2; dy = 2 (y - t) / (n * batch). */
+    double (*mse)(backend *be, int batch, int n,
+                  const float *y,         /* (batch, n) */
+                  const float *targets,   /* (batch, n) */
+                  float *dy);             /* (batch, n) out */
+    /* Metric sums over the batch (host values). */
+    void (*metrics)(backend *be, int batch, int n,
+                    const float *y,       /* (batch, n) */
+                    const float *targets, /* (batch, n) */
+                    batch_metrics *out);
+
+    /* ---- fused relu + max pooling (optional) ------------------------ */
+    /* NULL when the backend has no fused kernel (CUDA); the model then
+     * keeps the activation in the layer before (layers/pooling.c). Since
+     * relu is monotonic, max(relu(window)) = relu(max(window)): from
+     * pre-activations x, y = relu(max of each window), and argmax gets the
+     * window offset (row * kw + col, the first maximum in row-major order)
+     * of each output, one byte each (d->kh * d->kw <= 256). */
+    void (*relu_maxpool_forward)(backend *be, const pool2d_desc *d, int batch,
+                                 const float *x,      /* (batch, c, h, w) */
+                                 float *y,            /* (batch, c, oh, ow) */
+                                 uint8_t *argmax);    /* (batch, c, oh, ow) */
+    /* dx (+)= dy routed to each window's argmax where y > 0: the gradient
+     * with respect to the pre-activations; every other dx gets 0 (or
+     * keeps its value when accumulating). */
+    void (*relu_maxpool_backward)(backend *be, const pool2d_desc *d, int batch,
+                                  const uint8_t *argmax, /* (batch, c, oh, ow) */
+                                  const float *y,        /* (batch, c, oh, ow) */
+                                  const float *dy,       /* (batch, c, oh, ow) */
+                                  float *dx,             /* (batch, c, h, w) */
+                                  bool accumulate);
+
+    /* ---- dense backward with the parameter update fused (optional) --- */
+    /* dense_backward, then update(ctx, begin, end) on ranges of the
+     * layer's parameter block (w, then the bias at in * out when db is
+     * not NULL; db must then be dw + in * out) as soon as their gradients
+     * are final: the optimizer step runs while they are still in cache,
+     * inside the same parallel chunks. dx is computed first, from the old
+     * w. The ranges are disjoint, cover [0, in * out (+ out)), and may be
+     * updated from several threads at once. The gradients are the same
+     * bits dense_backward gives. NULL when the backend has none (CUDA). */
+    void (*dense_backward_update)(backend *be, int batch, int in, int out,
+                                  const float *x,   /* (batch, in) */
+                                  const float *w,   /* (in, out); update changes it */
+                                  const float *dz,  /* (batch, out) */
+                                  float *dx,        /* (batch, in) or NULL */
+                                  bool accumulate,
+                                  float *dw,        /* (in, out) */
+                                  float *db,        /* (out) or NULL */
+                                  void (*update)(void *ctx, long begin, long end),
+                                  void *ctx);
+};
+
+/* Create the CPU backend with `threads` worker threads (the calling thread
+ * is one of them). The backend owns the cores: OpenBLAS is set to one
+ * thread and every op is partitioned by the backend's own pool, so GEMMs
+ * and element-wise loops never oversubscribe. NULL + message on failure. */
+backend *backend_cpu_create(int threads, char *err, size_t errlen);
+
+/* Create the CUDA backend on the device chosen by the local MPI rank
+ * (engine/gpu/; only in builds with -Dcuda=enabled, PUNCH_HAVE_CUDA). NULL +
+ * message ("no CUDA device: ...") when there is no usable device. */
+backend *backend_cuda_create(int local_rank, char *err, size_t errlen);
+
+/* The backend a job asks for: CUDA when spec->resources.gpus > 0 (an error,
+ * not a fallback, when it is unavailable), else the CPU with `threads`. */
+backend *backend_create(const job_spec *spec, int threads, int local_rank,
+                        char *err, size_t errlen);
+
+/* The dropout mask rule every backend implements: element i is kept when
+ * the top 24 bits of backend_hash64(seed ^ (i * golden)) / 2^24 >= rate. */
+static inline uint64_t backend_hash64(uint64_t x)
+{
+    /* splitmix64's finaliser: a bijection with full avalanche. */
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return x;
+}
+
+static inline bool backend_dropout_keep(uint64_t seed, uint64_t i, float rate)
+{
+    uint64_t h = backend_hash64(seed ^ ((i + 1) * 0x9e3779b97f4a7c15ULL));
+    float u = (float)(h >> 40) * (1.0f / 16777216.0f);
+    return u >= rate;
+}
+
+#endif

@@ -1,0 +1,89 @@
+/* cpu_backend.h — internals shared by the CPU backend's files
+ * (cpu_backend.c, cpu_conv.c, cpu_pool.c, cpu_batchnorm.c). Not a public
+ * API: layers see only backend.h. */
+#ifndef PUNCH_BACKEND_CPU_H
+#define PUNCH_BACKEND_CPU_H
+
+#include <stdbool.h>
+
+#include "backend/backend.h"
+#include "cpu/threadpool.h"
+
+/* Hot loops compiled for AVX-512 and AVX2 besides the baseline, the best
+ * picked when the program loads (GCC's ifunc dispatch on the CPU's
+ * features). The build is ISO C (no FP contraction), so every clone does
+ * the same float operations and gives the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
+#define CPU_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CPU_SIMD_CLONES
+#endif
+
+typedef struct cpu_backend {
+    thread_pool *pool;
+} cpu_backend;
+
+static inline thread_pool *cpu_pool(backend *be)
+{
+    return ((cpu_backend *)be->impl)->pool;
+}
+
+/* Single-threaded row-major sgemm: oneDNN when built with it, else
+ * OpenBLAS (both run on the calling thread only). */
+void cpu_sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+               const float *a, int lda, const float *b, int ldb, float beta,
+               float *c, int ldc);
+
+/* Run every GEMM in OpenBLAS even when the build has oneDNN (false: back
+ * to oneDNN). Process-wide; for tests and benchmarks that compare the two
+ * libraries in one build; set it before a model runs. */
+void cpu_sgemm_force_openblas(bool on);
+
+/* Sum of x[0 .. n-1] in a fixed order that vectorises: 16 running lanes
+ * (lane j takes the elements i = j mod 16), then the lanes in order. */
+float cpu_sum(const float *x, long n);
+
+/* In-place activation of `n` contiguous values (not softmax). */
+void cpu_activate(spec_activation act, float *y, long n);
+/* In-place softmax of one row of n values. */
+void cpu_softmax_row(float *y, int n);
+
+long cpu_conv2d_prepare(backend *be, conv2d_desc *d);
+void cpu_conv2d_release(backend *be, conv2d_desc *d);
+void cpu_conv2d_forward(backend *be, const conv2d_desc *d, int batch, const float *x,
+                        const float *w, const float *bias, spec_activation act,
+                        float *y, float *workspace);
+void cpu_conv2d_backward(backend *be, const conv2d_desc *d, int batch, const float *x,
+                         const float *w, const float *dz, float *dx, bool accumulate,
+                         float *dw, float *db, float *workspace);
+
+long cpu_pool2d_prepare(backend *be, pool2d_desc *d);
+void cpu_pool2d_release(backend *be, pool2d_desc *d);
+void cpu_pool2d_forward(backend *be, const pool2d_desc *d, int batch, const float *x,
+                        float *y);
+void cpu_pool2d_backward(backend *be, const pool2d_desc *d, int batch, const float *x,
+                         const float *y, const float *dy, float *dx, bool accumulate);
+void cpu_relu_maxpool_forward(backend *be, const pool2d_desc *d, int batch, const float *x,
+                              float *y, uint8_t *argmax);
+void cpu_relu_maxpool_backward(backend *be, const pool2d_desc *d, int batch,
+                               const uint8_t *argmax, const float *y, const float *dy,
+                               float *dx, bool accumulate);
+
+long cpu_batchnorm_prepare(backend *be, batchnorm_desc *d);
+void cpu_batchnorm_release(backend *be, batchnorm_desc *d);
+void cpu_batchnorm_forward_train(backend *be, const batchnorm_desc *d, int batch,
+                                 const float *x, const float *gamma, const float *beta,
+                                 float *running_mean, float *running_var,
+                                 float *save_mean, float *save_invstd, float *y,
+                                 float *workspace);
+void cpu_batchnorm_forward_eval(backend *be, const batchnorm_desc *d, int batch,
+                                const float *x, const float *gamma, const float *beta,
+                                const float *running_mean, const float *running_var,
+                                float *y);
+void cpu_batchnorm_backward(backend *be, const batchnorm_desc *d, int batch,
+                            const float *x, const float *dy, const float *gamma,
+                            const float *save_mean, const float *save_invstd,
+                            float *dx, bool accumulate, float *dgamma, float *dbeta,
+                            float *workspace);
+
+#endif

@@ -1,0 +1,339 @@
+/* cpu_conv.c — 2-D convolution on the CPU, samples split across the
+ * pool's threads, with the algorithm chosen per layer at prepare time
+ * (cpu_conv.h): im2col + sgemm per sample (each thread with its own column
+ * buffer, bias and activation fused into the pass after the GEMM), direct
+ * kernels for few channels (cpu_conv_direct.c), or Winograd F(2x2, 5x5)
+ * for stride-1 5x5 layers with enough channels (cpu_winograd.c).
+ *
+ * Workspace layout (floats), per thread t of T:
+ *   col[t]  : the algorithm's scratch (im2col: c*kh*kw * oh*ow, the column
+ *             of one sample, reused for dcol)
+ *   dw[t]   : k*c*kh*kw + k     (this thread's partial dw and db)
+ * then, for Winograd, the transformed weights (36, k, c) shared by all.
+ * The partials are summed in thread order, so dw is deterministic for a
+ * given thread count. A 1x1, stride-1, unpadded convolution skips im2col:
+ * the sample itself is the column matrix. */
+#include "cpu/cpu_conv.h"
+#include "cpu/cpu_conv_direct.h"
+#include "cpu/cpu_winograd.h"
+
+#include <string.h>
+
+/* d->impl points at one of these: the layer's algorithm. */
+static cpu_conv_algo conv_algos[] = {CPU_CONV_IM2COL, CPU_CONV_DIRECT, CPU_CONV_WINOGRAD};
+
+cpu_conv_algo cpu_conv2d_algo(const conv2d_desc *d)
+{
+    return d->impl ? *(const cpu_conv_algo *)d->impl : cpu_conv_choose(d);
+}
+
+cpu_conv_algo cpu_conv_choose(const conv2d_desc *d)
+{
+    if (cpu_conv_direct_suits(d))
+        return CPU_CONV_DIRECT;
+    if (cpu_winograd_suits(d))
+        return CPU_CONV_WINOGRAD;
+    return CPU_CONV_IM2COL;
+}
+
+static long conv_col_size(const conv2d_desc *d)
+{
+    switch (cpu_conv2d_algo(d)) {
+    case CPU_CONV_DIRECT:
+        return cpu_conv_direct_scratch(d);
+    case CPU_CONV_WINOGRAD:
+        return cpu_winograd_thread_scratch(d);
+    case CPU_CONV_IM2COL:
+        break;
+    }
+    return (long)d->c * d->kh * d->kw * d->oh * d->ow;
+}
+
+static long conv_wsize(const conv2d_desc *d)
+{
+    return (long)d->k * d->c * d->kh * d->kw;
+}
+
+static long conv_thread_block(const conv2d_desc *d)
+{
+    return conv_col_size(d) + conv_wsize(d) + d->k;
+}
+
+static bool conv_is_pointwise(const conv2d_desc *d)
+{
+    return d->kh == 1 && d->kw == 1 && d->stride_h == 1 && d->stride_w == 1 &&
+           d->pad_top == 0 && d->pad_left == 0 && d->pad_bottom == 0 && d->pad_right == 0;
+}
+
+long cpu_conv2d_prepare_algo(backend *be, conv2d_desc *d, cpu_conv_algo algo)
+{
+    if (d->oh <= 0 || d->ow <= 0 || d->c <= 0 || d->k <= 0)
+        return -1;
+    if (algo == CPU_CONV_DIRECT && (d->stride_h != 1 || d->stride_w != 1))
+        return -1;
+    if (algo == CPU_CONV_WINOGRAD && !cpu_winograd_can(d))
+        return -1;
+    d->impl = &conv_algos[algo];
+    long shared = algo == CPU_CONV_WINOGRAD ? cpu_winograd_weight_size(d) : 0;
+    return conv_thread_block(d) * be->threads + shared;
+}
+
+long cpu_conv2d_prepare(backend *be, conv2d_desc *d)
+{
+    return cpu_conv2d_prepare_algo(be, d, cpu_conv_choose(d));
+}
+
+void cpu_conv2d_release(backend *be, conv2d_desc *d)
+{
+    (void)be;
+    d->impl = NULL;
+}
+
+/* The outputs ox in [*lo, *hi) whose input column ix = ox*stride + off
+ * falls inside [0, w); the others read padding. */
+static void conv_valid_range(int ow, int stride, int off, int w, int *lo, int *hi)
+{
+    int a = off < 0 ? (-off + stride - 1) / stride : 0;
+    int b = w - off <= 0 ? 0 : (w - off + stride - 1) / stride;
+    *lo = a < ow ? a : ow;
+    *hi = b < ow ? b : ow;
+    if (*hi < *lo)
+        *hi = *lo;
+}
+
+/* col (c*kh*kw, oh*ow) from one sample x (c, h, w). */
+static void conv_im2col(const conv2d_desc *d, const float *x, float *col)
+{
+    long ohw = (long)d->oh * d->ow;
+    for (int c = 0; c < d->c; c++) {
+        const float *xc = x + (long)c * d->h * d->w;
+        for (int ki = 0; ki < d->kh; ki++) {
+            for (int kj = 0; kj < d->kw; kj++) {
+                float *row = col + ((long)(c * d->kh + ki) * d->kw + kj) * ohw;
+                int off = -d->pad_left + kj * d->dil_w, lo, hi;
+                conv_valid_range(d->ow, d->stride_w, off, d->w, &lo, &hi);
+                for (int oy = 0; oy < d->oh; oy++) {
+                    int iy = oy * d->stride_h - d->pad_top + ki * d->dil_h;
+                    float *dst = row + (long)oy * d->ow;
+                    if (iy < 0 || iy >= d->h) {
+                        memset(dst, 0, (size_t)d->ow * sizeof *dst);
+                        continue;
+                    }
+                    const float *src = xc + (long)iy * d->w + off;
+                    for (int ox = 0; ox < lo; ox++)
+                        dst[ox] = 0.0f;
+                    if (d->stride_w == 1)
+                        memcpy(dst + lo, src + lo, (size_t)(hi - lo) * sizeof *dst);
+                    else
+                        for (int ox = lo; ox < hi; ox++)
+                            dst[ox] = src[(long)ox * d->stride_w];
+                    for (int ox = hi; ox < d->ow; ox++)
+                        dst[ox] = 0.0f;
+                }
+            }
+        }
+    }
+}
+
+/* dx (c, h, w) += col (c*kh*kw, oh*ow) scattered back. */
+static void conv_col2im(const conv2d_desc *d, const float *col, float *dx)
+{
+    long ohw = (long)d->oh * d->ow;
+    for (int c = 0; c < d->c; c++) {
+        float *xc = dx + (long)c * d->h * d->w;
+        for (int ki = 0; ki < d->kh; ki++) {
+            for (int kj = 0; kj < d->kw; kj++) {
+                const float *row = col + ((long)(c * d->kh + ki) * d->kw + kj) * ohw;
+                int off = -d->pad_left + kj * d->dil_w, lo, hi;
+                conv_valid_range(d->ow, d->stride_w, off, d->w, &lo, &hi);
+                for (int oy = 0; oy < d->oh; oy++) {
+                    int iy = oy * d->stride_h - d->pad_top + ki * d->dil_h;
+                    if (iy < 0 || iy >= d->h)
+                        continue;
+                    const float *src = row + (long)oy * d->ow;
+                    float *dst = xc + (long)iy * d->w + off;
+                    if (d->stride_w == 1) /* its own loop, so it vectorises */
+                        for (int ox = lo; ox < hi; ox++)
+                            dst[ox] += src[ox];
+                    else
+                        for (int ox = lo; ox < hi; ox++)
+                            dst[(long)ox * d->stride_w] += src[ox];
+                }
+            }
+        }
+    }
+}
+
+typedef struct conv_job {
+    const conv2d_desc *d;
+    const float *x, *w, *bias, *dz;
+    spec_activation act;
+    float *y, *dx, *dw, *db, *ws;
+    bool accumulate;
+    int threads;
+    int batch;
+} conv_job;
+
+static float *conv_thread_col(const conv_job *j, int tid)
+{
+    return j->ws + (long)tid * conv_thread_block(j->d);
+}
+
+/* Winograd's transformed weights, after every thread's block. */
+static float *conv_winograd_u(const conv_job *j)
+{
+    return j->ws + (long)j->threads * conv_thread_block(j->d);
+}
+
+static void conv_winograd_weights_chunk(void *ctx, long begin, long end, int tid)
+{
+    (void)tid;
+    const conv_job *j = ctx;
+    cpu_winograd_weights(j->d, j->w, begin, end, conv_winograd_u(j));
+}
+
+static void conv_forward_chunk(void *ctx, long begin, long end, int tid)
+{
+    const conv_job *j = ctx;
+    const conv2d_desc *d = j->d;
+    long ckk = (long)d->c * d->kh * d->kw;
+    long ohw = (long)d->oh * d->ow;
+    long xsize = (long)d->c * d->h * d->w;
+    float *col = conv_thread_col(j, tid);
+    cpu_conv_algo algo = cpu_conv2d_algo(d);
+    if (algo == CPU_CONV_WINOGRAD) {
+        cpu_winograd_forward(d, (int)(end - begin), j->x + begin * xsize, conv_winograd_u(j),
+                             j->bias, j->act, j->y + begin * d->k * ohw, col);
+        return;
+    }
+    for (long b = begin; b < end; b++) {
+        const float *xb = j->x + b * xsize;
+        float *yb = j->y + b * d->k * ohw;
+        if (algo == CPU_CONV_DIRECT) {
+            cpu_conv_direct_forward(d, xb, j->w, j->bias, j->act, yb, col);
+            continue;
+        }
+        const float *src = xb;
+        if (!conv_is_pointwise(d)) {
+            conv_im2col(d, xb, col);
+            src = col;
+        }
+        cpu_sgemm(false, false, d->k, (int)ohw, (int)ckk, 1.0f, j->w, (int)ckk, src,
+                  (int)ohw, 0.0f, yb, (int)ohw);
+        for (int k = 0; k < d->k; k++) {
+            float *yk = yb + k * ohw;
+            if (j->bias) {
+                float bk = j->bias[k];
+                for (long i = 0; i < ohw; i++)
+                    yk[i] += bk;
+            }
+            cpu_activate(j->act, yk, ohw);
+        }
+    }
+}
+
+void cpu_conv2d_forward(backend *be, const conv2d_desc *d, int batch, const float *x,
+                        const float *w, const float *bias, spec_activation act, float *y,
+                        float *workspace)
+{
+    conv_job j = {.d = d, .x = x, .w = w, .bias = bias, .act = act, .y = y,
+                  .ws = workspace, .threads = be->threads};
+    if (cpu_conv2d_algo(d) == CPU_CONV_WINOGRAD)
+        pool_run(cpu_pool(be), (long)d->k * d->c, conv_winograd_weights_chunk, &j);
+    pool_run(cpu_pool(be), batch, conv_forward_chunk, &j);
+}
+
+static void conv_backward_chunk(void *ctx, long begin, long end, int tid)
+{
+    const conv_job *j = ctx;
+    const conv2d_desc *d = j->d;
+    long ckk = (long)d->c * d->kh * d->kw;
+    long ohw = (long)d->oh * d->ow;
+    long xsize = (long)d->c * d->h * d->w;
+    float *col = conv_thread_col(j, tid);
+    float *dw = col + conv_col_size(d);
+    float *db = dw + conv_wsize(d);
+    cpu_conv_algo algo = cpu_conv2d_algo(d);
+    if (algo == CPU_CONV_WINOGRAD) {
+        cpu_winograd_backward(d, (int)(end - begin), j->x + begin * xsize, conv_winograd_u(j),
+                              j->dz + begin * d->k * ohw,
+                              j->dx ? j->dx + begin * xsize : NULL, j->accumulate, dw, db,
+                              col);
+        return;
+    }
+    if (algo == CPU_CONV_DIRECT) {
+        cpu_conv_direct_backward(d, (int)(end - begin), j->x + begin * xsize, j->w,
+                                 j->dz + begin * d->k * ohw,
+                                 j->dx ? j->dx + begin * xsize : NULL, j->accumulate, dw, db,
+                                 col);
+        return;
+    }
+    memset(dw, 0, (size_t)(conv_wsize(d) + d->k) * sizeof *dw);
+    bool pointwise = conv_is_pointwise(d);
+    for (long b = begin; b < end; b++) {
+        const float *xb = j->x + b * xsize;
+        const float *dzb = j->dz + b * d->k * ohw;
+        const float *src = xb;
+        if (!pointwise) {
+            conv_im2col(d, xb, col);
+            src = col;
+        }
+        /* dw (k, ckk) += dz_b (k, ohw) @ col^T (ohw, ckk) */
+        cpu_sgemm(false, true, d->k, (int)ckk, (int)ohw, 1.0f, dzb, (int)ohw, src, (int)ohw,
+                  1.0f, dw, (int)ckk);
+        for (int k = 0; k < d->k; k++)
+            db[k] += cpu_sum(dzb + k * ohw, ohw);
+        if (!j->dx)
+            continue;
+        float *dxb = j->dx + b * xsize;
+        if (pointwise) {
+            /* dx_b (c, ohw) (+)= w^T (c, k) @ dz_b (k, ohw) */
+            cpu_sgemm(true, false, (int)ckk, (int)ohw, d->k, 1.0f, j->w, (int)ckk, dzb,
+                      (int)ohw, j->accumulate ? 1.0f : 0.0f, dxb, (int)ohw);
+            continue;
+        }
+        cpu_sgemm(true, false, (int)ckk, (int)ohw, d->k, 1.0f, j->w, (int)ckk, dzb, (int)ohw,
+                  0.0f, col, (int)ohw);
+        if (!j->accumulate)
+            memset(dxb, 0, (size_t)xsize * sizeof *dxb);
+        conv_col2im(d, col, dxb);
+    }
+}
+
+/* dw/db = sum over threads of the partials, element ranges split. */
+static void conv_reduce_chunk(void *ctx, long begin, long end, int tid)
+{
+    (void)tid;
+    const conv_job *j = ctx;
+    const conv2d_desc *d = j->d;
+    long wsize = conv_wsize(d);
+    const float *part[j->threads > 0 ? j->threads : 1];
+    int np = 0;
+    for (int t = 0; t < j->threads; t++)
+        /* A thread with no samples never zeroed its partial. */
+        if (pool_chunk_begin(j->batch, t + 1, j->threads) !=
+            pool_chunk_begin(j->batch, t, j->threads))
+            part[np++] = conv_thread_col(j, t) + conv_col_size(d);
+    for (long i = begin; i < end; i++) {
+        float s = 0.0f;
+        for (int t = 0; t < np; t++)
+            s += part[t][i];
+        if (i < wsize)
+            j->dw[i] = s;
+        else if (j->db)
+            j->db[i - wsize] = s;
+    }
+}
+
+void cpu_conv2d_backward(backend *be, const conv2d_desc *d, int batch, const float *x,
+                         const float *w, const float *dz, float *dx, bool accumulate,
+                         float *dw, float *db, float *workspace)
+{
+    conv_job j = {.d = d, .x = x, .w = w, .dz = dz, .dx = dx, .dw = dw, .db = db,
+                  .ws = workspace, .accumulate = accumulate, .threads = be->threads,
+                  .batch = batch};
+    if (dx && cpu_conv2d_algo(d) == CPU_CONV_WINOGRAD)
+        pool_run(cpu_pool(be), (long)d->k * d->c, conv_winograd_weights_chunk, &j);
+    pool_run(cpu_pool(be), batch, conv_backward_chunk, &j);
+    pool_run(cpu_pool(be), conv_wsize(d) + d->k, conv_reduce_chunk, &j);
+}

@@ -1,0 +1,28 @@
+/* cpu_conv.h — which algorithm the CPU backend runs a convolution with,
+ * chosen per layer at prepare time: direct kernels for few channels
+ * (cpu_conv_direct.c), Winograd F(2x2, 5x5) for stride-1 5x5 layers with
+ * enough channels (cpu_winograd.c), im2col + GEMM otherwise. Tests force
+ * an algorithm to compare them on the same layer. */
+#ifndef PUNCH_CPU_CONV_H
+#define PUNCH_CPU_CONV_H
+
+#include "cpu/cpu_backend.h"
+
+typedef enum cpu_conv_algo {
+    CPU_CONV_IM2COL,
+    CPU_CONV_DIRECT,
+    CPU_CONV_WINOGRAD,
+} cpu_conv_algo;
+
+/* The algorithm cpu_conv2d_prepare picks for d. */
+cpu_conv_algo cpu_conv_choose(const conv2d_desc *d);
+
+/* cpu_conv2d_prepare with the algorithm forced; -1 when it cannot run d
+ * (direct: stride 1 only; Winograd: 5x5, stride 1, no dilation, padding
+ * <= 4, any channel count). */
+long cpu_conv2d_prepare_algo(backend *be, conv2d_desc *d, cpu_conv_algo algo);
+
+/* The algorithm a prepared d runs with. */
+cpu_conv_algo cpu_conv2d_algo(const conv2d_desc *d);
+
+#endif

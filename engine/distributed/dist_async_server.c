@@ -1,0 +1,431 @@
+/* dist_async_server.c — the parameter server (rank 0) of the asynchronous
+ * trainers. It holds the center variable and applies commits one at a time
+ * in arrival order, never waiting for any particular worker:
+ *
+ *   downpour, adag   center += residual   (adag's residual arrives already
+ *                                         divided by the window)
+ *   dynsgd           center += residual / (staleness + 1)
+ *   aeasgd, eamsgd   center += elastic difference alpha * (x_i - center)
+ *
+ * Batchnorm statistics travel with each commit and the center keeps the
+ * latest. When every worker has reported an epoch, the server evaluates
+ * the center on the validation set, runs the learning-rate schedules on
+ * those metrics (and the workers' summed training metrics), writes the
+ * epoch's progress and history (with per-worker metrics, rates and commit
+ * counts) and a checkpoint: the center, and each worker's own variables
+ * as it sent them with its latest epoch-end or done message (dist_async_protocol.h).
+ * Its schedule state rides on every reply, so
+ * all workers train at the server's rate from their next exchange on and
+ * stop together when early stopping fires. From that decision on, the
+ * center stays the one that was scored: commits still in flight are
+ * received and counted (commits_discarded in the history), not applied,
+ * as Keras ends training with the weights of the stopping epoch.
+ * While idle it sleeps briefly instead of spinning in MPI, so it does not
+ * take a core from the workers; and it ends the job naming the worker
+ * when one stays silent longer than the watchdog limit. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "distributed/dist_async_protocol.h"
+#include "distributed/dist_async_update.h"
+
+typedef struct dist_server {
+    dist_ctx *c;
+    float *center;          /* params then state */
+    float *buf;             /* a commit's payload */
+    long n;                 /* params + state */
+    int64_t clock;          /* commits received */
+    double staleness_sum;
+    bool stopped;           /* early stopping fired: the center is final */
+    long discarded;         /* commits received after stopping */
+    int stopped_epoch;      /* the 0-based epoch that fired it */
+    long *commits;          /* per worker: commits the server received */
+    long *sent;             /* per worker: commits the worker says it sent */
+    double *last_seen;      /* per worker, MPI_Wtime */
+    bool *done;
+    int n_done;
+    dist_sums *acc;         /* [epoch * W + w] */
+    int *reported;          /* per epoch: workers that reported it */
+    double *lr;             /* per epoch: the server's rate for it */
+    double *wlr;            /* [epoch * W + w]: the rate worker w ended it with */
+    uint64_t *order;        /* [epoch * W + w]: the records it trained, hashed */
+    int next_epoch;         /* the first epoch not yet written */
+    int *ranks;
+    char (*receiving)[64];  /* per worker: what the watchdog reports */
+    char (*receiving_vars)[64]; /* the same for its variables */
+    double *times;          /* per worker: comm_s, train_s from its done */
+    double *reads;          /* per worker: seconds it waited for reads, and
+                               their CPU seconds */
+    dist_msg *last;         /* per worker: its latest commit header */
+    float *wstate;          /* per worker: its latest variables (n_wstate) */
+    long n_wstate;          /* dist_ps_state_floats */
+    int n_wstates;          /* workers that have sent theirs */
+    bool *has_wstate;
+    long steps;             /* per worker and epoch */
+    double t_epoch;
+} dist_server;
+
+static void dist_server_reply(dist_server *sv, int src)
+{
+    double t0 = MPI_Wtime();
+    dist_reply r = {.clock = sv->clock, .sched = sv->c->sched};
+    DIST_MPI(MPI_Send(&r, (int)sizeof r, MPI_BYTE, src, DIST_TAG_REPLY, sv->c->comm));
+    DIST_MPI(MPI_Send(sv->center, (int)sv->n, MPI_FLOAT, src, DIST_TAG_CENTER, sv->c->comm));
+    sv->c->comm_s += MPI_Wtime() - t0;
+}
+
+static void dist_server_apply(dist_server *sv, const dist_msg *h, int w)
+{
+    const dist_ctx *c = sv->c;
+    long np = c->m->n_params;
+    int64_t staleness = sv->clock - h->clock;
+    if (staleness < 0)
+        staleness = 0;
+    if (sv->stopped) {
+        sv->discarded++;
+    } else {
+        float scale = dist_update_scale(c->spec->distributed.trainer, staleness);
+        dist_update_apply(sv->center, sv->buf, np, scale);
+        memcpy(sv->center + np, sv->buf + np, (size_t)c->m->n_state * sizeof(float));
+    }
+    sv->clock++;
+    sv->staleness_sum += (double)staleness;
+    sv->commits[w]++;
+}
+
+/* The worker's variables that follow its epoch-end or done header. */
+static void dist_server_recv_wstate(dist_server *sv, int src)
+{
+    int w = src - 1;
+    dist_watchdog_tick(sv->receiving_vars[w]);
+    double t0 = MPI_Wtime();
+    DIST_MPI(MPI_Recv(sv->wstate + (long)w * sv->n_wstate, (int)sv->n_wstate, MPI_FLOAT, src,
+                      DIST_TAG_STATE, sv->c->comm, MPI_STATUS_IGNORE));
+    sv->c->comm_s += MPI_Wtime() - t0;
+    if (!sv->has_wstate[w]) {
+        sv->has_wstate[w] = true;
+        sv->n_wstates++;
+    }
+}
+
+/* Replica 0 is the center (the server has no optimizer: zeros), replicas
+ * 1..W the workers' latest variables. Every worker sends its variables
+ * with each epoch-end and done header, and an epoch is checkpointed once
+ * every worker has reported it, so they are all there; should one be
+ * missing, the center alone is written (a resume then restarts the
+ * workers from it). */
+static void dist_server_checkpoint(dist_server *sv, int epochs_done)
+{
+    dist_ctx *c = sv->c;
+    int W = c->workers;
+    long np = c->m->n_params, ns = c->m->n_state;
+    bool all = sv->n_wstates == W;
+    long no = all ? sv->n_wstate - np - ns : 0;
+    dist_ckpt_meta meta = {.epochs_done = epochs_done, .commits = (long)sv->clock,
+                           .staleness_sum = sv->staleness_sum, .n_replicas = all ? 1 + W : 1,
+                           .n_workers = W, .worker_commits = sv->commits,
+                           .sched = c->sched};
+    dist_replica *reps = calloc((size_t)W + 1, sizeof *reps);
+    if (!reps)
+        dist_die("checkpoint: out of memory");
+    reps[0] = (dist_replica){sv->center, sv->center + np, NULL};
+    for (int w = 0; all && w < W; w++) {
+        float *x = sv->wstate + (long)w * sv->n_wstate;
+        reps[1 + w] = (dist_replica){x, x + np, x + np + ns};
+    }
+    char err[1024];
+    if (dist_ckpt_save(c, &meta, reps, no, err, sizeof err) < 0)
+        dist_die("checkpoint: %s", err);
+    free(reps);
+}
+
+static double dist_server_staleness(const dist_server *sv)
+{
+    return sv->clock > 0 ? sv->staleness_sum / (double)sv->clock : 0.0;
+}
+
+/* Every worker has reported epoch e: score the center, write it down, and
+ * decide the next epoch's rate and whether to stop. */
+static void dist_server_epoch(dist_server *sv, int e)
+{
+    dist_ctx *c = sv->c;
+    int W = c->workers;
+    dist_sums total = {0};
+    for (int w = 0; w < W; w++) {
+        const dist_sums *s = &sv->acc[(long)e * W + w];
+        total.loss += s->loss;
+        total.correct += s->correct;
+        total.sq_err += s->sq_err;
+        total.abs_err += s->abs_err;
+        total.n += s->n;
+    }
+    dist_sums val = {0};
+    bool has_val = c->val.n > 0;
+    if (has_val) {
+        model_set_params(c->m, sv->center);
+        model_set_state(c->m, sv->center + c->m->n_params);
+        dist_eval_range(c->m, &c->val, 0, c->val.n, &val);
+    }
+    double now = MPI_Wtime();
+    dist_epoch_info info = {.epoch = e, .train = total, .has_val = has_val, .val = val,
+                            .lr = sv->lr[e], .seconds = now - sv->t_epoch,
+                            .samples = total.n, .per_worker = &sv->acc[(long)e * W],
+                            .worker_lr = &sv->wlr[(long)e * W],
+                            .worker_order = &sv->order[(long)e * W],
+                            .n_workers = W, .worker_ranks = sv->ranks,
+                            .worker_commits = sv->sent, .commits = (long)sv->clock,
+                            .mean_staleness = dist_server_staleness(sv)};
+    sv->t_epoch = now;
+    char err[1024];
+    if (dist_report_epoch(c->rep, &info, err, sizeof err) < 0)
+        dist_die("%s", err);
+    if (dist_schedule_end(c, e, &total, has_val, &val) &&
+        dist_write_epoch_weights(c, sv->center, sv->center + c->m->n_params, e + 1, -1, err,
+                                 sizeof err) < 0)
+        dist_die("model_checkpoint: %s", err);
+    if (c->sched.stop) {
+        sv->stopped = true;
+        sv->stopped_epoch = e;
+    } else if (e + 1 < c->spec->training.epochs) {
+        sv->lr[e + 1] = dist_epoch_lr(c, e + 1);
+    }
+    dist_server_checkpoint(sv, e + 1);
+}
+
+/* A "step" line for the epoch being written next, from the workers'
+ * latest commits (dist_report_step keeps it to one a second). */
+static void dist_server_progress(dist_server *sv)
+{
+    dist_ctx *c = sv->c;
+    int e = sv->next_epoch;
+    if (e >= c->spec->training.epochs || sv->stopped)
+        return;
+    dist_sums run = {0};
+    long steps = 0;
+    for (int w = 0; w < c->workers; w++) {
+        const dist_sums *done = &sv->acc[(long)e * c->workers + w];
+        const dist_msg *h = &sv->last[w];
+        dist_sums part;
+        if (done->n > 0) {
+            part = *done;
+            steps += sv->steps;
+        } else if (h->epoch == e) {
+            memcpy(&part, h->sums, sizeof part);
+            steps += (long)h->step;
+        } else {
+            continue;
+        }
+        run.loss += part.loss;
+        run.correct += part.correct;
+        run.sq_err += part.sq_err;
+        run.abs_err += part.abs_err;
+        run.n += part.n;
+    }
+    if (run.n <= 0)
+        return;
+    double secs = MPI_Wtime() - sv->t_epoch;
+    dist_report_step(c->rep, e, steps, sv->steps * c->workers, &run,
+                     secs > 0 ? run.n / secs : 0.0);
+}
+
+static void dist_server_handle(dist_server *sv, const dist_msg *h, int src)
+{
+    dist_ctx *c = sv->c;
+    int w = src - 1;
+    int epochs = c->spec->training.epochs;
+    switch (h->kind) {
+    case DIST_MSG_COMMIT: {
+        dist_watchdog_tick(sv->receiving[w]);
+        double t0 = MPI_Wtime();
+        DIST_MPI(MPI_Recv(sv->buf, (int)sv->n, MPI_FLOAT, src, DIST_TAG_DATA, c->comm,
+                          MPI_STATUS_IGNORE));
+        c->comm_s += MPI_Wtime() - t0;
+        dist_server_apply(sv, h, w);
+        if (h->reply)
+            dist_server_reply(sv, src);
+        sv->last[w] = *h;
+        dist_server_progress(sv);
+        break;
+    }
+    case DIST_MSG_PULL:
+        dist_server_reply(sv, src);
+        break;
+    case DIST_MSG_EPOCH:
+        if (h->epoch < 0 || h->epoch >= epochs)
+            dist_die("worker rank %d reported epoch %d of %d", src, h->epoch + 1, epochs);
+        memcpy(&sv->acc[(long)h->epoch * c->workers + w], h->sums, sizeof(dist_sums));
+        sv->wlr[(long)h->epoch * c->workers + w] = h->lr;
+        sv->order[(long)h->epoch * c->workers + w] = h->order_hash;
+        sv->sent[w] = (long)h->commits;
+        dist_server_recv_wstate(sv, src);
+        sv->reported[h->epoch]++;
+        /* After a stop, epochs a worker finished before it heard of it are
+         * not the job's: the center was final before they ended. */
+        while (!sv->stopped && sv->next_epoch < epochs &&
+               sv->reported[sv->next_epoch] == c->workers)
+            dist_server_epoch(sv, sv->next_epoch++);
+        break;
+    case DIST_MSG_DONE:
+        dist_server_recv_wstate(sv, src);
+        sv->sent[w] = (long)h->commits;
+        sv->times[2 * w] = h->sums[0];
+        sv->times[2 * w + 1] = h->sums[1];
+        sv->reads[2 * w] = h->sums[2];
+        sv->reads[2 * w + 1] = h->sums[3];
+        sv->done[w] = true;
+        sv->n_done++;
+        break;
+    default:
+        dist_die("worker rank %d sent an unknown message (%d)", src, h->kind);
+    }
+}
+
+/* A worker that has said nothing for the watchdog limit is hung or dead. */
+static void dist_server_check_silence(const dist_server *sv, double now)
+{
+    for (int w = 0; w < sv->c->workers; w++)
+        if (!sv->done[w] && now - sv->last_seen[w] > sv->c->watchdog_s)
+            dist_die("worker rank %d has sent nothing for %.0f s: it is hung or dead; "
+                     "ending the job",
+                     w + 1, now - sv->last_seen[w]);
+}
+
+static void dist_server_loop(dist_server *sv)
+{
+    dist_ctx *c = sv->c;
+    struct timespec nap = {0, 100 * 1000};
+    while (sv->n_done < c->workers) {
+        dist_watchdog_tick("serving workers");
+        int flag = 0;
+        MPI_Status st;
+        DIST_MPI(MPI_Iprobe(MPI_ANY_SOURCE, DIST_TAG_HDR, c->comm, &flag, &st));
+        double now = MPI_Wtime();
+        if (!flag) {
+            dist_server_check_silence(sv, now);
+            nanosleep(&nap, NULL);
+            continue;
+        }
+        dist_msg h;
+        int src = st.MPI_SOURCE;
+        DIST_MPI(MPI_Recv(&h, (int)sizeof h, MPI_BYTE, src, DIST_TAG_HDR, c->comm,
+                          MPI_STATUS_IGNORE));
+        if (src < 1 || src > c->workers)
+            dist_die("message from unexpected rank %d", src);
+        sv->last_seen[src - 1] = now;
+        dist_server_handle(sv, &h, src);
+    }
+}
+
+static void dist_server_finish(dist_server *sv)
+{
+    dist_ctx *c = sv->c;
+    char err[1024];
+    long np = c->m->n_params;
+    model_set_params(c->m, sv->center);
+    model_set_state(c->m, sv->center + np);
+    dist_sums test = {0};
+    if (c->test.n > 0)
+        dist_eval_range(c->m, &c->test, 0, c->test.n, &test);
+    for (int w = 0; w < c->workers; w++)
+        if (sv->sent[w] != sv->commits[w])
+            dist_die("worker rank %d sent %ld commits but the server received %ld", w + 1,
+                     sv->sent[w], sv->commits[w]);
+    /* The final exchanges came after the last epoch's checkpoint. */
+    dist_server_checkpoint(sv, sv->next_epoch);
+    dist_report_commits(c->rep, (long)sv->clock, dist_server_staleness(sv), sv->sent,
+                        c->workers);
+    if (sv->stopped)
+        dist_report_stopped(c->rep, sv->stopped_epoch, sv->discarded);
+    dist_report_worker_times(c->rep, sv->times, c->workers);
+    dist_report_reads(c->rep, sv->reads, c->workers);
+    if (dist_write_weights(c, sv->center, sv->center + np, NULL, true, err, sizeof err) < 0 ||
+        dist_report_end(c->rep, c->test.n > 0, &test, c->comm_s, c->train_s, err,
+                        sizeof err) < 0)
+        dist_die("%s", err);
+}
+
+int dist_ps_serve(dist_ctx *c, float *center, const dist_ps_start *start,
+                  long *worker_commits)
+{
+    const job_spec *s = c->spec;
+    int W = c->workers, E = s->training.epochs;
+    dist_server sv = {.c = c, .center = center, .n = c->m->n_params + c->m->n_state,
+                      .clock = start->clock, .staleness_sum = start->staleness_sum,
+                      .sent = worker_commits, .next_epoch = (int)start->epoch};
+    sv.buf = malloc((size_t)(sv.n + 1) * sizeof(float));
+    sv.commits = calloc((size_t)W, sizeof *sv.commits);
+    sv.last_seen = calloc((size_t)W, sizeof *sv.last_seen);
+    sv.done = calloc((size_t)W, sizeof *sv.done);
+    sv.acc = calloc((size_t)E * W, sizeof *sv.acc);
+    sv.reported = calloc((size_t)E, sizeof *sv.reported);
+    sv.lr = calloc((size_t)E, sizeof *sv.lr);
+    sv.wlr = calloc((size_t)E * W, sizeof *sv.wlr);
+    sv.order = calloc((size_t)E * W, sizeof *sv.order);
+    sv.ranks = calloc((size_t)W, sizeof *sv.ranks);
+    sv.receiving = calloc((size_t)W, sizeof *sv.receiving);
+    sv.receiving_vars = calloc((size_t)W, sizeof *sv.receiving_vars);
+    sv.times = calloc((size_t)W * 2, sizeof *sv.times);
+    sv.reads = calloc((size_t)W * 2, sizeof *sv.reads);
+    sv.last = calloc((size_t)W, sizeof *sv.last);
+    sv.n_wstate = dist_ps_state_floats(c);
+    sv.wstate = malloc((size_t)(W * sv.n_wstate + 1) * sizeof(float));
+    sv.has_wstate = calloc((size_t)W, sizeof *sv.has_wstate);
+    if (!sv.wstate || !sv.has_wstate || !sv.times || !sv.reads || !sv.last || !sv.buf ||
+        !sv.commits || !sv.last_seen || !sv.done || !sv.acc || !sv.reported || !sv.lr ||
+        !sv.wlr || !sv.order || !sv.ranks || !sv.receiving || !sv.receiving_vars)
+        dist_die("out of memory");
+    /* Commits restored from a checkpoint were applied by an earlier server. */
+    for (int w = 0; w < W; w++) {
+        sv.commits[w] = worker_commits[w];
+        sv.ranks[w] = w + 1;
+        snprintf(sv.receiving[w], sizeof sv.receiving[w],
+                 "receiving a commit from worker rank %d", w + 1);
+        snprintf(sv.receiving_vars[w], sizeof sv.receiving_vars[w],
+                 "receiving the variables of worker rank %d", w + 1);
+    }
+    for (int e = 0; e < (int)start->epoch && e < E; e++)
+        sv.reported[e] = W;
+    /* A run resumed after early stopping fired has nothing left to train. */
+    sv.stopped = c->sched.stop;
+    sv.stopped_epoch = (int)start->epoch - 1;
+    if (start->epoch < E)
+        sv.lr[start->epoch] = dist_epoch_lr(c, (int)start->epoch);
+    char err[1024];
+    c->rep = dist_report_open(c, (int)start->epoch, err, sizeof err);
+    if (!c->rep)
+        dist_die("%s", err);
+    long per = (c->n_train / W + s->training.batch_size - 1) / s->training.batch_size;
+    if (s->training.steps_per_epoch > 0 && s->training.steps_per_epoch < per)
+        per = s->training.steps_per_epoch;
+    sv.steps = per;
+    for (int w = 0; w < W; w++)
+        sv.last[w].epoch = -1;
+    dist_report_start(c->rep, per * W, c->n_train);
+    double now = MPI_Wtime();
+    for (int w = 0; w < W; w++)
+        sv.last_seen[w] = now;
+    sv.t_epoch = now;
+    dist_server_loop(&sv);
+    c->train_s = MPI_Wtime() - now;
+    dist_server_finish(&sv);
+    free(sv.buf);
+    free(sv.commits);
+    free(sv.last_seen);
+    free(sv.done);
+    free(sv.acc);
+    free(sv.reported);
+    free(sv.lr);
+    free(sv.wlr);
+    free(sv.order);
+    free(sv.ranks);
+    free(sv.receiving);
+    free(sv.receiving_vars);
+    free(sv.times);
+    free(sv.reads);
+    free(sv.last);
+    free(sv.wstate);
+    free(sv.has_wstate);
+    return 0;
+}

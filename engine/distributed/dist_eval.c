@@ -1,0 +1,124 @@
+/* dist_eval.c — metric sums, and evaluation of a model (or of an
+ * ensemble's mean prediction) on validation and test data, in inference
+ * mode, sharded over the ranks when they all hold the same model. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "distributed/dist_internal.h"
+
+void dist_sums_add_batch(dist_sums *s, double loss_sum, const batch_metrics *bm, int batch)
+{
+    s->loss += loss_sum;
+    s->correct += bm->correct;
+    s->sq_err += bm->sq_err;
+    s->abs_err += bm->abs_err;
+    s->n += batch;
+}
+
+double dist_sums_loss(const dist_sums *s)
+{
+    return s->n > 0 ? s->loss / s->n : 0.0;
+}
+
+double dist_sums_metric(const dist_sums *s, spec_metric metric, int n_out)
+{
+    if (s->n <= 0)
+        return 0.0;
+    switch (metric) {
+    case METRIC_ACCURACY:
+        return s->correct / s->n;
+    case METRIC_MSE:
+        return s->sq_err / (s->n * n_out);
+    case METRIC_MAE:
+        return s->abs_err / (s->n * n_out);
+    }
+    return 0.0;
+}
+
+void dist_eval_range(model *m, const dataset *d, long lo, long hi, dist_sums *out)
+{
+    char err[256];
+    *out = (dist_sums){0};
+    for (long first = lo; first < hi; first += m->max_batch) {
+        int batch = (int)(hi - first < m->max_batch ? hi - first : m->max_batch);
+        if (model_load_range(m, d, first, batch, err, sizeof err) < 0)
+            dist_die("evaluation: %s", err);
+        model_forward(m, batch, false, 0);
+        batch_metrics bm = {0};
+        double loss = model_loss(m, batch, &bm);
+        dist_sums_add_batch(out, loss, &bm, batch);
+        dist_watchdog_tick("evaluating");
+    }
+}
+
+void dist_eval_sharded(dist_ctx *c, const dataset *d, dist_sums *out)
+{
+    /* d is this rank's slice already (dist_sync_data.c). */
+    dist_eval_range(c->m, d, 0, d->n, out);
+    double t0 = MPI_Wtime();
+    DIST_MPI(MPI_Allreduce(MPI_IN_PLACE, out, DIST_SUMS_LEN, MPI_DOUBLE, MPI_SUM, c->comm));
+    c->comm_s += MPI_Wtime() - t0;
+}
+
+void dist_predict(model *m, const dataset *d, float *out)
+{
+    char err[256];
+    for (long first = 0; first < d->n; first += m->max_batch) {
+        int batch = (int)(d->n - first < m->max_batch ? d->n - first : m->max_batch);
+        if (model_load_range(m, d, first, batch, err, sizeof err) < 0)
+            dist_die("prediction: %s", err);
+        model_forward(m, batch, false, 0);
+        /* The model's output is softmax probabilities (fused loss) or the
+         * last layer's output; model_loss fills the former. */
+        batch_metrics bm = {0};
+        model_loss(m, batch, &bm);
+        m->be->download(m->be, out + first * m->n_out, m->output, (long)batch * m->n_out);
+        dist_watchdog_tick("predicting");
+    }
+}
+
+/* Per-sample loss of output row y against class `label`, as the backend's
+ * losses define it (probabilities clipped like binary_xent). */
+static double dist_sample_loss(spec_loss loss, const float *y, int n, int label)
+{
+    double sum = 0.0;
+    for (int j = 0; j < n; j++) {
+        double t = j == label ? 1.0 : 0.0;
+        double p = y[j];
+        switch (loss) {
+        case LOSS_CATEGORICAL_CROSSENTROPY:
+            if (j == label)
+                sum -= log(p > 1e-30 ? p : 1e-30);
+            break;
+        case LOSS_BINARY_CROSSENTROPY:
+            p = p < 1e-7 ? 1e-7 : (p > 1 - 1e-7 ? 1 - 1e-7 : p);
+            sum -= (t * log(p) + (1 - t) * log(1 - p)) / n;
+            break;
+        case LOSS_MSE:
+            sum += (p - t) * (p - t) / n;
+            break;
+        }
+    }
+    return sum;
+}
+
+void dist_output_sums(const job_spec *spec, const float *out, int n_out, const dataset *d,
+                      dist_sums *s)
+{
+    *s = (dist_sums){0};
+    for (long i = 0; i < d->n; i++) {
+        const float *y = out + i * n_out;
+        int label = d->y[i];
+        int best = 0;
+        for (int j = 0; j < n_out; j++) {
+            double t = j == label ? 1.0 : 0.0;
+            s->sq_err += (y[j] - t) * (y[j] - t);
+            s->abs_err += fabs(y[j] - t);
+            if (y[j] > y[best])
+                best = j;
+        }
+        s->correct += best == label;
+        s->loss += dist_sample_loss(spec->training.loss, y, n_out, label);
+        s->n += 1;
+    }
+}

@@ -1,0 +1,613 @@
+/* model.c — builds the layer graph of a job spec, carves every layer's
+ * parameters, gradients, state and activations out of a few flat buffers,
+ * and runs forward, loss and backward through the backend. */
+#include "model/model.h"
+
+#include "layers/dense.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static long model_input_size(const model *m, int input)
+{
+    if (input < 0)
+        return m->in_size;
+    return spec_shape_size(&m->spec->layers[input].out_shape);
+}
+
+/* Decide how the loss meets the last layer (see model_output_kind). */
+static int model_choose_output(model *m, char *err, size_t errlen)
+{
+    const spec_layer *last = &m->spec->layers[m->n_layers - 1];
+    spec_activation act = layer_final_activation(last);
+    m->output_kind = OUTPUT_PLAIN;
+    if (m->spec->training.loss != LOSS_CATEGORICAL_CROSSENTROPY)
+        return 0;
+    if (act == ACT_SOFTMAX) {
+        /* The fused loss applies the softmax; the layer emits logits. */
+        m->layers[m->n_layers - 1].act = ACT_NONE;
+        m->output_kind = OUTPUT_SOFTMAX_LOGITS;
+        return 0;
+    }
+    if (act == ACT_NONE) {
+        m->output_kind = OUTPUT_SOFTMAX_LOGITS;
+        return 0;
+    }
+    snprintf(err, errlen, "training.loss: categorical_crossentropy needs a softmax or linear "
+             "last layer, but layer %d ends in %s", m->n_layers - 1, spec_activation_name(act));
+    return -1;
+}
+
+static int model_setup_layers(model *m, char *err, size_t errlen)
+{
+    const job_spec *spec = m->spec;
+    for (int i = 0; i < m->n_layers; i++) {
+        layer *l = &m->layers[i];
+        const spec_layer *s = &spec->layers[i];
+        l->spec = s;
+        l->index = i;
+        l->ops = layer_ops_for(s->type);
+        l->max_batch = m->max_batch;
+        l->act = layer_final_activation(s);
+        l->in_size = spec_shape_size(&s->in_shape);
+        l->out_size = spec_shape_size(&s->out_shape);
+        l->n_in = s->n_inputs;
+        if (!l->ops || s->n_inputs < 1 || s->n_inputs > SPEC_MAX_INPUTS) {
+            snprintf(err, errlen, "model.layers[%d]: unsupported layer", i);
+            return -1;
+        }
+        for (int k = 0; k < s->n_inputs; k++) {
+            if (s->inputs[k] >= i || s->inputs[k] < -1) {
+                snprintf(err, errlen, "model.layers[%d].inputs: %d is not an earlier layer", i,
+                         s->inputs[k]);
+                return -1;
+            }
+            l->x_size[k] = model_input_size(m, s->inputs[k]);
+        }
+    }
+    if (model_choose_output(m, err, errlen) < 0)
+        return -1;
+    for (int i = 0; i < m->n_layers; i++) {
+        layer *l = &m->layers[i];
+        char why[256];
+        if (l->ops->setup(l, m->be, why, sizeof why) < 0) {
+            snprintf(err, errlen, "model.layers[%d] (%s): %s", i,
+                     spec_layer_type_name(l->spec->type), why);
+            return -1;
+        }
+        if (l->n_params != l->spec->n_params || l->n_state != l->spec->n_state) {
+            snprintf(err, errlen, "model.layers[%d] (%s): engine counts %ld parameters, spec %ld",
+                     i, spec_layer_type_name(l->spec->type), l->n_params, l->spec->n_params);
+            return -1;
+        }
+    }
+    layer_fuse_relu_maxpool(m->layers, m->n_layers, m->be);
+    return 0;
+}
+
+/* Allocate the flat buffers and point every layer into them. */
+static int model_allocate(model *m, char *err, size_t errlen)
+{
+    backend *be = m->be;
+    long act_floats = 0;
+    m->n_params = m->n_state = m->workspace_floats = 0;
+    for (int i = 0; i < m->n_layers; i++) {
+        const layer *l = &m->layers[i];
+        m->n_params += l->n_params;
+        m->n_state += l->n_state;
+        act_floats += 2L * m->max_batch * l->out_size + l->aux_floats;
+        if (l->workspace_floats > m->workspace_floats)
+            m->workspace_floats = l->workspace_floats;
+    }
+    long nb = (long)m->max_batch;
+    m->params = be->alloc(be, m->n_params);
+    m->grads = be->alloc(be, m->n_params);
+    m->state = be->alloc(be, m->n_state);
+    m->activations = be->alloc(be, act_floats);
+    m->workspace = be->alloc(be, m->workspace_floats);
+    m->x = be->alloc(be, nb * m->in_size);
+    m->targets = be->alloc(be, nb * m->n_out);
+    m->probs = be->alloc(be, nb * m->n_out);
+    m->grad_written = calloc((size_t)m->n_layers, sizeof *m->grad_written);
+    if (be->host_memory) {
+        /* Batches are gathered straight into the model's input; the
+         * upload is then a copy onto itself, which the backend skips. */
+        m->host_x = m->x;
+        m->host_t = m->targets;
+    } else {
+        m->host_x = malloc((size_t)(nb * m->in_size) * sizeof(float));
+        m->host_t = malloc((size_t)(nb * m->n_out) * sizeof(float));
+        m->host_params = malloc((size_t)(m->n_params > 0 ? m->n_params : 1) * sizeof(float));
+        m->host_grads = malloc((size_t)(m->n_params > 0 ? m->n_params : 1) * sizeof(float));
+    }
+    if (!m->params || !m->grads || !m->state || !m->activations || !m->workspace || !m->x ||
+        !m->targets || !m->probs || !m->grad_written || !m->host_x || !m->host_t ||
+        (!be->host_memory && (!m->host_params || !m->host_grads))) {
+        snprintf(err, errlen, "model: out of memory (%ld parameters, %ld activation floats)",
+                 m->n_params, act_floats);
+        return -1;
+    }
+    /* A layer's output gradient is wanted only when it or a layer upstream
+     * has parameters: mlp's first dense layer then skips dz @ w^T, whose
+     * result would only flow back through flatten into the model input.
+     * grad_written (reset by every backward pass) holds the answer here. */
+    for (int i = 0; i < m->n_layers; i++) {
+        const layer *l = &m->layers[i];
+        m->grad_written[i] = l->n_params > 0;
+        for (int k = 0; k < l->n_in; k++)
+            if (l->spec->inputs[k] >= 0 && m->grad_written[l->spec->inputs[k]])
+                m->grad_written[i] = true;
+    }
+    long p = 0, s = 0, a = 0;
+    for (int i = 0; i < m->n_layers; i++) {
+        layer *l = &m->layers[i];
+        l->params = m->params + p;
+        l->grads = m->grads + p;
+        l->state = m->state + s;
+        l->y = m->activations + a;
+        l->dy = l->y + nb * l->out_size;
+        l->aux = l->dy + nb * l->out_size;
+        l->workspace = m->workspace;
+        p += l->n_params;
+        s += l->n_state;
+        a += 2 * nb * l->out_size + l->aux_floats;
+        for (int k = 0; k < l->n_in; k++) {
+            int src = l->spec->inputs[k];
+            l->x[k] = src < 0 ? m->x : m->layers[src].y;
+            l->dx[k] = src < 0 || !m->grad_written[src] ? NULL : m->layers[src].dy;
+        }
+        /* flatten's output is its input's memory read as rows: no copy
+         * (its forward's copy onto itself is skipped by the backend). Its
+         * gradient keeps its own buffer, since the input may have other
+         * readers whose gradients add up there. */
+        if (l->spec->type == LAYER_FLATTEN)
+            l->y = (float *)l->x[0];
+    }
+    const layer *last = &m->layers[m->n_layers - 1];
+    m->output = m->output_kind == OUTPUT_SOFTMAX_LOGITS ? m->probs : last->y;
+    return 0;
+}
+
+model *model_create(const job_spec *spec, backend *be, int max_batch, char *err, size_t errlen)
+{
+    if (spec->n_layers < 1 || max_batch < 1) {
+        snprintf(err, errlen, "model: needs at least one layer and a batch of at least 1");
+        return NULL;
+    }
+    model *m = calloc(1, sizeof *m);
+    if (!m) {
+        snprintf(err, errlen, "model: out of memory");
+        return NULL;
+    }
+    m->spec = spec;
+    m->be = be;
+    m->max_batch = max_batch;
+    m->n_layers = spec->n_layers;
+    m->in_size = spec_shape_size(&spec->input);
+    m->n_out = (int)spec_shape_size(&spec->layers[spec->n_layers - 1].out_shape);
+    m->layers = calloc((size_t)m->n_layers, sizeof *m->layers);
+    if (!m->layers) {
+        snprintf(err, errlen, "model: out of memory");
+        free(m);
+        return NULL;
+    }
+    if (m->n_out != spec->data.num_classes) {
+        snprintf(err, errlen, "model: the last layer has %d outputs but data.num_classes is %d",
+                 m->n_out, spec->data.num_classes);
+        model_free(m);
+        return NULL;
+    }
+    if (model_setup_layers(m, err, errlen) < 0 || model_allocate(m, err, errlen) < 0) {
+        model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void model_free(model *m)
+{
+    if (!m)
+        return;
+    backend *be = m->be;
+    for (int i = 0; i < m->n_layers && m->layers; i++)
+        if (m->layers[i].ops && m->layers[i].ops->release)
+            m->layers[i].ops->release(&m->layers[i], be);
+    float *bufs[] = {m->params, m->grads, m->state, m->activations, m->workspace, m->x,
+                     m->targets, m->probs};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        if (bufs[i])
+            be->free(be, bufs[i]);
+    free(m->layers);
+    free(m->grad_written);
+    if (!be->host_memory) {
+        free(m->host_x);
+        free(m->host_t);
+    }
+    free(m->host_params);
+    free(m->host_grads);
+    free(m);
+}
+
+int model_init_params(model *m, unsigned long seed, char *err, size_t errlen)
+{
+    float *hp = calloc((size_t)(m->n_params + 1), sizeof *hp);
+    float *hs = calloc((size_t)(m->n_state + 1), sizeof *hs);
+    if (!hp || !hs) {
+        free(hp);
+        free(hs);
+        snprintf(err, errlen, "model: out of memory initialising %ld parameters", m->n_params);
+        return -1;
+    }
+    for (int i = 0; i < m->n_layers; i++) {
+        const layer *l = &m->layers[i];
+        if (!l->ops->init)
+            continue;
+        rng r = rng_make(seed, (uint64_t)i);
+        l->ops->init(l, hp + (l->params - m->params), hs + (l->state - m->state), &r);
+    }
+    model_set_params(m, hp);
+    model_set_state(m, hs);
+    m->be->zero(m->be, m->grads, m->n_params);
+    m->seed = backend_hash64(seed ^ 0x5eedd20b0u);
+    free(hp);
+    free(hs);
+    return 0;
+}
+
+/* The one-hot target of row `row` from sample src's label. */
+static int model_stage_target(model *m, const dataset *d, long src, int row, char *err,
+                              size_t errlen)
+{
+    int32_t label = d->y[src];
+    if (label < 0 || label >= m->n_out) {
+        snprintf(err, errlen, "sample %ld: label %d out of range [0, %d)", src, label, m->n_out);
+        return -1;
+    }
+    float *t = m->host_t + (long)row * m->n_out;
+    memset(t, 0, (size_t)m->n_out * sizeof *t);
+    t[label] = 1.0f;
+    return 0;
+}
+
+static int model_check_batch(const model *m, const dataset *d, int batch, char *err,
+                             size_t errlen)
+{
+    if (d->features != m->in_size) {
+        snprintf(err, errlen, "data has %ld features per sample, model input needs %ld",
+                 d->features, m->in_size);
+        return -1;
+    }
+    if (batch < 1 || batch > m->max_batch) {
+        snprintf(err, errlen, "batch of %d outside [1, %d]", batch, m->max_batch);
+        return -1;
+    }
+    return 0;
+}
+
+/* Below this many floats a batch is gathered by the caller alone. */
+#define MODEL_GATHER_MIN_PARALLEL (1L << 15)
+
+typedef struct gather_job {
+    model *m;
+    const dataset *d;
+    const int64_t *idx;     /* rows idx[r], or first + r when NULL */
+    long first;
+} gather_job;
+
+static void model_gather_rows(void *ctx, long begin, long end, int tid)
+{
+    (void)tid;
+    const gather_job *j = ctx;
+    long f = j->m->in_size;
+    if (!j->idx) {
+        memcpy(j->m->host_x + begin * f, j->d->x + (j->first + begin) * f,
+               (size_t)((end - begin) * f) * sizeof(float));
+        return;
+    }
+    for (long r = begin; r < end; r++)
+        memcpy(j->m->host_x + r * f, j->d->x + j->idx[r] * f, (size_t)f * sizeof(float));
+}
+
+/* The rows are copied by the backend's threads: a gather of scattered
+ * rows is bound by memory latency, and two cores have twice the misses in
+ * flight. (Reading a contiguous range in place instead of copying it was
+ * slower: OpenBLAS then packs the GEMM's operand straight from DRAM, with
+ * access patterns the prefetchers follow worse than a copy's.) */
+static void model_gather(model *m, const dataset *d, const int64_t *idx, long first,
+                         int batch)
+{
+    gather_job j = {m, d, idx, first};
+    if (m->be->host_parallel && (long)batch * m->in_size >= MODEL_GATHER_MIN_PARALLEL)
+        m->be->host_parallel(m->be, batch, model_gather_rows, &j);
+    else
+        model_gather_rows(&j, 0, batch, 0);
+}
+
+static void model_upload_batch(model *m, int batch)
+{
+    m->be->upload(m->be, m->x, m->host_x, (long)batch * m->in_size);
+    m->be->upload(m->be, m->targets, m->host_t, (long)batch * m->n_out);
+}
+
+int model_load_batch(model *m, const dataset *d, const int64_t *idx, int batch, char *err,
+                     size_t errlen)
+{
+    if (model_check_batch(m, d, batch, err, errlen) < 0)
+        return -1;
+    for (int r = 0; r < batch; r++)
+        if (model_stage_target(m, d, (long)idx[r], r, err, errlen) < 0)
+            return -1;
+    model_gather(m, d, idx, 0, batch);
+    model_upload_batch(m, batch);
+    return 0;
+}
+
+int model_load_range(model *m, const dataset *d, long first, int batch, char *err,
+                     size_t errlen)
+{
+    if (model_check_batch(m, d, batch, err, errlen) < 0)
+        return -1;
+    for (int r = 0; r < batch; r++)
+        if (model_stage_target(m, d, first + r, r, err, errlen) < 0)
+            return -1;
+    model_gather(m, d, NULL, first, batch);
+    model_upload_batch(m, batch);
+    return 0;
+}
+
+void model_forward(model *m, int batch, bool training, uint64_t step)
+{
+    uint64_t step_seed = backend_hash64(m->seed + step * 0x9e3779b97f4a7c15ULL);
+    for (int i = 0; i < m->n_layers; i++) {
+        layer *l = &m->layers[i];
+        uint64_t seed = backend_hash64(step_seed ^ ((uint64_t)(i + 1) * 0xd1b54a32d192ed03ULL));
+        l->ops->forward(l, m->be, batch, training, seed);
+    }
+}
+
+double model_loss(model *m, int batch, batch_metrics *metrics)
+{
+    backend *be = m->be;
+    layer *last = &m->layers[m->n_layers - 1];
+    double loss = 0.0;
+    if (m->output_kind == OUTPUT_SOFTMAX_LOGITS) {
+        loss = be->softmax_xent(be, batch, m->n_out, last->y, m->targets, m->probs, last->dy);
+    } else if (m->spec->training.loss == LOSS_BINARY_CROSSENTROPY) {
+        loss = be->binary_xent(be, batch, m->n_out, last->y, m->targets, last->dy);
+    } else {
+        loss = be->mse(be, batch, m->n_out, last->y, m->targets, last->dy);
+    }
+    if (metrics)
+        be->metrics(be, batch, m->n_out, m->output, m->targets, metrics);
+    return loss;
+}
+
+/* The fused optimizer step of model_backward_step: which optimizer, at
+ * what rate, and where the layer being updated starts in the flat
+ * buffers. */
+typedef struct model_update {
+    optimizer *opt;
+    float *params;
+    const float *grads;
+    long offset;
+    float lr;
+} model_update;
+
+/* The optimizer step split over the backend's host threads in chunks of
+ * MODEL_OPTIM_CHUNK parameters (whole vector blocks); each parameter's
+ * update is independent, so the bits do not depend on the split. */
+#define MODEL_OPTIM_CHUNK 4096L
+
+typedef struct optim_job {
+    const model_update *u;
+    long begin, end;
+} optim_job;
+
+static void model_optim_chunk(void *ctx, long begin, long end, int tid)
+{
+    (void)tid;
+    const optim_job *j = ctx;
+    long lo = j->begin + begin * MODEL_OPTIM_CHUNK;
+    long hi = j->begin + end * MODEL_OPTIM_CHUNK < j->end ? j->begin + end * MODEL_OPTIM_CHUNK
+                                                          : j->end;
+    optim_step_range(j->u->opt, j->u->params, j->u->grads, lo, hi, j->u->lr);
+}
+
+/* Parameters [begin, end) stepped (optim_step_end not called). */
+static void model_optim_range(backend *be, const model_update *u, long begin, long end)
+{
+    long chunks = (end - begin + MODEL_OPTIM_CHUNK - 1) / MODEL_OPTIM_CHUNK;
+    if (!be->host_parallel || chunks < 2) {
+        optim_step_range(u->opt, u->params, u->grads, begin, end, u->lr);
+        return;
+    }
+    optim_job j = {u, begin, end};
+    be->host_parallel(be, chunks, model_optim_chunk, &j);
+}
+
+/* Range [begin, end) of the current layer's parameters. */
+static void model_update_layer_range(void *ctx, long begin, long end)
+{
+    const model_update *u = ctx;
+    optim_step_range(u->opt, u->params, u->grads, u->offset + begin, u->offset + end, u->lr);
+}
+
+/* Layer i's backward; with `u`, its parameters are then stepped (inside
+ * the backward op's own parallel chunks where the layer can). */
+static void model_backward_layer(model *m, int i, int batch, model_update *u)
+{
+    layer *l = &m->layers[i];
+    bool updated = false;
+    if (!m->grad_written[i]) {
+        /* Nothing downstream uses this layer's output. */
+        if (l->n_params > 0)
+            m->be->zero(m->be, l->grads, l->n_params);
+    } else {
+        for (int k = 0; k < l->n_in; k++) {
+            int src = l->spec->inputs[k];
+            if (src < 0 || !l->dx[k])
+                continue;
+            l->dx_accumulate[k] = m->grad_written[src];
+            m->grad_written[src] = true;
+        }
+        if (u && l->spec->type == LAYER_DENSE && l->n_params > 0) {
+            u->offset = l->params - m->params;
+            updated = layer_dense_backward_update(l, m->be, batch, model_update_layer_range, u);
+        }
+        if (!updated)
+            l->ops->backward(l, m->be, batch);
+    }
+    if (u && !updated && l->n_params > 0) {
+        long off = l->params - m->params;
+        model_optim_range(m->be, u, off, off + l->n_params);
+    }
+}
+
+static void model_backward_run(model *m, int batch, model_layer_hook after_layer, void *ctx,
+                               model_update *u)
+{
+    memset(m->grad_written, 0, (size_t)m->n_layers * sizeof *m->grad_written);
+    m->grad_written[m->n_layers - 1] = true;
+    for (int i = m->n_layers - 1; i >= 0; i--) {
+        model_backward_layer(m, i, batch, u);
+        if (after_layer)
+            after_layer(ctx, i);
+    }
+}
+
+void model_backward_hooked(model *m, int batch, model_layer_hook after_layer, void *ctx)
+{
+    model_backward_run(m, batch, after_layer, ctx, NULL);
+}
+
+void model_backward(model *m, int batch)
+{
+    model_backward_run(m, batch, NULL, NULL, NULL);
+}
+
+void model_backward_step(model *m, int batch, optimizer *opt, float lr)
+{
+    if (!m->be->host_memory) {
+        model_backward(m, batch);
+        model_optimizer_step(m, opt, lr);
+        return;
+    }
+    model_update u = {opt, m->params, m->grads, 0, lr};
+    model_backward_run(m, batch, NULL, NULL, &u);
+    optim_step_end(opt);
+}
+
+void model_optimizer_step(model *m, optimizer *opt, float lr)
+{
+    backend *be = m->be;
+    if (be->host_memory) {
+        model_update u = {opt, m->params, m->grads, 0, lr};
+        model_optim_range(be, &u, 0, m->n_params);
+        optim_step_end(opt);
+        return;
+    }
+    be->download(be, m->host_grads, m->grads, m->n_params);
+    be->download(be, m->host_params, m->params, m->n_params);
+    optim_step(opt, m->host_params, m->host_grads, m->n_params, lr);
+    be->upload(be, m->params, m->host_params, m->n_params);
+}
+
+void model_get_params(model *m, float *host)
+{
+    m->be->download(m->be, host, m->params, m->n_params);
+}
+
+void model_set_params(model *m, const float *host)
+{
+    m->be->upload(m->be, m->params, host, m->n_params);
+}
+
+void model_get_state(model *m, float *host)
+{
+    m->be->download(m->be, host, m->state, m->n_state);
+}
+
+void model_set_state(model *m, const float *host)
+{
+    m->be->upload(m->be, m->state, host, m->n_state);
+}
+
+int model_tensors(const model *m, float *params, float *state, tensor_entry **out)
+{
+    int n = 0;
+    for (int i = 0; i < m->n_layers; i++)
+        n += m->layers[i].n_tensors;
+    tensor_entry *t = calloc((size_t)(n > 0 ? n : 1), sizeof *t);
+    if (!t)
+        return -1;
+    int k = 0;
+    for (int i = 0; i < m->n_layers; i++) {
+        const layer *l = &m->layers[i];
+        for (int j = 0; j < l->n_tensors; j++, k++) {
+            const layer_tensor *lt = &l->tensors[j];
+            snprintf(t[k].name, sizeof t[k].name, "%d.%s.%s", i,
+                     spec_layer_type_name(l->spec->type), lt->name);
+            t[k].rank = lt->rank;
+            for (int r = 0; r < lt->rank; r++)
+                t[k].dims[r] = lt->dims[r];
+            t[k].data = lt->is_state ? state + (l->state - m->state) + lt->offset
+                                     : params + (l->params - m->params) + lt->offset;
+        }
+    }
+    *out = t;
+    return n;
+}
+
+static const tensor_entry *model_find_tensor(const tensor_entry *t, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(t[i].name, name) == 0)
+            return &t[i];
+    return NULL;
+}
+
+static bool model_same_shape(const tensor_entry *a, const tensor_entry *b)
+{
+    if (a->rank != b->rank)
+        return false;
+    for (int r = 0; r < a->rank; r++)
+        if (a->dims[r] != b->dims[r])
+            return false;
+    return true;
+}
+
+int model_load_tensors(model *m, const tensor_entry *t, int n, char *err, size_t errlen)
+{
+    float *hp = calloc((size_t)(m->n_params + 1), sizeof *hp);
+    float *hs = calloc((size_t)(m->n_state + 1), sizeof *hs);
+    tensor_entry *mine = NULL;
+    int count = (hp && hs) ? model_tensors(m, hp, hs, &mine) : -1;
+    int rc = -1;
+    if (count < 0) {
+        snprintf(err, errlen, "model: out of memory loading weights");
+        goto out;
+    }
+    for (int i = 0; i < count; i++) {
+        const tensor_entry *src = model_find_tensor(t, n, mine[i].name);
+        if (!src) {
+            snprintf(err, errlen, "weights: no tensor \"%s\"", mine[i].name);
+            goto out;
+        }
+        if (!model_same_shape(src, &mine[i])) {
+            snprintf(err, errlen, "weights: \"%s\" has rank %d shape [%ld, ...], the model "
+                     "needs rank %d [%ld, ...]", mine[i].name, src->rank, src->dims[0],
+                     mine[i].rank, mine[i].dims[0]);
+            goto out;
+        }
+        memcpy(mine[i].data, src->data, (size_t)tensor_entry_size(src) * sizeof(float));
+    }
+    model_set_params(m, hp);
+    model_set_state(m, hs);
+    rc = 0;
+out:
+    free(mine);
+    free(hp);
+    free(hs);
+    return rc;
+}

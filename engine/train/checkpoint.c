@@ -1,0 +1,183 @@
+/* checkpoint.c — save and restore a single-process run (see checkpoint.h). */
+#include "train/checkpoint.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include "io/io_file.h"
+#include "io/tensorfile.h"
+
+#define CKPT_MAGIC "PUNCHCK1"
+#define CKPT_VERSION 1u
+/* Far above any model this engine trains; a length field beyond it is corruption. */
+#define CKPT_MAX_BYTES ((size_t)16 << 30)
+
+typedef struct checkpoint_head {
+    char magic[8];
+    uint64_t version;
+    uint64_t spec_hash;
+    train_position pos;
+    int64_t n_params, n_state, n_optim, n_history, sched_bytes, record_bytes;
+} checkpoint_head;
+
+uint64_t checkpoint_spec_hash(const job_spec *spec)
+{
+    json_t *j = spec_to_json(spec);
+    if (!j)
+        return 0;
+    json_object_del(j, "name");
+    json_object_del(j, "resources");
+    json_t *training = json_object_get(j, "training");
+    if (training)
+        json_object_del(training, "epochs");
+    char *text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(j);
+    if (!text)
+        return 0;
+    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+        h = (h ^ *p) * 0x100000001b3ULL;
+    free(text);
+    return h;
+}
+
+static void checkpoint_path(const char *dir, char *path, size_t len)
+{
+    snprintf(path, len, "%s/checkpoints/ckpt.bin", dir);
+}
+
+static size_t checkpoint_body_size(const checkpoint_head *h)
+{
+    return sizeof *h + (size_t)h->sched_bytes + (size_t)h->n_history * (size_t)h->record_bytes +
+           (size_t)(h->n_params + h->n_state + h->n_optim) * sizeof(float);
+}
+
+int checkpoint_save(const char *dir, uint64_t spec_hash, const train_position *pos,
+                    const schedule_state *sched, const run_history *hist, model *m,
+                    const optimizer *opt, char *err, size_t errlen)
+{
+    checkpoint_head h = {.version = CKPT_VERSION,
+                         .spec_hash = spec_hash,
+                         .pos = *pos,
+                         .n_params = m->n_params,
+                         .n_state = m->n_state,
+                         .n_optim = optim_state_floats(opt),
+                         .n_history = hist->n_epochs,
+                         .sched_bytes = sizeof *sched,
+                         .record_bytes = sizeof(epoch_record)};
+    memcpy(h.magic, CKPT_MAGIC, 8);
+    size_t body = checkpoint_body_size(&h);
+    unsigned char *buf = malloc(body + 4);
+    if (!buf) {
+        snprintf(err, errlen, "checkpoint: out of memory (%zu bytes)", body);
+        return -1;
+    }
+    unsigned char *p = buf;
+    memcpy(p, &h, sizeof h);
+    p += sizeof h;
+    memcpy(p, sched, sizeof *sched);
+    p += sizeof *sched;
+    memcpy(p, hist->epochs, (size_t)hist->n_epochs * sizeof(epoch_record));
+    p += (size_t)hist->n_epochs * sizeof(epoch_record);
+    model_get_params(m, (float *)(void *)p);
+    p += (size_t)m->n_params * sizeof(float);
+    model_get_state(m, (float *)(void *)p);
+    p += (size_t)m->n_state * sizeof(float);
+    optim_state_save(opt, (float *)(void *)p);
+    io_put_le32(buf + body, (uint32_t)crc32_z(0L, buf, body));
+
+    char path[4096];
+    snprintf(path, sizeof path, "%s/checkpoints", dir);
+    if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        free(buf);
+        return -1;
+    }
+    checkpoint_path(dir, path, sizeof path);
+    int rc = atomic_write_file(path, buf, body + 4, err, errlen);
+    free(buf);
+    return rc;
+}
+
+/* Header checks: every length is the one this run expects. */
+static int checkpoint_check_head(const checkpoint_head *h, size_t len, uint64_t spec_hash,
+                                 const run_history *hist, const model *m, const optimizer *opt,
+                                 const char *path, char *err, size_t errlen)
+{
+    if (memcmp(h->magic, CKPT_MAGIC, 8) != 0 || h->version != CKPT_VERSION)
+        return io_errf(err, errlen, "%s: not a punch-train checkpoint (version %d)", path,
+                       (int)CKPT_VERSION);
+    if (h->spec_hash != spec_hash)
+        return io_errf(err, errlen, "%s: written for a different job spec; remove it or "
+                       "use another --out", path);
+    if (h->n_params != m->n_params || h->n_state != m->n_state ||
+        h->n_optim != optim_state_floats(opt) || h->sched_bytes != sizeof(schedule_state) ||
+        h->record_bytes != sizeof(epoch_record))
+        return io_errf(err, errlen, "%s: sizes do not match this model (%lld parameters, "
+                       "checkpoint has %lld)", path, (long long)m->n_params,
+                       (long long)h->n_params);
+    if (h->n_history < 0 || h->n_history > hist->cap || h->pos.epoch < 0 ||
+        h->pos.epoch > hist->cap || h->pos.step < 0)
+        return io_errf(err, errlen, "%s: position epoch %lld with %lld epochs of history does "
+                       "not fit a run of %d epochs", path, (long long)h->pos.epoch,
+                       (long long)h->n_history, hist->cap);
+    if (checkpoint_body_size(h) + 4 != len)
+        return io_errf(err, errlen, "%s: truncated (%zu bytes, expected %zu)", path, len,
+                       checkpoint_body_size(h) + 4);
+    return 0;
+}
+
+int checkpoint_load(const char *dir, uint64_t spec_hash, train_position *pos,
+                    schedule_state *sched, run_history *hist, model *m, optimizer *opt,
+                    char *err, size_t errlen)
+{
+    char path[4096];
+    checkpoint_path(dir, path, sizeof path);
+    struct stat st;
+    if (stat(path, &st) != 0 && errno == ENOENT)
+        return 1;
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    if (io_read_file(path, CKPT_MAX_BYTES, &buf, &len, err, errlen) != 0)
+        return -1;
+    checkpoint_head h;
+    int rc = -1;
+    if (len < sizeof h + 4) {
+        io_errf(err, errlen, "%s: truncated (%zu bytes)", path, len);
+        goto out;
+    }
+    memcpy(&h, buf, sizeof h);
+    if (checkpoint_check_head(&h, len, spec_hash, hist, m, opt, path, err, errlen) != 0)
+        goto out;
+    size_t body = len - 4;
+    if (io_get_le32(buf + body) != (uint32_t)crc32_z(0L, buf, body)) {
+        io_errf(err, errlen, "%s: checksum mismatch (corrupt checkpoint)", path);
+        goto out;
+    }
+    const unsigned char *p = buf + sizeof h;
+    const float *opt_state = (const float *)(const void *)(p + h.sched_bytes +
+        (size_t)h.n_history * sizeof(epoch_record) +
+        (size_t)(h.n_params + h.n_state) * sizeof(float));
+    if (!optim_state_valid(opt, opt_state, h.n_optim)) {
+        io_errf(err, errlen, "%s: optimizer state does not fit this optimizer", path);
+        goto out;
+    }
+    memcpy(sched, p, sizeof *sched);
+    p += sizeof *sched;
+    memcpy(hist->epochs, p, (size_t)h.n_history * sizeof(epoch_record));
+    hist->n_epochs = (int)h.n_history;
+    p += (size_t)h.n_history * sizeof(epoch_record);
+    model_set_params(m, (const float *)(const void *)p);
+    p += (size_t)h.n_params * sizeof(float);
+    model_set_state(m, (const float *)(const void *)p);
+    optim_state_load(opt, opt_state);
+    *pos = h.pos;
+    rc = 0;
+out:
+    free(buf);
+    return rc;
+}

@@ -1,0 +1,636 @@
+/* train.c — the single-process trainer and evaluate-only mode (see
+ * train.h): the epoch loop, validation and test evaluation, schedules,
+ * progress, history, weights and checkpoints. */
+#include "train/train.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "train/checkpoint.h"
+#include "io/tensorfile.h"
+
+/* At most one "step" progress line per this many seconds. */
+#define TRAIN_STEP_EVENT_S 1.0
+
+static volatile sig_atomic_t train_stop_signal;
+
+static void train_on_signal(int sig)
+{
+    train_stop_signal = sig;
+}
+
+/* SIGTERM (cancel, time limit) and SIGINT end the epoch loop after the
+ * current step with a checkpoint, so --resume loses nothing. */
+static void train_catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = train_on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+}
+
+/* Everything one run holds. */
+typedef struct train_run {
+    const job_spec *spec;
+    const train_options *opt;
+    backend *be;
+    model *m;
+    optimizer *optim;
+    dataset train, val, test;
+    schedule_state sched;
+    run_history hist;
+    train_position pos;
+    int64_t *perm;
+    uint64_t spec_hash;
+    char val_names[SPEC_MAX_METRICS + 1][40];
+} train_run;
+
+void train_metric_values(const spec_training *t, const batch_metrics *sums, long samples,
+                         int n_out, double *metric)
+{
+    double n = samples > 0 ? (double)samples : 1.0;
+    for (int i = 0; i < t->n_metrics; i++) {
+        switch (t->metrics[i]) {
+        case METRIC_ACCURACY:
+            metric[i] = sums->correct / n;
+            break;
+        case METRIC_MSE:
+            metric[i] = sums->sq_err / (n * n_out);
+            break;
+        case METRIC_MAE:
+            metric[i] = sums->abs_err / (n * n_out);
+            break;
+        }
+    }
+}
+
+static void train_add_sums(batch_metrics *acc, const batch_metrics *b)
+{
+    acc->correct += b->correct;
+    acc->sq_err += b->sq_err;
+    acc->abs_err += b->abs_err;
+}
+
+int train_evaluate(model *m, const dataset *d, eval_result *out, char *err, size_t errlen)
+{
+    batch_metrics sums = {0};
+    double loss = 0.0;
+    for (long first = 0; first < d->n; first += m->max_batch) {
+        int batch = (int)(d->n - first < m->max_batch ? d->n - first : m->max_batch);
+        if (model_load_range(m, d, first, batch, err, errlen) != 0)
+            return -1;
+        model_forward(m, batch, false, 0);
+        batch_metrics b;
+        loss += model_loss(m, batch, &b);
+        train_add_sums(&sums, &b);
+    }
+    memset(out, 0, sizeof *out);
+    out->samples = d->n;
+    out->loss = d->n > 0 ? loss / (double)d->n : 0.0;
+    train_metric_values(&m->spec->training, &sums, d->n, m->n_out, out->metric);
+    return 0;
+}
+
+int train_weight_tensors(const model *m, float *params, float *state, const dataset *train,
+                         tensor_entry **out)
+{
+    int n = model_tensors(m, params, state, out);
+    if (n < 0)
+        return -1;
+    tensor_entry scaling[2];
+    int extra = dataset_scaling_tensors(train, scaling);
+    if (extra == 0)
+        return n;
+    tensor_entry *t = realloc(*out, (size_t)(n + extra) * sizeof *t);
+    if (!t) {
+        free(*out);
+        *out = NULL;
+        return -1;
+    }
+    memcpy(t + n, scaling, (size_t)extra * sizeof *t);
+    *out = t;
+    return n + extra;
+}
+
+int train_save_weights(model *m, const dataset *train, const char *dir, const char *prefix,
+                       char *err, size_t errlen)
+{
+    float *hp = malloc((size_t)(m->n_params + 1) * sizeof *hp);
+    float *hs = malloc((size_t)(m->n_state + 1) * sizeof *hs);
+    tensor_entry *t = NULL;
+    int n = -1, rc = -1;
+    if (hp && hs) {
+        model_get_params(m, hp);
+        model_get_state(m, hs);
+        n = train_weight_tensors(m, hp, hs, train, &t);
+    }
+    if (n < 0) {
+        snprintf(err, errlen, "weights: out of memory");
+        goto out;
+    }
+    char path[4096], params[32];
+    snprintf(params, sizeof params, "%ld", m->n_params);
+    const char *keys[] = {"format", "job", "parameters"};
+    const char *values[] = {"punchcard", m->spec->name ? m->spec->name : "job", params};
+    snprintf(path, sizeof path, "%s/%s.safetensors", dir, prefix);
+    if (safetensors_write(path, t, n, keys, values, 3, err, errlen) != 0)
+        goto out;
+    snprintf(path, sizeof path, "%s/%s.npz", dir, prefix);
+    if (npz_write(path, t, n, err, errlen) != 0)
+        goto out;
+    rc = 0;
+out:
+    free(t);
+    free(hp);
+    free(hs);
+    return rc;
+}
+
+/* mkdir -p for the run directory. */
+static int train_make_dir(const char *dir, char *err, size_t errlen)
+{
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) {
+        snprintf(err, errlen, "--out: path too long");
+        return -1;
+    }
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+            snprintf(err, errlen, "%s: %s", path, strerror(errno));
+            return -1;
+        }
+        *p = '/';
+    }
+    if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static int train_threads(const job_spec *spec, const train_options *opt)
+{
+    if (opt->threads > 0)
+        return opt->threads;
+    return spec->resources.threads_per_worker > 0 ? spec->resources.threads_per_worker : 1;
+}
+
+static int train_local_rank(void)
+{
+    const char *s = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    return s ? atoi(s) : 0;
+}
+
+/* Backend, data, model, optimizer: everything but the run state. */
+static int train_open(train_run *r, char *err, size_t errlen)
+{
+    const job_spec *spec = r->spec;
+    /* The backend first: a GPU job without a GPU fails before touching
+     * data or the run directory. */
+    r->be = backend_create(spec, train_threads(spec, r->opt), train_local_rank(), err, errlen);
+    if (!r->be)
+        return -1;
+    char ckpt_dir[4096];
+    snprintf(ckpt_dir, sizeof ckpt_dir, "%s/checkpoints", r->opt->out_dir);
+    if (train_make_dir(ckpt_dir, err, errlen) != 0)
+        return -1;
+    if (dataset_load_all(&spec->data, &spec->input, &r->opt->roots, spec->training.seed,
+                         &r->train, &r->val, &r->test, err, errlen) != 0)
+        return -1;
+    r->m = model_create(spec, r->be, spec->training.batch_size, err, errlen);
+    if (!r->m || model_init_params(r->m, spec->training.seed, err, errlen) != 0)
+        return -1;
+    r->optim = optim_create(&spec->training.optimizer, r->m->n_params);
+    if (!r->optim) {
+        snprintf(err, errlen, "optimizer: out of memory for %ld parameters", r->m->n_params);
+        return -1;
+    }
+    if (run_history_init(&r->hist, spec->training.epochs) != 0) {
+        snprintf(err, errlen, "history: out of memory");
+        return -1;
+    }
+    r->hist.has_val = r->val.n > 0;
+    schedule_init(&r->sched, &spec->training);
+    r->spec_hash = checkpoint_spec_hash(spec);
+    return 0;
+}
+
+static void train_close(train_run *r)
+{
+    free(r->perm);
+    run_history_free(&r->hist);
+    optim_free(r->optim);
+    model_free(r->m);
+    dataset_free(&r->train);
+    dataset_free(&r->val);
+    dataset_free(&r->test);
+    if (r->be)
+        r->be->destroy(r->be);
+}
+
+static long train_steps_per_epoch(const train_run *r)
+{
+    long b = r->spec->training.batch_size;
+    long steps = (r->train.n + b - 1) / b;
+    long limit = r->spec->training.steps_per_epoch;
+    return limit > 0 && limit < steps ? limit : steps;
+}
+
+static long train_samples_per_epoch(const train_run *r)
+{
+    long b = r->spec->training.batch_size;
+    long steps = train_steps_per_epoch(r);
+    return steps * b < r->train.n ? steps * b : r->train.n;
+}
+
+static int train_start_event(train_run *r, char *err, size_t errlen)
+{
+    json_t *e = json_pack("{s:s,s:i,s:I,s:I,s:i,s:s,s:b,s:I,s:I}", "event", "start", "epochs",
+                          r->spec->training.epochs, "steps", (json_int_t)train_steps_per_epoch(r),
+                          "samples", (json_int_t)train_samples_per_epoch(r), "ranks", 1,
+                          "trainer", "single", "resumed", r->pos.global_step > 0,
+                          "epoch", (json_int_t)r->pos.epoch, "parameters",
+                          (json_int_t)r->m->n_params);
+    if (!e) {
+        snprintf(err, errlen, "progress.jsonl: out of memory");
+        return -1;
+    }
+    return runlog_event(r->opt->out_dir, e, err, errlen);
+}
+
+static void train_end_event_failed(const train_run *r, const char *reason)
+{
+    char ignored[256];
+    json_t *e = json_pack("{s:s,s:s,s:s}", "event", "end", "status", "failed", "error", reason);
+    if (e)
+        runlog_event(r->opt->out_dir, e, ignored, sizeof ignored);
+}
+
+/* A "step" line: at most one per TRAIN_STEP_EVENT_S. */
+static int train_step_event(train_run *r, long steps, double elapsed, char *err,
+                            size_t errlen)
+{
+    const spec_training *t = &r->spec->training;
+    double metric[SPEC_MAX_METRICS];
+    long samples = r->pos.samples;
+    train_metric_values(t, &r->pos.sums, samples, r->m->n_out, metric);
+    double rate = elapsed > 0 ? samples / elapsed : 0.0;
+    double per_step = elapsed / (double)r->pos.step;
+    double left = per_step * (double)((steps - r->pos.step) +
+                                      (t->epochs - r->pos.epoch - 1) * steps);
+    json_t *e = json_pack("{s:s,s:I,s:i,s:I,s:I,s:f,s:f,s:f}", "event", "step", "epoch",
+                          (json_int_t)r->pos.epoch + 1, "epochs", t->epochs, "step",
+                          (json_int_t)r->pos.step, "steps", (json_int_t)steps, "samples_per_s",
+                          rate, "elapsed_s", elapsed, "eta_s", left);
+    if (!e)
+        return 0;
+    runlog_put_metrics(e, t, "", r->pos.loss_sum / (samples > 0 ? samples : 1), metric);
+    return runlog_event(r->opt->out_dir, e, err, errlen);
+}
+
+/* One optimisation step on batch idx[0..batch). */
+static int train_step(train_run *r, const int64_t *idx, int batch, float lr, char *err,
+                      size_t errlen)
+{
+    model *m = r->m;
+    if (model_load_batch(m, &r->train, idx, batch, err, errlen) != 0)
+        return -1;
+    model_forward(m, batch, true, (uint64_t)r->pos.global_step);
+    batch_metrics b;
+    double loss = model_loss(m, batch, &b);
+    model_backward_step(m, batch, r->optim, lr);
+    if (!isfinite(loss)) {
+        snprintf(err, errlen, "training diverged: loss is %g at epoch %lld step %lld; lower "
+                 "training.optimizer.learning_rate", loss, (long long)r->pos.epoch + 1,
+                 (long long)r->pos.step + 1);
+        return -1;
+    }
+    r->pos.loss_sum += loss;
+    train_add_sums(&r->pos.sums, &b);
+    r->pos.samples += batch;
+    r->pos.step++;
+    r->pos.global_step++;
+    return 0;
+}
+
+static int train_interrupted(train_run *r, char *err, size_t errlen)
+{
+    int sig = (int)train_stop_signal;
+    if (checkpoint_save(r->opt->out_dir, r->spec_hash, &r->pos, &r->sched, &r->hist, r->m,
+                        r->optim, err, errlen) != 0)
+        return -1;
+    snprintf(err, errlen, "interrupted by %s at epoch %lld step %lld; checkpoint saved, "
+             "continue with --resume", sig == SIGINT ? "SIGINT" : "SIGTERM",
+             (long long)r->pos.epoch + 1, (long long)r->pos.step);
+    return -1;
+}
+
+/* The batches of the epoch in progress, from r->pos.step on. */
+static int train_epoch_steps(train_run *r, float lr, char *err, size_t errlen)
+{
+    long n = r->train.n, b = r->spec->training.batch_size;
+    long steps = train_steps_per_epoch(r);
+    if (r->spec->data.shuffle) {
+        dataset_epoch_permutation(n, r->spec->training.seed, (int)r->pos.epoch, r->perm);
+    } else {
+        for (long i = 0; i < n; i++)
+            r->perm[i] = i;
+    }
+    double start = runlog_clock() - r->pos.elapsed_s, last_event = runlog_clock();
+    while (r->pos.step < steps) {
+        long first = r->pos.step * b;
+        int batch = (int)(n - first < b ? n - first : b);
+        if (train_step(r, r->perm + first, batch, lr, err, errlen) != 0)
+            return -1;
+        double now = runlog_clock();
+        r->pos.elapsed_s = now - start;
+        if (r->opt->on_step)
+            r->opt->on_step(r->opt->on_step_ctx, (long)r->pos.epoch, (long)r->pos.step);
+        if (train_stop_signal)
+            return train_interrupted(r, err, errlen);
+        if (now - last_event >= TRAIN_STEP_EVENT_S && r->pos.step < steps) {
+            last_event = now;
+            if (train_step_event(r, steps, r->pos.elapsed_s, err, errlen) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* Names for the schedule's lookup: "loss", "accuracy", "val_loss", ... */
+static void train_epoch_metrics(train_run *r, const epoch_record *rec, epoch_metrics *em)
+{
+    const spec_training *t = &r->spec->training;
+    memset(em, 0, sizeof *em);
+    em->names[em->n] = "loss";
+    em->values[em->n++] = rec->loss;
+    for (int i = 0; i < t->n_metrics; i++) {
+        em->names[em->n] = spec_metric_name(t->metrics[i]);
+        em->values[em->n++] = rec->metric[i];
+    }
+    if (!r->hist.has_val)
+        return;
+    em->names[em->n] = "val_loss";
+    em->values[em->n++] = rec->val_loss;
+    for (int i = 0; i < t->n_metrics; i++) {
+        snprintf(r->val_names[i], sizeof r->val_names[i], "val_%s",
+                 spec_metric_name(t->metrics[i]));
+        em->names[em->n] = r->val_names[i];
+        em->values[em->n++] = rec->val_metric[i];
+    }
+}
+
+static void train_print_epoch(const train_run *r, const epoch_record *rec)
+{
+    const spec_training *t = &r->spec->training;
+    fprintf(stderr, "epoch %lld/%d - %.1fs - %.0f samples/s - loss %.4f",
+            (long long)r->pos.epoch + 1, t->epochs, rec->time_s, rec->samples_per_s, rec->loss);
+    for (int i = 0; i < t->n_metrics; i++)
+        fprintf(stderr, " - %s %.4f", spec_metric_name(t->metrics[i]), rec->metric[i]);
+    if (r->hist.has_val) {
+        fprintf(stderr, " - val_loss %.4f", rec->val_loss);
+        for (int i = 0; i < t->n_metrics; i++)
+            fprintf(stderr, " - val_%s %.4f", spec_metric_name(t->metrics[i]),
+                    rec->val_metric[i]);
+    }
+    fprintf(stderr, " - lr %.3g\n", rec->lr);
+}
+
+static int train_epoch_event(train_run *r, const epoch_record *rec, char *err, size_t errlen)
+{
+    const spec_training *t = &r->spec->training;
+    double total = 0;
+    for (int e = 0; e < r->hist.n_epochs; e++)
+        total += r->hist.epochs[e].time_s;
+    double eta = total / r->hist.n_epochs * (t->epochs - r->hist.n_epochs);
+    json_t *e = json_pack("{s:s,s:I,s:i,s:f,s:f,s:f,s:f}", "event", "epoch", "epoch",
+                          (json_int_t)r->pos.epoch + 1, "epochs", t->epochs, "lr", rec->lr,
+                          "samples_per_s", rec->samples_per_s, "elapsed_s", rec->time_s,
+                          "eta_s", eta);
+    if (!e) {
+        snprintf(err, errlen, "progress.jsonl: out of memory");
+        return -1;
+    }
+    runlog_put_metrics(e, t, "", rec->loss, rec->metric);
+    if (r->hist.has_val)
+        runlog_put_metrics(e, t, "val_", rec->val_loss, rec->val_metric);
+    return runlog_event(r->opt->out_dir, e, err, errlen);
+}
+
+/* After the last batch of an epoch: record, report, schedule, checkpoint.
+ * Sets *stop when early stopping fired. */
+static int train_finish_epoch(train_run *r, double lr, bool *stop, char *err, size_t errlen)
+{
+    const spec_training *t = &r->spec->training;
+    epoch_record *rec = &r->hist.epochs[r->hist.n_epochs];
+    memset(rec, 0, sizeof *rec);
+    long samples = r->pos.samples > 0 ? r->pos.samples : 1;
+    rec->loss = r->pos.loss_sum / samples;
+    train_metric_values(t, &r->pos.sums, samples, r->m->n_out, rec->metric);
+    rec->lr = lr;
+    rec->time_s = r->pos.elapsed_s;
+    rec->samples_per_s = rec->time_s > 0 ? r->pos.samples / rec->time_s : 0.0;
+    if (r->hist.has_val) {
+        eval_result v;
+        if (train_evaluate(r->m, &r->val, &v, err, errlen) != 0)
+            return -1;
+        rec->val_loss = v.loss;
+        memcpy(rec->val_metric, v.metric, sizeof v.metric);
+    }
+    r->hist.n_epochs++;
+    if (r->opt->verbose)
+        train_print_epoch(r, rec);
+    if (train_epoch_event(r, rec, err, errlen) != 0 ||
+        runlog_write_history(r->opt->out_dir, r->spec, &r->hist, 1, err, errlen) != 0)
+        return -1;
+
+    epoch_metrics em;
+    train_epoch_metrics(r, rec, &em);
+    bool save = schedule_epoch_end(&r->sched, t, (int)r->pos.epoch, &em);
+    if (save) {
+        char name[64];
+        snprintf(name, sizeof name, "checkpoints/weights-epoch-%03lld",
+                 (long long)r->pos.epoch + 1);
+        if (train_save_weights(r->m, &r->train, r->opt->out_dir, name, err, errlen) != 0)
+            return -1;
+    }
+    r->pos = (train_position){.epoch = r->pos.epoch + 1, .global_step = r->pos.global_step};
+    *stop = r->sched.stop;
+    return checkpoint_save(r->opt->out_dir, r->spec_hash, &r->pos, &r->sched, &r->hist, r->m,
+                           r->optim, err, errlen);
+}
+
+static int train_resume_or_start(train_run *r, char *err, size_t errlen)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/progress.jsonl", r->opt->out_dir);
+    if (r->opt->resume) {
+        int rc = checkpoint_load(r->opt->out_dir, r->spec_hash, &r->pos, &r->sched, &r->hist,
+                                 r->m, r->optim, err, errlen);
+        if (rc < 0)
+            return -1;
+        if (rc == 0)
+            return train_start_event(r, err, errlen);
+    }
+    /* A fresh run starts a fresh progress log. */
+    if (unlink(path) != 0 && errno != ENOENT) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    return train_start_event(r, err, errlen);
+}
+
+static int train_loop(train_run *r, char *err, size_t errlen)
+{
+    const spec_training *t = &r->spec->training;
+    r->perm = malloc((size_t)(r->train.n > 0 ? r->train.n : 1) * sizeof *r->perm);
+    if (!r->perm) {
+        snprintf(err, errlen, "out of memory for the epoch order of %ld samples", r->train.n);
+        return -1;
+    }
+    if (r->train.n <= 0) {
+        snprintf(err, errlen, "data.train: no training samples");
+        return -1;
+    }
+    bool stop = r->sched.stop;
+    while (!stop && r->pos.epoch < t->epochs) {
+        /* Mid-epoch resume: the schedule already chose this epoch's rate. */
+        double lr = r->pos.step > 0 ? r->sched.lr
+                                    : schedule_epoch_begin(&r->sched, t, (int)r->pos.epoch);
+        if (train_epoch_steps(r, (float)lr, err, errlen) != 0 ||
+            train_finish_epoch(r, lr, &stop, err, errlen) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int train_finish(train_run *r, char *err, size_t errlen)
+{
+    const spec_training *t = &r->spec->training;
+    if (r->test.n > 0) {
+        if (train_evaluate(r->m, &r->test, &r->hist.test, err, errlen) != 0)
+            return -1;
+        r->hist.has_test = true;
+    }
+    if (runlog_write_history(r->opt->out_dir, r->spec, &r->hist, 1, err, errlen) != 0 ||
+        train_save_weights(r->m, &r->train, r->opt->out_dir, "weights", err, errlen) != 0)
+        return -1;
+    double total = 0;
+    for (int e = 0; e < r->hist.n_epochs; e++)
+        total += r->hist.epochs[e].time_s;
+    json_t *e = json_pack("{s:s,s:s,s:f,s:i}", "event", "end", "status", "succeeded",
+                          "elapsed_s", total, "epochs_run", r->hist.n_epochs);
+    if (!e) {
+        snprintf(err, errlen, "progress.jsonl: out of memory");
+        return -1;
+    }
+    if (r->hist.has_test) {
+        runlog_put_metrics(e, t, "test_", r->hist.test.loss, r->hist.test.metric);
+        if (r->opt->verbose) {
+            fprintf(stderr, "test - loss %.4f", r->hist.test.loss);
+            for (int i = 0; i < t->n_metrics; i++)
+                fprintf(stderr, " - %s %.4f", spec_metric_name(t->metrics[i]),
+                        r->hist.test.metric[i]);
+            fprintf(stderr, "\n");
+        }
+    }
+    return runlog_event(r->opt->out_dir, e, err, errlen);
+}
+
+int train_single(const job_spec *spec, const train_options *opt, char *err, size_t errlen)
+{
+    train_run r;
+    memset(&r, 0, sizeof r);
+    r.spec = spec;
+    r.opt = opt;
+    train_stop_signal = 0;
+    train_catch_signals();
+    int rc = train_open(&r, err, errlen);
+    bool logging = rc == 0;
+    if (rc == 0)
+        rc = train_resume_or_start(&r, err, errlen);
+    if (rc == 0)
+        rc = train_loop(&r, err, errlen);
+    if (rc == 0)
+        rc = train_finish(&r, err, errlen);
+    if (rc != 0 && logging)
+        train_end_event_failed(&r, err);
+    train_close(&r);
+    return rc;
+}
+
+static int train_load_weights_file(model *m, const char *path, char *err, size_t errlen)
+{
+    tensor_entry *t = NULL;
+    int n = 0;
+    size_t len = strlen(path);
+    bool npz = len >= 4 && strcmp(path + len - 4, ".npz") == 0;
+    int rc = npz ? npz_read(path, &t, &n, err, errlen) : safetensors_read(path, &t, &n, err, errlen);
+    if (rc != 0)
+        return -1;
+    char why[512];
+    rc = model_load_tensors(m, t, n, why, sizeof why);
+    if (rc != 0)
+        snprintf(err, errlen, "%s: %s", path, why);
+    tensorfile_free(t, n);
+    return rc;
+}
+
+static json_t *train_eval_json(const spec_training *t, const eval_result *e)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    runlog_put_metrics(o, t, "", e->loss, e->metric);
+    json_object_set_new(o, "samples", json_integer(e->samples));
+    return o;
+}
+
+int train_evaluate_only(const job_spec *spec, const train_options *opt, char *err,
+                        size_t errlen)
+{
+    train_run r;
+    memset(&r, 0, sizeof r);
+    r.spec = spec;
+    r.opt = opt;
+    int rc = train_open(&r, err, errlen);
+    if (rc == 0)
+        rc = train_load_weights_file(r.m, opt->weights, err, errlen);
+    json_t *out = rc == 0 ? json_pack("{s:s}", "weights", opt->weights) : NULL;
+    const struct { const char *key; const dataset *d; } sets[] = {{"test", &r.test},
+                                                                   {"validation", &r.val}};
+    for (size_t i = 0; rc == 0 && i < sizeof sets / sizeof sets[0]; i++) {
+        eval_result e;
+        if (sets[i].d->n <= 0)
+            continue;
+        rc = train_evaluate(r.m, sets[i].d, &e, err, errlen);
+        if (rc == 0)
+            json_object_set_new(out, sets[i].key, train_eval_json(&spec->training, &e));
+    }
+    char *text = rc == 0 && out ? json_dumps(out, JSON_COMPACT | JSON_REAL_PRECISION(13)) : NULL;
+    if (rc == 0 && !text) {
+        snprintf(err, errlen, "evaluation: out of memory");
+        rc = -1;
+    }
+    if (rc == 0) {
+        printf("%s\n", text);
+        char path[4096];
+        snprintf(path, sizeof path, "%s/evaluation.json", opt->out_dir);
+        rc = atomic_write_file(path, text, strlen(text), err, errlen);
+    }
+    free(text);
+    json_decref(out);
+    train_close(&r);
+    return rc;
+}

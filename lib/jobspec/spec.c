@@ -1,0 +1,848 @@
+/* spec.c — parse and validate a job spec: the top-level sections, typed
+ * field readers that know their JSON path, defaults, and the checks that
+ * span sections (the model's output against the data's classes, the
+ * trainer against the worker count). The model section lives in
+ * spec_model.c, presets in spec_presets.c. */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jobspec/spec_internal.h"
+
+/* Deep enough for any real spec; jansson itself stops at 2048 levels, so
+ * hostile nesting is refused before it reaches us. */
+#define SPEC_MAX_BYTES (16u << 20)
+
+bool spec_fail(spec_error *err, const char *path, const char *fmt, ...)
+{
+    if (!err)
+        return false;
+    snprintf(err->path, sizeof err->path, "%s", path ? path : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+const char *spec_error_str(const spec_error *err, char *buf, size_t len)
+{
+    if (err->path[0])
+        snprintf(buf, len, "%s: %s", err->path, err->message);
+    else
+        snprintf(buf, len, "%s", err->message);
+    return buf;
+}
+
+void spec_path_key(char *out, size_t len, const char *parent, const char *key)
+{
+    if (parent && parent[0])
+        snprintf(out, len, "%s.%s", parent, key);
+    else
+        snprintf(out, len, "%s", key);
+}
+
+void spec_path_index(char *out, size_t len, const char *parent, size_t index)
+{
+    snprintf(out, len, "%s[%zu]", parent, index);
+}
+
+long spec_shape_size(const spec_shape *s)
+{
+    long n = 1;
+    for (int i = 0; i < s->rank; i++)
+        n *= s->dim[i];
+    return n;
+}
+
+static void join_names(char *buf, size_t len, const char *const *names, int n)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && used < len; i++) {
+        int w = snprintf(buf + used, len - used, "%s%s", i ? ", " : "", names[i]);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+}
+
+static const char *json_type_name(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    case JSON_NULL: return "null";
+    }
+    return "a value";
+}
+
+bool spec_check_keys(const json_t *obj, const char *path, const char *const *allowed,
+                     spec_error *err)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)obj, key, value) {
+        bool known = false;
+        int n = 0;
+        for (; allowed[n]; n++)
+            if (strcmp(allowed[n], key) == 0)
+                known = true;
+        if (known)
+            continue;
+        char p[160], names[256];
+        spec_path_key(p, sizeof p, path, key);
+        join_names(names, sizeof names, allowed, n);
+        return spec_fail(err, p, "unknown key; expected one of %s", names);
+    }
+    return true;
+}
+
+static const json_t *field(const json_t *obj, const char *key)
+{
+    const json_t *v = json_object_get(obj, key);
+    return (v && !json_is_null(v)) ? v : NULL;
+}
+
+bool spec_get_int(const json_t *obj, const char *path, const char *key, long min,
+                  long max, long *out, spec_error *err)
+{
+    const json_t *v = field(obj, key);
+    if (!v)
+        return true;
+    char p[160];
+    spec_path_key(p, sizeof p, path, key);
+    long long x;
+    if (json_is_integer(v)) {
+        x = json_integer_value(v);
+    } else if (json_is_real(v) && json_real_value(v) == floor(json_real_value(v)) &&
+               fabs(json_real_value(v)) < 9e15) {
+        x = (long long)json_real_value(v);
+    } else {
+        return spec_fail(err, p, "expected an integer, got %s", json_type_name(v));
+    }
+    if (x < min)
+        return spec_fail(err, p, "must be >= %ld, got %lld", min, x);
+    if (x > max)
+        return spec_fail(err, p, "must be <= %ld, got %lld", max, x);
+    *out = (long)x;
+    return true;
+}
+
+bool spec_get_double(const json_t *obj, const char *path, const char *key, double min,
+                     double max, bool min_exclusive, bool max_exclusive, double *out,
+                     spec_error *err)
+{
+    const json_t *v = field(obj, key);
+    if (!v)
+        return true;
+    char p[160];
+    spec_path_key(p, sizeof p, path, key);
+    if (!json_is_number(v))
+        return spec_fail(err, p, "expected a number, got %s", json_type_name(v));
+    double x = json_number_value(v);
+    if (!isfinite(x))
+        return spec_fail(err, p, "must be a finite number");
+    if (min_exclusive ? x <= min : x < min)
+        return spec_fail(err, p, "must be %s %g, got %g", min_exclusive ? ">" : ">=", min, x);
+    if (max_exclusive ? x >= max : x > max)
+        return spec_fail(err, p, "must be %s %g, got %g", max_exclusive ? "<" : "<=", max, x);
+    *out = x;
+    return true;
+}
+
+bool spec_get_bool(const json_t *obj, const char *path, const char *key, bool *out,
+                   spec_error *err)
+{
+    const json_t *v = field(obj, key);
+    if (!v)
+        return true;
+    if (!json_is_boolean(v)) {
+        char p[160];
+        spec_path_key(p, sizeof p, path, key);
+        return spec_fail(err, p, "expected true or false, got %s", json_type_name(v));
+    }
+    *out = json_is_true(v);
+    return true;
+}
+
+bool spec_get_string(const json_t *obj, const char *path, const char *key,
+                     const char **out, spec_error *err)
+{
+    const json_t *v = field(obj, key);
+    if (!v)
+        return true;
+    char p[160];
+    spec_path_key(p, sizeof p, path, key);
+    if (!json_is_string(v))
+        return spec_fail(err, p, "expected a string, got %s", json_type_name(v));
+    const char *s = json_string_value(v);
+    if (!s[0])
+        return spec_fail(err, p, "must not be empty");
+    if (strlen(s) != json_string_length(v))
+        return spec_fail(err, p, "must not contain NUL bytes");
+    if (json_string_length(v) > 255)
+        return spec_fail(err, p, "longer than 255 bytes");
+    *out = s;
+    return true;
+}
+
+bool spec_match_enum(const char *value, const char *path, const char *const *names,
+                     int n, const char *what, int *out, spec_error *err)
+{
+    for (int i = 0; i < n; i++) {
+        if (strcmp(value, names[i]) == 0) {
+            *out = i;
+            return true;
+        }
+    }
+    char list[256];
+    join_names(list, sizeof list, names, n);
+    return spec_fail(err, path, "unknown %s \"%.60s\"; expected one of %s", what, value, list);
+}
+
+bool spec_get_enum(const json_t *obj, const char *path, const char *key,
+                   const char *const *names, int n, const char *what, int *out,
+                   spec_error *err)
+{
+    const char *s = NULL;
+    if (!spec_get_string(obj, path, key, &s, err))
+        return false;
+    if (!s)
+        return true;
+    char p[160];
+    spec_path_key(p, sizeof p, path, key);
+    return spec_match_enum(s, p, names, n, what, out, err);
+}
+
+bool spec_get_pair(const json_t *obj, const char *path, const char *key, long min,
+                   long max, int out[2], spec_error *err)
+{
+    const json_t *v = field(obj, key);
+    if (!v)
+        return true;
+    char p[160];
+    spec_path_key(p, sizeof p, path, key);
+    if (json_is_array(v)) {
+        if (json_array_size(v) != 2)
+            return spec_fail(err, p, "expected an integer or a pair [height, width]");
+        json_t *pair = json_pack("{s:O,s:O}", "0", json_array_get(v, 0), "1",
+                                 json_array_get(v, 1));
+        if (!pair)
+            return spec_fail(err, p, "out of memory");
+        long a = 0, b = 0;
+        char pp[160];
+        spec_path_key(pp, sizeof pp, path, key);
+        bool ok = spec_get_int(pair, "", "0", min, max, &a, err) &&
+                  spec_get_int(pair, "", "1", min, max, &b, err);
+        json_decref(pair);
+        if (!ok) {
+            /* Re-anchor the element's error at its real path. */
+            char elem[2 * sizeof err->path + 4];
+            snprintf(elem, sizeof elem, "%s[%s]", pp, err->path);
+            snprintf(err->path, sizeof err->path, "%.*s", (int)sizeof err->path - 1, elem);
+            return false;
+        }
+        if (!json_array_get(v, 0) || !json_array_get(v, 1))
+            return spec_fail(err, p, "expected an integer or a pair [height, width]");
+        out[0] = (int)a;
+        out[1] = (int)b;
+        return true;
+    }
+    long x = 0;
+    if (!json_is_integer(v))
+        return spec_fail(err, p, "expected an integer or a pair [height, width], got %s",
+                         json_type_name(v));
+    if (!spec_get_int(obj, path, key, min, max, &x, err))
+        return false;
+    out[0] = out[1] = (int)x;
+    return true;
+}
+
+bool spec_dataset_name_ok(const char *name, const char **why)
+{
+    const char *reason = NULL;
+    size_t len = strlen(name);
+    if (len == 0)
+        reason = "is empty";
+    else if (len > 200)
+        reason = "is longer than 200 bytes";
+    else if (name[0] == '/')
+        reason = "is an absolute path; name a dataset under the dataset roots";
+    else if (strchr(name, '\\'))
+        reason = "contains a backslash";
+    for (size_t i = 0; !reason && i < len; i++)
+        if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
+            reason = "contains a control character";
+    /* Walk the components: none empty, none hidden, none "..". */
+    for (const char *c = name; !reason && *c;) {
+        const char *end = strchr(c, '/');
+        size_t n = end ? (size_t)(end - c) : strlen(c);
+        if (n == 0)
+            reason = "has an empty path component";
+        else if (n == 2 && c[0] == '.' && c[1] == '.')
+            reason = "contains \"..\"; dataset names cannot leave their root";
+        else if (c[0] == '.')
+            reason = "has a component starting with \".\"";
+        c = end ? end + 1 : c + n;
+        if (end && !*c)
+            reason = "ends with \"/\"";
+    }
+    if (why)
+        *why = reason;
+    return reason == NULL;
+}
+
+static bool parse_dataset_name(const json_t *obj, const char *path, const char *key,
+                               char **out, spec_error *err)
+{
+    const char *s = NULL;
+    if (!spec_get_string(obj, path, key, &s, err))
+        return false;
+    if (!s)
+        return true;
+    char p[160];
+    spec_path_key(p, sizeof p, path, key);
+    const char *why;
+    if (!spec_dataset_name_ok(s, &why))
+        return spec_fail(err, p, "dataset name \"%.80s\" %s", s, why);
+    *out = strdup(s);
+    if (!*out)
+        return spec_fail(err, p, "out of memory");
+    return true;
+}
+
+static bool parse_data(const json_t *d, job_spec *spec, spec_error *err)
+{
+    static const char *const keys[] = {
+        "format", "train", "test", "validation", "validation_split", "scaling", "shuffle",
+        "train_samples", "test_samples", "num_classes", "label_column", "header",
+        "synthetic_train", "synthetic_test", NULL};
+    spec_data *data = &spec->data;
+    data->format = DATA_IDX;
+    data->scaling = SCALE_UNIT;
+    data->shuffle = true;
+    data->num_classes = 10;
+    data->synthetic_train = 60000;
+    data->synthetic_test = 10000;
+    if (!d)
+        return spec_fail(err, "data", "missing; a job needs data (e.g. {\"format\": \"idx\", "
+                                      "\"train\": \"fashion-mnist/train\"})");
+    if (!json_is_object(d))
+        return spec_fail(err, "data", "expected an object, got %s", json_type_name(d));
+    if (!spec_check_keys(d, "data", keys, err))
+        return false;
+    int fmt = DATA_IDX, scaling = SCALE_UNIT;
+    long classes = 10, label_column = 0;
+    if (!spec_get_enum(d, "data", "format", spec_data_format_names, 4, "data format", &fmt,
+                       err) ||
+        !parse_dataset_name(d, "data", "train", &data->train, err) ||
+        !parse_dataset_name(d, "data", "test", &data->test, err) ||
+        !parse_dataset_name(d, "data", "validation", &data->validation, err) ||
+        !spec_get_double(d, "data", "validation_split", 0, 1, false, true,
+                         &data->validation_split, err) ||
+        !spec_get_enum(d, "data", "scaling", spec_scaling_names, 3, "scaling", &scaling, err) ||
+        !spec_get_bool(d, "data", "shuffle", &data->shuffle, err) ||
+        !spec_get_int(d, "data", "train_samples", 0, 100000000, &data->train_samples, err) ||
+        !spec_get_int(d, "data", "test_samples", 0, 100000000, &data->test_samples, err) ||
+        !spec_get_int(d, "data", "num_classes", 2, 100000, &classes, err) ||
+        !spec_get_int(d, "data", "label_column", 0, 1000000, &label_column, err) ||
+        !spec_get_bool(d, "data", "header", &data->header, err) ||
+        !spec_get_int(d, "data", "synthetic_train", 1, 10000000, &data->synthetic_train, err) ||
+        !spec_get_int(d, "data", "synthetic_test", 0, 10000000, &data->synthetic_test, err))
+        return false;
+    data->format = (spec_data_format)fmt;
+    data->scaling = (spec_scaling)scaling;
+    data->num_classes = (int)classes;
+    data->label_column = (int)label_column;
+    if (data->format != DATA_SYNTHETIC && !data->train)
+        return spec_fail(err, "data.train", "missing; name the training set (e.g. "
+                                            "\"fashion-mnist/train\")");
+    if (data->validation && data->validation_split > 0)
+        return spec_fail(err, "data.validation_split",
+                         "give either data.validation or data.validation_split, not both");
+    return true;
+}
+
+/* Keras's default learning rate per optimizer. */
+static double default_lr(spec_optimizer_name name)
+{
+    return name == OPT_SGD ? 0.01 : 0.001;
+}
+
+static bool parse_optimizer(const json_t *o, spec_optimizer *opt, spec_error *err)
+{
+    static const char *const sgd_keys[] = {"name", "learning_rate", "decay", "weight_decay",
+                                           "momentum", "nesterov", NULL};
+    static const char *const rms_keys[] = {"name", "learning_rate", "decay", "weight_decay",
+                                           "rho", "epsilon", NULL};
+    static const char *const adam_keys[] = {"name", "learning_rate", "decay", "weight_decay",
+                                            "beta1", "beta2", "epsilon", NULL};
+    const char *path = "training.optimizer";
+    int name = OPT_ADAM;
+    json_t *wrapped = NULL;
+    if (o && json_is_string(o)) {
+        wrapped = json_pack("{s:O}", "name", (json_t *)o);
+        if (!wrapped)
+            return spec_fail(err, path, "out of memory");
+        o = wrapped;
+    }
+    bool ok = false;
+    if (o && !json_is_object(o)) {
+        spec_fail(err, path, "expected an optimizer name or an object, got %s",
+                  json_type_name(o));
+        goto out;
+    }
+    if (o && !spec_get_enum(o, path, "name", spec_optimizer_names, 4, "optimizer", &name, err))
+        goto out;
+    opt->name = (spec_optimizer_name)name;
+    opt->learning_rate = default_lr(opt->name);
+    opt->rho = 0.9;
+    opt->beta1 = 0.9;
+    opt->beta2 = 0.999;
+    opt->epsilon = 1e-7;
+    if (!o) {
+        ok = true;
+        goto out;
+    }
+    const char *const *keys =
+        opt->name == OPT_SGD ? sgd_keys : opt->name == OPT_RMSPROP ? rms_keys : adam_keys;
+    if (!spec_check_keys(o, path, keys, err)) {
+        snprintf(err->message + strlen(err->message),
+                 sizeof err->message - strlen(err->message), " (for %s)",
+                 spec_optimizer_names[opt->name]);
+        goto out;
+    }
+    ok = spec_get_double(o, path, "learning_rate", 0, 10, true, false, &opt->learning_rate,
+                         err) &&
+         spec_get_double(o, path, "decay", 0, 1e6, false, false, &opt->decay, err) &&
+         spec_get_double(o, path, "weight_decay", 0, 1, false, false, &opt->weight_decay,
+                         err) &&
+         spec_get_double(o, path, "momentum", 0, 1, false, true, &opt->momentum, err) &&
+         spec_get_bool(o, path, "nesterov", &opt->nesterov, err) &&
+         spec_get_double(o, path, "rho", 0, 1, true, true, &opt->rho, err) &&
+         spec_get_double(o, path, "beta1", 0, 1, false, true, &opt->beta1, err) &&
+         spec_get_double(o, path, "beta2", 0, 1, false, true, &opt->beta2, err) &&
+         spec_get_double(o, path, "epsilon", 0, 1, true, false, &opt->epsilon, err);
+    if (ok && opt->nesterov && opt->momentum == 0)
+        ok = spec_fail(err, "training.optimizer.nesterov", "needs momentum > 0");
+out:
+    json_decref(wrapped);
+    return ok;
+}
+
+static bool monitor_ok(const char *m)
+{
+    static const char *const names[] = {"loss", "accuracy", "mse", "mae"};
+    const char *base = strncmp(m, "val_", 4) == 0 ? m + 4 : m;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strcmp(base, names[i]) == 0)
+            return true;
+    return false;
+}
+
+/* PyDTNN's names for two schedule parameters, accepted as aliases: its
+ * constructors' loss_or_metric and its command line's *_metric for
+ * monitor; epoch_save_frequency and *_save_freq for every_epochs. */
+static const char *const schedule_monitor_keys[] = {"monitor", "loss_or_metric", "metric",
+                                                    NULL};
+static const char *const schedule_every_keys[] = {"every_epochs", "epoch_save_frequency",
+                                                  "save_freq", NULL};
+
+/* The key s uses for the parameter named by names[0] or an alias (names[0]
+ * when it uses none); false, naming the second, when it gives two. */
+static bool schedule_key(const json_t *s, const char *path, const char *const *names,
+                         const char **key, spec_error *err)
+{
+    const char *found = NULL;
+    for (int i = 0; names[i]; i++) {
+        if (!field(s, names[i]))
+            continue;
+        if (found) {
+            char p[160];
+            spec_path_key(p, sizeof p, path, names[i]);
+            return spec_fail(err, p, "the same parameter as \"%s\"; give only one", found);
+        }
+        found = names[i];
+    }
+    *key = found ? found : names[0];
+    return true;
+}
+
+static bool parse_schedule(const json_t *s, const char *path, double lr, spec_schedule *out,
+                           spec_error *err)
+{
+    static const char *const keys[][8] = {
+        {"name", "warmup_epochs", "init_lr", NULL},
+        {"name", "monitor", "loss_or_metric", "metric", "patience", "min_delta", NULL},
+        {"name", "monitor", "loss_or_metric", "metric", "factor", "patience", "min_lr", NULL},
+        {"name", "factor", "nepochs", "min_lr", NULL},
+        {"name", "every_epochs", "epoch_save_frequency", "save_freq", "monitor",
+         "loss_or_metric", "metric", NULL},
+    };
+    if (!json_is_object(s))
+        return spec_fail(err, path, "expected an object with a \"name\", got %s",
+                         json_type_name(s));
+    int kind = -1;
+    char p[160];
+    spec_path_key(p, sizeof p, path, "name");
+    if (!field(s, "name"))
+        return spec_fail(err, p, "missing; expected one of warm_up, early_stopping, "
+                                 "reduce_lr_on_plateau, reduce_lr_every_nepochs, "
+                                 "model_checkpoint");
+    if (!spec_get_enum(s, path, "name", spec_schedule_names, 5, "schedule", &kind, err))
+        return false;
+    const char *monitor_key, *every_key;
+    if (!spec_check_keys(s, path, keys[kind], err) ||
+        !schedule_key(s, path, schedule_monitor_keys, &monitor_key, err) ||
+        !schedule_key(s, path, schedule_every_keys, &every_key, err))
+        return false;
+    out->kind = (spec_schedule_kind)kind;
+    out->warmup_epochs = 5;
+    out->init_lr = lr / 10;
+    snprintf(out->monitor, sizeof out->monitor, "val_loss");
+    out->patience = kind == SCHED_EARLY_STOPPING ? 10 : 5;
+    out->factor = 0.1;
+    out->nepochs = 5;
+    out->every_epochs = 1;
+    long warm = out->warmup_epochs, patience = out->patience, nepochs = out->nepochs,
+         every = out->every_epochs;
+    const char *monitor = NULL;
+    if (kind == SCHED_MODEL_CHECKPOINT)
+        out->monitor[0] = '\0'; /* no monitor: save on schedule */
+    if (!spec_get_int(s, path, "warmup_epochs", 1, 100000, &warm, err) ||
+        !spec_get_double(s, path, "init_lr", 0, 10, true, false, &out->init_lr, err) ||
+        !spec_get_string(s, path, monitor_key, &monitor, err) ||
+        !spec_get_int(s, path, "patience", 0, 100000, &patience, err) ||
+        !spec_get_double(s, path, "min_delta", 0, 1e9, false, false, &out->min_delta, err) ||
+        !spec_get_double(s, path, "factor", 0, 1, true, true, &out->factor, err) ||
+        !spec_get_double(s, path, "min_lr", 0, 10, false, false, &out->min_lr, err) ||
+        !spec_get_int(s, path, "nepochs", 1, 100000, &nepochs, err) ||
+        !spec_get_int(s, path, every_key, 1, 100000, &every, err))
+        return false;
+    if (monitor) {
+        spec_path_key(p, sizeof p, path, monitor_key);
+        if (!monitor_ok(monitor))
+            return spec_fail(err, p, "unknown metric \"%.40s\"; expected loss, accuracy, mse, "
+                                     "mae, or one of them prefixed with val_", monitor);
+        snprintf(out->monitor, sizeof out->monitor, "%s", monitor);
+    }
+    out->warmup_epochs = (int)warm;
+    out->patience = (int)patience;
+    out->nepochs = (int)nepochs;
+    out->every_epochs = (int)every;
+    return true;
+}
+
+static bool parse_metrics(const json_t *m, spec_training *t, spec_error *err)
+{
+    t->n_metrics = 1;
+    t->metrics[0] = METRIC_ACCURACY;
+    if (!m)
+        return true;
+    if (!json_is_array(m))
+        return spec_fail(err, "training.metrics", "expected an array of metric names, got %s",
+                         json_type_name(m));
+    if (json_array_size(m) > SPEC_MAX_METRICS)
+        return spec_fail(err, "training.metrics", "at most %d metrics", SPEC_MAX_METRICS);
+    t->n_metrics = 0;
+    for (size_t i = 0; i < json_array_size(m); i++) {
+        char p[160];
+        spec_path_index(p, sizeof p, "training.metrics", i);
+        const json_t *v = json_array_get(m, i);
+        if (!json_is_string(v))
+            return spec_fail(err, p, "expected a metric name, got %s", json_type_name(v));
+        int k;
+        if (!spec_match_enum(json_string_value(v), p, spec_metric_names, 3, "metric", &k, err))
+            return false;
+        for (int j = 0; j < t->n_metrics; j++)
+            if (t->metrics[j] == (spec_metric)k)
+                return spec_fail(err, p, "metric \"%s\" listed twice", spec_metric_names[k]);
+        t->metrics[t->n_metrics++] = (spec_metric)k;
+    }
+    return true;
+}
+
+static bool parse_training(const json_t *t, job_spec *spec, spec_error *err)
+{
+    static const char *const keys[] = {"epochs", "batch_size", "steps_per_epoch", "loss",
+                                       "metrics", "optimizer", "lr_schedulers", "seed", NULL};
+    spec_training *tr = &spec->training;
+    long epochs = 5, batch = 64, seed = 1;
+    int loss = LOSS_CATEGORICAL_CROSSENTROPY;
+    if (t && !json_is_object(t))
+        return spec_fail(err, "training", "expected an object, got %s", json_type_name(t));
+    json_t *empty = t ? NULL : json_object();
+    if (!t && !empty)
+        return spec_fail(err, "training", "out of memory");
+    const json_t *obj = t ? t : empty;
+    bool ok = spec_check_keys(obj, "training", keys, err) &&
+              spec_get_int(obj, "training", "epochs", 1, 100000, &epochs, err) &&
+              spec_get_int(obj, "training", "batch_size", 1, 1 << 20, &batch, err) &&
+              spec_get_int(obj, "training", "steps_per_epoch", 0, 1L << 40,
+                           &tr->steps_per_epoch, err) &&
+              spec_get_enum(obj, "training", "loss", spec_loss_names, 3, "loss", &loss, err) &&
+              spec_get_int(obj, "training", "seed", 0, 0x7fffffffffffffffL, &seed, err) &&
+              parse_metrics(field(obj, "metrics"), tr, err) &&
+              parse_optimizer(field(obj, "optimizer"), &tr->optimizer, err);
+    const json_t *scheds = ok ? field(obj, "lr_schedulers") : NULL;
+    if (ok && scheds && !json_is_array(scheds))
+        ok = spec_fail(err, "training.lr_schedulers", "expected an array, got %s",
+                       json_type_name(scheds));
+    if (ok && scheds && json_array_size(scheds) > SPEC_MAX_SCHEDULES)
+        ok = spec_fail(err, "training.lr_schedulers", "at most %d entries", SPEC_MAX_SCHEDULES);
+    for (size_t i = 0; ok && scheds && i < json_array_size(scheds); i++) {
+        char p[160];
+        spec_path_index(p, sizeof p, "training.lr_schedulers", i);
+        ok = parse_schedule(json_array_get(scheds, i), p, tr->optimizer.learning_rate,
+                            &tr->schedules[tr->n_schedules++], err);
+    }
+    json_decref(empty);
+    tr->epochs = (int)epochs;
+    tr->batch_size = (int)batch;
+    tr->loss = (spec_loss)loss;
+    tr->seed = (unsigned long)seed;
+    return ok;
+}
+
+/* dist-keras's default communication windows. */
+static int default_window(spec_trainer t)
+{
+    switch (t) {
+    case TRAINER_ADAG: return 12;
+    case TRAINER_AEASGD:
+    case TRAINER_EAMSGD: return 32;
+    default: return 5;
+    }
+}
+
+static bool parse_distributed(const json_t *d, job_spec *spec, spec_error *err)
+{
+    static const char *const keys[] = {"trainer", "workers", "communication_window",
+                                       "sync_every_epochs", "learning_rate_scaling", "rho",
+                                       "momentum", "bucket_mb", NULL};
+    spec_distributed *ds = &spec->distributed;
+    ds->trainer = TRAINER_SINGLE;
+    ds->workers = 1;
+    ds->sync_every_epochs = 1;
+    ds->rho = 5.0;
+    ds->momentum = 0.9;
+    ds->bucket_mb = 4.0;
+    if (!d) {
+        ds->communication_window = default_window(ds->trainer);
+        return true;
+    }
+    if (!json_is_object(d))
+        return spec_fail(err, "distributed", "expected an object, got %s", json_type_name(d));
+    int trainer = TRAINER_SINGLE;
+    long workers = 1, window = -1, sync = 1;
+    if (!spec_check_keys(d, "distributed", keys, err) ||
+        !spec_get_enum(d, "distributed", "trainer", spec_trainer_names, 9, "trainer", &trainer,
+                       err) ||
+        !spec_get_int(d, "distributed", "workers", 1, 4096, &workers, err) ||
+        !spec_get_int(d, "distributed", "communication_window", 1, 1000000, &window, err) ||
+        !spec_get_int(d, "distributed", "sync_every_epochs", 1, 100000, &sync, err) ||
+        !spec_get_bool(d, "distributed", "learning_rate_scaling", &ds->learning_rate_scaling,
+                       err) ||
+        !spec_get_double(d, "distributed", "rho", 0, 1e6, true, false, &ds->rho, err) ||
+        !spec_get_double(d, "distributed", "momentum", 0, 1, false, true, &ds->momentum, err) ||
+        !spec_get_double(d, "distributed", "bucket_mb", 0, 1024, true, false, &ds->bucket_mb,
+                         err))
+        return false;
+    ds->trainer = (spec_trainer)trainer;
+    ds->workers = (int)workers;
+    ds->communication_window = window > 0 ? (int)window : default_window(ds->trainer);
+    ds->sync_every_epochs = (int)sync;
+    if (ds->trainer == TRAINER_SINGLE && ds->workers != 1)
+        return spec_fail(err, "distributed.workers",
+                         "trainer \"single\" runs exactly 1 worker, got %d; use "
+                         "\"allreduce\" (or another distributed trainer) for more",
+                         ds->workers);
+    return true;
+}
+
+static bool parse_resources(const json_t *r, job_spec *spec, spec_error *err)
+{
+    static const char *const keys[] = {"gpus", "threads_per_worker", "time_limit_s",
+                                       "priority", NULL};
+    spec_resources *rs = &spec->resources;
+    rs->threads_per_worker = 1;
+    if (!r)
+        return true;
+    if (!json_is_object(r))
+        return spec_fail(err, "resources", "expected an object, got %s", json_type_name(r));
+    long gpus = 0, threads = 1, priority = 0;
+    if (!spec_check_keys(r, "resources", keys, err) ||
+        !spec_get_int(r, "resources", "gpus", 0, 16, &gpus, err) ||
+        !spec_get_int(r, "resources", "threads_per_worker", 1, 256, &threads, err) ||
+        !spec_get_int(r, "resources", "time_limit_s", 0, 30L * 86400, &rs->time_limit_s, err) ||
+        !spec_get_int(r, "resources", "priority", -10, 10, &priority, err))
+        return false;
+    rs->gpus = (int)gpus;
+    rs->threads_per_worker = (int)threads;
+    rs->priority = (int)priority;
+    return true;
+}
+
+/* The last layer must produce one value per class for every loss we
+ * have: the targets are one-hot labels. */
+static bool check_output(const job_spec *spec, spec_error *err)
+{
+    const spec_layer *last = &spec->layers[spec->n_layers - 1];
+    char p[160];
+    spec_path_index(p, sizeof p, "model.layers", (size_t)spec->n_layers - 1);
+    if (last->out_shape.rank != 1)
+        return spec_fail(err, p, "the model's output must be flat (one value per class), got "
+                                 "%dx%dx%d; end with flatten and dense",
+                         last->out_shape.dim[0], last->out_shape.dim[1],
+                         last->out_shape.dim[2]);
+    if (last->out_shape.dim[0] != spec->data.num_classes)
+        return spec_fail(err, p, "the model outputs %d values but data.num_classes is %d",
+                         last->out_shape.dim[0], spec->data.num_classes);
+    if (last->type == LAYER_DROPOUT)
+        return spec_fail(err, p, "a model cannot end with dropout");
+    return true;
+}
+
+static bool check_root_keys(const json_t *root, spec_error *err)
+{
+    static const char *const keys[] = {"name", "description", "model", "data", "training",
+                                       "distributed", "resources", NULL};
+    if (!json_is_object(root))
+        return spec_fail(err, "", "a job spec must be a JSON object, got %s",
+                         json_type_name(root));
+    return spec_check_keys(root, "", keys, err);
+}
+
+job_spec *spec_parse_json(const json_t *root, spec_error *err)
+{
+    job_spec *spec = calloc(1, sizeof *spec);
+    if (!spec) {
+        spec_fail(err, "", "out of memory");
+        return NULL;
+    }
+    const char *name = "job", *description = NULL;
+    bool ok = check_root_keys(root, err) && spec_get_string(root, "", "name", &name, err) &&
+              spec_get_string(root, "", "description", &description, err) &&
+              parse_data(field(root, "data"), spec, err) &&
+              parse_training(field(root, "training"), spec, err) &&
+              parse_distributed(field(root, "distributed"), spec, err) &&
+              parse_resources(field(root, "resources"), spec, err);
+    if (ok && !field(root, "model"))
+        ok = spec_fail(err, "model", "missing; name a preset (\"mlp\", \"simplecnn\", "
+                                     "\"convnet\") or give {\"input\": [...], \"layers\": [...]}");
+    ok = ok && spec_parse_model(field(root, "model"), spec, err) &&
+         spec_infer_shapes(spec, err) && check_output(spec, err);
+    if (ok) {
+        spec->name = strdup(name);
+        if (!spec->name)
+            ok = spec_fail(err, "name", "out of memory");
+    }
+    if (!ok) {
+        spec_free(spec);
+        return NULL;
+    }
+    return spec;
+}
+
+job_spec *spec_parse(const char *text, size_t len, spec_error *err)
+{
+    if (len == 0) {
+        spec_fail(err, "", "empty job spec; expected a JSON object");
+        return NULL;
+    }
+    if (len > SPEC_MAX_BYTES) {
+        spec_fail(err, "", "job spec is %zu bytes; the limit is %u", len, SPEC_MAX_BYTES);
+        return NULL;
+    }
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        spec_fail(err, "", "invalid JSON at line %d, column %d: %s", jerr.line, jerr.column,
+                  jerr.text);
+        return NULL;
+    }
+    job_spec *spec = spec_parse_json(root, err);
+    json_decref(root);
+    return spec;
+}
+
+/* Read at most limit + 1 bytes, so an oversized file is detected without
+ * reading all of it. Returns NULL on allocation failure. */
+static char *read_capped(FILE *f, size_t limit, size_t *len)
+{
+    size_t cap = 65536, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0 || n > limit)
+            break;
+        if (n == cap) {
+            cap = cap * 2 > limit + 1 ? limit + 1 : cap * 2;
+            char *grown = realloc(buf, cap);
+            if (!grown) {
+                free(buf);
+                return NULL;
+            }
+            buf = grown;
+        }
+    }
+    *len = n;
+    return buf;
+}
+
+job_spec *spec_load_file(const char *path, spec_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        spec_fail(err, "", "cannot open %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t len = 0;
+    char *buf = read_capped(f, SPEC_MAX_BYTES, &len);
+    bool read_error = ferror(f);
+    fclose(f);
+    job_spec *spec = NULL;
+    if (!buf)
+        spec_fail(err, "", "out of memory reading %s", path);
+    else if (read_error)
+        spec_fail(err, "", "cannot read %s", path);
+    else if (len > SPEC_MAX_BYTES)
+        spec_fail(err, "", "%s is larger than %u bytes", path, SPEC_MAX_BYTES);
+    else
+        spec = spec_parse(buf, len, err);
+    free(buf);
+    return spec;
+}
+
+void spec_free(job_spec *spec)
+{
+    if (!spec)
+        return;
+    free(spec->name);
+    free(spec->preset);
+    free(spec->layers);
+    free(spec->data.train);
+    free(spec->data.test);
+    free(spec->data.validation);
+    free(spec);
+}
+
+bool spec_trainer_is_async(spec_trainer t)
+{
+    return t == TRAINER_DOWNPOUR || t == TRAINER_ADAG || t == TRAINER_DYNSGD ||
+           t == TRAINER_AEASGD || t == TRAINER_EAMSGD;
+}
+
+int spec_ranks_needed(const job_spec *spec)
+{
+    return spec->distributed.workers + (spec_trainer_is_async(spec->distributed.trainer) ? 1 : 0);
+}

@@ -1,0 +1,63 @@
+/* spec_internal.h — helpers shared by the spec library's files: reading
+ * typed JSON fields with their path, and the name tables. Not installed. */
+#ifndef PUNCH_SPEC_INTERNAL_H
+#define PUNCH_SPEC_INTERNAL_H
+
+#include "jobspec/spec.h"
+
+/* Record an error at `path` (printf-style message) and return false, so
+ * parsers can `return spec_fail(...)`. */
+bool spec_fail(spec_error *err, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Join a parent path and a key ("training" + "epochs" → "training.epochs";
+ * "" + "name" → "name") or an index ("model.layers" + 3 → "model.layers[3]"). */
+void spec_path_key(char *out, size_t len, const char *parent, const char *key);
+void spec_path_index(char *out, size_t len, const char *parent, size_t index);
+
+/* Fail on any key of `obj` not in the NULL-terminated `allowed` list. */
+bool spec_check_keys(const json_t *obj, const char *path, const char *const *allowed,
+                     spec_error *err);
+
+/* Typed field readers: a missing (or null) field keeps *out (the default);
+ * a present one must have the right type and lie in [min, max]. */
+bool spec_get_int(const json_t *obj, const char *path, const char *key, long min,
+                  long max, long *out, spec_error *err);
+bool spec_get_double(const json_t *obj, const char *path, const char *key, double min,
+                     double max, bool min_exclusive, bool max_exclusive, double *out,
+                     spec_error *err);
+bool spec_get_bool(const json_t *obj, const char *path, const char *key, bool *out,
+                   spec_error *err);
+/* *out is a borrowed pointer into obj; NULL stays NULL when absent. */
+bool spec_get_string(const json_t *obj, const char *path, const char *key,
+                     const char **out, spec_error *err);
+/* A string field that must be one of names[0..n); *out is its index. */
+bool spec_get_enum(const json_t *obj, const char *path, const char *key,
+                   const char *const *names, int n, const char *what, int *out,
+                   spec_error *err);
+/* Match a string against names[0..n), or fail listing them. */
+bool spec_match_enum(const char *value, const char *path, const char *const *names,
+                     int n, const char *what, int *out, spec_error *err);
+/* An int or an [a, b] pair of ints in [min, max]. */
+bool spec_get_pair(const json_t *obj, const char *path, const char *key, long min,
+                   long max, int out[2], spec_error *err);
+
+extern const char *const spec_layer_type_names[LAYER_TYPE_COUNT];
+extern const char *const spec_activation_names[5];
+extern const char *const spec_loss_names[3];
+extern const char *const spec_metric_names[3];
+extern const char *const spec_optimizer_names[4];
+extern const char *const spec_schedule_names[5];
+extern const char *const spec_trainer_names[9];
+extern const char *const spec_data_format_names[4];
+extern const char *const spec_scaling_names[3];
+extern const char *const spec_padding_names[2];
+
+/* Section parsers (spec.c drives them in order: data, model, training,
+ * distributed, resources). */
+bool spec_parse_model(const json_t *model, job_spec *spec, spec_error *err);
+bool spec_preset_expand(const char *name, const char *path, job_spec *spec,
+                        spec_error *err);
+bool spec_infer_shapes(job_spec *spec, spec_error *err);
+
+#endif

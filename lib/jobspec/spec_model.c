@@ -1,0 +1,386 @@
+/* spec_model.c — the model section: the input shape, each layer's fields,
+ * and shape inference through the layer graph, so a dense layer after a
+ * convolution without flatten, a window larger than its input or a
+ * residual add of mismatched shapes is refused before any training. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "jobspec/spec_internal.h"
+
+static bool parse_input(const json_t *in, job_spec *spec, spec_error *err)
+{
+    if (!in) {
+        /* The loaders know these shapes; other formats must say. */
+        if (spec->data.format == DATA_IDX) {
+            spec->input = (spec_shape){3, {1, 28, 28}};
+            return true;
+        }
+        if (spec->data.format == DATA_CIFAR10) {
+            spec->input = (spec_shape){3, {3, 32, 32}};
+            return true;
+        }
+        return spec_fail(err, "model.input", "missing; give the sample shape, e.g. [784] or "
+                                             "[1, 28, 28] (channels, height, width)");
+    }
+    size_t n = json_is_array(in) ? json_array_size(in) : 0;
+    if (n != 1 && n != 3)
+        return spec_fail(err, "model.input", "expected [features] or [channels, height, "
+                                             "width]");
+    spec->input.rank = (int)n;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *v = json_array_get(in, i);
+        char p[160];
+        spec_path_index(p, sizeof p, "model.input", i);
+        if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+            json_integer_value(v) > 1000000)
+            return spec_fail(err, p, "expected an integer in 1..1000000");
+        spec->input.dim[i] = (int)json_integer_value(v);
+    }
+    if (spec_shape_size(&spec->input) > 100000000L)
+        return spec_fail(err, "model.input", "more than 100,000,000 values per sample");
+    return true;
+}
+
+static bool parse_inputs_field(const json_t *l, const char *path, int index, spec_layer *layer,
+                               spec_error *err)
+{
+    const json_t *in = json_object_get(l, "inputs");
+    char p[160];
+    spec_path_key(p, sizeof p, path, "inputs");
+    bool multi = layer->type == LAYER_ADD || layer->type == LAYER_CONCAT;
+    if (!in || json_is_null(in)) {
+        if (multi)
+            return spec_fail(err, p, "missing; %s needs the indices of at least 2 earlier "
+                                     "layers, e.g. [1, 3] (-1 is the model input)",
+                             spec_layer_type_name(layer->type));
+        layer->inputs[0] = index - 1;
+        layer->n_inputs = 1;
+        return true;
+    }
+    if (!json_is_array(in))
+        return spec_fail(err, p, "expected an array of layer indices");
+    size_t n = json_array_size(in);
+    if (multi && (n < 2 || n > SPEC_MAX_INPUTS))
+        return spec_fail(err, p, "%s needs 2 to %d inputs, got %zu",
+                         spec_layer_type_name(layer->type), SPEC_MAX_INPUTS, n);
+    if (!multi && n != 1)
+        return spec_fail(err, p, "%s takes exactly 1 input, got %zu",
+                         spec_layer_type_name(layer->type), n);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *v = json_array_get(in, i);
+        char pi[160];
+        spec_path_index(pi, sizeof pi, p, i);
+        if (!json_is_integer(v))
+            return spec_fail(err, pi, "expected a layer index");
+        json_int_t k = json_integer_value(v);
+        if (k < -1 || k >= index)
+            return spec_fail(err, pi, "must name an earlier layer (-1 .. %d), got %lld",
+                             index - 1, (long long)k);
+        layer->inputs[i] = (int)k;
+    }
+    layer->n_inputs = (int)n;
+    return true;
+}
+
+/* Keys each layer type accepts besides "type" and "inputs". */
+static const char *const *layer_keys(spec_layer_type t)
+{
+    static const char *const dense[] = {"type", "inputs", "units", "activation", "use_bias",
+                                        NULL};
+    static const char *const conv[] = {"type",    "inputs",     "filters",  "kernel",
+                                       "stride",  "padding",    "dilation", "activation",
+                                       "use_bias", NULL};
+    static const char *const pool[] = {"type", "inputs", "pool", "stride", "padding", NULL};
+    static const char *const dropout[] = {"type", "inputs", "rate", NULL};
+    static const char *const bn[] = {"type", "inputs", "momentum", "epsilon", NULL};
+    static const char *const plain[] = {"type", "inputs", NULL};
+    switch (t) {
+    case LAYER_DENSE: return dense;
+    case LAYER_CONV2D: return conv;
+    case LAYER_MAXPOOL2D:
+    case LAYER_AVGPOOL2D: return pool;
+    case LAYER_DROPOUT: return dropout;
+    case LAYER_BATCHNORM: return bn;
+    default: return plain;
+    }
+}
+
+static bool require(const json_t *l, const char *path, const char *key, const char *example,
+                    spec_error *err)
+{
+    const json_t *v = json_object_get(l, key);
+    if (v && !json_is_null(v))
+        return true;
+    char p[160];
+    spec_path_key(p, sizeof p, path, key);
+    return spec_fail(err, p, "missing; %s", example);
+}
+
+static bool parse_layer_fields(const json_t *l, const char *path, spec_layer *layer,
+                               spec_error *err)
+{
+    long units = 0, filters = 0;
+    int act = ACT_NONE, pad = PAD_VALID;
+    double rate = 0, momentum = 0.9, eps = 1e-5;
+    layer->use_bias = true;
+    layer->stride[0] = layer->stride[1] = 0; /* 0 = default, resolved below */
+    layer->dilation[0] = layer->dilation[1] = 1;
+    layer->kernel[0] = layer->kernel[1] = 2;
+    switch (layer->type) {
+    case LAYER_DENSE:
+        if (!require(l, path, "units", "dense needs \"units\" (e.g. 128)", err) ||
+            !spec_get_int(l, path, "units", 1, 1 << 24, &units, err) ||
+            !spec_get_enum(l, path, "activation", spec_activation_names, 5, "activation", &act,
+                           err) ||
+            !spec_get_bool(l, path, "use_bias", &layer->use_bias, err))
+            return false;
+        layer->units = (int)units;
+        break;
+    case LAYER_CONV2D:
+        if (!require(l, path, "filters", "conv2d needs \"filters\" (e.g. 32)", err) ||
+            !require(l, path, "kernel", "conv2d needs \"kernel\" (e.g. 3 or [3, 3])", err) ||
+            !spec_get_int(l, path, "filters", 1, 1 << 16, &filters, err) ||
+            !spec_get_pair(l, path, "kernel", 1, 1024, layer->kernel, err) ||
+            !spec_get_pair(l, path, "stride", 1, 1024, layer->stride, err) ||
+            !spec_get_pair(l, path, "dilation", 1, 1024, layer->dilation, err) ||
+            !spec_get_enum(l, path, "padding", spec_padding_names, 2, "padding", &pad, err) ||
+            !spec_get_enum(l, path, "activation", spec_activation_names, 5, "activation", &act,
+                           err) ||
+            !spec_get_bool(l, path, "use_bias", &layer->use_bias, err))
+            return false;
+        layer->filters = (int)filters;
+        if (!layer->stride[0])
+            layer->stride[0] = layer->stride[1] = 1;
+        break;
+    case LAYER_MAXPOOL2D:
+    case LAYER_AVGPOOL2D:
+        if (!spec_get_pair(l, path, "pool", 1, 1024, layer->kernel, err) ||
+            !spec_get_pair(l, path, "stride", 1, 1024, layer->stride, err) ||
+            !spec_get_enum(l, path, "padding", spec_padding_names, 2, "padding", &pad, err))
+            return false;
+        if (!layer->stride[0]) {
+            layer->stride[0] = layer->kernel[0];
+            layer->stride[1] = layer->kernel[1];
+        }
+        break;
+    case LAYER_DROPOUT:
+        if (!spec_get_double(l, path, "rate", 0, 1, false, true, &rate, err))
+            return false;
+        break;
+    case LAYER_BATCHNORM:
+        if (!spec_get_double(l, path, "momentum", 0, 1, false, true, &momentum, err) ||
+            !spec_get_double(l, path, "epsilon", 0, 1, true, false, &eps, err))
+            return false;
+        break;
+    default:
+        break;
+    }
+    layer->activation = (spec_activation)act;
+    layer->padding = (spec_padding)pad;
+    layer->rate = (float)rate;
+    layer->momentum = (float)momentum;
+    layer->epsilon = (float)eps;
+    return true;
+}
+
+static bool parse_layer(const json_t *l, int index, spec_layer *layer, spec_error *err)
+{
+    char path[160];
+    spec_path_index(path, sizeof path, "model.layers", (size_t)index);
+    if (!json_is_object(l))
+        return spec_fail(err, path, "expected a layer object like {\"type\": \"dense\", "
+                                    "\"units\": 10}");
+    char p[160];
+    spec_path_key(p, sizeof p, path, "type");
+    const json_t *type = json_object_get(l, "type");
+    if (!type)
+        return spec_fail(err, p, "missing; every layer needs a \"type\"");
+    int t;
+    if (!spec_get_enum(l, path, "type", spec_layer_type_names, LAYER_TYPE_COUNT, "layer type",
+                       &t, err))
+        return false;
+    layer->type = (spec_layer_type)t;
+    return spec_check_keys(l, path, layer_keys(layer->type), err) &&
+           parse_inputs_field(l, path, index, layer, err) &&
+           parse_layer_fields(l, path, layer, err);
+}
+
+bool spec_parse_model(const json_t *model, job_spec *spec, spec_error *err)
+{
+    static const char *const keys[] = {"preset", "input", "layers", NULL};
+    if (json_is_string(model))
+        return parse_input(NULL, spec, err) &&
+               spec_preset_expand(json_string_value(model), "model", spec, err);
+    if (!json_is_object(model))
+        return spec_fail(err, "model", "expected a preset name or an object with \"input\" "
+                                       "and \"layers\"");
+    if (!spec_check_keys(model, "model", keys, err) ||
+        !parse_input(json_object_get(model, "input"), spec, err))
+        return false;
+    const char *preset = NULL;
+    if (!spec_get_string(model, "model", "preset", &preset, err))
+        return false;
+    const json_t *layers = json_object_get(model, "layers");
+    if (preset && layers)
+        return spec_fail(err, "model.layers", "give either model.preset or model.layers, "
+                                              "not both");
+    if (preset)
+        return spec_preset_expand(preset, "model.preset", spec, err);
+    if (!layers)
+        return spec_fail(err, "model.layers", "missing; give the layers or a model.preset");
+    if (!json_is_array(layers) || json_array_size(layers) == 0)
+        return spec_fail(err, "model.layers", "expected a non-empty array of layers");
+    size_t n = json_array_size(layers);
+    if (n > SPEC_MAX_LAYERS)
+        return spec_fail(err, "model.layers", "at most %d layers, got %zu", SPEC_MAX_LAYERS, n);
+    spec->layers = calloc(n, sizeof *spec->layers);
+    if (!spec->layers)
+        return spec_fail(err, "model.layers", "out of memory");
+    spec->n_layers = (int)n;
+    for (size_t i = 0; i < n; i++)
+        if (!parse_layer(json_array_get(layers, i), (int)i, &spec->layers[i], err))
+            return false;
+    return true;
+}
+
+static void shape_str(const spec_shape *s, char *buf, size_t len)
+{
+    if (s->rank == 1)
+        snprintf(buf, len, "%d", s->dim[0]);
+    else
+        snprintf(buf, len, "%dx%dx%d", s->dim[0], s->dim[1], s->dim[2]);
+}
+
+/* Output extent of a window: `same` keeps ceil(in / stride), `valid`
+ * only whole windows. Sets the leading pad. Returns <= 0 when it does not
+ * fit. */
+static int window_out(int in, int k, int stride, int dilation, spec_padding pad, int *lead)
+{
+    int span = (k - 1) * dilation + 1;
+    if (pad == PAD_SAME) {
+        int out = (in + stride - 1) / stride;
+        int total = (out - 1) * stride + span - in;
+        *lead = total > 0 ? total / 2 : 0;
+        return out;
+    }
+    *lead = 0;
+    return in >= span ? (in - span) / stride + 1 : 0;
+}
+
+static bool infer_window(spec_layer *l, const char *path, spec_error *err)
+{
+    const spec_shape *in = &l->in_shape;
+    char s[64];
+    shape_str(in, s, sizeof s);
+    if (in->rank != 3)
+        return spec_fail(err, path, "%s needs a channels x height x width input, got %s",
+                         spec_layer_type_name(l->type), s);
+    int oh = window_out(in->dim[1], l->kernel[0], l->stride[0], l->dilation[0], l->padding,
+                        &l->pad[0]);
+    int ow = window_out(in->dim[2], l->kernel[1], l->stride[1], l->dilation[1], l->padding,
+                        &l->pad[1]);
+    if (oh <= 0 || ow <= 0)
+        return spec_fail(err, path, "window %dx%d (dilation %d) does not fit input %s with "
+                                    "padding \"valid\"",
+                         l->kernel[0], l->kernel[1], l->dilation[0], s);
+    int c = l->type == LAYER_CONV2D ? l->filters : in->dim[0];
+    l->out_shape = (spec_shape){3, {c, oh, ow}};
+    if (l->type == LAYER_CONV2D)
+        l->n_params = (long)l->filters * in->dim[0] * l->kernel[0] * l->kernel[1] +
+                      (l->use_bias ? l->filters : 0);
+    return true;
+}
+
+static bool infer_merge(job_spec *spec, spec_layer *l, const char *path, spec_error *err)
+{
+    spec_shape out = l->in_shape;
+    for (int i = 1; i < l->n_inputs; i++) {
+        int k = l->inputs[i];
+        const spec_shape *s = k < 0 ? &spec->input : &spec->layers[k].out_shape;
+        char a[64], b[64];
+        shape_str(&l->in_shape, a, sizeof a);
+        shape_str(s, b, sizeof b);
+        if (l->type == LAYER_ADD) {
+            if (s->rank != out.rank || memcmp(s->dim, out.dim, sizeof out.dim[0] * out.rank))
+                return spec_fail(err, path, "add needs inputs of one shape, got %s and %s", a,
+                                 b);
+            continue;
+        }
+        if (s->rank != out.rank || (s->rank == 3 && (s->dim[1] != out.dim[1] ||
+                                                     s->dim[2] != out.dim[2])))
+            return spec_fail(err, path, "concat needs inputs of equal height and width, got "
+                                        "%s and %s", a, b);
+        out.dim[0] += s->dim[0];
+    }
+    l->out_shape = out;
+    return true;
+}
+
+static bool infer_layer(job_spec *spec, int i, spec_error *err)
+{
+    spec_layer *l = &spec->layers[i];
+    char path[160];
+    spec_path_index(path, sizeof path, "model.layers", (size_t)i);
+    int src = l->inputs[0];
+    l->in_shape = src < 0 ? spec->input : spec->layers[src].out_shape;
+    const spec_shape *in = &l->in_shape;
+    char s[64];
+    shape_str(in, s, sizeof s);
+    switch (l->type) {
+    case LAYER_DENSE:
+        if (in->rank != 1)
+            return spec_fail(err, path, "dense needs a flat input but gets %s from %s; add "
+                                        "{\"type\": \"flatten\"} before it",
+                             s, src < 0 ? "the model input" : "the layer before");
+        l->out_shape = (spec_shape){1, {l->units, 1, 1}};
+        l->n_params = (long)in->dim[0] * l->units + (l->use_bias ? l->units : 0);
+        return true;
+    case LAYER_CONV2D:
+    case LAYER_MAXPOOL2D:
+    case LAYER_AVGPOOL2D:
+        return infer_window(l, path, err);
+    case LAYER_FLATTEN:
+        l->out_shape = (spec_shape){1, {(int)spec_shape_size(in), 1, 1}};
+        return true;
+    case LAYER_BATCHNORM:
+        l->out_shape = *in;
+        l->n_params = 2L * in->dim[0];
+        l->n_state = 2L * in->dim[0];
+        return true;
+    case LAYER_SOFTMAX:
+        if (in->rank != 1)
+            return spec_fail(err, path, "softmax needs a flat input, got %s", s);
+        l->out_shape = *in;
+        return true;
+    case LAYER_ADD:
+    case LAYER_CONCAT:
+        return infer_merge(spec, l, path, err);
+    default:
+        l->out_shape = *in;
+        return true;
+    }
+}
+
+bool spec_infer_shapes(job_spec *spec, spec_error *err)
+{
+    spec->n_params = spec->n_state = 0;
+    for (int i = 0; i < spec->n_layers; i++) {
+        if (!infer_layer(spec, i, err))
+            return false;
+        spec_layer *l = &spec->layers[i];
+        if (l->activation == ACT_SOFTMAX && l->out_shape.rank != 1) {
+            char path[160];
+            spec_path_index(path, sizeof path, "model.layers", (size_t)i);
+            return spec_fail(err, path, "softmax activation needs a flat output");
+        }
+        if (spec_shape_size(&l->out_shape) > 200000000L || l->n_params > 500000000L) {
+            char path[160];
+            spec_path_index(path, sizeof path, "model.layers", (size_t)i);
+            return spec_fail(err, path, "layer too large (%ld values, %ld parameters)",
+                             spec_shape_size(&l->out_shape), l->n_params);
+        }
+        spec->n_params += l->n_params;
+        spec->n_state += l->n_state;
+    }
+    return true;
+}

@@ -1,0 +1,32 @@
+/* spec_names.c — the spelling of every enumerated spec value, shared by
+ * the parser (to match and to list alternatives in errors), the summary,
+ * the weight-file keys and the JSON writer. */
+#include "jobspec/spec_internal.h"
+
+const char *const spec_layer_type_names[LAYER_TYPE_COUNT] = {
+    "dense", "conv2d", "maxpool2d", "avgpool2d", "dropout", "flatten", "batchnorm",
+    "relu",  "sigmoid", "tanh",     "softmax",   "add",     "concat",
+};
+const char *const spec_activation_names[5] = {"none", "relu", "sigmoid", "tanh", "softmax"};
+const char *const spec_loss_names[3] = {"categorical_crossentropy", "binary_crossentropy",
+                                        "mse"};
+const char *const spec_metric_names[3] = {"accuracy", "mse", "mae"};
+const char *const spec_optimizer_names[4] = {"sgd", "rmsprop", "adam", "nadam"};
+const char *const spec_schedule_names[5] = {"warm_up", "early_stopping",
+                                            "reduce_lr_on_plateau",
+                                            "reduce_lr_every_nepochs", "model_checkpoint"};
+const char *const spec_trainer_names[9] = {"single",  "allreduce", "averaging",
+                                           "ensemble", "downpour", "adag",
+                                           "dynsgd",  "aeasgd",    "eamsgd"};
+const char *const spec_data_format_names[4] = {"idx", "cifar10", "csv", "synthetic"};
+const char *const spec_scaling_names[3] = {"unit", "standard", "none"};
+const char *const spec_padding_names[2] = {"valid", "same"};
+
+const char *spec_layer_type_name(spec_layer_type t) { return spec_layer_type_names[t]; }
+const char *spec_activation_name(spec_activation a) { return spec_activation_names[a]; }
+const char *spec_loss_name(spec_loss l) { return spec_loss_names[l]; }
+const char *spec_metric_name(spec_metric m) { return spec_metric_names[m]; }
+const char *spec_optimizer_name_str(spec_optimizer_name o) { return spec_optimizer_names[o]; }
+const char *spec_schedule_name(spec_schedule_kind k) { return spec_schedule_names[k]; }
+const char *spec_trainer_name(spec_trainer t) { return spec_trainer_names[t]; }
+const char *spec_data_format_name(spec_data_format f) { return spec_data_format_names[f]; }

@@ -1,0 +1,268 @@
+/* spec_summary.c — the resolved spec for people (a Keras-style summary
+ * table) and for programs (JSON with every default filled, which parses
+ * back to the same spec). */
+#include <string.h>
+
+#include "jobspec/spec_internal.h"
+
+static void shape_cell(const spec_shape *s, char *buf, size_t len)
+{
+    if (s->rank == 1)
+        snprintf(buf, len, "(%d)", s->dim[0]);
+    else
+        snprintf(buf, len, "(%d, %d, %d)", s->dim[0], s->dim[1], s->dim[2]);
+}
+
+/* 1234567 → "1,234,567": parameter counts are read by people. */
+static const char *grouped(long v, char *buf, size_t len)
+{
+    char digits[32];
+    snprintf(digits, sizeof digits, "%ld", v < 0 ? -v : v);
+    size_t n = strlen(digits), o = 0;
+    if (v < 0 && o + 1 < len)
+        buf[o++] = '-';
+    for (size_t i = 0; i < n && o + 2 < len; i++) {
+        if (i && (n - i) % 3 == 0)
+            buf[o++] = ',';
+        buf[o++] = digits[i];
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+static void layer_label(const spec_layer *l, int i, char *buf, size_t len)
+{
+    const char *t = spec_layer_type_name(l->type);
+    switch (l->type) {
+    case LAYER_DENSE:
+        snprintf(buf, len, "%d.%s %d%s%s", i, t, l->units, l->activation ? " " : "",
+                 l->activation ? spec_activation_name(l->activation) : "");
+        break;
+    case LAYER_CONV2D:
+        snprintf(buf, len, "%d.%s %dx%d/%d %s%s%s", i, t, l->kernel[0], l->kernel[1],
+                 l->stride[0], l->padding == PAD_SAME ? "same" : "valid",
+                 l->activation ? " " : "",
+                 l->activation ? spec_activation_name(l->activation) : "");
+        break;
+    case LAYER_MAXPOOL2D:
+    case LAYER_AVGPOOL2D:
+        snprintf(buf, len, "%d.%s %dx%d/%d", i, t, l->kernel[0], l->kernel[1], l->stride[0]);
+        break;
+    case LAYER_DROPOUT:
+        snprintf(buf, len, "%d.%s %.2g", i, t, l->rate);
+        break;
+    case LAYER_ADD:
+    case LAYER_CONCAT: {
+        int o = snprintf(buf, len, "%d.%s", i, t);
+        for (int k = 0; k < l->n_inputs && o > 0 && (size_t)o < len; k++)
+            o += snprintf(buf + o, len - (size_t)o, "%s%d", k ? "," : " <- ", l->inputs[k]);
+        break;
+    }
+    default:
+        snprintf(buf, len, "%d.%s", i, t);
+    }
+}
+
+void spec_print_summary(const job_spec *spec, FILE *out)
+{
+    char a[64], b[64], c[32];
+    fprintf(out, "Job \"%s\"%s%s%s\n", spec->name, spec->preset ? " (model preset " : "",
+            spec->preset ? spec->preset : "", spec->preset ? ")" : "");
+    fprintf(out, "%-34s %-18s %12s\n", "Layer (index.type)", "Output shape", "Params");
+    fprintf(out, "%.66s\n", "==================================================================");
+    shape_cell(&spec->input, b, sizeof b);
+    fprintf(out, "%-34s %-18s %12s\n", "input", b, "0");
+    for (int i = 0; i < spec->n_layers; i++) {
+        const spec_layer *l = &spec->layers[i];
+        layer_label(l, i, a, sizeof a);
+        shape_cell(&l->out_shape, b, sizeof b);
+        fprintf(out, "%-34s %-18s %12s\n", a, b, grouped(l->n_params, c, sizeof c));
+    }
+    fprintf(out, "%.66s\n", "==================================================================");
+    fprintf(out, "Trainable params: %s\n", grouped(spec->n_params, c, sizeof c));
+    fprintf(out, "Non-trainable params: %s\n", grouped(spec->n_state, c, sizeof c));
+    const spec_training *t = &spec->training;
+    fprintf(out, "Training: %d epochs, batch %d, %s (lr %g), loss %s, seed %lu\n", t->epochs,
+            t->batch_size, spec_optimizer_name_str(t->optimizer.name),
+            t->optimizer.learning_rate, spec_loss_name(t->loss), t->seed);
+    fprintf(out, "Data: %s train=%s test=%s\n", spec_data_format_name(spec->data.format),
+            spec->data.train ? spec->data.train : "(synthetic)",
+            spec->data.test ? spec->data.test : "(none)");
+    fprintf(out, "Distributed: trainer %s, %d worker%s, MPI ranks needed: %d\n",
+            spec_trainer_name(spec->distributed.trainer), spec->distributed.workers,
+            spec->distributed.workers == 1 ? "" : "s", spec_ranks_needed(spec));
+}
+
+static json_t *pair_json(const int v[2])
+{
+    return v[0] == v[1] ? json_integer(v[0]) : json_pack("[i,i]", v[0], v[1]);
+}
+
+static json_t *shape_json(const spec_shape *s)
+{
+    json_t *a = json_array();
+    for (int i = 0; a && i < s->rank; i++)
+        json_array_append_new(a, json_integer(s->dim[i]));
+    return a;
+}
+
+static json_t *layer_json(const spec_layer *l, int index)
+{
+    json_t *o = json_pack("{s:s}", "type", spec_layer_type_name(l->type));
+    if (!o)
+        return NULL;
+    if (l->n_inputs != 1 || l->inputs[0] != index - 1) {
+        json_t *in = json_array();
+        for (int k = 0; in && k < l->n_inputs; k++)
+            json_array_append_new(in, json_integer(l->inputs[k]));
+        json_object_set_new(o, "inputs", in);
+    }
+    switch (l->type) {
+    case LAYER_DENSE:
+        json_object_set_new(o, "units", json_integer(l->units));
+        break;
+    case LAYER_CONV2D:
+        json_object_set_new(o, "filters", json_integer(l->filters));
+        json_object_set_new(o, "kernel", pair_json(l->kernel));
+        json_object_set_new(o, "stride", pair_json(l->stride));
+        json_object_set_new(o, "dilation", pair_json(l->dilation));
+        json_object_set_new(o, "padding", json_string(spec_padding_names[l->padding]));
+        break;
+    case LAYER_MAXPOOL2D:
+    case LAYER_AVGPOOL2D:
+        json_object_set_new(o, "pool", pair_json(l->kernel));
+        json_object_set_new(o, "stride", pair_json(l->stride));
+        json_object_set_new(o, "padding", json_string(spec_padding_names[l->padding]));
+        break;
+    case LAYER_DROPOUT:
+        json_object_set_new(o, "rate", json_real(l->rate));
+        break;
+    case LAYER_BATCHNORM:
+        json_object_set_new(o, "momentum", json_real(l->momentum));
+        json_object_set_new(o, "epsilon", json_real(l->epsilon));
+        break;
+    default:
+        break;
+    }
+    if (l->type == LAYER_DENSE || l->type == LAYER_CONV2D) {
+        json_object_set_new(o, "activation", json_string(spec_activation_name(l->activation)));
+        json_object_set_new(o, "use_bias", json_boolean(l->use_bias));
+    }
+    return o;
+}
+
+static json_t *schedule_json(const spec_schedule *s)
+{
+    json_t *o = json_pack("{s:s}", "name", spec_schedule_name(s->kind));
+    if (!o)
+        return NULL;
+    switch (s->kind) {
+    case SCHED_WARM_UP:
+        json_object_set_new(o, "warmup_epochs", json_integer(s->warmup_epochs));
+        json_object_set_new(o, "init_lr", json_real(s->init_lr));
+        break;
+    case SCHED_EARLY_STOPPING:
+        json_object_set_new(o, "monitor", json_string(s->monitor));
+        json_object_set_new(o, "patience", json_integer(s->patience));
+        json_object_set_new(o, "min_delta", json_real(s->min_delta));
+        break;
+    case SCHED_REDUCE_LR_ON_PLATEAU:
+        json_object_set_new(o, "monitor", json_string(s->monitor));
+        json_object_set_new(o, "factor", json_real(s->factor));
+        json_object_set_new(o, "patience", json_integer(s->patience));
+        json_object_set_new(o, "min_lr", json_real(s->min_lr));
+        break;
+    case SCHED_REDUCE_LR_EVERY_NEPOCHS:
+        json_object_set_new(o, "factor", json_real(s->factor));
+        json_object_set_new(o, "nepochs", json_integer(s->nepochs));
+        json_object_set_new(o, "min_lr", json_real(s->min_lr));
+        break;
+    case SCHED_MODEL_CHECKPOINT:
+        json_object_set_new(o, "every_epochs", json_integer(s->every_epochs));
+        if (s->monitor[0])
+            json_object_set_new(o, "monitor", json_string(s->monitor));
+        break;
+    }
+    return o;
+}
+
+static json_t *optimizer_json(const spec_optimizer *o)
+{
+    json_t *j = json_pack("{s:s,s:f,s:f,s:f}", "name", spec_optimizer_name_str(o->name),
+                          "learning_rate", o->learning_rate, "decay", o->decay,
+                          "weight_decay", o->weight_decay);
+    if (!j)
+        return NULL;
+    if (o->name == OPT_SGD) {
+        json_object_set_new(j, "momentum", json_real(o->momentum));
+        json_object_set_new(j, "nesterov", json_boolean(o->nesterov));
+    } else if (o->name == OPT_RMSPROP) {
+        json_object_set_new(j, "rho", json_real(o->rho));
+        json_object_set_new(j, "epsilon", json_real(o->epsilon));
+    } else {
+        json_object_set_new(j, "beta1", json_real(o->beta1));
+        json_object_set_new(j, "beta2", json_real(o->beta2));
+        json_object_set_new(j, "epsilon", json_real(o->epsilon));
+    }
+    return j;
+}
+
+static void set_name(json_t *o, const char *key, const char *value)
+{
+    if (value)
+        json_object_set_new(o, key, json_string(value));
+}
+
+static json_t *data_json(const spec_data *d)
+{
+    json_t *o = json_pack("{s:s,s:f,s:s,s:b,s:I,s:I,s:i,s:i,s:b}", "format",
+                          spec_data_format_name(d->format), "validation_split",
+                          d->validation_split, "scaling", spec_scaling_names[d->scaling],
+                          "shuffle", d->shuffle, "train_samples", (json_int_t)d->train_samples,
+                          "test_samples", (json_int_t)d->test_samples, "num_classes",
+                          d->num_classes, "label_column", d->label_column, "header",
+                          d->header);
+    if (!o)
+        return NULL;
+    set_name(o, "train", d->train);
+    set_name(o, "test", d->test);
+    set_name(o, "validation", d->validation);
+    if (d->format == DATA_SYNTHETIC) {
+        json_object_set_new(o, "synthetic_train", json_integer(d->synthetic_train));
+        json_object_set_new(o, "synthetic_test", json_integer(d->synthetic_test));
+    }
+    return o;
+}
+
+static json_t *training_json(const spec_training *t)
+{
+    json_t *metrics = json_array(), *scheds = json_array();
+    for (int i = 0; metrics && i < t->n_metrics; i++)
+        json_array_append_new(metrics, json_string(spec_metric_name(t->metrics[i])));
+    for (int i = 0; scheds && i < t->n_schedules; i++)
+        json_array_append_new(scheds, schedule_json(&t->schedules[i]));
+    return json_pack("{s:i,s:i,s:I,s:s,s:o,s:o,s:o,s:I}", "epochs", t->epochs, "batch_size",
+                     t->batch_size, "steps_per_epoch", (json_int_t)t->steps_per_epoch, "loss",
+                     spec_loss_name(t->loss), "metrics", metrics, "optimizer",
+                     optimizer_json(&t->optimizer), "lr_schedulers", scheds, "seed",
+                     (json_int_t)t->seed);
+}
+
+json_t *spec_to_json(const job_spec *spec)
+{
+    json_t *layers = json_array();
+    for (int i = 0; layers && i < spec->n_layers; i++)
+        json_array_append_new(layers, layer_json(&spec->layers[i], i));
+    const spec_distributed *d = &spec->distributed;
+    const spec_resources *r = &spec->resources;
+    return json_pack(
+        "{s:s,s:{s:o,s:o},s:o,s:o,s:{s:s,s:i,s:i,s:i,s:b,s:f,s:f,s:f},s:{s:i,s:i,s:I,s:i}}",
+        "name", spec->name, "model", "input", shape_json(&spec->input), "layers", layers,
+        "data", data_json(&spec->data), "training", training_json(&spec->training),
+        "distributed", "trainer", spec_trainer_name(d->trainer), "workers", d->workers,
+        "communication_window", d->communication_window, "sync_every_epochs",
+        d->sync_every_epochs, "learning_rate_scaling", d->learning_rate_scaling, "rho", d->rho,
+        "momentum", d->momentum, "bucket_mb", d->bucket_mb, "resources", "gpus", r->gpus,
+        "threads_per_worker", r->threads_per_worker, "time_limit_s",
+        (json_int_t)r->time_limit_s, "priority", r->priority);
+}
