@@ -1,5 +1,6 @@
-/* cli.c — the small helpers every command uses: error values and option
- * parsing with messages that name the command and point at its --help. */
+/* cli.c — the small helpers every command uses: error values, option
+ * parsing from a table with messages that name the command and point at
+ * its --help, and the sleep between polls. */
 #include "cli.h"
 
 #include <getopt.h>
@@ -9,6 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* Options a command may have (punch's largest has 4). */
+#define CLI_MAX_OPTIONS 16
+/* getopt_long() vals of long-only options: CLI_LONG_ONLY + their index,
+ * past every char a letter can be. */
+#define CLI_LONG_ONLY 256
 
 int cli_fail(cli_error *err, int code, const char *fmt, ...)
 {
@@ -20,8 +27,11 @@ int cli_fail(cli_error *err, int code, const char *fmt, ...)
     return code;
 }
 
-int cli_getopt(int argc, char **argv, const char *shortopts,
-               const struct option *longopts, cli_error *err)
+/* getopt_long() with punch's messages: an unknown option or a missing value
+ * becomes a usage error naming the command (argv[0]). Returns the option's
+ * val, -1 at the end, or '?' with *err filled. */
+static int cli_getopt(int argc, char **argv, const char *shortopts,
+                      const struct option *longopts, cli_error *err)
 {
     char opts[64];
     /* A leading ':' makes getopt report a missing argument as ':' and stay
@@ -31,7 +41,9 @@ int cli_getopt(int argc, char **argv, const char *shortopts,
     int c = getopt_long(argc, argv, opts, longopts, NULL);
     if (c == '?') {
         const char *bad = argv[optind - 1];
-        if (optopt != 0 && optopt != '?')
+        /* optopt is a short option's letter; a long-only option's val is
+         * past any letter, and the argument itself says more. */
+        if (optopt > 0 && optopt < CLI_LONG_ONLY && optopt != '?')
             cli_fail(err, PUNCH_EXIT_USAGE, "%s: unknown option -%c; see punch %s --help",
                      argv[0], optopt, argv[0]);
         else
@@ -45,6 +57,64 @@ int cli_getopt(int argc, char **argv, const char *shortopts,
         return '?';
     }
     return c;
+}
+
+int cli_parse_options(int argc, char **argv, const cli_option *options, cli_error *err)
+{
+    struct option longopts[CLI_MAX_OPTIONS + 1];
+    char shortopts[2 * CLI_MAX_OPTIONS + 1];
+    size_t n = 0, pos = 0;
+    for (; options[n].name != NULL; n++) {
+        if (n == CLI_MAX_OPTIONS)
+            return cli_fail(err, PUNCH_EXIT_LOCAL, "%s: more than %d options", argv[0],
+                            CLI_MAX_OPTIONS);
+        const cli_option *o = &options[n];
+        longopts[n] = (struct option){o->name, o->take ? required_argument : no_argument, NULL,
+                                      o->letter ? o->letter : CLI_LONG_ONLY + (int)n};
+        if (o->letter) {
+            shortopts[pos++] = o->letter;
+            if (o->take)
+                shortopts[pos++] = ':';
+        }
+    }
+    longopts[n] = (struct option){NULL, 0, NULL, 0};
+    shortopts[pos] = '\0';
+
+    optind = 0; /* glibc: 0 starts afresh, forgetting the last argv */
+    int c;
+    while ((c = cli_getopt(argc, argv, shortopts, longopts, err)) != -1) {
+        if (c == '?')
+            return err->code;
+        size_t i = 0;
+        while (i < n && longopts[i].val != c)
+            i++;
+        const cli_option *o = &options[i];
+        if (o->take == NULL)
+            *(bool *)o->dest = true;
+        else if (o->take(argv[0], optarg, o->dest, err) != 0)
+            return err->code;
+    }
+    return 0;
+}
+
+int cli_take_string(const char *cmd, const char *value, void *dest, cli_error *err)
+{
+    (void)cmd;
+    (void)err;
+    *(const char **)dest = value;
+    return 0;
+}
+
+int cli_take_interval(const char *cmd, const char *value, void *dest, cli_error *err)
+{
+    char *end = NULL;
+    double v = strtod(value, &end);
+    if (end == value || *end != '\0' || !(v >= 0.05 && v <= 3600))
+        return cli_fail(err, PUNCH_EXIT_USAGE,
+                        "%s: --interval wants seconds between 0.05 and 3600, got \"%s\"", cmd,
+                        value);
+    *(double *)dest = v;
+    return 0;
 }
 
 bool cli_wants_help(int argc, char **argv)
@@ -118,18 +188,6 @@ void cli_sleep(double seconds, const volatile sig_atomic_t *stop)
                           .tv_nsec = (long)((seconds - floor(seconds)) * 1e9)};
     while (nanosleep(&ts, &ts) != 0 && !(stop && *stop))
         ;
-}
-
-int cli_parse_interval(const char *cmd, const char *text, double *out, cli_error *err)
-{
-    char *end = NULL;
-    double v = strtod(text, &end);
-    if (end == text || *end != '\0' || !(v >= 0.05 && v <= 3600))
-        return cli_fail(err, PUNCH_EXIT_USAGE,
-                        "%s: --interval wants seconds between 0.05 and 3600, got \"%s\"", cmd,
-                        text);
-    *out = v;
-    return 0;
 }
 
 int cli_one_operand(int argc, char **argv, const char *what, const char **out, cli_error *err)

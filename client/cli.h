@@ -7,6 +7,7 @@
 #ifndef PUNCH_CLIENT_CLI_H
 #define PUNCH_CLIENT_CLI_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -35,22 +36,48 @@ typedef struct cli_error {
 int cli_fail(cli_error *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Where the server is and who we are; resolved by config.c. */
+/* Where the server is and who we are; resolved by userconfig.c. */
 typedef struct cli_ctx {
     char *url;      /* base URL without a trailing slash */
     char *secret;   /* NULL when none is configured; never printed */
     bool stdout_tty;
 } cli_ctx;
 
-/* getopt_long() with the messages punch wants: an unknown option or a
- * missing argument becomes a usage error naming the command (argv[0]).
- * Returns the option character, -1 at the end, or '?' with *err filled.
- * Callers set `optind = 0` before the first call: glibc then starts afresh,
- * so a command line can be parsed more than once per process (the unit tests
- * do). */
-struct option;
-int cli_getopt(int argc, char **argv, const char *shortopts,
-               const struct option *longopts, cli_error *err);
+/* Checks and stores an option's value: the command's name (for messages),
+ * the value as given, and the option's dest. Returns 0, or an exit code
+ * (PUNCH_EXIT_USAGE) with *err saying what was wrong. */
+typedef int (*cli_take_fn)(const char *cmd, const char *value, void *dest, cli_error *err);
+
+/* One option of a command. Without take it is a switch: *(bool *)dest
+ * becomes true when given. With take it wants a value, which take checks
+ * and stores through dest. */
+typedef struct cli_option {
+    const char *name;  /* the long form, --name (a unique prefix also works) */
+    char letter;       /* the short form, -x; 0 for none */
+    void *dest;
+    cli_take_fn take;
+} cli_option;
+
+/* Parse the options of argv (argv[0] is the command) against options,
+ * ended by an entry whose name is NULL: getopt_long() rules (options and
+ * operands in any order, "--" ends options), each value taken as it comes,
+ * so the first bad one is the one reported. An unknown option or a missing
+ * value is a usage error naming the command and pointing at its --help.
+ * On success optind indexes the first operand (argv is permuted to put
+ * operands last). Parsing starts afresh on each call, so one process can
+ * parse several command lines (the unit tests do). */
+int cli_parse_options(int argc, char **argv, const cli_option *options, cli_error *err);
+
+/* cli_take_fn for a value kept as given: *(const char **)dest. */
+int cli_take_string(const char *cmd, const char *value, void *dest, cli_error *err);
+
+/* cli_take_fn for --interval: seconds between 0.05 and 3600 into
+ * *(double *)dest. */
+int cli_take_interval(const char *cmd, const char *value, void *dest, cli_error *err);
+
+/* The single operand (an id or a file) after the options; a usage error
+ * naming what is missing or extra, or an empty one. */
+int cli_one_operand(int argc, char **argv, const char *what, const char **out, cli_error *err);
 
 /* --url and --secret are accepted anywhere on the command line (before a
  * "--"), as `--url U`, `--url=U`, `--secret S` or `--secret=S`. This
@@ -64,5 +91,9 @@ int cli_take_connection_flags(int *argc, char **argv, cli_flags *flags, cli_erro
 
 /* True when argv holds -h or --help (before any "--"). */
 bool cli_wants_help(int argc, char **argv);
+
+/* Sleep between polls, resuming after signals that do not ask to stop:
+ * returns early once *stop is non-zero (stop may be NULL: never early). */
+void cli_sleep(double seconds, const volatile sig_atomic_t *stop);
 
 #endif

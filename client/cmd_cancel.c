@@ -1,10 +1,9 @@
 /* cmd_cancel.c — `punch cancel ID`: a queued job is cancelled at once; a
  * running one is sent SIGTERM and becomes "cancelled" when it stops. */
-#include <getopt.h>
 #include <string.h>
 
-#include "api.h"
 #include "commands.h"
+#include "remote.h"
 
 const char cmd_cancel_usage[] =
     "usage: punch cancel ID\n"
@@ -16,11 +15,9 @@ const char cmd_cancel_usage[] =
 
 int cancel_parse_args(int argc, char **argv, cancel_args *args, cli_error *err)
 {
-    static const struct option longopts[] = {{NULL, 0, NULL, 0}};
     *args = (cancel_args){0};
-    optind = 0;
-    int c;
-    while ((c = cli_getopt(argc, argv, "", longopts, err)) != -1)
+    const cli_option no_options[] = {{0}};
+    if (cli_parse_options(argc, argv, no_options, err) != 0)
         return err->code;
     return cli_one_operand(argc, argv, "the job id", &args->id, err);
 }
@@ -30,11 +27,11 @@ int cmd_cancel(const cli_ctx *ctx, int argc, char **argv, cli_error *err)
     cancel_args args;
     if (cancel_parse_args(argc, argv, &args, err) != 0)
         return err->code;
-    http_client *client = api_open(ctx, err);
+    httpc_client *client = remote_open(ctx, err);
     if (client == NULL)
         return err->code;
     json_t *job = NULL;
-    int rc = api_job_cancel(client, args.id, &job, err);
+    int rc = remote_job_cancel(client, args.id, &job, err);
     if (rc == 0) {
         const char *state = json_string_value(json_object_get(job, "state"));
         if (state != NULL && strcmp(state, "cancelled") == 0)
@@ -44,6 +41,6 @@ int cmd_cancel(const cli_ctx *ctx, int argc, char **argv, cli_error *err)
                    args.id, state ? state : "running", args.id);
     }
     json_decref(job);
-    http_client_free(client);
+    httpc_client_free(client);
     return rc;
 }

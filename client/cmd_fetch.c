@@ -3,14 +3,13 @@
  * written to a temporary name and renamed, so an interrupted fetch never
  * leaves a truncated weights file behind. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "api.h"
 #include "commands.h"
+#include "remote.h"
 #include "svg.h"
 
 const char cmd_fetch_usage[] =
@@ -30,38 +29,41 @@ const char cmd_fetch_usage[] =
     "and exits 5. exit: 0 all fetched, 5 no such job or no results yet,\n"
     "9 cannot write DIR, 3/4 as usual.\n";
 
+/* -o DIR: any path but an empty one. */
+static int fetch_take_dir(const char *cmd, const char *value, void *dest, cli_error *err)
+{
+    if (value[0] == '\0')
+        return cli_fail(err, PUNCH_EXIT_USAGE, "%s: -o wants a directory", cmd);
+    *(const char **)dest = value;
+    return 0;
+}
+
+static int fetch_take_format(const char *cmd, const char *value, void *dest, cli_error *err)
+{
+    fetch_format *format = dest;
+    if (strcmp(value, "safetensors") == 0)
+        *format = FETCH_SAFETENSORS;
+    else if (strcmp(value, "npz") == 0)
+        *format = FETCH_NPZ;
+    else if (strcmp(value, "both") == 0)
+        *format = FETCH_BOTH;
+    else
+        return cli_fail(err, PUNCH_EXIT_USAGE,
+                        "%s: unknown format \"%s\"; expected safetensors, npz or both", cmd,
+                        value);
+    return 0;
+}
+
 int fetch_parse_args(int argc, char **argv, fetch_args *args, cli_error *err)
 {
-    static const struct option longopts[] = {
-        {"output", required_argument, NULL, 'o'},
-        {"format", required_argument, NULL, 'f'},
-        {NULL, 0, NULL, 0},
-    };
     *args = (fetch_args){.format = FETCH_BOTH};
-    optind = 0;
-    int c;
-    while ((c = cli_getopt(argc, argv, "o:f:", longopts, err)) != -1) {
-        switch (c) {
-        case 'o':
-            if (optarg[0] == '\0')
-                return cli_fail(err, PUNCH_EXIT_USAGE, "fetch: -o wants a directory");
-            args->dir = optarg;
-            break;
-        case 'f':
-            if (strcmp(optarg, "safetensors") == 0)
-                args->format = FETCH_SAFETENSORS;
-            else if (strcmp(optarg, "npz") == 0)
-                args->format = FETCH_NPZ;
-            else if (strcmp(optarg, "both") == 0)
-                args->format = FETCH_BOTH;
-            else
-                return cli_fail(err, PUNCH_EXIT_USAGE,
-                                "fetch: unknown format \"%s\"; expected safetensors, npz or "
-                                "both", optarg);
-            break;
-        default: return err->code;
-        }
-    }
+    const cli_option options[] = {
+        {.name = "output", .letter = 'o', .dest = &args->dir, .take = fetch_take_dir},
+        {.name = "format", .letter = 'f', .dest = &args->format, .take = fetch_take_format},
+        {0},
+    };
+    if (cli_parse_options(argc, argv, options, err) != 0)
+        return err->code;
     return cli_one_operand(argc, argv, "the job id", &args->id, err);
 }
 
@@ -142,7 +144,7 @@ static int fetch_close(fetch_file *file, int ok, cli_error *err)
     return rc;
 }
 
-static int fetch_weights(http_client *c, const fetch_args *args, const char *dir,
+static int fetch_weights(httpc_client *c, const fetch_args *args, const char *dir,
                          const char *format, cli_error *err)
 {
     char name[64];
@@ -150,7 +152,7 @@ static int fetch_weights(http_client *c, const fetch_args *args, const char *dir
     fetch_file file;
     if (fetch_open(dir, name, &file, err) != 0)
         return err->code;
-    int rc = api_job_weights(c, args->id, format, file.f, err);
+    int rc = remote_job_weights(c, args->id, format, file.f, err);
     return fetch_close(&file, rc, err);
 }
 
@@ -200,10 +202,10 @@ static void fetch_report_file(const char *dir, const char *name)
         printf("  %-20s %.0f B\n", name, size);
 }
 
-static int fetch_run(http_client *c, const fetch_args *args, const char *dir, cli_error *err)
+static int fetch_run(httpc_client *c, const fetch_args *args, const char *dir, cli_error *err)
 {
     json_t *job = NULL;
-    if (api_job_get(c, args->id, &job, err) != 0)
+    if (remote_job_get(c, args->id, &job, err) != 0)
         return err->code;
     const char *state = json_string_value(json_object_get(job, "state"));
     int rc = fetch_mkdirs(dir, err);
@@ -211,7 +213,7 @@ static int fetch_run(http_client *c, const fetch_args *args, const char *dir, cl
     json_t *history = NULL;
     bool have_history = false;
     if (rc == 0) {
-        rc = api_job_history(c, args->id, &history, err);
+        rc = remote_job_history(c, args->id, &history, err);
         have_history = rc == 0;
         if (rc == PUNCH_EXIT_NOT_FOUND)
             rc = 0; /* no epoch finished; weights decide */
@@ -229,7 +231,7 @@ static int fetch_run(http_client *c, const fetch_args *args, const char *dir, cl
         rc = fetch_weights(c, args, dir, formats[i], err);
         have_weights = rc == 0;
     }
-    if (rc == PUNCH_EXIT_NOT_FOUND && state != NULL && !api_state_is_final(state))
+    if (rc == PUNCH_EXIT_NOT_FOUND && state != NULL && !remote_state_is_final(state))
         cli_fail(err, rc, "job %s is %s: no weights yet%s — run punch wait %s, then fetch "
                  "again", args->id, state,
                  have_history ? " (fetched history.json and curves.svg so far)" : "",
@@ -271,10 +273,10 @@ int cmd_fetch(const cli_ctx *ctx, int argc, char **argv, cli_error *err)
     if (args.dir == NULL && (strchr(args.id, '/') != NULL || args.id[0] == '.'))
         return cli_fail(err, PUNCH_EXIT_USAGE,
                         "fetch: \"%s\" cannot name a directory; pass -o DIR", args.id);
-    http_client *client = api_open(ctx, err);
+    httpc_client *client = remote_open(ctx, err);
     if (client == NULL)
         return err->code;
     int rc = fetch_run(client, &args, args.dir ? args.dir : args.id, err);
-    http_client_free(client);
+    httpc_client_free(client);
     return rc;
 }

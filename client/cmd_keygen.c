@@ -1,11 +1,11 @@
 /* cmd_keygen.c — `punch keygen --identity NAME`: a new random secret for a
  * user, and the hashed secrets.json entry for the admin, so the daemon's
  * secrets file never needs to hold the secret itself. The hash is the
- * daemon's own SHA-256 (daemon/sha256.c), so both sides agree by
- * construction. */
+ * SHA-256 the daemon checks secrets with (lib/crypto), so both sides agree
+ * by construction. */
 #include <errno.h>
-#include <stdlib.h>
 #include <getopt.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
@@ -35,21 +35,14 @@ const char cmd_keygen_usage[] =
 
 int keygen_parse_args(int argc, char **argv, keygen_args *args, cli_error *err)
 {
-    static const struct option longopts[] = {
-        {"identity", required_argument, NULL, 'i'},
-        {"admin", no_argument, NULL, 'a'},
-        {NULL, 0, NULL, 0},
-    };
     *args = (keygen_args){0};
-    optind = 0;
-    int c;
-    while ((c = cli_getopt(argc, argv, "i:", longopts, err)) != -1) {
-        switch (c) {
-        case 'i': args->identity = optarg; break;
-        case 'a': args->admin = true; break;
-        default: return err->code;
-        }
-    }
+    const cli_option options[] = {
+        {.name = "identity", .letter = 'i', .dest = &args->identity, .take = cli_take_string},
+        {.name = "admin", .dest = &args->admin},
+        {0},
+    };
+    if (cli_parse_options(argc, argv, options, err) != 0)
+        return err->code;
     if (optind < argc)
         return cli_fail(err, PUNCH_EXIT_USAGE,
                         "keygen: unexpected argument \"%s\"; did you mean --identity %s?",

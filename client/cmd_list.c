@@ -3,9 +3,10 @@
 #include <getopt.h>
 #include <time.h>
 
-#include "api.h"
 #include "commands.h"
-#include "jobview.h"
+#include "jobstate/jobstate.h"
+#include "jobtext.h"
+#include "remote.h"
 
 const char cmd_list_usage[] =
     "usage: punch list [--state S] [--json]\n"
@@ -18,29 +19,39 @@ const char cmd_list_usage[] =
     "\n"
     "exit: 0 listed (even if empty), 2 unknown state, 3 unreachable, 4 auth.\n";
 
+/* "queued, starting, ... or timeout": every state the API has. */
+static void list_state_names(char *buf, size_t len)
+{
+    size_t pos = 0;
+    buf[0] = '\0';
+    for (int s = 0; s < JOB_STATE_COUNT && pos < len; s++) {
+        const char *sep = s == 0 ? "" : s == JOB_STATE_COUNT - 1 ? " or " : ", ";
+        pos += (size_t)snprintf(buf + pos, len - pos, "%s%s", sep, job_state_name((job_state)s));
+    }
+}
+
+static int list_take_state(const char *cmd, const char *value, void *dest, cli_error *err)
+{
+    if (!remote_state_is_known(value)) {
+        char names[256];
+        list_state_names(names, sizeof names);
+        return cli_fail(err, PUNCH_EXIT_USAGE, "%s: unknown state \"%s\"; expected %s", cmd,
+                        value, names);
+    }
+    *(const char **)dest = value;
+    return 0;
+}
+
 int list_parse_args(int argc, char **argv, list_args *args, cli_error *err)
 {
-    static const struct option longopts[] = {
-        {"state", required_argument, NULL, 's'},
-        {"json", no_argument, NULL, 'j'},
-        {NULL, 0, NULL, 0},
-    };
     *args = (list_args){0};
-    optind = 0;
-    int c;
-    while ((c = cli_getopt(argc, argv, "s:", longopts, err)) != -1) {
-        switch (c) {
-        case 's':
-            if (!api_state_is_known(optarg))
-                return cli_fail(err, PUNCH_EXIT_USAGE,
-                                "list: unknown state \"%s\"; expected queued, starting, "
-                                "running, succeeded, failed, cancelled or timeout", optarg);
-            args->state = optarg;
-            break;
-        case 'j': args->json = true; break;
-        default: return err->code;
-        }
-    }
+    const cli_option options[] = {
+        {.name = "state", .letter = 's', .dest = &args->state, .take = list_take_state},
+        {.name = "json", .dest = &args->json},
+        {0},
+    };
+    if (cli_parse_options(argc, argv, options, err) != 0)
+        return err->code;
     if (optind < argc)
         return cli_fail(err, PUNCH_EXIT_USAGE,
                         "list: unexpected argument \"%s\"; see punch list --help", argv[optind]);
@@ -52,20 +63,20 @@ int cmd_list(const cli_ctx *ctx, int argc, char **argv, cli_error *err)
     list_args args;
     if (list_parse_args(argc, argv, &args, err) != 0)
         return err->code;
-    http_client *client = api_open(ctx, err);
+    httpc_client *client = remote_open(ctx, err);
     if (client == NULL)
         return err->code;
     json_t *jobs = NULL;
-    int rc = api_job_list(client, args.state, &jobs, err);
+    int rc = remote_job_list(client, args.state, &jobs, err);
     if (rc == 0) {
         if (args.json) {
             json_dumpf(jobs, stdout, JSON_INDENT(2));
             fputc('\n', stdout);
         } else {
-            jobview_print_table(jobs, (double)time(NULL), stdout);
+            jobtext_print_table(jobs, (double)time(NULL), stdout);
         }
     }
     json_decref(jobs);
-    http_client_free(client);
+    httpc_client_free(client);
     return rc;
 }

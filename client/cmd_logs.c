@@ -1,10 +1,8 @@
 /* cmd_logs.c — `punch logs [-f] ID`: the job's train.log (stdout and stderr
  * of its MPI run). -f follows it with ?offset= until the job has ended. */
-#include <getopt.h>
-#include <string.h>
 
-#include "api.h"
 #include "commands.h"
+#include "remote.h"
 
 const char cmd_logs_usage[] =
     "usage: punch logs [-f] [--interval SECONDS] ID\n"
@@ -18,37 +16,27 @@ const char cmd_logs_usage[] =
 
 int logs_parse_args(int argc, char **argv, logs_args *args, cli_error *err)
 {
-    static const struct option longopts[] = {
-        {"follow", no_argument, NULL, 'f'},
-        {"interval", required_argument, NULL, 'i'},
-        {NULL, 0, NULL, 0},
-    };
     *args = (logs_args){.interval_s = 1.0};
-    optind = 0;
-    int c;
-    while ((c = cli_getopt(argc, argv, "f", longopts, err)) != -1) {
-        switch (c) {
-        case 'f': args->follow = true; break;
-        case 'i':
-            if (cli_parse_interval(argv[0], optarg, &args->interval_s, err) != 0)
-                return err->code;
-            break;
-        default: return err->code;
-        }
-    }
+    const cli_option options[] = {
+        {.name = "follow", .letter = 'f', .dest = &args->follow},
+        {.name = "interval", .dest = &args->interval_s, .take = cli_take_interval},
+        {0},
+    };
+    if (cli_parse_options(argc, argv, options, err) != 0)
+        return err->code;
     return cli_one_operand(argc, argv, "the job id", &args->id, err);
 }
 
 /* Fetch from *offset, print it, advance *offset; *state gets the job's
  * state as of this read. */
-static int logs_chunk(http_client *c, const char *id, long long *offset, char *state,
+static int logs_chunk(httpc_client *c, const char *id, long long *offset, char *state,
                       size_t state_len, cli_error *err)
 {
-    http_response r;
-    if (api_job_logs(c, id, *offset, &r, err) != 0)
+    httpc_response r;
+    if (remote_job_logs(c, id, *offset, &r, err) != 0)
         return err->code;
     if (r.len > 0 && fwrite(r.body, 1, r.len, stdout) != r.len) {
-        http_response_free(&r);
+        httpc_response_free(&r);
         return cli_fail(err, PUNCH_EXIT_LOCAL, "cannot write the log to stdout");
     }
     fflush(stdout);
@@ -56,7 +44,7 @@ static int logs_chunk(http_client *c, const char *id, long long *offset, char *s
      * count what came. */
     *offset = r.log_offset >= 0 ? r.log_offset : *offset + (long long)r.len;
     snprintf(state, state_len, "%s", r.job_state);
-    http_response_free(&r);
+    httpc_response_free(&r);
     return 0;
 }
 
@@ -65,7 +53,7 @@ int cmd_logs(const cli_ctx *ctx, int argc, char **argv, cli_error *err)
     logs_args args;
     if (logs_parse_args(argc, argv, &args, err) != 0)
         return err->code;
-    http_client *client = api_open(ctx, err);
+    httpc_client *client = remote_open(ctx, err);
     if (client == NULL)
         return err->code;
     long long offset = 0;
@@ -74,13 +62,13 @@ int cmd_logs(const cli_ctx *ctx, int argc, char **argv, cli_error *err)
     while (rc == 0 && args.follow) {
         /* A job that has ended writes no more; one last read after the final
          * state was seen catches what came in between. */
-        if (state[0] == '\0' || api_state_is_final(state)) {
+        if (state[0] == '\0' || remote_state_is_final(state)) {
             rc = logs_chunk(client, args.id, &offset, state, sizeof state, err);
             break;
         }
         cli_sleep(args.interval_s, NULL);
         rc = logs_chunk(client, args.id, &offset, state, sizeof state, err);
     }
-    http_client_free(client);
+    httpc_client_free(client);
     return rc;
 }

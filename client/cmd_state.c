@@ -3,9 +3,9 @@
 #include <getopt.h>
 #include <time.h>
 
-#include "api.h"
 #include "commands.h"
-#include "jobview.h"
+#include "jobtext.h"
+#include "remote.h"
 
 const char cmd_state_usage[] =
     "usage: punch state [ID] [--json]\n"
@@ -19,35 +19,30 @@ const char cmd_state_usage[] =
 
 int state_parse_args(int argc, char **argv, state_args *args, cli_error *err)
 {
-    static const struct option longopts[] = {
-        {"json", no_argument, NULL, 'j'},
-        {NULL, 0, NULL, 0},
-    };
     *args = (state_args){0};
-    optind = 0;
-    int c;
-    while ((c = cli_getopt(argc, argv, "", longopts, err)) != -1) {
-        if (c != 'j')
-            return err->code;
-        args->json = true;
-    }
+    const cli_option options[] = {
+        {.name = "json", .dest = &args->json},
+        {0},
+    };
+    if (cli_parse_options(argc, argv, options, err) != 0)
+        return err->code;
     if (optind == argc)
         return 0;
     return cli_one_operand(argc, argv, "the job id", &args->id, err);
 }
 
 /* The caller's newest job (the list is newest first). */
-static int state_latest(http_client *c, json_t **job, cli_error *err)
+static int state_latest(httpc_client *c, json_t **job, cli_error *err)
 {
     json_t *jobs = NULL;
-    if (api_job_list(c, NULL, &jobs, err) != 0)
+    if (remote_job_list(c, NULL, &jobs, err) != 0)
         return err->code;
     json_t *first = json_array_get(jobs, 0);
     if (first == NULL) {
         json_decref(jobs);
         return cli_fail(err, PUNCH_EXIT_NOT_FOUND,
                         "you have no jobs on %s yet — submit one with punch submit JOB.json",
-                        http_client_url(c));
+                        httpc_client_url(c));
     }
     *job = json_incref(first);
     json_decref(jobs);
@@ -59,20 +54,20 @@ int cmd_state(const cli_ctx *ctx, int argc, char **argv, cli_error *err)
     state_args args;
     if (state_parse_args(argc, argv, &args, err) != 0)
         return err->code;
-    http_client *client = api_open(ctx, err);
+    httpc_client *client = remote_open(ctx, err);
     if (client == NULL)
         return err->code;
     json_t *job = NULL;
-    int rc = args.id ? api_job_get(client, args.id, &job, err) : state_latest(client, &job, err);
+    int rc = args.id ? remote_job_get(client, args.id, &job, err) : state_latest(client, &job, err);
     if (rc == 0) {
         if (args.json) {
             json_dumpf(job, stdout, JSON_INDENT(2));
             fputc('\n', stdout);
         } else {
-            jobview_print_detail(job, (double)time(NULL), stdout);
+            jobtext_print_detail(job, (double)time(NULL), stdout);
         }
     }
     json_decref(job);
-    http_client_free(client);
+    httpc_client_free(client);
     return rc;
 }

@@ -1,14 +1,13 @@
 /* cmd_submit.c — `punch submit JOB.json`: validate the spec with the same
  * library the daemon and engine use (a typo fails here, before any network
  * traffic), then queue it as written. */
-#include <errno.h>
-#include <getopt.h>
 #include <stdlib.h>
-#include <string.h>
+#include <sys/stat.h>
 
-#include "api.h"
 #include "commands.h"
+#include "io/io_file.h"
 #include "jobspec/spec.h"
+#include "remote.h"
 
 const char cmd_submit_usage[] =
     "usage: punch submit JOB.json [--wait] [--quiet] [--dry-run] [--interval SECONDS]\n"
@@ -26,65 +25,40 @@ const char cmd_submit_usage[] =
 
 int submit_parse_args(int argc, char **argv, submit_args *args, cli_error *err)
 {
-    static const struct option longopts[] = {
-        {"wait", no_argument, NULL, 'w'},
-        {"quiet", no_argument, NULL, 'q'},
-        {"dry-run", no_argument, NULL, 'n'},
-        {"interval", required_argument, NULL, 'i'},
-        {NULL, 0, NULL, 0},
-    };
     *args = (submit_args){.interval_s = 1.0};
-    optind = 0;
-    int c;
-    while ((c = cli_getopt(argc, argv, "wqn", longopts, err)) != -1) {
-        switch (c) {
-        case 'w': args->wait = true; break;
-        case 'q': args->quiet = true; break;
-        case 'n': args->dry_run = true; break;
-        case 'i':
-            if (cli_parse_interval(argv[0], optarg, &args->interval_s, err) != 0)
-                return err->code;
-            break;
-        default: return err->code;
-        }
-    }
+    const cli_option options[] = {
+        {.name = "wait", .letter = 'w', .dest = &args->wait},
+        {.name = "quiet", .letter = 'q', .dest = &args->quiet},
+        {.name = "dry-run", .letter = 'n', .dest = &args->dry_run},
+        {.name = "interval", .dest = &args->interval_s, .take = cli_take_interval},
+        {0},
+    };
+    if (cli_parse_options(argc, argv, options, err) != 0)
+        return err->code;
     return cli_one_operand(argc, argv, "the job file (JOB.json)", &args->file, err);
 }
 
-/* Read the whole file into a NUL-terminated heap buffer. */
-static int submit_read_file(const char *path, char **text, size_t *len, cli_error *err)
+/* Far above the largest spec the job-spec library accepts, so a spec that
+ * is merely too big is read and refused by spec_parse with its own message;
+ * a file beyond this is not read into memory at all. */
+#define SUBMIT_MAX_FILE_BYTES ((size_t)64 << 20)
+
+/* The job file's text, NUL-terminated, for spec_parse and the request body.
+ * A file too large to be a job spec is an invalid spec (PUNCH_EXIT_USAGE,
+ * as spec_parse says of a smaller oversized one); any other failure to read
+ * it (missing, a directory, unreadable) is PUNCH_EXIT_LOCAL. */
+static int submit_read_spec(const char *path, char **text, size_t *len, cli_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return cli_fail(err, PUNCH_EXIT_LOCAL, "cannot read %s: %s", path, strerror(errno));
-    size_t cap = 8192, n = 0;
-    char *buf = malloc(cap);
-    while (buf != NULL) {
-        n += fread(buf + n, 1, cap - n - 1, f);
-        if (n < cap - 1)
-            break;
-        char *grown = realloc(buf, cap * 2);
-        if (grown == NULL) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = grown;
-        cap *= 2;
+    unsigned char *data = NULL;
+    char why[1024];
+    if (io_read_file_or_pipe(path, SUBMIT_MAX_FILE_BYTES, &data, len, why, sizeof why) == 0) {
+        *text = (char *)data;
+        return 0;
     }
-    int failed = ferror(f);
-    int saved = errno;
-    fclose(f);
-    if (buf == NULL)
-        return cli_fail(err, PUNCH_EXIT_LOCAL, "cannot read %s: out of memory", path);
-    if (failed) {
-        free(buf);
-        return cli_fail(err, PUNCH_EXIT_LOCAL, "cannot read %s: %s", path, strerror(saved));
-    }
-    buf[n] = '\0';
-    *text = buf;
-    *len = n;
-    return 0;
+    struct stat st;
+    bool too_large = stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+                     (unsigned long long)st.st_size > SUBMIT_MAX_FILE_BYTES;
+    return cli_fail(err, too_large ? PUNCH_EXIT_USAGE : PUNCH_EXIT_LOCAL, "%s", why);
 }
 
 static void submit_report(const submit_args *args, const json_t *reply, const job_spec *spec)
@@ -115,7 +89,7 @@ int cmd_submit(const cli_ctx *ctx, int argc, char **argv, cli_error *err)
         return err->code;
     char *text = NULL;
     size_t len = 0;
-    if (submit_read_file(args.file, &text, &len, err) != 0)
+    if (submit_read_spec(args.file, &text, &len, err) != 0)
         return err->code;
 
     spec_error serr;
@@ -136,11 +110,11 @@ int cmd_submit(const cli_ctx *ctx, int argc, char **argv, cli_error *err)
 
     int rc;
     json_t *reply = NULL;
-    http_client *client = api_open(ctx, err);
+    httpc_client *client = remote_open(ctx, err);
     if (client == NULL)
         rc = err->code;
     else
-        rc = api_job_submit(client, text, len, &reply, err);
+        rc = remote_job_submit(client, text, len, &reply, err);
     free(text);
     if (rc == 0) {
         submit_report(&args, reply, spec);
@@ -152,7 +126,7 @@ int cmd_submit(const cli_ctx *ctx, int argc, char **argv, cli_error *err)
         }
     }
     json_decref(reply);
-    http_client_free(client);
+    httpc_client_free(client);
     spec_free(spec);
     return rc;
 }

@@ -2,18 +2,16 @@
  * live bar is redrawn in place and a Keras-style line is printed per
  * finished epoch; in a pipe, plain lines (state changes, epochs, and a
  * progress line now and then). The exit code is the job's outcome. */
-#include <getopt.h>
-#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "api.h"
 #include "commands.h"
 #include "progress.h"
+#include "remote.h"
+#include "timeutil/timeutil.h"
 
 /* How long to keep polling a server that went away (it may be restarting:
  * punchcardd re-adopts running jobs). */
@@ -39,24 +37,14 @@ const char cmd_wait_usage[] =
 
 int wait_parse_args(int argc, char **argv, wait_args *args, cli_error *err)
 {
-    static const struct option longopts[] = {
-        {"interval", required_argument, NULL, 'i'},
-        {"quiet", no_argument, NULL, 'q'},
-        {NULL, 0, NULL, 0},
-    };
     *args = (wait_args){.interval_s = 1.0};
-    optind = 0;
-    int c;
-    while ((c = cli_getopt(argc, argv, "q", longopts, err)) != -1) {
-        switch (c) {
-        case 'q': args->quiet = true; break;
-        case 'i':
-            if (cli_parse_interval(argv[0], optarg, &args->interval_s, err) != 0)
-                return err->code;
-            break;
-        default: return err->code;
-        }
-    }
+    const cli_option options[] = {
+        {.name = "interval", .dest = &args->interval_s, .take = cli_take_interval},
+        {.name = "quiet", .letter = 'q', .dest = &args->quiet},
+        {0},
+    };
+    if (cli_parse_options(argc, argv, options, err) != 0)
+        return err->code;
     return cli_one_operand(argc, argv, "the job id", &args->id, err);
 }
 
@@ -67,13 +55,6 @@ static volatile sig_atomic_t wait_interrupted;
 static void wait_on_signal(int sig)
 {
     wait_interrupted = sig;
-}
-
-static double wait_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static int wait_terminal_width(void)
@@ -112,12 +93,12 @@ static void wait_print(wait_view *v, const char *line)
 }
 
 /* Print the epochs history.json holds that we have not shown. */
-static void wait_show_epochs(wait_view *v, http_client *c, const json_t *job)
+static void wait_show_epochs(wait_view *v, httpc_client *c, const json_t *job)
 {
     json_t *history = NULL;
     cli_error ignored;
     /* No history yet (404) or a transient error: the next poll retries. */
-    if (api_job_history(c, v->id, &history, &ignored) != 0)
+    if (remote_job_history(c, v->id, &history, &ignored) != 0)
         return;
     size_t n = progress_history_epochs(history);
     const json_t *p = json_object_get(job, "progress");
@@ -140,7 +121,7 @@ static void wait_show_state(wait_view *v, const json_t *job)
     if (state == NULL || strcmp(state, v->state) == 0)
         return;
     snprintf(v->state, sizeof v->state, "%s", state);
-    if (api_state_is_final(state))
+    if (remote_state_is_final(state))
         return; /* the summary says it */
     char line[256];
     char what[200];
@@ -151,11 +132,11 @@ static void wait_show_state(wait_view *v, const json_t *job)
     wait_print(v, line);
 }
 
-static void wait_show_progress(wait_view *v, http_client *c, const json_t *job)
+static void wait_show_progress(wait_view *v, httpc_client *c, const json_t *job)
 {
     const json_t *progress = json_object_get(job, "progress");
     const char *state = json_string_value(json_object_get(job, "state"));
-    bool final = state != NULL && api_state_is_final(state);
+    bool final = state != NULL && remote_state_is_final(state);
     bool changed = v->last_progress == NULL || !json_equal(progress, v->last_progress);
     if (changed) {
         json_decref(v->last_progress);
@@ -174,10 +155,10 @@ static void wait_show_progress(wait_view *v, http_client *c, const json_t *job)
         fprintf(stdout, "\r\033[K%s", line);
         v->bar_drawn = true;
     } else if (changed && json_object_size(progress) > 0 &&
-               wait_now() - v->last_plain >= WAIT_PLAIN_EVERY_S) {
+               timeutil_mono_s() - v->last_plain >= WAIT_PLAIN_EVERY_S) {
         progress_format_line(job, line, sizeof line);
         printf("%s\n", line);
-        v->last_plain = wait_now();
+        v->last_plain = timeutil_mono_s();
     }
 }
 
@@ -186,7 +167,7 @@ static int wait_finish(wait_view *v, const json_t *job, cli_error *err)
 {
     const char *state = json_string_value(json_object_get(job, "state"));
     const char *reason = json_string_value(json_object_get(job, "error"));
-    int rc = api_state_exit_code(state);
+    int rc = remote_state_exit_code(state);
     if (rc == PUNCH_EXIT_CANCELLED)
         return cli_fail(err, rc, "job %s was cancelled", v->id);
     if (rc == PUNCH_EXIT_TIMEOUT)
@@ -223,7 +204,7 @@ static int wait_finish(wait_view *v, const json_t *job, cli_error *err)
     return PUNCH_EXIT_OK;
 }
 
-int wait_follow(http_client *c, const char *id, const wait_options *opts, cli_error *err)
+int wait_follow(httpc_client *c, const char *id, const wait_options *opts, cli_error *err)
 {
     wait_view v = {.opts = opts, .id = id, .last_plain = -1e9};
     double lost_since = -1;
@@ -243,13 +224,13 @@ int wait_follow(http_client *c, const char *id, const wait_options *opts, cli_er
                           id, id, id);
             break;
         }
-        rc = api_job_get(c, id, &job, err);
+        rc = remote_job_get(c, id, &job, err);
         if (rc == PUNCH_EXIT_UNREACHABLE) {
             /* Never reached: a wrong URL or a stopped server, not a restart
              * to ride out; say so at once. */
             if (!reached)
                 break;
-            double now = wait_now();
+            double now = timeutil_mono_s();
             if (lost_since < 0) {
                 lost_since = now;
                 if (!opts->quiet) {
@@ -272,7 +253,7 @@ int wait_follow(http_client *c, const char *id, const wait_options *opts, cli_er
             fflush(stdout);
         }
         const char *state = json_string_value(json_object_get(job, "state"));
-        if (state != NULL && api_state_is_final(state)) {
+        if (state != NULL && remote_state_is_final(state)) {
             rc = wait_finish(&v, job, err);
             json_decref(job);
             break;
@@ -295,12 +276,12 @@ int cmd_wait(const cli_ctx *ctx, int argc, char **argv, cli_error *err)
     wait_args args;
     if (wait_parse_args(argc, argv, &args, err) != 0)
         return err->code;
-    http_client *client = api_open(ctx, err);
+    httpc_client *client = remote_open(ctx, err);
     if (client == NULL)
         return err->code;
     wait_options opts = {.interval_s = args.interval_s, .quiet = args.quiet,
                          .tty = ctx->stdout_tty};
     int rc = wait_follow(client, args.id, &opts, err);
-    http_client_free(client);
+    httpc_client_free(client);
     return rc;
 }

@@ -6,11 +6,10 @@
 #ifndef PUNCH_CLIENT_COMMANDS_H
 #define PUNCH_CLIENT_COMMANDS_H
 
-#include <signal.h>
 #include <stdbool.h>
 
 #include "cli.h"
-#include "http.h"
+#include "httpc.h"
 
 int cmd_submit(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 int cmd_state(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
@@ -93,17 +92,6 @@ typedef struct wait_options {
     bool quiet;
     bool tty;
 } wait_options;
-int wait_follow(http_client *c, const char *id, const wait_options *opts, cli_error *err);
-
-/* Sleep between polls, resuming after signals that do not ask to stop:
- * returns early once *stop is non-zero (stop may be NULL: never early). */
-void cli_sleep(double seconds, const volatile sig_atomic_t *stop);
-
-/* Parse a positive number of seconds for --interval. */
-int cli_parse_interval(const char *cmd, const char *text, double *out, cli_error *err);
-
-/* The single positional argument (an id or a file) after options; usage
- * error naming what is missing or extra. */
-int cli_one_operand(int argc, char **argv, const char *what, const char **out, cli_error *err);
+int wait_follow(httpc_client *c, const char *id, const wait_options *opts, cli_error *err);
 
 #endif

@@ -8,7 +8,7 @@
 
 #include "cli.h"
 #include "commands.h"
-#include "config.h"
+#include "userconfig.h"
 
 static const char punch_usage[] =
     "usage: punch [--url URL] [--secret SECRET] COMMAND [ARGS]\n"
@@ -33,7 +33,7 @@ static const char punch_usage[] =
     "  PUNCH_URL, PUNCH_SECRET              environment\n"
     "  ~/.config/punch/config               lines `url = http://host:8080`, `secret = ...`\n"
     "                                       (PUNCH_CONFIG or XDG_CONFIG_HOME move it)\n"
-    "  the URL defaults to " CONFIG_DEFAULT_URL "; the secret is never printed.\n"
+    "  the URL defaults to " USERCONFIG_DEFAULT_URL "; the secret is never printed.\n"
     "  Prefer the environment or the config file (chmod 600) to --secret, which other\n"
     "  users can see in the process list.\n"
     "\n"
@@ -96,8 +96,8 @@ static int punch_run(const punch_command *cmd, const cli_flags *flags, int argc,
 {
     cli_ctx ctx = {.stdout_tty = isatty(STDOUT_FILENO) == 1};
     if (cmd->needs_server) {
-        char *path = config_default_path();
-        config_sources src = {
+        char *path = userconfig_default_path();
+        userconfig_sources src = {
             .flag_url = flags->url,
             .flag_secret = flags->secret,
             .env_url = getenv("PUNCH_URL"),
@@ -105,13 +105,13 @@ static int punch_run(const punch_command *cmd, const cli_flags *flags, int argc,
             .file_path = path,
             .warn = stderr,
         };
-        int rc = config_resolve(&src, &ctx, err);
+        int rc = userconfig_resolve(&src, &ctx, err);
         free(path);
         if (rc != 0)
             return rc;
     }
     int rc = cmd->run(&ctx, argc, argv, err);
-    config_free(&ctx);
+    userconfig_free(&ctx);
     return rc;
 }
 

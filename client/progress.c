@@ -126,35 +126,55 @@ static bool progress_format_waiting(const json_t *job, char *buf, size_t len)
     return false;
 }
 
+/* What a running job's progress object reports; has_* say which of the
+ * optional numbers it carried. */
+typedef struct progress_report {
+    const json_t *progress;
+    double epoch, epochs;
+    double step, steps;
+    bool has_step, has_steps;
+    double rate, eta;
+    bool has_rate, has_eta;
+} progress_report;
+
+/* The start of a bar and of a line alike: a job that is not running with a
+ * report gets its waiting text in buf and false; otherwise *r is filled. */
+static bool progress_read_report(const json_t *job, char *buf, size_t len, progress_report *r)
+{
+    if (len == 0 || progress_format_waiting(job, buf, len))
+        return false;
+    const json_t *p = json_object_get(job, "progress");
+    *r = (progress_report){.progress = p};
+    progress_number(p, "epoch", &r->epoch);
+    progress_number(p, "epochs", &r->epochs);
+    r->has_step = progress_number(p, "step", &r->step);
+    r->has_steps = progress_number(p, "steps", &r->steps);
+    r->has_rate = progress_number(p, "samples_per_s", &r->rate);
+    r->has_eta = progress_number(p, "eta_s", &r->eta);
+    return true;
+}
+
 void progress_format_bar(const json_t *job, int width, char *buf, size_t len)
 {
-    if (len == 0)
+    progress_report r;
+    if (!progress_read_report(job, buf, len, &r))
         return;
-    if (progress_format_waiting(job, buf, len))
-        return;
-    const json_t *p = json_object_get(job, "progress");
-    double epoch = 0, epochs = 0, step = 0, steps = 0, rate, eta;
-    progress_number(p, "epoch", &epoch);
-    progress_number(p, "epochs", &epochs);
-    progress_number(p, "step", &step);
-    progress_number(p, "steps", &steps);
-
     char prefix[64];
-    snprintf(prefix, sizeof prefix, "epoch %.0f/%.0f ", epoch, epochs);
+    snprintf(prefix, sizeof prefix, "epoch %.0f/%.0f ", r.epoch, r.epochs);
     char suffix[512];
     size_t pos = 0;
-    if (steps > 0)
-        progress_append(suffix, sizeof suffix, &pos, " %.0f/%.0f", step, steps);
-    if (progress_number(p, "samples_per_s", &rate)) {
-        char r[32];
-        progress_format_rate(rate, r, sizeof r);
-        progress_append(suffix, sizeof suffix, &pos, " %s samples/s", r);
+    if (r.steps > 0)
+        progress_append(suffix, sizeof suffix, &pos, " %.0f/%.0f", r.step, r.steps);
+    if (r.has_rate) {
+        char rate[32];
+        progress_format_rate(r.rate, rate, sizeof rate);
+        progress_append(suffix, sizeof suffix, &pos, " %s samples/s", rate);
     }
-    progress_append_metrics(p, " ", suffix, sizeof suffix, &pos);
-    if (progress_number(p, "eta_s", &eta)) {
-        char d[32];
-        progress_format_duration(eta, d, sizeof d);
-        progress_append(suffix, sizeof suffix, &pos, " ETA %s", d);
+    progress_append_metrics(r.progress, " ", suffix, sizeof suffix, &pos);
+    if (r.has_eta) {
+        char eta[32];
+        progress_format_duration(r.eta, eta, sizeof eta);
+        progress_append(suffix, sizeof suffix, &pos, " ETA %s", eta);
     }
     if (pos == 0)
         suffix[0] = '\0';
@@ -163,7 +183,7 @@ void progress_format_bar(const json_t *job, int width, char *buf, size_t len)
      * whole line is cut at width so a narrow terminal never wraps. */
     int cells = width - (int)strlen(prefix) - (int)strlen(suffix) - 2;
     cells = cells < 10 ? 10 : cells > 30 ? 30 : cells;
-    double fraction = steps > 0 ? step / steps : 0.0;
+    double fraction = r.steps > 0 ? r.step / r.steps : 0.0;
     fraction = fraction < 0 ? 0 : fraction > 1 ? 1 : fraction;
     int filled = (int)(fraction * cells);
     char bar[40];
@@ -177,28 +197,23 @@ void progress_format_bar(const json_t *job, int width, char *buf, size_t len)
 
 void progress_format_line(const json_t *job, char *buf, size_t len)
 {
-    if (len == 0)
+    progress_report r;
+    if (!progress_read_report(job, buf, len, &r))
         return;
-    if (progress_format_waiting(job, buf, len))
-        return;
-    const json_t *p = json_object_get(job, "progress");
-    double epoch = 0, epochs = 0, step = 0, steps = 0, rate, eta;
-    progress_number(p, "epoch", &epoch);
-    progress_number(p, "epochs", &epochs);
     size_t pos = 0;
-    progress_append(buf, len, &pos, "epoch %.0f/%.0f", epoch, epochs);
-    if (progress_number(p, "step", &step) && progress_number(p, "steps", &steps))
-        progress_append(buf, len, &pos, " step %.0f/%.0f", step, steps);
-    progress_append_metrics(p, "=", buf, len, &pos);
-    if (progress_number(p, "samples_per_s", &rate)) {
-        char r[32];
-        progress_format_rate(rate, r, sizeof r);
-        progress_append(buf, len, &pos, " samples/s=%s", r);
+    progress_append(buf, len, &pos, "epoch %.0f/%.0f", r.epoch, r.epochs);
+    if (r.has_step && r.has_steps)
+        progress_append(buf, len, &pos, " step %.0f/%.0f", r.step, r.steps);
+    progress_append_metrics(r.progress, "=", buf, len, &pos);
+    if (r.has_rate) {
+        char rate[32];
+        progress_format_rate(r.rate, rate, sizeof rate);
+        progress_append(buf, len, &pos, " samples/s=%s", rate);
     }
-    if (progress_number(p, "eta_s", &eta)) {
-        char d[32];
-        progress_format_duration(eta, d, sizeof d);
-        progress_append(buf, len, &pos, " eta=%s", d);
+    if (r.has_eta) {
+        char eta[32];
+        progress_format_duration(r.eta, eta, sizeof eta);
+        progress_append(buf, len, &pos, " eta=%s", eta);
     }
 }
 

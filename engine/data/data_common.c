@@ -1,5 +1,6 @@
 /* data_common.c — what every loader shares: allocation of a dataset's
- * arrays and freeing them. */
+ * arrays and freeing them, the records a load keeps (data_pick), and
+ * which formats hold bytes. */
 #include "data_internal.h"
 
 #include <stdint.h>
@@ -102,4 +103,9 @@ int data_pick_alloc(const data_pick *p, dataset *d, long count, long features)
     d->x = NULL;
     d->features = features;
     return 0;
+}
+
+bool dataset_byte_valued(const spec_data *data)
+{
+    return data->format != DATA_CSV;
 }

@@ -1,7 +1,8 @@
 /* data_internal.h — internal to engine/data: whole-file reads with
- * transparent gunzip, count formatting for messages, the data PRNG and the
- * loaders' full forms (with the label range check dataset_load_all needs).
- * Not part of the public engine API. */
+ * transparent gunzip, count formatting for messages, the data PRNG, the
+ * loaders' full forms (with the label range check dataset_load_all needs),
+ * and the steps dataset_load_all and the parts share: named sources,
+ * layout and scaling. Not part of the public engine API. */
 #ifndef PUNCH_DATA_INTERNAL_H
 #define PUNCH_DATA_INTERNAL_H
 
@@ -139,5 +140,44 @@ int data_path_under_roots(const char *path, const dataset_roots *roots);
 
 /* d->num_classes = num_classes, or 1 + the largest label when <= 0. */
 void data_set_classes(dataset *d, int num_classes);
+
+/* Synthetic test data draws from seed ^ this, so it is apart from the
+ * train data drawn from seed ("TEST"). */
+#define DATA_SYNTHETIC_TEST_SEED 0x54455354ULL
+
+/* The data_batch_N.bin[.gz] files of a CIFAR-10 directory, in the order of
+ * N (cifar10_dir.c), each checked to lie under the roots; `name` is the
+ * dataset name for messages. *paths holds *n_paths >= 1 malloc'd paths;
+ * free them with data_cifar10_dir_free. */
+int data_cifar10_dir(const char *name, const char *dir, const dataset_roots *roots,
+                     char ***paths, int *n_paths, char *err, size_t errlen);
+void data_cifar10_dir_free(char **paths, int n);
+
+/* One named set of the spec (source.c): `name` (data->train, ->test or
+ * ->validation) resolved under the roots, `field` ("data.train") naming it
+ * in messages. data_source_count counts its records; data_source_load
+ * reads them, all (pick NULL) or the pick's, raw, and checks the samples
+ * against model.input (`input`), whose shape they then take. */
+int data_source_count(const spec_data *data, const char *field, const char *name,
+                      const dataset_roots *roots, long *n, char *err, size_t errlen);
+int data_source_load(const spec_data *data, const char *field, const char *name,
+                     const spec_shape *input, const dataset_roots *roots, const data_pick *pick,
+                     dataset *out, char *err, size_t errlen);
+
+/* The layout of sets whose sources hold n_train, n_val (data.validation's)
+ * and n_test records (layout.c): the subsets and the validation split,
+ * with dataset_load_all's messages. */
+int data_layout_cut(const spec_data *data, long n_train, long n_val, long n_test,
+                    dataset_layout *out, char *err, size_t errlen);
+/* Cut whole sets to lay: test and train to their first n_test and n_train
+ * samples, and, when lay splits, train's records [val_first, val_first +
+ * n_val) copied into val (empty before). */
+int data_layout_apply(const dataset_layout *lay, dataset *train, dataset *val, dataset *test,
+                      char *err, size_t errlen);
+
+/* Scale the three sets with statistics of the whole train set in memory
+ * (scaling.c); dataset_apply_scaling with what a whole load knows. */
+int data_scaling_whole(const spec_data *data, dataset *train, dataset *val, dataset *test,
+                       char *err, size_t errlen);
 
 #endif

@@ -38,23 +38,6 @@ struct data_stream {
     unsigned char *scratch;
 };
 
-/* read(2) until n bytes or the end of the file; -1 on error (errno). */
-static ssize_t stream_read_full(int fd, void *buf, size_t n)
-{
-    size_t done = 0;
-    while (done < n) {
-        ssize_t r = read(fd, (unsigned char *)buf + done, n - done);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return -1;
-        if (r == 0)
-            break;
-        done += (size_t)r;
-    }
-    return (ssize_t)done;
-}
-
 static int stream_fail(data_stream *s, int zrc, char *err, size_t errlen)
 {
     if (zrc == Z_MEM_ERROR)
@@ -66,19 +49,10 @@ static int stream_fail(data_stream *s, int zrc, char *err, size_t errlen)
 int data_stream_open(const char *path, data_stream **out, char *err, size_t errlen)
 {
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return io_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    int fd;
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return io_errf(err, errlen, "%s: cannot stat: %s", path, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return io_errf(err, errlen, "%s: not a regular file", path);
-    }
+    if (io_open_regular(path, &fd, &st, err, errlen) != 0)
+        return -1;
     const char *name = io_basename(path);
     if (st.st_size <= 0) {
         close(fd);
@@ -135,7 +109,7 @@ void data_stream_close(data_stream *s)
 /* Refill the compressed input; false at the end of the file. */
 static int stream_refill(data_stream *s, char *err, size_t errlen)
 {
-    ssize_t got = stream_read_full(s->fd, s->in, STREAM_CHUNK);
+    ssize_t got = io_read_full(s->fd, s->in, STREAM_CHUNK);
     if (got < 0)
         return io_errf(err, errlen, "%s: read failed: %s", s->path, strerror(errno));
     s->in_read += (uint64_t)got;
@@ -154,7 +128,7 @@ static int stream_peek2(data_stream *s, char *err, size_t errlen)
         size_t have = s->zs.avail_in;
         if (have)
             memmove(s->in, s->zs.next_in, have);
-        ssize_t got = stream_read_full(s->fd, s->in + have, STREAM_CHUNK - have);
+        ssize_t got = io_read_full(s->fd, s->in + have, STREAM_CHUNK - have);
         if (got < 0)
             return io_errf(err, errlen, "%s: read failed: %s", s->path, strerror(errno));
         s->in_read += (uint64_t)got;
@@ -214,7 +188,7 @@ int data_stream_read(data_stream *s, void *dst, size_t n, size_t *got, char *err
 {
     *got = 0;
     if (!s->gz) {
-        ssize_t r = stream_read_full(s->fd, dst, n);
+        ssize_t r = io_read_full(s->fd, dst, n);
         if (r < 0)
             return io_errf(err, errlen, "%s: read failed: %s", s->path, strerror(errno));
         *got = (size_t)r;

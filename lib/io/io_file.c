@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,12 +29,11 @@ const char *io_basename(const char *path)
     return slash ? slash + 1 : path;
 }
 
-/* read(2) until len bytes or end of file; returns bytes read or -1. */
-static ssize_t io_read_full(int fd, unsigned char *buf, size_t len)
+ssize_t io_read_full(int fd, void *buf, size_t len)
 {
     size_t done = 0;
     while (done < len) {
-        ssize_t r = read(fd, buf + done, len - done);
+        ssize_t r = read(fd, (unsigned char *)buf + done, len - done);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
@@ -45,39 +45,61 @@ static ssize_t io_read_full(int fd, unsigned char *buf, size_t len)
     return (ssize_t)done;
 }
 
-int io_read_file(const char *path, size_t max_bytes, unsigned char **data,
-                 size_t *len, char *err, size_t errlen)
+/* Read a pipe to its end into a growing buffer, refusing more than max_bytes.
+ * Returns 0 or -1 with err set; *data gets one spare NUL byte. */
+static int io_read_pipe(int fd, const char *path, size_t max_bytes, unsigned char **data,
+                        size_t *len, char *err, size_t errlen)
 {
-    *data = NULL;
-    *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return io_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return io_errf(err, errlen, "%s: cannot stat: %s", path, strerror(e));
+    size_t cap = 8192, n = 0;
+    unsigned char *buf = malloc(cap);
+    if (!buf)
+        return io_errf(err, errlen, "%s: out of memory", path);
+    for (;;) {
+        if (n + 1 == cap) {
+            unsigned char *grown = cap > max_bytes ? NULL : realloc(buf, cap * 2);
+            if (!grown) {
+                free(buf);
+                return cap > max_bytes
+                           ? io_errf(err, errlen, "%s: more than %zu bytes", path, max_bytes)
+                           : io_errf(err, errlen, "%s: out of memory", path);
+            }
+            buf = grown;
+            cap *= 2;
+        }
+        ssize_t got = io_read_full(fd, buf + n, cap - n - 1);
+        if (got < 0) {
+            int e = errno;
+            free(buf);
+            return io_errf(err, errlen, "%s: read failed: %s", path, strerror(e));
+        }
+        n += (size_t)got;
+        if (n + 1 < cap)
+            break;
     }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return io_errf(err, errlen, "%s: not a regular file", path);
+    if (n > max_bytes) {
+        free(buf);
+        return io_errf(err, errlen, "%s: more than %zu bytes", path, max_bytes);
     }
-    if (st.st_size < 0 || (unsigned long long)st.st_size > max_bytes) {
-        close(fd);
+    buf[n] = 0;
+    *data = buf;
+    *len = n;
+    return 0;
+}
+
+/* Read a regular file of st->st_size bytes (at most max_bytes). */
+static int io_read_regular(int fd, const struct stat *st, const char *path, size_t max_bytes,
+                           unsigned char **data, size_t *len, char *err, size_t errlen)
+{
+    if (st->st_size < 0 || (unsigned long long)st->st_size > max_bytes)
         return io_errf(err, errlen, "%s: file too large (%lld bytes, limit %zu)",
-                       path, (long long)st.st_size, max_bytes);
-    }
-    size_t size = (size_t)st.st_size;
+                       path, (long long)st->st_size, max_bytes);
+    size_t size = (size_t)st->st_size;
     unsigned char *buf = malloc(size + 1);
-    if (!buf) {
-        close(fd);
+    if (!buf)
         return io_errf(err, errlen, "%s: out of memory reading %zu bytes", path, size);
-    }
     ssize_t got = io_read_full(fd, buf, size);
-    int e = errno;
-    close(fd);
     if (got < 0) {
+        int e = errno;
         free(buf);
         return io_errf(err, errlen, "%s: read failed: %s", path, strerror(e));
     }
@@ -87,6 +109,68 @@ int io_read_file(const char *path, size_t max_bytes, unsigned char **data,
     *data = buf;
     *len = (size_t)got;
     return 0;
+}
+
+/* open(2) + fstat(2) with the messages every reader gives. */
+static int io_open_stat(const char *path, int *fd_out, struct stat *st, char *err, size_t errlen)
+{
+    *fd_out = -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return io_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    if (fstat(fd, st) != 0) {
+        int e = errno;
+        close(fd);
+        return io_errf(err, errlen, "%s: cannot stat: %s", path, strerror(e));
+    }
+    *fd_out = fd;
+    return 0;
+}
+
+int io_open_regular(const char *path, int *fd_out, struct stat *st, char *err, size_t errlen)
+{
+    int fd;
+    if (io_open_stat(path, &fd, st, err, errlen) != 0)
+        return -1;
+    if (!S_ISREG(st->st_mode)) {
+        close(fd);
+        *fd_out = -1;
+        return io_errf(err, errlen, "%s: not a regular file", path);
+    }
+    *fd_out = fd;
+    return 0;
+}
+
+static int io_read_any(const char *path, size_t max_bytes, bool pipe_ok, unsigned char **data,
+                       size_t *len, char *err, size_t errlen)
+{
+    *data = NULL;
+    *len = 0;
+    int fd;
+    struct stat st;
+    if (io_open_stat(path, &fd, &st, err, errlen) != 0)
+        return -1;
+    int rc;
+    if (S_ISREG(st.st_mode))
+        rc = io_read_regular(fd, &st, path, max_bytes, data, len, err, errlen);
+    else if (pipe_ok && S_ISFIFO(st.st_mode))
+        rc = io_read_pipe(fd, path, max_bytes, data, len, err, errlen);
+    else
+        rc = io_errf(err, errlen, "%s: not a regular file", path);
+    close(fd);
+    return rc;
+}
+
+int io_read_file(const char *path, size_t max_bytes, unsigned char **data,
+                 size_t *len, char *err, size_t errlen)
+{
+    return io_read_any(path, max_bytes, false, data, len, err, errlen);
+}
+
+int io_read_file_or_pipe(const char *path, size_t max_bytes, unsigned char **data,
+                         size_t *len, char *err, size_t errlen)
+{
+    return io_read_any(path, max_bytes, true, data, len, err, errlen);
 }
 
 static int io_host_is_le(void)

@@ -1,11 +1,13 @@
-/* io_file.h — internal helpers shared by the engine's file readers and
- * writers: reading a whole file under a size cap, little-endian byte order
- * and printf-style error messages. Not part of the public engine API. */
+/* io_file.h — helpers under every reader and writer of lib/io, also used
+ * by the programs: reading a whole file under a size cap, little-endian
+ * byte order and printf-style error messages. */
 #ifndef PUNCH_IO_FILE_H
 #define PUNCH_IO_FILE_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 
 /* Read all of `path` into a fresh heap buffer with one spare NUL byte after
  * the data (so text parsers can stop at it). Refuses non-regular files and
@@ -13,6 +15,21 @@
  * -1 with "PATH: reason" in err. */
 int io_read_file(const char *path, size_t max_bytes, unsigned char **data,
                  size_t *len, char *err, size_t errlen);
+
+/* As io_read_file, but a pipe (`punch submit /dev/stdin`, a shell's
+ * <(...)) is also read to its end under the same cap. For command-line
+ * tools only: a server must not block on a pipe another user controls. */
+int io_read_file_or_pipe(const char *path, size_t max_bytes, unsigned char **data,
+                         size_t *len, char *err, size_t errlen);
+
+/* Open path read-only (close-on-exec) and check that it is a regular file,
+ * whose stat goes into *st. 0 and *fd (caller closes), or -1 with
+ * "PATH: cannot open/cannot stat: reason" or "PATH: not a regular file". */
+int io_open_regular(const char *path, int *fd, struct stat *st, char *err, size_t errlen);
+
+/* read(2) until len bytes or end of file, retrying EINTR; the bytes read
+ * (fewer than len only at end of file), or -1 with errno set. */
+ssize_t io_read_full(int fd, void *buf, size_t len);
 
 /* snprintf into err (when err is not NULL); always returns -1 so callers
  * can `return io_errf(...)`. */

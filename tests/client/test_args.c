@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "jobstate/jobstate.h"
 
 #define ARGC(a) ((int)(sizeof(a) / sizeof((a)[0])) - 1)
 
@@ -144,6 +145,64 @@ static void test_list(void **state)
     assert_int_equal(list_parse_args(ARGC(extra), extra, &l, &err), PUNCH_EXIT_USAGE);
 }
 
+/* The states list accepts, documents and suggests are lib/jobstate's. */
+static void test_list_knows_every_state(void **state)
+{
+    (void)state;
+    cli_error err = {0};
+    list_args l;
+    char *bad[] = {"list", "--state", "sleeping", NULL};
+    assert_int_equal(list_parse_args(ARGC(bad), bad, &l, &err), PUNCH_EXIT_USAGE);
+    for (int s = 0; s < JOB_STATE_COUNT; s++) {
+        const char *name = job_state_name((job_state)s);
+        char *argv[] = {"list", "-s", (char *)name, NULL};
+        cli_error ok = {0};
+        assert_int_equal(list_parse_args(ARGC(argv), argv, &l, &ok), 0);
+        assert_string_equal(l.state, name);
+        assert_non_null(strstr(cmd_list_usage, name));
+        assert_non_null(strstr(err.msg, name));
+    }
+    assert_non_null(strstr(err.msg, "cancelled or timeout"));
+}
+
+/* Values are checked as they come, so the first bad thing on the line is
+ * the one reported; long options may be abbreviated. */
+static void test_first_problem_is_reported(void **state)
+{
+    (void)state;
+    cli_error err = {0};
+    list_args l;
+    char *state_first[] = {"list", "-s", "runing", "--bogus", NULL};
+    assert_int_equal(list_parse_args(ARGC(state_first), state_first, &l, &err),
+                     PUNCH_EXIT_USAGE);
+    assert_non_null(strstr(err.msg, "unknown state \"runing\""));
+    char *option_first[] = {"list", "--bogus", "-s", "runing", NULL};
+    assert_int_equal(list_parse_args(ARGC(option_first), option_first, &l, &err),
+                     PUNCH_EXIT_USAGE);
+    assert_non_null(strstr(err.msg, "list: unknown option --bogus"));
+
+    state_args s;
+    char *json_value[] = {"state", "--json=yes", NULL};
+    assert_int_equal(state_parse_args(ARGC(json_value), json_value, &s, &err), PUNCH_EXIT_USAGE);
+    assert_non_null(strstr(err.msg, "state: unknown option --json=yes"));
+
+    wait_args w;
+    char *abbreviated[] = {"wait", "--int", "2", "--qu", "abc", NULL};
+    assert_int_equal(wait_parse_args(ARGC(abbreviated), abbreviated, &w, &err), 0);
+    assert_true(w.interval_s == 2.0);
+    assert_true(w.quiet);
+    assert_string_equal(w.id, "abc");
+    char *short_interval[] = {"wait", "-i", "2", "abc", NULL};
+    assert_int_equal(wait_parse_args(ARGC(short_interval), short_interval, &w, &err),
+                     PUNCH_EXIT_USAGE);
+    assert_non_null(strstr(err.msg, "wait: unknown option -i"));
+
+    fetch_args f;
+    char *empty_dir[] = {"fetch", "-o", "", "abc", NULL};
+    assert_int_equal(fetch_parse_args(ARGC(empty_dir), empty_dir, &f, &err), PUNCH_EXIT_USAGE);
+    assert_non_null(strstr(err.msg, "fetch: -o wants a directory"));
+}
+
 static void test_fetch(void **state)
 {
     (void)state;
@@ -202,6 +261,8 @@ int main(void)
         cmocka_unit_test(test_submit),
         cmocka_unit_test(test_wait_logs_cancel_state),
         cmocka_unit_test(test_list),
+        cmocka_unit_test(test_list_knows_every_state),
+        cmocka_unit_test(test_first_problem_is_reported),
         cmocka_unit_test(test_fetch),
         cmocka_unit_test(test_keygen),
         cmocka_unit_test(test_wants_help),

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jobview.h"
+#include "jobtext.h"
 #include "progress.h"
 
 static json_t *running_job(void)
@@ -94,6 +94,25 @@ static void test_plain_line(void **state)
     json_decref(job);
 }
 
+/* A report without a step count, rate or ETA: those parts are left out of
+ * the line, and the bar stays empty rather than guessing. */
+static void test_partial_report(void **state)
+{
+    (void)state;
+    json_t *job = json_loads("{\"state\": \"running\", \"progress\": {\"epoch\": 1,"
+                             " \"epochs\": 3, \"step\": 5, \"loss\": 0.25}}", 0, NULL);
+    assert_non_null(job);
+    char buf[256];
+    progress_format_line(job, buf, sizeof buf);
+    assert_string_equal(buf, "epoch 1/3 loss=0.2500");
+    progress_format_bar(job, 60, buf, sizeof buf);
+    assert_true(strncmp(buf, "epoch 1/3 [>", 12) == 0);
+    assert_non_null(strstr(buf, "] loss 0.2500"));
+    assert_null(strstr(buf, "ETA"));
+    assert_null(strstr(buf, "samples/s"));
+    json_decref(job);
+}
+
 static void test_epoch_line_from_history(void **state)
 {
     (void)state;
@@ -112,23 +131,27 @@ static void test_epoch_line_from_history(void **state)
 static void test_durations_and_rates(void **state)
 {
     (void)state;
+    static const struct {
+        double seconds;
+        const char *text;
+    } durations[] = {
+        {7, "0:07"}, {725, "12:05"}, {3723, "1:02:03"}, {-1, "?"}, {NAN, "?"},
+    };
+    static const struct {
+        double per_s;
+        const char *text;
+    } rates[] = {
+        {950, "950"}, {21000, "21.0k"}, {1.25e6, "1.25M"}, {-5, "?"},
+    };
     char buf[32];
-    progress_format_duration(7, buf, sizeof buf);
-    assert_string_equal(buf, "0:07");
-    progress_format_duration(725, buf, sizeof buf);
-    assert_string_equal(buf, "12:05");
-    progress_format_duration(3723, buf, sizeof buf);
-    assert_string_equal(buf, "1:02:03");
-    progress_format_duration(-1, buf, sizeof buf);
-    assert_string_equal(buf, "?");
-    progress_format_duration(NAN, buf, sizeof buf);
-    assert_string_equal(buf, "?");
-    progress_format_rate(950, buf, sizeof buf);
-    assert_string_equal(buf, "950");
-    progress_format_rate(21000, buf, sizeof buf);
-    assert_string_equal(buf, "21.0k");
-    progress_format_rate(1.25e6, buf, sizeof buf);
-    assert_string_equal(buf, "1.25M");
+    for (size_t i = 0; i < sizeof durations / sizeof durations[0]; i++) {
+        progress_format_duration(durations[i].seconds, buf, sizeof buf);
+        assert_string_equal(buf, durations[i].text);
+    }
+    for (size_t i = 0; i < sizeof rates / sizeof rates[0]; i++) {
+        progress_format_rate(rates[i].per_s, buf, sizeof buf);
+        assert_string_equal(buf, rates[i].text);
+    }
 }
 
 static void test_job_summaries(void **state)
@@ -137,19 +160,19 @@ static void test_job_summaries(void **state)
     char buf[256];
     json_t *done = json_loads("{\"state\": \"succeeded\", \"result\": {\"test_loss\": 0.36,"
                               " \"test_accuracy\": 0.8712}, \"error\": null}", 0, NULL);
-    jobview_format_summary(done, buf, sizeof buf);
+    jobtext_format_summary(done, buf, sizeof buf);
     assert_string_equal(buf, "test_accuracy 0.8712");
     json_t *failed = json_loads("{\"state\": \"failed\", \"result\": null,"
                                 " \"error\": \"data: cannot open fashion-mnist/x\"}", 0, NULL);
-    jobview_format_summary(failed, buf, sizeof buf);
+    jobtext_format_summary(failed, buf, sizeof buf);
     assert_string_equal(buf, "data: cannot open fashion-mnist/x");
     json_t *running = running_job();
-    jobview_format_summary(running, buf, sizeof buf);
+    jobtext_format_summary(running, buf, sizeof buf);
     assert_string_equal(buf, "epoch 2/5 loss 0.5000");
     json_t *when = json_real(1000.0);
-    jobview_format_age(when, 1000.0 + 150, buf, sizeof buf);
+    jobtext_format_age(when, 1000.0 + 150, buf, sizeof buf);
     assert_string_equal(buf, "2m ago");
-    jobview_format_age(json_null(), 0, buf, sizeof buf);
+    jobtext_format_age(json_null(), 0, buf, sizeof buf);
     assert_string_equal(buf, "-");
     json_decref(when);
     json_decref(done);
@@ -164,6 +187,7 @@ int main(void)
         cmocka_unit_test(test_bar_fits_narrow_terminals),
         cmocka_unit_test(test_bar_when_not_running),
         cmocka_unit_test(test_plain_line),
+        cmocka_unit_test(test_partial_report),
         cmocka_unit_test(test_epoch_line_from_history),
         cmocka_unit_test(test_durations_and_rates),
         cmocka_unit_test(test_job_summaries),

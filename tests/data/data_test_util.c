@@ -1,5 +1,5 @@
 /* data_test_util.c — helpers for the data and io tests: temporary
- * directories and small generated IDX/CSV/gzip files. */
+ * directories and small generated IDX/CIFAR-10/gzip files. */
 #include "data_test_util.h"
 
 #include <ftw.h>
@@ -142,6 +142,39 @@ unsigned char *tu_idx_labels(uint32_t claimed_n, uint32_t n, int classes, size_t
     return b;
 }
 
+/* path into out[512]; a longer path is a broken test setup. */
+static void tu_copy_path(char *out, const char *path)
+{
+    if (snprintf(out, 512, "%s", path) >= 512)
+        tu_die("copy (path too long)", path);
+}
+
+void tu_write_idx_pair(const char *dir, const char *prefix, int gz, uint32_t claimed, uint32_t n,
+                       uint32_t rows, uint32_t cols, uint32_t claimed_labels, uint32_t n_labels,
+                       int classes, char img[512], char lab[512])
+{
+    size_t li, ll;
+    unsigned char *bi = tu_idx_images(claimed, n, rows, cols, &li);
+    unsigned char *bl = tu_idx_labels(claimed_labels, n_labels, classes, &ll);
+    char ni[256], nl[256];
+    snprintf(ni, sizeof ni, "%s-images-idx3-ubyte%s", prefix, gz ? ".gz" : "");
+    snprintf(nl, sizeof nl, "%s-labels-idx1-ubyte%s", prefix, gz ? ".gz" : "");
+    const char *pi = gz ? tu_write_gz(dir, ni, bi, li) : tu_write(dir, ni, bi, li);
+    if (img)
+        tu_copy_path(img, pi);
+    const char *pl = gz ? tu_write_gz(dir, nl, bl, ll) : tu_write(dir, nl, bl, ll);
+    if (lab)
+        tu_copy_path(lab, pl);
+    free(bi);
+    free(bl);
+}
+
+void tu_write_idx(const char *dir, const char *prefix, int gz, uint32_t n, uint32_t rows,
+                  uint32_t cols, char img[512], char lab[512])
+{
+    tu_write_idx_pair(dir, prefix, gz, n, n, rows, cols, n, n, 10, img, lab);
+}
+
 unsigned char *tu_cifar_records(int n, int first, size_t *len)
 {
     *len = (size_t)n * 3073;
@@ -155,3 +188,26 @@ unsigned char *tu_cifar_records(int n, int first, size_t *len)
     }
     return b;
 }
+
+void tu_write_cifar_pair(const char *dir, tu_cifar_pair *out)
+{
+    size_t l1;
+    unsigned char *b1 = tu_cifar_records(5, 0, &l1);
+    out->second = tu_cifar_records(4, 5, &out->second_len);
+    out->paths[0] = strdup(tu_write(dir, "data_batch_1.bin", b1, l1));
+    out->paths[1] = strdup(tu_write_gz(dir, "data_batch_2.bin.gz", out->second,
+                                       out->second_len));
+    if (!out->paths[0] || !out->paths[1])
+        tu_die("strdup", dir);
+    free(b1);
+}
+
+void tu_cifar_pair_free(tu_cifar_pair *p)
+{
+    free((void *)p->paths[0]);
+    free((void *)p->paths[1]);
+    free(p->second);
+}
+
+const char tu_csv_messy[] = "label,a,b\n1,0.5,2\n\n0,3,-4\r\n2,1,1\n  \n1,7,8\n0,9,9";
+const char tu_csv_bad_line7[] = "label,a,b\n1,0.5,2\n0,3,-4\n2,1,1\n1,7,8\n0,9,9\n1,x,2\n";

@@ -15,23 +15,6 @@
 
 static char err[512];
 
-/* Write an images/labels pair, gzipped or not; paths into img/lab. */
-static void write_pair(const char *prefix, int gz, uint32_t claimed, uint32_t n, uint32_t rows,
-                       uint32_t cols, uint32_t claimed_labels, uint32_t n_labels, int classes,
-                       char img[512], char lab[512])
-{
-    size_t li, ll;
-    unsigned char *bi = tu_idx_images(claimed, n, rows, cols, &li);
-    unsigned char *bl = tu_idx_labels(claimed_labels, n_labels, classes, &ll);
-    char ni[128], nl[128];
-    snprintf(ni, sizeof ni, "%s-images-idx3-ubyte%s", prefix, gz ? ".gz" : "");
-    snprintf(nl, sizeof nl, "%s-labels-idx1-ubyte%s", prefix, gz ? ".gz" : "");
-    strcpy(img, gz ? tu_write_gz(tu_dir, ni, bi, li) : tu_write(tu_dir, ni, bi, li));
-    strcpy(lab, gz ? tu_write_gz(tu_dir, nl, bl, ll) : tu_write(tu_dir, nl, bl, ll));
-    free(bi);
-    free(bl);
-}
-
 static void check_contents(const dataset *d, long n, int rows, int cols)
 {
     assert_int_equal(d->n, n);
@@ -52,7 +35,7 @@ static void test_plain_and_gz(void **state)
     (void)state;
     char img[512], lab[512];
     for (int gz = 0; gz < 2; gz++) {
-        write_pair(gz ? "g" : "p", gz, 23, 23, 4, 3, 23, 23, 10, img, lab);
+        tu_write_idx_pair(tu_dir, gz ? "g" : "p", gz, 23, 23, 4, 3, 23, 23, 10, img, lab);
         dataset d;
         assert_int_equal(dataset_load_idx(img, lab, &d, err, sizeof err), 0);
         check_contents(&d, 23, 4, 3);
@@ -100,7 +83,7 @@ static void test_truncated_images(void **state)
     (void)state;
     char img[512], lab[512];
     for (int gz = 0; gz < 2; gz++) {
-        write_pair("train", gz, 60000, 59872, 1, 1, 60000, 60000, 10, img, lab);
+        tu_write_idx_pair(tu_dir, "train", gz, 60000, 59872, 1, 1, 60000, 60000, 10, img, lab);
         dataset d;
         assert_int_equal(dataset_load_idx(img, lab, &d, err, sizeof err), -1);
         assert_string_equal(err, gz ? "train-images-idx3-ubyte.gz: truncated after 59,872 of "
@@ -115,7 +98,7 @@ static void test_truncated_labels(void **state)
 {
     (void)state;
     char img[512], lab[512];
-    write_pair("tl", 0, 12, 12, 2, 2, 12, 5, 10, img, lab);
+    tu_write_idx_pair(tu_dir, "tl", 0, 12, 12, 2, 2, 12, 5, 10, img, lab);
     dataset d;
     assert_int_equal(dataset_load_idx(img, lab, &d, err, sizeof err), -1);
     assert_string_equal(err, "tl-labels-idx1-ubyte: truncated after 5 of 12 labels");
@@ -126,7 +109,7 @@ static void test_truncated_gzip_stream(void **state)
 {
     (void)state;
     char img[512], lab[512];
-    write_pair("cut", 1, 2000, 2000, 8, 8, 2000, 2000, 10, img, lab);
+    tu_write_idx_pair(tu_dir, "cut", 1, 2000, 2000, 8, 8, 2000, 2000, 10, img, lab);
     size_t len;
     unsigned char *b = tu_read(img, &len);
     tu_write(tu_dir, "cut-images-idx3-ubyte.gz", b, len / 2);
@@ -136,7 +119,7 @@ static void test_truncated_gzip_stream(void **state)
     assert_non_null(strstr(err, "cut-images-idx3-ubyte.gz: truncated after "));
     assert_non_null(strstr(err, " of 2,000 images"));
     /* Cut in the 8-byte trailer only: all data is there, the stream is not. */
-    write_pair("cut2", 1, 20, 20, 8, 8, 20, 20, 10, img, lab);
+    tu_write_idx_pair(tu_dir, "cut2", 1, 20, 20, 8, 8, 20, 20, 10, img, lab);
     b = tu_read(img, &len);
     tu_write(tu_dir, "cut2-images-idx3-ubyte.gz", b, len - 3);
     free(b);
@@ -149,7 +132,7 @@ static void test_wrong_magic(void **state)
 {
     (void)state;
     char img[512], lab[512];
-    write_pair("wm", 0, 3, 3, 2, 2, 3, 3, 10, img, lab);
+    tu_write_idx_pair(tu_dir, "wm", 0, 3, 3, 2, 2, 3, 3, 10, img, lab);
     dataset d;
     /* Labels given where images are expected, and the other way round. */
     assert_int_equal(dataset_load_idx(lab, img, &d, err, sizeof err), -1);
@@ -172,7 +155,7 @@ static void test_count_mismatch(void **state)
 {
     (void)state;
     char img[512], lab[512];
-    write_pair("cm", 1, 1200, 1200, 1, 2, 1199, 1199, 10, img, lab);
+    tu_write_idx_pair(tu_dir, "cm", 1, 1200, 1200, 1, 2, 1199, 1199, 10, img, lab);
     dataset d;
     assert_int_equal(dataset_load_idx(img, lab, &d, err, sizeof err), -1);
     assert_string_equal(err, "cm-images-idx3-ubyte.gz has 1,200 images but "
@@ -183,7 +166,7 @@ static void test_label_out_of_range(void **state)
 {
     (void)state;
     char img[512], lab[512];
-    write_pair("lr", 0, 30, 30, 2, 2, 30, 30, 12, img, lab);
+    tu_write_idx_pair(tu_dir, "lr", 0, 30, 30, 2, 2, 30, 30, 12, img, lab);
     dataset d;
     /* Labels 0..11: the first out of range for 10 classes is record 11. */
     assert_int_equal(data_idx_load(img, lab, 10, &d, err, sizeof err), -1);
@@ -198,7 +181,7 @@ static void test_trailing_bytes(void **state)
 {
     (void)state;
     char img[512], lab[512];
-    write_pair("tb", 0, 4, 5, 2, 2, 5, 5, 10, img, lab);
+    tu_write_idx_pair(tu_dir, "tb", 0, 4, 5, 2, 2, 5, 5, 10, img, lab);
     dataset d;
     assert_int_equal(dataset_load_idx(img, lab, &d, err, sizeof err), -1);
     assert_string_equal(err, "tb-images-idx3-ubyte: 4 bytes of unexpected data after 4 images");
@@ -208,7 +191,7 @@ static void test_empty_and_missing(void **state)
 {
     (void)state;
     char img[512], lab[512];
-    write_pair("em", 0, 3, 3, 2, 2, 3, 3, 10, img, lab);
+    tu_write_idx_pair(tu_dir, "em", 0, 3, 3, 2, 2, 3, 3, 10, img, lab);
     const char *e = tu_write(tu_dir, "empty-images-idx3-ubyte", "", 0);
     dataset d;
     assert_int_equal(dataset_load_idx(e, lab, &d, err, sizeof err), -1);
@@ -225,7 +208,7 @@ static void test_corrupt_gzip(void **state)
 {
     (void)state;
     char img[512], lab[512];
-    write_pair("cg", 1, 500, 500, 8, 8, 500, 500, 10, img, lab);
+    tu_write_idx_pair(tu_dir, "cg", 1, 500, 500, 8, 8, 500, 500, 10, img, lab);
     size_t len;
     unsigned char *b = tu_read(img, &len);
     /* Garble the middle of the deflate stream. */
@@ -237,7 +220,7 @@ static void test_corrupt_gzip(void **state)
     assert_non_null(strstr(err, "cg-images-idx3-ubyte.gz: corrupt gzip data ("));
     /* A wrong CRC in the trailer alone. */
     free(b);
-    write_pair("crc", 1, 5, 5, 2, 2, 5, 5, 10, img, lab);
+    tu_write_idx_pair(tu_dir, "crc", 1, 5, 5, 2, 2, 5, 5, 10, img, lab);
     b = tu_read(img, &len);
     b[len - 8] ^= 1;
     tu_write(tu_dir, "crc-images-idx3-ubyte.gz", b, len);
@@ -257,7 +240,7 @@ static void test_every_truncation(void **state)
 {
     (void)state;
     char img[512], lab[512];
-    write_pair("ev", 1, 7, 7, 3, 3, 7, 7, 10, img, lab);
+    tu_write_idx_pair(tu_dir, "ev", 1, 7, 7, 3, 3, 7, 7, 10, img, lab);
     size_t len;
     unsigned char *b = tu_read(img, &len);
     for (size_t cut = 0; cut < len; cut++) {
@@ -276,7 +259,7 @@ static void test_header_bit_flips(void **state)
 {
     (void)state;
     char img[512], lab[512];
-    write_pair("bf", 0, 6, 6, 3, 2, 6, 6, 10, img, lab);
+    tu_write_idx_pair(tu_dir, "bf", 0, 6, 6, 3, 2, 6, 6, 10, img, lab);
     size_t li, ll;
     unsigned char *bi = tu_read(img, &li), *bl = tu_read(lab, &ll);
     for (int which = 0; which < 2; which++) {

@@ -16,35 +16,19 @@
 #include "data/dataset.h"
 #include "data_test_util.h"
 
-static char *root;
 static const char *dirs[1];
 static dataset_roots roots = {dirs, 1};
 static char err[2048];
 static dataset tr, va, te;
 
-static void write_idx(const char *prefix, uint32_t n)
-{
-    size_t li, ll;
-    unsigned char *bi = tu_idx_images(n, n, 2, 2, &li);
-    unsigned char *bl = tu_idx_labels(n, n, 10, &ll);
-    char name[256];
-    snprintf(name, sizeof name, "fm/%s-images-idx3-ubyte.gz", prefix);
-    tu_write_gz(root, name, bi, li);
-    snprintf(name, sizeof name, "fm/%s-labels-idx1-ubyte.gz", prefix);
-    tu_write_gz(root, name, bl, ll);
-    free(bi);
-    free(bl);
-}
-
 static int setup(void **state)
 {
-    (void)state;
-    root = tu_mkdtemp();
-    dirs[0] = root;
-    assert_int_equal(mkdir(tu_path(root, "fm"), 0755), 0);
-    write_idx("train", 100);
-    write_idx("t10k", 30);
-    assert_int_equal(mkdir(tu_path(root, "cifar"), 0755), 0);
+    tu_dir_setup(state);
+    dirs[0] = tu_dir;
+    assert_int_equal(mkdir(tu_path(tu_dir, "fm"), 0755), 0);
+    tu_write_idx(tu_dir, "fm/train", 1, 100, 2, 2, NULL, NULL);
+    tu_write_idx(tu_dir, "fm/t10k", 1, 30, 2, 2, NULL, NULL);
+    assert_int_equal(mkdir(tu_path(tu_dir, "cifar"), 0755), 0);
     /* Batches 1, 2 and 10: numeric order, not string order. */
     const int numbers[3] = {10, 1, 2};
     for (int b = 0; b < 3; b++) {
@@ -53,19 +37,11 @@ static int setup(void **state)
         rec[0] = rec[3073] = (unsigned char)(numbers[b] % 10);
         char name[64];
         snprintf(name, sizeof name, "cifar/data_batch_%d.bin", numbers[b]);
-        tu_write(root, name, rec, sizeof rec);
+        tu_write(tu_dir, name, rec, sizeof rec);
     }
-    tu_write(root, "cifar/readme.txt", "not a batch", 11);
+    tu_write(tu_dir, "cifar/readme.txt", "not a batch", 11);
     const char csv[] = "y,a,b,c,d\n1,1,2,3,-8\n2,4,5,6,4\n0,0,0,0,0\n1,2,2,2,2\n";
-    tu_write(root, "t.csv", csv, sizeof csv - 1);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    tu_rmtree(root);
-    free(root);
+    tu_write(tu_dir, "t.csv", csv, sizeof csv - 1);
     return 0;
 }
 
@@ -78,14 +54,8 @@ static void free_all(void)
 
 static spec_data idx_spec(void)
 {
-    spec_data d;
-    memset(&d, 0, sizeof d);
-    d.format = DATA_IDX;
-    d.train = "fm/train";
-    d.test = "fm/t10k";
-    d.scaling = SCALE_UNIT;
-    d.num_classes = 10;
-    return d;
+    return (spec_data){.format = DATA_IDX, .train = "fm/train", .test = "fm/t10k",
+                       .scaling = SCALE_UNIT, .num_classes = 10};
 }
 
 static const spec_shape in4 = {3, {1, 2, 2}};
@@ -283,14 +253,8 @@ static void test_csv(void **state)
 static void test_synthetic(void **state)
 {
     (void)state;
-    spec_data d;
-    memset(&d, 0, sizeof d);
-    d.format = DATA_SYNTHETIC;
-    d.synthetic_train = 64;
-    d.synthetic_test = 16;
-    d.num_classes = 3;
-    d.scaling = SCALE_UNIT;
-    d.validation_split = 0.25;
+    spec_data d = {.format = DATA_SYNTHETIC, .synthetic_train = 64, .synthetic_test = 16,
+                   .num_classes = 3, .scaling = SCALE_UNIT, .validation_split = 0.25};
     spec_shape in = {3, {2, 4, 4}};
     assert_int_equal(load(&d, &in), 0);
     assert_int_equal(tr.n, 48);
@@ -320,5 +284,5 @@ int main(void)
         cmocka_unit_test(test_csv),
         cmocka_unit_test(test_synthetic),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, tu_dir_teardown);
 }

@@ -48,28 +48,13 @@ static void cut(long n, int k, long *lo, long *hi)
         *lo = *hi;
 }
 
-static void write_idx(const char *prefix, int gz, uint32_t n, uint32_t rows, uint32_t cols,
-                      char img[512], char lab[512])
-{
-    size_t li, ll;
-    unsigned char *bi = tu_idx_images(n, n, rows, cols, &li);
-    unsigned char *bl = tu_idx_labels(n, n, 10, &ll);
-    char ni[128], nl[128];
-    snprintf(ni, sizeof ni, "%s-images-idx3-ubyte%s", prefix, gz ? ".gz" : "");
-    snprintf(nl, sizeof nl, "%s-labels-idx1-ubyte%s", prefix, gz ? ".gz" : "");
-    strcpy(img, gz ? tu_write_gz(tu_dir, ni, bi, li) : tu_write(tu_dir, ni, bi, li));
-    strcpy(lab, gz ? tu_write_gz(tu_dir, nl, bl, ll) : tu_write(tu_dir, nl, bl, ll));
-    free(bi);
-    free(bl);
-}
-
 /* 1,000 28x28 images: 784 kB, several inflate and skip buffers. */
 static void test_idx_ranges(void **state)
 {
     (void)state;
     for (int gz = 0; gz < 2; gz++) {
         char img[512], lab[512];
-        write_idx(gz ? "rz" : "rp", gz, 1000, 28, 28, img, lab);
+        tu_write_idx(tu_dir, gz ? "rz" : "rp", gz, 1000, 28, 28, img, lab);
         dataset whole, part;
         assert_int_equal(data_idx_load(img, lab, 10, &whole, err, sizeof err), 0);
         long n;
@@ -101,7 +86,7 @@ static void test_idx_multi_member(void **state)
 {
     (void)state;
     char img[512], lab[512];
-    write_idx("mm", 1, 300, 28, 28, img, lab);
+    tu_write_idx(tu_dir, "mm", 1, 300, 28, 28, img, lab);
     size_t li;
     unsigned char *bi = tu_idx_images(300, 300, 28, 28, &li);
     tu_write_gz(tu_dir, "mm-a.gz", bi, li / 2);
@@ -159,7 +144,7 @@ static void test_idx_errors_match(void **state)
     for (int gz = 0; gz < 2; gz++) {
         char img[512], lab[512];
         const char *prefix = gz ? "ez" : "ep";
-        write_idx(prefix, gz, 9, 3, 3, img, lab);
+        tu_write_idx(tu_dir, prefix, gz, 9, 3, 3, img, lab);
         size_t len;
         unsigned char *b = tu_read(img, &len);
         const char *base = strrchr(img, '/') + 1;
@@ -211,49 +196,44 @@ static void test_idx_errors_match(void **state)
 static void test_cifar_ranges(void **state)
 {
     (void)state;
-    size_t l1, l2;
-    unsigned char *b1 = tu_cifar_records(5, 0, &l1), *b2 = tu_cifar_records(4, 5, &l2);
-    const char *paths[2] = {strdup(tu_write(tu_dir, "data_batch_1.bin", b1, l1)),
-                            strdup(tu_write_gz(tu_dir, "data_batch_2.bin.gz", b2, l2))};
+    tu_cifar_pair c;
+    tu_write_cifar_pair(tu_dir, &c);
     dataset whole, part;
-    assert_int_equal(data_cifar10_load(paths, 2, 10, &whole, err, sizeof err), 0);
+    assert_int_equal(data_cifar10_load(c.paths, 2, 10, &whole, err, sizeof err), 0);
     long n;
-    assert_int_equal(data_cifar10_count(paths, 2, &n, err, sizeof err), 0);
+    assert_int_equal(data_cifar10_count(c.paths, 2, &n, err, sizeof err), 0);
     assert_int_equal(n, 9);
     const long r[][2] = {{0, 9}, {0, 5}, {4, 6}, {5, 9}, {9, 9}, {3, 3}};
     for (int k = 0; k < 6; k++) {
-        assert_int_equal(data_cifar10_load_range(paths, 2, 10, r[k][0], r[k][1], &part, err,
+        assert_int_equal(data_cifar10_load_range(c.paths, 2, 10, r[k][0], r[k][1], &part, err,
                                                  sizeof err), 0);
         assert_slice(&whole, &part, r[k][0], r[k][1]);
         dataset_free(&part);
     }
-    assert_int_equal(data_cifar10_load_range(paths, 2, 10, 0, 10, &part, err, sizeof err), -1);
+    assert_int_equal(data_cifar10_load_range(c.paths, 2, 10, 0, 10, &part, err, sizeof err),
+                     -1);
     /* A bad label in the second file and a truncated second file fail a
      * range of the first file as they fail the whole load. */
-    b2[3073] = 11;
-    tu_write_gz(tu_dir, "data_batch_2.bin.gz", b2, l2);
+    c.second[3073] = 11;
+    tu_write_gz(tu_dir, "data_batch_2.bin.gz", c.second, c.second_len);
     dataset_free(&whole);
-    assert_int_equal(data_cifar10_load(paths, 2, 10, &whole, err, sizeof err), -1);
-    assert_int_equal(data_cifar10_load_range(paths, 2, 10, 0, 2, &part, err2, sizeof err2), -1);
-    assert_string_equal(err, err2);
-    tu_write_gz(tu_dir, "data_batch_2.bin.gz", b2, l2 - 100);
-    assert_int_equal(data_cifar10_load(paths, 2, 10, &whole, err, sizeof err), -1);
-    assert_int_equal(data_cifar10_load_range(paths, 2, 10, 0, 2, &part, err2, sizeof err2), -1);
-    assert_string_equal(err, err2);
+    for (int cut = 0; cut < 2; cut++) {
+        if (cut)
+            tu_write_gz(tu_dir, "data_batch_2.bin.gz", c.second, c.second_len - 100);
+        assert_int_equal(data_cifar10_load(c.paths, 2, 10, &whole, err, sizeof err), -1);
+        assert_int_equal(data_cifar10_load_range(c.paths, 2, 10, 0, 2, &part, err2,
+                                                 sizeof err2), -1);
+        assert_string_equal(err, err2);
+    }
     assert_non_null(strstr(err, "data_batch_2.bin.gz: truncated record 4"));
-    free((void *)paths[0]);
-    free((void *)paths[1]);
-    free(b1);
-    free(b2);
+    tu_cifar_pair_free(&c);
 }
 
 static void test_csv_ranges(void **state)
 {
     (void)state;
-    const char csv[] = "label,a,b\n1,0.5,2\n\n0,3,-4\r\n2,1,1\n  \n1,7,8\n0,9,9";
-    const char *path = tu_write(tu_dir, "r.csv", csv, sizeof csv - 1);
     char p[512];
-    strcpy(p, path);
+    strcpy(p, tu_write(tu_dir, "r.csv", tu_csv_messy, strlen(tu_csv_messy)));
     dataset whole, part;
     assert_int_equal(data_csv_load(p, 0, true, 0, 0, &whole, err, sizeof err), 0);
     long n;
@@ -270,8 +250,7 @@ static void test_csv_ranges(void **state)
     assert_int_equal(data_csv_load_range(p, 0, true, 0, 0, 0, 6, &part, err, sizeof err), -1);
     dataset_free(&whole);
     /* A bad field on line 7 fails a range of the first rows. */
-    const char bad[] = "label,a,b\n1,0.5,2\n0,3,-4\n2,1,1\n1,7,8\n0,9,9\n1,x,2\n";
-    strcpy(p, tu_write(tu_dir, "bad.csv", bad, sizeof bad - 1));
+    strcpy(p, tu_write(tu_dir, "bad.csv", tu_csv_bad_line7, strlen(tu_csv_bad_line7)));
     assert_int_equal(data_csv_load(p, 0, true, 3, 2, &whole, err, sizeof err), -1);
     assert_int_equal(data_csv_load_range(p, 0, true, 3, 2, 0, 2, &part, err2, sizeof err2), -1);
     assert_string_equal(err, err2);
@@ -374,19 +353,12 @@ static void test_parts_equal_load_all(void **state)
     dirs[0] = tu_dir;
     char img[512], lab[512];
     assert_int_equal(mkdir(tu_path(tu_dir, "pf"), 0755), 0);
-    write_idx("pf/train", 1, 211, 4, 5, img, lab);
-    write_idx("pf/t10k", 0, 50, 4, 5, img, lab);
+    tu_write_idx(tu_dir, "pf/train", 1, 211, 4, 5, img, lab);
+    tu_write_idx(tu_dir, "pf/t10k", 0, 50, 4, 5, img, lab);
     spec_shape in = {3, {1, 4, 5}};
-    spec_data d;
-    memset(&d, 0, sizeof d);
-    d.format = DATA_IDX;
-    d.train = "pf/train";
-    d.test = "pf/t10k";
-    d.num_classes = 10;
-    d.train_samples = 180;
-    d.test_samples = 41;
-    d.validation_split = 0.15;
-    d.scaling = SCALE_UNIT;
+    spec_data d = {.format = DATA_IDX, .train = "pf/train", .test = "pf/t10k", .num_classes = 10,
+                   .train_samples = 180, .test_samples = 41, .validation_split = 0.15,
+                   .scaling = SCALE_UNIT};
     for (int P = 1; P <= 4; P++)
         check_parts(&d, &in, P, 0.0f);
     d.scaling = SCALE_STANDARD;
@@ -397,26 +369,14 @@ static void test_parts_equal_load_all(void **state)
 
     const char csv[] = "y,a,b\n1,1,-20\n2,4,5\n0,0,0\n1,2,2\n0,3,3\n";
     tu_write(tu_dir, "pc.csv", csv, sizeof csv - 1);
-    spec_data c;
-    memset(&c, 0, sizeof c);
-    c.format = DATA_CSV;
-    c.train = "pc";
-    c.header = true;
-    c.num_classes = 3;
-    c.validation_split = 0.2;
-    c.scaling = SCALE_UNIT;
+    spec_data c = {.format = DATA_CSV, .train = "pc", .header = true, .num_classes = 3,
+                   .validation_split = 0.2, .scaling = SCALE_UNIT};
     spec_shape in2 = {1, {2}};
     for (int P = 1; P <= 3; P++)
         check_parts(&c, &in2, P, 0.0f);
 
-    spec_data s;
-    memset(&s, 0, sizeof s);
-    s.format = DATA_SYNTHETIC;
-    s.synthetic_train = 64;
-    s.synthetic_test = 16;
-    s.num_classes = 4;
-    s.validation_split = 0.25;
-    s.scaling = SCALE_STANDARD;
+    spec_data s = {.format = DATA_SYNTHETIC, .synthetic_train = 64, .synthetic_test = 16,
+                   .num_classes = 4, .validation_split = 0.25, .scaling = SCALE_STANDARD};
     spec_shape in3 = {1, {6}};
     for (int P = 1; P <= 3; P++)
         check_parts(&s, &in3, P, P == 1 ? 0.0f : 1e-5f);
@@ -428,8 +388,16 @@ static void test_parts_equal_load_all(void **state)
     assert_int_equal(dataset_load_all(&d, &in, &roots, 7, &tr, &va, &te, err, sizeof err), -1);
     assert_int_equal(dataset_layout_of(&d, &in, &roots, &lay, err2, sizeof err2), -1);
     assert_string_equal(err, err2);
-    /* A shape that does not fit model.input is refused by each part. */
+    /* Samples asked of an empty test set: refused by both, as one. */
     d.train_samples = 0;
+    d.test = "pf/none";
+    tu_write_idx(tu_dir, d.test, 0, 0, 4, 5, NULL, NULL);
+    assert_int_equal(dataset_load_all(&d, &in, &roots, 7, &tr, &va, &te, err, sizeof err), -1);
+    assert_int_equal(dataset_layout_of(&d, &in, &roots, &lay, err2, sizeof err2), -1);
+    assert_string_equal(err, err2);
+    assert_string_equal(err, "data.test_samples: 41 requested but \"pf/none\" has 0 samples");
+    d.test = "pf/t10k";
+    /* A shape that does not fit model.input is refused by each part. */
     spec_shape wrong = {3, {1, 5, 4}};
     assert_int_equal(dataset_load_all(&d, &wrong, &roots, 7, &tr, &va, &te, err, sizeof err), -1);
     assert_int_equal(dataset_layout_of(&d, &wrong, &roots, &lay, err2, sizeof err2), 0);

@@ -16,8 +16,7 @@
 #include "data/dataset.h"
 #include "data_test_util.h"
 
-static char *top;              /* scratch: top/root1, top/root2, top/outside */
-static char root1[600], root2[600], outside[600];
+static char root1[600], root2[600], outside[600]; /* under tu_dir */
 static char p1[4096], p2[4096], err[2048];
 
 static void mk(const char *path)
@@ -27,42 +26,34 @@ static void mk(const char *path)
 
 static int setup(void **state)
 {
-    (void)state;
-    top = tu_mkdtemp();
-    snprintf(root1, sizeof root1, "%s/root1", top);
-    snprintf(root2, sizeof root2, "%s/root2", top);
-    snprintf(outside, sizeof outside, "%s/outside", top);
+    tu_dir_setup(state);
+    snprintf(root1, sizeof root1, "%s/root1", tu_dir);
+    snprintf(root2, sizeof root2, "%s/root2", tu_dir);
+    snprintf(outside, sizeof outside, "%s/outside", tu_dir);
     mk(root1);
     mk(root2);
     mk(outside);
     mk(tu_path(root1, "fm"));
-    tu_write(root1, "fm/train-images-idx3-ubyte.gz", "x", 1);
-    tu_write(root1, "fm/train-labels-idx1-ubyte.gz", "x", 1);
-    tu_write(root1, "fm/t10k-images-idx3-ubyte", "x", 1);
-    tu_write(root1, "fm/t10k-labels-idx1-ubyte.gz", "x", 1);
-    tu_write(root1, "fm/lonely-images-idx3-ubyte", "x", 1);
     mk(tu_path(root2, "mn"));
-    tu_write(root2, "mn/train-images.idx3-ubyte", "x", 1);
-    tu_write(root2, "mn/train-labels.idx1-ubyte", "x", 1);
     mk(tu_path(root2, "cifar"));
-    tu_write(root2, "cifar/data_batch_1.bin", "x", 1);
-    tu_write(root2, "cifar/test_batch.bin", "x", 1);
-    tu_write(root2, "table.csv", "x", 1);
-    tu_write(outside, "secret-images-idx3-ubyte", "x", 1);
-    tu_write(outside, "secret-labels-idx1-ubyte", "x", 1);
-    tu_write(outside, "secret.csv", "x", 1);
+    /* One-byte stand-ins: resolution looks at names, not contents. */
+    const struct {
+        const char *dir, *name;
+    } files[] = {
+        {root1, "fm/train-images-idx3-ubyte.gz"}, {root1, "fm/train-labels-idx1-ubyte.gz"},
+        {root1, "fm/t10k-images-idx3-ubyte"},     {root1, "fm/t10k-labels-idx1-ubyte.gz"},
+        {root1, "fm/lonely-images-idx3-ubyte"},   {root2, "mn/train-images.idx3-ubyte"},
+        {root2, "mn/train-labels.idx1-ubyte"},    {root2, "cifar/data_batch_1.bin"},
+        {root2, "cifar/test_batch.bin"},          {root2, "table.csv"},
+        {outside, "secret-images-idx3-ubyte"},    {outside, "secret-labels-idx1-ubyte"},
+        {outside, "secret.csv"},
+    };
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        tu_write(files[i].dir, files[i].name, "x", 1);
     /* Symlinks: one escaping the root, one staying inside it. */
     assert_int_equal(symlink(tu_path(outside, "secret.csv"), tu_path(root1, "escape.csv")), 0);
     assert_int_equal(symlink(outside, tu_path(root1, "outdir")), 0);
     assert_int_equal(symlink(tu_path(root2, "table.csv"), tu_path(root2, "alias.csv")), 0);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    tu_rmtree(top);
-    free(top);
     return 0;
 }
 
@@ -196,5 +187,5 @@ int main(void)
         cmocka_unit_test(test_cifar_and_csv),
         cmocka_unit_test(test_no_roots),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, tu_dir_teardown);
 }

@@ -19,7 +19,6 @@
 #include "data_test_util.h"
 #include "io/tensorfile.h"
 
-static char *dir;
 static char err[1024];
 
 #define N_T 5
@@ -28,8 +27,7 @@ static float storage[64];
 
 static int setup(void **state)
 {
-    (void)state;
-    dir = tu_mkdtemp();
+    tu_dir_setup(state);
     for (int i = 0; i < 64; i++)
         storage[i] = (float)i * 0.25f - 3.0f;
     storage[7] = -0.0f;
@@ -40,14 +38,6 @@ static int setup(void **state)
     tensors[2] = (tensor_entry){"scalar", 0, {0}, storage + 17};
     tensors[3] = (tensor_entry){"2.conv2d.weight", 4, {2, 1, 3, 2}, storage + 18};
     tensors[4] = (tensor_entry){"empty", 2, {0, 3}, storage};
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    tu_rmtree(dir);
-    free(dir);
     return 0;
 }
 
@@ -71,8 +61,8 @@ static void test_round_trip(void **state)
     (void)state;
     const char *keys[2] = {"format", "epoch"}, *vals[2] = {"pt", "5"};
     char st[600], nz[600];
-    strcpy(st, tu_path(dir, "w.safetensors"));
-    strcpy(nz, tu_path(dir, "w.npz"));
+    strcpy(st, tu_path(tu_dir, "w.safetensors"));
+    strcpy(nz, tu_path(tu_dir, "w.npz"));
     assert_int_equal(safetensors_write(st, tensors, N_T, keys, vals, 2, err, sizeof err), 0);
     assert_int_equal(npz_write(nz, tensors, N_T, err, sizeof err), 0);
     tensor_entry *got;
@@ -118,7 +108,7 @@ static void test_round_trip(void **state)
 static void test_writer_checks(void **state)
 {
     (void)state;
-    const char *p = tu_path(dir, "bad.safetensors");
+    const char *p = tu_path(tu_dir, "bad.safetensors");
     tensor_entry t[2] = {{"a", 1, {2}, storage}, {"a", 1, {2}, storage}};
     assert_int_equal(safetensors_write(p, t, 2, NULL, NULL, 0, err, sizeof err), -1);
     assert_non_null(strstr(err, "tensor a: duplicate name"));
@@ -167,12 +157,12 @@ static void read_damaged(reader_fn read, const char *path, int *ok, int *failed)
 
 static void damage_all(const char *name, reader_fn read, int expect_flips_fail)
 {
-    const char *path = tu_path(dir, name);
+    const char *path = tu_path(tu_dir, name);
     size_t len;
     unsigned char *good = tu_read(path, &len);
     int ok = 0, failed = 0;
     for (size_t cut = 0; cut < len; cut++) {
-        tu_write(dir, name, good, cut);
+        tu_write(tu_dir, name, good, cut);
         read_damaged(read, path, &ok, &failed);
     }
     assert_int_equal(ok, 0); /* every strict prefix is refused */
@@ -181,14 +171,14 @@ static void damage_all(const char *name, reader_fn read, int expect_flips_fail)
         for (int bit = 0; bit < 8; bit += 3) {
             memcpy(bad, good, len);
             bad[i] ^= (unsigned char)(1 << bit);
-            tu_write(dir, name, bad, len);
+            tu_write(tu_dir, name, bad, len);
             read_damaged(read, path, &ok, &failed);
         }
     }
     /* npz members carry a CRC: a flipped data bit must be caught. */
     if (expect_flips_fail)
         assert_true(failed > (int)len);
-    tu_write(dir, name, good, len);
+    tu_write(tu_dir, name, good, len);
     free(bad);
     free(good);
 }
@@ -196,9 +186,9 @@ static void damage_all(const char *name, reader_fn read, int expect_flips_fail)
 static void test_damaged_files(void **state)
 {
     (void)state;
-    assert_int_equal(safetensors_write(tu_path(dir, "d.safetensors"), tensors, N_T, NULL, NULL,
+    assert_int_equal(safetensors_write(tu_path(tu_dir, "d.safetensors"), tensors, N_T, NULL, NULL,
                                        0, err, sizeof err), 0);
-    assert_int_equal(npz_write(tu_path(dir, "d.npz"), tensors, N_T, err, sizeof err), 0);
+    assert_int_equal(npz_write(tu_path(tu_dir, "d.npz"), tensors, N_T, err, sizeof err), 0);
     damage_all("d.safetensors", safetensors_read, 0);
     damage_all("d.npz", npz_read, 1);
 }
@@ -210,7 +200,7 @@ static void expect_st(const char *header, size_t data_len, const char *msg)
     for (int i = 0; i < 8; i++)
         buf[i] = (unsigned char)((uint64_t)hl >> (8 * i));
     memcpy(buf + 8, header, hl);
-    const char *p = tu_write(dir, "m.safetensors", buf, 8 + hl + data_len);
+    const char *p = tu_write(tu_dir, "m.safetensors", buf, 8 + hl + data_len);
     tensor_entry *got;
     int n;
     assert_int_equal(safetensors_read(p, &got, &n, err, sizeof err), -1);
@@ -239,7 +229,7 @@ static void test_malformed_safetensors(void **state)
               "invalid JSON header: duplicate object key");
     /* A header length beyond the file. */
     unsigned char huge[16] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f};
-    const char *p = tu_write(dir, "h.safetensors", huge, sizeof huge);
+    const char *p = tu_write(tu_dir, "h.safetensors", huge, sizeof huge);
     tensor_entry *got;
     int n;
     assert_int_equal(safetensors_read(p, &got, &n, err, sizeof err), -1);
@@ -250,7 +240,7 @@ static void test_atomic_write(void **state)
 {
     (void)state;
     char path[600];
-    strcpy(path, tu_path(dir, "atomic.json"));
+    strcpy(path, tu_path(tu_dir, "atomic.json"));
     assert_int_equal(atomic_write_file(path, "first", 5, err, sizeof err), 0);
     assert_int_equal(atomic_write_file(path, "second!", 7, err, sizeof err), 0);
     size_t len;
@@ -259,7 +249,7 @@ static void test_atomic_write(void **state)
     assert_memory_equal(b, "second!", 7);
     free(b);
     /* No temporary files are left behind. */
-    DIR *d = opendir(dir);
+    DIR *d = opendir(tu_dir);
     struct dirent *e;
     while ((e = readdir(d)) != NULL)
         assert_null(strstr(e->d_name, ".tmp."));
@@ -268,12 +258,12 @@ static void test_atomic_write(void **state)
     assert_non_null(strstr(err, "/nonexistent-dir/f: cannot create temporary file: No such file"));
     /* A directory in the way: the rename fails and the temp file goes. */
     char sub[600];
-    strcpy(sub, tu_path(dir, "adir"));
+    strcpy(sub, tu_path(tu_dir, "adir"));
     assert_int_equal(mkdir(sub, 0755), 0);
     tu_write(sub, "inner", "x", 1);
     assert_int_equal(atomic_write_file(sub, "x", 1, err, sizeof err), -1);
     assert_non_null(strstr(err, "rename failed"));
-    d = opendir(dir);
+    d = opendir(tu_dir);
     while ((e = readdir(d)) != NULL)
         assert_null(strstr(e->d_name, ".tmp."));
     closedir(d);
@@ -288,5 +278,5 @@ int main(void)
         cmocka_unit_test(test_malformed_safetensors),
         cmocka_unit_test(test_atomic_write),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, tu_dir_teardown);
 }

@@ -1,7 +1,7 @@
-/* config.c — resolving the server URL and the secret from flags, the
+/* userconfig.c — resolving the server URL and the secret from flags, the
  * environment and the config file, with errors that name where a bad value
  * came from. */
-#include "config.h"
+#include "userconfig.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -9,13 +9,29 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static bool config_given(const char *s)
+static bool userconfig_given(const char *s)
 {
     return s != NULL && s[0] != '\0';
 }
 
+/* The flag's value when given, else the environment's, else NULL; *origin
+ * names the one chosen for error messages. */
+static const char *userconfig_first(const char *flag, const char *flag_name, const char *env,
+                                    const char *env_name, const char **origin)
+{
+    if (userconfig_given(flag)) {
+        *origin = flag_name;
+        return flag;
+    }
+    if (userconfig_given(env)) {
+        *origin = env_name;
+        return env;
+    }
+    return NULL;
+}
+
 /* Strip leading and trailing whitespace in place; returns the new start. */
-static char *config_trim(char *s)
+static char *userconfig_trim(char *s)
 {
     while (isspace((unsigned char)*s))
         s++;
@@ -26,7 +42,7 @@ static char *config_trim(char *s)
 }
 
 /* A URL must be http(s) and carry no bytes that would corrupt a request. */
-static int config_check_url(const char *url, const char *origin, cli_error *err)
+static int userconfig_check_url(const char *url, const char *origin, cli_error *err)
 {
     if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
         return cli_fail(err, PUNCH_EXIT_USAGE,
@@ -45,7 +61,7 @@ static int config_check_url(const char *url, const char *origin, cli_error *err)
 
 /* The secret goes into an HTTP header: control bytes would let it inject
  * headers, so refuse them (without echoing the secret). */
-static int config_check_secret(const char *secret, const char *origin, cli_error *err)
+static int userconfig_check_secret(const char *secret, const char *origin, cli_error *err)
 {
     for (const char *p = secret; *p; p++) {
         if ((unsigned char)*p < ' ' || *p == 0x7f)
@@ -57,7 +73,7 @@ static int config_check_secret(const char *secret, const char *origin, cli_error
 
 /* Replace *dst with a copy of value; a URL loses its trailing slashes,
  * which would double up with the API paths. */
-static int config_set(char **dst, const char *value, bool is_url, cli_error *err)
+static int userconfig_set(char **dst, const char *value, bool is_url, cli_error *err)
 {
     char *copy = strdup(value);
     if (copy == NULL)
@@ -71,10 +87,10 @@ static int config_set(char **dst, const char *value, bool is_url, cli_error *err
 }
 
 /* One `key = value` line of the config file. */
-static int config_file_line(char *line, const char *path, int lineno, char **url,
-                            char **secret, char *origin, size_t origin_len, cli_error *err)
+static int userconfig_file_line(char *line, const char *path, int lineno, char **url,
+                                char **secret, char *origin, size_t origin_len, cli_error *err)
 {
-    char *s = config_trim(line);
+    char *s = userconfig_trim(line);
     if (*s == '\0' || *s == '#')
         return 0;
     char *eq = strchr(s, '=');
@@ -82,8 +98,8 @@ static int config_file_line(char *line, const char *path, int lineno, char **url
         return cli_fail(err, PUNCH_EXIT_USAGE,
                         "%s:%d: expected `url = ...` or `secret = ...`", path, lineno);
     *eq = '\0';
-    char *key = config_trim(s);
-    char *value = config_trim(eq + 1);
+    char *key = userconfig_trim(s);
+    char *value = userconfig_trim(eq + 1);
     size_t vn = strlen(value);
     if (vn >= 2 && ((value[0] == '"' && value[vn - 1] == '"') ||
                     (value[0] == '\'' && value[vn - 1] == '\''))) {
@@ -92,14 +108,14 @@ static int config_file_line(char *line, const char *path, int lineno, char **url
     }
     snprintf(origin, origin_len, "%s:%d", path, lineno);
     if (strcmp(key, "url") == 0) {
-        if (config_check_url(value, origin, err) != 0)
+        if (userconfig_check_url(value, origin, err) != 0)
             return err->code;
-        return config_set(url, value, true, err);
+        return userconfig_set(url, value, true, err);
     }
     if (strcmp(key, "secret") == 0) {
-        if (config_check_secret(value, origin, err) != 0)
+        if (userconfig_check_secret(value, origin, err) != 0)
             return err->code;
-        return config_set(secret, value, false, err);
+        return userconfig_set(secret, value, false, err);
     }
     return cli_fail(err, PUNCH_EXIT_USAGE, "%s:%d: unknown key \"%s\"; expected url or secret",
                     path, lineno, key);
@@ -107,8 +123,8 @@ static int config_file_line(char *line, const char *path, int lineno, char **url
 
 /* Read the file's url and secret (either may stay NULL). A missing file is
  * not an error: most users configure through the environment. */
-static int config_read_file(const char *path, FILE *warn, char **url, char **secret,
-                            cli_error *err)
+static int userconfig_read_file(const char *path, FILE *warn, char **url, char **secret,
+                                cli_error *err)
 {
     FILE *f = fopen(path, "r");
     if (f == NULL) {
@@ -126,7 +142,7 @@ static int config_read_file(const char *path, FILE *warn, char **url, char **sec
             rc = cli_fail(err, PUNCH_EXIT_USAGE, "%s:%d: line too long", path, lineno);
             break;
         }
-        rc = config_file_line(line, path, lineno, url, secret, origin, sizeof origin, err);
+        rc = userconfig_file_line(line, path, lineno, url, secret, origin, sizeof origin, err);
     }
     if (rc == 0 && ferror(f))
         rc = cli_fail(err, PUNCH_EXIT_USAGE, "cannot read %s: %s", path, strerror(errno));
@@ -139,68 +155,59 @@ static int config_read_file(const char *path, FILE *warn, char **url, char **sec
     return rc;
 }
 
-int config_resolve(const config_sources *src, cli_ctx *ctx, cli_error *err)
+int userconfig_resolve(const userconfig_sources *src, cli_ctx *ctx, cli_error *err)
 {
     ctx->url = NULL;
     ctx->secret = NULL;
-    const char *url = NULL, *url_origin = NULL;
-    const char *secret = NULL, *secret_origin = NULL;
-    if (config_given(src->flag_url)) {
-        url = src->flag_url;
-        url_origin = "--url";
-    } else if (config_given(src->env_url)) {
-        url = src->env_url;
-        url_origin = "PUNCH_URL";
-    }
-    if (config_given(src->flag_secret)) {
-        secret = src->flag_secret;
-        secret_origin = "--secret";
-    } else if (config_given(src->env_secret)) {
-        secret = src->env_secret;
-        secret_origin = "PUNCH_SECRET";
-    }
-    if (url != NULL && config_check_url(url, url_origin, err) != 0)
+    const char *url_origin = NULL, *secret_origin = NULL;
+    const char *url = userconfig_first(src->flag_url, "--url", src->env_url, "PUNCH_URL",
+                                       &url_origin);
+    const char *secret = userconfig_first(src->flag_secret, "--secret", src->env_secret,
+                                          "PUNCH_SECRET", &secret_origin);
+    if (url != NULL && userconfig_check_url(url, url_origin, err) != 0)
         return err->code;
-    if (secret != NULL && config_check_secret(secret, secret_origin, err) != 0)
+    if (secret != NULL && userconfig_check_secret(secret, secret_origin, err) != 0)
         return err->code;
 
     char *file_url = NULL, *file_secret = NULL;
-    if ((url == NULL || secret == NULL) && config_given(src->file_path)) {
-        if (config_read_file(src->file_path, src->warn, &file_url, &file_secret, err) != 0) {
+    if ((url == NULL || secret == NULL) && userconfig_given(src->file_path)) {
+        if (userconfig_read_file(src->file_path, src->warn, &file_url, &file_secret, err) != 0) {
             free(file_url);
             free(file_secret);
             return err->code;
         }
     }
-    int rc = config_set(&ctx->url, url ? url : file_url ? file_url : CONFIG_DEFAULT_URL, true, err);
+    if (url == NULL)
+        url = file_url ? file_url : USERCONFIG_DEFAULT_URL;
+    int rc = userconfig_set(&ctx->url, url, true, err);
     if (rc == 0 && (secret != NULL || file_secret != NULL))
-        rc = config_set(&ctx->secret, secret ? secret : file_secret, false, err);
+        rc = userconfig_set(&ctx->secret, secret ? secret : file_secret, false, err);
     free(file_url);
     free(file_secret);
     if (rc != 0)
-        config_free(ctx);
+        userconfig_free(ctx);
     return rc;
 }
 
-char *config_default_path(void)
+char *userconfig_default_path(void)
 {
     const char *explicit_path = getenv("PUNCH_CONFIG");
-    if (config_given(explicit_path))
+    if (userconfig_given(explicit_path))
         return strdup(explicit_path);
     const char *xdg = getenv("XDG_CONFIG_HOME");
     const char *home = getenv("HOME");
     char *path = NULL;
-    if (config_given(xdg)) {
+    if (userconfig_given(xdg)) {
         if (asprintf(&path, "%s/punch/config", xdg) < 0)
             return NULL;
-    } else if (config_given(home)) {
+    } else if (userconfig_given(home)) {
         if (asprintf(&path, "%s/.config/punch/config", home) < 0)
             return NULL;
     }
     return path;
 }
 
-void config_free(cli_ctx *ctx)
+void userconfig_free(cli_ctx *ctx)
 {
     free(ctx->url);
     if (ctx->secret != NULL) {

@@ -1,5 +1,5 @@
-/* jobview.c — human views of jobs for `punch state` and `punch list`. */
-#include "jobview.h"
+/* jobtext.c — human views of jobs for `punch state` and `punch list`. */
+#include "jobtext.h"
 
 #include <math.h>
 #include <string.h>
@@ -7,7 +7,7 @@
 
 #include "progress.h"
 
-void jobview_format_age(const json_t *when, double now, char *buf, size_t len)
+void jobtext_format_age(const json_t *when, double now, char *buf, size_t len)
 {
     if (!json_is_number(when)) {
         snprintf(buf, len, "-");
@@ -27,7 +27,7 @@ void jobview_format_age(const json_t *when, double now, char *buf, size_t len)
 }
 
 /* "2026-11-22 03:15:08 (2m ago)" in local time, or "-". */
-static void jobview_format_time(const json_t *when, double now, char *buf, size_t len)
+static void jobtext_format_time(const json_t *when, double now, char *buf, size_t len)
 {
     if (!json_is_number(when)) {
         snprintf(buf, len, "-");
@@ -39,19 +39,19 @@ static void jobview_format_time(const json_t *when, double now, char *buf, size_
     if (localtime_r(&t, &tm) != NULL)
         strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &tm);
     char age[32];
-    jobview_format_age(when, now, age, sizeof age);
+    jobtext_format_age(when, now, age, sizeof age);
     snprintf(buf, len, "%s (%s)", stamp, age);
 }
 
-static const char *jobview_str(const json_t *job, const char *key)
+static const char *jobtext_str(const json_t *job, const char *key)
 {
     const char *s = json_string_value(json_object_get(job, key));
     return s ? s : "-";
 }
 
-void jobview_format_summary(const json_t *job, char *buf, size_t len)
+void jobtext_format_summary(const json_t *job, char *buf, size_t len)
 {
-    const char *state = jobview_str(job, "state");
+    const char *state = jobtext_str(job, "state");
     const json_t *result = json_object_get(job, "result");
     const char *error = json_string_value(json_object_get(job, "error"));
     if (error != NULL && strcmp(state, "succeeded") != 0) {
@@ -87,16 +87,16 @@ void jobview_format_summary(const json_t *job, char *buf, size_t len)
     }
 }
 
-void jobview_print_detail(const json_t *job, double now, FILE *out)
+void jobtext_print_detail(const json_t *job, double now, FILE *out)
 {
     char buf[1024];
-    fprintf(out, "job        %s\n", jobview_str(job, "id"));
-    fprintf(out, "name       %s\n", jobview_str(job, "name"));
-    fprintf(out, "owner      %s\n", jobview_str(job, "owner"));
-    fprintf(out, "state      %s\n", jobview_str(job, "state"));
+    fprintf(out, "job        %s\n", jobtext_str(job, "id"));
+    fprintf(out, "name       %s\n", jobtext_str(job, "name"));
+    fprintf(out, "owner      %s\n", jobtext_str(job, "owner"));
+    fprintf(out, "state      %s\n", jobtext_str(job, "state"));
     const json_t *ranks = json_object_get(job, "ranks");
     const json_t *workers = json_object_get(job, "workers");
-    fprintf(out, "trainer    %s, %lld worker(s), %lld rank(s)\n", jobview_str(job, "trainer"),
+    fprintf(out, "trainer    %s, %lld worker(s), %lld rank(s)\n", jobtext_str(job, "trainer"),
             (long long)json_integer_value(workers), (long long)json_integer_value(ranks));
     const json_t *prio = json_object_get(job, "priority");
     if (json_is_integer(prio) && json_integer_value(prio) != 0)
@@ -104,11 +104,11 @@ void jobview_print_detail(const json_t *job, double now, FILE *out)
     const json_t *queue = json_object_get(job, "queue_position");
     if (json_is_number(queue))
         fprintf(out, "queue      position %.0f\n", json_number_value(queue));
-    jobview_format_time(json_object_get(job, "submitted_at"), now, buf, sizeof buf);
+    jobtext_format_time(json_object_get(job, "submitted_at"), now, buf, sizeof buf);
     fprintf(out, "submitted  %s\n", buf);
-    jobview_format_time(json_object_get(job, "started_at"), now, buf, sizeof buf);
+    jobtext_format_time(json_object_get(job, "started_at"), now, buf, sizeof buf);
     fprintf(out, "started    %s\n", buf);
-    jobview_format_time(json_object_get(job, "finished_at"), now, buf, sizeof buf);
+    jobtext_format_time(json_object_get(job, "finished_at"), now, buf, sizeof buf);
     fprintf(out, "finished   %s\n", buf);
     const json_t *progress = json_object_get(job, "progress");
     if (json_object_size(progress) > 0) {
@@ -138,7 +138,7 @@ void jobview_print_detail(const json_t *job, double now, FILE *out)
         fprintf(out, "error      %s\n", error);
 }
 
-void jobview_print_table(const json_t *jobs, double now, FILE *out)
+void jobtext_print_table(const json_t *jobs, double now, FILE *out)
 {
     if (json_array_size(jobs) == 0) {
         fprintf(out, "no jobs\n");
@@ -149,7 +149,7 @@ void jobview_print_table(const json_t *jobs, double now, FILE *out)
     size_t i;
     const json_t *job;
     json_array_foreach(jobs, i, job) {
-        int n = (int)strlen(jobview_str(job, "name"));
+        int n = (int)strlen(jobtext_str(job, "name"));
         if (n > name_w)
             name_w = n > 32 ? 32 : n;
     }
@@ -157,9 +157,9 @@ void jobview_print_table(const json_t *jobs, double now, FILE *out)
             "PROGRESS / RESULT");
     json_array_foreach(jobs, i, job) {
         char age[32], summary[256];
-        jobview_format_age(json_object_get(job, "submitted_at"), now, age, sizeof age);
-        jobview_format_summary(job, summary, sizeof summary);
-        fprintf(out, "%-12s  %-*.*s  %-9s  %-9s  %s\n", jobview_str(job, "id"), name_w, name_w,
-                jobview_str(job, "name"), jobview_str(job, "state"), age, summary);
+        jobtext_format_age(json_object_get(job, "submitted_at"), now, age, sizeof age);
+        jobtext_format_summary(job, summary, sizeof summary);
+        fprintf(out, "%-12s  %-*.*s  %-9s  %-9s  %s\n", jobtext_str(job, "id"), name_w, name_w,
+                jobtext_str(job, "name"), jobtext_str(job, "state"), age, summary);
     }
 }

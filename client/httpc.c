@@ -1,6 +1,6 @@
-/* http.c — libcurl underneath http.h. One easy handle per client, so
+/* httpc.c — libcurl underneath httpc.h. One easy handle per client, so
  * polling loops (wait, logs -f) reuse a single keep-alive connection. */
-#include "http.h"
+#include "httpc.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -10,11 +10,11 @@
 
 #include <curl/curl.h>
 
-#define HTTP_CONNECT_TIMEOUT_S 10L
+#define HTTPC_CONNECT_TIMEOUT_S 10L
 /* A download may be large; give up only when it stalls. */
-#define HTTP_STALL_SECONDS 60L
+#define HTTPC_STALL_SECONDS 60L
 
-struct http_client {
+struct httpc_client {
     CURL *curl;
     char *base_url;
     struct curl_slist *headers; /* Authorization (when a secret is set) */
@@ -22,32 +22,32 @@ struct http_client {
 };
 
 /* Per-request state the callbacks share. */
-typedef struct http_transfer {
+typedef struct httpc_transfer {
     CURL *curl;
-    http_response *resp;
+    httpc_response *resp;
     size_t cap;
     FILE *sink;
     int sink_errno;  /* errno of a failed fwrite into sink, else 0 */
-} http_transfer;
+} httpc_transfer;
 
-http_client *http_client_new(const char *base_url, const char *secret, cli_error *err)
+httpc_client *httpc_client_new(const char *base_url, const char *secret, cli_error *err)
 {
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         cli_fail(err, PUNCH_EXIT_LOCAL, "cannot initialise libcurl");
         return NULL;
     }
-    http_client *c = calloc(1, sizeof *c);
+    httpc_client *c = calloc(1, sizeof *c);
     if (c == NULL || (c->base_url = strdup(base_url)) == NULL ||
         (c->curl = curl_easy_init()) == NULL) {
         cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory setting up HTTP");
-        http_client_free(c);
+        httpc_client_free(c);
         return NULL;
     }
     if (secret != NULL) {
         char *line = NULL;
         if (asprintf(&line, "Authorization: Bearer %s", secret) < 0) {
             cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory setting up HTTP");
-            http_client_free(c);
+            httpc_client_free(c);
             return NULL;
         }
         c->headers = curl_slist_append(NULL, line);
@@ -55,14 +55,14 @@ http_client *http_client_new(const char *base_url, const char *secret, cli_error
         free(line);
         if (c->headers == NULL) {
             cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory setting up HTTP");
-            http_client_free(c);
+            httpc_client_free(c);
             return NULL;
         }
     }
     return c;
 }
 
-void http_client_free(http_client *c)
+void httpc_client_free(httpc_client *c)
 {
     if (c == NULL)
         return;
@@ -77,14 +77,14 @@ void http_client_free(http_client *c)
     curl_global_cleanup();
 }
 
-const char *http_client_url(const http_client *c)
+const char *httpc_client_url(const httpc_client *c)
 {
     return c->base_url;
 }
 
-static int http_append(http_transfer *t, const char *data, size_t n)
+static int httpc_append(httpc_transfer *t, const char *data, size_t n)
 {
-    http_response *r = t->resp;
+    httpc_response *r = t->resp;
     if (r->len + n + 1 > t->cap) {
         size_t cap = t->cap ? t->cap : 4096;
         while (cap < r->len + n + 1)
@@ -101,9 +101,9 @@ static int http_append(http_transfer *t, const char *data, size_t n)
     return 0;
 }
 
-static size_t http_on_body(char *data, size_t size, size_t nmemb, void *userdata)
+static size_t httpc_on_body(char *data, size_t size, size_t nmemb, void *userdata)
 {
-    http_transfer *t = userdata;
+    httpc_transfer *t = userdata;
     size_t n = size * nmemb;
     long status = 0;
     curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &status);
@@ -114,11 +114,11 @@ static size_t http_on_body(char *data, size_t size, size_t nmemb, void *userdata
         }
         return n;
     }
-    return http_append(t, data, n) == 0 ? n : 0;
+    return httpc_append(t, data, n) == 0 ? n : 0;
 }
 
 /* Value of header `name` in the raw line, or NULL. */
-static const char *http_header_value(const char *line, size_t n, const char *name)
+static const char *httpc_header_value(const char *line, size_t n, const char *name)
 {
     size_t k = strlen(name);
     if (n <= k || strncasecmp(line, name, k) != 0 || line[k] != ':')
@@ -129,14 +129,14 @@ static const char *http_header_value(const char *line, size_t n, const char *nam
     return v;
 }
 
-static size_t http_on_header(char *line, size_t size, size_t nmemb, void *userdata)
+static size_t httpc_on_header(char *line, size_t size, size_t nmemb, void *userdata)
 {
-    http_transfer *t = userdata;
+    httpc_transfer *t = userdata;
     size_t n = size * nmemb;
     const char *v;
-    if ((v = http_header_value(line, n, "X-Log-Offset")) != NULL) {
+    if ((v = httpc_header_value(line, n, "X-Log-Offset")) != NULL) {
         t->resp->log_offset = strtoll(v, NULL, 10);
-    } else if ((v = http_header_value(line, n, "X-Job-State")) != NULL) {
+    } else if ((v = httpc_header_value(line, n, "X-Job-State")) != NULL) {
         size_t i = 0;
         while (v + i < line + n && isalpha((unsigned char)v[i]) &&
                i + 1 < sizeof t->resp->job_state) {
@@ -149,7 +149,7 @@ static size_t http_on_header(char *line, size_t size, size_t nmemb, void *userda
 }
 
 /* Turn a transport failure into what the user should check. */
-static int http_transport_error(http_client *c, CURLcode rc, cli_error *err)
+static int httpc_transport_error(httpc_client *c, CURLcode rc, cli_error *err)
 {
     long os_errno = 0;
     curl_easy_getinfo(c->curl, CURLINFO_OS_ERRNO, &os_errno);
@@ -176,9 +176,9 @@ static int http_transport_error(http_client *c, CURLcode rc, cli_error *err)
     }
 }
 
-int http_request(http_client *c, const char *method, const char *path,
-                 const char *body, size_t body_len, FILE *sink,
-                 http_response *resp, cli_error *err)
+int httpc_request(httpc_client *c, const char *method, const char *path,
+                  const char *body, size_t body_len, FILE *sink,
+                 httpc_response *resp, cli_error *err)
 {
     memset(resp, 0, sizeof *resp);
     resp->log_offset = -1;
@@ -186,7 +186,7 @@ int http_request(http_client *c, const char *method, const char *path,
     if (asprintf(&url, "%s%s", c->base_url, path) < 0)
         return cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory");
 
-    http_transfer t = {.curl = c->curl, .resp = resp, .sink = sink};
+    httpc_transfer t = {.curl = c->curl, .resp = resp, .sink = sink};
     CURL *h = c->curl;
     curl_easy_reset(h);
     c->curl_err[0] = '\0';
@@ -194,12 +194,12 @@ int http_request(http_client *c, const char *method, const char *path,
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->curl_err);
     curl_easy_setopt(h, CURLOPT_USERAGENT, "punch/" PUNCH_VERSION);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, HTTP_CONNECT_TIMEOUT_S);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, HTTPC_CONNECT_TIMEOUT_S);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, HTTP_STALL_SECONDS);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, http_on_body);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, HTTPC_STALL_SECONDS);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, httpc_on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, http_on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, httpc_on_header);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, &t);
     struct curl_slist *headers = NULL;
     for (struct curl_slist *s = c->headers; s != NULL; s = s->next) {
@@ -235,24 +235,24 @@ int http_request(http_client *c, const char *method, const char *path,
     curl_slist_free_all(headers);
     free(url);
 
-    if (resp->body == NULL && http_append(&t, "", 0) != 0)
+    if (resp->body == NULL && httpc_append(&t, "", 0) != 0)
         return cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory");
     if (rc == CURLE_WRITE_ERROR && t.sink_errno != 0)
         return cli_fail(err, PUNCH_EXIT_LOCAL, "cannot write the download: %s",
                         strerror(t.sink_errno));
     if (rc != CURLE_OK)
-        return http_transport_error(c, rc, err);
+        return httpc_transport_error(c, rc, err);
     return 0;
 }
 
-void http_response_free(http_response *resp)
+void httpc_response_free(httpc_response *resp)
 {
     free(resp->body);
     resp->body = NULL;
     resp->len = 0;
 }
 
-char *http_escape(const char *s)
+char *httpc_escape(const char *s)
 {
     char *escaped = curl_easy_escape(NULL, s, 0);
     if (escaped == NULL)

@@ -1,0 +1,263 @@
+/* remote.c — the /api/v1 routes on top of httpc.c, with HTTP statuses
+ * turned into exit codes and messages naming the job and the next step. */
+#include "remote.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "jobstate/jobstate.h"
+
+bool remote_state_is_known(const char *state)
+{
+    job_state s;
+    return job_state_parse(state, &s);
+}
+
+bool remote_state_is_final(const char *state)
+{
+    job_state s;
+    return job_state_parse(state, &s) && job_state_is_final(s);
+}
+
+int remote_state_exit_code(const char *state)
+{
+    job_state s;
+    if (!job_state_parse(state, &s))
+        return PUNCH_EXIT_JOB_FAILED;
+    switch (s) {
+    case JOB_SUCCEEDED: return PUNCH_EXIT_OK;
+    case JOB_CANCELLED: return PUNCH_EXIT_CANCELLED;
+    case JOB_TIMEOUT: return PUNCH_EXIT_TIMEOUT;
+    default: return PUNCH_EXIT_JOB_FAILED;
+    }
+}
+
+httpc_client *remote_open(const cli_ctx *ctx, cli_error *err)
+{
+    if (ctx->secret == NULL) {
+        cli_fail(err, PUNCH_EXIT_AUTH,
+                 "no secret configured for %s — set PUNCH_SECRET, pass --secret, or add "
+                 "`secret = ...` to ~/.config/punch/config (an admin creates one with "
+                 "punch keygen)", ctx->url);
+        return NULL;
+    }
+    return httpc_client_new(ctx->url, ctx->secret, err);
+}
+
+/* The server's {"error": ..., "field": ...} message, or the raw status. */
+static void remote_server_message(const httpc_response *r, char *buf, size_t len)
+{
+    json_t *root = json_loadb(r->body, r->len, 0, NULL);
+    const char *msg = json_string_value(json_object_get(root, "error"));
+    const char *field = json_string_value(json_object_get(root, "field"));
+    if (msg != NULL && field != NULL && strncmp(msg, field, strlen(field)) != 0)
+        snprintf(buf, len, "%s: %s", field, msg);
+    else if (msg != NULL)
+        snprintf(buf, len, "%s", msg);
+    else
+        snprintf(buf, len, "HTTP %ld", r->status);
+    json_decref(root);
+}
+
+/* Map a non-success status to an exit code. what names the request for
+ * the message ("the job list", "cancelling job X"); notfound is the whole
+ * 404 message (NULL: a generic one). */
+static int remote_status_error(httpc_client *c, const httpc_response *r, const char *what,
+                               const char *notfound, cli_error *err)
+{
+    char msg[1024];
+    remote_server_message(r, msg, sizeof msg);
+    const char *url = httpc_client_url(c);
+    switch (r->status) {
+    case 401:
+        return cli_fail(err, PUNCH_EXIT_AUTH,
+                        "%s refused the secret (%s) — check PUNCH_SECRET, --secret or "
+                        "~/.config/punch/config", url, msg);
+    case 404:
+        if (notfound != NULL)
+            return cli_fail(err, PUNCH_EXIT_NOT_FOUND, "%s (server: %s)", notfound, msg);
+        return cli_fail(err, PUNCH_EXIT_NOT_FOUND, "%s: not found on %s (%s)", what, url, msg);
+    case 400:
+    case 413:
+        return cli_fail(err, PUNCH_EXIT_USAGE, "%s refused %s: %s", url, what, msg);
+    case 409:
+        return cli_fail(err, PUNCH_EXIT_SERVER, "%s: %s", what, msg);
+    case 429:
+        return cli_fail(err, PUNCH_EXIT_SERVER,
+                        "%s refused %s: %s — wait for one of your jobs to finish", url, what,
+                        msg);
+    default:
+        return cli_fail(err, PUNCH_EXIT_SERVER, "%s failed on %s: %s", what, url, msg);
+    }
+}
+
+/* The 404 message for a job route. */
+static void remote_notfound(httpc_client *c, const char *id, const char *missing, char *buf,
+                            size_t len)
+{
+    if (missing == NULL)
+        snprintf(buf, len, "no job %s on %s — check the id with punch list", id,
+                 httpc_client_url(c));
+    else
+        snprintf(buf, len, "job %s has no %s on %s", id, missing, httpc_client_url(c));
+}
+
+/* Parse a 2xx JSON body into *out. */
+static int remote_parse(httpc_client *c, const httpc_response *r, const char *what, json_t **out,
+                        cli_error *err)
+{
+    json_error_t jerr;
+    *out = json_loadb(r->body, r->len, 0, &jerr);
+    if (*out == NULL)
+        return cli_fail(err, PUNCH_EXIT_SERVER,
+                        "%s sent %s that is not JSON (%s) — is this really punchcardd?",
+                        httpc_client_url(c), what, jerr.text);
+    return 0;
+}
+
+/* One JSON request: send, check the status, parse. */
+static int remote_json(httpc_client *c, const char *method, const char *path, const char *body,
+                       size_t len, long want, const char *what, json_t **out, cli_error *err)
+{
+    httpc_response r;
+    int rc = httpc_request(c, method, path, body, len, NULL, &r, err);
+    if (rc == 0 && r.status != want)
+        rc = remote_status_error(c, &r, what, NULL, err);
+    if (rc == 0)
+        rc = remote_parse(c, &r, what, out, err);
+    httpc_response_free(&r);
+    return rc;
+}
+
+/* "/api/v1/jobs/ID" + suffix with the id percent-encoded: ids are opaque. */
+static char *remote_job_path(const char *id, const char *suffix)
+{
+    char *escaped = httpc_escape(id);
+    if (escaped == NULL)
+        return NULL;
+    char *path = NULL;
+    if (asprintf(&path, "/api/v1/jobs/%s%s", escaped, suffix) < 0)
+        path = NULL;
+    free(escaped);
+    return path;
+}
+
+int remote_job_submit(httpc_client *c, const char *spec, size_t len, json_t **reply,
+                      cli_error *err)
+{
+    int rc = remote_json(c, "POST", "/api/v1/jobs", spec, len, 201, "the job", reply, err);
+    if (rc == 0 && json_string_value(json_object_get(*reply, "id")) == NULL) {
+        json_decref(*reply);
+        *reply = NULL;
+        return cli_fail(err, PUNCH_EXIT_SERVER, "%s accepted the job but sent no id",
+                        httpc_client_url(c));
+    }
+    return rc;
+}
+
+int remote_job_list(httpc_client *c, const char *state, json_t **jobs, cli_error *err)
+{
+    char *path = NULL;
+    int n;
+    if (state != NULL) {
+        char *escaped = httpc_escape(state);
+        n = escaped ? asprintf(&path, "/api/v1/jobs?state=%s", escaped) : -1;
+        free(escaped);
+    } else {
+        n = asprintf(&path, "/api/v1/jobs");
+    }
+    if (n < 0)
+        return cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory");
+    json_t *root = NULL;
+    int rc = remote_json(c, "GET", path, NULL, 0, 200, "the job list", &root, err);
+    free(path);
+    if (rc != 0)
+        return rc;
+    json_t *array = json_object_get(root, "jobs");
+    if (!json_is_array(array)) {
+        json_decref(root);
+        return cli_fail(err, PUNCH_EXIT_SERVER, "%s sent a job list without \"jobs\"",
+                        httpc_client_url(c));
+    }
+    *jobs = json_incref(array);
+    json_decref(root);
+    return 0;
+}
+
+/* One request on a job's route, "/api/v1/jobs/ID" + suffix, into *resp
+ * (its body streamed to sink when sink is not NULL). Any status but 200
+ * becomes the error for `what`, whose 404 message says the job is not there,
+ * or names what it lacks (missing; NULL: the job itself). On failure *resp
+ * is freed. */
+static int remote_job_request(httpc_client *c, const char *method, const char *id,
+                              const char *suffix, FILE *sink, const char *what,
+                              const char *missing, httpc_response *resp, cli_error *err)
+{
+    char *path = remote_job_path(id, suffix);
+    if (path == NULL) {
+        *resp = (httpc_response){.log_offset = -1};
+        return cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory");
+    }
+    int rc = httpc_request(c, method, path, NULL, 0, sink, resp, err);
+    free(path);
+    if (rc == 0 && resp->status != 200) {
+        char notfound[1024];
+        remote_notfound(c, id, missing, notfound, sizeof notfound);
+        rc = remote_status_error(c, resp, what, notfound, err);
+    }
+    if (rc != 0)
+        httpc_response_free(resp);
+    return rc;
+}
+
+/* A JSON route of one job, parsed into *out. */
+static int remote_job_json(httpc_client *c, const char *method, const char *id,
+                           const char *suffix, const char *what, const char *missing,
+                           json_t **out, cli_error *err)
+{
+    httpc_response r;
+    if (remote_job_request(c, method, id, suffix, NULL, what, missing, &r, err) != 0)
+        return err->code;
+    int rc = remote_parse(c, &r, what, out, err);
+    httpc_response_free(&r);
+    return rc;
+}
+
+int remote_job_get(httpc_client *c, const char *id, json_t **job, cli_error *err)
+{
+    return remote_job_json(c, "GET", id, "", "getting the job", NULL, job, err);
+}
+
+int remote_job_cancel(httpc_client *c, const char *id, json_t **job, cli_error *err)
+{
+    char what[200];
+    snprintf(what, sizeof what, "cannot cancel job %s", id);
+    return remote_job_json(c, "DELETE", id, "", what, NULL, job, err);
+}
+
+int remote_job_history(httpc_client *c, const char *id, json_t **history, cli_error *err)
+{
+    return remote_job_json(c, "GET", id, "/history", "getting the history",
+                           "history yet (it appears after the first epoch)", history, err);
+}
+
+int remote_job_weights(httpc_client *c, const char *id, const char *format, FILE *sink,
+                       cli_error *err)
+{
+    char suffix[64];
+    snprintf(suffix, sizeof suffix, "/weights?format=%s", format);
+    httpc_response r;
+    if (remote_job_request(c, "GET", id, suffix, sink, "downloading the weights",
+                           "weights yet (they are written when training ends)", &r, err) != 0)
+        return err->code;
+    httpc_response_free(&r);
+    return 0;
+}
+
+int remote_job_logs(httpc_client *c, const char *id, long long offset, httpc_response *resp,
+                    cli_error *err)
+{
+    char suffix[64];
+    snprintf(suffix, sizeof suffix, "/logs?offset=%lld", offset);
+    return remote_job_request(c, "GET", id, suffix, NULL, "getting the logs", NULL, resp, err);
+}

@@ -1,0 +1,45 @@
+/* remote.h — punchcardd's REST API (/api/v1, see schema/openapi.yaml) as C
+ * calls: the jobs on the remote server, seen from punch. Each call maps the
+ * HTTP outcome onto punch's exit codes with a message that says what to do:
+ * 401 → PUNCH_EXIT_AUTH, 404 → PUNCH_EXIT_NOT_FOUND, 400/413 →
+ * PUNCH_EXIT_USAGE, anything else → PUNCH_EXIT_SERVER. JSON results are new
+ * references the caller decrefs. (The server side of these routes lives in
+ * daemon/.) */
+#ifndef PUNCH_CLIENT_REMOTE_H
+#define PUNCH_CLIENT_REMOTE_H
+
+#include <jansson.h>
+
+#include "cli.h"
+#include "httpc.h"
+
+/* A client for ctx's server. Fails with PUNCH_EXIT_AUTH (saying how to set
+ * one) when no secret is configured: every /api/v1 route needs it. */
+httpc_client *remote_open(const cli_ctx *ctx, cli_error *err);
+
+/* A state name as the API sends it (lib/jobstate's names): whether it is
+ * one, whether a job in it has ended, and the exit code `punch wait` gives
+ * a job that ended in it (PUNCH_EXIT_JOB_FAILED for any other name). */
+bool remote_state_is_known(const char *state);
+bool remote_state_is_final(const char *state);
+int remote_state_exit_code(const char *state);
+
+/* POST /api/v1/jobs with the spec text as given. */
+int remote_job_submit(httpc_client *c, const char *spec, size_t len, json_t **reply,
+                      cli_error *err);
+/* GET /api/v1/jobs[?state=S]: the "jobs" array, newest first. */
+int remote_job_list(httpc_client *c, const char *state, json_t **jobs, cli_error *err);
+int remote_job_get(httpc_client *c, const char *id, json_t **job, cli_error *err);
+/* DELETE /api/v1/jobs/ID; 409 (already finished) says so. */
+int remote_job_cancel(httpc_client *c, const char *id, json_t **job, cli_error *err);
+int remote_job_history(httpc_client *c, const char *id, json_t **history, cli_error *err);
+/* GET /api/v1/jobs/ID/weights?format=F streamed into sink. */
+int remote_job_weights(httpc_client *c, const char *id, const char *format, FILE *sink,
+                       cli_error *err);
+/* GET /api/v1/jobs/ID/logs?offset=N: resp->body holds the bytes,
+ * resp->log_offset the next offset, resp->job_state the job's state. On
+ * success the caller frees *resp; on failure there is nothing to free. */
+int remote_job_logs(httpc_client *c, const char *id, long long offset, httpc_response *resp,
+                    cli_error *err);
+
+#endif

@@ -1,0 +1,128 @@
+/* source.c — one named set of a job spec (data.train, data.validation or
+ * data.test) as a source of records: its name resolved under the dataset
+ * roots, then its records counted or read in the spec's format. A whole
+ * load, a distributed run's layout and each rank's part all read their
+ * files through here, so they see the same files and fail with the same
+ * messages. */
+#include "data_internal.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "io/io_file.h"
+
+/* What to do with a source's records: count them into *count, or read the
+ * records of pick (NULL: every record). */
+typedef struct source_op {
+    long *count;
+    const data_pick *pick;
+} source_op;
+
+static int source_cifar10(const char *const *paths, int n, int num_classes,
+                          const source_op *op, dataset *out, char *err, size_t errlen)
+{
+    if (op->count)
+        return data_cifar10_count(paths, n, op->count, err, errlen);
+    if (op->pick)
+        return data_cifar10_load_pick(paths, n, num_classes, op->pick, out, err, errlen);
+    return data_cifar10_load(paths, n, num_classes, out, err, errlen);
+}
+
+/* A CIFAR-10 name resolves to one batch file or to a directory of them. */
+static int source_cifar10_path(const char *name, const char *path, const dataset_roots *roots,
+                               int num_classes, const source_op *op, dataset *out, char *err,
+                               size_t errlen)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        const char *one[1] = {path};
+        return source_cifar10(one, 1, num_classes, op, out, err, errlen);
+    }
+    char **paths;
+    int n;
+    if (data_cifar10_dir(name, path, roots, &paths, &n, err, errlen) != 0)
+        return -1;
+    int rc = source_cifar10((const char *const *)paths, n, num_classes, op, out, err, errlen);
+    data_cifar10_dir_free(paths, n);
+    return rc;
+}
+
+static int source_run(const spec_data *data, const char *field, const char *name,
+                      long features, const dataset_roots *roots, const source_op *op,
+                      dataset *out, char *err, size_t errlen)
+{
+    char p1[PATH_MAX], p2[PATH_MAX], why[1024];
+    if (dataset_resolve(data->format, name, roots, p1, p2, sizeof p1, why, sizeof why) != 0)
+        return io_errf(err, errlen, "%s: %s", field, why);
+    switch (data->format) {
+    case DATA_IDX:
+        if (op->count)
+            return data_idx_count(p1, op->count, err, errlen);
+        if (op->pick)
+            return data_idx_load_pick(p1, p2, data->num_classes, op->pick, out, err, errlen);
+        return data_idx_load(p1, p2, data->num_classes, out, err, errlen);
+    case DATA_CIFAR10:
+        return source_cifar10_path(name, p1, roots, data->num_classes, op, out, err, errlen);
+    case DATA_CSV:
+        if (op->count)
+            return data_csv_count(p1, data->header, op->count, err, errlen);
+        return data_csv_load_pick(p1, data->label_column, data->header, data->num_classes,
+                                  features, op->pick, out, err, errlen);
+    default:
+        return io_errf(err, errlen, "%s: format %s has no named datasets", field,
+                       spec_data_format_name(data->format));
+    }
+}
+
+static void source_shape_str(const spec_shape *s, char *buf, size_t len)
+{
+    if (s->rank == 3)
+        snprintf(buf, len, "[%d, %d, %d]", s->dim[0], s->dim[1], s->dim[2]);
+    else
+        snprintf(buf, len, "[%d]", s->dim[0]);
+}
+
+/* Samples must have model.input's feature count; the layout of a rank-3
+ * shape must agree too (a flat CSV row may stand for any shape). */
+static int source_fit(dataset *ds, const char *name, const spec_shape *input, char *err,
+                      size_t errlen)
+{
+    long want = spec_shape_size(input);
+    bool layout_clash = ds->shape.rank == 3 && input->rank == 3 &&
+                        memcmp(ds->shape.dim, input->dim, sizeof input->dim) != 0;
+    if (ds->features != want || layout_clash) {
+        char a[48], b[48], c1[32], c2[32];
+        source_shape_str(&ds->shape, a, sizeof a);
+        source_shape_str(input, b, sizeof b);
+        return io_errf(err, errlen, "dataset \"%s\": samples have shape %s (%s features) but "
+                       "model.input is %s (%s features)", name, a,
+                       data_fmt_count(ds->features, c1), b, data_fmt_count(want, c2));
+    }
+    ds->shape = *input;
+    return 0;
+}
+
+int data_source_count(const spec_data *data, const char *field, const char *name,
+                      const dataset_roots *roots, long *n, char *err, size_t errlen)
+{
+    source_op op = {.count = n};
+    return source_run(data, field, name, 0, roots, &op, NULL, err, errlen);
+}
+
+int data_source_load(const spec_data *data, const char *field, const char *name,
+                     const spec_shape *input, const dataset_roots *roots, const data_pick *pick,
+                     dataset *out, char *err, size_t errlen)
+{
+    source_op op = {.pick = pick};
+    if (source_run(data, field, name, spec_shape_size(input), roots, &op, out, err,
+                   errlen) != 0)
+        return -1;
+    if (source_fit(out, name, input, err, errlen) != 0) {
+        dataset_free(out);
+        return -1;
+    }
+    return 0;
+}
+
