@@ -1,4 +1,5 @@
-/* api_jobs.c — the main API: /healthz, /metrics and /api/v1/jobs[/{id}[/...]]. */
+/* api_jobs.c — the main API: /healthz, /metrics and /api/v1/jobs[/{id}[/...]].
+ * The seed's /api/state and /api/cancel reuse the job handlers. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 
 #include "api.h"
 #include "jobview.h"
+#include "log.h"
 #include "rundir.h"
 
 enum MHD_Result api_healthz(api_request *r)
@@ -34,29 +36,29 @@ enum MHD_Result api_metrics(api_request *r)
 
 enum MHD_Result api_jobs_submit(api_request *r)
 {
-    enum MHD_Result ret;
-    if (!api_authenticate(r, NULL, &ret))
-        return ret;
     return api_submit_spec(r, r->body, r->body_len);
 }
 
 typedef struct list_ctx {
     daemon_ctx *d;
     json_t *jobs;
+    bool failed; /* a job's view needed the store, and it failed */
 } list_ctx;
 
 static bool api_list_add(const store_job *job, void *arg)
 {
     list_ctx *l = arg;
-    json_array_append_new(l->jobs, jobview_json(l->d, job));
+    json_t *o = jobview_json(l->d, job);
+    if (!o) {
+        l->failed = true;
+        return false;
+    }
+    json_array_append_new(l->jobs, o);
     return true;
 }
 
 enum MHD_Result api_jobs_list(api_request *r)
 {
-    enum MHD_Result ret;
-    if (!api_authenticate(r, NULL, &ret))
-        return ret;
     int state = -1;
     const char *want = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "state");
     if (want && want[0]) {
@@ -68,56 +70,81 @@ enum MHD_Result api_jobs_list(api_request *r)
                                    want);
         state = (int)js;
     }
-    list_ctx l = {r->d, json_array()};
+    list_ctx l = {r->d, json_array(), false};
     const char *owner = r->caller.role == AUTH_ROLE_ADMIN ? NULL : r->caller.identity;
-    if (store_job_list(r->d->st, owner, state, api_list_add, &l) != STORE_OK) {
+    if (store_job_list(r->d->st, owner, state, api_list_add, &l) != STORE_OK || l.failed) {
         json_decref(l.jobs);
         return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "store error");
     }
     return api_reply_json(r, MHD_HTTP_OK, json_pack("{s:o}", "jobs", l.jobs));
 }
 
+/* The reply for a job: its view, or 500 when building it needed the store
+ * and the store failed. */
+static enum MHD_Result api_reply_job(api_request *r, const store_job *job)
+{
+    json_t *o = jobview_json(r->d, job);
+    if (!o)
+        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "store error");
+    return api_reply_json(r, MHD_HTTP_OK, o);
+}
+
 enum MHD_Result api_job_get(api_request *r)
 {
-    enum MHD_Result ret;
-    store_job job;
-    if (!api_authenticate(r, NULL, &ret) || !api_load_visible_job(r, &job, &ret))
-        return ret;
-    json_t *o = jobview_json(r->d, &job);
-    store_job_clear(&job);
-    return api_reply_json(r, MHD_HTTP_OK, o);
+    return api_reply_job(r, r->job);
 }
 
 enum MHD_Result api_job_cancel(api_request *r)
 {
-    enum MHD_Result ret;
-    store_job job;
-    if (!api_authenticate(r, NULL, &ret) || !api_load_visible_job(r, &job, &ret))
-        return ret;
-    ret = api_cancel_job(r, &job);
-    store_job_clear(&job);
+    daemon_ctx *d = r->d;
+    const store_job *job = r->job;
+    double now = daemon_now();
+    store_status rs = STORE_CONFLICT;
+    if (job->state == JOB_QUEUED)
+        rs = store_job_cancel_queued(d->st, job->id, now);
+    if (rs == STORE_CONFLICT && !job_state_is_final(job->state)) {
+        /* Running, or started between our read and the update (a store
+         * error is not a conflict: it stays a 500). */
+        rs = store_job_request_stop(d->st, job->id, "cancel", now);
+        if (rs == STORE_OK)
+            daemon_wake();
+    }
+    if (rs == STORE_CONFLICT || (rs == STORE_OK && job_state_is_final(job->state))) {
+        /* Say how it actually ended, which may be after our first read. */
+        store_job now_job;
+        job_state state = job->state;
+        if (store_job_get(d->st, job->id, &now_job) == STORE_OK) {
+            state = now_job.state;
+            store_job_clear(&now_job);
+        }
+        return api_reply_error(r, MHD_HTTP_CONFLICT, NULL, "job %s already %s", job->id,
+                               job_state_name(state));
+    }
+    if (rs != STORE_OK)
+        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "store error");
+    log_info("job %s (%s): cancel requested by %s", job->id, job->owner, r->caller.identity);
+    store_job fresh;
+    if (store_job_get(d->st, job->id, &fresh) != STORE_OK)
+        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "store error");
+    enum MHD_Result ret = api_reply_job(r, &fresh);
+    store_job_clear(&fresh);
     return ret;
 }
 
-/* Serve a run-directory file of a visible job, or 404 when it does not exist
- * yet. `disposition` adds a Content-Disposition (downloads). */
+/* Serve a run-directory file of r->job, or 404 when it does not exist yet.
+ * `disposition` adds a Content-Disposition (downloads). */
 static enum MHD_Result api_serve_file(api_request *r, const char *file, const char *type,
                                       const char *disposition, const char *what)
 {
-    enum MHD_Result ret;
-    store_job job;
-    if (!api_authenticate(r, NULL, &ret) || !api_load_visible_job(r, &job, &ret))
-        return ret;
-    store_job_clear(&job);
     char path[4096];
-    if (!rundir_path(path, sizeof path, r->d->cfg.data_dir, r->job_id, file))
+    if (!rundir_path(path, sizeof path, r->d->cfg.data_dir, r->job->id, file))
         return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "path too long");
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         if (fd >= 0)
             close(fd);
-        return api_reply_error(r, MHD_HTTP_NOT_FOUND, NULL, "job %s has no %s yet", r->job_id,
+        return api_reply_error(r, MHD_HTTP_NOT_FOUND, NULL, "job %s has no %s yet", r->job->id,
                                what);
     }
     struct MHD_Response *resp = MHD_create_response_from_fd((uint64_t)st.st_size, fd);
@@ -141,28 +168,19 @@ enum MHD_Result api_job_weights(api_request *r)
     const char *format = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "format");
     if (!format || !format[0])
         format = "safetensors";
-    if (strcmp(format, "safetensors") != 0 && strcmp(format, "npz") != 0) {
-        enum MHD_Result ret;
-        if (!api_authenticate(r, NULL, &ret))
-            return ret;
+    if (strcmp(format, "safetensors") != 0 && strcmp(format, "npz") != 0)
         return api_reply_error(r, MHD_HTTP_BAD_REQUEST, "format",
                                "format: expected safetensors or npz, got \"%.40s\"", format);
-    }
     char file[32], disposition[96];
     snprintf(file, sizeof file, "weights.%s", format);
     snprintf(disposition, sizeof disposition, "attachment; filename=\"%s-weights.%s\"",
-             r->job_id, format);
+             r->job->id, format);
     return api_serve_file(r, file, "application/octet-stream", disposition, "weights");
 }
 
 enum MHD_Result api_job_logs(api_request *r)
 {
-    enum MHD_Result ret;
-    store_job job;
-    if (!api_authenticate(r, NULL, &ret) || !api_load_visible_job(r, &job, &ret))
-        return ret;
-    job_state state = job.state;
-    store_job_clear(&job);
+    job_state state = r->job->state;
     const char *off_s = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "offset");
     long long offset = 0;
     if (off_s && off_s[0]) {
@@ -174,7 +192,7 @@ enum MHD_Result api_job_logs(api_request *r)
                                    "offset: expected a byte offset >= 0, got \"%.40s\"", off_s);
     }
     char path[4096];
-    if (!rundir_path(path, sizeof path, r->d->cfg.data_dir, r->job_id, "train.log"))
+    if (!rundir_path(path, sizeof path, r->d->cfg.data_dir, r->job->id, "train.log"))
         return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "path too long");
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     struct stat st;
@@ -219,13 +237,8 @@ static bool api_event_add(double at, const char *from, const char *to, const cha
 
 enum MHD_Result api_job_events(api_request *r)
 {
-    enum MHD_Result ret;
-    store_job job;
-    if (!api_authenticate(r, NULL, &ret) || !api_load_visible_job(r, &job, &ret))
-        return ret;
-    store_job_clear(&job);
     json_t *events = json_array();
-    if (store_job_events(r->d->st, r->job_id, api_event_add, events) != STORE_OK) {
+    if (store_job_events(r->d->st, r->job->id, api_event_add, events) != STORE_OK) {
         json_decref(events);
         return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "store error");
     }

@@ -6,6 +6,8 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/types.h>
 
 #include "auth.h"
 #include "config.h"
@@ -27,11 +29,29 @@ typedef struct daemon_ctx {
     launcher_config lc;
 } daemon_ctx;
 
-/* UNIX time now, in seconds. */
+/* UNIX time now, in seconds: the clock of every time the daemon stores or
+ * shows (timeutil_wall_s). */
 double daemon_now(void);
 
-/* Ask the main thread to run the tick now (a job was submitted or a stop
- * requested) instead of at the next period. Safe from any thread. */
+/* Fill set with the signals every punchcardd process (the server and each
+ * job's supervisor) takes through sigtimedwait instead of handlers: SIGTERM
+ * and SIGINT (stop), SIGHUP, SIGCHLD (a child ended). The caller blocks
+ * them before it starts any thread or child, so none is lost in between. */
+void daemon_signal_set(sigset_t *set);
+
+/* The signal that carries a wake-up. Every thread of punchcardd blocks it
+ * (the mask is set before the first thread starts), so no handler ever runs:
+ * the main loop collects it with sigtimedwait. */
+#define DAEMON_WAKE_SIGNAL SIGUSR1
+
+/* Name the process whose main loop collects wake-ups: main.c calls this with
+ * its own pid before it starts any thread. */
+void daemon_wake_register(pid_t pid);
+
+/* Ask the main loop to run the tick now (a job was submitted or a stop
+ * requested) instead of at the next period: DAEMON_WAKE_SIGNAL to the
+ * registered process. Does nothing while none is registered (unit tests
+ * drive the tick themselves). Safe from any thread. */
 void daemon_wake(void);
 
 #endif

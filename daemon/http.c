@@ -1,5 +1,5 @@
-/* http.c — libmicrohttpd glue: listen socket, request bodies, routing and
- * per-route metrics. */
+/* http.c — libmicrohttpd glue: listen socket, request bodies (capped),
+ * per-route metrics; routes.c answers each complete request. */
 #include "http.h"
 
 #include <errno.h>
@@ -8,13 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
 
-#include "api.h"
 #include "log.h"
+#include "routes.h"
+#include "timeutil/timeutil.h"
 
 struct http_server {
     struct MHD_Daemon *mhd;
@@ -29,7 +29,7 @@ typedef struct http_req {
     size_t len, cap;
     bool too_large;
     size_t discarded;
-    struct timespec t0;
+    double t0; /* timeutil_mono_s() at the first call */
 } http_req;
 
 /* A client streaming past the cap gets its 413 once it stops; one that goes
@@ -83,109 +83,6 @@ int http_listen(const char *hostport, int *port, char *err, size_t errlen)
     return fd;
 }
 
-/* ---- routing ----------------------------------------------------------------- */
-
-typedef enum MHD_Result (*http_handler_fn)(api_request *r);
-
-static bool http_is_job_id(const char *s, size_t n)
-{
-    if (n != STORE_ID_LEN)
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-            return false;
-    return true;
-}
-
-static bool http_method_is(const char *m, const char *want)
-{
-    return strcmp(m, want) == 0 || (strcmp(want, "GET") == 0 && strcmp(m, "HEAD") == 0);
-}
-
-/* Route r->path; returns the handler for r->method, or NULL with *allow set
- * (405) or *allow NULL (404). Sets r->route and r->job_id. */
-static http_handler_fn http_route(api_request *r, char *id_buf, const char **allow)
-{
-    const char *p = r->path, *m = r->method;
-    *allow = NULL;
-    struct fixed {
-        const char *path;
-        const char *method;
-        http_handler_fn fn;
-        metrics_route route;
-        const char *allow;
-    } fixed[] = {
-        {"/healthz", "GET", api_healthz, ROUTE_HEALTHZ, "GET, HEAD"},
-        {"/metrics", "GET", api_metrics, ROUTE_METRICS, "GET, HEAD"},
-        {"/api/v1/jobs", "GET", api_jobs_list, ROUTE_JOBS_LIST, "GET, HEAD, POST"},
-        {"/api/v1/jobs", "POST", api_jobs_submit, ROUTE_JOBS_SUBMIT, "GET, HEAD, POST"},
-        {"/api/submit", "POST", api_seed_submit, ROUTE_SEED_SUBMIT, "POST"},
-        {"/api/state", "GET", api_seed_state, ROUTE_SEED_STATE, "GET, HEAD"},
-        {"/api/cancel", "GET", api_seed_cancel, ROUTE_SEED_CANCEL, "GET, HEAD, POST"},
-        {"/api/cancel", "POST", api_seed_cancel, ROUTE_SEED_CANCEL, "GET, HEAD, POST"},
-        {"/api/destroy", "GET", api_seed_destroy, ROUTE_SEED_DESTROY, "GET, HEAD, POST"},
-        {"/api/destroy", "POST", api_seed_destroy, ROUTE_SEED_DESTROY, "GET, HEAD, POST"},
-    };
-    bool path_known = false;
-    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
-        if (strcmp(p, fixed[i].path) != 0)
-            continue;
-        path_known = true;
-        r->route = fixed[i].route;
-        *allow = fixed[i].allow;
-        if (http_method_is(m, fixed[i].method))
-            return fixed[i].fn;
-    }
-    if (path_known)
-        return NULL;
-    static const char prefix[] = "/api/v1/jobs/";
-    if (strncmp(p, prefix, sizeof prefix - 1) != 0)
-        return NULL;
-    const char *id = p + sizeof prefix - 1;
-    const char *slash = strchr(id, '/');
-    size_t id_len = slash ? (size_t)(slash - id) : strlen(id);
-    if (!http_is_job_id(id, id_len))
-        return NULL;
-    memcpy(id_buf, id, id_len);
-    id_buf[id_len] = '\0';
-    r->job_id = id_buf;
-    if (!slash) {
-        *allow = "GET, HEAD, DELETE";
-        if (http_method_is(m, "GET")) {
-            r->route = ROUTE_JOB_GET;
-            return api_job_get;
-        }
-        r->route = ROUTE_JOB_CANCEL;
-        return strcmp(m, "DELETE") == 0 ? api_job_cancel : NULL;
-    }
-    struct sub {
-        const char *name;
-        http_handler_fn fn;
-        metrics_route route;
-    } subs[] = {
-        {"/history", api_job_history, ROUTE_JOB_HISTORY},
-        {"/weights", api_job_weights, ROUTE_JOB_WEIGHTS},
-        {"/logs", api_job_logs, ROUTE_JOB_LOGS},
-        {"/events", api_job_events, ROUTE_JOB_EVENTS},
-    };
-    for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
-        if (strcmp(slash, subs[i].name) != 0)
-            continue;
-        r->route = subs[i].route;
-        *allow = "GET, HEAD";
-        return http_method_is(m, "GET") ? subs[i].fn : NULL;
-    }
-    r->job_id = NULL;
-    return NULL;
-}
-
-static double http_elapsed(const struct timespec *t0)
-{
-    struct timespec t1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    return (double)(t1.tv_sec - t0->tv_sec) + (t1.tv_nsec - t0->tv_nsec) / 1e9;
-}
-
 static enum MHD_Result http_dispatch(http_server *s, struct MHD_Connection *conn, const char *url,
                                      const char *method, http_req *req)
 {
@@ -197,34 +94,9 @@ static enum MHD_Result http_dispatch(http_server *s, struct MHD_Connection *conn
     r.body = req->body ? req->body : "";
     r.body_len = req->len;
     r.route = ROUTE_OTHER;
-    char id_buf[STORE_ID_LEN + 1];
-    const char *allow = NULL;
-    http_handler_fn fn = http_route(&r, id_buf, &allow);
-    enum MHD_Result ret;
-    if (req->too_large) {
-        ret = api_reply_error(&r, MHD_HTTP_CONTENT_TOO_LARGE, NULL,
-                              "request body over the limit of %ld bytes", s->d->cfg.max_body);
-    } else if (fn) {
-        ret = fn(&r);
-    } else if (allow) {
-        struct MHD_Response *resp = NULL;
-        json_t *body = json_pack("{s:s, s:n}", "error", "method not allowed", "field");
-        char *text = json_dumps(body, JSON_COMPACT);
-        json_decref(body);
-        if (text) {
-            resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-            if (!resp)
-                free(text);
-        }
-        if (resp) {
-            MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-            MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
-        }
-        ret = api_reply_response(&r, MHD_HTTP_METHOD_NOT_ALLOWED, resp);
-    } else {
-        ret = api_reply_error(&r, MHD_HTTP_NOT_FOUND, NULL, "no such route: %s %.200s", method, url);
-    }
-    double elapsed = http_elapsed(&req->t0);
+    r.body_too_large = req->too_large;
+    enum MHD_Result ret = routes_dispatch(&r);
+    double elapsed = timeutil_mono_s() - req->t0;
     metrics_record(r.route, r.status, elapsed);
     /* The path only: secrets may ride in the query string. */
     log_debug("http: %s %.200s -> %d in %.3f ms", method, url, r.status, elapsed * 1e3);
@@ -267,7 +139,7 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
         req = calloc(1, sizeof *req);
         if (!req)
             return MHD_NO;
-        clock_gettime(CLOCK_MONOTONIC, &req->t0);
+        req->t0 = timeutil_mono_s();
         *con_cls = req;
         /* A declared length over the cap is refused before reading a byte. */
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
@@ -283,7 +155,7 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
         *upload_data_size = 0;
         if (!ok) {
             log_warn("http: %s %.100s: body far over the limit; connection closed", method, url);
-            metrics_record(ROUTE_OTHER, MHD_HTTP_CONTENT_TOO_LARGE, http_elapsed(&req->t0));
+            metrics_record(ROUTE_OTHER, MHD_HTTP_CONTENT_TOO_LARGE, timeutil_mono_s() - req->t0);
             return MHD_NO;
         }
         return MHD_YES;

@@ -1,6 +1,6 @@
 /* http.h — the HTTP server: libmicrohttpd with an internal pool of epoll
  * worker threads, connection timeout and limits, a body cap that also counts
- * chunked uploads, and the route table that hands requests to api_*. */
+ * chunked uploads; complete requests go to routes_dispatch (routes.h). */
 #ifndef PUNCH_HTTP_H
 #define PUNCH_HTTP_H
 

@@ -20,18 +20,24 @@ static json_t *jobview_frozen(const char *text, json_t *fallback)
 /* Why a queued job has not started (the scheduler's rules, scheduler.h):
  * the queue is held; its owner is at the per-user running limit, so it is
  * skipped whatever its place; else slots or GPUs, in use or reserved for
- * the jobs ahead of it. */
+ * the jobs ahead of it. NULL when the store cannot say. */
 static const char *jobview_waiting_for(daemon_ctx *d, const store_job *job)
 {
     if (d->cfg.hold)
         return "hold";
-    if (d->cfg.max_running > 0 && store_owner_active(d->st, job->owner) >= d->cfg.max_running)
-        return "running_limit";
-    return "resources";
+    if (d->cfg.max_running <= 0)
+        return "resources";
+    int active = store_owner_active(d->st, job->owner);
+    if (active < 0)
+        return NULL;
+    return active >= d->cfg.max_running ? "running_limit" : "resources";
 }
 
 json_t *jobview_json(daemon_ctx *d, const store_job *job)
 {
+    const char *waiting_for = NULL;
+    if (job->state == JOB_QUEUED && !(waiting_for = jobview_waiting_for(d, job)))
+        return NULL;
     json_t *progress = NULL, *result = NULL;
     if (job_state_is_final(job->state)) {
         progress = jobview_frozen(job->progress, json_object());
@@ -49,7 +55,6 @@ json_t *jobview_json(daemon_ctx *d, const store_job *job)
         rundir_progress_clear(&p);
     }
     int pos = job->state == JOB_QUEUED ? store_queue_position(d->st, job) : 0;
-    const char *waiting_for = job->state == JOB_QUEUED ? jobview_waiting_for(d, job) : NULL;
     json_t *o = json_object();
     json_object_set_new(o, "id", json_string(job->id));
     json_object_set_new(o, "name", json_string(job->name));

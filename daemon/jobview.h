@@ -8,6 +8,8 @@
 
 #include "daemon.h"
 
+/* The job object of job (caller owns it); NULL when a figure it needs from
+ * the store (why a queued job waits) cannot be read, for a 500. */
 json_t *jobview_json(daemon_ctx *d, const store_job *job);
 
 #endif

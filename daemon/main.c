@@ -19,21 +19,6 @@
 #include "monitor.h"
 #include "supervisor.h"
 
-static pid_t main_pid;
-
-double daemon_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-void daemon_wake(void)
-{
-    /* Every thread blocks SIGUSR1; the main loop collects it. */
-    kill(main_pid, SIGUSR1);
-}
-
 /* mkdir -p with mode 0700 for what it creates. */
 static bool main_mkdirs(const char *path, char *err, size_t errlen)
 {
@@ -225,14 +210,14 @@ static void main_loop(daemon_ctx *d, http_server *http, const sigset_t *set)
                 log_error("SIGHUP: keeping the old secrets: %s", err);
             continue;
         }
-        if (sig == SIGUSR1) {
-            /* Coalesce a burst of wake-ups into one tick; only SIGUSR1, or a
-             * SIGTERM collected here would be lost. */
+        if (sig == DAEMON_WAKE_SIGNAL) {
+            /* Coalesce a burst of wake-ups into one tick; only the wake
+             * signal, or a SIGTERM collected here would be lost. */
             sigset_t wake;
             sigemptyset(&wake);
-            sigaddset(&wake, SIGUSR1);
+            sigaddset(&wake, DAEMON_WAKE_SIGNAL);
             struct timespec zero = {0, 0};
-            while (sigtimedwait(&wake, &info, &zero) == SIGUSR1) {
+            while (sigtimedwait(&wake, &info, &zero) == DAEMON_WAKE_SIGNAL) {
             }
         }
         monitor_tick(d);
@@ -255,17 +240,13 @@ int main(int argc, char **argv)
     }
     if (d.cfg.verbose)
         log_set_level(LOG_DEBUG);
-    main_pid = getpid();
+    daemon_wake_register(getpid());
     signal(SIGPIPE, SIG_IGN);
     /* Block the signals the loop collects before any thread exists, so every
      * thread inherits the mask. */
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP);
-    sigaddset(&set, SIGCHLD);
-    sigaddset(&set, SIGUSR1);
+    daemon_signal_set(&set);
+    sigaddset(&set, DAEMON_WAKE_SIGNAL);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
 
     int status = 1;

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "admission.h"
+#include "finalstate.h"
 #include "gpualloc.h"
 #include "log.h"
 #include "metrics.h"
@@ -66,50 +68,38 @@ static void monitor_sanitize(char *s)
 }
 
 /* Settle a started job whose mpirun has ended (ex != NULL) or whose
- * supervisor vanished without a record (ex == NULL). */
+ * supervisor vanished without a record (ex == NULL). If the store cannot
+ * record it, the job stays active there and the next tick settles it again
+ * from the same run directory. */
 static void monitor_finish(daemon_ctx *d, const store_job *job, const char *dir,
                            const rundir_exit *ex)
 {
     rundir_progress p;
     rundir_read_progress(dir, &p);
-    char error[512] = "";
-    job_state final_state;
-    if (!strcmp(job->stop_reason, "cancel")) {
-        final_state = JOB_CANCELLED;
-    } else if (!strcmp(job->stop_reason, "timeout")) {
-        final_state = JOB_TIMEOUT;
-        snprintf(error, sizeof error, "time limit of %ld s exceeded", job->time_limit_s);
-    } else if (ex && ex->exit_code == 0 && ex->signal == 0 && strcmp(p.end_status, "failed") != 0) {
-        final_state = JOB_SUCCEEDED;
-    } else {
-        final_state = JOB_FAILED;
-        char last[300], log_path[4200];
-        snprintf(log_path, sizeof log_path, "%s/train.log", dir);
+    char last[300] = "", log_path[4200];
+    if (snprintf(log_path, sizeof log_path, "%s/train.log", dir) < (int)sizeof log_path)
         rundir_failure_line(log_path, last, sizeof last);
-        if (p.end_error)
-            snprintf(error, sizeof error, "%s", p.end_error);
-        else if (!ex)
-            snprintf(error, sizeof error, "supervisor ended without recording an exit status");
-        else if (ex->signal)
-            snprintf(error, sizeof error, "mpirun killed by signal %d%s%s", ex->signal,
-                     last[0] ? ": " : "", last);
-        else
-            snprintf(error, sizeof error, "mpirun exited with code %d%s%s", ex->exit_code,
-                     last[0] ? ": " : "", last);
-    }
+    finalstate_facts facts = {job->stop_reason, job->time_limit_s, ex, p.end_status,
+                              p.end_error, last};
+    char error[512];
+    job_state final_state = finalstate_decide(&facts, error, sizeof error);
     monitor_sanitize(error);
     char *progress = json_dumps(p.progress, JSON_COMPACT | JSON_REAL_PRECISION(15));
     char *result = p.result ? json_dumps(p.result, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
     int code = ex ? ex->exit_code : 0;
     store_status rs = store_job_finish(d->st, job->id, final_state, ex ? &code : NULL,
                                        error[0] ? error : NULL, progress, result, daemon_now());
-    if (rs == STORE_OK)
+    if (rs == STORE_OK) {
         log_info("job %s (%s): %s%s%s", job->id, job->owner, job_state_name(final_state),
                  error[0] ? ": " : "", error);
+        monitor_term_forget(job->id);
+    } else if (rs == STORE_ERROR) {
+        log_error("job %s (%s): ended %s but the store did not record it; retrying next tick",
+                  job->id, job->owner, job_state_name(final_state));
+    }
     free(progress);
     free(result);
     rundir_progress_clear(&p);
-    monitor_term_forget(job->id);
     /* Belt and braces: nothing of a finished job may stay behind. */
     if (job->sid > 1)
         launcher_signal_session(job->sid, SIGKILL);
@@ -132,12 +122,46 @@ static void monitor_enforce_stop(daemon_ctx *d, const store_job *job, double now
         int n = launcher_signal_session(job->sid, SIGKILL);
         log_warn("job %s (%s): still running %d s after SIGTERM: SIGKILL to %d processes",
                  job->id, job->owner, d->cfg.kill_grace, n);
-        store_job_mark_killed(d->st, job->id);
+        /* Unrecorded, the next tick sends SIGKILL once more: harmless. */
+        if (store_job_mark_killed(d->st, job->id) != STORE_OK)
+            log_error("job %s (%s): could not record the SIGKILL; repeating it next tick",
+                      job->id, job->owner);
     }
 }
 
+/* A supervisor writes supervisor.json within moments of its fork; until
+ * then a starting job whose supervisor the store does not know may still be
+ * launching. Past this many seconds it never was (the daemon died before the
+ * fork) and the job is settled as failed. */
+#define MONITOR_LAUNCH_GRACE_S 10.0
+
+/* A started job whose supervisor's identity never reached the store: the
+ * daemon stopped between the fork and recording it, or the store failed
+ * then. Adopt the supervisor from its record. False while the job must wait
+ * for a later tick (still launching, or the store failed again); true to go
+ * on checking it (adopted, or there is nothing left to adopt). */
+static bool monitor_adopt(daemon_ctx *d, store_job *job, const rundir_supervisor *sup,
+                          double now)
+{
+    long long start;
+    if (!sup)
+        return isnan(job->started_at) || now >= job->started_at + MONITOR_LAUNCH_GRACE_S;
+    if (!launcher_proc_stat(sup->supervisor_pid, &start, NULL, NULL))
+        return true; /* it has ended: exit.json or its absence says how */
+    if (store_job_set_supervisor(d->st, job->id, sup->supervisor_pid, start) != STORE_OK) {
+        log_error("job %s (%s): could not record supervisor pid %d; retrying next tick",
+                  job->id, job->owner, (int)sup->supervisor_pid);
+        return false;
+    }
+    job->supervisor_pid = sup->supervisor_pid;
+    job->supervisor_start = start;
+    return true;
+}
+
 /* One started job: advance starting -> running, settle it if it ended,
- * apply its time limit and any stop request. Returns true if still active. */
+ * apply its time limit and any stop request. Returns true if still active.
+ * A change the store fails to record is left for the next tick, which sees
+ * the same run directory and tries again. */
 static bool monitor_check_job(daemon_ctx *d, store_job *job, double now)
 {
     char dir[4096];
@@ -145,20 +169,19 @@ static bool monitor_check_job(daemon_ctx *d, store_job *job, double now)
         return false;
     rundir_supervisor sup;
     bool have_sup = rundir_read_supervisor(dir, &sup);
-    if (have_sup && job->supervisor_pid == 0) {
-        /* Forked just before a crash of the daemon: adopt it from its record. */
-        long long start;
-        if (launcher_proc_stat(sup.supervisor_pid, &start, NULL, NULL) &&
-            store_job_set_supervisor(d->st, job->id, sup.supervisor_pid, start) == STORE_OK) {
-            job->supervisor_pid = sup.supervisor_pid;
-            job->supervisor_start = start;
+    if (job->supervisor_pid == 0 && !monitor_adopt(d, job, have_sup ? &sup : NULL, now))
+        return true;
+    if (job->state == JOB_STARTING && have_sup) {
+        store_status rs = store_job_mark_running(d->st, job->id, sup.sid, now);
+        if (rs == STORE_OK) {
+            job->state = JOB_RUNNING;
+            job->sid = sup.sid;
+            log_info("job %s (%s): running (mpirun session %d)", job->id, job->owner,
+                     (int)sup.sid);
+        } else if (rs == STORE_ERROR) {
+            log_error("job %s (%s): could not record it running; retrying next tick", job->id,
+                      job->owner);
         }
-    }
-    if (job->state == JOB_STARTING && have_sup &&
-        store_job_mark_running(d->st, job->id, sup.sid, now) == STORE_OK) {
-        job->state = JOB_RUNNING;
-        job->sid = sup.sid;
-        log_info("job %s (%s): running (mpirun session %d)", job->id, job->owner, (int)sup.sid);
     }
     rundir_exit ex;
     if (rundir_read_exit(dir, &ex)) {
@@ -175,11 +198,15 @@ static bool monitor_check_job(daemon_ctx *d, store_job *job, double now)
     }
     if (job->time_limit_s > 0 && !job->stop_reason[0] && !isnan(job->started_at) &&
         now >= job->started_at + (double)job->time_limit_s) {
-        if (store_job_request_stop(d->st, job->id, "timeout", now) == STORE_OK) {
+        store_status rs = store_job_request_stop(d->st, job->id, "timeout", now);
+        if (rs == STORE_OK) {
             snprintf(job->stop_reason, sizeof job->stop_reason, "timeout");
             job->stop_requested_at = now;
             log_info("job %s (%s): time limit of %ld s reached", job->id, job->owner,
                      job->time_limit_s);
+        } else if (rs == STORE_ERROR) {
+            log_error("job %s (%s): could not record its time limit; retrying next tick",
+                      job->id, job->owner);
         }
     }
     monitor_enforce_stop(d, job, now);
@@ -191,6 +218,7 @@ static bool monitor_check_job(daemon_ctx *d, store_job *job, double now)
 typedef struct job_list {
     store_job *v;
     size_t n, cap;
+    bool short_of_memory; /* a row was dropped: the list is incomplete */
 } job_list;
 
 static bool monitor_collect(const store_job *job, void *arg)
@@ -199,8 +227,10 @@ static bool monitor_collect(const store_job *job, void *arg)
     if (l->n == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 16;
         store_job *p = realloc(l->v, cap * sizeof *p);
-        if (!p)
+        if (!p) {
+            l->short_of_memory = true;
             return false;
+        }
         l->v = p;
         l->cap = cap;
     }
@@ -222,13 +252,19 @@ static void monitor_list_free(job_list *l)
 
 /* ---- starting jobs ----------------------------------------------------------- */
 
+/* A job that left the queue cannot start after all. Should the store fail
+ * to record that too, the job stays in starting without a supervisor and
+ * monitor_check_job settles it as failed after MONITOR_LAUNCH_GRACE_S. */
 static void monitor_fail_start(daemon_ctx *d, const store_job *job, const char *why)
 {
     char msg[600];
     snprintf(msg, sizeof msg, "could not start: %s", why);
     monitor_sanitize(msg);
     log_error("job %s (%s): %s", job->id, job->owner, msg);
-    store_job_finish(d->st, job->id, JOB_FAILED, NULL, msg, "{}", NULL, daemon_now());
+    if (store_job_finish(d->st, job->id, JOB_FAILED, NULL, msg, "{}", NULL, daemon_now()) ==
+        STORE_ERROR)
+        log_error("job %s (%s): could not record the failure; it fails later as a job "
+                  "without a supervisor", job->id, job->owner);
 }
 
 /* GPUs hand-out of one pass: how many are free, and on a single host which
@@ -265,17 +301,29 @@ static void monitor_start_job(daemon_ctx *d, const store_job *job, gpu_pool *poo
                   job->gpus);
         return;
     }
-    /* Leave the queue first: a cancel from now on goes the stop route. */
-    if (store_job_mark_starting(d->st, job->id, devices, now) != STORE_OK)
-        return;
-    char dir[4096], err[600];
+    /* Read the spec while the job is still queued: should the store fail,
+     * the job simply waits for the next tick. */
     char *spec = NULL;
-    if (!rundir_path(dir, sizeof dir, d->cfg.data_dir, job->id, NULL)) {
-        monitor_fail_start(d, job, "run directory path too long");
+    store_status rs = store_job_spec(d->st, job->id, &spec);
+    if (rs != STORE_OK) {
+        if (rs == STORE_ERROR)
+            log_error("job %s (%s): cannot read its spec; left queued", job->id, job->owner);
         return;
     }
-    if (store_job_spec(d->st, job->id, &spec) != STORE_OK) {
-        monitor_fail_start(d, job, "cannot read its spec from the store");
+    /* Leave the queue first: a cancel from now on goes the stop route. A
+     * conflict means it was cancelled since the scan. */
+    rs = store_job_mark_starting(d->st, job->id, devices, now);
+    if (rs != STORE_OK) {
+        if (rs == STORE_ERROR)
+            log_error("job %s (%s): could not record its start; left queued", job->id,
+                      job->owner);
+        free(spec);
+        return;
+    }
+    char dir[4096], err[600];
+    if (!rundir_path(dir, sizeof dir, d->cfg.data_dir, job->id, NULL)) {
+        free(spec);
+        monitor_fail_start(d, job, "run directory path too long");
         return;
     }
     bool ok = rundir_create(dir, spec, err, sizeof err);
@@ -291,7 +339,10 @@ static void monitor_start_job(daemon_ctx *d, const store_job *job, gpu_pool *poo
     }
     long long start = 0;
     launcher_proc_stat(pid, &start, NULL, NULL);
-    store_job_set_supervisor(d->st, job->id, pid, start);
+    /* Unrecorded, the supervisor is adopted from its supervisor.json. */
+    if (store_job_set_supervisor(d->st, job->id, pid, start) != STORE_OK)
+        log_error("job %s (%s): could not record supervisor pid %d; adopting it next tick",
+                  job->id, job->owner, (int)pid);
     if (devices[0])
         log_info("job %s (%s): starting %d ranks on GPUs %s (supervisor pid %d)", job->id,
                  job->owner, job->ranks, devices, (int)pid);
@@ -323,61 +374,71 @@ static gpu_pool monitor_gpu_pool(daemon_ctx *d, const job_list *active, int *use
     return pool;
 }
 
+/* Drop from the queue the jobs that no longer fit the cluster at all (only
+ * possible if --slots, --gpus or the hostfile shrank since they were
+ * accepted), failing them with the message a submit would get. One the
+ * store cannot fail stays queued, to be tried again next tick. */
+static void monitor_drop_unfit(daemon_ctx *d, job_list *queue)
+{
+    size_t keep = 0;
+    for (size_t i = 0; i < queue->n; i++) {
+        store_job *q = &queue->v[i];
+        int workers = q->workers > 0 ? q->workers : 1;
+        const char *field;
+        char why[400];
+        if (admission_check(d, q->ranks, q->gpus / workers, workers, &field, why, sizeof why)) {
+            store_job tmp = queue->v[keep];
+            queue->v[keep++] = *q;
+            *q = tmp;
+            continue;
+        }
+        store_status rs =
+            store_job_finish(d->st, q->id, JOB_FAILED, NULL, why, "{}", NULL, daemon_now());
+        if (rs == STORE_OK)
+            log_warn("job %s (%s): failed: %s", q->id, q->owner, why);
+        else if (rs == STORE_ERROR)
+            log_error("job %s (%s): could not fail it (%s); retrying next tick", q->id,
+                      q->owner, why);
+    }
+    /* monitor_list_free sees the first n rows only: release the dropped ones. */
+    for (size_t i = keep; i < queue->n; i++)
+        store_job_clear(&queue->v[i]);
+    queue->n = keep;
+}
+
 static void monitor_schedule(daemon_ctx *d, const job_list *active)
 {
     int used = 0;
-    sched_owner *owners = calloc(active->n + 1, sizeof *owners);
-    size_t n_owners = 0;
-    if (!owners)
-        return;
-    for (size_t i = 0; i < active->n; i++) {
+    for (size_t i = 0; i < active->n; i++)
         used += active->v[i].ranks;
-        size_t k = 0;
-        while (k < n_owners && strcmp(owners[k].owner, active->v[i].owner) != 0)
-            k++;
-        if (k == n_owners)
-            owners[n_owners++] = (sched_owner){active->v[i].owner, 0};
-        owners[k].running++;
-    }
     metrics_set_slots(d->total_slots, used);
     int used_gpus;
     gpu_pool pool = monitor_gpu_pool(d, active, &used_gpus);
     metrics_set_gpus(d->total_gpus, used_gpus);
     int free_slots = d->total_slots - used;
+    if (d->cfg.hold || free_slots <= 0)
+        return;
     job_list queue = {0};
-    if (!d->cfg.hold && free_slots > 0)
-        store_queue_scan(d->st, 1000, monitor_collect, &queue);
-    sched_job *sj = calloc(queue.n + 1, sizeof *sj);
+    if (store_queue_scan(d->st, 1000, monitor_collect, &queue) != STORE_OK ||
+        queue.short_of_memory) {
+        /* Starting from part of the queue could break its order. */
+        log_error("cannot read the queue; no job starts this tick");
+        monitor_list_free(&queue);
+        return;
+    }
+    monitor_drop_unfit(d, &queue);
     size_t *picked = calloc(queue.n + 1, sizeof *picked);
-    size_t n_sj = 0;
-    for (size_t i = 0; sj && i < queue.n; i++) {
-        store_job *q = &queue.v[i];
-        if (q->ranks > d->total_slots || q->gpus > d->total_gpus) {
-            /* Only possible if --slots or --gpus shrank since it was accepted. */
-            char why[160];
-            snprintf(why, sizeof why, "needs %d slots and %d GPUs but the cluster now has %d "
-                     "and %d", q->ranks, q->gpus, d->total_slots, d->total_gpus);
-            store_job_finish(d->st, q->id, JOB_FAILED, NULL, why, "{}", NULL, daemon_now());
-            continue;
-        }
-        sj[n_sj++] = (sched_job){q->owner, q->ranks, q->priority, q->vstart, q->seq, q->gpus};
+    if (!picked) {
+        log_error("out of memory; no job starts this tick");
+        monitor_list_free(&queue);
+        return;
     }
     sched_resources free_res = {free_slots, pool.n_free};
-    size_t n_picked = sj && picked ? sched_pick(sj, n_sj, owners, n_owners, free_res,
-                                                d->cfg.max_running, picked)
-                                   : 0;
-    /* sj skips the rows failed above: map picks back to rows by seq. */
-    for (size_t i = 0; i < n_picked; i++) {
-        const sched_job *p = &sj[picked[i]];
-        for (size_t k = 0; k < queue.n; k++)
-            if (queue.v[k].seq == p->seq) {
-                monitor_start_job(d, &queue.v[k], &pool);
-                break;
-            }
-    }
-    free(sj);
+    size_t n_picked = sched_pick(queue.v, queue.n, active->v, active->n, free_res,
+                                 d->cfg.max_running, picked);
+    for (size_t i = 0; i < n_picked; i++)
+        monitor_start_job(d, &queue.v[picked[i]], &pool);
     free(picked);
-    free(owners);
     monitor_list_free(&queue);
 }
 
@@ -391,7 +452,10 @@ void monitor_tick(daemon_ctx *d)
     while (waitpid(-1, &status, WNOHANG) > 0) {
     }
     job_list active = {0};
-    if (store_active_jobs(d->st, monitor_collect, &active) != STORE_OK) {
+    if (store_active_jobs(d->st, monitor_collect, &active) != STORE_OK ||
+        active.short_of_memory) {
+        /* Without every active job, free slots and GPUs are unknown. */
+        log_error("cannot list the active jobs; nothing is checked or started this tick");
         monitor_list_free(&active);
         return;
     }
@@ -407,10 +471,8 @@ void monitor_tick(daemon_ctx *d)
             keep++;
         }
     }
-    job_list still = {active.v, keep, active.cap};
+    job_list still = {active.v, keep, active.cap, false};
     monitor_schedule(d, &still);
     /* Free all rows, including the settled ones beyond `keep`. */
-    for (size_t i = 0; i < active.n; i++)
-        store_job_clear(&active.v[i]);
-    free(active.v);
+    monitor_list_free(&active);
 }

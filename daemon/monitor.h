@@ -3,7 +3,13 @@
  * limits (SIGTERM, then SIGKILL after the grace period), record final states,
  * and start queued jobs as the scheduler allows. Runs only on the main
  * thread; HTTP threads record their requests in the store and wake it. After
- * a restart the same checks re-adopt running jobs or settle how they ended. */
+ * a restart the same checks re-adopt running jobs or settle how they ended.
+ *
+ * The store is the only record: when it fails to take a change (a job's
+ * start, its supervisor, running, its stop, its end), the tick logs which job
+ * and what, leaves the job as the store has it, and the next tick, seeing
+ * the same run directory, makes the change again. A tick that cannot list
+ * the active jobs or read the queue starts nothing. */
 #ifndef PUNCH_MONITOR_H
 #define PUNCH_MONITOR_H
 

@@ -1,16 +1,18 @@
-/* rundir.c — run directory files: atomic writes, the supervisor's records,
- * the tail of progress.jsonl, and safetensors weights as JSON. */
+/* rundir.c — run directory files: paths, creation and removal, the
+ * supervisor's records, the tail of progress.jsonl, and safetensors weights
+ * as JSON. Atomic writes and the safetensors reader are lib/io's. */
 #include "rundir.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "io/tensorfile.h"
 
 bool rundir_path(char *buf, size_t cap, const char *data_dir, const char *id, const char *file)
 {
@@ -19,55 +21,15 @@ bool rundir_path(char *buf, size_t cap, const char *data_dir, const char *id, co
     return n > 0 && (size_t)n < cap;
 }
 
-static bool rundir_write_all(int fd, const char *data, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, data, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return false;
-        data += n;
-        len -= (size_t)n;
-    }
-    return true;
-}
-
 bool rundir_write_atomic(const char *dir, const char *name, const char *data, size_t len,
                          char *err, size_t errlen)
 {
-    char tmp[4096], dst[4096];
-    if (snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, name) >= (int)sizeof tmp ||
-        snprintf(dst, sizeof dst, "%s/%s", dir, name) >= (int)sizeof dst) {
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) {
         snprintf(err, errlen, "%s: path too long", dir);
         return false;
     }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-        return false;
-    }
-    bool ok = rundir_write_all(fd, data, len) && fsync(fd) == 0;
-    int saved = errno;
-    if (close(fd) != 0 && ok) {
-        ok = false;
-        saved = errno;
-    }
-    if (ok && rename(tmp, dst) != 0) {
-        ok = false;
-        saved = errno;
-    }
-    if (!ok) {
-        unlink(tmp);
-        snprintf(err, errlen, "%s: %s", dst, strerror(saved));
-        return false;
-    }
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
-    return true;
+    return atomic_write_file(path, data, len, err, errlen) == 0;
 }
 
 bool rundir_create(const char *dir, const char *spec, char *err, size_t errlen)
@@ -325,85 +287,28 @@ void rundir_failure_line(const char *path, char *buf, size_t cap)
     free(tail);
 }
 
-static uint64_t rundir_le64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
-
-/* One F32 tensor's entry as {"shape", "data"}; NULL if it is malformed. */
-static json_t *rundir_tensor_json(json_t *info, const unsigned char *data, size_t data_len)
-{
-    const char *dtype = json_string_value(json_object_get(info, "dtype"));
-    json_t *shape = json_object_get(info, "shape");
-    json_t *offs = json_object_get(info, "data_offsets");
-    if (!dtype || strcmp(dtype, "F32") != 0 || !json_is_array(shape) || !json_is_array(offs) ||
-        json_array_size(offs) != 2)
-        return NULL;
-    json_int_t begin = json_integer_value(json_array_get(offs, 0));
-    json_int_t end = json_integer_value(json_array_get(offs, 1));
-    if (begin < 0 || end < begin || (uint64_t)end > data_len || (end - begin) % 4 != 0)
-        return NULL;
-    json_t *arr = json_array();
-    for (json_int_t o = begin; o < end; o += 4) {
-        uint32_t bits = (uint32_t)data[o] | (uint32_t)data[o + 1] << 8 |
-                        (uint32_t)data[o + 2] << 16 | (uint32_t)data[o + 3] << 24;
-        float f;
-        memcpy(&f, &bits, sizeof f);
-        json_array_append_new(arr, json_real(f));
-    }
-    return json_pack("{s:O, s:o}", "shape", shape, "data", arr);
-}
-
 json_t *rundir_weights_model(const char *path, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "no weights: %s", strerror(errno));
+    tensor_entry *t;
+    int n;
+    if (safetensors_read(path, &t, &n, err, errlen) != 0)
         return NULL;
+    json_t *model = json_object();
+    for (int i = 0; model && i < n; i++) {
+        json_t *shape = json_array(), *data = json_array();
+        for (int d = 0; shape && d < t[i].rank; d++)
+            json_array_append_new(shape, json_integer(t[i].dims[d]));
+        long size = tensor_entry_size(&t[i]);
+        for (long k = 0; data && k < size; k++)
+            json_array_append_new(data, json_real(t[i].data[k]));
+        json_t *entry = json_pack("{s:o, s:o}", "shape", shape, "data", data);
+        if (!entry || json_object_set_new(model, t[i].name, entry) != 0) {
+            json_decref(model);
+            model = NULL;
+        }
     }
-    json_t *model = NULL, *header = NULL;
-    unsigned char *data = NULL;
-    unsigned char lenbuf[8];
-    struct stat stbuf;
-    if (fread(lenbuf, 1, 8, f) != 8 || fstat(fileno(f), &stbuf) != 0)
-        goto bad;
-    uint64_t hlen = rundir_le64(lenbuf);
-    if (hlen == 0 || hlen > (uint64_t)stbuf.st_size - 8)
-        goto bad;
-    size_t data_len = (size_t)((uint64_t)stbuf.st_size - 8 - hlen);
-    char *htext = malloc(hlen);
-    data = malloc(data_len ? data_len : 1);
-    if (!htext || !data || fread(htext, 1, hlen, f) != hlen ||
-        fread(data, 1, data_len, f) != data_len) {
-        free(htext);
-        goto bad;
-    }
-    header = json_loadb(htext, hlen, 0, NULL);
-    free(htext);
-    if (!json_is_object(header))
-        goto bad;
-    model = json_object();
-    const char *key;
-    json_t *info;
-    json_object_foreach(header, key, info) {
-        if (strcmp(key, "__metadata__") == 0)
-            continue;
-        json_t *t = rundir_tensor_json(info, data, data_len);
-        if (!t)
-            goto bad;
-        json_object_set_new(model, key, t);
-    }
-    goto out;
-bad:
-    snprintf(err, errlen, "%s: not a valid F32 safetensors file", path);
-    json_decref(model);
-    model = NULL;
-out:
-    json_decref(header);
-    free(data);
-    fclose(f);
+    tensorfile_free(t, n);
+    if (!model)
+        snprintf(err, errlen, "%s: out of memory", path);
     return model;
 }

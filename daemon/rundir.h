@@ -15,7 +15,8 @@ bool rundir_path(char *buf, size_t cap, const char *data_dir, const char *id, co
 /* Create the run directory (0700) and write job.json atomically. */
 bool rundir_create(const char *dir, const char *spec, char *err, size_t errlen);
 
-/* Write name in dir atomically: temporary file, fsync, rename, fsync dir. */
+/* Write name in dir atomically (atomic_write_file of lib/io: temporary file,
+ * fsync, rename, fsync dir), so a reader never sees half a record. */
 bool rundir_write_atomic(const char *dir, const char *name, const char *data, size_t len,
                          char *err, size_t errlen);
 
@@ -56,8 +57,9 @@ void rundir_progress_clear(rundir_progress *p);
  * line that is not a rule of dashes (mpirun frames its messages in them). */
 void rundir_failure_line(const char *path, char *buf, size_t cap);
 
-/* weights.safetensors as {key: {"shape": [...], "data": [...]}} (the seed's
- * model for /api/destroy); NULL with *err set if missing or malformed. */
+/* weights.safetensors as {key: {"shape": [...], "data": [...]}} in file
+ * order (the seed's model for /api/destroy), read with safetensors_read of
+ * lib/io; NULL with *err ("PATH: reason") if missing or malformed. */
 json_t *rundir_weights_model(const char *path, char *err, size_t errlen);
 
 #endif

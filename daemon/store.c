@@ -15,12 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
 
 #include <sqlite3.h>
 
 #include "log.h"
 #include "store_schema.h" /* generated: store_migrations[] from schema/ */
+#include "timeutil/timeutil.h"
 
 #define JOB_COLUMNS                                                                        \
     "seq, id, owner, name, state, priority, ranks, trainer, workers, threads, "           \
@@ -186,7 +186,6 @@ static void store_release(store *st, store_conn *c)
     pthread_mutex_unlock(&st->lock);
 }
 
-/* The prepared statement `id` of c, reset and unbound, ready to bind. */
 /* The test hook of store_fault_sim(); NULL in production. Atomic because
  * every connection's thread reads it. */
 static _Atomic(store_fault_fn) store_fault_hook;
@@ -198,6 +197,8 @@ void store_fault_sim(store_fault_fn fn, void *arg)
     store_fault_hook = fn;
 }
 
+/* The prepared statement `id` of c, reset and unbound, ready to bind; NULL
+ * (logged) if it cannot be prepared or a simulated fault hits it. */
 static sqlite3_stmt *store_stmt(store_conn *c, stmt_id id)
 {
     store_fault_fn fault = store_fault_hook;
@@ -521,12 +522,8 @@ static store_status store_submit_txn(store_conn *c, const store_new_job *nj, int
         !store_query_double(c, ST_GET_OWNER_VFINISH, nj->owner, &vfinish))
         return STORE_ERROR;
     double vstart = vfinish > vclock ? vfinish : vclock;
-    if (now <= 0) {
-        /* Stamped under the write lock, so submission times follow seq. */
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        now = (double)ts.tv_sec + ts.tv_nsec / 1e9;
-    }
+    if (now <= 0)
+        now = timeutil_wall_s(); /* stamped under the write lock: times follow seq */
     sqlite3_stmt *s = store_stmt(c, ST_INSERT_JOB);
     if (!s)
         return STORE_ERROR;
@@ -651,7 +648,14 @@ store_status store_job_submit(store *st, const store_new_job *nj, int max_queued
 
 /* ---- reads ----------------------------------------------------------------- */
 
-static store_status store_get_one(store *st, stmt_id id, const char *key, store_job *job)
+/* Reads the row a single-row query found into out; false if it cannot
+ * (out of memory). */
+typedef bool (*store_row_reader)(sqlite3_stmt *s, void *out);
+
+/* Run single-row query `id` with `key` bound as ?1: STORE_OK with the row
+ * read into out, STORE_NOT_FOUND when there is none. */
+static store_status store_read_one(store *st, stmt_id id, const char *key, store_row_reader read,
+                                   void *out)
 {
     store_conn *c = store_acquire(st);
     store_status rs = STORE_ERROR;
@@ -659,50 +663,44 @@ static store_status store_get_one(store *st, stmt_id id, const char *key, store_
     if (s) {
         store_bind_text(s, 1, key);
         int rc = sqlite3_step(s);
-        if (rc == SQLITE_ROW) {
-            store_row_to_job(s, job);
-            rs = STORE_OK;
-        } else if (rc == SQLITE_DONE) {
+        if (rc == SQLITE_ROW)
+            rs = read(s, out) ? STORE_OK : STORE_ERROR;
+        else if (rc == SQLITE_DONE)
             rs = STORE_NOT_FOUND;
-        } else {
+        else
             store_log_rc(c, rc, stmt_sql[id]);
-        }
         store_done(s);
     }
     store_release(st, c);
     return rs;
+}
+
+static bool store_read_job(sqlite3_stmt *s, void *out)
+{
+    store_row_to_job(s, out);
+    return true;
+}
+
+static bool store_read_text(sqlite3_stmt *s, void *out)
+{
+    char **text = out;
+    *text = store_col_strdup(s, 0);
+    return *text != NULL;
 }
 
 store_status store_job_get(store *st, const char *id, store_job *job)
 {
-    return store_get_one(st, ST_GET_JOB, id, job);
+    return store_read_one(st, ST_GET_JOB, id, store_read_job, job);
 }
 
 store_status store_job_latest(store *st, const char *owner, store_job *job)
 {
-    return store_get_one(st, ST_GET_LATEST, owner, job);
+    return store_read_one(st, ST_GET_LATEST, owner, store_read_job, job);
 }
 
 store_status store_job_spec(store *st, const char *id, char **spec)
 {
-    store_conn *c = store_acquire(st);
-    store_status rs = STORE_ERROR;
-    sqlite3_stmt *s = store_stmt(c, ST_GET_SPEC);
-    if (s) {
-        store_bind_text(s, 1, id);
-        int rc = sqlite3_step(s);
-        if (rc == SQLITE_ROW) {
-            *spec = store_col_strdup(s, 0);
-            rs = *spec ? STORE_OK : STORE_ERROR;
-        } else if (rc == SQLITE_DONE) {
-            rs = STORE_NOT_FOUND;
-        } else {
-            store_log_rc(c, rc, "reading a job's spec");
-        }
-        store_done(s);
-    }
-    store_release(st, c);
-    return rs;
+    return store_read_one(st, ST_GET_SPEC, id, store_read_text, spec);
 }
 
 /* Count with a (priority, vstart, seq) key bound as ?1..?3. */
@@ -717,8 +715,11 @@ static long store_count_rel(store_conn *c, stmt_id id, const store_job *job, lon
     sqlite3_bind_int64(s, 3, job->seq);
     if (limit > 0)
         sqlite3_bind_int64(s, 4, limit);
-    if (sqlite3_step(s) == SQLITE_ROW)
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW)
         n = (long)sqlite3_column_int64(s, 0);
+    else
+        store_log_rc(c, rc, "counting the queue");
     store_done(s);
     return n;
 }
@@ -732,8 +733,8 @@ int store_queue_position(store *st, const store_job *job)
      * transaction keeps the three figures consistent. */
     enum { NEAR_FRONT = 256 };
     store_conn *c = store_acquire(st);
-    long pos = 0;
-    if (sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK) {
+    long pos = -1;
+    if (store_exec_sql(c, "BEGIN")) {
         long ahead = store_count_rel(c, ST_QUEUE_AHEAD, job, NEAR_FRONT);
         if (ahead >= 0 && ahead < NEAR_FRONT) {
             pos = ahead + 1;
@@ -741,12 +742,13 @@ int store_queue_position(store *st, const store_job *job)
             double total = 0;
             long behind = store_count_rel(c, ST_QUEUE_BEHIND, job, 0);
             if (behind >= 0 && store_query_double(c, ST_QUEUED_TOTAL, NULL, &total))
-                pos = (long)total - behind;
+                pos = (long)total - behind > 0 ? (long)total - behind : 0;
         }
-        sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+        if (!store_exec_sql(c, "COMMIT"))
+            store_rollback(c);
     }
     store_release(st, c);
-    return pos > 0 ? (int)pos : 0;
+    return (int)pos;
 }
 
 int store_owner_active(store *st, const char *owner)
@@ -1076,14 +1078,11 @@ store_status store_job_delete(store *st, const char *id)
     store_conn *c = store_acquire(st);
     store_status rs = STORE_ERROR;
     pthread_mutex_lock(&st->write_lock);
-    if (store_begin(c)) {
-        sqlite3_stmt *s = store_stmt(c, ST_DELETE_JOB);
-        int rc = SQLITE_ERROR;
-        if (s) {
-            store_bind_text(s, 1, id);
-            rc = sqlite3_step(s);
-            store_done(s);
-        }
+    sqlite3_stmt *s;
+    if (store_begin(c) && (s = store_stmt(c, ST_DELETE_JOB))) {
+        store_bind_text(s, 1, id);
+        int rc = sqlite3_step(s);
+        store_done(s);
         bool found = sqlite3_changes(c->db) > 0;
         if (store_log_rc(c, rc, "deleting a job") && (s = store_stmt(c, ST_DELETE_EVENTS))) {
             store_bind_text(s, 1, id);
@@ -1092,9 +1091,9 @@ store_status store_job_delete(store *st, const char *id)
             if (store_log_rc(c, rc, "deleting a job's events") && store_commit(c))
                 rs = found ? STORE_OK : STORE_NOT_FOUND;
         }
-        if (rs == STORE_ERROR)
-            store_rollback(c);
     }
+    if (rs == STORE_ERROR)
+        store_rollback(c);
     pthread_mutex_unlock(&st->write_lock);
     store_release(st, c);
     return rs;

@@ -96,7 +96,7 @@ store_status store_job_latest(store *st, const char *owner, store_job *job);
 /* The submitted spec text; caller frees *spec. */
 store_status store_job_spec(store *st, const char *id, char **spec);
 /* 1-based place of a queued job in run order (priority, fair share, FIFO);
- * 0 if the job is not queued. */
+ * 0 if the job is not queued; -1 on a store error (logged). */
 int store_queue_position(store *st, const store_job *job);
 
 /* Jobs of owner in starting or running (the per-user running limit counts

@@ -11,15 +11,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon.h"
 #include "launcher.h"
 #include "rundir.h"
-
-static double supervisor_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
+#include "timeutil/timeutil.h"
 
 static void supervisor_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -39,7 +34,7 @@ static int supervisor_write_exit(const char *rundir, int code, int sig)
 {
     char text[160], err[512];
     snprintf(text, sizeof text, "{\"exit_code\": %d, \"signal\": %d, \"ended_at\": %.3f}\n", code,
-             sig, supervisor_now());
+             sig, timeutil_wall_s());
     if (!rundir_write_atomic(rundir, "exit.json", text, strlen(text), err, sizeof err)) {
         supervisor_say("cannot record the exit status: %s", err);
         return 1;
@@ -65,11 +60,7 @@ int supervisor_main(int argc, char **argv)
     /* Signals arrive through sigtimedwait only, so none is lost between a
      * check and a wait. */
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP);
-    sigaddset(&set, SIGCHLD);
+    daemon_signal_set(&set);
     sigprocmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 

@@ -1,304 +1,370 @@
-/* test_scheduler.c — the run policy: order (priority, fair-share tag, FIFO),
- * per-user running limit, slot budget, no backfill past a wide job; GPUs as
- * a second resource (fits, waits, never over-allocated, mixed with CPU-only
- * jobs), and the device sets of a single host (gpualloc). */
+/* test_scheduler.c — the run policy as production runs it: jobs go into a
+ * real store (store.c's SQL keeps the fair-share tags and orders the queue),
+ * and each scheduling pass takes the active jobs and the queue from the
+ * store and picks with sched_pick(), as monitor_schedule() does. Covered:
+ * order (priority, fair share between owners, FIFO), the fair-share clock
+ * (no credit for idle time, wide jobs count for their width), the per-user
+ * running limit (a skipped job reserves nothing), the slot budget with no
+ * backfill past a wide job, and GPUs as a second resource (fits, waits,
+ * reservations, never over-allocated in a long mixed simulation).
+ * Owners are one letter, so a pass's picks read as a string ("abc"). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
-#include "gpualloc.h"
 #include "scheduler.h"
+#include "scratch.h"
+#include "store.h"
 
-#define SLOTS(n) ((sched_resources){(n), 0})
+enum { MAX_ROWS = 128 };
 
-static int cmp(const void *a, const void *b) { return sched_compare(a, b); }
+typedef struct rows {
+    store_job v[MAX_ROWS];
+    size_t n;
+} rows;
 
-static void test_order(void **state)
+typedef struct fixture {
+    char dir[SCRATCH_DIR_LEN];
+    store *st;
+    double now;        /* submission and transition times, one tick apart */
+    rows queue, active;
+} fixture;
+
+static int setup(void **state)
 {
-    (void)state;
-    sched_job q[] = {
-        {"a", 1, 0, 0.0, 1}, {"a", 1, 0, 1.0, 2}, {"b", 1, 0, 0.0, 3},
-        {"c", 1, 5, 9.0, 4}, {"b", 1, -1, 0.0, 5},
-    };
-    qsort(q, 5, sizeof q[0], cmp);
-    /* Priority 5 first; then tag 0 in FIFO order; then tag 1; then priority -1. */
-    assert_int_equal(q[0].seq, 4);
-    assert_int_equal(q[1].seq, 1);
-    assert_int_equal(q[2].seq, 3);
-    assert_int_equal(q[3].seq, 2);
-    assert_int_equal(q[4].seq, 5);
+    fixture *f = calloc(1, sizeof *f);
+    if (!f)
+        return -1;
+    if (!scratch_create(f->dir, "sched"))
+        return -1;
+    char path[128], err[256];
+    snprintf(path, sizeof path, "%s/q.db", f->dir);
+    f->st = store_open(path, 1, err, sizeof err);
+    if (!f->st)
+        return -1;
+    f->now = 1000.0;
+    *state = f;
+    return 0;
 }
 
-static void test_start_tag(void **state)
+static int teardown(void **state)
 {
-    (void)state;
-    /* A user far ahead keeps their own tag; one idle for long restarts at the clock. */
-    assert_true(sched_start_tag(10.0, 25.0) == 25.0);
-    assert_true(sched_start_tag(10.0, 3.0) == 10.0);
+    fixture *f = *state;
+    store_close(f->st);
+    bool removed = scratch_remove(f->dir);
+    free(f);
+    return removed ? 0 : -1;
 }
 
-/* Simulate start-time fair queuing over a burst: user a submits 6 jobs, then
- * b submits 2; b's jobs interleave with a's instead of waiting behind all 6. */
-static void test_fair_share_interleaves(void **state)
+/* Queue a job; returns its id, valid until the next submit. */
+static const char *submit(fixture *f, const char *owner, int priority, int ranks, int gpus)
 {
-    (void)state;
-    double vclock = 0, fin_a = 0, fin_b = 0;
-    sched_job q[8];
-    int n = 0;
-    for (int i = 0; i < 6; i++) {
-        double s = sched_start_tag(vclock, fin_a);
-        fin_a = s + 1;
-        q[n] = (sched_job){"a", 1, 0, s, n + 1};
-        n++;
-    }
-    for (int i = 0; i < 2; i++) {
-        double s = sched_start_tag(vclock, fin_b);
-        fin_b = s + 1;
-        q[n] = (sched_job){"b", 1, 0, s, n + 1};
-        n++;
-    }
-    qsort(q, (size_t)n, sizeof q[0], cmp);
-    const char *want[] = {"a", "b", "a", "b", "a", "a", "a", "a"};
-    for (int i = 0; i < n; i++)
-        assert_string_equal(q[i].owner, want[i]);
+    static char id[STORE_ID_LEN + 1];
+    store_new_job nj = {.owner = owner, .name = "j", .trainer = "single", .spec = "{}",
+                        .priority = priority, .ranks = ranks, .workers = ranks, .threads = 1,
+                        .gpus = gpus};
+    assert_int_equal(store_job_submit(f->st, &nj, 0, f->now++, id), STORE_OK);
+    return id;
 }
 
-static void test_per_user_limit(void **state)
+/* Rows without their heap strings: the scheduler reads owner, ranks, gpus. */
+static bool collect(const store_job *job, void *arg)
 {
-    (void)state;
-    sched_job q[] = {{"a", 1, 0, 0, 1}, {"a", 1, 0, 1, 2}, {"b", 1, 0, 2, 3}, {"c", 1, 0, 3, 4}};
-    size_t picked[4];
-    /* Four free slots, limit one each: a's second job waits. */
-    size_t n = sched_pick(q, 4, NULL, 0, SLOTS(4), 1, picked);
-    assert_int_equal(n, 3);
-    assert_int_equal(picked[0], 0);
-    assert_int_equal(picked[1], 2);
-    assert_int_equal(picked[2], 3);
-    /* b already runs one: only a and c start. */
-    sched_owner running[] = {{"b", 1}};
-    n = sched_pick(q, 4, running, 1, SLOTS(4), 1, picked);
-    assert_int_equal(n, 2);
-    assert_int_equal(picked[0], 0);
-    assert_int_equal(picked[1], 3);
-    /* No limit: everything that fits, in order. */
-    n = sched_pick(q, 4, running, 1, SLOTS(3), 0, picked);
-    assert_int_equal(n, 3);
-    assert_int_equal(picked[2], 2);
+    rows *r = arg;
+    assert_true(r->n < MAX_ROWS);
+    r->v[r->n] = *job;
+    r->v[r->n].error = r->v[r->n].progress = r->v[r->n].result = NULL;
+    r->n++;
+    return true;
 }
 
-static void test_slots_and_no_backfill(void **state)
+/* What a pass sees: the active jobs and the queue in run order. */
+static void load(fixture *f)
 {
-    (void)state;
-    sched_job q[] = {{"a", 2, 0, 0, 1}, {"b", 3, 0, 1, 2}, {"c", 1, 0, 2, 3}};
-    size_t picked[3];
-    /* 4 slots: a (2) fits, b (3) does not: c must not jump past b. */
-    size_t n = sched_pick(q, 3, NULL, 0, SLOTS(4), 1, picked);
-    assert_int_equal(n, 1);
-    assert_int_equal(picked[0], 0);
-    /* No free slots: nothing. */
-    assert_int_equal(sched_pick(q, 3, NULL, 0, SLOTS(0), 1, picked), 0);
-    /* A job skipped for its owner's limit does not block the ones behind it. */
-    sched_owner running[] = {{"a", 1}};
-    n = sched_pick(q, 3, running, 1, SLOTS(4), 1, picked);
-    assert_int_equal(n, 2);
-    assert_int_equal(picked[0], 1);
-    assert_int_equal(picked[1], 2);
+    f->queue.n = f->active.n = 0;
+    assert_int_equal(store_active_jobs(f->st, collect, &f->active), STORE_OK);
+    assert_int_equal(store_queue_scan(f->st, MAX_ROWS, collect, &f->queue), STORE_OK);
 }
 
-/* Sum of what the picked jobs need. */
-static sched_resources picked_needs(const sched_job *q, const size_t *picked, size_t n)
+/* The free share of a cluster of `slots` and `gpus` once the active jobs
+ * hold theirs. */
+static sched_resources free_of(const fixture *f, int slots, int gpus)
 {
-    sched_resources r = {0, 0};
-    for (size_t i = 0; i < n; i++) {
-        r.slots += q[picked[i]].ranks;
-        r.gpus += q[picked[i]].gpus;
+    sched_resources r = {slots, gpus};
+    for (size_t i = 0; i < f->active.n; i++) {
+        r.slots -= f->active.v[i].ranks;
+        r.gpus -= f->active.v[i].gpus;
     }
     return r;
 }
 
+/* A pass that only looks: which queue rows (of f->queue) would start. */
+static size_t plan(fixture *f, int slots, int gpus, int max_running, size_t *picked)
+{
+    load(f);
+    return sched_pick(f->queue.v, f->queue.n, f->active.v, f->active.n,
+                      free_of(f, slots, gpus), max_running, picked);
+}
+
+/* The one-letter owners of the picked rows, in start order ("" if none). */
+static const char *owners_of(const fixture *f, const size_t *picked, size_t n)
+{
+    static char text[MAX_ROWS + 1];
+    for (size_t i = 0; i < n; i++)
+        text[i] = f->queue.v[picked[i]].owner[0];
+    text[n] = '\0';
+    return text;
+}
+
+/* A pass that only looks: it would start the jobs of `want`'s owners. */
+static void assert_plan(fixture *f, int slots, int gpus, int max_running, const char *want)
+{
+    size_t picked[MAX_ROWS];
+    size_t n = plan(f, slots, gpus, max_running, picked);
+    assert_string_equal(owners_of(f, picked, n), want);
+}
+
+/* A pass that starts what it picks (queued -> starting, which advances the
+ * fair-share clock): the jobs of `want`'s owners, in that order. */
+static void assert_pass(fixture *f, int slots, int gpus, int max_running, const char *want)
+{
+    size_t picked[MAX_ROWS];
+    size_t n = plan(f, slots, gpus, max_running, picked);
+    assert_string_equal(owners_of(f, picked, n), want);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(store_job_mark_starting(f->st, f->queue.v[picked[i]].id, NULL, f->now++),
+                         STORE_OK);
+}
+
+static void finish(fixture *f, const char *id)
+{
+    assert_int_equal(store_job_finish(f->st, id, JOB_SUCCEEDED, NULL, NULL, "{}", NULL, f->now++),
+                     STORE_OK);
+}
+
+static void finish_active(fixture *f)
+{
+    load(f);
+    for (size_t i = 0; i < f->active.n; i++)
+        finish(f, f->active.v[i].id);
+}
+
+/* Priority first; among equals, user b's burst interleaves with a's longer
+ * one instead of waiting behind it; FIFO breaks ties; priority -1 last. */
+static void test_order(void **state)
+{
+    fixture *f = *state;
+    for (int i = 0; i < 6; i++)
+        submit(f, "a", 0, 1, 0);
+    submit(f, "b", 0, 1, 0);
+    submit(f, "b", 0, 1, 0);
+    submit(f, "c", 5, 1, 0);
+    submit(f, "d", -1, 1, 0);
+    assert_pass(f, 100, 0, 0, "cababaaaad");
+}
+
+/* The clock: jobs that start advance it, so a user back from a pause starts
+ * level with the others (not ahead on credit from the idle time). A wide job
+ * counts for its width. */
+static void test_fair_share_clock(void **state)
+{
+    fixture *f = *state;
+    submit(f, "b", 0, 1, 0);
+    assert_pass(f, 1, 0, 0, "b");
+    finish_active(f);
+    for (int i = 0; i < 6; i++)
+        submit(f, "a", 0, 1, 0);
+    assert_pass(f, 4, 0, 0, "aaaa");
+    finish_active(f);
+    /* b comes back after a's four started: level with a's fifth, not first
+     * twice over as its old finish tag alone would make it. */
+    submit(f, "b", 0, 1, 0);
+    submit(f, "b", 0, 1, 0);
+    assert_pass(f, 100, 0, 0, "baba");
+    finish_active(f);
+    /* c's 4-rank job weighs four of d's 1-rank jobs. */
+    submit(f, "c", 0, 4, 0);
+    submit(f, "c", 0, 1, 0);
+    for (int i = 0; i < 3; i++)
+        submit(f, "d", 0, 1, 0);
+    assert_pass(f, 100, 0, 0, "cdddc");
+}
+
+/* At most max_running active jobs per user, counting the ones already
+ * running (from the store) and the ones this pass starts. */
+static void test_per_user_limit(void **state)
+{
+    fixture *f = *state;
+    char first[STORE_ID_LEN + 1];
+    snprintf(first, sizeof first, "%s", submit(f, "a", 0, 1, 0));
+    submit(f, "a", 0, 1, 0);
+    submit(f, "b", 0, 1, 0);
+    submit(f, "c", 0, 1, 0);
+    /* Four free slots, limit one each: a's second job waits. */
+    assert_pass(f, 4, 0, 1, "abc");
+    /* A slot is free, but a already runs one; without the limit it starts. */
+    assert_plan(f, 4, 0, 1, "");
+    assert_plan(f, 4, 0, 0, "a");
+    /* With the limit, once a's first job has ended. */
+    finish(f, first);
+    assert_pass(f, 4, 0, 1, "a");
+}
+
+/* A job short of slots stops the walk: nothing narrower jumps past it. */
+static void test_slots_and_no_backfill(void **state)
+{
+    fixture *f = *state;
+    submit(f, "a", 0, 2, 0);
+    submit(f, "b", 0, 3, 0);
+    submit(f, "c", 0, 1, 0);
+    /* 4 slots: a (2) fits, b (3) does not, and c must not pass it. */
+    assert_plan(f, 4, 0, 1, "a");
+    assert_plan(f, 0, 0, 1, "");
+}
+
+/* A job skipped for its owner's running limit reserves nothing: the job
+ * behind it uses the slots it would have taken. */
+static void test_limit_skip_reserves_nothing(void **state)
+{
+    fixture *f = *state;
+    submit(f, "b", 0, 1, 0);
+    assert_pass(f, 1, 0, 1, "b");
+    submit(f, "b", 1, 3, 0);
+    submit(f, "e", 0, 1, 0);
+    assert_plan(f, 4, 0, 1, "e");
+    /* Without the limit b's wide job comes first and takes the 3 free slots. */
+    assert_plan(f, 4, 0, 0, "b");
+}
+
 static void test_gpus_fit(void **state)
 {
-    (void)state;
-    /* {owner, ranks, priority, vstart, seq, gpus} */
-    sched_job q[] = {{"a", 2, 0, 0, 1, 2}, {"b", 1, 0, 1, 2, 1}, {"c", 1, 0, 2, 3, 0}};
-    size_t picked[3];
-    size_t n = sched_pick(q, 3, NULL, 0, (sched_resources){4, 3}, 1, picked);
-    assert_int_equal(n, 3);
-    sched_resources used = picked_needs(q, picked, n);
-    assert_int_equal(used.slots, 4);
-    assert_int_equal(used.gpus, 3);
-    /* No free GPUs: the GPU jobs wait (keeping 3 slots), the CPU job starts. */
-    n = sched_pick(q, 3, NULL, 0, (sched_resources){4, 0}, 1, picked);
-    assert_int_equal(n, 1);
-    assert_int_equal(picked[0], 2);
+    fixture *f = *state;
+    submit(f, "a", 0, 2, 2);
+    submit(f, "b", 0, 1, 1);
+    submit(f, "c", 0, 1, 0);
+    assert_plan(f, 4, 3, 1, "abc");
+    /* No GPUs at all: the GPU jobs wait (keeping 3 slots), the CPU job runs. */
+    assert_plan(f, 4, 0, 1, "c");
 }
 
 /* A job short of GPUs waits; nothing behind it takes a GPU first, but jobs
  * that need none use the slots it does not need. */
 static void test_gpus_wait_for_free(void **state)
 {
-    (void)state;
-    sched_job q[] = {
-        {"a", 1, 0, 0, 1, 2}, /* needs 2 GPUs, 1 is free: waits, reserves 1 slot */
-        {"b", 1, 0, 1, 2, 1}, /* would fit the free GPU: must not jump ahead of a */
-        {"c", 2, 0, 2, 3, 0}, /* CPU only: 4 free - 1 reserved = 3 slots, fits */
-        {"d", 2, 0, 3, 4, 0}, /* 1 slot left: waits */
-    };
-    size_t picked[4];
-    size_t n = sched_pick(q, 4, NULL, 0, (sched_resources){4, 1}, 1, picked);
-    assert_int_equal(n, 1);
-    assert_int_equal(q[picked[0]].seq, 3);
-    /* A GPU freed: a starts first, then b on the third GPU, then c and d. */
-    n = sched_pick(q, 4, NULL, 0, (sched_resources){6, 3}, 1, picked);
-    assert_int_equal(n, 4);
-    for (size_t i = 0; i < 4; i++)
-        assert_int_equal(picked[i], i);
-    /* Short of slots (not GPUs): no backfill at all, as for CPU jobs. */
-    sched_job wide[] = {{"a", 4, 0, 0, 1, 1}, {"b", 1, 0, 1, 2, 0}, {"c", 1, 0, 2, 3, 1}};
-    assert_int_equal(sched_pick(wide, 3, NULL, 0, (sched_resources){3, 2}, 1, picked), 0);
+    fixture *f = *state;
+    submit(f, "a", 0, 1, 2); /* needs 2 GPUs, 1 is free: waits, reserves 1 slot */
+    submit(f, "b", 0, 1, 1); /* must not jump ahead of a to the free GPU: reserves 1 */
+    submit(f, "c", 0, 2, 0); /* CPU only: 4 - 2 reserved = 2 slots, fits */
+    submit(f, "d", 0, 2, 0); /* no slot left: waits */
+    assert_plan(f, 4, 1, 1, "c");
+    /* More GPUs and slots: all four, in queue order. */
+    assert_plan(f, 6, 3, 1, "abcd");
+}
+
+/* Short of slots (not GPUs): no backfill at all, as for CPU jobs. */
+static void test_gpus_short_of_slots(void **state)
+{
+    fixture *f = *state;
+    submit(f, "a", 0, 4, 1);
+    submit(f, "b", 0, 1, 0);
+    submit(f, "c", 0, 1, 1);
+    assert_plan(f, 3, 2, 1, "");
 }
 
 /* A waiting GPU job keeps its slots: a CPU job behind it that would leave it
  * too few slots waits as well. */
 static void test_gpus_reservation_keeps_slots(void **state)
 {
-    (void)state;
-    sched_job q[] = {{"a", 2, 0, 0, 1, 1}, {"b", 2, 0, 1, 2, 0}, {"c", 1, 0, 2, 3, 0}};
-    size_t picked[3];
-    /* 3 free slots, no free GPU: a keeps 2, b would need 2 of the 1 left and
+    fixture *f = *state;
+    submit(f, "a", 0, 2, 1);
+    submit(f, "b", 0, 2, 0);
+    submit(f, "c", 0, 1, 0);
+    /* 3 free slots, no GPU: a keeps 2, b would need 2 of the 1 left and
      * waits in turn, keeping the last one from c. */
-    assert_int_equal(sched_pick(q, 3, NULL, 0, (sched_resources){3, 0}, 0, picked), 0);
+    assert_plan(f, 3, 0, 0, "");
     /* With 4 free slots b fits beside a's reservation, c does not. */
-    size_t n = sched_pick(q, 3, NULL, 0, (sched_resources){4, 0}, 0, picked);
-    assert_int_equal(n, 1);
-    assert_int_equal(picked[0], 1);
+    assert_plan(f, 4, 0, 0, "b");
     /* When the GPU is free, a gets its 2 slots first (b then waits for 2). */
-    n = sched_pick(q, 3, NULL, 0, (sched_resources){3, 1}, 0, picked);
-    assert_int_equal(n, 1);
-    assert_int_equal(picked[0], 0);
+    assert_plan(f, 3, 1, 0, "a");
 }
 
-/* Mixed CPU and GPU jobs from several users through a simulated cluster:
- * at no point do running jobs hold more slots or GPUs than exist; every job
- * runs eventually; a job waiting for GPUs is never overtaken by a later job
- * that takes a GPU. */
+/* Mixed CPU and GPU jobs from three users through a simulated cluster run
+ * on the store: running jobs never hold more slots or GPUs than exist; every
+ * job runs eventually; a waiting GPU job is never overtaken by a later job
+ * that takes a GPU unless its owner is at the limit. */
 static void test_gpus_never_overallocate(void **state)
 {
-    (void)state;
-    enum { N = 60, SLOTS_TOTAL = 4, GPUS_TOTAL = 3 };
+    fixture *f = *state;
+    enum { N = 60, SLOTS = 4, GPUS = 3, LIMIT = 2 };
     const char *users[] = {"a", "b", "c"};
-    sched_job all[N];
-    int remaining[N]; /* ticks left while running; -1 queued, 0 done */
     uint32_t rng = 12345;
     for (int i = 0; i < N; i++) {
         rng = rng * 1103515245u + 12345u;
-        int ranks = 1 + (int)((rng >> 16) % SLOTS_TOTAL);
+        int ranks = 1 + (int)((rng >> 16) % SLOTS);
         rng = rng * 1103515245u + 12345u;
-        int gpus = (int)((rng >> 16) % (GPUS_TOTAL + 1)); /* 0..3 */
-        all[i] = (sched_job){users[i % 3], ranks, 0, (double)i, i + 1, gpus};
-        remaining[i] = -1;
+        int gpus = (int)((rng >> 16) % (GPUS + 1));
+        submit(f, users[i % 3], 0, ranks, gpus);
     }
-    int done = 0;
+    char ends[N][STORE_ID_LEN + 1]; /* started jobs and the tick they end */
+    int end_tick[N], n_started = 0, done = 0;
     for (int tick = 0; tick < 10000 && done < N; tick++) {
-        sched_resources avail = {SLOTS_TOTAL, GPUS_TOTAL};
-        sched_owner owners[3] = {{"a", 0}, {"b", 0}, {"c", 0}};
-        for (int i = 0; i < N; i++) {
-            if (remaining[i] > 0 && --remaining[i] == 0) {
+        for (int i = 0; i < n_started; i++)
+            if (end_tick[i] == tick) {
+                finish(f, ends[i]);
                 done++;
-                continue;
             }
-            if (remaining[i] > 0) {
-                avail.slots -= all[i].ranks;
-                avail.gpus -= all[i].gpus;
-                owners[(all[i].seq - 1) % 3].running++;
-            }
-        }
+        size_t picked[MAX_ROWS];
+        size_t n = plan(f, SLOTS, GPUS, LIMIT, picked);
+        sched_resources avail = free_of(f, SLOTS, GPUS);
         assert_true(avail.slots >= 0 && avail.gpus >= 0);
-        sched_job q[N];
-        int map[N];
-        size_t nq = 0;
-        for (int i = 0; i < N; i++)
-            if (remaining[i] < 0) {
-                map[nq] = i;
-                q[nq++] = all[i];
+        sched_resources need = {0, 0};
+        for (size_t k = 0; k < n; k++) {
+            const store_job *j = &f->queue.v[picked[k]];
+            need.slots += j->ranks;
+            need.gpus += j->gpus;
+            for (size_t e = 0; e < picked[k]; e++) {
+                const store_job *w = &f->queue.v[e];
+                bool started = false;
+                int running = 0;
+                for (size_t m = 0; m < n; m++)
+                    started |= picked[m] == e;
+                for (size_t m = 0; m < f->active.n; m++)
+                    running += strcmp(f->active.v[m].owner, w->owner) == 0;
+                for (size_t m = 0; m < k; m++)
+                    running += strcmp(f->queue.v[picked[m]].owner, w->owner) == 0;
+                if (!started && w->gpus > 0 && running < LIMIT)
+                    assert_int_equal(j->gpus, 0);
             }
-        size_t picked[N];
-        size_t n = sched_pick(q, nq, owners, 3, avail, 2, picked);
-        sched_resources need = picked_needs(q, picked, n);
+            assert_int_equal(store_job_mark_starting(f->st, j->id, NULL, f->now++), STORE_OK);
+            snprintf(ends[n_started], sizeof ends[0], "%s", j->id);
+            end_tick[n_started++] = tick + 1 + (int)(j->seq % 4);
+        }
         assert_true(need.slots <= avail.slots);
         assert_true(need.gpus <= avail.gpus);
-        for (size_t k = 0; k < n; k++) {
-            /* Nothing that takes a GPU starts past an earlier GPU job that
-             * waits, unless that one's owner is at the limit. */
-            for (size_t e = 0; e < picked[k]; e++) {
-                bool e_started = false;
-                for (size_t m = 0; m < n; m++)
-                    e_started |= picked[m] == e;
-                int running_e = owners[(q[e].seq - 1) % 3].running;
-                for (size_t m = 0; m < k; m++)
-                    running_e += !strcmp(q[picked[m]].owner, q[e].owner);
-                if (!e_started && q[e].gpus > 0 && running_e < 2)
-                    assert_int_equal(q[picked[k]].gpus, 0);
-            }
-            remaining[map[picked[k]]] = 1 + (int)(q[picked[k]].seq % 4);
-        }
     }
     assert_int_equal(done, N);
-}
-
-static void test_gpualloc_sets(void **state)
-{
-    (void)state;
-    uint64_t set = 0;
-    assert_true(gpualloc_take(0, 4, 2, &set));
-    assert_true(set == 0x3);
-    assert_true(gpualloc_take(0x5, 4, 2, &set)); /* 0 and 2 taken: 1 and 3 */
-    assert_true(set == 0xa);
-    set = 0x77;
-    assert_false(gpualloc_take(0xe, 4, 2, &set)); /* only device 0 free */
-    assert_true(set == 0x77);
-    assert_true(gpualloc_take(0xf, 4, 0, &set));
-    assert_true(set == 0);
-    assert_int_equal(gpualloc_count(0xa5), 4);
-
-    char text[256];
-    assert_true(gpualloc_format(0xa, text, sizeof text));
-    assert_string_equal(text, "1,3");
-    assert_true(gpualloc_format(0, text, sizeof text));
-    assert_string_equal(text, "");
-    assert_false(gpualloc_format(0xa, text, 3));
-    uint64_t all = ~UINT64_C(0), back = 0;
-    assert_true(gpualloc_format(all, text, sizeof text));
-    assert_true(gpualloc_parse(text, &back));
-    assert_true(back == all);
-    assert_true(gpualloc_parse("", &back));
-    assert_true(back == 0);
-    assert_true(gpualloc_parse("2,0", &back));
-    assert_true(back == 0x5);
-    const char *bad[] = {"a", "1,", ",1", "1,,2", "64", "-1", "1 2", "99999999999"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        assert_false(gpualloc_parse(bad[i], &back));
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_order),
-        cmocka_unit_test(test_start_tag),
-        cmocka_unit_test(test_fair_share_interleaves),
-        cmocka_unit_test(test_per_user_limit),
-        cmocka_unit_test(test_slots_and_no_backfill),
-        cmocka_unit_test(test_gpus_fit),
-        cmocka_unit_test(test_gpus_wait_for_free),
-        cmocka_unit_test(test_gpus_reservation_keeps_slots),
-        cmocka_unit_test(test_gpus_never_overallocate),
-        cmocka_unit_test(test_gpualloc_sets),
+        cmocka_unit_test_setup_teardown(test_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fair_share_clock, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_per_user_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slots_and_no_backfill, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_limit_skip_reserves_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gpus_fit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gpus_wait_for_free, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gpus_short_of_slots, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gpus_reservation_keeps_slots, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gpus_never_overallocate, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

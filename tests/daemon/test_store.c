@@ -14,13 +14,14 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
+#include "scratch.h"
 #include "store.h"
 #include "store_schema.h"
 
 #define N_MIGRATIONS ((int)(sizeof store_migrations / sizeof store_migrations[0]))
 
 typedef struct fixture {
-    char dir[64];
+    char dir[SCRATCH_DIR_LEN];
     char path[128];
     store *st;
 } fixture;
@@ -28,8 +29,7 @@ typedef struct fixture {
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/punch-store-XXXXXX");
-    if (!mkdtemp(f->dir))
+    if (!f || !scratch_create(f->dir, "store"))
         return -1;
     snprintf(f->path, sizeof f->path, "%s/q.db", f->dir);
     char err[256];
@@ -44,12 +44,9 @@ static int teardown(void **state)
 {
     fixture *f = *state;
     store_close(f->st);
-    char cmd[160];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
-    if (system(cmd) != 0)
-        return -1;
+    bool removed = scratch_remove(f->dir);
     free(f);
-    return 0;
+    return removed ? 0 : -1;
 }
 
 static store_status submit(store *st, const char *owner, int priority, int ranks, int max_queued,
@@ -420,6 +417,80 @@ static void test_gpus_and_devices(void **state)
     store_job_clear(&j);
 }
 
+/* Fail the statements whose SQL contains arg (every one for ""). */
+static bool fail_matching(void *arg, const char *sql)
+{
+    return strstr(sql, (const char *)arg) != NULL;
+}
+
+static bool ignore_job(const store_job *job, void *arg)
+{
+    (void)job, (void)arg;
+    return true;
+}
+
+/* Every public function meets a failing statement with STORE_ERROR (or -1),
+ * at the first statement it runs and deeper inside its transaction, and
+ * leaves nothing half-done: the job is as it was. */
+static void test_faults_end_in_error(void **state)
+{
+    fixture *f = *state;
+    char id[STORE_ID_LEN + 1], other[STORE_ID_LEN + 1];
+    assert_int_equal(submit(f->st, "alice", 0, 1, 0, id), STORE_OK);
+    store_job j;
+    assert_int_equal(store_job_get(f->st, id, &j), STORE_OK);
+    long counts[JOB_STATE_COUNT];
+    char *spec = NULL;
+    int code = 1;
+    store_fault_sim(fail_matching, "");
+    assert_int_equal(submit(f->st, "alice", 0, 1, 0, other), STORE_ERROR);
+    assert_int_equal(store_job_get(f->st, id, &j), STORE_ERROR);
+    assert_int_equal(store_job_latest(f->st, "alice", &j), STORE_ERROR);
+    assert_int_equal(store_job_spec(f->st, id, &spec), STORE_ERROR);
+    assert_int_equal(store_queue_position(f->st, &j), -1);
+    assert_int_equal(store_owner_active(f->st, "alice"), -1);
+    assert_int_equal(store_job_list(f->st, NULL, -1, ignore_job, NULL), STORE_ERROR);
+    assert_int_equal(store_queue_scan(f->st, 10, ignore_job, NULL), STORE_ERROR);
+    assert_int_equal(store_active_jobs(f->st, ignore_job, NULL), STORE_ERROR);
+    assert_int_equal(store_counts(f->st, counts), STORE_ERROR);
+    assert_int_equal(store_job_events(f->st, id, collect_event, &(ev_ctx){0}), STORE_ERROR);
+    assert_int_equal(store_job_cancel_queued(f->st, id, 1001), STORE_ERROR);
+    assert_int_equal(store_job_mark_starting(f->st, id, NULL, 1001), STORE_ERROR);
+    assert_int_equal(store_job_set_supervisor(f->st, id, 2, 3), STORE_ERROR);
+    assert_int_equal(store_job_mark_running(f->st, id, 4, 1001), STORE_ERROR);
+    assert_int_equal(store_job_request_stop(f->st, id, "cancel", 1001), STORE_ERROR);
+    assert_int_equal(store_job_mark_killed(f->st, id), STORE_ERROR);
+    assert_int_equal(store_job_finish(f->st, id, JOB_FAILED, &code, "x", "{}", NULL, 1001),
+                     STORE_ERROR);
+    assert_int_equal(store_job_delete(f->st, id), STORE_ERROR);
+    /* Deeper: after the transaction's first statements succeeded. */
+    store_fault_sim(fail_matching, "INSERT INTO owners");
+    assert_int_equal(submit(f->st, "alice", 0, 1, 0, other), STORE_ERROR);
+    store_fault_sim(fail_matching, "SELECT state FROM jobs");
+    assert_int_equal(store_job_cancel_queued(f->st, id, 1001), STORE_ERROR);
+    store_fault_sim(fail_matching, "UPDATE meta SET value = max(");
+    assert_int_equal(store_job_mark_starting(f->st, id, NULL, 1001), STORE_ERROR);
+    store_fault_sim(fail_matching, "INSERT INTO events");
+    assert_int_equal(store_job_finish(f->st, id, JOB_FAILED, &code, "x", "{}", NULL, 1001),
+                     STORE_ERROR);
+    store_fault_sim(fail_matching, "COMMIT");
+    assert_int_equal(store_job_cancel_queued(f->st, id, 1001), STORE_ERROR);
+    store_fault_sim(fail_matching, "DELETE FROM events");
+    assert_int_equal(store_job_delete(f->st, id), STORE_ERROR);
+    store_fault_sim(NULL, NULL);
+    /* Nothing changed: one queued job, its one event, vclock untouched. */
+    assert_int_equal(store_counts(f->st, counts), STORE_OK);
+    assert_int_equal(counts[JOB_QUEUED], 1);
+    assert_int_equal(counts[JOB_STARTING] + counts[JOB_FAILED] + counts[JOB_CANCELLED], 0);
+    ev_ctx ev = {0};
+    assert_int_equal(store_job_events(f->st, id, collect_event, &ev), STORE_OK);
+    assert_int_equal(ev.n, 1);
+    store_job_clear(&j);
+    assert_int_equal(store_job_get(f->st, id, &j), STORE_OK);
+    assert_int_equal(store_queue_position(f->st, &j), 1);
+    store_job_clear(&j);
+}
+
 static void test_unwritable_path(void **state)
 {
     (void)state;
@@ -442,6 +513,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_positions_long_queue, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migration_from_v1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpus_and_devices, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_faults_end_in_error, setup, teardown),
         cmocka_unit_test(test_unwritable_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,29 @@
+/* admission.h — could a job ever run on this cluster? The one answer to that
+ * question, asked when a job is submitted (api.c: refuse it with 400) and
+ * again each time the scheduler looks at the queue (monitor.c: fail a queued
+ * job that no longer fits because --slots, --gpus or the hostfile shrank
+ * since it was accepted). Both places give the same field and text.
+ *
+ * Only the cluster's size counts, never what is busy now: a job that fits an
+ * empty cluster waits in the queue, one that does not is refused. */
+#ifndef PUNCH_ADMISSION_H
+#define PUNCH_ADMISSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "daemon.h"
+
+/* True if a job of `ranks` MPI ranks and `workers` workers holding
+ * `gpus_per_worker` GPUs each fits d's cluster (d->total_slots,
+ * d->total_gpus, d->cfg.gpus, d->hosts; nothing else is read). Otherwise
+ * false, with *field set to the job-spec field to blame (a static string:
+ * "distributed.workers" or "resources.gpus") and why (capacity cap) set to
+ * the whole message, which begins with that field, e.g.
+ *   distributed.workers: the job needs 5 MPI ranks but this cluster has 4
+ *   slots; it could never run
+ * Slots are checked first. Pure: no I/O, no locks, callable from any thread. */
+bool admission_check(const daemon_ctx *d, int ranks, int gpus_per_worker, int workers,
+                     const char **field, char *why, size_t cap);
+
+#endif

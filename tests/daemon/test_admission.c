@@ -1,0 +1,110 @@
+/* test_admission.c — admission_check, the one "could this job ever run here"
+ * answer shared by submit (api.c) and the scheduler (monitor.c): fits, the
+ * slot and GPU refusals with their exact field and text (what a user reads
+ * in a 400 or in a failed job's error), plurals, several hosts, and slots
+ * judged before GPUs. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "admission.h"
+
+/* A cluster of `hosts` hosts with `gpus_per_host` GPUs each and `slots` MPI
+ * slots in all. */
+static daemon_ctx cluster(int slots, int gpus_per_host, int hosts)
+{
+    daemon_ctx d;
+    memset(&d, 0, sizeof d);
+    d.total_slots = slots;
+    d.hosts = hosts;
+    d.cfg.gpus = gpus_per_host;
+    d.total_gpus = gpus_per_host * hosts;
+    return d;
+}
+
+/* admission_check refuses the job, blaming `field` with message `why`. */
+static void assert_refused(const daemon_ctx *d, int ranks, int gpus_per_worker, int workers,
+                           const char *field, const char *why)
+{
+    const char *got_field = NULL;
+    char got[256];
+    assert_false(admission_check(d, ranks, gpus_per_worker, workers, &got_field, got,
+                                 sizeof got));
+    assert_string_equal(got_field, field);
+    assert_string_equal(got, why);
+}
+
+static void test_fits(void **state)
+{
+    (void)state;
+    daemon_ctx d = cluster(4, 2, 1);
+    const char *field = "untouched";
+    char why[256] = "untouched";
+    assert_true(admission_check(&d, 4, 1, 2, &field, why, sizeof why));
+    assert_true(admission_check(&d, 1, 0, 1, &field, why, sizeof why));
+    /* The whole cluster is enough: what is busy now does not matter here. */
+    assert_true(admission_check(&d, 3, 2, 1, &field, why, sizeof why));
+    assert_string_equal(field, "untouched");
+}
+
+static void test_too_many_ranks(void **state)
+{
+    (void)state;
+    daemon_ctx d = cluster(4, 2, 1);
+    assert_refused(&d, 5, 0, 4, "distributed.workers",
+                   "distributed.workers: the job needs 5 MPI ranks but this cluster has 4 "
+                   "slots; it could never run");
+    /* Slots are judged first. */
+    d = cluster(2, 0, 1);
+    assert_refused(&d, 3, 1, 3, "distributed.workers",
+                   "distributed.workers: the job needs 3 MPI ranks but this cluster has 2 "
+                   "slots; it could never run");
+}
+
+static void test_too_many_gpus(void **state)
+{
+    (void)state;
+    daemon_ctx d = cluster(8, 2, 1);
+    assert_refused(&d, 2, 3, 1, "resources.gpus",
+                   "resources.gpus: the job needs 3 GPUs (3 per worker x 1 worker) but this "
+                   "cluster has 2 (--gpus 2 on each of 1 host); it could never run");
+    /* Singular GPU, a cluster without any. */
+    d = cluster(8, 0, 1);
+    assert_refused(&d, 1, 1, 1, "resources.gpus",
+                   "resources.gpus: the job needs 1 GPU (1 per worker x 1 worker) but this "
+                   "cluster has 0 (--gpus 0 on each of 1 host); it could never run");
+    /* Several workers on several hosts: GPUs are per worker, summed. */
+    d = cluster(8, 1, 2);
+    const char *field;
+    char why[256];
+    assert_true(admission_check(&d, 3, 1, 2, &field, why, sizeof why));
+    assert_refused(&d, 3, 2, 2, "resources.gpus",
+                   "resources.gpus: the job needs 4 GPUs (2 per worker x 2 workers) but this "
+                   "cluster has 2 (--gpus 1 on each of 2 hosts); it could never run");
+}
+
+static void test_truncation(void **state)
+{
+    (void)state;
+    daemon_ctx d = cluster(2, 0, 1);
+    const char *field = NULL;
+    char small[12];
+    assert_false(admission_check(&d, 3, 1, 3, &field, small, sizeof small));
+    assert_string_equal(field, "distributed.workers");
+    assert_string_equal(small, "distributed");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fits),
+        cmocka_unit_test(test_too_many_ranks),
+        cmocka_unit_test(test_too_many_gpus),
+        cmocka_unit_test(test_truncation),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
