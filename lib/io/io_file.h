@@ -81,6 +81,13 @@ struct tensor_entry;
 int tensorfile_check_entries(const struct tensor_entry *t, int n,
                              char *err, size_t errlen);
 
+/* Read path (at most max_bytes) and parse it with parse, which returns 0
+ * or -1 with a reason in why; the reason comes back as "PATH: reason". */
+typedef int (*tensorfile_parse_fn)(const unsigned char *buf, size_t len,
+                                   struct tensor_entry **out, int *n, char *why, size_t cap);
+int tensorfile_read_parsed(const char *path, size_t max_bytes, tensorfile_parse_fn parse,
+                           struct tensor_entry **out, int *n, char *err, size_t errlen);
+
 /* Copy n float32 values between host order and little-endian bytes. */
 void io_floats_to_le(unsigned char *dst, const float *src, size_t n);
 void io_floats_from_le(float *dst, const unsigned char *src, size_t n);

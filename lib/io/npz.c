@@ -374,16 +374,5 @@ fail:
 
 int npz_read(const char *path, tensor_entry **out, int *n, char *err, size_t errlen)
 {
-    *out = NULL;
-    *n = 0;
-    unsigned char *buf;
-    size_t len;
-    if (io_read_file(path, NPZ_MAX_FILE, &buf, &len, err, errlen) != 0)
-        return -1;
-    char why[256];
-    int rc = npz_parse(buf, len, out, n, why, sizeof why);
-    free(buf);
-    if (rc != 0)
-        return io_errf(err, errlen, "%s: %s", path, why);
-    return 0;
+    return tensorfile_read_parsed(path, NPZ_MAX_FILE, npz_parse, out, n, err, errlen);
 }

@@ -1,5 +1,6 @@
 /* tensorfile.c — what the safetensors and npz formats share: tensor sizes,
- * name rules and freeing what the readers return. */
+ * name rules, reading a file for a parser, and freeing what the readers
+ * return. */
 #include "io/tensorfile.h"
 
 #include <limits.h>
@@ -70,4 +71,21 @@ void tensorfile_free(tensor_entry *t, int n)
     for (int i = 0; i < n; i++)
         free(t[i].data);
     free(t);
+}
+
+int tensorfile_read_parsed(const char *path, size_t max_bytes, tensorfile_parse_fn parse,
+                           tensor_entry **out, int *n, char *err, size_t errlen)
+{
+    *out = NULL;
+    *n = 0;
+    unsigned char *buf;
+    size_t len;
+    if (io_read_file(path, max_bytes, &buf, &len, err, errlen) != 0)
+        return -1;
+    char why[256];
+    int rc = parse(buf, len, out, n, why, sizeof why);
+    free(buf);
+    if (rc != 0)
+        return io_errf(err, errlen, "%s: %s", path, why);
+    return 0;
 }
