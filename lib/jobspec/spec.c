@@ -3,12 +3,12 @@
  * span sections (the model's output against the data's classes, the
  * trainer against the worker count). The model section lives in
  * spec_model.c, presets in spec_presets.c. */
-#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/io_file.h"
 #include "jobspec/spec_internal.h"
 
 /* Deep enough for any real spec; jansson itself stops at 2048 levels, so
@@ -774,51 +774,17 @@ job_spec *spec_parse(const char *text, size_t len, spec_error *err)
     return spec;
 }
 
-/* Read at most limit + 1 bytes, so an oversized file is detected without
- * reading all of it. Returns NULL on allocation failure. */
-static char *read_capped(FILE *f, size_t limit, size_t *len)
-{
-    size_t cap = 65536, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0 || n > limit)
-            break;
-        if (n == cap) {
-            cap = cap * 2 > limit + 1 ? limit + 1 : cap * 2;
-            char *grown = realloc(buf, cap);
-            if (!grown) {
-                free(buf);
-                return NULL;
-            }
-            buf = grown;
-        }
-    }
-    *len = n;
-    return buf;
-}
-
 job_spec *spec_load_file(const char *path, spec_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        spec_fail(err, "", "cannot open %s: %s", path, strerror(errno));
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    char why[512];
+    /* A pipe too: `punch-train /dev/stdin` and a shell's <(...) work. */
+    if (io_read_file_or_pipe(path, SPEC_MAX_BYTES, &buf, &len, why, sizeof why) != 0) {
+        spec_fail(err, "", "%s", why);
         return NULL;
     }
-    size_t len = 0;
-    char *buf = read_capped(f, SPEC_MAX_BYTES, &len);
-    bool read_error = ferror(f);
-    fclose(f);
-    job_spec *spec = NULL;
-    if (!buf)
-        spec_fail(err, "", "out of memory reading %s", path);
-    else if (read_error)
-        spec_fail(err, "", "cannot read %s", path);
-    else if (len > SPEC_MAX_BYTES)
-        spec_fail(err, "", "%s is larger than %u bytes", path, SPEC_MAX_BYTES);
-    else
-        spec = spec_parse(buf, len, err);
+    job_spec *spec = spec_parse((const char *)buf, len, err);
     free(buf);
     return spec;
 }
