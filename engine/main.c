@@ -3,6 +3,9 @@
  * weights. Usage errors and invalid specs exit 2, runtime failures exit 1,
  * each with one line "punch-train: <reason>" on stderr.
  *
+ * The environment's knobs (train/options.h) are read and checked once,
+ * here, before any work starts; a bad value is a usage error.
+ *
  * MPI: the single trainer never initialises MPI (a one-rank job needs no
  * communicator, starts faster, and leaves no Open MPI allocations for the
  * leak checker); the distributed trainers initialise it in dist_train. */
@@ -11,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "train/options.h"
 #include "train/train.h"
 #include "distributed/dist.h"
 #include "jobspec/spec.h"
@@ -143,13 +147,14 @@ static int roots_add_list(char *list, const char **dirs, int *n)
  * default one either (only --config FILE), so there is no installed file
  * both would agree on. *list holds the strings the roots point into (free
  * it). 0, or the exit code after a one-line message. */
-static int roots_make(const cli *c, const char **dirs, int *n, char **list)
+static int roots_make(const cli *c, const engine_options *env, const char **dirs, int *n,
+                      char **list)
 {
     *n = 0;
     const char *src = c->datasets;
     if (!src) {
         dirs[(*n)++] = "/usr/share/datasets";
-        src = getenv("PUNCH_DATASETS");
+        src = env->datasets;
     }
     *list = src ? strdup(src) : NULL;
     if (src && !*list) {
@@ -164,12 +169,13 @@ static int roots_make(const cli *c, const char **dirs, int *n, char **list)
     return 0;
 }
 
-static int run(const cli *c, const job_spec *spec, const dataset_roots *roots)
+static int run(const cli *c, const engine_options *env, const job_spec *spec,
+               const dataset_roots *roots)
 {
     char err[1024];
     if (dist_handles(spec)) {
         dist_options d = {.out_dir = c->out, .roots = *roots, .threads = c->threads,
-                          .resume = c->resume};
+                          .resume = c->resume, .env = *env};
         if (c->evaluate_only) {
             fprintf(stderr, "punch-train: --evaluate-only runs on one process; set "
                     "distributed.trainer to \"single\" or evaluate the weights of one rank\n");
@@ -177,15 +183,15 @@ static int run(const cli *c, const job_spec *spec, const dataset_roots *roots)
         }
         return dist_train(spec, &d);
     }
-    const char *world = getenv("OMPI_COMM_WORLD_SIZE");
-    if (world && atoi(world) > 1) {
+    if (env->world_size > 1) {
         /* Every rank would train the same model into the same directory. */
         fprintf(stderr, "punch-train: distributed.trainer \"single\" runs on one rank but "
-                "mpirun started %s; use -np 1 or a distributed trainer\n", world);
+                "mpirun started %d; use -np 1 or a distributed trainer\n", env->world_size);
         return 2;
     }
     train_options o = {.out_dir = c->out, .roots = *roots, .threads = c->threads,
-                       .resume = c->resume, .weights = c->weights, .verbose = true};
+                       .local_rank = env->local_rank, .resume = c->resume,
+                       .weights = c->weights, .verbose = true};
     int rc;
     if (c->evaluate_only) {
         rc = train_evaluate_only(spec, &o, err, sizeof err);
@@ -223,13 +229,20 @@ int main(int argc, char **argv)
         spec_free(spec);
         return 0;
     }
+    engine_options env;
+    char err[512];
+    if (engine_options_read(&env, launcher_getenv, err, sizeof err) != 0) {
+        fprintf(stderr, "punch-train: %s\n", err);
+        spec_free(spec);
+        return 2;
+    }
     const char *dirs[MAX_ROOTS];
     int n = 0;
     char *list = NULL;
-    rc = roots_make(&c, dirs, &n, &list);
+    rc = roots_make(&c, &env, dirs, &n, &list);
     if (rc == 0) {
         dataset_roots roots = {dirs, n};
-        rc = run(&c, spec, &roots);
+        rc = run(&c, &env, spec, &roots);
     }
     free(list);
     spec_free(spec);

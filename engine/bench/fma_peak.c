@@ -12,30 +12,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "timeutil/timeutil.h"
 
 #define FMA_CHAINS 12
 
-static double fma_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* The sums are returned so the compiler cannot drop the loops. */
+/* The sums are returned so the compiler cannot drop the loops. fma_zmm
+ * and fma_ymm are one measurement written twice on purpose: each vector
+ * width needs its own intrinsics and target attribute, and a shared macro
+ * would hide the very instructions being timed. */
 __attribute__((target("avx512f"))) static double fma_zmm(long iterations, float *sink)
 {
     __m512 acc[FMA_CHAINS];
     __m512 mul = _mm512_set1_ps(0.999f), add = _mm512_set1_ps(0.001f);
     for (int i = 0; i < FMA_CHAINS; i++)
         acc[i] = _mm512_set1_ps((float)i);
-    double t0 = fma_now();
+    double t0 = timeutil_mono_s();
     for (long k = 0; k < iterations; k++)
 #pragma GCC unroll 12
         for (int i = 0; i < FMA_CHAINS; i++)
             acc[i] = _mm512_fmadd_ps(acc[i], mul, add);
-    double sec = fma_now() - t0;
+    double sec = timeutil_mono_s() - t0;
     for (int i = 0; i < FMA_CHAINS; i++)
         *sink += _mm512_reduce_add_ps(acc[i]);
     return (double)iterations * FMA_CHAINS * 16 * 2 / sec * 1e-9;
@@ -47,12 +44,12 @@ __attribute__((target("avx2,fma"))) static double fma_ymm(long iterations, float
     __m256 mul = _mm256_set1_ps(0.999f), add = _mm256_set1_ps(0.001f);
     for (int i = 0; i < FMA_CHAINS; i++)
         acc[i] = _mm256_set1_ps((float)i);
-    double t0 = fma_now();
+    double t0 = timeutil_mono_s();
     for (long k = 0; k < iterations; k++)
 #pragma GCC unroll 12
         for (int i = 0; i < FMA_CHAINS; i++)
             acc[i] = _mm256_fmadd_ps(acc[i], mul, add);
-    double sec = fma_now() - t0;
+    double sec = timeutil_mono_s() - t0;
     float lanes[8];
     for (int i = 0; i < FMA_CHAINS; i++) {
         _mm256_storeu_ps(lanes, acc[i]);

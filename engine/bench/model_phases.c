@@ -23,11 +23,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cpu/cpu_backend.h"
 #include "train/train.h"
 #include "io/tensorfile.h"
+#include "timeutil/timeutil.h"
 
 enum { PH_LOAD, PH_FORWARD, PH_LOSS, PH_BACKWARD, PH_OPTIM, PH_COUNT };
 static const char *const phase_names[PH_COUNT] = {"load_batch", "forward", "loss",
@@ -48,13 +48,6 @@ typedef struct bench_state {
     optimizer *opt;
     int64_t *perm;
 } bench_state;
-
-static double bench_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int bench_fail(const char *what, const char *why)
 {
@@ -164,26 +157,26 @@ static int bench_train(bench_state *s, long first, int count, int separate, doub
     for (long step = first; step < first + count; step++) {
         const int64_t *idx = s->perm + (step % per_epoch) * b;
         double c[PH_COUNT + 1];
-        c[0] = bench_now();
+        c[0] = timeutil_mono_s();
         if (model_load_batch(m, &s->train, idx, b, err, errlen) != 0)
             return -1;
-        c[1] = bench_now();
+        c[1] = timeutil_mono_s();
         model_forward(m, b, true, (uint64_t)step);
         s->be->synchronize(s->be);
-        c[2] = bench_now();
+        c[2] = timeutil_mono_s();
         batch_metrics bm;
         model_loss(m, b, &bm);
-        c[3] = bench_now();
+        c[3] = timeutil_mono_s();
         if (separate)
             model_backward(m, b);
         else
             model_backward_step(m, b, s->opt, lr);
         s->be->synchronize(s->be);
-        c[4] = bench_now();
+        c[4] = timeutil_mono_s();
         if (separate)
             model_optimizer_step(m, s->opt, lr);
         s->be->synchronize(s->be);
-        c[5] = bench_now();
+        c[5] = timeutil_mono_s();
         for (int p = 0; t && p < PH_COUNT; p++)
             t[p] += c[p + 1] - c[p];
     }
@@ -227,11 +220,11 @@ static int bench_infer(const bench_opts *o, bench_state *s, double *rate, double
     double best = 0;
     eval_result r = {0};
     for (int pass = 0; pass < 3; pass++) {
-        double t0 = bench_now();
+        double t0 = timeutil_mono_s();
         if (train_evaluate(s->infer, &view, &r, err, errlen) != 0)
             return -1;
         s->be->synchronize(s->be);
-        double sec = bench_now() - t0;
+        double sec = timeutil_mono_s() - t0;
         if (pass == 0 || sec < best)
             best = sec;
     }

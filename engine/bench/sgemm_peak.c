@@ -22,7 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "timeutil/timeutil.h"
 
 #define BENCH_MAX_SHAPES 64
 
@@ -39,13 +40,6 @@ typedef struct bench_result {
     double best_gflops, median_gflops, best_seconds;
     int calls;
 } bench_result;
-
-static double bench_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int bench_cmp_double(const void *a, const void *b)
 {
@@ -99,16 +93,16 @@ static int bench_run(const bench_shape *s, int repeats, bench_result *out)
     int lda = s->ta ? s->m : s->k, ldb = s->tb ? s->k : s->n;
     double flops = 2.0 * s->m * s->n * s->k;
     int calls = 1;
-    double t0 = bench_now();
+    double t0 = timeutil_mono_s();
     bench_sgemm(s, a, lda, b, ldb, c);
-    double once = bench_now() - t0;
+    double once = timeutil_mono_s() - t0;
     if (once < 0.02)
         calls = (int)(0.02 / (once > 1e-7 ? once : 1e-7)) + 1;
     for (int r = 0; r < repeats; r++) {
-        t0 = bench_now();
+        t0 = timeutil_mono_s();
         for (int i = 0; i < calls; i++)
             bench_sgemm(s, a, lda, b, ldb, c);
-        secs[r] = (bench_now() - t0) / calls;
+        secs[r] = (timeutil_mono_s() - t0) / calls;
     }
     qsort(secs, (size_t)repeats, sizeof *secs, bench_cmp_double);
     out->best_seconds = secs[0];

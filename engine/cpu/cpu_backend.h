@@ -48,6 +48,9 @@ void cpu_activate(spec_activation act, float *y, long n);
 /* In-place softmax of one row of n values. */
 void cpu_softmax_row(float *y, int n);
 
+/* The conv and pool ops of backend.h. Their signatures are the seam's, so
+ * they repeat gpu/gpu_backend.h's line for line: a deliberate pair, one
+ * implementation per backend behind one interface. */
 long cpu_conv2d_prepare(backend *be, conv2d_desc *d);
 void cpu_conv2d_release(backend *be, conv2d_desc *d);
 void cpu_conv2d_forward(backend *be, const conv2d_desc *d, int batch, const float *x,

@@ -172,7 +172,21 @@ typedef struct conv_job {
     bool accumulate;
     int threads;
     int batch;
+    cpu_conv_algo algo;
+    long ckk;               /* c * kh * kw: one im2col column */
+    long ohw;               /* one output plane */
+    long xsize;             /* one input sample */
 } conv_job;
+
+/* The job's fields that follow from the shape alone. */
+static void conv_job_shape(conv_job *j)
+{
+    const conv2d_desc *d = j->d;
+    j->algo = cpu_conv2d_algo(d);
+    j->ckk = (long)d->c * d->kh * d->kw;
+    j->ohw = (long)d->oh * d->ow;
+    j->xsize = (long)d->c * d->h * d->w;
+}
 
 static float *conv_thread_col(const conv_job *j, int tid)
 {
@@ -196,12 +210,9 @@ static void conv_forward_chunk(void *ctx, long begin, long end, int tid)
 {
     const conv_job *j = ctx;
     const conv2d_desc *d = j->d;
-    long ckk = (long)d->c * d->kh * d->kw;
-    long ohw = (long)d->oh * d->ow;
-    long xsize = (long)d->c * d->h * d->w;
+    long ckk = j->ckk, ohw = j->ohw, xsize = j->xsize;
     float *col = conv_thread_col(j, tid);
-    cpu_conv_algo algo = cpu_conv2d_algo(d);
-    if (algo == CPU_CONV_WINOGRAD) {
+    if (j->algo == CPU_CONV_WINOGRAD) {
         cpu_winograd_forward(d, (int)(end - begin), j->x + begin * xsize, conv_winograd_u(j),
                              j->bias, j->act, j->y + begin * d->k * ohw, col);
         return;
@@ -209,7 +220,7 @@ static void conv_forward_chunk(void *ctx, long begin, long end, int tid)
     for (long b = begin; b < end; b++) {
         const float *xb = j->x + b * xsize;
         float *yb = j->y + b * d->k * ohw;
-        if (algo == CPU_CONV_DIRECT) {
+        if (j->algo == CPU_CONV_DIRECT) {
             cpu_conv_direct_forward(d, xb, j->w, j->bias, j->act, yb, col);
             continue;
         }
@@ -238,7 +249,8 @@ void cpu_conv2d_forward(backend *be, const conv2d_desc *d, int batch, const floa
 {
     conv_job j = {.d = d, .x = x, .w = w, .bias = bias, .act = act, .y = y,
                   .ws = workspace, .threads = be->threads};
-    if (cpu_conv2d_algo(d) == CPU_CONV_WINOGRAD)
+    conv_job_shape(&j);
+    if (j.algo == CPU_CONV_WINOGRAD)
         pool_run(cpu_pool(be), (long)d->k * d->c, conv_winograd_weights_chunk, &j);
     pool_run(cpu_pool(be), batch, conv_forward_chunk, &j);
 }
@@ -247,21 +259,18 @@ static void conv_backward_chunk(void *ctx, long begin, long end, int tid)
 {
     const conv_job *j = ctx;
     const conv2d_desc *d = j->d;
-    long ckk = (long)d->c * d->kh * d->kw;
-    long ohw = (long)d->oh * d->ow;
-    long xsize = (long)d->c * d->h * d->w;
+    long ckk = j->ckk, ohw = j->ohw, xsize = j->xsize;
     float *col = conv_thread_col(j, tid);
     float *dw = col + conv_col_size(d);
     float *db = dw + conv_wsize(d);
-    cpu_conv_algo algo = cpu_conv2d_algo(d);
-    if (algo == CPU_CONV_WINOGRAD) {
+    if (j->algo == CPU_CONV_WINOGRAD) {
         cpu_winograd_backward(d, (int)(end - begin), j->x + begin * xsize, conv_winograd_u(j),
                               j->dz + begin * d->k * ohw,
                               j->dx ? j->dx + begin * xsize : NULL, j->accumulate, dw, db,
                               col);
         return;
     }
-    if (algo == CPU_CONV_DIRECT) {
+    if (j->algo == CPU_CONV_DIRECT) {
         cpu_conv_direct_backward(d, (int)(end - begin), j->x + begin * xsize, j->w,
                                  j->dz + begin * d->k * ohw,
                                  j->dx ? j->dx + begin * xsize : NULL, j->accumulate, dw, db,
@@ -332,7 +341,8 @@ void cpu_conv2d_backward(backend *be, const conv2d_desc *d, int batch, const flo
     conv_job j = {.d = d, .x = x, .w = w, .dz = dz, .dx = dx, .dw = dw, .db = db,
                   .ws = workspace, .accumulate = accumulate, .threads = be->threads,
                   .batch = batch};
-    if (dx && cpu_conv2d_algo(d) == CPU_CONV_WINOGRAD)
+    conv_job_shape(&j);
+    if (dx && j.algo == CPU_CONV_WINOGRAD)
         pool_run(cpu_pool(be), (long)d->k * d->c, conv_winograd_weights_chunk, &j);
     pool_run(cpu_pool(be), batch, conv_backward_chunk, &j);
     pool_run(cpu_pool(be), conv_wsize(d) + d->k, conv_reduce_chunk, &j);

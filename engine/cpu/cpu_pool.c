@@ -450,6 +450,9 @@ static void relu_pool_bwd_general(const pool2d_desc *d, const uint8_t *amax, con
     }
 }
 
+/* The backward half of relu_pool_forward_planes, with the same AVX-512
+ * dispatch: a deliberate forward/backward pair (as every op of the seam),
+ * each pass's plane loop whole in one function. */
 CPU_SIMD_CLONES
 static void relu_pool_backward_planes(void *ctx, long begin, long end, int tid)
 {

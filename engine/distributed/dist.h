@@ -13,7 +13,7 @@
  * asynchronous trainers), weights.safetensors + weights.npz (ensemble: also
  * weights.member-K.safetensors), and checkpoints/ckpt.bin after every
  * epoch. Any error on any rank, a rank that dies, or a rank that stops
- * making progress for opt->watchdog_s seconds ends the whole job with
+ * making progress for opt->env.watchdog_s seconds ends the whole job with
  * MPI_Abort and a message naming the rank. */
 #ifndef PUNCH_DIST_H
 #define PUNCH_DIST_H
@@ -22,6 +22,7 @@
 
 #include "data/dataset.h"
 #include "jobspec/spec.h"
+#include "train/options.h"
 
 typedef struct dist_options {
     const char *out_dir;        /* run directory (created by rank 0 if missing) */
@@ -29,8 +30,8 @@ typedef struct dist_options {
     int threads;                /* CPU threads per rank; <= 0: the spec's
                                    resources.threads_per_worker */
     bool resume;                /* continue from out_dir/checkpoints/ckpt.bin */
-    double watchdog_s;          /* abort when a rank makes no progress this
-                                   long; <= 0: PUNCH_WATCHDOG_S or 60 */
+    engine_options env;         /* the environment's knobs (train/options.h):
+                                   watchdog, exchange window, overlap, ... */
 } dist_options;
 
 /* Does this trainer run through dist_train (everything but single)? */

@@ -146,20 +146,34 @@ static void dist_worker_recv_center(dist_worker *w)
     dist_worker_set_lr(w);
 }
 
+/* Send w->x (the worker's parameters and state, transformed by its
+ * rule) as a commit carrying the latest progress; with `reply`, the
+ * server answers with the center. */
+static void dist_worker_commit(dist_worker *w, bool reply)
+{
+    dist_msg h = w->progress;
+    h.kind = DIST_MSG_COMMIT;
+    h.reply = reply ? 1 : 0;
+    h.clock = w->clock;
+    dist_worker_send(w, &h, w->x);
+    w->commits++;
+}
+
+/* The model's parameters and state into w->x. */
+static void dist_worker_snapshot(dist_worker *w)
+{
+    model_get_params(w->c->m, w->x);
+    model_get_state(w->c->m, w->x + w->np);
+}
+
 /* downpour / adag / dynsgd: commit the residual, adopt the center. */
 static void dist_worker_exchange_residual(dist_worker *w)
 {
     dist_ctx *c = w->c;
-    model_get_params(c->m, w->x);
-    model_get_state(c->m, w->x + w->np);
+    dist_worker_snapshot(w);
     float div = dist_update_residual_div(w->t, c->spec->distributed.communication_window);
     dist_update_residual(w->x, w->anchor, w->np, div, w->x);
-    dist_msg h = w->progress;
-    h.kind = DIST_MSG_COMMIT;
-    h.reply = 1;
-    h.clock = w->clock;
-    dist_worker_send(w, &h, w->x);
-    w->commits++;
+    dist_worker_commit(w, true);
     dist_worker_recv_center(w);
     memcpy(w->anchor, w->center, (size_t)w->np * sizeof(float));
     model_set_params(c->m, w->center);
@@ -175,18 +189,12 @@ static void dist_worker_exchange_elastic(dist_worker *w)
     dist_worker_recv_center(w);
     if (c->sched.stop)
         return; /* the center is final: nothing more to commit */
-    model_get_params(c->m, w->x);
-    model_get_state(c->m, w->x + w->np);
+    dist_worker_snapshot(w);
     float alpha = dist_update_alpha(w->lr, c->spec->distributed.rho);
     /* x holds the elastic difference e afterwards; anchor the new x. */
     dist_update_elastic(w->x, w->center, w->np, alpha, w->x, w->anchor);
     model_set_params(c->m, w->anchor);
-    dist_msg h = w->progress;
-    h.kind = DIST_MSG_COMMIT;
-    h.reply = 0;
-    h.clock = w->clock;
-    dist_worker_send(w, &h, w->x);
-    w->commits++;
+    dist_worker_commit(w, false);
 }
 
 static void dist_worker_exchange(dist_worker *w)

@@ -4,7 +4,8 @@
  * and ensemble), the epochs done, the global step (which seeds dropout and
  * the data order continues from the epoch), the schedule state and the
  * parameter server's counters. Rank 0 writes it atomically after every
- * epoch, so a resumed run starts exactly at an epoch boundary.
+ * epoch (train/checkpoint_file.h, the single trainer's writer too), so a
+ * resumed run starts exactly at an epoch boundary.
  *
  * The asynchronous trainers write the center as replica 0 (its optimizer
  * floats zero: the server has no optimizer) and, once every worker has
@@ -27,7 +28,7 @@
 
 #include "distributed/dist_internal.h"
 #include "io/io_file.h"
-#include "io/tensorfile.h"
+#include "train/checkpoint_file.h"
 
 #define DIST_CKPT_MAGIC "PUNCHDCK"
 #define DIST_CKPT_VERSION 1u
@@ -39,11 +40,6 @@ typedef struct dist_ckpt_head {
     double staleness_sum;
     int64_t n_params, n_state, n_optim, sched_bytes;
 } dist_ckpt_head;
-
-static void dist_ckpt_path(const dist_ctx *c, char *path, size_t len)
-{
-    snprintf(path, len, "%s/checkpoints/ckpt.bin", c->opt->out_dir);
-}
 
 static size_t dist_ckpt_size(const dist_ckpt_head *h)
 {
@@ -69,37 +65,25 @@ int dist_ckpt_save(const dist_ctx *c, const dist_ckpt_meta *meta, const dist_rep
                         .n_optim = n_optim,
                         .sched_bytes = sizeof meta->sched};
     memcpy(h.magic, DIST_CKPT_MAGIC, 8);
-    size_t size = dist_ckpt_size(&h);
-    unsigned char *buf = malloc(size);
-    if (!buf) {
-        snprintf(err, errlen, "checkpoint: out of memory (%zu bytes)", size);
+    checkpoint_file f;
+    if (checkpoint_file_open(&f, dist_ckpt_size(&h), err, errlen) != 0)
         return -1;
-    }
-    unsigned char *p = buf;
-    memcpy(p, &h, sizeof h);
-    p += sizeof h;
-    memcpy(p, &meta->sched, sizeof meta->sched);
-    p += sizeof meta->sched;
-    for (int64_t i = 0; i < h.n_workers; i++, p += sizeof(int64_t)) {
+    checkpoint_file_put(&f, &h, sizeof h);
+    checkpoint_file_put(&f, &meta->sched, sizeof meta->sched);
+    for (int64_t i = 0; i < h.n_workers; i++) {
         int64_t v = meta->worker_commits[i];
-        memcpy(p, &v, sizeof v);
+        checkpoint_file_put(&f, &v, sizeof v);
     }
     for (int k = 0; k < meta->n_replicas; k++) {
-        memcpy(p, reps[k].params, (size_t)h.n_params * sizeof(float));
-        p += h.n_params * sizeof(float);
-        memcpy(p, reps[k].state, (size_t)h.n_state * sizeof(float));
-        p += h.n_state * sizeof(float);
+        checkpoint_file_put(&f, reps[k].params, (size_t)h.n_params * sizeof(float));
+        checkpoint_file_put(&f, reps[k].state, (size_t)h.n_state * sizeof(float));
+        void *o = checkpoint_file_next(&f, (size_t)n_optim * sizeof(float));
         if (n_optim > 0 && reps[k].optim)
-            memcpy(p, reps[k].optim, (size_t)n_optim * sizeof(float));
+            memcpy(o, reps[k].optim, (size_t)n_optim * sizeof(float));
         else if (n_optim > 0)
-            memset(p, 0, (size_t)n_optim * sizeof(float));
-        p += n_optim * sizeof(float);
+            memset(o, 0, (size_t)n_optim * sizeof(float));
     }
-    char path[4096];
-    dist_ckpt_path(c, path, sizeof path);
-    int rc = atomic_write_file(path, buf, size, err, errlen);
-    free(buf);
-    return rc;
+    return checkpoint_file_commit(&f, c->opt->out_dir, err, errlen);
 }
 
 static int dist_ckpt_check(const dist_ctx *c, const dist_ckpt_head *h, size_t len,
@@ -131,7 +115,7 @@ int dist_ckpt_load(const dist_ctx *c, dist_ckpt_meta *meta, dist_replica **reps_
                    long n_optim, char *err, size_t errlen)
 {
     char path[4096];
-    dist_ckpt_path(c, path, sizeof path);
+    checkpoint_file_path(c->opt->out_dir, path, sizeof path);
     unsigned char *buf = NULL;
     size_t len = 0;
     if (io_read_file(path, (size_t)1 << 40, &buf, &len, err, errlen) < 0)

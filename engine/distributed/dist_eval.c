@@ -22,17 +22,8 @@ double dist_sums_loss(const dist_sums *s)
 
 double dist_sums_metric(const dist_sums *s, spec_metric metric, int n_out)
 {
-    if (s->n <= 0)
-        return 0.0;
-    switch (metric) {
-    case METRIC_ACCURACY:
-        return s->correct / s->n;
-    case METRIC_MSE:
-        return s->sq_err / (s->n * n_out);
-    case METRIC_MAE:
-        return s->abs_err / (s->n * n_out);
-    }
-    return 0.0;
+    batch_metrics sums = {s->correct, s->sq_err, s->abs_err};
+    return model_metric(&sums, s->n, metric, n_out);
 }
 
 void dist_eval_range(model *m, const dataset *d, long lo, long hi, dist_sums *out)

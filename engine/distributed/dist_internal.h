@@ -382,6 +382,10 @@ bool dist_sync_schedule(dist_ctx *c, int epoch, const dist_sums *train, bool has
 dist_sums dist_gather_sums(dist_ctx *c, const dist_sums *mine, dist_sums *per_worker);
 /* Rank 0 records every rank's communication and training seconds. */
 void dist_sync_report_times(dist_ctx *c);
+/* Rank 0, at the end of a synchronous run: weights.safetensors and
+ * weights.npz from this rank's model, then the "end" event with the test
+ * sums (when the job has a test set). Ends the job on failure. */
+void dist_sync_write_final(dist_ctx *c, const dist_sums *test);
 /* Abort unless every rank holds bit-identical parameters. */
 void dist_check_identical(dist_ctx *c, uint64_t step);
 
@@ -390,8 +394,5 @@ void dist_check_identical(dist_ctx *c, uint64_t step);
 int dist_run_allreduce(dist_ctx *c);
 int dist_run_replicas(dist_ctx *c);   /* averaging and ensemble */
 int dist_run_async(dist_ctx *c);      /* downpour, adag, dynsgd, aeasgd, eamsgd */
-
-/* Debug knobs from the environment (documented in dist_run.c). */
-bool dist_env_flag(const char *name);
 
 #endif

@@ -14,16 +14,16 @@
 
 #include <jansson.h>
 
-#include "train/runlog.h"
-#include "train/train.h"
 #include "distributed/dist_internal.h"
-#include "io/tensorfile.h"
+#include "train/runlog.h"
+#include "timeutil/timeutil.h"
+#include "train/weights.h"
 
 struct dist_report {
     const dist_ctx *c;
     json_t *hist;
     char hist_path[4096];
-    double t0;              /* wall clock at start (this process) */
+    double t0;              /* monotonic clock at start (this process) */
     double last_step_line;
     int epochs_run;         /* epochs finished in this process */
     int epoch_first;        /* first epoch of this process */
@@ -85,7 +85,7 @@ dist_report *dist_report_open(const dist_ctx *c, int start_epoch, char *err, siz
         return NULL;
     }
     r->c = c;
-    r->t0 = runlog_now();
+    r->t0 = timeutil_mono_s();
     r->epoch_first = start_epoch;
     snprintf(path, sizeof path, "%s/progress.jsonl", c->opt->out_dir);
     /* A fresh run starts a fresh progress.jsonl; a resumed one appends. */
@@ -158,7 +158,7 @@ static void dist_report_metrics(json_t *o, const job_spec *s, int n_out, const c
 void dist_report_step(dist_report *r, int epoch, long step, long steps, const dist_sums *run,
                       double samples_per_s)
 {
-    double now = runlog_now();
+    double now = timeutil_mono_s();
     if (now - r->last_step_line < 1.0)
         return;
     r->last_step_line = now;
@@ -254,7 +254,7 @@ int dist_report_epoch(dist_report *r, const dist_epoch_info *e, char *err, size_
     int n_out = r->c->m->n_out;
     bool async = spec_trainer_is_async(s->distributed.trainer);
     r->epochs_run++;
-    double elapsed = runlog_now() - r->t0;
+    double elapsed = timeutil_mono_s() - r->t0;
     int left = s->training.epochs - (e->epoch + 1);
     double eta = left * elapsed / r->epochs_run;
     double rate = e->seconds > 0 ? e->samples / e->seconds : 0.0;
@@ -370,7 +370,7 @@ int dist_report_end(dist_report *r, bool has_test, const dist_sums *test, double
                     dist_sums_metric(test, s->training.metrics[i], n_out));
         fprintf(stderr, "\n");
     }
-    json_object_set_new(o, "elapsed_s", json_real(runlog_now() - r->t0));
+    json_object_set_new(o, "elapsed_s", json_real(timeutil_mono_s() - r->t0));
     dist_report_line(r->c->opt->out_dir, o);
     return 0;
 }
@@ -391,27 +391,14 @@ void dist_report_failed(const char *out_dir, const char *why)
 }
 
 /* stem.safetensors and, with npz, stem.npz (stem: a path without the
- * extension). */
+ * extension), with the trainer's name in the metadata. */
 static int dist_write_weight_files(const dist_ctx *c, const float *params, const float *state,
                                    const char *stem, bool npz, char *err, size_t errlen)
 {
-    tensor_entry *t = NULL;
-    int n = train_weight_tensors(c->m, (float *)params, (float *)state, &c->train, &t);
-    if (n < 0) {
-        snprintf(err, errlen, "weights: out of memory");
-        return -1;
-    }
-    char path[4096 + 32];
     const char *keys[] = {"trainer", "job"};
     const char *vals[] = {spec_trainer_name(c->spec->distributed.trainer), c->spec->name};
-    snprintf(path, sizeof path, "%s.safetensors", stem);
-    int rc = safetensors_write(path, t, n, keys, vals, 2, err, errlen);
-    if (rc == 0 && npz) {
-        snprintf(path, sizeof path, "%s.npz", stem);
-        rc = npz_write(path, t, n, err, errlen);
-    }
-    free(t);
-    return rc;
+    weights_meta meta = {keys, vals, 2};
+    return weights_write(stem, c->m, params, state, &c->train, &meta, npz, err, errlen);
 }
 
 int dist_write_weights(const dist_ctx *c, const float *params, const float *state,

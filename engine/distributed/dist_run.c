@@ -3,21 +3,10 @@
  * the rank-count check, the watchdog, the per-rank backend, model, data and
  * optimizer, and the dispatch to the trainer.
  *
- * Environment knobs (for tests and measurements, none needed in normal
- * use): PUNCH_WATCHDOG_S (seconds without progress before the job is
- * ended, default 60), PUNCH_DIST_OVERLAP=1 (overlap the allreduce with
- * backward; the default on CUDA devices, where =0 turns it off),
- * PUNCH_DIST_CHECK_SYNC=1 (allreduce: verify after every step that all
- * ranks hold bit-identical weights), PUNCH_DIST_SHARDING=replicate
- * (averaging: every replica sees the whole training set in the same order
- * instead of its shard), PUNCH_DIST_WHOLE_DATA=1 (every training rank loads
- * the whole train part instead of its block or, for an asynchronous
- * worker, its epoch slices, as before sharded loading; same results, the
- * same samples each epoch for asynchronous workers), PUNCH_DIST_EXCHANGE_MB (the sample exchange's window,
- * default 8; dist_sync_data.c). */
+ * The environment knobs (watchdog, overlap, sharding, ...) arrive in
+ * opt->env, read once by main.c (train/options.h). */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "distributed/dist_internal.h"
 
@@ -26,24 +15,9 @@ bool dist_handles(const job_spec *spec)
     return spec->distributed.trainer != TRAINER_SINGLE;
 }
 
-bool dist_env_flag(const char *name)
-{
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0;
-}
-
 float dist_epoch_lr(dist_ctx *c, int epoch)
 {
     return (float)schedule_epoch_begin(&c->sched, &c->spec->training, epoch);
-}
-
-static double dist_watchdog_limit(const dist_options *opt)
-{
-    if (opt->watchdog_s > 0)
-        return opt->watchdog_s;
-    const char *v = getenv("PUNCH_WATCHDOG_S");
-    double s = v ? atof(v) : 0.0;
-    return s > 0 ? s : 60.0;
 }
 
 static void dist_setup_mpi(dist_ctx *c)
@@ -141,7 +115,7 @@ int dist_train(const job_spec *spec, const dist_options *opt)
     dist_setup_mpi(&c);
     dist_error_setup(c.rank, c.rank == 0 ? opt->out_dir : NULL);
     dist_check_ranks(&c);
-    c.watchdog_s = dist_watchdog_limit(opt);
+    c.watchdog_s = opt->env.watchdog_s;
     dist_setup_rank(&c);
     /* Armed once this rank has its data: loading takes seconds and no
      * rank waits on another before this point. Peers may still be loading

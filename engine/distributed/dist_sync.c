@@ -1,6 +1,7 @@
 /* dist_sync.c — pieces the synchronous trainers (allreduce, averaging,
  * ensemble) share at epoch boundaries: gathering per-rank metric sums, one
- * schedule decision for all ranks, and the identical-weights check. */
+ * schedule decision for all ranks, the identical-weights check, and the
+ * final weights and "end" event. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,17 @@ void dist_sync_report_times(dist_ctx *c)
     if (c->rank == 0)
         dist_report_worker_times(c->rep, all, c->size);
     free(all);
+}
+
+void dist_sync_write_final(dist_ctx *c, const dist_sums *test)
+{
+    char err[1024];
+    model_get_params(c->m, c->host_params);
+    model_get_state(c->m, c->host_state);
+    if (dist_write_weights(c, c->host_params, c->host_state, NULL, true, err, sizeof err) < 0 ||
+        dist_report_end(c->rep, c->lay.n_test > 0, test, c->comm_s, c->train_s, err,
+                        sizeof err) < 0)
+        dist_die("%s", err);
 }
 
 /* FNV-1a over the bytes: any differing bit changes it. */

@@ -172,7 +172,8 @@ int dist_run_allreduce(dist_ctx *c)
         dist_die("%s", err);
     /* NCCL overlaps on a stream of its own, so it is on unless
      * PUNCH_DIST_OVERLAP=0; on the CPU overlap is opt-in. */
-    bool gpu_overlap = !getenv("PUNCH_DIST_OVERLAP") || dist_env_flag("PUNCH_DIST_OVERLAP");
+    engine_overlap overlap = c->opt->env.overlap;
+    bool gpu_overlap = overlap != ENGINE_OVERLAP_OFF;
     dist_gpu *dg = dist_gpu_wanted(c) ? dist_gpu_create(c, gpu_overlap) : NULL;
     int start = 0;
     if (c->opt->resume)
@@ -180,14 +181,14 @@ int dist_run_allreduce(dist_ctx *c)
     dist_ar_bcast_model(c);
     dist_grad *g = dg ? NULL
                       : dist_grad_create(c->m, c->comm, s->distributed.bucket_mb,
-                                         dist_env_flag("PUNCH_DIST_OVERLAP"));
+                                         overlap == ENGINE_OVERLAP_ON);
     dist_sums *per = calloc((size_t)c->size, sizeof *per);
     int *ranks = calloc((size_t)c->size, sizeof *ranks);
     if ((!g && !dg) || !per || !ranks)
         dist_die("out of memory");
     for (int r = 0; r < c->size; r++)
         ranks[r] = r;
-    bool check = dist_env_flag("PUNCH_DIST_CHECK_SYNC");
+    bool check = c->opt->env.check_sync;
     if (c->rank == 0) {
         c->rep = dist_report_open(c, start, err, sizeof err);
         if (!c->rep)
@@ -242,14 +243,8 @@ int dist_run_allreduce(dist_ctx *c)
     dist_sums test = {0};
     if (c->lay.n_test > 0)
         dist_eval_sharded(c, &c->test, &test);
-    if (c->rank == 0) {
-        model_get_params(c->m, c->host_params);
-        model_get_state(c->m, c->host_state);
-        if (dist_write_weights(c, c->host_params, c->host_state, NULL, true, err, sizeof err) < 0 ||
-            dist_report_end(c->rep, c->lay.n_test > 0, &test, c->comm_s, c->train_s, err,
-                            sizeof err) < 0)
-            dist_die("%s", err);
-    }
+    if (c->rank == 0)
+        dist_sync_write_final(c, &test);
     dist_grad_free(g);
     dist_gpu_free(dg);
     free(per);

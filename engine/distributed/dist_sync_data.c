@@ -55,10 +55,9 @@ static int dist_owner(long g, long n, int T)
 
 static bool dist_data_whole(const dist_ctx *c, int T)
 {
-    const char *sharding = getenv("PUNCH_DIST_SHARDING");
+    const engine_options *env = &c->opt->env;
     spec_trainer t = c->spec->distributed.trainer;
-    return T == 1 || dist_env_flag("PUNCH_DIST_WHOLE_DATA") ||
-           (t == TRAINER_AVERAGING && sharding && strcmp(sharding, "replicate") == 0);
+    return T == 1 || env->whole_data || (t == TRAINER_AVERAGING && env->replicate);
 }
 
 /* The positions [*a, *b) of the permutation holder q consumes at step s,
@@ -187,8 +186,7 @@ static int dist_data_alloc(dataset *d, const dataset *like, long n)
  * per rank; its buffer and row map. */
 static void dist_data_plan(dist_ctx *c)
 {
-    const char *v = getenv("PUNCH_DIST_EXCHANGE_MB");
-    double mb = v && atof(v) > 0 ? atof(v) : 8.0;
+    double mb = c->opt->env.exchange_mb;
     long B = c->spec->training.batch_size;
     long per = (long)(mb * 1024 * 1024 / ((double)c->train.features * sizeof(float)));
     c->win_steps = per / B > 0 ? per / B : 1;
@@ -316,32 +314,77 @@ void dist_data_free(dist_ctx *c)
         MPI_Comm_free(&c->hcomm);
 }
 
+/* What one pass over a window's positions does at each (see
+ * dist_data_window_walk). */
+typedef struct dist_window_pass {
+    dist_ctx *c;
+    int T, k;               /* training ranks, this one */
+    int *scount, *rcount;   /* count: rows this rank sends to / receives from each */
+    int *sdisp, *rdisp;
+    int *fill;              /* rows placed so far, per consumer or per owner */
+    long at;                /* map: rows of this rank's window mapped so far */
+} dist_window_pass;
+
+typedef void (*dist_window_visit)(dist_window_pass *ps, int q, int64_t g);
+
+/* visit(ps, q, g) for every train record g that consumer q takes in the
+ * window starting at step s0, in q's consumption order: the one walk the
+ * count, pack and map passes below share, so they cannot disagree. */
+static void dist_data_window_walk(dist_window_pass *ps, int q, long s0, dist_window_visit visit)
+{
+    const dist_ctx *c = ps->c;
+    long end = s0 + c->win_steps, steps = dist_data_steps(c, q);
+    const int64_t *perm = dist_perm(c, q);
+    for (long st = s0; st < end && st < steps; st++) {
+        long pa, pb;
+        dist_data_span(c, q, st, &pa, &pb);
+        for (long p = pa; p < pb; p++)
+            visit(ps, q, perm[p]);
+    }
+}
+
+static void dist_window_count(dist_window_pass *ps, int q, int64_t g)
+{
+    int o = dist_owner(g, ps->c->n_train, ps->T);
+    ps->scount[q] += o == ps->k;
+    ps->rcount[o] += q == ps->k;
+}
+
+/* Pack in each consumer's order; the consumer walks the same order. */
+static void dist_window_pack(dist_window_pass *ps, int q, int64_t g)
+{
+    dist_ctx *c = ps->c;
+    if (dist_owner(g, c->n_train, ps->T) != ps->k)
+        return;
+    long f = c->train.features;
+    long row = g - c->shard_lo, at = ps->sdisp[q] + ps->fill[q]++;
+    memcpy(c->send_x + at * f, c->train.x + row * f, (size_t)f * sizeof(float));
+    c->send_y[at] = c->train.y[row];
+}
+
+static void dist_window_map(dist_window_pass *ps, int q, int64_t g)
+{
+    (void)q;
+    int o = dist_owner(g, ps->c->n_train, ps->T);
+    ps->c->rows[ps->at++] = ps->rdisp[o] + ps->fill[o]++;
+}
+
 /* Window w: pack what this rank holds for each consumer's steps of the
  * window (in their consumption order), swap, and map this rank's
  * consumption onto the rows received. */
 static void dist_data_window(dist_ctx *c, long w)
 {
     int T = c->n_holders, k = c->holder;
-    long n = c->n_train, f = c->train.features, s0 = w * c->win_steps;
+    long f = c->train.features, s0 = w * c->win_steps;
     int *cnt = calloc((size_t)T * 9, sizeof *cnt);
     if (!cnt)
         dist_die("out of memory");
     int *scount = cnt, *rcount = cnt + T, *sdisp = cnt + 2 * T, *rdisp = cnt + 3 * T;
     int *sxc = cnt + 4 * T, *sxd = cnt + 5 * T, *rxc = cnt + 6 * T, *rxd = cnt + 7 * T;
-    int *fill = cnt + 8 * T;
-    for (int q = 0; q < T; q++) {
-        long end = s0 + c->win_steps, steps = dist_data_steps(c, q);
-        for (long st = s0; st < end && st < steps; st++) {
-            long pa, pb;
-            dist_data_span(c, q, st, &pa, &pb);
-            const int64_t *perm = dist_perm(c, q);
-            for (long p = pa; p < pb; p++) {
-                int o = dist_owner(perm[p], n, T);
-                scount[q] += o == k;
-                rcount[o] += q == k;
-            }
-        }
-    }
+    dist_window_pass ps = {.c = c, .T = T, .k = k, .scount = scount, .rcount = rcount,
+                           .sdisp = sdisp, .rdisp = rdisp, .fill = cnt + 8 * T};
+    for (int q = 0; q < T; q++)
+        dist_data_window_walk(&ps, q, s0, dist_window_count);
     for (int q = 1; q < T; q++) {
         sdisp[q] = sdisp[q - 1] + scount[q - 1];
         rdisp[q] = rdisp[q - 1] + rcount[q - 1];
@@ -355,38 +398,16 @@ static void dist_data_window(dist_ctx *c, long w)
         rxc[q] = rcount[q] * (int)f;
         rxd[q] = rdisp[q] * (int)f;
     }
-    /* Pack in each consumer's order; the consumer walks the same order. */
-    for (int q = 0; q < T; q++) {
-        long end = s0 + c->win_steps, steps = dist_data_steps(c, q);
-        for (long st = s0; st < end && st < steps; st++) {
-            long pa, pb;
-            dist_data_span(c, q, st, &pa, &pb);
-            const int64_t *perm = dist_perm(c, q);
-            for (long p = pa; p < pb; p++) {
-                if (dist_owner(perm[p], n, T) != k)
-                    continue;
-                long row = perm[p] - c->shard_lo, at = sdisp[q] + fill[q]++;
-                memcpy(c->send_x + at * f, c->train.x + row * f, (size_t)f * sizeof(float));
-                c->send_y[at] = c->train.y[row];
-            }
-        }
-    }
+    for (int q = 0; q < T; q++)
+        dist_data_window_walk(&ps, q, s0, dist_window_pack);
     double t0 = MPI_Wtime();
     DIST_MPI(MPI_Alltoallv(c->send_x, sxc, sxd, MPI_FLOAT, c->epoch.x, rxc, rxd, MPI_FLOAT,
                            c->hcomm));
     DIST_MPI(MPI_Alltoallv(c->send_y, scount, sdisp, MPI_INT32_T, c->epoch.y, rcount, rdisp,
                            MPI_INT32_T, c->hcomm));
     c->comm_s += MPI_Wtime() - t0;
-    memset(fill, 0, (size_t)T * sizeof *fill);
-    long at = 0, end = s0 + c->win_steps, steps = dist_data_steps(c, k);
-    for (long st = s0; st < end && st < steps; st++) {
-        long pa, pb;
-        dist_data_span(c, k, st, &pa, &pb);
-        for (long p = pa; p < pb; p++) {
-            int o = dist_owner(c->perm[p], n, T);
-            c->rows[at++] = rdisp[o] + fill[o]++;
-        }
-    }
+    memset(ps.fill, 0, (size_t)T * sizeof *ps.fill);
+    dist_data_window_walk(&ps, k, s0, dist_window_map);
     free(cnt);
 }
 

@@ -3,18 +3,16 @@
  * distributed.bucket_mb each, a layer larger than that is a bucket of its
  * own) and every bucket is summed over the ranks with MPI_Allreduce.
  *
- * With overlap, backward runs layer by layer here and a bucket's
- * MPI_Iallreduce starts the moment its lowest layer has written its
- * gradients, while earlier layers are still computing; MPI_Test between
- * layers lets the reduction progress. The walk over the layer graph is
- * the same as model_backward's (model/model.c), which has no per-layer
- * hook yet.
+ * With overlap, backward runs through model_backward_hooked (the one walk
+ * over the layer graph, model/model.c) and a bucket's MPI_Iallreduce
+ * starts the moment its lowest layer has written its gradients, while
+ * earlier layers are still computing; MPI_Test between layers lets the
+ * reduction progress.
  *
  * Each rank scales its gradient by batch_r / total before the sum, so the
  * result is the mean gradient over the global batch even when the last
  * batch of an epoch leaves some ranks fewer (or no) samples. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "distributed/dist_internal.h"
 
@@ -118,51 +116,45 @@ static void dist_grad_start(dist_grad *g, model *m, int k, float factor, double 
     *comm_s += MPI_Wtime() - t0;
 }
 
-/* model_backward with a callback after every layer (see the file comment).
- * A rank without samples this step still starts every bucket's
+/* The overlapped exchange in progress, for the per-layer hook. */
+typedef struct dist_grad_overlap {
+    dist_grad *g;
+    model *m;
+    float factor;
+    double *comm_s;
+    int next;               /* the next bucket to start */
+} dist_grad_overlap;
+
+/* After layer i's backward: start every bucket it completes, then let
+ * the ones in flight progress. */
+static void dist_grad_after_layer(void *ctx, int i)
+{
+    dist_grad_overlap *o = ctx;
+    dist_grad *g = o->g;
+    while (o->next < g->n && g->b[o->next].ready_layer == i)
+        dist_grad_start(g, o->m, o->next++, o->factor, o->comm_s);
+    if (o->next > 0) {
+        int flag;
+        double t0 = MPI_Wtime();
+        DIST_MPI(MPI_Testall(o->next, g->req, &flag, MPI_STATUSES_IGNORE));
+        *o->comm_s += MPI_Wtime() - t0;
+    }
+}
+
+/* model_backward with the buckets started as they complete (see the file
+ * comment). A rank without samples this step still starts every bucket's
  * MPI_Iallreduce, in the same order: blocking and non-blocking collectives
  * do not match each other. */
 static void dist_grad_backward_overlapped(dist_grad *g, model *m, int batch, float factor,
                                           double *comm_s)
 {
-    if (batch == 0) {
+    dist_grad_overlap o = {g, m, factor, comm_s, 0};
+    if (batch == 0)
         m->be->zero(m->be, m->grads, m->n_params);
-        for (int k = 0; k < g->n; k++)
-            dist_grad_start(g, m, k, factor, comm_s);
-        double t0 = MPI_Wtime();
-        DIST_MPI(MPI_Waitall(g->n, g->req, MPI_STATUSES_IGNORE));
-        *comm_s += MPI_Wtime() - t0;
-        return;
-    }
-    memset(m->grad_written, 0, (size_t)m->n_layers * sizeof *m->grad_written);
-    m->grad_written[m->n_layers - 1] = true;
-    int next = 0;
-    for (int i = m->n_layers - 1; i >= 0; i--) {
-        layer *l = &m->layers[i];
-        if (!m->grad_written[i]) {
-            if (l->n_params > 0)
-                m->be->zero(m->be, l->grads, l->n_params);
-        } else {
-            for (int k = 0; k < l->n_in; k++) {
-                int src = l->spec->inputs[k];
-                if (src < 0)
-                    continue;
-                l->dx_accumulate[k] = m->grad_written[src];
-                m->grad_written[src] = true;
-            }
-            l->ops->backward(l, m->be, batch);
-        }
-        while (next < g->n && g->b[next].ready_layer == i)
-            dist_grad_start(g, m, next++, factor, comm_s);
-        if (next > 0) {
-            int flag;
-            double t0 = MPI_Wtime();
-            DIST_MPI(MPI_Testall(next, g->req, &flag, MPI_STATUSES_IGNORE));
-            *comm_s += MPI_Wtime() - t0;
-        }
-    }
-    while (next < g->n)
-        dist_grad_start(g, m, next++, factor, comm_s);
+    else
+        model_backward_hooked(m, batch, dist_grad_after_layer, &o);
+    while (o.next < g->n)
+        dist_grad_start(g, m, o.next++, factor, comm_s);
     double t0 = MPI_Wtime();
     DIST_MPI(MPI_Waitall(g->n, g->req, MPI_STATUSES_IGNORE));
     *comm_s += MPI_Wtime() - t0;

@@ -41,8 +41,7 @@ static void dist_rep_plan(dist_rep *r)
 {
     dist_ctx *c = r->c;
     long n = c->n_train;
-    bool whole = r->ensemble || (getenv("PUNCH_DIST_SHARDING") &&
-                                 strcmp(getenv("PUNCH_DIST_SHARDING"), "replicate") == 0);
+    bool whole = r->ensemble || c->opt->env.replicate;
     r->lo = whole ? 0 : n * c->rank / c->size;
     r->hi = whole ? n : n * (c->rank + 1) / c->size;
     int B = c->spec->training.batch_size;
@@ -310,14 +309,8 @@ static void dist_rep_finish(dist_rep *r)
         }
         free(all);
     }
-    if (c->rank != 0)
-        return;
-    model_get_params(c->m, c->host_params);
-    model_get_state(c->m, c->host_state);
-    if (dist_write_weights(c, c->host_params, c->host_state, NULL, true, err, sizeof err) < 0 ||
-        dist_report_end(c->rep, c->lay.n_test > 0, &test, c->comm_s, c->train_s, err,
-                        sizeof err) < 0)
-        dist_die("%s", err);
+    if (c->rank == 0)
+        dist_sync_write_final(c, &test);
 }
 
 int dist_run_replicas(dist_ctx *c)

@@ -8,10 +8,10 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "distributed/dist_internal.h"
+#include "timeutil/timeutil.h"
 
 static struct {
     pthread_t thread;
@@ -26,9 +26,7 @@ static struct {
 
 static long dist_wd_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return (long)(timeutil_mono_s() * 1000.0);
 }
 
 static void *dist_wd_main(void *arg)

@@ -43,7 +43,7 @@ int gpu_device_count(char *why, size_t whylen);
 
 /* The CUDA backend on the device picked for this process's node-local
  * rank (gpu_device.h: local rank modulo visible devices). Same as
- * backend_cuda_create(gpu_local_rank(), ...). */
+ * backend_cuda_create(launcher_local_rank(launcher_getenv), ...). */
 backend *gpu_backend_open(char *err, size_t errlen);
 
 /* ---- data-parallel gradient averaging (NCCL) ------------------------ */

@@ -27,6 +27,14 @@ static cudnnActivationDescriptor_t gpu_act_desc(gpu_ctx *g, spec_activation act)
     return NULL;
 }
 
+/* g->view set to the chunk of the n values that starts at off. */
+static void gpu_act_view(gpu_ctx *g, long n, long off)
+{
+    long len = n - off < GPU_ACT_CHUNK ? n - off : GPU_ACT_CHUNK;
+    if (!gpu_tensor_4d(g->view, 1, 1, 1, len))
+        gpu_check_fatal();
+}
+
 void gpu_activation_forward(backend *be, spec_activation act, long rows, long cols,
                             const float *x, float *y)
 {
@@ -46,9 +54,7 @@ void gpu_activation_forward(backend *be, spec_activation act, long rows, long co
         return;
     }
     for (long off = 0; off < n; off += GPU_ACT_CHUNK) {
-        long len = n - off < GPU_ACT_CHUNK ? n - off : GPU_ACT_CHUNK;
-        if (!gpu_tensor_4d(g->view, 1, 1, 1, len))
-            gpu_check_fatal();
+        gpu_act_view(g, n, off);
         GPU_MUST(cudnnActivationForward(g->dnn, gpu_act_desc(g, act), &one, g->view, x + off,
                                         &zero, g->view, y + off));
     }
@@ -78,9 +84,7 @@ void gpu_activation_backward(backend *be, spec_activation act, long rows, long c
         return;
     }
     for (long off = 0; off < n; off += GPU_ACT_CHUNK) {
-        long len = n - off < GPU_ACT_CHUNK ? n - off : GPU_ACT_CHUNK;
-        if (!gpu_tensor_4d(g->view, 1, 1, 1, len))
-            gpu_check_fatal();
+        gpu_act_view(g, n, off);
         GPU_MUST(cudnnActivationBackward(g->dnn, gpu_act_desc(g, act), &one, g->view, y + off,
                                          g->view, dy + off, g->view, y + off, &beta, g->view,
                                          dx + off));

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/launcher.h"
 #include "gpu/gpu.h"
 #include "gpu/gpu_device.h"
 #include "gpu/gpu_kernels.h"
@@ -168,7 +169,7 @@ backend *backend_cuda_create(int local_rank, char *err, size_t errlen)
 
 backend *gpu_backend_open(char *err, size_t errlen)
 {
-    return backend_cuda_create(gpu_local_rank(), err, errlen);
+    return backend_cuda_create(launcher_local_rank(launcher_getenv), err, errlen);
 }
 
 /* ---- memory ------------------------------------------------------------ */

@@ -53,6 +53,8 @@ void gpu_activation_backward(backend *be, spec_activation act, long rows, long c
                              const float *y, const float *dy, float *dx, bool accumulate);
 
 /* ---- conv2d (gpu_conv.c) ----------------------------------------------- */
+/* These and the pooling ops below are backend.h's; their signatures are the
+ * seam's, so they repeat cpu/cpu_backend.h's line for line by design. */
 long gpu_conv2d_prepare(backend *be, conv2d_desc *d);
 void gpu_conv2d_release(backend *be, conv2d_desc *d);
 void gpu_conv2d_forward(backend *be, const conv2d_desc *d, int batch, const float *x,

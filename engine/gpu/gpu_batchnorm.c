@@ -62,6 +62,16 @@ void gpu_batchnorm_release(backend *be, batchnorm_desc *d)
     d->impl = NULL;
 }
 
+/* The layer's descriptors, set for `batch` samples (a failure to set
+ * them is fatal, as every cuDNN error in an op). */
+static gpu_batchnorm *gpu_batchnorm_at(const batchnorm_desc *d, int batch)
+{
+    gpu_batchnorm *b = d->impl;
+    if (!gpu_batchnorm_set_batch(b, d, batch))
+        gpu_check_fatal();
+    return b;
+}
+
 void gpu_batchnorm_forward_train(backend *be, const batchnorm_desc *d, int batch,
                                  const float *x, const float *gamma, const float *beta,
                                  float *running_mean, float *running_var, float *save_mean,
@@ -69,10 +79,8 @@ void gpu_batchnorm_forward_train(backend *be, const batchnorm_desc *d, int batch
 {
     (void)workspace;
     gpu_ctx *g = gpu_ctx_of(be);
-    gpu_batchnorm *b = d->impl;
+    gpu_batchnorm *b = gpu_batchnorm_at(d, batch);
     const float one = 1.0f, zero = 0.0f;
-    if (!gpu_batchnorm_set_batch(b, d, batch))
-        gpu_check_fatal();
     GPU_MUST(cudnnBatchNormalizationForwardTraining(
         g->dnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, b->x, x, b->x, y, b->param, gamma, beta,
         1.0 - (double)d->momentum, running_mean, running_var, (double)d->epsilon, save_mean,
@@ -84,10 +92,8 @@ void gpu_batchnorm_forward_eval(backend *be, const batchnorm_desc *d, int batch,
                                 const float *running_mean, const float *running_var, float *y)
 {
     gpu_ctx *g = gpu_ctx_of(be);
-    gpu_batchnorm *b = d->impl;
+    gpu_batchnorm *b = gpu_batchnorm_at(d, batch);
     const float one = 1.0f, zero = 0.0f;
-    if (!gpu_batchnorm_set_batch(b, d, batch))
-        gpu_check_fatal();
     GPU_MUST(cudnnBatchNormalizationForwardInference(
         g->dnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, b->x, x, b->x, y, b->param, gamma, beta,
         running_mean, running_var, (double)d->epsilon));
@@ -99,14 +105,12 @@ void gpu_batchnorm_backward(backend *be, const batchnorm_desc *d, int batch, con
                             float *dgamma, float *dbeta, float *workspace)
 {
     gpu_ctx *g = gpu_ctx_of(be);
-    gpu_batchnorm *b = d->impl;
+    gpu_batchnorm *b = gpu_batchnorm_at(d, batch);
     const float one = 1.0f, zero = 0.0f;
     /* cuDNN always writes an input gradient: without dx, the workspace
      * takes it. */
     const float beta_dx = dx && accumulate ? 1.0f : 0.0f;
     float *dx_out = dx ? dx : workspace;
-    if (!gpu_batchnorm_set_batch(b, d, batch))
-        gpu_check_fatal();
     GPU_MUST(cudnnBatchNormalizationBackward(g->dnn, CUDNN_BATCHNORM_SPATIAL, &one, &beta_dx,
                                              &one, &zero, b->x, x, b->x, dy, b->x, dx_out,
                                              b->param, gamma, dgamma, dbeta,

@@ -1,48 +1,10 @@
-/* gpu_device.c — device selection from the launcher's environment; see
+/* gpu_device.c — device selection for a node-local rank; see
  * gpu_device.h for the rules. */
 #include "gpu/gpu_device.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-
-/* A non-negative int in s, or -1. */
-static int gpu_parse_rank(const char *s)
-{
-    if (!s || !*s)
-        return -1;
-    errno = 0;
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (errno || *end || v < 0 || v > 1 << 20)
-        return -1;
-    return (int)v;
-}
-
-int gpu_local_rank_from(const char *(*lookup)(const char *name))
-{
-    static const char *const vars[] = {
-        "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID",
-    };
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        int r = gpu_parse_rank(lookup(vars[i]));
-        if (r >= 0)
-            return r;
-    }
-    return 0;
-}
-
-static const char *gpu_getenv(const char *name)
-{
-    return getenv(name);
-}
-
-int gpu_local_rank(void)
-{
-    return gpu_local_rank_from(gpu_getenv);
-}
 
 /* A visible-devices entry is a decimal ordinal or a device UUID
  * ("GPU-..." / "MIG-..."); the runtime stops at anything else, including a

@@ -5,22 +5,13 @@
  * ranks 0..G-1, and local rank r takes device r. The device count is what
  * the CUDA runtime sees, i.e. after CUDA_VISIBLE_DEVICES: a launcher that
  * gives each rank its own single visible device (Slurm --gpus-per-task)
- * yields a count of 1, and every rank correctly takes device 0. */
+ * yields a count of 1, and every rank correctly takes device 0. The
+ * node-local rank itself comes from backend/launcher.h. */
 #ifndef PUNCH_GPU_DEVICE_H
 #define PUNCH_GPU_DEVICE_H
 
 #include <stdbool.h>
 #include <stddef.h>
-
-/* The node-local rank of this process from the launcher's environment:
- * OMPI_COMM_WORLD_LOCAL_RANK (Open MPI), then MPI_LOCALRANKID (MPICH),
- * then SLURM_LOCALID; 0 when none is set or the value is not a
- * non-negative integer. */
-int gpu_local_rank(void);
-
-/* gpu_local_rank() from an explicit lookup function (getenv in
- * production, a table in tests). */
-int gpu_local_rank_from(const char *(*lookup)(const char *name));
 
 typedef struct gpu_device_choice {
     int device;    /* CUDA ordinal to cudaSetDevice(), -1 when none */

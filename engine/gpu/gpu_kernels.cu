@@ -34,6 +34,15 @@ __device__ static double gpu_block_sum(double v, double *shared)
     return total;
 }
 
+/* gpu_block_sum of v into *out (thread 0 writes it): how every loss
+ * kernel ends. */
+__device__ static void gpu_block_store_sum(double v, double *shared, double *out)
+{
+    double total = gpu_block_sum(v, shared);
+    if (threadIdx.x == 0)
+        *out = total;
+}
+
 /* ---- bias, sums, copies ------------------------------------------------ */
 
 __global__ static void k_add_bias(long n, int channels, long inner, const float *bias,
@@ -241,7 +250,10 @@ extern "C" cudaError_t gpu_k_pool_backward(cudaStream_t s, gpu_pool_geom g, int 
 
 /* ---- losses and metrics ------------------------------------------------ */
 
-/* One block; thread t takes rows t, t + GPU_THREADS, ... */
+/* One block; thread t takes rows t, t + GPU_THREADS, ... The row loop
+ * repeats the CPU reference on purpose (cpu/cpu_backend.c, xent_rows):
+ * test_gpu_vs_cpu checks this kernel against it, so the two keep the same
+ * operations in the same order; change both together. */
 __global__ static void k_softmax_xent(int batch, int n, const float *logits,
                                       const float *targets, float *probs, float *dlogits,
                                       double *sum)
@@ -270,9 +282,7 @@ __global__ static void k_softmax_xent(int batch, int n, const float *logits,
         }
         total += loss;
     }
-    total = gpu_block_sum(total, shared);
-    if (threadIdx.x == 0)
-        sum[0] = total;
+    gpu_block_store_sum(total, shared, sum);
 }
 
 extern "C" cudaError_t gpu_k_softmax_xent(cudaStream_t s, int batch, int n,
@@ -297,9 +307,7 @@ __global__ static void k_binary_xent(int batch, int n, const float *p, const flo
         total -= (t * log((double)pc) + (1.0 - t) * log(1.0 - (double)pc)) / n;
         dp[i] = (pc - t) / (pc * (1.0f - pc)) * scale;
     }
-    total = gpu_block_sum(total, shared);
-    if (threadIdx.x == 0)
-        sum[0] = total;
+    gpu_block_store_sum(total, shared, sum);
 }
 
 extern "C" cudaError_t gpu_k_binary_xent(cudaStream_t s, int batch, int n, const float *p,
@@ -309,6 +317,9 @@ extern "C" cudaError_t gpu_k_binary_xent(cudaStream_t s, int batch, int n, const
     return cudaGetLastError();
 }
 
+/* The same one-block walk over every element as k_binary_xent: each loss
+ * keeps a kernel of its own, as each has a function of its own in the CPU
+ * backend, so the two read side by side with their references. */
 __global__ static void k_mse(int batch, int n, const float *y, const float *targets,
                              float *dy, double *sum)
 {
@@ -320,9 +331,7 @@ __global__ static void k_mse(int batch, int n, const float *y, const float *targ
         total += (double)e * e / n;
         dy[i] = e * scale;
     }
-    total = gpu_block_sum(total, shared);
-    if (threadIdx.x == 0)
-        sum[0] = total;
+    gpu_block_store_sum(total, shared, sum);
 }
 
 extern "C" cudaError_t gpu_k_mse(cudaStream_t s, int batch, int n, const float *y,

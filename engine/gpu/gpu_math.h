@@ -191,8 +191,9 @@ typedef enum gpu_optim_kind {
     GPU_OPT_NADAM,        /* m, v */
 } gpu_optim_kind;
 
-/* One step's coefficients, computed on the host in double exactly as
- * engine/optim/ does and rounded to float. */
+/* One step's coefficients: optim/optim.h's optim_coeffs (computed on the
+ * host in double and rounded to float) plus the kind, in a struct the CUDA
+ * compiler sees without the C headers behind optim.h. */
 typedef struct gpu_optim_coeffs {
     int kind;             /* gpu_optim_kind */
     float lr;             /* after decay */
@@ -229,21 +230,19 @@ GPU_HD static inline void gpu_optim_update(const gpu_optim_coeffs *k, long i, fl
         p[i] -= k->lr * gi / (sqrtf(ai) + k->eps);
         return;
     }
-    case GPU_OPT_ADAM: {
-        float mi = k->b1 * s0[i] + k->one_b1 * gi;
-        float vi = k->b2 * s1[i] + k->one_b2 * gi * gi;
-        s0[i] = mi;
-        s1[i] = vi;
-        p[i] -= k->lr_t * mi / (sqrtf(vi) + k->eps);
-        return;
-    }
+    case GPU_OPT_ADAM:
     case GPU_OPT_NADAM: {
+        /* Both moments as optim/adam.c and optim/nadam.c update them. */
         float mi = k->b1 * s0[i] + k->one_b1 * gi;
         float vi = k->b2 * s1[i] + k->one_b2 * gi * gi;
         s0[i] = mi;
         s1[i] = vi;
-        float mbar = k->cg * gi + k->cm * mi;
-        p[i] -= k->lr * mbar / (sqrtf(vi * k->vscale) + k->eps);
+        if (k->kind == GPU_OPT_ADAM) {
+            p[i] -= k->lr_t * mi / (sqrtf(vi) + k->eps);
+        } else {
+            float mbar = k->cg * gi + k->cm * mi;
+            p[i] -= k->lr * mbar / (sqrtf(vi * k->vscale) + k->eps);
+        }
         return;
     }
     }

@@ -1,8 +1,8 @@
 /* gpu_optim.c — the optimizer with its state on the device: coefficients
  * per step on the host (gpu_optim_coeffs.c), one kernel over the flat
  * parameter buffer (gpu_kernels.cu). The state's checkpoint layout is
- * optim.c's, so a checkpoint moves between CPU and GPU runs. */
-#include <math.h>
+ * optim.c's (optim_header_save/load, then the slots), so a checkpoint
+ * moves between CPU and GPU runs. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,10 +11,7 @@
 #include "gpu/gpu_backend.h"
 #include "gpu/gpu_kernels.h"
 #include "gpu/gpu_optim_coeffs.h"
-
-/* optim.c's header: iterations split in 24-bit halves, then m_schedule. */
-#define GPU_OPTIM_HEADER 3
-#define GPU_OPTIM_ITER_BITS 24
+#include "optim/optim.h"
 
 struct gpu_optim {
     backend *be;
@@ -39,7 +36,7 @@ gpu_optim *gpu_optim_create(backend *be, const spec_optimizer *cfg, long n, char
     o->cfg = *cfg;
     o->n = n;
     o->m_schedule = 1.0f;
-    o->n_slots = gpu_optim_slots(cfg);
+    o->n_slots = optim_slots(cfg);
     if (o->n_slots > 0) {
         o->slots = be->alloc(be, (long)o->n_slots * n);
         if (!o->slots) {
@@ -77,34 +74,23 @@ long gpu_optim_iterations(const gpu_optim *o)
 
 long gpu_optim_state_floats(const gpu_optim *o)
 {
-    return GPU_OPTIM_HEADER + (long)o->n_slots * o->n;
+    return OPTIM_STATE_HEADER + (long)o->n_slots * o->n;
 }
 
 void gpu_optim_state_save(const gpu_optim *o, float *dst)
 {
-    long mask = (1L << GPU_OPTIM_ITER_BITS) - 1;
-    dst[0] = (float)(o->iterations & mask);
-    dst[1] = (float)(o->iterations >> GPU_OPTIM_ITER_BITS);
-    dst[2] = o->m_schedule;
+    optim_header_save(o->iterations, o->m_schedule, dst);
     if (o->n_slots > 0)
-        o->be->download(o->be, dst + GPU_OPTIM_HEADER, o->slots, (long)o->n_slots * o->n);
-}
-
-/* An integer in [0, 2^GPU_OPTIM_ITER_BITS): one half of a saved count. */
-static bool gpu_optim_iter_part_ok(float f)
-{
-    return f >= 0.0f && f < (float)(1L << GPU_OPTIM_ITER_BITS) && f == floorf(f);
+        o->be->download(o->be, dst + OPTIM_STATE_HEADER, o->slots, (long)o->n_slots * o->n);
 }
 
 void gpu_optim_state_load(gpu_optim *o, const float *src)
 {
-    if (!gpu_optim_iter_part_ok(src[0]) || !gpu_optim_iter_part_ok(src[1])) {
+    if (!optim_header_load(src, &o->iterations, &o->m_schedule)) {
         o->iterations = 0;
         o->m_schedule = 1.0f;
         return;
     }
-    o->iterations = ((long)src[1] << GPU_OPTIM_ITER_BITS) | (long)src[0];
-    o->m_schedule = src[2];
     if (o->n_slots > 0)
-        o->be->upload(o->be, o->slots, src + GPU_OPTIM_HEADER, (long)o->n_slots * o->n);
+        o->be->upload(o->be, o->slots, src + OPTIM_STATE_HEADER, (long)o->n_slots * o->n);
 }

@@ -1,79 +1,37 @@
-/* gpu_optim_coeffs.c — host-side coefficients of the device optimizer.
- * Each line mirrors the matching one in engine/optim/ (sgd.c, rmsprop.c,
- * adam.c, nadam.c, optim.c); test_gpu_host checks the two stay equal. */
+/* gpu_optim_coeffs.c — optim_coeffs_for's result in the device kernel's
+ * form; see gpu_optim_coeffs.h. */
 #include "gpu/gpu_optim_coeffs.h"
 
-#include <math.h>
-#include <string.h>
+#include "optim/optim.h"
 
-/* Keras's Nadam schedule_decay (nadam.c). */
-#define GPU_NADAM_SCHEDULE_DECAY 0.004
-
-int gpu_optim_slots(const spec_optimizer *cfg)
+static gpu_optim_kind gpu_optim_kind_of(const spec_optimizer *cfg)
 {
     switch (cfg->name) {
     case OPT_SGD:
-        return cfg->momentum != 0.0 ? 1 : 0;
+        return cfg->momentum == 0.0 ? GPU_OPT_SGD
+               : cfg->nesterov      ? GPU_OPT_NESTEROV
+                                    : GPU_OPT_MOMENTUM;
     case OPT_RMSPROP:
-        return 1;
+        return GPU_OPT_RMSPROP;
     case OPT_ADAM:
+        return GPU_OPT_ADAM;
     case OPT_NADAM:
-        return 2;
+        return GPU_OPT_NADAM;
     }
-    return 0;
-}
-
-static double gpu_nadam_momentum(double beta1, double t)
-{
-    return beta1 * (1.0 - 0.5 * pow(0.96, t * GPU_NADAM_SCHEDULE_DECAY));
+    return GPU_OPT_SGD;
 }
 
 gpu_optim_coeffs gpu_optim_coeffs_for(const spec_optimizer *cfg, long iterations, float lr,
                                       float *m_schedule)
 {
-    gpu_optim_coeffs k;
-    memset(&k, 0, sizeof k);
-    /* optim.c: decay applies from the count before this step. */
-    double rate = (double)lr / (1.0 + cfg->decay * (double)iterations);
-    k.lr = (float)rate;
-    k.wd = (float)cfg->weight_decay;
-    k.eps = (float)cfg->epsilon;
-    double t = (double)(iterations + 1);
-    switch (cfg->name) {
-    case OPT_SGD:
-        k.mu = (float)cfg->momentum;
-        k.kind = cfg->momentum == 0.0 ? GPU_OPT_SGD
-                 : cfg->nesterov      ? GPU_OPT_NESTEROV
-                                      : GPU_OPT_MOMENTUM;
-        break;
-    case OPT_RMSPROP:
-        k.kind = GPU_OPT_RMSPROP;
-        k.rho = (float)cfg->rho;
-        k.one_rho = (float)(1.0 - cfg->rho);
-        break;
-    case OPT_ADAM:
-        k.kind = GPU_OPT_ADAM;
-        k.lr_t = (float)((double)k.lr * sqrt(1.0 - pow(cfg->beta2, t)) /
-                         (1.0 - pow(cfg->beta1, t)));
-        break;
-    case OPT_NADAM: {
-        k.kind = GPU_OPT_NADAM;
-        double mu_t = gpu_nadam_momentum(cfg->beta1, t);
-        double mu_next = gpu_nadam_momentum(cfg->beta1, t + 1.0);
-        double s_t = (double)*m_schedule * mu_t;
-        double s_next = s_t * mu_next;
-        k.cg = (float)((1.0 - mu_t) / (1.0 - s_t));
-        k.cm = (float)(mu_next / (1.0 - s_next));
-        k.vscale = (float)(1.0 / (1.0 - pow(cfg->beta2, t)));
-        *m_schedule = (float)s_t;
-        break;
-    }
-    }
-    if (k.kind == GPU_OPT_ADAM || k.kind == GPU_OPT_NADAM) {
-        k.b1 = (float)cfg->beta1;
-        k.one_b1 = (float)(1.0 - cfg->beta1);
-        k.b2 = (float)cfg->beta2;
-        k.one_b2 = (float)(1.0 - cfg->beta2);
-    }
-    return k;
+    optim_coeffs c = optim_coeffs_for(cfg, iterations, lr, *m_schedule);
+    *m_schedule = c.m_schedule;
+    return (gpu_optim_coeffs){
+        .kind = gpu_optim_kind_of(cfg),
+        .lr = c.lr, .wd = c.wd, .mu = c.mu,
+        .rho = c.rho, .one_rho = c.one_rho,
+        .b1 = c.b1, .one_b1 = c.one_b1, .b2 = c.b2, .one_b2 = c.one_b2,
+        .eps = c.eps, .lr_t = c.lr_t,
+        .cg = c.cg, .cm = c.cm, .vscale = c.vscale,
+    };
 }

@@ -1,15 +1,17 @@
-/* gpu_optim_coeffs.h — the per-step coefficients of the device optimizer,
- * computed on the host from the job's optimizer settings exactly as
- * engine/optim/ computes them (Keras's formulas). Plain C, unit-tested
- * against optim_step() without a GPU. */
+/* gpu_optim_coeffs.h — the per-step coefficients of the device optimizer:
+ * engine/optim/'s optim_coeffs_for (the one definition of the formulas)
+ * repacked with the kernel's algorithm tag into the plain struct the CUDA
+ * kernel takes (gpu_math.h). Plain C, unit-tested against optim_step()
+ * without a GPU.
+ *
+ * The device optimizer (this and gpu_optim.c) is the one place gpu/ uses a
+ * layer above it: it needs CUDA, so it lives here, but its formulas and
+ * its checkpoint header are optim/'s, defined once there. */
 #ifndef PUNCH_GPU_OPTIM_COEFFS_H
 #define PUNCH_GPU_OPTIM_COEFFS_H
 
 #include "gpu/gpu_math.h"
 #include "jobspec/spec.h"
-
-/* State slots per parameter (0, 1 or 2), as optim.c allocates them. */
-int gpu_optim_slots(const spec_optimizer *cfg);
 
 /* Coefficients of the step taken after `iterations` steps at schedule rate
  * lr. Nadam's momentum-schedule product is read from and written back to

@@ -383,6 +383,21 @@ double model_loss(model *m, int batch, batch_metrics *metrics)
     return loss;
 }
 
+double model_metric(const batch_metrics *sums, double n, spec_metric metric, int n_out)
+{
+    if (n <= 0)
+        return 0.0;
+    switch (metric) {
+    case METRIC_ACCURACY:
+        return sums->correct / n;
+    case METRIC_MSE:
+        return sums->sq_err / (n * n_out);
+    case METRIC_MAE:
+        return sums->abs_err / (n * n_out);
+    }
+    return 0.0;
+}
+
 /* The fused optimizer step of model_backward_step: which optimizer, at
  * what rate, and where the layer being updated starts in the flat
  * buffers. */

@@ -100,6 +100,12 @@ void model_forward(model *m, int batch, bool training, uint64_t step);
  * output gradient for model_backward. */
 double model_loss(model *m, int batch, batch_metrics *metrics);
 
+/* A metric's value from metric sums over n samples (summed batch_metrics
+ * of model_loss): accuracy = correct / n, mse = sq_err / (n * n_out), mae
+ * = abs_err / (n * n_out); 0 when n <= 0. The one definition every
+ * trainer reports with. */
+double model_metric(const batch_metrics *sums, double n, spec_metric metric, int n_out);
+
 /* Backward pass: m->grads = gradient of the mean batch loss. */
 void model_backward(model *m, int batch);
 

@@ -5,14 +5,10 @@
  *     p -= lr_t * m / (sqrt(v) + eps).
  * PyTorch divides by sqrt(v / (1 - beta2^t)) + eps instead; the two differ
  * only in how much epsilon weighs (negligible at the default 1e-7). */
-#include "optim_internal.h"
-
-typedef struct adam_coeffs {
-    float lr_t, wd, b1, one_b1, b2, one_b2, eps;
-} adam_coeffs;
+#include "optim/optim_internal.h"
 
 static inline void adam_block(float *restrict p, const float *restrict g, float *restrict m,
-                              float *restrict v, int len, const adam_coeffs *c)
+                              float *restrict v, int len, const optim_coeffs *c)
 {
     float mk[OPTIM_BLOCK], root[OPTIM_BLOCK];
     for (int k = 0; k < len; k++) {
@@ -27,23 +23,19 @@ static inline void adam_block(float *restrict p, const float *restrict g, float 
         p[k] -= c->lr_t * mk[k] / (root[k] + c->eps);
 }
 
+void optim_adam_coeffs(const spec_optimizer *cfg, double t, optim_coeffs *c)
+{
+    double b1 = cfg->beta1, b2 = cfg->beta2;
+    c->lr_t = (float)((double)c->lr * sqrt(1.0 - pow(b2, t)) / (1.0 - pow(b1, t)));
+    c->b1 = (float)b1;
+    c->one_b1 = (float)(1.0 - b1);
+    c->b2 = (float)b2;
+    c->one_b2 = (float)(1.0 - b2);
+}
+
 OPTIM_CLONES
 void optim_adam_step(optimizer *o, float *restrict params, const float *restrict grads,
-                     long begin, long end, optim_coeffs oc)
+                     long begin, long end, const optim_coeffs *c)
 {
-    double t = (double)(o->iterations + 1);
-    double b1 = o->cfg.beta1, b2 = o->cfg.beta2;
-    adam_coeffs c = {
-        .lr_t = (float)((double)oc.lr * sqrt(1.0 - pow(b2, t)) / (1.0 - pow(b1, t))),
-        .wd = oc.wd,
-        .b1 = (float)b1, .one_b1 = (float)(1.0 - b1),
-        .b2 = (float)b2, .one_b2 = (float)(1.0 - b2),
-        .eps = (float)o->cfg.epsilon,
-    };
-    float *m = o->slots;
-    float *v = o->slots + o->n;
-    long i = begin;
-    for (; i + OPTIM_BLOCK <= end; i += OPTIM_BLOCK)
-        adam_block(params + i, grads + i, m + i, v + i, OPTIM_BLOCK, &c);
-    adam_block(params + i, grads + i, m + i, v + i, (int)(end - i), &c);
+    optim_blocks2(adam_block, o, params, grads, begin, end, c);
 }

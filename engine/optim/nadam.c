@@ -7,17 +7,10 @@
  *     p -= lr * m_bar / (sqrt(v / (1 - b2^t)) + eps).
  * S_t is kept in float like Keras's variable and saved with the state, so
  * a resumed run continues from the same bits. */
-#include "optim_internal.h"
+#include "optim/optim_internal.h"
 
 /* Keras's schedule_decay: how fast the momentum schedule approaches beta1. */
 #define NADAM_SCHEDULE_DECAY 0.004
-
-typedef struct nadam_coeffs {
-    float lr, wd, b1, one_b1, b2, one_b2, eps;
-    float cg;     /* (1 - mu_t) / (1 - S_t): weight of the raw gradient */
-    float cm;     /* mu_{t+1} / (1 - S_t * mu_{t+1}): weight of the first moment */
-    float vscale; /* 1 / (1 - b2^t) */
-} nadam_coeffs;
 
 static double nadam_momentum(double beta1, double t)
 {
@@ -25,7 +18,7 @@ static double nadam_momentum(double beta1, double t)
 }
 
 static inline void nadam_block(float *restrict p, const float *restrict g, float *restrict m,
-                               float *restrict v, int len, const nadam_coeffs *c)
+                               float *restrict v, int len, const optim_coeffs *c)
 {
     float mbar[OPTIM_BLOCK], root[OPTIM_BLOCK];
     for (int k = 0; k < len; k++) {
@@ -42,35 +35,28 @@ static inline void nadam_block(float *restrict p, const float *restrict g, float
         p[k] -= c->lr * mbar[k] / (root[k] + c->eps);
 }
 
-float optim_nadam_schedule_next(const optimizer *o)
+/* cg = (1 - mu_t) / (1 - S_t) weighs the raw gradient, cm = mu_{t+1} /
+ * (1 - S_t * mu_{t+1}) the first moment, vscale = 1 / (1 - b2^t). */
+void optim_nadam_coeffs(const spec_optimizer *cfg, double t, optim_coeffs *c)
 {
-    double t = (double)(o->iterations + 1);
-    return (float)((double)o->m_schedule * nadam_momentum(o->cfg.beta1, t));
+    double b1 = cfg->beta1, b2 = cfg->beta2;
+    double mu_t = nadam_momentum(b1, t);
+    double mu_next = nadam_momentum(b1, t + 1.0);
+    double s_t = (double)c->m_schedule * mu_t;
+    double s_next = s_t * mu_next;
+    c->b1 = (float)b1;
+    c->one_b1 = (float)(1.0 - b1);
+    c->b2 = (float)b2;
+    c->one_b2 = (float)(1.0 - b2);
+    c->cg = (float)((1.0 - mu_t) / (1.0 - s_t));
+    c->cm = (float)(mu_next / (1.0 - s_next));
+    c->vscale = (float)(1.0 / (1.0 - pow(b2, t)));
+    c->m_schedule = (float)s_t;
 }
 
 OPTIM_CLONES
 void optim_nadam_step(optimizer *o, float *restrict params, const float *restrict grads,
-                      long begin, long end, optim_coeffs oc)
+                      long begin, long end, const optim_coeffs *c)
 {
-    double t = (double)(o->iterations + 1);
-    double b1 = o->cfg.beta1, b2 = o->cfg.beta2;
-    double mu_t = nadam_momentum(b1, t);
-    double mu_next = nadam_momentum(b1, t + 1.0);
-    double s_t = (double)o->m_schedule * mu_t;
-    double s_next = s_t * mu_next;
-    nadam_coeffs c = {
-        .lr = oc.lr, .wd = oc.wd,
-        .b1 = (float)b1, .one_b1 = (float)(1.0 - b1),
-        .b2 = (float)b2, .one_b2 = (float)(1.0 - b2),
-        .eps = (float)o->cfg.epsilon,
-        .cg = (float)((1.0 - mu_t) / (1.0 - s_t)),
-        .cm = (float)(mu_next / (1.0 - s_next)),
-        .vscale = (float)(1.0 / (1.0 - pow(b2, t))),
-    };
-    float *m = o->slots;
-    float *v = o->slots + o->n;
-    long i = begin;
-    for (; i + OPTIM_BLOCK <= end; i += OPTIM_BLOCK)
-        nadam_block(params + i, grads + i, m + i, v + i, OPTIM_BLOCK, &c);
-    nadam_block(params + i, grads + i, m + i, v + i, (int)(end - i), &c);
+    optim_blocks2(nadam_block, o, params, grads, begin, end, c);
 }

@@ -41,6 +41,34 @@ void optim_step_range(optimizer *o, float *params, const float *grads, long begi
                       float lr);
 void optim_step_end(optimizer *o);
 
+/* One step's coefficients, computed on the host in double from the
+ * settings and the step count and rounded to float: the one definition of
+ * Keras's formulas, used by the CPU kernels here and by the device
+ * optimizer (gpu/gpu_optim.c), so the two paths cannot drift apart. Fields
+ * an algorithm does not use are 0. */
+typedef struct optim_coeffs {
+    float lr;                     /* the rate after `decay` */
+    float wd;                     /* weight_decay */
+    float eps;                    /* epsilon */
+    float mu;                     /* sgd: momentum */
+    float rho, one_rho;           /* rmsprop */
+    float b1, one_b1, b2, one_b2; /* adam, nadam */
+    float lr_t;                   /* adam: lr * sqrt(1 - b2^t) / (1 - b1^t) */
+    float cg, cm, vscale;         /* nadam, see nadam.c */
+    float m_schedule;             /* nadam: the momentum-schedule product
+                                     after this step (else the one given) */
+} optim_coeffs;
+
+/* The coefficients of the step taken after `iterations` steps at schedule
+ * rate lr, with Nadam's momentum-schedule product so far `m_schedule`
+ * (1 before the first step). */
+optim_coeffs optim_coeffs_for(const spec_optimizer *cfg, long iterations, float lr,
+                              float m_schedule);
+
+/* State vectors per parameter (0, 1 or 2) for cfg; -1 for an unknown
+ * name. */
+int optim_slots(const spec_optimizer *cfg);
+
 /* Iterations taken so far. */
 long optim_iterations(const optimizer *o);
 
@@ -51,6 +79,15 @@ long optim_iterations(const optimizer *o);
 long optim_state_floats(const optimizer *o);
 void optim_state_save(const optimizer *o, float *dst);
 void optim_state_load(optimizer *o, const float *src);
+
+/* The first OPTIM_STATE_HEADER floats of a saved state: the iteration
+ * count (in two exact 24-bit halves) and Nadam's schedule product. The
+ * device optimizer (gpu/gpu_optim.c) writes the same header before its
+ * slots, so a checkpoint moves between CPU and GPU runs. header_load
+ * returns false, setting nothing, when the count is not a valid one. */
+#define OPTIM_STATE_HEADER 3
+void optim_header_save(long iterations, float m_schedule, float *dst);
+bool optim_header_load(const float *src, long *iterations, float *m_schedule);
 
 /* Whether n_floats floats at src look like a state this optimizer saved
  * (right length, sane iteration count). Check this before loading bytes

@@ -14,8 +14,7 @@
 
 #include <math.h>
 
-#include "optim.h"
-
+#include "optim/optim.h"
 
 #define OPTIM_BLOCK 16
 
@@ -28,12 +27,6 @@ struct optimizer {
     float m_schedule; /* nadam: product of the momentum schedule so far */
 };
 
-/* Coefficients every kernel receives, already in float. */
-typedef struct optim_coeffs {
-    float lr;  /* this step's rate, after `decay` */
-    float wd;  /* weight_decay */
-} optim_coeffs;
-
 /* sqrt of x[0 .. len-1] in place, len <= OPTIM_BLOCK. The engine builds
  * with -fno-math-errno, so this loop becomes packed square roots; sqrtf
  * and the packed instructions are both correctly rounded, so either way
@@ -42,6 +35,28 @@ static inline void optim_sqrt_block(float *x /* (len) */, int len)
 {
     for (int k = 0; k < len; k++)
         x[k] = sqrtf(x[k]);
+}
+
+/* The block function of a kernel with two state slots (Adam, Nadam). */
+typedef void (*optim_block2_fn)(float *restrict p, const float *restrict g, float *restrict m,
+                                float *restrict v, int len, const optim_coeffs *c);
+
+/* Walk [begin, end) of params, grads and the two slots in OPTIM_BLOCK
+ * blocks, then one shorter block. Always inlined, so `block` is a constant
+ * at each call and is inlined in turn with a constant length (what makes
+ * it vectorize). c is copied first: no store through the restrict
+ * buffers can reach the copy, so its fields stay in registers. */
+static inline __attribute__((always_inline)) void
+optim_blocks2(optim_block2_fn block, optimizer *o, float *restrict params,
+              const float *restrict grads, long begin, long end, const optim_coeffs *c)
+{
+    const optim_coeffs k = *c;
+    float *m = o->slots;
+    float *v = o->slots + o->n;
+    long i = begin;
+    for (; i + OPTIM_BLOCK <= end; i += OPTIM_BLOCK)
+        block(params + i, grads + i, m + i, v + i, OPTIM_BLOCK, &k);
+    block(params + i, grads + i, m + i, v + i, (int)(end - i), &k);
 }
 
 /* The step kernels are compiled for AVX-512 and AVX2 besides the baseline
@@ -54,20 +69,24 @@ static inline void optim_sqrt_block(float *x /* (len) */, int len)
 #define OPTIM_CLONES
 #endif
 
+/* Each algorithm's part of optim_coeffs_for: fill its fields of *c for
+ * step t = iterations + 1 (c->lr, wd and eps are already set). */
+void optim_sgd_coeffs(const spec_optimizer *cfg, double t, optim_coeffs *c);
+void optim_rmsprop_coeffs(const spec_optimizer *cfg, double t, optim_coeffs *c);
+void optim_adam_coeffs(const spec_optimizer *cfg, double t, optim_coeffs *c);
+void optim_nadam_coeffs(const spec_optimizer *cfg, double t, optim_coeffs *c);
+
 /* The step kernels: update params[begin, end) in place from grads and the
- * optimizer's slots (params and grads are the whole buffers). The
- * iteration count is the one before this step; a kernel changes nothing
- * in `o` but the slots of its range, so disjoint ranges may run at once. */
+ * optimizer's slots (params and grads are the whole buffers) with this
+ * step's coefficients. A kernel changes nothing in `o` but the slots of
+ * its range, so disjoint ranges may run at once. */
 void optim_sgd_step(optimizer *o, float *restrict params, const float *restrict grads,
-                    long begin, long end, optim_coeffs c);
+                    long begin, long end, const optim_coeffs *c);
 void optim_rmsprop_step(optimizer *o, float *restrict params, const float *restrict grads,
-                        long begin, long end, optim_coeffs c);
+                        long begin, long end, const optim_coeffs *c);
 void optim_adam_step(optimizer *o, float *restrict params, const float *restrict grads,
-                     long begin, long end, optim_coeffs c);
+                     long begin, long end, const optim_coeffs *c);
 void optim_nadam_step(optimizer *o, float *restrict params, const float *restrict grads,
-                      long begin, long end, optim_coeffs c);
-/* Nadam's momentum-schedule product after this step (stored by
- * optim_step_end). */
-float optim_nadam_schedule_next(const optimizer *o);
+                      long begin, long end, const optim_coeffs *c);
 
 #endif

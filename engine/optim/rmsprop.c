@@ -2,14 +2,10 @@
  * centered): a = rho * a + (1 - rho) * g^2; p -= lr * g / (sqrt(a) + eps).
  * epsilon sits outside the square root, as in both; TensorFlow's fused
  * kernel puts it inside. */
-#include "optim_internal.h"
-
-typedef struct rmsprop_coeffs {
-    float lr, wd, rho, one_rho, eps;
-} rmsprop_coeffs;
+#include "optim/optim_internal.h"
 
 static inline void rmsprop_block(float *restrict p, const float *restrict g,
-                                 float *restrict a, int len, const rmsprop_coeffs *c)
+                                 float *restrict a, int len, const optim_coeffs *c)
 {
     float gk[OPTIM_BLOCK], root[OPTIM_BLOCK];
     for (int k = 0; k < len; k++) {
@@ -22,18 +18,23 @@ static inline void rmsprop_block(float *restrict p, const float *restrict g,
         p[k] -= c->lr * gk[k] / (root[k] + c->eps);
 }
 
+void optim_rmsprop_coeffs(const spec_optimizer *cfg, double t, optim_coeffs *c)
+{
+    (void)t;
+    c->rho = (float)cfg->rho;
+    c->one_rho = (float)(1.0 - cfg->rho);
+}
+
 OPTIM_CLONES
 void optim_rmsprop_step(optimizer *o, float *restrict params, const float *restrict grads,
-                        long begin, long end, optim_coeffs oc)
+                        long begin, long end, const optim_coeffs *c)
 {
-    rmsprop_coeffs c = {
-        .lr = oc.lr, .wd = oc.wd,
-        .rho = (float)o->cfg.rho, .one_rho = (float)(1.0 - o->cfg.rho),
-        .eps = (float)o->cfg.epsilon,
-    };
+    /* A local copy: no store through the restrict buffers can reach it,
+     * so its fields stay in registers across the blocks. */
+    const optim_coeffs k = *c;
     float *a = o->slots;
     long i = begin;
     for (; i + OPTIM_BLOCK <= end; i += OPTIM_BLOCK)
-        rmsprop_block(params + i, grads + i, a + i, OPTIM_BLOCK, &c);
-    rmsprop_block(params + i, grads + i, a + i, (int)(end - i), &c);
+        rmsprop_block(params + i, grads + i, a + i, OPTIM_BLOCK, &k);
+    rmsprop_block(params + i, grads + i, a + i, (int)(end - i), &k);
 }

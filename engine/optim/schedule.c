@@ -17,7 +17,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "schedule.h"
+#include "optim/schedule.h"
 
 /* The callbacks to run: the spec guarantees at most SPEC_MAX_SCHEDULES,
  * and the state arrays hold no more. */

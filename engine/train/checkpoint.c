@@ -9,7 +9,7 @@
 #include <zlib.h>
 
 #include "io/io_file.h"
-#include "io/tensorfile.h"
+#include "train/checkpoint_file.h"
 
 #define CKPT_MAGIC "PUNCHCK1"
 #define CKPT_VERSION 1u
@@ -45,11 +45,6 @@ uint64_t checkpoint_spec_hash(const job_spec *spec)
     return h;
 }
 
-static void checkpoint_path(const char *dir, char *path, size_t len)
-{
-    snprintf(path, len, "%s/checkpoints/ckpt.bin", dir);
-}
-
 static size_t checkpoint_body_size(const checkpoint_head *h)
 {
     return sizeof *h + (size_t)h->sched_bytes + (size_t)h->n_history * (size_t)h->record_bytes +
@@ -70,37 +65,17 @@ int checkpoint_save(const char *dir, uint64_t spec_hash, const train_position *p
                          .sched_bytes = sizeof *sched,
                          .record_bytes = sizeof(epoch_record)};
     memcpy(h.magic, CKPT_MAGIC, 8);
-    size_t body = checkpoint_body_size(&h);
-    unsigned char *buf = malloc(body + 4);
-    if (!buf) {
-        snprintf(err, errlen, "checkpoint: out of memory (%zu bytes)", body);
+    checkpoint_file f;
+    if (checkpoint_file_open(&f, checkpoint_body_size(&h) + 4, err, errlen) != 0)
         return -1;
-    }
-    unsigned char *p = buf;
-    memcpy(p, &h, sizeof h);
-    p += sizeof h;
-    memcpy(p, sched, sizeof *sched);
-    p += sizeof *sched;
-    memcpy(p, hist->epochs, (size_t)hist->n_epochs * sizeof(epoch_record));
-    p += (size_t)hist->n_epochs * sizeof(epoch_record);
-    model_get_params(m, (float *)(void *)p);
-    p += (size_t)m->n_params * sizeof(float);
-    model_get_state(m, (float *)(void *)p);
-    p += (size_t)m->n_state * sizeof(float);
-    optim_state_save(opt, (float *)(void *)p);
-    io_put_le32(buf + body, (uint32_t)crc32_z(0L, buf, body));
-
-    char path[4096];
-    snprintf(path, sizeof path, "%s/checkpoints", dir);
-    if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        free(buf);
-        return -1;
-    }
-    checkpoint_path(dir, path, sizeof path);
-    int rc = atomic_write_file(path, buf, body + 4, err, errlen);
-    free(buf);
-    return rc;
+    checkpoint_file_put(&f, &h, sizeof h);
+    checkpoint_file_put(&f, sched, sizeof *sched);
+    checkpoint_file_put(&f, hist->epochs, (size_t)hist->n_epochs * sizeof(epoch_record));
+    model_get_params(m, checkpoint_file_next(&f, (size_t)m->n_params * sizeof(float)));
+    model_get_state(m, checkpoint_file_next(&f, (size_t)m->n_state * sizeof(float)));
+    optim_state_save(opt, checkpoint_file_next(&f, (size_t)h.n_optim * sizeof(float)));
+    checkpoint_file_put_crc(&f);
+    return checkpoint_file_commit(&f, dir, err, errlen);
 }
 
 /* Header checks: every length is the one this run expects. */
@@ -136,7 +111,7 @@ int checkpoint_load(const char *dir, uint64_t spec_hash, train_position *pos,
                     char *err, size_t errlen)
 {
     char path[4096];
-    checkpoint_path(dir, path, sizeof path);
+    checkpoint_file_path(dir, path, sizeof path);
     struct stat st;
     if (stat(path, &st) != 0 && errno == ENOENT)
         return 1;

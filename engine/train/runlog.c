@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "io/tensorfile.h"
+#include "timeutil/timeutil.h"
 
 #define RUNLOG_JSON_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(13))
 
@@ -27,23 +27,9 @@ void run_history_free(run_history *h)
     h->epochs = NULL;
 }
 
-double runlog_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-double runlog_clock(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 int runlog_event(const char *dir, json_t *event, char *err, size_t errlen)
 {
-    json_object_set_new(event, "time", json_real(runlog_now()));
+    json_object_set_new(event, "time", json_real(timeutil_wall_s()));
     char *text = json_dumps(event, RUNLOG_JSON_FLAGS);
     json_decref(event);
     if (!text) {

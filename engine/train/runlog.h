@@ -56,9 +56,4 @@ void runlog_put_metrics(json_t *obj, const spec_training *t, const char *prefix,
 int runlog_write_history(const char *dir, const job_spec *spec, const run_history *h,
                          int ranks, char *err, size_t errlen);
 
-/* Seconds since the epoch, as a double (for "time"). */
-double runlog_now(void);
-/* A monotonic clock in seconds (for durations). */
-double runlog_clock(void);
-
 #endif

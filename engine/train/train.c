@@ -1,6 +1,7 @@
 /* train.c — the single-process trainer and evaluate-only mode (see
  * train.h): the epoch loop, validation and test evaluation, schedules,
- * progress, history, weights and checkpoints. */
+ * progress and history. The pieces every trainer shares live beside it:
+ * weights.c (the weights files), checkpoint.c, runlog.c, options.c. */
 #include "train/train.h"
 
 #include <errno.h>
@@ -12,8 +13,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "train/checkpoint.h"
 #include "io/tensorfile.h"
+#include "train/checkpoint.h"
+#include "train/weights.h"
+#include "timeutil/timeutil.h"
 
 /* At most one "step" progress line per this many seconds. */
 #define TRAIN_STEP_EVENT_S 1.0
@@ -53,23 +56,13 @@ typedef struct train_run {
     char val_names[SPEC_MAX_METRICS + 1][40];
 } train_run;
 
-void train_metric_values(const spec_training *t, const batch_metrics *sums, long samples,
-                         int n_out, double *metric)
+/* Epoch-level metric values from per-batch sums over `samples` samples,
+ * in the order of t->metrics. */
+static void train_metric_values(const spec_training *t, const batch_metrics *sums,
+                                long samples, int n_out, double *metric)
 {
-    double n = samples > 0 ? (double)samples : 1.0;
-    for (int i = 0; i < t->n_metrics; i++) {
-        switch (t->metrics[i]) {
-        case METRIC_ACCURACY:
-            metric[i] = sums->correct / n;
-            break;
-        case METRIC_MSE:
-            metric[i] = sums->sq_err / (n * n_out);
-            break;
-        case METRIC_MAE:
-            metric[i] = sums->abs_err / (n * n_out);
-            break;
-        }
-    }
+    for (int i = 0; i < t->n_metrics; i++)
+        metric[i] = model_metric(sums, (double)samples, t->metrics[i], n_out);
 }
 
 static void train_add_sums(batch_metrics *acc, const batch_metrics *b)
@@ -99,56 +92,28 @@ int train_evaluate(model *m, const dataset *d, eval_result *out, char *err, size
     return 0;
 }
 
-int train_weight_tensors(const model *m, float *params, float *state, const dataset *train,
-                         tensor_entry **out)
-{
-    int n = model_tensors(m, params, state, out);
-    if (n < 0)
-        return -1;
-    tensor_entry scaling[2];
-    int extra = dataset_scaling_tensors(train, scaling);
-    if (extra == 0)
-        return n;
-    tensor_entry *t = realloc(*out, (size_t)(n + extra) * sizeof *t);
-    if (!t) {
-        free(*out);
-        *out = NULL;
-        return -1;
-    }
-    memcpy(t + n, scaling, (size_t)extra * sizeof *t);
-    *out = t;
-    return n + extra;
-}
-
-int train_save_weights(model *m, const dataset *train, const char *dir, const char *prefix,
-                       char *err, size_t errlen)
+/* dir/prefix.safetensors and .npz from the model's current parameters
+ * and state. */
+static int train_save_weights(model *m, const dataset *train, const char *dir,
+                              const char *prefix, char *err, size_t errlen)
 {
     float *hp = malloc((size_t)(m->n_params + 1) * sizeof *hp);
     float *hs = malloc((size_t)(m->n_state + 1) * sizeof *hs);
-    tensor_entry *t = NULL;
-    int n = -1, rc = -1;
-    if (hp && hs) {
-        model_get_params(m, hp);
-        model_get_state(m, hs);
-        n = train_weight_tensors(m, hp, hs, train, &t);
-    }
-    if (n < 0) {
+    if (!hp || !hs) {
+        free(hp);
+        free(hs);
         snprintf(err, errlen, "weights: out of memory");
-        goto out;
+        return -1;
     }
-    char path[4096], params[32];
+    model_get_params(m, hp);
+    model_get_state(m, hs);
+    char stem[4096], params[32];
     snprintf(params, sizeof params, "%ld", m->n_params);
     const char *keys[] = {"format", "job", "parameters"};
     const char *values[] = {"punchcard", m->spec->name ? m->spec->name : "job", params};
-    snprintf(path, sizeof path, "%s/%s.safetensors", dir, prefix);
-    if (safetensors_write(path, t, n, keys, values, 3, err, errlen) != 0)
-        goto out;
-    snprintf(path, sizeof path, "%s/%s.npz", dir, prefix);
-    if (npz_write(path, t, n, err, errlen) != 0)
-        goto out;
-    rc = 0;
-out:
-    free(t);
+    weights_meta meta = {keys, values, 3};
+    snprintf(stem, sizeof stem, "%s/%s", dir, prefix);
+    int rc = weights_write(stem, m, hp, hs, train, &meta, true, err, errlen);
     free(hp);
     free(hs);
     return rc;
@@ -186,19 +151,14 @@ static int train_threads(const job_spec *spec, const train_options *opt)
     return spec->resources.threads_per_worker > 0 ? spec->resources.threads_per_worker : 1;
 }
 
-static int train_local_rank(void)
-{
-    const char *s = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-    return s ? atoi(s) : 0;
-}
-
 /* Backend, data, model, optimizer: everything but the run state. */
 static int train_open(train_run *r, char *err, size_t errlen)
 {
     const job_spec *spec = r->spec;
     /* The backend first: a GPU job without a GPU fails before touching
      * data or the run directory. */
-    r->be = backend_create(spec, train_threads(spec, r->opt), train_local_rank(), err, errlen);
+    r->be = backend_create(spec, train_threads(spec, r->opt), r->opt->local_rank, err,
+                           errlen);
     if (!r->be)
         return -1;
     char ckpt_dir[4096];
@@ -347,13 +307,13 @@ static int train_epoch_steps(train_run *r, float lr, char *err, size_t errlen)
         for (long i = 0; i < n; i++)
             r->perm[i] = i;
     }
-    double start = runlog_clock() - r->pos.elapsed_s, last_event = runlog_clock();
+    double start = timeutil_mono_s() - r->pos.elapsed_s, last_event = timeutil_mono_s();
     while (r->pos.step < steps) {
         long first = r->pos.step * b;
         int batch = (int)(n - first < b ? n - first : b);
         if (train_step(r, r->perm + first, batch, lr, err, errlen) != 0)
             return -1;
-        double now = runlog_clock();
+        double now = timeutil_mono_s();
         r->pos.elapsed_s = now - start;
         if (r->opt->on_step)
             r->opt->on_step(r->opt->on_step_ctx, (long)r->pos.epoch, (long)r->pos.step);
@@ -570,23 +530,6 @@ int train_single(const job_spec *spec, const train_options *opt, char *err, size
     return rc;
 }
 
-static int train_load_weights_file(model *m, const char *path, char *err, size_t errlen)
-{
-    tensor_entry *t = NULL;
-    int n = 0;
-    size_t len = strlen(path);
-    bool npz = len >= 4 && strcmp(path + len - 4, ".npz") == 0;
-    int rc = npz ? npz_read(path, &t, &n, err, errlen) : safetensors_read(path, &t, &n, err, errlen);
-    if (rc != 0)
-        return -1;
-    char why[512];
-    rc = model_load_tensors(m, t, n, why, sizeof why);
-    if (rc != 0)
-        snprintf(err, errlen, "%s: %s", path, why);
-    tensorfile_free(t, n);
-    return rc;
-}
-
 static json_t *train_eval_json(const spec_training *t, const eval_result *e)
 {
     json_t *o = json_object();
@@ -606,7 +549,7 @@ int train_evaluate_only(const job_spec *spec, const train_options *opt, char *er
     r.opt = opt;
     int rc = train_open(&r, err, errlen);
     if (rc == 0)
-        rc = train_load_weights_file(r.m, opt->weights, err, errlen);
+        rc = weights_load(r.m, opt->weights, err, errlen);
     json_t *out = rc == 0 ? json_pack("{s:s}", "weights", opt->weights) : NULL;
     const struct { const char *key; const dataset *d; } sets[] = {{"test", &r.test},
                                                                    {"validation", &r.val}};

@@ -11,8 +11,10 @@
  * an epoch end, or mid-epoch after SIGTERM/SIGINT) reaches the same
  * weights as one that was never interrupted.
  *
- * The other trainers (engine/distributed/) are entered through dist_train(); the
- * step pieces they share are the model's (model/model.h). */
+ * The other trainers (engine/distributed/) are entered through
+ * dist_train(); the step pieces they share are the model's (model/model.h),
+ * the rest sits beside this file: options.h, weights.h, checkpoint.h,
+ * runlog.h. */
 #ifndef PUNCH_TRAIN_H
 #define PUNCH_TRAIN_H
 
@@ -32,6 +34,7 @@ typedef struct train_options {
     const char *out_dir;        /* run directory (created if missing) */
     dataset_roots roots;        /* where dataset names resolve */
     int threads;                /* CPU threads; <= 0: resources.threads_per_worker */
+    int local_rank;             /* node-local rank (engine_options): picks the GPU */
     bool resume;                /* continue from out_dir/checkpoints/ckpt.bin */
     const char *weights;        /* evaluate-only: weights file (.safetensors or .npz) */
     bool verbose;               /* one progress line per epoch on stderr */
@@ -56,21 +59,5 @@ int train_evaluate_only(const job_spec *spec, const train_options *opt, char *er
 /* Loss and metrics of `m` over all of `d` in inference mode, in batches of
  * m->max_batch. Deterministic; -1 + message on a bad label. */
 int train_evaluate(model *m, const dataset *d, eval_result *out, char *err, size_t errlen);
-
-/* Epoch-level metric values from per-batch sums over `samples` samples. */
-void train_metric_values(const spec_training *t, const batch_metrics *sums, long samples,
-                         int n_out, double *metric);
-
-/* model_tensors (model.h) followed by the input scaling of `train`
- * (input.shift, input.factor; see dataset.h) when it has one: what a
- * weights file holds, so that the file alone is enough to run the model on
- * new data. Returns the count, or -1 (out of memory; *out NULL). */
-int train_weight_tensors(const model *m, float *params, float *state, const dataset *train,
-                         tensor_entry **out);
-
-/* Write weights.safetensors and weights.npz into dir (prefix "weights"),
- * from the model's current parameters and state, with train_weight_tensors. */
-int train_save_weights(model *m, const dataset *train, const char *dir, const char *prefix,
-                       char *err, size_t errlen);
 
 #endif

@@ -80,14 +80,24 @@ static void forward(fixture *f)
     model_loss(f->m, 8, NULL);
 }
 
+/* The gradient of one plain forward + model_backward on the batch (heap;
+ * free it). */
+static float *reference_grads(fixture *f)
+{
+    long n = f->m->n_params;
+    float *ref = malloc((size_t)n * sizeof *ref);
+    assert_non_null(ref);
+    forward(f);
+    model_backward(f->m, 8);
+    memcpy(ref, f->m->grads, (size_t)n * sizeof *ref);
+    return ref;
+}
+
 static void check_exchange(void **state, bool overlap, double bucket_mb)
 {
     fixture *f = *state;
     long n = f->m->n_params;
-    float *ref = malloc((size_t)n * sizeof *ref);
-    forward(f);
-    model_backward(f->m, 8);
-    memcpy(ref, f->m->grads, (size_t)n * sizeof *ref);
+    float *ref = reference_grads(f);
 
     dist_grad *g = dist_grad_create(f->m, MPI_COMM_SELF, bucket_mb, overlap);
     assert_non_null(g);
@@ -242,10 +252,7 @@ static void test_overlap_launches_final_buckets(void **state)
 {
     fixture *f = *state;
     long n = f->m->n_params;
-    float *final = malloc((size_t)n * sizeof *final);
-    forward(f);
-    model_backward(f->m, 8);
-    memcpy(final, f->m->grads, (size_t)n * sizeof *final);
+    float *final = reference_grads(f);
     const double sizes[] = {4.0, 1e-5, 65.0 * 4 / (1024.0 * 1024.0)};
     for (size_t t = 0; t < sizeof sizes / sizeof *sizes; t++) {
         gpu_bucket_plan plan;
@@ -278,6 +285,7 @@ static void test_cpu_rank_stays_on_mpi(void **state)
 {
     fixture *f = *state;
     dist_options opt = {0};
+    engine_options_defaults(&opt.env);
     dist_ctx c = make_ctx(f, &opt);
     assert_false(dist_gpu_wanted(&c));
 }
@@ -291,6 +299,7 @@ static void test_checkpoint_round_trip(void **state)
     snprintf(sub, sizeof sub, "%s/checkpoints", dir);
     assert_int_equal(mkdir(sub, 0755), 0);
     dist_options opt = {.out_dir = dir};
+    engine_options_defaults(&opt.env);
     dist_ctx c = make_ctx(f, &opt);
     long np = f->m->n_params, ns = f->m->n_state, no = 11;
     assert_true(ns > 0);

@@ -1,5 +1,6 @@
 /* test_gpu_host.c — the CUDA backend's host-side logic, which needs no
- * GPU: device choice from the launcher's environment, the NCCL bucketing
+ * GPU: the node-local rank and world size from the launcher's
+ * environment (backend/launcher.h), device choice, the NCCL bucketing
  * plan and the conv/pool/batchnorm workspace plans; and the per-element
  * formulas the kernels share with the host (gpu_math.h), run here and
  * checked against the CPU backend and engine/optim: softmax rows, pooling
@@ -18,6 +19,7 @@
 #include <cmocka.h>
 
 #include "backend/backend.h"
+#include "backend/launcher.h"
 #include "gpu/gpu_bucket.h"
 #include "gpu/gpu_device.h"
 #include "gpu/gpu_math.h"
@@ -40,7 +42,7 @@ static const char *test_lookup(const char *name)
 static int local_rank_with(const char *const *table)
 {
     test_env_table = table;
-    return gpu_local_rank_from(test_lookup);
+    return launcher_local_rank(test_lookup);
 }
 
 static void test_local_rank(void **state)
@@ -57,6 +59,23 @@ static void test_local_rank(void **state)
     assert_int_equal(local_rank_with(bad_ompi), 2);
     assert_int_equal(local_rank_with(slurm), 5);
     assert_int_equal(local_rank_with(negative), 0);
+}
+
+static void test_world_size(void **state)
+{
+    (void)state;
+    const char *const none[] = {NULL};
+    const char *const ompi[] = {"OMPI_COMM_WORLD_SIZE", "4", "PMI_SIZE", "9", NULL};
+    const char *const mpich[] = {"PMI_SIZE", "3", NULL};
+    const char *const bad[] = {"OMPI_COMM_WORLD_SIZE", "two", NULL};
+    test_env_table = none;
+    assert_int_equal(launcher_world_size(test_lookup), 1);
+    test_env_table = ompi;
+    assert_int_equal(launcher_world_size(test_lookup), 4);
+    test_env_table = mpich;
+    assert_int_equal(launcher_world_size(test_lookup), 3);
+    test_env_table = bad;
+    assert_int_equal(launcher_world_size(test_lookup), 1);
 }
 
 static void test_visible_devices(void **state)
@@ -604,7 +623,7 @@ static void test_optimizer_formulas(void **state)
             ref[i] = dev[i] = (float)rand() / RAND_MAX - 0.5f;
         optimizer *o = optim_create(&cfgs[c], N);
         assert_non_null(o);
-        int n_slots = gpu_optim_slots(&cfgs[c]);
+        int n_slots = optim_slots(&cfgs[c]);
         float m_schedule = 1.0f;
         for (int step = 0; step < STEPS; step++) {
             for (int i = 0; i < N; i++)
@@ -631,6 +650,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_local_rank),
+        cmocka_unit_test(test_world_size),
         cmocka_unit_test(test_visible_devices),
         cmocka_unit_test(test_device_choose),
         cmocka_unit_test(test_bucket_plan),

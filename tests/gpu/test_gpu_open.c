@@ -94,6 +94,17 @@ static void test_cuda_build_with_driver(void **state)
     be->destroy(be);
 }
 
+#ifdef PUNCH_HAVE_CUDA
+/* gpu_check_message() is what GPU_CHECK(call) at `line` of this file
+ * reports with the library's message `why`. */
+static void expect_check_message(const char *call, int line, const char *why)
+{
+    char want[512];
+    snprintf(want, sizeof want, "%s failed at %s:%d: %s", call, __FILE__, line, why);
+    assert_string_equal(gpu_check_message(), want);
+}
+#endif
+
 /* The check macro names the call, the place and the right library's
  * message, whichever library the status comes from (here every call fails
  * for want of a driver). */
@@ -106,33 +117,26 @@ static void test_check_macro(void **state)
     int n = -1;
     int line = __LINE__ + 1;
     assert_false(GPU_CHECK(cudaGetDeviceCount(&n)));
-    char want[512];
-    snprintf(want, sizeof want, "cudaGetDeviceCount(&n) failed at %s:%d: %s", __FILE__, line,
-             "CUDA driver version is insufficient for CUDA runtime version");
-    assert_string_equal(gpu_check_message(), want);
+    expect_check_message("cudaGetDeviceCount(&n)", line,
+                         "CUDA driver version is insufficient for CUDA runtime version");
 
     cublasHandle_t blas = NULL;
     line = __LINE__ + 1;
     assert_false(GPU_CHECK(cublasCreate(&blas)));
-    snprintf(want, sizeof want, "cublasCreate(&blas) failed at %s:%d: %s", __FILE__, line,
-             cublasGetStatusString(CUBLAS_STATUS_NOT_INITIALIZED));
-    assert_string_equal(gpu_check_message(), want);
+    expect_check_message("cublasCreate(&blas)", line,
+                         cublasGetStatusString(CUBLAS_STATUS_NOT_INITIALIZED));
 
     cudnnHandle_t dnn = NULL;
     cudnnStatus_t st = cudnnCreate(&dnn);
     assert_true(st != CUDNN_STATUS_SUCCESS);
     line = __LINE__ + 1;
     assert_false(GPU_CHECK(st));
-    snprintf(want, sizeof want, "st failed at %s:%d: %s", __FILE__, line,
-             cudnnGetErrorString(st));
-    assert_string_equal(gpu_check_message(), want);
+    expect_check_message("st", line, cudnnGetErrorString(st));
 
     ncclResult_t bad = ncclInvalidArgument;
     line = __LINE__ + 1;
     assert_false(GPU_CHECK(bad));
-    snprintf(want, sizeof want, "bad failed at %s:%d: %s", __FILE__, line,
-             ncclGetErrorString(ncclInvalidArgument));
-    assert_string_equal(gpu_check_message(), want);
+    expect_check_message("bad", line, ncclGetErrorString(ncclInvalidArgument));
     cudaError_t fine = cudaSuccess;
     assert_true(GPU_CHECK(fine));
 #else

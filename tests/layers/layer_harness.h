@@ -20,6 +20,7 @@
 #include "backend/rng.h"
 #include "layers/layer.h"
 #include "jobspec/spec.h"
+#include "spec_fixture.h"
 
 typedef struct harness {
     job_spec *spec;
@@ -43,13 +44,7 @@ static inline job_spec *harness_spec(const char *input, const char *layers, cons
              " \"data\": {\"format\": \"synthetic\", \"num_classes\": 2},"
              " \"training\": {\"loss\": \"%s\"}}",
              input, layers, loss ? loss : "mse");
-    spec_error err;
-    job_spec *s = spec_parse(json, strlen(json), &err);
-    if (!s) {
-        char msg[600];
-        fail_msg("spec: %s\n%s", spec_error_str(&err, msg, sizeof msg), json);
-    }
-    return s;
+    return spec_fixture_parse(json);
 }
 
 static inline void harness_fill(float *p, long n, rng *g, float lo, float hi)

@@ -34,25 +34,31 @@ static void test_dense(void **state)
 static void test_conv2d(void **state)
 {
     (void)state;
-    for (int t = 1; t <= 2; t++) {
-        check("[2, 5, 5]", "{\"type\": \"conv2d\", \"filters\": 3, \"kernel\": 3, "
-              "\"padding\": \"same\", \"activation\": \"relu\"}", 0, 3, t);
-        check("[2, 7, 6]", "{\"type\": \"conv2d\", \"filters\": 2, \"kernel\": 3, "
-              "\"stride\": 2, \"padding\": \"valid\", \"activation\": \"tanh\"}", 0, 2, t);
-        check("[1, 7, 7]", "{\"type\": \"conv2d\", \"filters\": 2, \"kernel\": 3, "
-              "\"dilation\": 2, \"padding\": \"same\"}", 0, 2, t);
-        check("[3, 4, 4]", "{\"type\": \"conv2d\", \"filters\": 2, \"kernel\": 1}", 0, 3, t);
-        check("[2, 5, 5]", "{\"type\": \"conv2d\", \"filters\": 2, \"kernel\": 2, "
-              "\"stride\": 2, \"padding\": \"same\", \"activation\": \"sigmoid\"}", 0, 3, t);
-        /* Few channels run the direct kernels (cpu_conv_direct.c): an even
-         * kernel pads one more at the bottom/right. Many channels run
-         * im2col + GEMM, plain and pointwise. */
-        check("[2, 6, 5]", "{\"type\": \"conv2d\", \"filters\": 3, \"kernel\": 2, "
-              "\"padding\": \"same\", \"activation\": \"tanh\"}", 0, 3, t);
-        check("[3, 5, 5]", "{\"type\": \"conv2d\", \"filters\": 7, \"kernel\": 3, "
-              "\"padding\": \"same\", \"activation\": \"relu\"}", 0, 3, t);
-        check("[5, 4, 4]", "{\"type\": \"conv2d\", \"filters\": 4, \"kernel\": 1}", 0, 3, t);
-    }
+    /* Few channels run the direct kernels (cpu_conv_direct.c): an even
+     * kernel pads one more at the bottom/right. Many channels run im2col +
+     * GEMM, plain and pointwise. */
+    static const struct {
+        const char *input, *layer;
+        int batch;
+    } cases[] = {
+        {"[2, 5, 5]", "{\"type\": \"conv2d\", \"filters\": 3, \"kernel\": 3, "
+                      "\"padding\": \"same\", \"activation\": \"relu\"}", 3},
+        {"[2, 7, 6]", "{\"type\": \"conv2d\", \"filters\": 2, \"kernel\": 3, "
+                      "\"stride\": 2, \"padding\": \"valid\", \"activation\": \"tanh\"}", 2},
+        {"[1, 7, 7]", "{\"type\": \"conv2d\", \"filters\": 2, \"kernel\": 3, "
+                      "\"dilation\": 2, \"padding\": \"same\"}", 2},
+        {"[3, 4, 4]", "{\"type\": \"conv2d\", \"filters\": 2, \"kernel\": 1}", 3},
+        {"[2, 5, 5]", "{\"type\": \"conv2d\", \"filters\": 2, \"kernel\": 2, "
+                      "\"stride\": 2, \"padding\": \"same\", \"activation\": \"sigmoid\"}", 3},
+        {"[2, 6, 5]", "{\"type\": \"conv2d\", \"filters\": 3, \"kernel\": 2, "
+                      "\"padding\": \"same\", \"activation\": \"tanh\"}", 3},
+        {"[3, 5, 5]", "{\"type\": \"conv2d\", \"filters\": 7, \"kernel\": 3, "
+                      "\"padding\": \"same\", \"activation\": \"relu\"}", 3},
+        {"[5, 4, 4]", "{\"type\": \"conv2d\", \"filters\": 4, \"kernel\": 1}", 3},
+    };
+    for (int t = 1; t <= 2; t++)
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+            check(cases[i].input, cases[i].layer, 0, cases[i].batch, t);
     /* Fewer samples than threads: a thread with no work must not count. */
     check("[2, 4, 4]", "{\"type\": \"conv2d\", \"filters\": 2, \"kernel\": 3}", 0, 1, 2);
 }

@@ -15,6 +15,7 @@
 
 #include "model/model.h"
 #include "backend/rng.h"
+#include "spec_fixture.h"
 
 typedef struct fixture {
     job_spec *spec;
@@ -24,22 +25,11 @@ typedef struct fixture {
     int batch;
 } fixture;
 
-static job_spec *parse(const char *json)
-{
-    spec_error e;
-    job_spec *s = spec_parse(json, strlen(json), &e);
-    if (!s) {
-        char msg[600];
-        fail_msg("spec: %s", spec_error_str(&e, msg, sizeof msg));
-    }
-    return s;
-}
-
 static fixture *fixture_make(const char *json, int batch, int threads)
 {
     fixture *f = calloc(1, sizeof *f);
     assert_non_null(f);
-    f->spec = parse(json);
+    f->spec = spec_fixture_parse(json);
     char err[256];
     f->be = backend_cpu_create(threads, err, sizeof err);
     assert_non_null(f->be);
@@ -107,6 +97,15 @@ static void gradcheck(fixture *f, double atol, double rtol)
     free(g);
 }
 
+/* A fixture for `json` whose every gradient has passed gradcheck; free it
+ * with fixture_free. */
+static fixture *gradchecked(const char *json, int batch, int threads)
+{
+    fixture *f = fixture_make(json, batch, threads);
+    gradcheck(f, 2e-3, 2e-2);
+    return f;
+}
+
 #define JOB(model, loss, classes)                                                           \
     "{\"model\": " model ", \"data\": {\"format\": \"synthetic\", \"num_classes\": " classes \
     "}, \"training\": {\"loss\": \"" loss "\"}}"
@@ -114,7 +113,7 @@ static void gradcheck(fixture *f, double atol, double rtol)
 static void test_residual_graph(void **state)
 {
     (void)state;
-    fixture *f = fixture_make(JOB("{\"input\": [2, 6, 6], \"layers\": ["
+    fixture *f = gradchecked(JOB("{\"input\": [2, 6, 6], \"layers\": ["
         "{\"type\": \"conv2d\", \"filters\": 3, \"kernel\": 3, \"padding\": \"same\", "
         "\"activation\": \"tanh\"},"
         "{\"type\": \"batchnorm\"},"
@@ -130,7 +129,6 @@ static void test_residual_graph(void **state)
         "{\"type\": \"dense\", \"units\": 4},"
         "{\"type\": \"softmax\"}]}", "categorical_crossentropy", "4"), 5, 2);
     assert_int_equal(f->m->output_kind, OUTPUT_SOFTMAX_LOGITS);
-    gradcheck(f, 2e-3, 2e-2);
     fixture_free(f);
 }
 
@@ -141,16 +139,13 @@ static void test_residual_graph(void **state)
 static void test_untrainable_branch_gets_no_gradient(void **state)
 {
     (void)state;
-    fixture *f = fixture_make(JOB("{\"input\": [6], \"layers\": ["
-        "{\"type\": \"tanh\"},"
-        "{\"type\": \"dense\", \"units\": 6, \"activation\": \"sigmoid\"},"
-        "{\"type\": \"add\", \"inputs\": [0, 1]},"
-        "{\"type\": \"dense\", \"units\": 3},"
+    fixture *f = gradchecked(JOB("{\"input\": [6], \"layers\": [{\"type\": \"tanh\"}, "
+        "{\"type\": \"dense\", \"units\": 6, \"activation\": \"sigmoid\"}, "
+        "{\"type\": \"add\", \"inputs\": [0, 1]}, {\"type\": \"dense\", \"units\": 3}, "
         "{\"type\": \"softmax\"}]}", "categorical_crossentropy", "3"), 4, 2);
     assert_null(f->m->layers[1].dx[0]);
     assert_null(f->m->layers[2].dx[0]);
     assert_non_null(f->m->layers[2].dx[1]);
-    gradcheck(f, 2e-3, 2e-2);
     fixture_free(f);
 }
 
@@ -158,12 +153,11 @@ static void test_losses_through_model(void **state)
 {
     (void)state;
     /* simplecnn-style: a last dense without activation is logits for CCE. */
-    fixture *f = fixture_make(JOB("{\"input\": [1, 5, 5], \"layers\": ["
+    fixture *f = gradchecked(JOB("{\"input\": [1, 5, 5], \"layers\": ["
         "{\"type\": \"conv2d\", \"filters\": 2, \"kernel\": 3, \"padding\": \"same\"},"
         "{\"type\": \"maxpool2d\", \"pool\": 2}, {\"type\": \"flatten\"},"
         "{\"type\": \"dense\", \"units\": 3}]}", "categorical_crossentropy", "3"), 4, 1);
     assert_int_equal(f->m->output_kind, OUTPUT_SOFTMAX_LOGITS);
-    gradcheck(f, 2e-3, 2e-2);
     /* The output the metrics read is a probability distribution. */
     for (int r = 0; r < 4; r++) {
         double s = 0;
@@ -173,30 +167,28 @@ static void test_losses_through_model(void **state)
     }
     fixture_free(f);
 
-    f = fixture_make(JOB("{\"input\": [6], \"layers\": [{\"type\": \"dense\", \"units\": 3, "
-                         "\"activation\": \"sigmoid\"}]}", "binary_crossentropy", "3"), 4, 2);
+    f = gradchecked(JOB("{\"input\": [6], \"layers\": [{\"type\": \"dense\", \"units\": 3, "
+                        "\"activation\": \"sigmoid\"}]}", "binary_crossentropy", "3"), 4, 2);
     assert_int_equal(f->m->output_kind, OUTPUT_PLAIN);
-    gradcheck(f, 2e-3, 2e-2);
     fixture_free(f);
 
-    f = fixture_make(JOB("{\"input\": [6], \"layers\": [{\"type\": \"dense\", \"units\": 5, "
-                         "\"activation\": \"relu\"}, {\"type\": \"dense\", \"units\": 3, "
-                         "\"activation\": \"tanh\"}]}", "mse", "3"), 4, 2);
-    gradcheck(f, 2e-3, 2e-2);
+    f = gradchecked(JOB("{\"input\": [6], \"layers\": [{\"type\": \"dense\", \"units\": 5, "
+                        "\"activation\": \"relu\"}, {\"type\": \"dense\", \"units\": 3, "
+                        "\"activation\": \"tanh\"}]}", "mse", "3"), 4, 2);
     fixture_free(f);
 
-    f = fixture_make(JOB("{\"input\": [6], \"layers\": [{\"type\": \"dense\", \"units\": 3, "
-                         "\"activation\": \"softmax\"}]}", "categorical_crossentropy", "3"),
-                     4, 1);
-    gradcheck(f, 2e-3, 2e-2);
+    f = gradchecked(JOB("{\"input\": [6], \"layers\": [{\"type\": \"dense\", \"units\": 3, "
+                        "\"activation\": \"softmax\"}]}", "categorical_crossentropy", "3"),
+                    4, 1);
     fixture_free(f);
 }
 
 static void test_cce_needs_softmax_or_linear(void **state)
 {
     (void)state;
-    job_spec *s = parse(JOB("{\"input\": [6], \"layers\": [{\"type\": \"dense\", \"units\": 3, "
-                            "\"activation\": \"relu\"}]}", "categorical_crossentropy", "3"));
+    job_spec *s = spec_fixture_parse(JOB("{\"input\": [6], \"layers\": [{\"type\": \"dense\", "
+                                         "\"units\": 3, \"activation\": \"relu\"}]}",
+                                         "categorical_crossentropy", "3"));
     char err[256];
     backend *be = backend_cpu_create(1, err, sizeof err);
     model *m = model_create(s, be, 4, err, sizeof err);

@@ -19,6 +19,7 @@
 
 #include "model/model.h"
 #include "backend/rng.h"
+#include "spec_fixture.h"
 
 typedef struct pool_case {
     int c, h, w, kh, kw, sh, sw, pt, pl, pb, pr, batch;
@@ -190,12 +191,7 @@ typedef struct net {
 static net *net_make(const char *json, int batch)
 {
     net *n = xalloc(sizeof *n);
-    spec_error e;
-    n->spec = spec_parse(json, strlen(json), &e);
-    if (!n->spec) {
-        char msg[600];
-        fail_msg("spec: %s", spec_error_str(&e, msg, sizeof msg));
-    }
+    n->spec = spec_fixture_parse(json);
     char err[256];
     n->be = backend_cpu_create(2, err, sizeof err);
     assert_non_null(n->be);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cli.sh PUNCH_TRAIN — punch-train's command line: exit codes and one-line
-# errors (bad data named by file and record), the summary and per-epoch lines, --evaluate-only agreeing with
+# errors (bad data named by file and record, a bad environment knob), the summary and per-epoch lines, --evaluate-only agreeing with
 # the run's own test figures, and SIGTERM mid-run followed by --resume
 # reaching the same weights and history as an uninterrupted run.
 set -u
@@ -53,6 +53,14 @@ cat >"$tmp/nodata.json" <<'JSON'
 JSON
 expect_exit 1 "missing dataset" "$exe" "$tmp/nodata.json" --out "$tmp/nodata" --datasets "$tmp"
 OMPI_COMM_WORLD_SIZE=2 expect_exit 2 "single trainer on 2 ranks" "$exe" "$tmp/job.json" --out "$tmp/x"
+PMI_SIZE=3 expect_exit 2 "single trainer on 3 MPICH ranks" \
+  "$exe" "$tmp/job.json" --out "$tmp/x"
+# The environment's knobs are checked once, before any work.
+PUNCH_DIST_EXCHANGE_MB=lots expect_exit 2 "bad PUNCH_DIST_EXCHANGE_MB" \
+  "$exe" "$tmp/job.json" --out "$tmp/x"
+grep -q 'PUNCH_DIST_EXCHANGE_MB: must be a positive number' "$tmp/err" ||
+  fail "bad knob: $(cat "$tmp/err")"
+[ ! -e "$tmp/x" ] || fail "bad knob: the run directory was created"
 
 # Bad data: exit 1 and one line naming the file and the record.
 mkdir -p "$tmp/ds/bad"

@@ -55,7 +55,7 @@ static void assert_same_floats(const float *a, const float *b, long n, const cha
 
 static void check_fused_equals_separate(const char *json, int threads, int batch)
 {
-    job_spec *s = tt_parse(json);
+    job_spec *s = spec_fixture_parse(json);
     char err[256];
     backend *be = backend_cpu_create(threads, err, sizeof err);
     assert_non_null(be);
@@ -152,7 +152,7 @@ static void check_range(model *m, const dataset *d, long first, int batch)
 static void test_range_equals_gather(void **state)
 {
     (void)state;
-    job_spec *s = tt_parse(MLP_JOB);
+    job_spec *s = spec_fixture_parse(MLP_JOB);
     char err[256];
     backend *be = backend_cpu_create(2, err, sizeof err);
     assert_non_null(be);

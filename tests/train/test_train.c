@@ -20,6 +20,7 @@
 
 #include "train/train.h"
 #include "io/tensorfile.h"
+#include "../layers/spec_fixture.h"
 
 /* A small net with every kind of state: conv, batchnorm (running stats),
  * dropout (masks from the step), residual add, Adam (moments). */
@@ -44,13 +45,7 @@ static job_spec *job_with(int epochs, int batch, double lr, const char *extra_tr
              "\"validation_split\": 0.2}, \"training\": {\"epochs\": %d, \"batch_size\": %d, "
              "\"optimizer\": {\"name\": \"adam\", \"learning_rate\": %g}, \"seed\": 5%s}}",
              epochs, batch, lr, extra_training ? extra_training : "");
-    spec_error e;
-    job_spec *s = spec_parse(json, strlen(json), &e);
-    if (!s) {
-        char msg[600];
-        fail_msg("spec: %s", spec_error_str(&e, msg, sizeof msg));
-    }
-    return s;
+    return spec_fixture_parse(json);
 }
 
 static job_spec *job(int epochs, const char *extra_training)

@@ -1,5 +1,5 @@
 /* train_test_util.h — what the step-level train tests share: a job spec
- * from JSON, a model with seeded weights, and a random dataset shaped for
+ * from JSON (spec_fixture_parse), a model with seeded weights, and a random dataset shaped for
  * a model. Header-only; include after <cmocka.h>. */
 #ifndef PUNCH_TRAIN_TEST_UTIL_H
 #define PUNCH_TRAIN_TEST_UTIL_H
@@ -10,17 +10,7 @@
 
 #include "model/model.h"
 #include "backend/rng.h"
-
-static inline job_spec *tt_parse(const char *json)
-{
-    spec_error e;
-    job_spec *s = spec_parse(json, strlen(json), &e);
-    if (!s) {
-        char msg[600];
-        fail_msg("spec: %s\n%s", spec_error_str(&e, msg, sizeof msg), json);
-    }
-    return s;
-}
+#include "../layers/spec_fixture.h"
 
 static inline model *tt_make_model(const job_spec *s, backend *be, int batch)
 {
