@@ -34,7 +34,7 @@ static const opt_def opts[] = {
     NUM(slots, OPT_INT, 0, 1 << 20, "N", "MPI ranks the cluster runs at once (default: hostfile slots, else cores)"),
     STR(hostfile, "FILE", "Open MPI hostfile passed to mpirun (default: local host only)"),
     NUM(gpus, OPT_INT, 0, GPUALLOC_MAX, "N", "GPUs on each host, scheduled like slots (default 0: no GPU jobs)"),
-    STR(engine, "PATH", "punch-train binary (default: ../engine/punch-train next to punchcardd, then PATH)"),
+    STR(engine, "PATH", "punch-train binary (default: ../engine/punch-train, then punch-train, next to punchcardd; then PATH)"),
     STR(mpirun, "PATH", "mpirun binary (default: mpirun from PATH)"),
     STR(engine_env, "\"NAME=VALUE ...\"", "environment for mpirun and the ranks only (e.g. OMP_NUM_THREADS=1)"),
     NUM(max_running, OPT_INT, 0, INT_MAX, "N", "running jobs per user, 0 = no limit (default 1)"),
