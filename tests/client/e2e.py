@@ -1,6 +1,6 @@
 """e2e.py — punch end to end against a real punchcardd and punch-train.
 
-Starts punchcardd (tests/daemon/punchd.py: temporary data dir, random port)
+Starts punchcardd (punchtest.Daemon: temporary data dir, random port)
 with a secrets file made by `punch keygen`, then drives only the `punch`
 binary: submit a small Fashion-MNIST MLP, wait (plain lines in a pipe),
 state, list --json, logs, fetch --format both. The fetched weights are loaded
@@ -17,37 +17,27 @@ daemon, without matplotlib.
 Run by meson with PUNCH_SOURCE_ROOT, PUNCH_BUILD_ROOT, PUNCHCARDD and PUNCH.
 """
 import ast
-import gzip
 import hashlib
 import json
 import os
+import queue
 import re
 import select
 import shutil
 import signal
 import socket
-import struct
 import subprocess
-import sys
-import queue
 import tempfile
 import threading
 import time
 import xml.etree.ElementTree as ET
 
 import numpy as np
-import requests
+import punchtest
+from punchtest import DATASETS, Daemon, check, fail, wait_for
 
-SOURCE_ROOT = os.environ.get("PUNCH_SOURCE_ROOT",
-                             os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(SOURCE_ROOT, "tests", "daemon"))
-from punchd import Daemon, check, fail, free_port, job_processes, require_engine  # noqa: E402
-
-PUNCH = os.environ.get("PUNCH") or os.path.join(os.environ.get("PUNCH_BUILD_ROOT", "build"),
-                                                "client", "punch")
-DATASETS = "/usr/share/datasets"
-JOBS = os.path.join(SOURCE_ROOT, "tests", "client", "jobs")
-TERMINAL = ("succeeded", "failed", "cancelled", "timeout")
+PUNCH = os.environ.get("PUNCH") or punchtest.build_path("client", "punch")
+JOBS = punchtest.source_path("tests", "client", "jobs")
 
 
 def load_job(name):
@@ -99,29 +89,6 @@ def keygen(punch, identity):
 
 # -- the model in the weights, in numpy ----------------------------------------
 
-def read_idx(path):
-    with gzip.open(path, "rb") as f:
-        blob = f.read()
-    ndim = blob[3]
-    dims = struct.unpack(">" + "I" * ndim, blob[4:4 + 4 * ndim])
-    return np.frombuffer(blob, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        blob = f.read()
-    n = struct.unpack("<Q", blob[:8])[0]
-    header = json.loads(blob[8:8 + n])
-    out = {}
-    for key, t in header.items():
-        if key == "__metadata__":
-            continue
-        check(t["dtype"] == "F32", "%s: dtype %s" % (key, t["dtype"]))
-        a, b = t["data_offsets"]
-        out[key] = np.frombuffer(blob[8 + n + a:8 + n + b], dtype="<f4").reshape(t["shape"])
-    return out
-
-
 def forward(spec, weights, x):
     """The spec's flatten/dense layers with the weights: y = x @ W + b."""
     acts = {"relu": lambda z: np.maximum(z, 0), "linear": lambda z: z, None: lambda z: z}
@@ -143,8 +110,8 @@ def forward(spec, weights, x):
 def check_weights(spec, out_dir, reported):
     """Shapes from the spec; safetensors == npz; the forward pass over the
     job's test samples reproduces its reported test accuracy and loss."""
-    st = read_safetensors(os.path.join(out_dir, "weights.safetensors"))
-    npz = np.load(os.path.join(out_dir, "weights.npz"))
+    st = punchtest.load_safetensors(os.path.join(out_dir, "weights.safetensors"))
+    npz = punchtest.load_npz(os.path.join(out_dir, "weights.npz"))
     want = {}
     width = int(np.prod(spec["model"]["input"]))
     for i, layer in enumerate(spec["model"]["layers"]):
@@ -156,14 +123,15 @@ def check_weights(spec, out_dir, reported):
     want["input.shift"] = want["input.factor"] = tuple(spec["model"]["input"])
     check({k: v.shape for k, v in st.items()} == want, "safetensors shapes %s, want %s" % (
         {k: v.shape for k, v in st.items()}, want))
-    check(sorted(npz.files) == sorted(want), "npz keys %s" % npz.files)
+    punchtest.require(sorted(npz) == sorted(want), "npz keys %s" % sorted(npz))
     for k in want:
         check(npz[k].dtype == np.float32 and npz[k].shape == want[k], "npz %s" % k)
         check(np.array_equal(npz[k], st[k]), "npz and safetensors differ in %s" % k)
 
     n = spec["data"]["test_samples"]
-    x = read_idx(os.path.join(DATASETS, spec["data"]["test"] + "-images-idx3-ubyte.gz"))[:n]
-    y = read_idx(os.path.join(DATASETS, spec["data"]["test"] + "-labels-idx1-ubyte.gz"))[:n]
+    test = os.path.join(DATASETS, spec["data"]["test"])
+    x = punchtest.read_idx(test + "-images-idx3-ubyte.gz")[:n]
+    y = punchtest.read_idx(test + "-labels-idx1-ubyte.gz")[:n]
     x = (x.reshape(n, -1) - st["input.shift"].reshape(1, -1)) * st["input.factor"].reshape(1, -1)
     p = forward(spec, st, x.astype(np.float32))
     acc = float(np.mean(np.argmax(p, axis=1) == y))
@@ -259,16 +227,6 @@ def job_flow(d, punch, work):
     return jid
 
 
-def poll(get, done, what, timeout=120):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = get()
-        if done(v):
-            return v
-        time.sleep(0.1)
-    fail("timed out waiting for " + what + ": %s" % v)
-
-
 def line_reader(stream):
     """A queue of the lines a child writes, read by a thread."""
     q = queue.Queue()
@@ -297,11 +255,9 @@ def expect_line(q, needle, what, timeout=120):
     fail("%s: no line with %r in %r" % (what, needle, seen))
 
 
-def cancel_flow(daemons, punch, work):
+def cancel_flow(d, punch, work):
     """A long job: seen running; punch wait rides out a restart of
-    punchcardd; the job is cancelled, and `punch wait` exits 7. The
-    restarted daemon is appended to daemons."""
-    d = daemons[-1]
+    punchcardd; the job is cancelled, and `punch wait` exits 7."""
     spec = load_job("mlp-small.json")
     spec["name"] = "client-e2e-long"
     spec["training"]["epochs"] = 100000
@@ -310,8 +266,10 @@ def cancel_flow(daemons, punch, work):
     with open(path, "w") as f:
         json.dump(spec, f)
     jid = punch.run("submit", path, "--quiet").stdout.strip()
-    poll(lambda: json.loads(punch.run("state", jid, "--json").stdout),
-         lambda j: j["state"] == "running" and j["progress"].get("epoch"), "long job running")
+    def running():
+        j = json.loads(punch.run("state", jid, "--json").stdout)
+        return j["state"] == "running" and j["progress"].get("epoch")
+    wait_for(running, "the long job to run an epoch", timeout=120, interval=0.1)
 
     tty_interrupt(punch, jid)
     check(json.loads(punch.run("state", jid, "--json").stdout)["state"] == "running",
@@ -323,11 +281,7 @@ def cancel_flow(daemons, punch, work):
     expect_line(lines, "running", "punch wait reaches the server")
     d.stop()     # the job runs on under its supervisor
     expect_line(lines, "lost contact with the server", "punch wait notices the server went")
-    nd = Daemon(d.args, data_dir=d.data_dir, port=d.port)
-    nd.secrets_path = d.secrets_path
-    daemons.append(nd)
-    nd.start()
-    d = nd
+    d.start()
     check(json.loads(punch.run("state", jid, "--json").stdout)["state"] == "running",
           "the job survived the restart")
 
@@ -401,13 +355,8 @@ def failed_and_timeout_flow(punch, work):
     check(json.loads(punch.run("state", jid, "--json").stdout)["state"] == "timeout", "state")
 
 
-def tty_wait(punch, jid):
-    """On a terminal, punch wait draws with carriage returns and ends on the
-    same summary; the exit code is the job's."""
-    import pty
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.execve(PUNCH, [PUNCH, "wait", jid], punch.env)
+def read_to_end(fd):
+    """What a pty's child writes until it closes (EIO on Linux)."""
     chunks = []
     while True:
         try:
@@ -417,8 +366,20 @@ def tty_wait(punch, jid):
         if not data:
             break
         chunks.append(data)
+    return b"".join(chunks)
+
+
+def tty_wait(punch, jid):
+    """On a terminal, punch wait draws with carriage returns and ends on the
+    same summary; the exit code is the job's."""
+    import pty
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(PUNCH, [PUNCH, "wait", jid], punch.env)
+    out = read_to_end(fd)
     _, status = os.waitpid(pid, 0)
-    out = b"".join(chunks).decode(errors="replace")
+    os.close(fd)
+    out = out.decode(errors="replace")
     check(os.WEXITSTATUS(status) == 0, "wait on a tty exit %d: %r" % (os.WEXITSTATUS(status), out))
     check("succeeded" in out, "wait on a tty: %r" % out)
 
@@ -441,14 +402,7 @@ def tty_interrupt(punch, jid):
                 break
     drawn = re.search(rb"\r\x1b\[K[^\r\n]*epoch \d+/", out)
     os.kill(pid, signal.SIGINT)
-    while True:
-        try:
-            data = os.read(fd, 4096)
-        except OSError:
-            break
-        if not data:
-            break
-        out += data
+    out += read_to_end(fd)
     _, status = os.waitpid(pid, 0)
     os.close(fd)
     text = out.decode(errors="replace")
@@ -480,7 +434,7 @@ def error_paths(d, punch, secret, work):
     r = punch.run("state", want=5)
     check("no jobs" in r.stderr.lower() or "no job" in r.stderr.lower(), "state: %r" % r.stderr)
 
-    closed = "http://127.0.0.1:%d" % free_port()
+    closed = "http://127.0.0.1:%d" % punchtest.free_port()
     for args in (["list"], ["state", "0123456789ab"], ["wait", "0123456789ab"],
                  ["submit", os.path.join(JOBS, "mlp-small.json")]):
         r = punch.run("--url", closed, *args, want=3, timeout=60)
@@ -575,11 +529,14 @@ def check_help(punch):
         check("exit:" in text, "punch %s --help lacks exit codes" % c)
         for o in opts:
             check(o in text, "punch %s --help lacks %s" % (c, o))
-    # Every long option a command's parser accepts (its getopt table in
+    # Every long option a command's parser accepts (its cli_option table in
     # client/cmd_NAME.c) is in its --help, and punch accepts every one.
     for c in options:
-        with open(os.path.join(SOURCE_ROOT, "client", "cmd_%s.c" % c)) as f:
-            accepted = re.findall(r'\{"([a-z-]+)",\s*(?:no|required)_argument', f.read())
+        with open(punchtest.source_path("client", "cmd_%s.c" % c)) as f:
+            tables = re.findall(r"cli_option \w+\[\] = \{(.*?)\n\s*\};", f.read(), re.S)
+        # An entry's name comes first, positional or as .name = "...".
+        accepted = re.findall(r'\{\s*(?:\.name\s*=\s*)?"([a-z-]+)"', "".join(tables))
+        check(accepted or not options[c], "no option table found in client/cmd_%s.c" % c)
         text = punch.run(c, "--help").stdout
         for o in accepted:
             check("--" + o in text, "punch %s accepts --%s but its --help does not say" % (c, o))
@@ -597,7 +554,7 @@ def check_help(punch):
 
 def notebook(d, secret, work):
     """client/notebook_example.py against the live daemon, matplotlib hidden."""
-    src = os.path.join(SOURCE_ROOT, "client", "notebook_example.py")
+    src = punchtest.source_path("client", "notebook_example.py")
     with open(src) as f:
         tree = ast.parse(f.read())
     # The notebook's own default job must be a valid spec.
@@ -632,33 +589,11 @@ def notebook(d, secret, work):
     check("matplotlib is not installed" in out, "the notebook tried to plot: %s" % out)
     units = spec["model"]["layers"][1]["units"]
     check(re.search(r"1\.dense\.weight\s+\(784, %d\)" % units, out), "weights shapes: %s" % out)
-    hist = requests.get("%s/api/v1/jobs/%s/history" % (d.url, m.group(1)),
-                        headers={"Authorization": "Bearer " + secret}, timeout=30).json()
+    hist = d.req("GET", "/api/v1/jobs/%s/history" % m.group(1), secret=secret).json()
     check("accuracy %.4f" % hist["test"]["accuracy"] in out, "test accuracy printed: %s" % out)
     check(os.listdir(nb_dir) == [], "without matplotlib nothing is written: %s"
           % os.listdir(nb_dir))
     print("notebook_example.py: ok")
-
-
-def end_jobs(daemons):
-    """Stop the daemons; jobs outlive punchcardd by design, so after a
-    failure end ours too, before their run directories are removed."""
-    for x in daemons:
-        if x.alive():
-            x.proc.kill()
-            x.proc.wait()
-    for _ in range(100):
-        left = job_processes(daemons[0].data_dir)
-        if not left:
-            break
-        for pid, _ in left:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        time.sleep(0.05)
-    for x in reversed(daemons):   # the first holds the data dir
-        x.cleanup()
 
 
 _t0 = [time.monotonic()]
@@ -671,54 +606,59 @@ def phase(what):
     _t0[0] = now
 
 
-def main():
-    require_engine()
-    check(os.access(PUNCH, os.X_OK), "no punch at %s" % PUNCH)
+def cases():
+    punchtest.require_engine()
+    punchtest.require(os.access(PUNCH, os.X_OK), "no punch at %s" % PUNCH)
     for name in ("t10k-images-idx3-ubyte.gz", "train-images-idx3-ubyte.gz"):
-        if not os.path.exists(os.path.join(DATASETS, "fashion-mnist", name)):
-            print("SKIP: Fashion-MNIST is not in %s" % DATASETS)
-            sys.exit(77)
+        punchtest.require_dataset(os.path.join("fashion-mnist", name))
     work = tempfile.mkdtemp(prefix="punch-e2e-")
+    try:
+        with_work(work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def with_work(work):
     home = os.path.join(work, "home")
     os.makedirs(home)
     anon = Punch(home)
-    check_help(anon)
-    secret, entry = keygen(anon, "e2e")
-    other, other_entry = keygen(anon, "other")
-    check(secret != other, "keygen made the same secret twice")
-
-    d = Daemon(["--datasets", DATASETS, "--max-running", "1", "--kill-grace", "3"])
-    with open(d.secrets_path, "w") as f:
-        json.dump([entry, other_entry], f)
-    daemons = [d]
-    try:
-        d.start()
+    punchtest.case("help", check_help, anon)
+    keys = punchtest.case("keygen", two_keys, anon)
+    punchtest.require(keys, "no secrets to start punchcardd with")
+    (secret, entry), (other, other_entry) = keys
+    with Daemon(["--datasets", DATASETS, "--max-running", "1", "--kill-grace", "3"],
+                entries=[entry, other_entry]) as d:
         punch = Punch(home, url=d.url, secret=secret)
         phase("daemon up")
-        error_paths(d, punch, secret, work)
+        punchtest.case("error paths", error_paths, d, punch, secret, work)
         phase("error paths")
-        jid = job_flow(d, punch, work)
+        jid = punchtest.case("submit, wait, state, list, logs, fetch", job_flow, d, punch, work)
         phase("submit, wait, state, list, logs, fetch")
-        # Another user sees none of it.
-        stranger = Punch(home, url=d.url, secret=other)
-        check(json.loads(stranger.run("list", "--json").stdout) == [], "another user's list")
-        stranger.run("state", jid, want=5)
-        stranger.run("fetch", jid, "-o", os.path.join(work, "stolen"), want=5)
-        cancel_flow(daemons, punch, work)
-        d = daemons[-1]
+        if jid:
+            punchtest.case("another user sees none of it", stranger, d, home, other, jid, work)
+        punchtest.case("restart, cancel", cancel_flow, d, punch, work)
         phase("restart, cancel")
-        failed_and_timeout_flow(punch, work)
+        punchtest.case("failed job, time limit", failed_and_timeout_flow, punch, work)
         phase("failed job, time limit")
-        notebook(d, secret, work)
+        punchtest.case("notebook", notebook, d, secret, work)
         phase("notebook")
-        for x in daemons:
-            check(secret not in x.read_log(), "punchcardd logged the secret")
         d.stop()
-    finally:
-        end_jobs(daemons)
-        shutil.rmtree(work, ignore_errors=True)
-    print("ok")
+        check(secret not in d.read_log(), "punchcardd logged the secret")
+
+
+def two_keys(anon):
+    """Two users' secrets and secrets-file entries, from punch keygen."""
+    keys = keygen(anon, "e2e"), keygen(anon, "other")
+    check(keys[0][0] != keys[1][0], "keygen made the same secret twice")
+    return keys
+
+
+def stranger(d, home, other, jid, work):
+    stranger = Punch(home, url=d.url, secret=other)
+    check(json.loads(stranger.run("list", "--json").stdout) == [], "another user's list")
+    stranger.run("state", jid, want=5)
+    stranger.run("fetch", jid, "-o", os.path.join(work, "stolen"), want=5)
 
 
 if __name__ == "__main__":
-    main()
+    punchtest.main(cases)

@@ -4,26 +4,25 @@ chunked), unknown routes and methods, path-traversal dataset names and URLs,
 missing and wrong secrets, raw garbage on the socket. Each gets the right
 4xx as JSON, and the daemon stays up (this test also runs in the sanitizer
 build, where any memory error aborts the daemon)."""
-import copy
 import json
-import os
 import socket
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from punchd import QUICK_JOB, SECRETS, Daemon, check, expect_error  # noqa: E402
+import punchtest
+from punchtest import QUICK_JOB, SECRETS, Daemon, check, expect_error, job_like
 
 
-def main():
-    d = Daemon(["--hold", "--slots", "4", "--max-body", "65536", "--max-queued", "1000"])
-    try:
-        d.start()
-        run(d)
-        check(d.alive(), "daemon died:\n" + d.read_log())
-        d.stop()
-    finally:
-        d.cleanup()
-    print("ok")
+def cases():
+    with Daemon(["--hold", "--slots", "4", "--max-body", "65536", "--max-queued", "1000"]) as d:
+        punchtest.case("malformed JSON", malformed_json, d)
+        punchtest.case("wrong types", wrong_types, d)
+        punchtest.case("dataset traversal", dataset_traversal, d)
+        punchtest.case("URL traversal", url_traversal, d)
+        punchtest.case("methods", methods, d)
+        punchtest.case("secrets", bad_secrets, d)
+        punchtest.case("huge bodies", huge_bodies, d)
+        punchtest.case("garbage", garbage, d)
+        jid = punchtest.case("query strings", query_strings, d)
+        punchtest.case("only the valid submit created a job", nothing_created, d, jid)
 
 
 def alive(d, what):
@@ -32,13 +31,12 @@ def alive(d, what):
 
 
 def post(d, body, user="alice", path="/api/v1/jobs"):
-    data = body if isinstance(body, (bytes, str)) else json.dumps(body)
-    return d.req("POST", path, user, data=data)
+    return d.req("POST", path, user, body=body)
 
 
 def spec_with(path, value):
     """QUICK_JOB with the field at dotted `path` set to value (None deletes)."""
-    job = copy.deepcopy(QUICK_JOB)
+    job = job_like(QUICK_JOB)
     node = job
     keys = path.split(".")
     for k in keys[:-1]:
@@ -80,9 +78,9 @@ def status_of(reply):
     return int(line[1]) if len(line) >= 2 and line[1].isdigit() else None
 
 
-def run(d):
+def malformed_json(d):
+    """Truncated at every prefix class of a valid spec, and malformed."""
     text = json.dumps(QUICK_JOB)
-    # Malformed and truncated JSON: every prefix class of a valid spec.
     for cut in sorted({1, 2, 5, len(text) // 3, len(text) // 2, len(text) - 1}):
         expect_error(post(d, text[:cut]), 400, "truncated at %d" % cut)
     for body in ("", " ", "{", "}", "[]", "null", "42", "\"job\"", "{\"model\": }", "{'a': 1}",
@@ -92,7 +90,9 @@ def run(d):
     expect_error(post(d, b"{\"name\": \"\xff\xfe\"}"), 400, "invalid UTF-8")
     alive(d, "malformed JSON")
 
-    # Wrong types and values, field named.
+
+def wrong_types(d):
+    """Wrong types and values: 400 naming the field."""
     cases = [
         ("training.epochs", "five", "training.epochs"),
         ("training.epochs", 0, "training.epochs"),
@@ -111,7 +111,9 @@ def run(d):
               "%s=%r: field %r" % (path, value, e["field"]))
     alive(d, "wrong types")
 
-    # Path traversal and absolute dataset names never reach a path.
+
+def dataset_traversal(d):
+    """Path traversal and absolute dataset names never reach a path."""
     for name in ("../../etc/passwd", "/etc/passwd", "fashion-mnist/../../../etc/shadow",
                  ".hidden/train", "a//b", "a\\..\\b", "fashion-mnist/./train"):
         job = {"name": "trav", "model": "mlp",
@@ -120,7 +122,9 @@ def run(d):
         check(e["field"] == "data.train", "dataset %r: field %r" % (name, e["field"]))
     alive(d, "dataset traversal")
 
-    # Path traversal and junk in URLs.
+
+def url_traversal(d):
+    """Path traversal and junk in URLs."""
     for path in ("/api/v1/jobs/../../etc/passwd", "/api/v1/jobs/%2e%2e%2f%2e%2e%2fetc",
                  "/api/v1/jobs/ABCDEF012345", "/api/v1/jobs/0123456789abc",
                  "/api/v1/jobs/0123456789a", "/api/v1/jobs//history", "/../../etc/passwd",
@@ -130,37 +134,45 @@ def run(d):
         check(r.status_code in (400, 404, 414, 431), "GET %s: %d" % (path[:60], r.status_code))
     alive(d, "URL traversal")
 
-    # Methods.
+
+def methods(d):
     for method in ("PUT", "PATCH", "OPTIONS"):
         expect_error(d.req(method, "/api/v1/jobs", "alice"), 405, method)
     r = raw(d, b"BREW /api/v1/jobs HTTP/1.1\r\nHost: x\r\n\r\n")
     check(status_of(r) in (400, 405, 501), "BREW: %r" % r[:80])
 
-    # Secrets: missing, wrong, malformed headers, a secret in the wrong place.
+
+def bad_secrets(d):
+    """Missing, wrong, malformed headers, a secret in the wrong place."""
+    text = json.dumps(QUICK_JOB)
     for headers in ({}, {"Authorization": ""}, {"Authorization": "Bearer"},
                     {"Authorization": "Bearer "}, {"Authorization": "bearer wrong"},
                     {"Authorization": "Token " + SECRETS["alice"]},
                     {"Authorization": "Bearer " + SECRETS["alice"][:-1]},
                     {"Authorization": "Bearer " + "x" * 8000}):
-        r = d.req("POST", "/api/v1/jobs", data=text, headers=dict(headers))
+        r = d.req("POST", "/api/v1/jobs", body=text, headers=dict(headers))
         check(r.status_code in (401, 431), "auth %r: %d" % (str(headers)[:40], r.status_code))
         if r.status_code == 401:
             expect_error(r, 401, "auth")
     # The secret in a v1 body is not accepted (only the seed endpoints read it).
-    expect_error(d.req("POST", "/api/v1/jobs", data=json.dumps(dict(QUICK_JOB, secret=SECRETS["alice"]))),
+    expect_error(d.req("POST", "/api/v1/jobs", body=job_like(QUICK_JOB, secret=SECRETS["alice"])),
                  401, "secret in a v1 body")
     alive(d, "secrets")
 
-    # Huge bodies: declared length over the cap (answered before the body is read).
+
+def chunks(total, size=16384):
+    sent = 0
+    while sent < total:
+        n = min(size, total - sent)
+        sent += n
+        yield b" " * n
+
+
+def huge_bodies(d):
+    """A declared length over the cap is answered before the body is read."""
     expect_error(post(d, b"{" + b" " * 70000 + b"}"), 413, "declared 70 kB")
     expect_error(post(d, b"{" + b" " * 70000 + b"}", path="/api/submit"), 413, "seed 70 kB")
     # Chunked bodies have no length: the running total is capped.
-    def chunks(total, size=16384):
-        sent = 0
-        while sent < total:
-            n = min(size, total - sent)
-            sent += n
-            yield b" " * n
     r = d.req("POST", "/api/v1/jobs", "alice", data=chunks(200000))
     expect_error(r, 413, "chunked 200 kB")
     # A chunked stream far past the cap is cut off; the daemon stays up.
@@ -177,9 +189,11 @@ def run(d):
     finally:
         s.close()
     alive(d, "32 MiB chunked upload")
-    # A lying Content-Length, then the connection closes.
+
+
+def garbage(d):
+    """A lying Content-Length, then the connection closes; not HTTP at all."""
     raw(d, b"POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"a\":", read=False)
-    # Garbage instead of HTTP.
     for junk in (b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + bytes(range(256)),
                  b"GET\r\n\r\n", b"GET / HTTP/9.9\r\n\r\n", b"\r\n\r\n\r\n",
                  b"GET /healthz HTTP/1.1\r\n" + b"X-A: b\r\n" * 5000 + b"\r\n",
@@ -188,8 +202,10 @@ def run(d):
         raw(d, junk)
     alive(d, "garbage")
 
-    # Query strings: junk in ?state= and ?offset=, repeated and huge parameters.
-    jid = post(d, QUICK_JOB).json()["id"]
+
+def query_strings(d):
+    """Junk in ?state= and ?offset=, repeated and huge parameters."""
+    jid = d.submit_id("alice")
     expect_error(d.req("GET", "/api/v1/jobs?state=QUEUED", "alice"), 400, "state case")
     expect_error(d.req("GET", "/api/v1/jobs?state=%ff%fe", "alice"), 400, "state bytes")
     expect_error(d.req("GET", "/api/v1/jobs/%s/logs?offset=99999999999999999999999" % jid, "alice"),
@@ -198,12 +214,17 @@ def run(d):
     check(r.status_code == 200 and r.content == b"", "offset past the end: %d" % r.status_code)
     r = d.req("GET", "/api/v1/jobs?" + "&".join("a%d=%d" % (i, i) for i in range(500)), "alice")
     check(r.status_code in (200, 414, 431), "many query args: %d" % r.status_code)
+    return jid
 
-    # Nothing above created a job but the one valid submit.
+
+def nothing_created(d, jid):
+    """Nothing above created a job but the one valid submit (jid); the
+    daemon is still up."""
     jobs = d.req("GET", "/api/v1/jobs", "root").json()["jobs"]
     check([j["id"] for j in jobs] == [jid], "bad requests created jobs: %s" % jobs)
     alive(d, "the corpus")
+    check(d.alive(), "daemon died:\n" + d.read_log())
 
 
 if __name__ == "__main__":
-    main()
+    punchtest.main(cases)

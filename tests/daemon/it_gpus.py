@@ -11,23 +11,26 @@
   behind it starts, /metrics counts the GPUs in use, and the waiting job
   starts on both devices once the first one ends; after a kill -9 and a
   restart of the daemon, a re-adopted job keeps its device."""
-import copy
-import json
 import os
 import re
 import subprocess
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from punchd import (QUICK_JOB, Daemon, check, expect_error, require_engine,  # noqa: E402
-                    stand_in_engine, wait_file)
+import punchtest
+from punchtest import (FINAL_STATES, QUICK_JOB, STAND_IN_ENGINE, Daemon, check, expect_error,
+                       job_like, wait_file, wait_for)
 
-FINAL = ("succeeded", "failed", "cancelled", "timeout")
+
+def cases():
+    engine = punchtest.require_engine()
+    punchtest.case("no GPUs by default", no_gpus)
+    punchtest.case("--gpus is per hostfile host", hostfile_hosts)
+    punchtest.case("one GPU, no device here", one_gpu, engine)
+    punchtest.case("a GPU job waits for GPUs", waits_for_gpus)
+    punchtest.case("a re-adopted job keeps its device", restart_keeps_devices)
+
 
 def gpu_job(gpus, name="gpu", trainer=None, workers=None):
-    j = copy.deepcopy(QUICK_JOB)
-    j["name"] = name
-    j["resources"] = {"gpus": gpus}
+    j = job_like(QUICK_JOB, name=name, resources={"gpus": gpus})
     if trainer:
         j["distributed"] = {"trainer": trainer, "workers": workers}
     return j
@@ -36,8 +39,18 @@ def gpu_job(gpus, name="gpu", trainer=None, workers=None):
 def metric(d, name, kind):
     text = d.req("GET", "/metrics").text
     m = re.search(r'^%s\{kind="%s"\} (\d+)$' % (name, kind), text, re.M)
-    check(m, "metrics lack %s{kind=%s}:\n%s" % (name, kind, text[:1500]))
+    punchtest.require(m, "metrics lack %s{kind=%s}:\n%s" % (name, kind, text[:1500]))
     return int(m.group(1))
+
+
+def wait_gpus_used(d, want, what):
+    """Wait until /metrics counts `want` GPUs in use. The gauge is set by
+    the scheduler's tick from the jobs active at its start, so a job that
+    tick started is counted from the next tick on: a test that has seen the
+    job's ranks may read /metrics before that tick has run."""
+    wait_for(lambda: metric(d, "punchcard_gpus", "used") == want,
+             lambda _: "%s: punchcard_gpus{kind=used} stays %d, want %d" % (
+                 what, metric(d, "punchcard_gpus", "used"), want), timeout=30)
 
 
 def too_many(d, job, cluster):
@@ -46,29 +59,23 @@ def too_many(d, job, cluster):
     check("resources.gpus" in body["error"] and "cluster has %d" % cluster in body["error"], body)
 
 
-def check_no_gpus():
-    d = Daemon(["--slots", "2"])
-    try:
-        d.start()
+def no_gpus():
+    with Daemon(["--slots", "2"]) as d:
         too_many(d, gpu_job(1), 0)
         check(metric(d, "punchcard_gpus", "total") == 0, "no GPUs by default")
         r = d.submit("alice")
         check(r.status_code == 201, "CPU jobs still accepted: %s" % r.text)
-        d.stop()
-    finally:
-        d.cleanup()
 
 
-def check_hostfile_hosts():
-    """--gpus is per host: a two-host hostfile doubles the cluster's GPUs
-    (held queue: nothing is launched on the made-up hosts)."""
+def hostfile_hosts():
+    """A two-host hostfile doubles the cluster's GPUs (held queue: nothing
+    is launched on the made-up hosts)."""
     d = Daemon(["--gpus", "2", "--hold"])
     hostfile = os.path.join(d.tmp, "hosts")
     with open(hostfile, "w") as f:
         f.write("# two machines\nnode1 slots=2\nnode2 slots=2\n")
     d.args += ["--hostfile", hostfile]
-    try:
-        d.start()
+    with d:
         check(metric(d, "punchcard_gpus", "total") == 4, "2 GPUs on each of 2 hosts")
         check(metric(d, "punchcard_slots", "total") == 4, "hostfile slots")
         r = d.submit("alice", gpu_job(2, trainer="allreduce", workers=2))
@@ -76,28 +83,24 @@ def check_hostfile_hosts():
         too_many(d, gpu_job(3, trainer="allreduce", workers=2), 4)
         body = expect_error(d.submit("alice", gpu_job(5)), 400, "5 GPUs")
         check("on each of 2 hosts" in body["error"], body)
-        d.stop()
-    finally:
-        d.cleanup()
 
 
 def engine_line(engine, job, tmp):
     """What punch-train itself says about a GPU job on this machine."""
-    path = os.path.join(tmp, "direct.json")
-    with open(path, "w") as f:
-        json.dump(job, f)
+    path = punchtest.write_json(os.path.join(tmp, "direct.json"), job)
     out = subprocess.run([engine, path, "--out", os.path.join(tmp, "direct")],
                          capture_output=True, text=True, timeout=60)
     check(out.returncode != 0, "punch-train ran a GPU job on a machine without a GPU")
     lines = [l for l in out.stderr.splitlines() if l.startswith("punch-train: ")]
-    check(lines, "punch-train gave no one-line error: %r" % out.stderr[-500:])
+    punchtest.require(lines, "punch-train gave no one-line error: %r" % out.stderr[-500:])
     return lines[-1]
 
 
-def check_one_gpu(engine):
-    d = Daemon(["--slots", "3", "--gpus", "1", "--max-running", "2"])
-    try:
-        d.start()
+def one_gpu(engine):
+    """A gpus:1 job is accepted, given device 0, and (no device here) ends
+    failed with punch-train's own one-line error; a parameter server needs
+    no GPU."""
+    with Daemon(["--slots", "3", "--gpus", "1", "--max-running", "2"]) as d:
         check(metric(d, "punchcard_gpus", "total") == 1, "--gpus 1 on one host")
         too_many(d, gpu_job(2), 1)
         too_many(d, gpu_job(1, trainer="allreduce", workers=2), 1)
@@ -107,10 +110,8 @@ def check_one_gpu(engine):
         check(d.req("DELETE", "/api/v1/jobs/" + r.json()["id"], "bob").status_code == 200,
               "cancel")
 
-        r = d.submit("alice", gpu_job(1))
-        check(r.status_code == 201, "gpus:1 with --gpus 1: %s" % r.text)
-        jid = r.json()["id"]
-        j = d.wait_state("alice", jid, FINAL, timeout=90)
+        jid = d.submit_id("alice", gpu_job(1))
+        j = d.wait_state("alice", jid, FINAL_STATES, timeout=90)
         check(j["state"] == "failed", "no device here, yet: %s" % j)
         check(j["gpus"] == 1 and j["gpu_devices"] == "0", j)
         want = engine_line(engine, gpu_job(1), d.tmp)
@@ -119,88 +120,65 @@ def check_one_gpu(engine):
             print("note: punch-train built without CUDA here: %s" % want)
         else:
             check("no CUDA device: " in j["error"], j["error"])
-        d.stop()
-    finally:
-        d.cleanup()
 
 
-def check_waits_for_gpus():
+def waits_for_gpus():
+    """With the stand-in engine: a GPU job that does not fit waits while a
+    CPU job behind it starts, and starts on both devices once the first
+    GPU job ends; /metrics counts the GPUs in use."""
     d = Daemon(["--slots", "4", "--gpus", "2", "--max-running", "0"])
-    d.args += ["--engine", stand_in_engine(d.tmp)]
-    try:
-        d.start()
-        a = d.submit("alice", gpu_job(1, "a")).json()["id"]
+    d.engine_script("stand-in-engine", STAND_IN_ENGINE)
+    with d:
+        a = d.submit_id("alice", gpu_job(1, "a"))
         check(wait_file(os.path.join(d.run_dir(a), "gpus.0")) == "0", "a gets device 0")
-        b = d.submit("bob", gpu_job(1, "b", "allreduce", 2)).json()["id"]
-        c = d.submit("alice", dict(QUICK_JOB, name="c")).json()["id"]
+        b = d.submit_id("bob", gpu_job(1, "b", "allreduce", 2))
+        c = d.submit_id("alice", job_like(QUICK_JOB, name="c"))
         d.wait_state("alice", c, ("running",), timeout=30)
         # b needs both GPUs: it waits although slots are free, and the CPU
         # job c behind it has started.
         jb = d.job("bob", b)
         check(jb["state"] == "queued" and jb["gpu_devices"] is None, jb)
         check(jb["queue_position"] == 1 and jb["waiting_for"] == "resources", jb)
-        check(metric(d, "punchcard_gpus", "used") == 1, "a holds one GPU")
+        wait_gpus_used(d, 1, "a holds one GPU")
         check(wait_file(os.path.join(d.run_dir(c), "gpus.0")) == "unset", "c sees no GPU list")
-        open(os.path.join(d.run_dir(a), "release"), "w").close()
-        d.wait_state("alice", a, FINAL, timeout=30)
+        d.release(a)
+        d.wait_state("alice", a, FINAL_STATES, timeout=30)
         jb = d.wait_state("bob", b, ("running",), timeout=30)
         check(jb["gpus"] == 2 and jb["gpu_devices"] == "0,1", jb)
         for rank in (0, 1):
             seen = wait_file(os.path.join(d.run_dir(b), "gpus.%d" % rank))
             check(seen == "0,1", "rank %d of b sees CUDA_VISIBLE_DEVICES=%s" % (rank, seen))
-        check(metric(d, "punchcard_gpus", "used") == 2, "b holds both GPUs")
+        wait_gpus_used(d, 2, "b holds both GPUs")
         for jid in (b, c):
-            open(os.path.join(d.run_dir(jid), "release"), "w").close()
-        d.wait_state("bob", b, FINAL, timeout=30)
-        d.wait_state("alice", c, FINAL, timeout=30)
-        d.stop()
-    finally:
-        d.cleanup()
+            d.release(jid)
+        d.wait_state("bob", b, FINAL_STATES, timeout=30)
+        d.wait_state("alice", c, FINAL_STATES, timeout=30)
 
 
-def check_restart_keeps_devices():
+def restart_keeps_devices():
     """kill -9 of the daemon while a GPU job runs: after the restart the
     re-adopted job still holds its device, so the next job gets the other."""
     d = Daemon(["--slots", "4", "--gpus", "2", "--max-running", "0"])
-    d.args += ["--engine", stand_in_engine(d.tmp)]
-    daemons = [d]
-    try:
-        d.start()
-        a = d.submit("alice", gpu_job(1, "a")).json()["id"]
+    d.engine_script("stand-in-engine", STAND_IN_ENGINE)
+    with d:
+        a = d.submit_id("alice", gpu_job(1, "a"))
         check(wait_file(os.path.join(d.run_dir(a), "gpus.0")) == "0", "a gets device 0")
         d.kill9()
-        nd = Daemon(d.args, data_dir=d.data_dir, port=d.port)
-        nd.secrets_path = d.secrets_path
-        daemons.append(nd)
-        d = nd.start()
-        b = d.submit("bob", gpu_job(1, "b")).json()["id"]
+        d.start()
+        b = d.submit_id("bob", gpu_job(1, "b"))
         check(wait_file(os.path.join(d.run_dir(b), "gpus.0")) == "1",
               "b gets device 1: the re-adopted a holds 0")
-        c = d.submit("bob", gpu_job(1, "c")).json()["id"]
+        c = d.submit_id("bob", gpu_job(1, "c"))
         jc = d.job("bob", c)
         check(jc["state"] == "queued" and jc["waiting_for"] == "resources", jc)
-        check(metric(d, "punchcard_gpus", "used") == 2, "a and b hold both GPUs")
-        open(os.path.join(d.run_dir(a), "release"), "w").close()
+        wait_gpus_used(d, 2, "a and b hold both GPUs")
+        d.release(a)
         check(wait_file(os.path.join(d.run_dir(c), "gpus.0")) == "0", "c gets a's device")
         for jid in (b, c):
-            open(os.path.join(d.run_dir(jid), "release"), "w").close()
+            d.release(jid)
         for jid in (b, c):
-            d.wait_state("bob", jid, FINAL, timeout=30)
-        d.stop()
-    finally:
-        for x in daemons:
-            x.cleanup()
-
-
-def main():
-    engine = require_engine()
-    check_no_gpus()
-    check_hostfile_hosts()
-    check_one_gpu(engine)
-    check_waits_for_gpus()
-    check_restart_keeps_devices()
-    print("ok")
+            d.wait_state("bob", jid, FINAL_STATES, timeout=30)
 
 
 if __name__ == "__main__":
-    main()
+    punchtest.main(cases)

@@ -2,27 +2,20 @@
 another user's job answers exactly like an unknown id (404), so its existence
 does not leak; an admin sees all. Runs with --hold (no engine needed);
 it_runs.py repeats the download checks on finished jobs with real files."""
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from punchd import SECRETS, Daemon, check, expect_error  # noqa: E402
+import punchtest
+from punchtest import SECRETS, Daemon, check, expect_error
 
 
-def main():
-    d = Daemon(["--hold", "--slots", "2"])
-    try:
-        d.start()
-        run(d)
-        d.stop()
-    finally:
-        d.cleanup()
-    print("ok")
+def cases():
+    with Daemon(["--hold", "--slots", "2"]) as d:
+        a = d.submit_id("alice")
+        b = d.submit_id("bob")
+        punchtest.case("reads answer like an unknown id", reads, d, a, b)
+        punchtest.case("lists", lists, d, a, b)
+        punchtest.case("seed endpoints", seed, d, a, b)
 
 
-def run(d):
-    a = d.submit("alice").json()["id"]
-    b = d.submit("bob").json()["id"]
+def reads(d, a, b):
     unknown = "0123456789ab" if a != "0123456789ab" and b != "0123456789ab" else "ba9876543210"
     for path in ("", "/history", "/weights", "/weights?format=npz", "/logs", "/logs?offset=0",
                  "/events"):
@@ -38,23 +31,28 @@ def run(d):
     check(d.job("alice", a)["state"] == "queued", "alice's job survived bob's cancel")
     # ?secret= is the same identity check.
     expect_error(d.req("GET", "/api/v1/jobs/%s?secret=%s" % (a, SECRETS["bob"])), 404, "?secret=")
-    # Lists.
+
+
+def lists(d, a, b):
     ids = [j["id"] for j in d.req("GET", "/api/v1/jobs", "bob").json()["jobs"]]
     check(ids == [b], "bob's list: %s" % ids)
     ids = [j["id"] for j in d.req("GET", "/api/v1/jobs", "alice").json()["jobs"]]
     check(ids == [a], "alice's list: %s" % ids)
     ids = {j["id"] for j in d.req("GET", "/api/v1/jobs", "root").json()["jobs"]}
     check(ids == {a, b}, "admin's list: %s" % ids)
-    # Seed endpoints act on the caller's own current job only.
+
+
+def seed(d, a, b):
+    """The seed endpoints act on the caller's own current job only; the
+    admin may cancel anyone's job."""
     r = d.req("GET", "/api/state?secret=" + SECRETS["bob"])
     check(r.json()["id"] == b, r.text)
     r = d.req("GET", "/api/cancel?secret=" + SECRETS["bob"])
     check(r.status_code == 200 and r.json()["id"] == b, r.text)
     check(d.job("alice", a)["state"] == "queued", "bob's seed cancel touched alice's job")
-    # The admin may cancel anyone's job.
     r = d.req("DELETE", "/api/v1/jobs/" + a, "root")
     check(r.status_code == 200 and r.json()["state"] == "cancelled", r.text)
 
 
 if __name__ == "__main__":
-    main()
+    punchtest.main(cases)

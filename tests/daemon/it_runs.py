@@ -4,44 +4,32 @@ timestamped events; history, weights (safetensors and npz) and logs
 download; another user gets 404 for all of them; a two-rank allreduce job
 runs; a job that fails at run time reports failed with its reason; the
 seed's submit/state/destroy round trip returns the model and history."""
-import copy
-import json
 import os
-import struct
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from punchd import QUICK_JOB, SECRETS, Daemon, check, expect_error, require_engine  # noqa: E402
+import punchtest
+from punchtest import FINAL_STATES, QUICK_JOB, SECRETS, Daemon, check, expect_error, job_like
 
 
-def main():
-    require_engine()
-    d = Daemon(["--slots", "2", "--max-running", "2"])
-    try:
-        d.start()
-        run(d)
-        d.stop()
-    finally:
-        d.cleanup()
-    print("ok")
+def cases():
+    punchtest.require_engine()
+    with Daemon(["--slots", "2", "--max-running", "2"]) as d:
+        jid = d.submit_id("alice")
+        r = d.submit("bob", job_like(QUICK_JOB, name="quick-allreduce",
+                                     distributed={"trainer": "allreduce", "workers": 2}))
+        punchtest.require(r.status_code == 201 and r.json()["ranks"] == 2, r.text)
+        jid2 = r.json()["id"]
+        if punchtest.case("a job runs to succeeded", succeeded, d, jid):
+            punchtest.case("history, weights and logs download", downloads, d, jid)
+            punchtest.case("only the owner and the admin download", owner_only, d, jid)
+        punchtest.case("a two-rank allreduce job runs", allreduce, d, jid2)
+        punchtest.case("a job that fails at run time", fails, d)
+        punchtest.case("the seed's round trip", seed_round_trip, d)
 
 
-def safetensors_header(blob):
-    n = struct.unpack("<Q", blob[:8])[0]
-    return json.loads(blob[8:8 + n])
-
-
-def run(d):
-    jid = d.submit("alice").json()["id"]
-    two = copy.deepcopy(QUICK_JOB)
-    two["name"] = "quick-allreduce"
-    two["distributed"] = {"trainer": "allreduce", "workers": 2}
-    r = d.submit("bob", two)
-    check(r.status_code == 201 and r.json()["ranks"] == 2, r.text)
-    jid2 = r.json()["id"]
-
-    j = d.wait_state("alice", jid, ("succeeded", "failed", "cancelled", "timeout"), timeout=120)
-    check(j["state"] == "succeeded", "quick job: %s\n%s" % (j, d.train_log(jid)))
+def succeeded(d, jid):
+    """Progress, result and timestamped events; True if it succeeded."""
+    j = d.wait_state("alice", jid, FINAL_STATES, timeout=120)
+    punchtest.require(j["state"] == "succeeded", "quick job: %s\n%s" % (j, d.train_log(jid)))
     check(j["exit_code"] == 0 and j["error"] is None, j)
     check(j["submitted_at"] <= j["started_at"] <= j["finished_at"], j)
     check(j["progress"].get("epoch") == 2 and j["progress"].get("epochs") == 2, j["progress"])
@@ -51,7 +39,10 @@ def run(d):
     ev = d.req("GET", "/api/v1/jobs/%s/events" % jid, "alice").json()["events"]
     check([e["to"] for e in ev] == ["queued", "starting", "running", "succeeded"], ev)
     check([e["at"] for e in ev] == sorted(e["at"] for e in ev), "event times ascend")
+    return True
 
+
+def downloads(d, jid):
     r = d.req("GET", "/api/v1/jobs/%s/history" % jid, "alice")
     check(r.status_code == 200 and r.headers["Content-Type"].startswith("application/json"), r.text)
     hist = r.json()
@@ -61,7 +52,7 @@ def run(d):
     check(r.status_code == 200 and r.headers["Content-Type"] == "application/octet-stream", r.headers)
     check("attachment" in r.headers.get("Content-Disposition", "") and
           ".safetensors" in r.headers["Content-Disposition"], r.headers)
-    hdr = safetensors_header(r.content)
+    hdr, _ = punchtest.safetensors_header(r.content)
     check(hdr["0.dense.weight"]["shape"] == [8, 4], hdr)
     with open(os.path.join(d.run_dir(jid), "weights.safetensors"), "rb") as f:
         check(f.read() == r.content, "weights differ from the run directory's")
@@ -77,29 +68,36 @@ def run(d):
     r = d.req("GET", "/api/v1/jobs/%s/logs?offset=%d" % (jid, len(full)), "alice")
     check(r.content == b"" and r.headers["X-Log-Offset"] == str(len(full)), "log at the end")
 
-    # Bob cannot download any of it; the admin can.
+
+def owner_only(d, jid):
+    """Bob cannot download any of it; the admin can; a finished job cannot
+    be cancelled."""
     for path in ("/history", "/weights", "/weights?format=npz", "/logs", ""):
         expect_error(d.req("GET", "/api/v1/jobs/%s%s" % (jid, path), "bob"), 404, "bob" + path)
         check(d.req("GET", "/api/v1/jobs/%s%s" % (jid, path), "root").status_code == 200,
               "admin" + path)
     expect_error(d.req("DELETE", "/api/v1/jobs/" + jid, "alice"), 409, "cancel a finished job")
 
-    j2 = d.wait_state("bob", jid2, ("succeeded", "failed", "cancelled", "timeout"), timeout=120)
+
+def allreduce(d, jid2):
+    j2 = d.wait_state("bob", jid2, FINAL_STATES, timeout=120)
     check(j2["state"] == "succeeded", "allreduce job: %s\n%s" % (j2, d.train_log(jid2)))
 
-    # Valid spec, but the dataset is not under --datasets: fails at run time.
+
+def fails(d):
+    """Valid spec, but the dataset is not under --datasets: fails at run time."""
     missing = {"name": "missing-data", "model": "mlp",
                "data": {"format": "idx", "train": "no-such-dataset/train"},
                "training": {"epochs": 1}}
-    r = d.submit("alice", missing)
-    check(r.status_code == 201, r.text)
-    jf = d.wait_state("alice", r.json()["id"], ("succeeded", "failed"), timeout=120)
+    jf = d.wait_state("alice", d.submit_id("alice", missing), ("succeeded", "failed"), timeout=120)
     check(jf["state"] == "failed" and jf["error"] and jf["exit_code"] not in (None, 0), jf)
 
-    # The seed's round trip.
+
+def seed_round_trip(d):
+    """submit, state, destroy: destroy returns the model and history."""
     s = SECRETS["alice"]
-    r = d.req("POST", "/api/submit", data=json.dumps({"secret": s, "job": QUICK_JOB}))
-    check(r.status_code == 201, r.text)
+    r = d.req("POST", "/api/submit", body={"secret": s, "job": QUICK_JOB})
+    punchtest.require(r.status_code == 201, r.text)
     sid = r.json()["id"]
     d.wait_state("alice", sid, ("succeeded",), timeout=120)
     st = d.req("GET", "/api/state?secret=" + s).json()
@@ -115,4 +113,4 @@ def run(d):
 
 
 if __name__ == "__main__":
-    main()
+    punchtest.main(cases)

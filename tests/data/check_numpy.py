@@ -20,21 +20,20 @@ import subprocess
 import sys
 import tempfile
 
-try:
-    import numpy as np
-except ImportError:
-    print("numpy not available for", sys.executable)
-    sys.exit(77)
+import punchtest
+from punchtest import check, np  # np is None without numpy: cases() skips first
 
 TOOL = sys.argv[1]
 M64 = (1 << 64) - 1
-failures = []
 
 
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
+def cases():
+    punchtest.require_numpy()
+    with tempfile.TemporaryDirectory() as tmp:
+        punchtest.case("our npz and safetensors files", check_our_files, tmp)
+        punchtest.case("numpy's files and a hand-made safetensors", check_numpy_files, tmp)
+    punchtest.case("epoch permutation", check_permutation)
+    punchtest.case("IDX loader on Fashion-MNIST", check_fashion_mnist)
 
 
 def run(*args):
@@ -55,39 +54,36 @@ SHAPES = [("0.dense.weight", (6, 5)), ("0.dense.bias", (5,)),
 
 def check_our_files(tmp):
     rc, _ = run("write", tmp)
-    check(rc == 0, "tool write")
-    with np.load(os.path.join(tmp, "w.npz")) as z:
-        check(sorted(z.files) == sorted(n for n, _ in SHAPES), "npz member names %s" % z.files)
-        for i, (name, shape) in enumerate(SHAPES):
-            a = z[name]
-            check(a.dtype == np.float32, "%s dtype %s" % (name, a.dtype))
-            check(a.shape == shape, "%s shape %s" % (name, a.shape))
-            check(np.array_equal(a, expected(i, shape)), "%s values" % name)
-
-    raw = open(os.path.join(tmp, "w.safetensors"), "rb").read()
-    (hlen,) = struct.unpack("<Q", raw[:8])
-    check((8 + hlen) % 8 == 0, "safetensors data aligned to 8")
-    header = json.loads(raw[8:8 + hlen])
-    check(header.get("__metadata__") == {"writer": "punch"}, "metadata %r" % header.get("__metadata__"))
-    data = raw[8 + hlen:]
-    spans = []
+    punchtest.require(rc == 0, "tool write")
+    z = punchtest.load_npz(os.path.join(tmp, "w.npz"))
+    check(sorted(z) == sorted(n for n, _ in SHAPES), "npz member names %s" % sorted(z))
     for i, (name, shape) in enumerate(SHAPES):
-        e = header.get(name)
-        check(e is not None, "safetensors has " + name)
-        if e is None:
+        a = z.get(name)
+        if not check(a is not None, "npz has " + name):
             continue
-        check(e["dtype"] == "F32", name + " dtype")
-        check(tuple(e["shape"]) == shape, "%s shape %s" % (name, e["shape"]))
-        b, end = e["data_offsets"]
-        spans.append((b, end))
-        a = np.frombuffer(data[b:end], dtype="<f4").reshape(shape)
+        check(a.dtype == np.float32, "%s dtype %s" % (name, a.dtype))
+        check(a.shape == shape, "%s shape %s" % (name, a.shape))
+        check(np.array_equal(a, expected(i, shape)), "%s values" % name)
+
+    with open(os.path.join(tmp, "w.safetensors"), "rb") as f:
+        raw = f.read()
+    header, base = punchtest.safetensors_header(raw)
+    check(base % 8 == 0, "safetensors data aligned to 8")
+    check(header.get("__metadata__") == {"writer": "punch"},
+          "metadata %r" % header.get("__metadata__"))
+    tensors = punchtest.safetensors_tensors(raw)  # every dtype F32, or the case ends
+    for i, (name, shape) in enumerate(SHAPES):
+        a = tensors.get(name)
+        if not check(a is not None, "safetensors has " + name):
+            continue
+        check(a.shape == shape, "%s shape %s" % (name, a.shape))
         check(np.array_equal(a, expected(i, shape)), name + " safetensors values")
-    spans.sort()
+    spans = sorted(tuple(e["data_offsets"]) for k, e in header.items() if k != "__metadata__")
     pos = 0
     for b, end in spans:
         check(b == pos, "data_offsets contiguous at %d" % b)
         pos = end
-    check(pos == len(data), "data_offsets cover the data (%d of %d)" % (pos, len(data)))
+    check(pos == len(raw) - base, "data_offsets cover the data (%d of %d)" % (pos, len(raw) - base))
 
 
 def parse_dump(text):
@@ -193,16 +189,11 @@ def check_permutation():
 
 
 def check_fashion_mnist():
-    root = "/usr/share/datasets"
-    if not os.path.exists(os.path.join(root, "fashion-mnist/t10k-images-idx3-ubyte.gz")):
-        print("Fashion-MNIST not installed: IDX cross-check skipped")
-        return
-    import gzip
+    root = punchtest.DATASETS
+    punchtest.require_dataset("fashion-mnist/t10k-images-idx3-ubyte.gz")
     for name in ("t10k", "train"):
-        with gzip.open(os.path.join(root, "fashion-mnist/%s-images-idx3-ubyte.gz" % name)) as f:
-            img = np.frombuffer(f.read(), dtype=np.uint8, offset=16)
-        with gzip.open(os.path.join(root, "fashion-mnist/%s-labels-idx1-ubyte.gz" % name)) as f:
-            lab = np.frombuffer(f.read(), dtype=np.uint8, offset=8).astype(np.int64)
+        img, lab = punchtest.fashion_mnist(name)
+        lab = lab.astype(np.int64)
         n = lab.size
         img = img.reshape(n, 784).astype(np.float64)
         want = "%d 784 1 28 28 %.0f %.0f %d" % (
@@ -214,10 +205,5 @@ def check_fashion_mnist():
         check(np.all(np.bincount(lab) == n // 10), "fashion-mnist/%s classes balanced" % name)
 
 
-with tempfile.TemporaryDirectory() as tmp:
-    check_our_files(tmp)
-    check_numpy_files(tmp)
-check_permutation()
-check_fashion_mnist()
-print("%d failure(s)" % len(failures))
-sys.exit(1 if failures else 0)
+if __name__ == "__main__":
+    punchtest.main(cases)

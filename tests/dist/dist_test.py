@@ -6,8 +6,6 @@ forward pass. Usage: dist_test.py CASE (see CASES at the bottom).
 
 Environment (set by tests/meson.build's test_env): PUNCH_BUILD_ROOT,
 Open MPI's run-as-root and MCA variables."""
-import gzip
-import json
 import os
 import shutil
 import signal
@@ -18,22 +16,10 @@ import tempfile
 import time
 
 import numpy as np
+import punchtest
+from punchtest import DATASETS, MPI_ENV, check, fail, load_npz, load_safetensors, read_json
 
-BUILD = os.environ.get("PUNCH_BUILD_ROOT", ".")
-PUNCH_TRAIN = os.path.join(BUILD, "engine", "punch-train")
-DATASETS = "/usr/share/datasets"
-# Sanitizer builds: Open MPI's own allocations look like leaks at exit.
-MPI_ENV = {"ASAN_OPTIONS": "detect_leaks=0"}
-
-
-def fail(msg):
-    print("FAIL: " + msg, file=sys.stderr)
-    sys.exit(1)
-
-
-def check(cond, msg):
-    if not cond:
-        fail(msg)
+PUNCH_TRAIN = punchtest.engine_path()
 
 
 def job(trainer, workers, batch=32, epochs=2, optimizer=None, extra_dist=None, **data):
@@ -49,60 +35,25 @@ def job(trainer, workers, batch=32, epochs=2, optimizer=None, extra_dist=None, *
 
 
 def write_job(tmp, name, spec):
-    path = os.path.join(tmp, name + ".json")
-    with open(path, "w") as f:
-        json.dump(spec, f)
-    return path
-
-
-def mpirun_cmd(np_, env):
-    cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(np_)]
-    for k in env:
-        cmd += ["-x", k]
-    return cmd
+    return punchtest.write_json(os.path.join(tmp, name + ".json"), spec)
 
 
 def run(tmp, name, spec, ranks, env=None, resume=False, expect_ok=True, out=None,
         datasets=DATASETS):
-    """Run punch-train under mpirun (ranks=None: directly, no mpirun)."""
-    path = write_job(tmp, name, spec)
+    """Run punch-train under mpirun (ranks=None: directly, no mpirun);
+    returns (its output directory, the finished process)."""
     out = out or os.path.join(tmp, name)
-    env_all = dict(MPI_ENV)
-    env_all.update(env or {})
-    cmd = [] if ranks is None else mpirun_cmd(ranks, env_all)
-    cmd += [PUNCH_TRAIN, path, "--out", out, "--datasets", datasets]
-    if resume:
-        cmd.append("--resume")
-    p = subprocess.run(cmd, env={**os.environ, **env_all}, capture_output=True, text=True,
-                       timeout=120)
-    if expect_ok and p.returncode != 0:
-        fail("%s exited %d:\n%s" % (" ".join(cmd), p.returncode, p.stderr[-3000:]))
+    p = punchtest.train(PUNCH_TRAIN, write_job(tmp, name, spec), out, ranks, env, resume,
+                        datasets, expect_ok=expect_ok)
     return out, p
 
 
 def weights(out, name="weights.npz"):
-    with np.load(os.path.join(out, name)) as z:
-        return {k: z[k].copy() for k in z.files}
-
-
-def safetensors(path):
-    with open(path, "rb") as f:
-        raw = f.read()
-    (n,) = struct.unpack("<Q", raw[:8])
-    head = json.loads(raw[8:8 + n])
-    base = 8 + n
-    t = {}
-    for k, v in head.items():
-        if k == "__metadata__":
-            continue
-        b, e = v["data_offsets"]
-        t[k] = np.frombuffer(raw[base + b:base + e], dtype="<f4").reshape(v["shape"])
-    return t
+    return load_npz(os.path.join(out, name))
 
 
 def history(out):
-    with open(os.path.join(out, "history.json")) as f:
-        return json.load(f)
+    return read_json(os.path.join(out, "history.json"))
 
 
 def max_diff(a, b):
@@ -112,12 +63,8 @@ def max_diff(a, b):
 
 def fmnist(part, lo, hi):
     """Samples [lo, hi) of Fashion-MNIST's `part` ("train", "t10k"), unit-scaled."""
-    base = os.path.join(DATASETS, "fashion-mnist")
-    with gzip.open(os.path.join(base, part + "-images-idx3-ubyte.gz")) as f:
-        x = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 784)[lo:hi] / 255.0
-    with gzip.open(os.path.join(base, part + "-labels-idx1-ubyte.gz")) as f:
-        y = np.frombuffer(f.read(), np.uint8, offset=8)[lo:hi]
-    return x.astype(np.float32), y
+    x, y = punchtest.fashion_mnist(part, lo, hi)
+    return (x / 255.0).astype(np.float32), y
 
 
 def fmnist_test(n):
@@ -185,7 +132,7 @@ def case_ensemble(tmp):
     members' mean prediction (recomputed here in numpy)."""
     n = 3
     out, _ = run(tmp, "ensemble", job("ensemble", n), n)
-    members = [safetensors(os.path.join(out, "weights.member-%d.safetensors" % k))
+    members = [load_safetensors(os.path.join(out, "weights.member-%d.safetensors" % k))
                for k in range(n)]
     for a in range(n):
         for b in range(a + 1, n):
@@ -385,7 +332,8 @@ def case_checkpoints(tmp):
         # measured); the model of another epoch differs by ~1e-2.
         d = max_diff(epoch_weights(ref, e), epoch_weights(out, e))
         check(d < 1e-5, "allreduce's weights-epoch-%03d differ from single's by %g" % (e, d))
-        st = safetensors(os.path.join(out, "checkpoints", "weights-epoch-%03d.safetensors" % e))
+        st = load_safetensors(os.path.join(out, "checkpoints",
+                                           "weights-epoch-%03d.safetensors" % e))
         check(max_diff(st, epoch_weights(out, e)) == 0.0, "epoch %d: safetensors != npz" % e)
     if improved[-1] == 4:
         check(max_diff(epoch_weights(out, 4), weights(out)) == 0.0,
@@ -417,8 +365,8 @@ def case_checkpoints(tmp):
     check(saved_epochs(out) == [2], "ensemble saved after epochs %s" % saved_epochs(out))
     for k in range(2):
         name = "weights-epoch-002.member-%d.safetensors" % k
-        d = max_diff(safetensors(os.path.join(out, "checkpoints", name)),
-                     safetensors(os.path.join(out, "weights.member-%d.safetensors" % k)))
+        d = max_diff(load_safetensors(os.path.join(out, "checkpoints", name)),
+                     load_safetensors(os.path.join(out, "weights.member-%d.safetensors" % k)))
         check(d == 0.0, "ensemble: %s differs from the final member by %g" % (name, d))
 
     spec = job("downpour", 2, epochs=3, train_samples=1000,
@@ -470,8 +418,8 @@ def case_resume(tmp):
         if trainer == "ensemble":
             for k in range(n):
                 name = "weights.member-%d.safetensors" % k
-                dk = max_diff(safetensors(os.path.join(full, name)),
-                              safetensors(os.path.join(part, name)))
+                dk = max_diff(load_safetensors(os.path.join(full, name)),
+                              load_safetensors(os.path.join(part, name)))
                 check(dk == 0.0, "ensemble member %d: resumed run differs by %g" % (k, dk))
         h = history(part)
         check(len(h["loss"]) == 3, "%s: resumed history has %d epochs" % (trainer, len(h["loss"])))
@@ -571,12 +519,13 @@ def case_sharding(tmp):
     ref, _ = run(tmp, "ens3-ref", spec, 3, {"PUNCH_DIST_WHOLE_DATA": "1"})
     for k in range(3):
         name = "weights.member-%d.safetensors" % k
-        d = max_diff(safetensors(os.path.join(ref, name)), safetensors(os.path.join(out, name)))
+        d = max_diff(load_safetensors(os.path.join(ref, name)),
+                     load_safetensors(os.path.join(out, name)))
         check(d == 0.0, "ensemble member %d on shards differs from whole data by %g" % (k, d))
     check(h["test"] == history(ref)["test"], "ensemble test metrics differ")
 
 
-TENSORFILE_TOOL = os.path.join(BUILD, "tests", "data", "tensorfile_tool")
+TENSORFILE_TOOL = punchtest.build_path("tests", "data", "tensorfile_tool")
 M64 = (1 << 64) - 1
 
 
@@ -707,32 +656,42 @@ def case_async_read_failure(tmp):
     with open(images + ".tmp", "wb") as f:
         f.write(raw[:len(raw) // 2])
     os.replace(images + ".tmp", images)
-    t0 = time.time()
-    try:
-        rc = p.wait(timeout=60)  # a bound against hanging the suite, not a timing check
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
-        fail("the job still runs 60 s after its images file was damaged")
+    rc, secs = wait_ended(p, "the job still runs 60 s after its images file was damaged")
     err.seek(0)
     text = err.read()
     lines = [l for l in text.splitlines() if l.startswith("punch-train: rank")]
-    print("read failure: mpirun exit %d after %.1f s: %s" % (rc, time.time() - t0, lines[:1]))
+    print("read failure: mpirun exit %d after %.1f s: %s" % (rc, secs, lines[:1]))
     check(rc != 0, "mpirun exited 0 after a worker's read failed")
     check(any(("rank 1: " in l or "rank 2: " in l) and "train-images-idx3-ubyte.gz: " in l
               for l in lines), "no message naming a worker rank and the file:\n" + text[-2000:])
+
+
+def wait_ended(p, what, ranks=()):
+    """mpirun's exit code and the seconds until it exited. After 60 s (a
+    bound against hanging the suite, not a timing check) it and its ranks
+    are killed and the case fails with `what`."""
+    t0 = time.monotonic()
+    try:
+        rc = p.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        punchtest.kill_pids(ranks)
+        fail(what)
+    return rc, time.monotonic() - t0
 
 
 def start_until_epoch(path, out, ranks, env, datasets):
     """Start `mpirun -np ranks punch-train path --out out` with stderr in
     out + ".err"; return (process, stderr file) once progress.jsonl shows an
     epoch, or once the job has ended (the caller tells which by poll())."""
-    cmd = mpirun_cmd(ranks, env) + [PUNCH_TRAIN, path, "--out", out, "--datasets", datasets]
+    cmd = punchtest.mpirun_cmd(ranks, env) + [PUNCH_TRAIN, path, "--out", out,
+                                              "--datasets", datasets]
     err = open(out + ".err", "w+")
     p = subprocess.Popen(cmd, env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=err)
     progress = os.path.join(out, "progress.jsonl")
-    deadline = time.time() + 90
-    while time.time() < deadline and p.poll() is None:
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and p.poll() is None:
         if os.path.exists(progress) and '"event":"epoch"' in open(progress).read():
             break
         time.sleep(0.05)
@@ -743,13 +702,10 @@ def rank_pids(mpirun_pid):
     """PID of every MPI rank started by this mpirun, by its world rank."""
     pids = {}
     for pid in os.listdir("/proc"):
-        if not pid.isdigit():
+        stat = punchtest.proc_stat(pid) if pid.isdigit() else None
+        if not stat or int(stat[1]) != mpirun_pid:
             continue
         try:
-            with open("/proc/%s/stat" % pid) as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            if ppid != mpirun_pid:
-                continue
             with open("/proc/%s/environ" % pid, "rb") as f:
                 env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
             if b"OMPI_COMM_WORLD_RANK" in env:
@@ -770,26 +726,20 @@ def start_and_signal(tmp, name, spec, ranks, victim, sig, env=None):
         fail("%s ended (exit %d) before it could be interrupted:\n%s"
              % (name, p.returncode, err.read()[-2000:]))
     pids = rank_pids(p.pid)
-    check(victim in pids, "rank %d not found among %s" % (victim, pids))
-    os.kill(pids[victim], sig)
-    t0 = time.time()
-    try:
-        rc = p.wait(timeout=60)  # a bound against hanging the suite, not a timing check
-    except subprocess.TimeoutExpired:
+    if victim not in pids:
         p.kill()
         p.wait()
-        for pid in pids.values():
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        fail("%s: mpirun still running 60 s after rank %d got signal %d" % (name, victim, sig))
+        punchtest.kill_pids(pids.values())
+        fail("rank %d not found among %s" % (victim, pids))
+    os.kill(pids[victim], sig)
+    rc, secs = wait_ended(p, "%s: mpirun still running 60 s after rank %d got signal %d"
+                          % (name, victim, sig), pids.values())
     err.seek(0)
     text = err.read()
     for line in text.splitlines():
         if line.startswith("punch-train: rank") or "exited on signal" in line:
             print("  " + line)
-    return rc, time.time() - t0, text
+    return rc, secs, text
 
 
 # How long mpirun may take to end the job after a rank is killed. Open MPI
@@ -859,12 +809,14 @@ for _t in ASYNC:
 def main():
     if len(sys.argv) != 2 or sys.argv[1] not in CASES:
         print("usage: dist_test.py {%s}" % ",".join(CASES), file=sys.stderr)
-        return 2
-    with tempfile.TemporaryDirectory(prefix="punch-dist-") as tmp:
-        CASES[sys.argv[1]](tmp)
-    print("ok")
-    return 0
+        sys.exit(2)
+    name = sys.argv[1]
+
+    def cases():
+        with tempfile.TemporaryDirectory(prefix="punch-dist-") as tmp:
+            punchtest.case(name, CASES[name], tmp)
+    punchtest.main(cases)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

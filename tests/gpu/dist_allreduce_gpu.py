@@ -25,7 +25,6 @@ two ranks on one device. Checks, on a device:
   the workers' local optimizer / EAMSGD velocity on the device, commits
   and pulls through the pinned staging; the loss goes down, the center
   reaches 0.60 test accuracy and the server applied every commit sent."""
-import json
 import os
 import shutil
 import subprocess
@@ -33,17 +32,13 @@ import sys
 import tempfile
 
 import numpy as np
+import punchtest
+from punchtest import check, load_npz, read_json
 
-DATASETS = "/usr/share/datasets"
 RTOL, ATOL = 1e-3, 1e-4
 SAME_RTOL, SAME_ATOL = 1e-5, 1e-6
 SGD = {"name": "sgd", "learning_rate": 0.05, "momentum": 0.9}
 ADAM = {"name": "adam"}
-
-
-def fail(msg):
-    print("FAIL: " + msg, file=sys.stderr)
-    sys.exit(1)
 
 
 def job(gpus, optimizer, epochs=2, bucket_mb=0.05, trainer="allreduce", extra=None,
@@ -62,33 +57,21 @@ def job(gpus, optimizer, epochs=2, bucket_mb=0.05, trainer="allreduce", extra=No
 
 
 def run(punch_train, tmp, name, spec, env=None, resume=False, out=None, ranks=2):
-    path = os.path.join(tmp, name + ".json")
-    with open(path, "w") as f:
-        json.dump(spec, f)
-    out = out or os.path.join(tmp, name)
+    """mpirun -np ranks punch-train on spec; its output directory and process."""
     env = dict(env or {})
     env.setdefault("NCCL_SOCKET_IFNAME", os.environ.get("NCCL_SOCKET_IFNAME", "lo"))
-    cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(ranks)]
-    for k in env:
-        cmd += ["-x", k]
-    cmd += [punch_train, path, "--out", out, "--datasets", DATASETS]
-    if resume:
-        cmd.append("--resume")
-    p = subprocess.run(cmd, env={**os.environ, **env}, capture_output=True, text=True,
-                       timeout=150)
-    if p.returncode != 0:
-        fail("%s exited %d:\n%s" % (" ".join(cmd), p.returncode, p.stderr[-3000:]))
+    out = out or os.path.join(tmp, name)
+    p = punchtest.train(punch_train, punchtest.write_json(os.path.join(tmp, name + ".json"), spec),
+                        out, ranks, env, resume, timeout=150)
     return out, p
 
 
 def weights(out):
-    with np.load(os.path.join(out, "weights.npz")) as z:
-        return {k: z[k].copy() for k in z.files}
+    return load_npz(os.path.join(out, "weights.npz"))
 
 
 def history(out):
-    with open(os.path.join(out, "history.json")) as f:
-        return json.load(f)
+    return read_json(os.path.join(out, "history.json"))
 
 
 def losses(out):
@@ -96,72 +79,81 @@ def losses(out):
 
 
 def expect_close(what, a, b, rtol=RTOL, atol=ATOL):
-    if sorted(a) != sorted(b):
-        fail("%s: different tensors %s vs %s" % (what, sorted(a), sorted(b)))
+    punchtest.require(sorted(a) == sorted(b),
+                      "%s: different tensors %s vs %s" % (what, sorted(a), sorted(b)))
     for k in a:
-        if not np.allclose(a[k], b[k], rtol=rtol, atol=atol):
-            d = float(np.abs(a[k] - b[k]).max())
-            fail("%s: %s differs by up to %g (rtol %g, atol %g)" % (what, k, d, rtol, atol))
+        check(np.allclose(a[k], b[k], rtol=rtol, atol=atol),
+              lambda: "%s: %s differs by up to %g (rtol %g, atol %g)"
+              % (what, k, float(np.abs(a[k] - b[k]).max()), rtol, atol))
 
 
-def main():
+def cases():
     punch_train, probe = sys.argv[1], sys.argv[2]
     p = subprocess.run([probe, "--probe"], capture_output=True, text=True)
-    if p.returncode != 0:
-        print((p.stdout + p.stderr).strip() or "SKIP: no CUDA device")
-        sys.exit(p.returncode)
+    said = (p.stdout + p.stderr).strip()
+    if p.returncode == punchtest.SKIP_EXIT:
+        punchtest.skip(said.removeprefix("SKIP: ") or "no CUDA device")
+    punchtest.require(p.returncode == 0, "%s --probe exited %d: %s" % (probe, p.returncode, said))
     tmp = tempfile.mkdtemp(prefix="gpu-allreduce-")
     try:
-        cpu, _ = run(punch_train, tmp, "cpu", job(0, SGD))
-        gpu, p = run(punch_train, tmp, "gpu", job(1, SGD), {"PUNCH_DIST_CHECK_SYNC": "1"})
-        if "weights identical on all 2 ranks" not in p.stderr:
-            fail("no per-step identity check on the GPU run:\n" + p.stderr[-2000:])
-        expect_close("GPU vs CPU allreduce", weights(gpu), weights(cpu))
-        lg, lc = losses(gpu), losses(cpu)
-        if not np.allclose(lg, lc, rtol=RTOL):
-            fail("epoch losses GPU %s vs CPU %s" % (lg, lc))
-        print("GPU vs CPU allreduce: weights and losses within rtol %g atol %g" % (RTOL, ATOL))
-
-        adam, _ = run(punch_train, tmp, "gpu-adam", job(1, ADAM))
-        flat, _ = run(punch_train, tmp, "gpu-no-overlap", job(1, ADAM),
-                      {"PUNCH_DIST_OVERLAP": "0"})
-        expect_close("overlapped vs not", weights(adam), weights(flat), SAME_RTOL, SAME_ATOL)
-        one, _ = run(punch_train, tmp, "gpu-one-bucket", job(1, ADAM, bucket_mb=64))
-        expect_close("many buckets vs one", weights(adam), weights(one), SAME_RTOL, SAME_ATOL)
-
-        part = os.path.join(tmp, "resumed")
-        run(punch_train, tmp, "gpu-1epoch", job(1, ADAM, epochs=1), out=part)
-        run(punch_train, tmp, "gpu-resume", job(1, ADAM), resume=True, out=part)
-        expect_close("resumed vs uninterrupted", weights(adam), weights(part), SAME_RTOL,
-                     SAME_ATOL)
-        if len(losses(part)) != 2:
-            fail("resumed history has %d epochs, expected 2" % len(losses(part)))
-        print("overlap, bucket size and --resume leave the GPU result unchanged")
-
-        avg_c, _ = run(punch_train, tmp, "avg-cpu", job(0, SGD, trainer="averaging"))
-        avg_g, _ = run(punch_train, tmp, "avg-gpu", job(1, SGD, trainer="averaging"))
-        expect_close("GPU vs CPU averaging", weights(avg_g), weights(avg_c))
-
+        punchtest.case("GPU vs CPU allreduce", gpu_vs_cpu, punch_train, tmp)
+        punchtest.case("overlap, bucket size and --resume", unchanged_gpu_result, punch_train, tmp)
+        punchtest.case("GPU vs CPU averaging", averaging, punch_train, tmp)
         for trainer, opt, extra in (("downpour", ADAM, {}),
                                     ("eamsgd", SGD, {"momentum": 0.9})):
-            extra = {"communication_window": 4, **extra}
-            out, _ = run(punch_train, tmp, trainer,
-                         job(1, opt, epochs=3, trainer=trainer, extra=extra, samples=2000),
-                         ranks=3)
-            h = history(out)
-            sent = sum(w["commits"] for w in h["workers"])
-            print("%s on GPU workers: loss %s test %s commits %d" % (
-                trainer, h["loss"], h["test"], h["commits"]))
-            if not h["loss"][-1] < h["loss"][0]:
-                fail("%s: loss did not go down: %s" % (trainer, h["loss"]))
-            if h["test"]["accuracy"] < 0.60:
-                fail("%s: test accuracy %.3f < 0.60" % (trainer, h["test"]["accuracy"]))
-            if h["commits"] != sent or sent == 0:
-                fail("%s: server applied %d commits, workers sent %d"
-                     % (trainer, h["commits"], sent))
+            punchtest.case(trainer + " on GPU workers", async_workers, punch_train, tmp,
+                           trainer, opt, extra)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def gpu_vs_cpu(punch_train, tmp):
+    cpu, _ = run(punch_train, tmp, "cpu", job(0, SGD))
+    gpu, p = run(punch_train, tmp, "gpu", job(1, SGD), {"PUNCH_DIST_CHECK_SYNC": "1"})
+    check("weights identical on all 2 ranks" in p.stderr,
+                    "no per-step identity check on the GPU run:\n" + p.stderr[-2000:])
+    expect_close("GPU vs CPU allreduce", weights(gpu), weights(cpu))
+    lg, lc = losses(gpu), losses(cpu)
+    check(np.allclose(lg, lc, rtol=RTOL), "epoch losses GPU %s vs CPU %s" % (lg, lc))
+    print("GPU vs CPU allreduce: weights and losses within rtol %g atol %g" % (RTOL, ATOL))
+
+
+def unchanged_gpu_result(punch_train, tmp):
+    """Adam, GPU against GPU: overlap off, one bucket, and --resume."""
+    adam, _ = run(punch_train, tmp, "gpu-adam", job(1, ADAM))
+    flat, _ = run(punch_train, tmp, "gpu-no-overlap", job(1, ADAM), {"PUNCH_DIST_OVERLAP": "0"})
+    expect_close("overlapped vs not", weights(adam), weights(flat), SAME_RTOL, SAME_ATOL)
+    one, _ = run(punch_train, tmp, "gpu-one-bucket", job(1, ADAM, bucket_mb=64))
+    expect_close("many buckets vs one", weights(adam), weights(one), SAME_RTOL, SAME_ATOL)
+
+    part = os.path.join(tmp, "resumed")
+    run(punch_train, tmp, "gpu-1epoch", job(1, ADAM, epochs=1), out=part)
+    run(punch_train, tmp, "gpu-resume", job(1, ADAM), resume=True, out=part)
+    expect_close("resumed vs uninterrupted", weights(adam), weights(part), SAME_RTOL, SAME_ATOL)
+    check(len(losses(part)) == 2, "resumed history has %d epochs, expected 2" % len(losses(part)))
+    print("overlap, bucket size and --resume leave the GPU result unchanged")
+
+
+def averaging(punch_train, tmp):
+    avg_c, _ = run(punch_train, tmp, "avg-cpu", job(0, SGD, trainer="averaging"))
+    avg_g, _ = run(punch_train, tmp, "avg-gpu", job(1, SGD, trainer="averaging"))
+    expect_close("GPU vs CPU averaging", weights(avg_g), weights(avg_c))
+
+
+def async_workers(punch_train, tmp, trainer, opt, extra):
+    extra = {"communication_window": 4, **extra}
+    out, _ = run(punch_train, tmp, trainer,
+                 job(1, opt, epochs=3, trainer=trainer, extra=extra, samples=2000), ranks=3)
+    h = history(out)
+    sent = sum(w["commits"] for w in h["workers"])
+    print("%s on GPU workers: loss %s test %s commits %d" % (
+        trainer, h["loss"], h["test"], h["commits"]))
+    check(h["loss"][-1] < h["loss"][0], "%s: loss did not go down: %s" % (trainer, h["loss"]))
+    check(h["test"]["accuracy"] >= 0.60,
+          "%s: test accuracy %.3f < 0.60" % (trainer, h["test"]["accuracy"]))
+    check(h["commits"] == sent and sent > 0,
+          "%s: server applied %d commits, workers sent %d" % (trainer, h["commits"], sent))
+
+
 if __name__ == "__main__":
-    main()
+    punchtest.main(cases)

@@ -6,25 +6,13 @@ scaling saved next to the weights (input.shift, input.factor), run the
 forward pass in numpy, and get the test accuracy and loss the engine
 reported in history.json — once with unit scaling and once with
 standardisation. Skips (77) without numpy or the dataset."""
-import gzip
-import json
 import os
 import subprocess
 import sys
 import tempfile
 
-try:
-    import numpy as np
-except ImportError:
-    print("SKIP: /usr/bin/python3 has no numpy (apt-get install python3-numpy)")
-    sys.exit(77)
-
-ROOT = "/usr/share/datasets"
-IMAGES = os.path.join(ROOT, "fashion-mnist", "t10k-images-idx3-ubyte.gz")
-LABELS = os.path.join(ROOT, "fashion-mnist", "t10k-labels-idx1-ubyte.gz")
-if not os.path.exists(IMAGES):
-    print("SKIP: no Fashion-MNIST under %s (apt-get install dataset-fashion-mnist)" % ROOT)
-    sys.exit(77)
+import punchtest
+from punchtest import DATASETS, check, np  # np is None without numpy: cases() skips first
 
 TEST_SAMPLES = 2000
 JOB = {
@@ -36,33 +24,39 @@ JOB = {
 }
 
 
+def cases():
+    punchtest.require_numpy()
+    punchtest.require_dataset("fashion-mnist/t10k-images-idx3-ubyte.gz")
+    x, y = punchtest.fashion_mnist("t10k", 0, TEST_SAMPLES)
+    x = x.astype(np.float32)
+    with tempfile.TemporaryDirectory() as tmp:
+        for scaling in ("unit", "standard"):
+            punchtest.case(scaling + " scaling", reproduce, sys.argv[1], tmp, scaling, x, y)
+
+
 def train(exe, tmp, scaling):
     job = dict(JOB, data=dict(JOB["data"], scaling=scaling))
-    path = os.path.join(tmp, "job-%s.json" % scaling)
-    with open(path, "w") as f:
-        json.dump(job, f)
+    path = punchtest.write_json(os.path.join(tmp, "job-%s.json" % scaling), job)
     out = os.path.join(tmp, "run-" + scaling)
-    subprocess.run([exe, path, "--out", out, "--datasets", ROOT, "--threads", "2"],
+    subprocess.run([exe, path, "--out", out, "--datasets", DATASETS, "--threads", "2"],
                    check=True, stdout=subprocess.DEVNULL)
-    with open(os.path.join(out, "history.json")) as f:
-        history = json.load(f)
-    with np.load(os.path.join(out, "weights.npz")) as npz:
-        weights = {k: npz[k] for k in npz.files}
-    return history, weights
+    history = punchtest.read_json(os.path.join(out, "history.json"))
+    return history, punchtest.load_npz(os.path.join(out, "weights.npz"))
 
 
-def check(exe, tmp, scaling, x_raw, y):
+def reproduce(exe, tmp, scaling, x_raw, y):
     history, weights = train(exe, tmp, scaling)
-    assert sorted(weights) == ["1.dense.bias", "1.dense.weight", "2.dense.bias",
-                               "2.dense.weight", "input.factor", "input.shift"], sorted(weights)
-    assert weights["1.dense.weight"].shape == (784, 128)
-    assert weights["2.dense.weight"].shape == (128, 10)
+    punchtest.require(sorted(weights) == ["1.dense.bias", "1.dense.weight", "2.dense.bias",
+                                          "2.dense.weight", "input.factor", "input.shift"],
+                      sorted(weights))
+    check(weights["1.dense.weight"].shape == (784, 128), weights["1.dense.weight"].shape)
+    check(weights["2.dense.weight"].shape == (128, 10), weights["2.dense.weight"].shape)
     shift, factor = weights["input.shift"], weights["input.factor"]
-    assert shift.shape == factor.shape == (1, 28, 28), shift.shape
+    punchtest.require(shift.shape == factor.shape == (1, 28, 28), shift.shape)
     if scaling == "unit":
-        assert not shift.any() and np.allclose(factor, 1 / 255), (shift.max(), factor.min())
+        check(not shift.any() and np.allclose(factor, 1 / 255), (shift.max(), factor.min()))
     else:
-        assert shift.max() > 50 and factor.min() > 0, (shift.max(), factor.min())
+        check(shift.max() > 50 and factor.min() > 0, (shift.max(), factor.min()))
     x = ((x_raw - shift.reshape(1, -1)) * factor.reshape(1, -1)).astype(np.float32)
 
     h = np.maximum(x @ weights["1.dense.weight"] + weights["1.dense.bias"], 0)
@@ -75,23 +69,14 @@ def check(exe, tmp, scaling, x_raw, y):
     reported = history["test"]
     print("%s scaling: numpy: accuracy %.4f loss %.5f; engine: accuracy %.4f loss %.5f"
           % (scaling, accuracy, loss, reported["accuracy"], reported["loss"]))
-    assert reported["samples"] == TEST_SAMPLES, reported
+    check(reported["samples"] == TEST_SAMPLES, reported)
     # float32 sums in another order may flip a near-tie: allow one sample.
-    assert abs(accuracy - reported["accuracy"]) <= 1.0 / TEST_SAMPLES + 1e-12
-    assert abs(loss - reported["loss"]) <= 1e-4 * max(1.0, loss)
-    assert accuracy > 0.7, "the mlp did not learn"
-
-
-def main():
-    with gzip.open(IMAGES) as f:
-        x = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 784)[:TEST_SAMPLES]
-    with gzip.open(LABELS) as f:
-        y = np.frombuffer(f.read(), np.uint8, offset=8)[:TEST_SAMPLES]
-    x = x.astype(np.float32)
-    with tempfile.TemporaryDirectory() as tmp:
-        for scaling in ("unit", "standard"):
-            check(sys.argv[1], tmp, scaling, x, y)
+    check(abs(accuracy - reported["accuracy"]) <= 1.0 / TEST_SAMPLES + 1e-12,
+          "accuracy: numpy %.6f, engine %.6f" % (accuracy, reported["accuracy"]))
+    check(abs(loss - reported["loss"]) <= 1e-4 * max(1.0, loss),
+          "loss: numpy %.6f, engine %.6f" % (loss, reported["loss"]))
+    check(accuracy > 0.7, "the mlp did not learn: accuracy %.3f" % accuracy)
 
 
 if __name__ == "__main__":
-    main()
+    punchtest.main(cases)
