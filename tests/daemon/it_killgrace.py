@@ -55,9 +55,10 @@ def cancel(d):
 
 
 def time_limit(d):
-    # Long enough for mpirun to bring the rank up on a loaded machine
-    # (the test needs to see the processes before the limit ends them).
-    jid = d.submit_id("alice", job_like(QUICK_JOB, resources={"time_limit_s": 6}))
+    # Long enough for mpirun to bring the rank up on a loaded machine (the
+    # test needs to see the processes before the limit ends them): 6 s was
+    # seen to run out before the rank was up with a build running beside.
+    jid = d.submit_id("alice", job_like(QUICK_JOB, resources={"time_limit_s": 15}))
     d.wait_state("alice", jid, ("running",), timeout=60)
     sid = session_of(d, jid)
     j = ended_cleanly(d, jid, sid, "timeout")
