@@ -2,6 +2,37 @@
 #include "admission.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+
+#include "placement.h"
+
+/* Each worker's GPUs must be on its own host: can the hosts, empty, hold
+ * the job that way? (Slots alone always fit once the totals do.) */
+static bool admission_per_host(const daemon_ctx *d, int ranks, int gpus_per_worker, int workers,
+                               const char **field, char *why, size_t cap)
+{
+    if (!d->cl || gpus_per_worker == 0)
+        return true;
+    placement_cluster *empty = malloc(sizeof *empty);
+    placement *a = malloc(sizeof *a);
+    placement_need need = {ranks, workers, gpus_per_worker * workers};
+    bool fits = !empty || !a; /* out of memory: let the scheduler judge */
+    if (!fits) {
+        cluster_capacity(d->cl, empty, false);
+        fits = placement_pack(empty, need, a);
+    }
+    free(empty);
+    free(a);
+    if (fits)
+        return true;
+    *field = "resources.gpus";
+    snprintf(why, cap,
+             "resources.gpus: each of the job's %d worker%s needs %d GPU%s on its own host, "
+             "and %d host%s of %d GPUs each cannot hold them so; it could never run",
+             workers, workers == 1 ? "" : "s", gpus_per_worker, gpus_per_worker == 1 ? "" : "s",
+             d->hosts, d->hosts == 1 ? "" : "s", d->cfg.gpus);
+    return false;
+}
 
 bool admission_check(const daemon_ctx *d, int ranks, int gpus_per_worker, int workers,
                      const char **field, char *why, size_t cap)
@@ -26,5 +57,5 @@ bool admission_check(const daemon_ctx *d, int ranks, int gpus_per_worker, int wo
                  d->total_gpus, d->cfg.gpus, d->hosts, d->hosts == 1 ? "" : "s");
         return false;
     }
-    return true;
+    return admission_per_host(d, ranks, gpus_per_worker, workers, field, why, cap);
 }

@@ -16,13 +16,16 @@
 
 /* True if a job of `ranks` MPI ranks and `workers` workers holding
  * `gpus_per_worker` GPUs each fits d's cluster (d->total_slots,
- * d->total_gpus, d->cfg.gpus, d->hosts; nothing else is read). Otherwise
+ * d->total_gpus, d->cfg.gpus, d->hosts, and the hosts' fixed capacities in
+ * d->cl when set: each worker's GPUs must be on its host; nothing else is
+ * read). Otherwise
  * false, with *field set to the job-spec field to blame (a static string:
  * "distributed.workers" or "resources.gpus") and why (capacity cap) set to
  * the whole message, which begins with that field, e.g.
  *   distributed.workers: the job needs 5 MPI ranks but this cluster has 4
  *   slots; it could never run
- * Slots are checked first. Pure: no I/O, no locks, callable from any thread. */
+ * Slots are checked first, then the GPUs in all, then per host. Pure: no
+ * I/O, no locks, callable from any thread. */
 bool admission_check(const daemon_ctx *d, int ranks, int gpus_per_worker, int workers,
                      const char **field, char *why, size_t cap);
 

@@ -61,6 +61,8 @@ enum MHD_Result api_job_history(api_request *r);
 enum MHD_Result api_job_weights(api_request *r);
 enum MHD_Result api_job_logs(api_request *r);
 enum MHD_Result api_job_events(api_request *r);
+/* The hosts, their slots, GPUs and state (admins only: routes.c). */
+enum MHD_Result api_cluster(api_request *r);
 enum MHD_Result api_seed_submit(api_request *r);
 /* r->job (finished) as {model, history}, then forgotten with its run directory. */
 enum MHD_Result api_seed_destroy(api_request *r);

@@ -19,6 +19,14 @@ enum MHD_Result api_healthz(api_request *r)
                           json_pack("{s:s, s:s}", "status", "ok", "version", DAEMON_VERSION));
 }
 
+enum MHD_Result api_cluster(api_request *r)
+{
+    json_t *view = cluster_json(r->d->cl);
+    if (!view)
+        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
+    return api_reply_json(r, MHD_HTTP_OK, view);
+}
+
 enum MHD_Result api_metrics(api_request *r)
 {
     size_t len = 0;

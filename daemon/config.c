@@ -31,12 +31,15 @@ static const opt_def opts[] = {
     STR(data_dir, "DIR", "queue database and run directories; created if missing (default ./punchcard-data)"),
     STR(secrets, "FILE", "secrets file: [{\"secret\"|\"secret_sha256\", \"identity\", \"role\"}] (default ./secrets.json)"),
     STR(datasets, "DIR[:DIR...]", "roots that dataset names resolve under (default /usr/share/datasets)"),
-    NUM(slots, OPT_INT, 0, 1 << 20, "N", "MPI ranks the cluster runs at once (default: hostfile slots, else cores)"),
-    STR(hostfile, "FILE", "Open MPI hostfile passed to mpirun (default: local host only)"),
+    NUM(slots, OPT_INT, 0, 1 << 20, "N", "MPI ranks the local host runs at once, without --hostfile (default: cores)"),
+    STR(hostfile, "FILE", "hosts jobs are placed on, \"HOST slots=N\" lines (default: local host only)"),
     NUM(gpus, OPT_INT, 0, GPUALLOC_MAX, "N", "GPUs on each host, scheduled like slots (default 0: no GPU jobs)"),
     STR(engine, "PATH", "punch-train binary (default: ../engine/punch-train, then punch-train, next to punchcardd; then PATH)"),
     STR(mpirun, "PATH", "mpirun binary (default: mpirun from PATH)"),
     STR(engine_env, "\"NAME=VALUE ...\"", "environment for mpirun and the ranks only (e.g. OMP_NUM_THREADS=1)"),
+    STR(mpirun_args, "\"ARGS\"", "appended to every mpirun command (e.g. \"--mca btl_tcp_if_include eth1\")"),
+    STR(host_probe, "\"CMD\"", "command that succeeds when down host %h answers (default: the rsh agent or ssh, %h true)"),
+    NUM(host_probe_interval_s, OPT_INT, 1, 86400, "SECONDS", "how often a down host is probed (default 30)"),
     NUM(max_running, OPT_INT, 0, INT_MAX, "N", "running jobs per user, 0 = no limit (default 1)"),
     NUM(max_queued, OPT_INT, 0, INT_MAX, "N", "queued jobs per user before 429, 0 = no limit (default 100)"),
     NUM(max_body, OPT_LONG, 1024, 1L << 30, "BYTES", "largest request body (default 1048576)"),
@@ -67,6 +70,7 @@ void config_defaults(config *c)
     c->per_ip_limit = 128;
     c->kill_grace = 10;
     c->tick_ms = 250;
+    c->host_probe_interval_s = 30;
 }
 
 void config_usage(FILE *out)
@@ -267,33 +271,4 @@ config_result config_parse(config *c, int argc, char **argv, char *err, size_t e
             return CONFIG_ERROR;
     }
     return CONFIG_OK;
-}
-
-int config_hostfile_slots(const char *path, int *hosts, char *err, size_t errlen)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "--hostfile %s: %s", path, strerror(errno));
-        return -1;
-    }
-    char line[1024];
-    int total = 0, lines = 0;
-    while (fgets(line, sizeof line, f)) {
-        char *hash = strchr(line, '#');
-        if (hash)
-            *hash = '\0';
-        char *s = config_trim(line);
-        if (!*s)
-            continue;
-        char *slots = strstr(s, "slots=");
-        int n = slots ? atoi(slots + 6) : 1;
-        total += n > 0 ? n : 1;
-        lines++;
-    }
-    fclose(f);
-    if (hosts)
-        *hosts = lines;
-    if (total == 0)
-        snprintf(err, errlen, "--hostfile %s: no hosts", path);
-    return total > 0 ? total : -1;
 }

@@ -22,6 +22,9 @@ typedef struct config {
     char engine[CONFIG_PATH_MAX];  /* "": next to punchcardd, then PATH */
     char mpirun[CONFIG_PATH_MAX];
     char engine_env[CONFIG_PATH_MAX]; /* "NAME=VALUE ..." set for mpirun and ranks */
+    char mpirun_args[CONFIG_PATH_MAX]; /* appended to every mpirun, split on whitespace */
+    char host_probe[CONFIG_PATH_MAX];  /* command probing a down host (%h); "": default */
+    int host_probe_interval_s;     /* seconds between probes of a down host */
     int max_running;               /* per user */
     int max_queued;                /* per user */
     long max_body;                 /* bytes */
@@ -44,10 +47,5 @@ void config_defaults(config *c);
 config_result config_parse(config *c, int argc, char **argv, char *err, size_t errlen);
 
 void config_usage(FILE *out);
-
-/* The slots declared in an Open MPI hostfile ("host slots=N" lines; a host
- * without slots= counts 1), and the number of hosts (lines) in *hosts when
- * hosts is not NULL; -1 with *err on failure. */
-int config_hostfile_slots(const char *path, int *hosts, char *err, size_t errlen);
 
 #endif

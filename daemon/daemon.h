@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "auth.h"
+#include "cluster.h"
 #include "config.h"
 #include "launcher.h"
 #include "store.h"
@@ -20,9 +21,11 @@ typedef struct daemon_ctx {
     config cfg;
     store *st;
     auth *au;
-    int total_slots;
+    cluster *cl;       /* the hosts, their use and health */
+    int total_slots;   /* of all hosts */
     int hosts;         /* 1 without a hostfile */
     int total_gpus;    /* cfg.gpus on each host */
+    char probe_cmd[CONFIG_PATH_MAX]; /* cluster_probe_command() of cfg.host_probe */
     char self_exe[PATH_MAX];
     char engine[PATH_MAX];
     char mpirun[PATH_MAX];

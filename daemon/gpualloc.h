@@ -6,8 +6,8 @@
  * its node-local rank picks among the visible ones. The devices of a host are
  * 0..GPUALLOC_MAX-1, held as a bit set; the store keeps a started job's set
  * as text ("0,2,3", the CUDA_VISIBLE_DEVICES value) so a restarted daemon
- * knows what its re-adopted jobs hold. Across several hosts GPUs are only
- * counted (mpirun places the ranks, not punchcardd). */
+ * knows what its re-adopted jobs hold. Across several hosts GPUs are counted
+ * per host by placement.c, without device indices. */
 #ifndef PUNCH_GPUALLOC_H
 #define PUNCH_GPUALLOC_H
 

@@ -69,6 +69,10 @@ json_t *jobview_json(daemon_ctx *d, const store_job *job)
     json_object_set_new(o, "gpus", json_integer(job->gpus));
     json_object_set_new(o, "gpu_devices",
                         job->gpu_devices[0] ? json_string(job->gpu_devices) : json_null());
+    json_t *hosts = job->hosts ? json_loads(job->hosts, 0, NULL) : NULL;
+    json_object_set_new(o, "hosts", json_is_array(hosts) ? hosts : json_array());
+    if (hosts && !json_is_array(hosts))
+        json_decref(hosts);
     json_object_set_new(o, "time_limit_s", json_integer(job->time_limit_s));
     json_object_set_new(o, "submitted_at", jobview_time(job->submitted_at));
     json_object_set_new(o, "started_at", jobview_time(job->started_at));

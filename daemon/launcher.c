@@ -32,24 +32,56 @@ static void launcher_push(char **argv, int *n, bool *ok, const char *fmt, const 
     argv[(*n)++] = a;
 }
 
+/* Do the words of args set MCA parameter `name` (--mca NAME VALUE)? */
+static bool launcher_args_set_mca(const char *args, const char *name)
+{
+    static const char *const flags[] = {"--mca", "-mca", "--gmca", "-gmca"};
+    char *copy = strdup(args);
+    if (!copy)
+        return false;
+    bool found = false, after_flag = false;
+    char *save = NULL;
+    for (char *tok = strtok_r(copy, " \t\n", &save); tok && !found;
+         tok = strtok_r(NULL, " \t\n", &save)) {
+        found = after_flag && strcmp(tok, name) == 0;
+        after_flag = false;
+        for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
+            after_flag |= strcmp(tok, flags[i]) == 0;
+    }
+    free(copy);
+    return found;
+}
+
 char **launcher_mpirun_argv(const launcher_config *lc, const char *rundir, int ranks,
                             int threads, const char *gpu_devices)
 {
-    char **argv = calloc(40, sizeof *argv);
+    const char *extra = lc->mpirun_args ? lc->mpirun_args : "";
+    size_t n_extra = 0;
+    for (const char *p = extra; *p; p++)
+        n_extra += !isspace((unsigned char)p[0]) && (p[1] == '\0' || isspace((unsigned char)p[1]));
+    char **argv = calloc(40 + n_extra, sizeof *argv);
     if (!argv)
         return NULL;
     int n = 0;
     bool ok = true;
+    bool hosts = lc->hostfile && lc->hostfile[0];
     char num[32];
     launcher_push(argv, &n, &ok, "%s", lc->mpirun);
     snprintf(num, sizeof num, "%d", ranks);
     const char *fixed[] = {"-np", num, "--oversubscribe", "--bind-to", "none", "--mca", "pml",
-                           "ob1", "--mca", "btl", "self,vader"};
+                           "ob1"};
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         launcher_push(argv, &n, &ok, "%s", fixed[i]);
-    if (lc->hostfile && lc->hostfile[0]) {
+    if (!launcher_args_set_mca(extra, "btl")) {
+        launcher_push(argv, &n, &ok, "%s", "--mca");
+        launcher_push(argv, &n, &ok, "%s", "btl");
+        launcher_push(argv, &n, &ok, "%s", hosts ? "self,vader,tcp" : "self,vader");
+    }
+    if (hosts) {
         launcher_push(argv, &n, &ok, "%s", "--hostfile");
-        launcher_push(argv, &n, &ok, "%s", lc->hostfile);
+        launcher_push(argv, &n, &ok, "%s/hostfile", rundir);
+        launcher_push(argv, &n, &ok, "%s", "--map-by");
+        launcher_push(argv, &n, &ok, "%s", "slot");
     }
     if (geteuid() == 0)
         launcher_push(argv, &n, &ok, "%s", "--allow-run-as-root");
@@ -59,6 +91,12 @@ char **launcher_mpirun_argv(const launcher_config *lc, const char *rundir, int r
         launcher_push(argv, &n, &ok, "%s", "-x");
         launcher_push(argv, &n, &ok, "%s", "CUDA_VISIBLE_DEVICES");
     }
+    char *copy = strdup(extra), *save = NULL;
+    ok = ok && copy;
+    for (char *tok = copy ? strtok_r(copy, " \t\n", &save) : NULL; tok;
+         tok = strtok_r(NULL, " \t\n", &save))
+        launcher_push(argv, &n, &ok, "%s", tok);
+    free(copy);
     launcher_push(argv, &n, &ok, "%s", lc->engine);
     launcher_push(argv, &n, &ok, "%s/job.json", rundir);
     launcher_push(argv, &n, &ok, "%s", "--out");

@@ -18,15 +18,24 @@ typedef struct launcher_config {
     const char *self_exe;   /* this binary, run as the supervisor */
     const char *mpirun;
     const char *engine;     /* punch-train */
-    const char *hostfile;   /* NULL or "" for the local host */
+    const char *hostfile;   /* the cluster's hostfile; NULL or "" for the local host */
     const char *datasets;   /* colon-separated dataset roots */
     const char *engine_env; /* "NAME=VALUE ..." for mpirun and the ranks; NULL or "" */
+    const char *mpirun_args; /* appended to every mpirun, split on whitespace; NULL or "" */
 } launcher_config;
 
 /* The argv (NULL-terminated, heap) of the mpirun command for a job whose run
  * directory is rundir. gpu_devices (NULL or "": none) is the job's
- * CUDA_VISIBLE_DEVICES, which mpirun is told to export to every rank. Free
- * with launcher_argv_free(). */
+ * CUDA_VISIBLE_DEVICES, which mpirun is told to export to every rank.
+ *
+ * Transport: `--mca btl self,vader` on the local host (shared memory);
+ * with a cluster hostfile `--mca btl self,vader,tcp` (shared memory within
+ * a host, TCP between hosts) and `--hostfile RUNDIR/hostfile --map-by slot`:
+ * the job's own allocation (placement_hostfile(), written there by the
+ * monitor), filled in order, so rank 0 runs on its first host. The words of
+ * lc->mpirun_args follow the daemon's own arguments; when they set the btl
+ * themselves (`--mca btl ...`), the daemon's is left out, because Open MPI
+ * refuses a parameter given twice. Free with launcher_argv_free(). */
 char **launcher_mpirun_argv(const launcher_config *lc, const char *rundir, int ranks,
                             int threads, const char *gpu_devices);
 void launcher_argv_free(char **argv);

@@ -160,30 +160,51 @@ static void main_find_programs(daemon_ctx *d)
         log_warn("mpirun %s is not executable: jobs will fail until it is (set --mpirun)",
                  d->mpirun);
     d->lc = (launcher_config){d->self_exe, d->mpirun, d->engine, d->cfg.hostfile,
-                              d->cfg.datasets, d->cfg.engine_env};
+                              d->cfg.datasets, d->cfg.engine_env, d->cfg.mpirun_args};
 }
 
-/* Slots and GPUs of the cluster. Open MPI 4.1 rejects unknown tokens in a
- * hostfile line, so a host cannot declare its GPUs there: every host has
+/* The rsh agent mpirun uses: `--mca plm_rsh_agent X` in mpirun_args, else
+ * OMPI_MCA_plm_rsh_agent from the environment, else NULL (Open MPI's ssh). */
+static const char *main_rsh_agent(const char *mpirun_args)
+{
+    static char agent[CONFIG_PATH_MAX];
+    char copy[CONFIG_PATH_MAX];
+    snprintf(copy, sizeof copy, "%s", mpirun_args);
+    char *save = NULL, *prev = NULL;
+    for (char *tok = strtok_r(copy, " \t\n", &save); tok; tok = strtok_r(NULL, " \t\n", &save)) {
+        if (prev && strcmp(prev, "plm_rsh_agent") == 0) {
+            snprintf(agent, sizeof agent, "%s", tok);
+            return agent;
+        }
+        prev = tok;
+    }
+    return getenv("OMPI_MCA_plm_rsh_agent");
+}
+
+/* The hosts, their slots and GPUs. Open MPI 4.1 rejects unknown tokens in
+ * a hostfile line, so a host cannot declare its GPUs there: every host has
  * --gpus of them. */
 static bool main_resources(daemon_ctx *d, char *err, size_t errlen)
 {
-    d->hosts = 1;
-    int slots = 0;
-    if (d->cfg.hostfile[0]) {
-        slots = config_hostfile_slots(d->cfg.hostfile, &d->hosts, err, errlen);
-        if (slots < 0)
-            return false;
-    }
-    if (d->cfg.slots > 0) {
-        d->total_slots = d->cfg.slots;
-    } else if (slots > 0) {
-        d->total_slots = slots;
-    } else {
+    int slots = d->cfg.slots;
+    if (d->cfg.hostfile[0] && slots > 0)
+        log_warn("--slots %d is ignored with --hostfile: each host has the slots its line "
+                 "gives", slots);
+    if (slots <= 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
-        d->total_slots = n > 0 ? (int)n : 1;
+        slots = n > 0 ? (int)n : 1;
     }
+    d->cl = cluster_open(d->cfg.hostfile, slots, d->cfg.gpus, err, errlen);
+    if (!d->cl)
+        return false;
+    d->hosts = cluster_hosts(d->cl);
+    d->total_slots = cluster_total_slots(d->cl);
     d->total_gpus = d->cfg.gpus * d->hosts;
+    cluster_probe_command(d->cfg.host_probe, main_rsh_agent(d->cfg.mpirun_args), d->probe_cmd,
+                          sizeof d->probe_cmd);
+    if (d->cfg.hostfile[0])
+        log_info("%d hosts from %s; a down host is probed every %d s with: %s", d->hosts,
+                 d->cfg.hostfile, d->cfg.host_probe_interval_s, d->probe_cmd);
     return true;
 }
 
@@ -300,6 +321,7 @@ out:
     monitor_cleanup();
     store_close(d.st);
     auth_close(d.au);
+    cluster_close(d.cl);
     if (lock_fd >= 0)
         close(lock_fd);
     if (status == 0)

@@ -23,6 +23,7 @@ typedef enum metrics_route {
     ROUTE_SEED_STATE,
     ROUTE_SEED_CANCEL,
     ROUTE_SEED_DESTROY,
+    ROUTE_CLUSTER,
     ROUTE_OTHER,
     ROUTE_COUNT
 } metrics_route;

@@ -12,6 +12,7 @@
 #include "admission.h"
 #include "finalstate.h"
 #include "gpualloc.h"
+#include "hostfail.h"
 #include "log.h"
 #include "metrics.h"
 #include "rundir.h"
@@ -67,6 +68,53 @@ static void monitor_sanitize(char *s)
             *s = '?';
 }
 
+/* A failed job's train.log (at log_path) shows Open MPI losing one of its
+ * hosts: the error names the host instead, and the host is marked down so
+ * nothing new is placed on it until its probe answers. Only with a
+ * hostfile: on the local host alone there is no other host to lose. When
+ * the log does not say which host, the error names the job's hosts and
+ * none is marked down. */
+static void monitor_blame_host(daemon_ctx *d, const store_job *job, const char *log_path,
+                               char *error, size_t cap)
+{
+    placement a;
+    const char *const *names = cluster_names(d->cl);
+    if (!d->cfg.hostfile[0] || !job->hosts ||
+        !placement_from_json(job->hosts, names, cluster_hosts(d->cl), &a) || a.n == 0)
+        return;
+    const char *mine[PLACEMENT_MAX_HOSTS];
+    char list[300] = "";
+    size_t used = 0;
+    for (int i = 0; i < a.n; i++) {
+        mine[i] = names[a.part[i].host];
+        int w = snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", mine[i]);
+        if (w > 0 && (size_t)w < sizeof list - used)
+            used += (size_t)w;
+    }
+    size_t len = 0;
+    bool whole = false;
+    char *tail = rundir_read_tail(log_path, 64 * 1024, &len, &whole);
+    if (!tail)
+        return;
+    char host[256];
+    const char *what = hostfail_find(tail, mine, a.n, host, sizeof host);
+    free(tail);
+    if (!what)
+        return;
+    if (!host[0]) {
+        snprintf(error, cap, "one of hosts %s failed: %s (train.log does not say which)", list,
+                 what);
+        return;
+    }
+    snprintf(error, cap, "host %s failed: %s", host, what);
+    char reason[400];
+    snprintf(reason, sizeof reason, "job %s: %s", job->id, what);
+    monitor_sanitize(reason);
+    if (cluster_mark_down(d->cl, host, reason, daemon_now()))
+        log_warn("host %s: down (%s); no job is placed there until it answers its probe",
+                 host, reason);
+}
+
 /* Settle a started job whose mpirun has ended (ex != NULL) or whose
  * supervisor vanished without a record (ex == NULL). If the store cannot
  * record it, the job stays active there and the next tick settles it again
@@ -83,6 +131,8 @@ static void monitor_finish(daemon_ctx *d, const store_job *job, const char *dir,
                               p.end_error, last};
     char error[512];
     job_state final_state = finalstate_decide(&facts, error, sizeof error);
+    if (final_state == JOB_FAILED)
+        monitor_blame_host(d, job, log_path, error, sizeof error);
     monitor_sanitize(error);
     char *progress = json_dumps(p.progress, JSON_COMPACT | JSON_REAL_PRECISION(15));
     char *result = p.result ? json_dumps(p.result, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
@@ -238,6 +288,7 @@ static bool monitor_collect(const store_job *job, void *arg)
     store_job *c = &l->v[l->n++];
     *c = *job;
     c->error = job->error ? strdup(job->error) : NULL;
+    c->hosts = job->hosts ? strdup(job->hosts) : NULL;
     c->progress = NULL;
     c->result = NULL;
     return true;
@@ -291,7 +342,25 @@ static bool monitor_take_gpus(daemon_ctx *d, gpu_pool *pool, const store_job *jo
     return true;
 }
 
-static void monitor_start_job(daemon_ctx *d, const store_job *job, gpu_pool *pool)
+/* Write the job's own hostfile into its run directory (with a cluster
+ * hostfile only: on the local host mpirun needs none). */
+static bool monitor_write_hostfile(daemon_ctx *d, const char *dir, const placement *a,
+                                   char *err, size_t cap)
+{
+    if (!d->cfg.hostfile[0])
+        return true;
+    size_t size = (size_t)a->n * 300 + 1;
+    char *text = malloc(size);
+    bool ok = text && placement_hostfile(a, cluster_names(d->cl), text, size) &&
+              rundir_write_atomic(dir, "hostfile", text, strlen(text), err, cap);
+    if (!text || (!ok && !err[0]))
+        snprintf(err, cap, "cannot write the job's hostfile");
+    free(text);
+    return ok;
+}
+
+static void monitor_start_job(daemon_ctx *d, const store_job *job, const placement *alloc,
+                              gpu_pool *pool)
 {
     double now = daemon_now();
     char devices[sizeof job->gpu_devices];
@@ -310,14 +379,22 @@ static void monitor_start_job(daemon_ctx *d, const store_job *job, gpu_pool *poo
             log_error("job %s (%s): cannot read its spec; left queued", job->id, job->owner);
         return;
     }
+    char *hosts = placement_to_json(alloc, cluster_names(d->cl));
+    if (!hosts) {
+        log_error("job %s (%s): out of memory for its allocation; left queued", job->id,
+                  job->owner);
+        free(spec);
+        return;
+    }
     /* Leave the queue first: a cancel from now on goes the stop route. A
      * conflict means it was cancelled since the scan. */
-    rs = store_job_mark_starting(d->st, job->id, devices, now);
+    rs = store_job_mark_starting(d->st, job->id, devices, hosts, now);
     if (rs != STORE_OK) {
         if (rs == STORE_ERROR)
             log_error("job %s (%s): could not record its start; left queued", job->id,
                       job->owner);
         free(spec);
+        free(hosts);
         return;
     }
     char dir[4096], err[600];
@@ -326,14 +403,18 @@ static void monitor_start_job(daemon_ctx *d, const store_job *job, gpu_pool *poo
         monitor_fail_start(d, job, "run directory path too long");
         return;
     }
-    bool ok = rundir_create(dir, spec, err, sizeof err);
+    err[0] = '\0';
+    bool ok = rundir_create(dir, spec, err, sizeof err) &&
+              monitor_write_hostfile(d, dir, alloc, err, sizeof err);
     free(spec);
     if (!ok) {
+        free(hosts);
         monitor_fail_start(d, job, err);
         return;
     }
     pid_t pid = launcher_start(&d->lc, dir, job->ranks, job->threads, devices, err, sizeof err);
     if (pid < 0) {
+        free(hosts);
         monitor_fail_start(d, job, err);
         return;
     }
@@ -344,11 +425,12 @@ static void monitor_start_job(daemon_ctx *d, const store_job *job, gpu_pool *poo
         log_error("job %s (%s): could not record supervisor pid %d; adopting it next tick",
                   job->id, job->owner, (int)pid);
     if (devices[0])
-        log_info("job %s (%s): starting %d ranks on GPUs %s (supervisor pid %d)", job->id,
-                 job->owner, job->ranks, devices, (int)pid);
+        log_info("job %s (%s): starting %d ranks on %s, GPUs %s (supervisor pid %d)", job->id,
+                 job->owner, job->ranks, hosts, devices, (int)pid);
     else
-        log_info("job %s (%s): starting %d ranks%s (supervisor pid %d)", job->id, job->owner,
-                 job->ranks, job->gpus ? " with GPUs" : "", (int)pid);
+        log_info("job %s (%s): starting %d ranks on %s%s (supervisor pid %d)", job->id,
+                 job->owner, job->ranks, hosts, job->gpus ? " with GPUs" : "", (int)pid);
+    free(hosts);
 }
 
 /* The GPUs the active jobs hold. On a single host, devices recorded for
@@ -406,39 +488,89 @@ static void monitor_drop_unfit(daemon_ctx *d, job_list *queue)
     queue->n = keep;
 }
 
+/* Charge an active job's slots and GPUs to the hosts it holds: its stored
+ * allocation, or, for a job started before allocations were stored, a
+ * placement of it over the hosts (all slots when it no longer fits). */
+static void monitor_charge(daemon_ctx *d, placement_cluster *free_cap, const store_job *job)
+{
+    placement_need need = placement_need_of(job);
+    placement a;
+    if (job->hosts &&
+        placement_from_json(job->hosts, cluster_names(d->cl), cluster_hosts(d->cl), &a) &&
+        a.n > 0) {
+        placement_take(free_cap, need, &a);
+        return;
+    }
+    placement_cluster any = *free_cap;
+    for (int h = 0; h < any.n_hosts; h++)
+        any.down[h] = false;
+    if (placement_pack(&any, need, &a)) {
+        placement_take(free_cap, need, &a);
+        return;
+    }
+    for (int h = 0; h < free_cap->n_hosts; h++)
+        free_cap->slots[h] = 0;
+}
+
 static void monitor_schedule(daemon_ctx *d, const job_list *active)
 {
     int used = 0;
-    for (size_t i = 0; i < active->n; i++)
+    placement_cluster *free_cap = malloc(sizeof *free_cap);
+    if (!free_cap) {
+        log_error("out of memory; no job starts this tick");
+        return;
+    }
+    cluster_capacity(d->cl, free_cap, true);
+    for (size_t i = 0; i < active->n; i++) {
         used += active->v[i].ranks;
+        monitor_charge(d, free_cap, &active->v[i]);
+    }
+    cluster_set_used(d->cl, free_cap);
     metrics_set_slots(d->total_slots, used);
     int used_gpus;
     gpu_pool pool = monitor_gpu_pool(d, active, &used_gpus);
     metrics_set_gpus(d->total_gpus, used_gpus);
-    int free_slots = d->total_slots - used;
-    if (d->cfg.hold || free_slots <= 0)
-        return;
+    if (pool.by_device && free_cap->gpus[0] > pool.n_free)
+        free_cap->gpus[0] = pool.n_free;
+    int free_slots = 0;
+    for (int h = 0; h < free_cap->n_hosts; h++)
+        free_slots += free_cap->down[h] ? 0 : free_cap->slots[h];
     job_list queue = {0};
+    size_t *picked = NULL;
+    placement *allocs = NULL;
+    if (d->cfg.hold || free_slots <= 0)
+        goto out;
     if (store_queue_scan(d->st, 1000, monitor_collect, &queue) != STORE_OK ||
         queue.short_of_memory) {
         /* Starting from part of the queue could break its order. */
         log_error("cannot read the queue; no job starts this tick");
-        monitor_list_free(&queue);
-        return;
+        goto out;
     }
     monitor_drop_unfit(d, &queue);
-    size_t *picked = calloc(queue.n + 1, sizeof *picked);
-    if (!picked) {
+    picked = calloc(queue.n + 1, sizeof *picked);
+    allocs = calloc(queue.n + 1, sizeof *allocs);
+    if (!picked || !allocs) {
         log_error("out of memory; no job starts this tick");
-        monitor_list_free(&queue);
-        return;
+        goto out;
     }
-    sched_resources free_res = {free_slots, pool.n_free};
-    size_t n_picked = sched_pick(queue.v, queue.n, active->v, active->n, free_res,
-                                 d->cfg.max_running, picked);
-    for (size_t i = 0; i < n_picked; i++)
-        monitor_start_job(d, &queue.v[picked[i]], &pool);
+    placement_cluster *avail = malloc(sizeof *avail);
+    if (!avail) {
+        log_error("out of memory; no job starts this tick");
+        goto out;
+    }
+    *avail = *free_cap;
+    size_t n_picked = sched_pick(queue.v, queue.n, active->v, active->n, avail,
+                                 d->cfg.max_running, picked, allocs);
+    free(avail);
+    for (size_t i = 0; i < n_picked; i++) {
+        monitor_start_job(d, &queue.v[picked[i]], &allocs[i], &pool);
+        placement_take(free_cap, placement_need_of(&queue.v[picked[i]]), &allocs[i]);
+    }
+    cluster_set_used(d->cl, free_cap);
+out:
     free(picked);
+    free(allocs);
+    free(free_cap);
     monitor_list_free(&queue);
 }
 
@@ -449,8 +581,10 @@ void monitor_tick(daemon_ctx *d)
     /* Our own supervisors end as children of ours; adopted ones are reaped by
      * init. Either way their state is read from the run directory. */
     int status;
-    while (waitpid(-1, &status, WNOHANG) > 0) {
-    }
+    pid_t reaped;
+    while ((reaped = waitpid(-1, &status, WNOHANG)) > 0)
+        cluster_probe_reaped(d->cl, reaped, status, daemon_now());
+    cluster_probe_tick(d->cl, d->probe_cmd, d->cfg.host_probe_interval_s, daemon_now());
     job_list active = {0};
     if (store_active_jobs(d->st, monitor_collect, &active) != STORE_OK ||
         active.short_of_memory) {

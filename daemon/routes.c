@@ -12,6 +12,8 @@ typedef enum routes_auth {
     ROUTES_PUBLIC,
     ROUTES_CALLER,          /* secret in "Authorization: Bearer" or ?secret= */
     ROUTES_CALLER_OR_BODY,  /* also a "secret" field of a JSON body (the seed's submit) */
+    ROUTES_ADMIN,           /* a caller with role "admin"; others get 403 (the route's
+                               existence is no secret, unlike another user's job) */
 } routes_auth;
 
 typedef enum routes_job {
@@ -47,6 +49,7 @@ static const routes_entry routes_table[] = {
      ROUTE_JOB_LOGS},
     {"GET", "/api/v1/jobs/{id}/events", api_job_events, ROUTES_CALLER, ROUTES_PATH_JOB,
      ROUTE_JOB_EVENTS},
+    {"GET", "/api/v1/cluster", api_cluster, ROUTES_ADMIN, ROUTES_NO_JOB, ROUTE_CLUSTER},
     {"POST", "/api/submit", api_seed_submit, ROUTES_CALLER_OR_BODY, ROUTES_NO_JOB,
      ROUTE_SEED_SUBMIT},
     {"GET", "/api/state", api_job_get, ROUTES_CALLER, ROUTES_CURRENT_JOB, ROUTE_SEED_STATE},
@@ -184,6 +187,9 @@ static enum MHD_Result routes_call(api_request *r, const routes_entry *route)
     enum MHD_Result ret;
     if (route->needs_auth != ROUTES_PUBLIC && !routes_authenticate(r, route->needs_auth, &ret))
         return ret;
+    if (route->needs_auth == ROUTES_ADMIN && r->caller.role != AUTH_ROLE_ADMIN)
+        return api_reply_error(r, MHD_HTTP_FORBIDDEN, NULL, "%s %.200s is for admins only",
+                               r->method, r->path);
     if (route->needs_job == ROUTES_NO_JOB)
         return route->handler(r);
     store_job job;

@@ -115,9 +115,7 @@ bool rundir_read_supervisor(const char *dir, rundir_supervisor *out)
     return ok;
 }
 
-/* Read at most `cap` bytes from the end of path into a fresh buffer;
- * *start_is_line is true when the buffer begins at a line start. */
-static char *rundir_read_tail(const char *path, size_t cap, size_t *len, bool *start_is_line)
+char *rundir_read_tail(const char *path, size_t cap, size_t *len, bool *start_is_line)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)

@@ -51,6 +51,11 @@ typedef struct rundir_progress {
 void rundir_read_progress(const char *dir, rundir_progress *out);
 void rundir_progress_clear(rundir_progress *p);
 
+/* At most `cap` bytes from the end of the file at path, NUL-terminated, in a
+ * fresh buffer (caller frees; NULL if unreadable or empty); *len is their
+ * length and *start_is_line is true when they begin at a line start. */
+char *rundir_read_tail(const char *path, size_t cap, size_t *len, bool *start_is_line);
+
 /* The line of a run's log (train.log) that best says why it failed, at most
  * cap-1 bytes, "" if none: the last diagnostic of punch-train ("punch-train:
  * ...", e.g. "punch-train: no CUDA device: ..."), else the last non-empty

@@ -1,5 +1,5 @@
 /* scheduler.c — the start decision over the ordered queue (policy in
- * scheduler.h; the order itself is the store's SQL). */
+ * scheduler.h; the order itself is the store's SQL, the hosts placement.c's). */
 #include "scheduler.h"
 
 #include <stdbool.h>
@@ -17,37 +17,41 @@ static int sched_running_of(const char *owner, const store_job *active, size_t n
     return count;
 }
 
-static bool sched_fits(const store_job *j, sched_resources avail)
+/* Reserve for a job j that does not fit now. False when it is short of
+ * slots (the walk stops); else it keeps the slots of its GPU-less placement
+ * and every free GPU. */
+static bool sched_reserve(placement_cluster *avail, placement_need need)
 {
-    return j->ranks <= avail.slots && j->gpus <= avail.gpus;
-}
-
-/* What stays free for the jobs behind a waiting job j: j keeps first call on
- * everything it needs, including the whole of a resource it is short of. */
-static sched_resources sched_reserve(sched_resources avail, const store_job *j)
-{
-    avail.slots = avail.slots > j->ranks ? avail.slots - j->ranks : 0;
-    avail.gpus = avail.gpus > j->gpus ? avail.gpus - j->gpus : 0;
-    return avail;
+    placement_need slots_only = need;
+    slots_only.gpus = 0;
+    placement held;
+    if (!placement_pack(avail, slots_only, &held))
+        return false;
+    placement_take(avail, slots_only, &held);
+    for (int h = 0; h < avail->n_hosts; h++)
+        avail->gpus[h] = 0;
+    return true;
 }
 
 size_t sched_pick(const store_job *queue, size_t n, const store_job *active, size_t n_active,
-                  sched_resources avail, int max_running_per_user, size_t *picked)
+                  placement_cluster *avail, int max_running_per_user, size_t *picked,
+                  placement *allocs)
 {
     size_t n_picked = 0;
-    for (size_t i = 0; i < n && avail.slots > 0; i++) {
+    for (size_t i = 0; i < n; i++) {
         const store_job *j = &queue[i];
         if (max_running_per_user > 0 &&
             sched_running_of(j->owner, active, n_active, queue, picked, n_picked) >=
                 max_running_per_user)
             continue;
-        if (!sched_fits(j, avail)) {
-            avail = sched_reserve(avail, j);
+        placement_need need = placement_need_of(j);
+        if (!placement_pack(avail, need, &allocs[n_picked])) {
+            if (!sched_reserve(avail, need))
+                break;
             continue;
         }
+        placement_take(avail, need, &allocs[n_picked]);
         picked[n_picked++] = i;
-        avail.slots -= j->ranks;
-        avail.gpus -= j->gpus;
     }
     return n_picked;
 }

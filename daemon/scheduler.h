@@ -11,36 +11,35 @@
  * together with sched_pick() as monitor.c does.
  *
  * Starting (sched_pick): walk the queue in that order, skip jobs whose owner
- * is at the per-user running limit, and start each job that fits the free
- * resources (MPI slots and GPUs). A job that does not fit reserves what it
- * needs: the jobs behind it may only use what is left after that
- * reservation. Short of slots, it thus stops the walk (every job needs a
- * slot: no backfill, so a wide job is never starved by a stream of narrow
- * ones); short of GPUs only, jobs behind it that need no GPUs may still use
- * the slots it does not need, but nothing may take a GPU before it. The
- * reservation never delays the waiting job, and needs no run-time
- * estimates. */
+ * is at the per-user running limit, and start each job that placement_pack()
+ * can place on the free slots and GPUs of the hosts (placement.h). A job
+ * that does not fit reserves what it needs: the jobs behind it may only use
+ * what is left after that reservation. Short of slots (it would not fit
+ * even ignoring GPUs), it stops the walk (every job needs a slot: no
+ * backfill, so a wide job is never starved by a stream of narrow ones);
+ * short of GPUs only, it keeps the slots its placement would take and every
+ * free GPU, so jobs behind it that need no GPUs may still use the other
+ * slots, but nothing may take a GPU before it. The reservation never delays
+ * the waiting job, and needs no run-time estimates. */
 #ifndef PUNCH_SCHEDULER_H
 #define PUNCH_SCHEDULER_H
 
 #include <stddef.h>
 
+#include "placement.h"
 #include "store.h"
 
-/* Free resources of the cluster. */
-typedef struct sched_resources {
-    int slots;
-    int gpus;
-} sched_resources;
-
 /* Choose which of `queue` (n queued rows in run order, as store_queue_scan
- * gives them) start now, given the free resources, the n_active jobs in
- * starting or running (store_active_jobs: their owners count against the
- * per-user running limit) and that limit (<= 0: no limit). Reads each row's
- * owner, ranks and gpus only. Writes the chosen indices to picked (capacity
- * n) in start order and returns how many; the chosen jobs' needs never
- * exceed `avail`. */
+ * gives them) start now, given the free capacity per host (updated: what
+ * the chosen jobs take and the waiting jobs reserve is subtracted), the
+ * n_active jobs in starting or running (store_active_jobs: their owners
+ * count against the per-user running limit) and that limit (<= 0: no
+ * limit). Reads each row's owner, ranks, workers and gpus only. Writes the
+ * chosen indices to picked and their allocations to allocs (capacity n
+ * each) in start order and returns how many; the chosen allocations never
+ * exceed the free capacity of any host. */
 size_t sched_pick(const store_job *queue, size_t n, const store_job *active, size_t n_active,
-                  sched_resources avail, int max_running_per_user, size_t *picked);
+                  placement_cluster *avail, int max_running_per_user, size_t *picked,
+                  placement *allocs);
 
 #endif

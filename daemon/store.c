@@ -26,7 +26,7 @@
     "seq, id, owner, name, state, priority, ranks, trainer, workers, threads, "           \
     "time_limit_s, vstart, submitted_at, started_at, finished_at, exit_code, error, "     \
     "supervisor_pid, supervisor_start, sid, stop_reason, stop_requested_at, killed, "     \
-    "progress, result, gpus, gpu_devices"
+    "progress, result, gpus, gpu_devices, hosts"
 
 /* Run order of the queue: priority, fair-share start tag, FIFO. */
 #define QUEUE_ORDER "priority DESC, vstart, seq"
@@ -120,7 +120,7 @@ static const char *const stmt_sql[ST_COUNT_] = {
         "UPDATE jobs SET state = 'cancelled', finished_at = ?2, stop_reason = 'cancel', "
         "stop_requested_at = ?2 WHERE id = ?1 AND state = 'queued'",
     [ST_SET_STARTING] =
-        "UPDATE jobs SET state = 'starting', started_at = ?2, gpu_devices = ?3 "
+        "UPDATE jobs SET state = 'starting', started_at = ?2, gpu_devices = ?3, hosts = ?4 "
         "WHERE id = ?1 AND state = 'queued'",
     [ST_SET_SUPERVISOR] = "UPDATE jobs SET supervisor_pid = ?2, supervisor_start = ?3 "
                           "WHERE id = ?1 AND state IN ('starting', 'running')",
@@ -401,6 +401,7 @@ void store_job_clear(store_job *job)
     free(job->error);
     free(job->progress);
     free(job->result);
+    free(job->hosts);
     memset(job, 0, sizeof *job);
 }
 
@@ -455,6 +456,7 @@ static void store_row_to_job(sqlite3_stmt *s, store_job *job)
     job->result = store_col_strdup(s, 24);
     job->gpus = sqlite3_column_int(s, 25);
     store_col_copy(s, 26, job->gpu_devices, sizeof job->gpu_devices);
+    job->hosts = store_col_strdup(s, 27);
 }
 
 static bool store_event(store_conn *c, const char *id, double now, const char *from,
@@ -967,6 +969,7 @@ store_status store_job_cancel_queued(store *st, const char *id, double now)
 typedef struct starting_args {
     double now;
     const char *gpu_devices;
+    const char *hosts;
 } starting_args;
 
 static void store_bind_starting(sqlite3_stmt *s, const void *arg)
@@ -977,12 +980,16 @@ static void store_bind_starting(sqlite3_stmt *s, const void *arg)
         store_bind_text(s, 3, a->gpu_devices);
     else
         sqlite3_bind_null(s, 3);
+    if (a->hosts && a->hosts[0])
+        store_bind_text(s, 4, a->hosts);
+    else
+        sqlite3_bind_null(s, 4);
 }
 
 store_status store_job_mark_starting(store *st, const char *id, const char *gpu_devices,
-                                     double now)
+                                     const char *hosts, double now)
 {
-    starting_args a = {now, gpu_devices};
+    starting_args a = {now, gpu_devices, hosts};
     return store_transition(st, id, ST_SET_STARTING, store_bind_starting, &a, "starting", NULL,
                             now);
 }

@@ -49,6 +49,10 @@ typedef struct store_job {
     char *result;
     int gpus;                   /* held while running: resources.gpus x workers */
     char gpu_devices[256];      /* its devices on a single host ("0,1"), else "" */
+    char *hosts;                /* its allocation once started: JSON text
+                                   [{"host": "h1", "ranks": 2}, ...] in rank
+                                   order (placement.h); NULL before, or for a
+                                   job started before migration 0004 */
 } store_job;
 
 void store_job_clear(store_job *job);
@@ -120,10 +124,11 @@ store_status store_counts(store *st, long counts[JOB_STATE_COUNT]);
  * in a state the change applies to. */
 store_status store_job_cancel_queued(store *st, const char *id, double now);
 /* queued -> starting (the job left the queue; its supervisor is not yet
- * forked) with the GPU devices it was given (NULL or "": none), then the
- * supervisor's identity once it is. */
+ * forked) with the GPU devices it was given (NULL or "": none) and its
+ * allocation (hosts: the JSON text of store_job.hosts; NULL or "": none),
+ * then the supervisor's identity once it is. */
 store_status store_job_mark_starting(store *st, const char *id, const char *gpu_devices,
-                                     double now);
+                                     const char *hosts, double now);
 store_status store_job_set_supervisor(store *st, const char *id, pid_t supervisor_pid,
                                       long long supervisor_start);
 store_status store_job_mark_running(store *st, const char *id, pid_t sid, double now);

@@ -3,7 +3,8 @@
  * Keras History shape plus per-worker detail (rewritten atomically after
  * every epoch; on --resume the existing one is cut back to the epochs the
  * checkpoint holds and extended), the weights files, and the failure line
- * a dying rank 0 leaves behind. */
+ * a dying rank 0 leaves behind. Also the one collective of this file: every
+ * rank's host name, gathered to rank 0 at start for "rank_hosts". */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -28,6 +29,25 @@ struct dist_report {
     int epochs_run;         /* epochs finished in this process */
     int epoch_first;        /* first epoch of this process */
 };
+
+/* Rank 0: every rank's MPI_Get_processor_name, rank-indexed, from
+ * dist_report_gather_hosts (NULL before it, and on other ranks). Kept
+ * here rather than in dist_ctx: only the report reads it. */
+static char (*dist_report_hosts)[MPI_MAX_PROCESSOR_NAME];
+
+void dist_report_gather_hosts(const dist_ctx *c)
+{
+    char mine[MPI_MAX_PROCESSOR_NAME] = {0};
+    int len = 0;
+    DIST_MPI(MPI_Get_processor_name(mine, &len));
+    if (c->rank == 0) {
+        dist_report_hosts = calloc((size_t)c->size, sizeof *dist_report_hosts);
+        if (!dist_report_hosts)
+            dist_die("out of memory");
+    }
+    DIST_MPI(MPI_Gather(mine, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, dist_report_hosts,
+                        MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, c->comm));
+}
 
 /* A progress line; failing to append one is not worth failing the run. */
 static void dist_report_line(const char *dir, json_t *obj)
@@ -119,6 +139,15 @@ dist_report *dist_report_open(const dist_ctx *c, int start_epoch, char *err, siz
         json_object_set_new(r->hist, "samples_held", held);
         json_object_set_new(r->hist, "samples_received", recv);
     }
+    if (dist_report_hosts) {
+        /* This process's ranks: a resumed run records where it runs now. */
+        json_t *hosts = json_array();
+        for (int k = 0; k < c->size; k++) {
+            dist_report_hosts[k][MPI_MAX_PROCESSOR_NAME - 1] = '\0';
+            json_array_append_new(hosts, json_string(dist_report_hosts[k]));
+        }
+        json_object_set_new(r->hist, "rank_hosts", hosts);
+    }
     return r;
 }
 
@@ -128,6 +157,8 @@ void dist_report_free(dist_report *r)
         return;
     json_decref(r->hist);
     free(r);
+    free(dist_report_hosts);
+    dist_report_hosts = NULL;
 }
 
 void dist_report_start(dist_report *r, long steps, long samples)

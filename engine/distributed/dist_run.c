@@ -115,6 +115,7 @@ int dist_train(const job_spec *spec, const dist_options *opt)
     dist_setup_mpi(&c);
     dist_error_setup(c.rank, c.rank == 0 ? opt->out_dir : NULL);
     dist_check_ranks(&c);
+    dist_report_gather_hosts(&c);
     c.watchdog_s = opt->env.watchdog_s;
     dist_setup_rank(&c);
     /* Armed once this rank has its data: loading takes seconds and no

@@ -94,8 +94,15 @@ static void history_put_series(json_t *obj, const run_history *h, const spec_tra
     }
 }
 
+void runlog_host_name(char *buf, size_t len)
+{
+    if (gethostname(buf, len) != 0 || len == 0)
+        snprintf(buf, len, "unknown");
+    buf[len - 1] = '\0'; /* gethostname may truncate without a terminator */
+}
+
 int runlog_write_history(const char *dir, const job_spec *spec, const run_history *h,
-                         int ranks, char *err, size_t errlen)
+                         const char *host, char *err, size_t errlen)
 {
     const spec_training *t = &spec->training;
     json_t *root = json_object();
@@ -117,13 +124,16 @@ int runlog_write_history(const char *dir, const job_spec *spec, const run_histor
         json_object_set_new(root, "test", test);
     }
     json_object_set_new(root, "trainer", json_string(spec_trainer_name(spec->distributed.trainer)));
-    json_object_set_new(root, "ranks", json_integer(ranks));
+    json_object_set_new(root, "ranks", json_integer(1));
     json_t *worker = json_object();
     json_object_set_new(worker, "rank", json_integer(0));
     history_put_series(worker, h, t, false);
     json_t *workers = json_array();
     json_array_append_new(workers, worker);
     json_object_set_new(root, "workers", workers);
+    json_t *hosts = json_array();
+    json_array_append_new(hosts, json_string(host));
+    json_object_set_new(root, "rank_hosts", hosts);
 
     char *text = json_dumps(root, JSON_INDENT(1) | JSON_REAL_PRECISION(13));
     json_decref(root);

@@ -52,8 +52,13 @@ int runlog_event(const char *dir, json_t *event, char *err, size_t errlen);
 void runlog_put_metrics(json_t *obj, const spec_training *t, const char *prefix, double loss,
                         const double *metric);
 
-/* Rewrite DIR/history.json from h. */
+/* This machine's host name, as MPI_Get_processor_name reports it for a
+ * rank here (gethostname; "unknown" if that fails): the single trainer's
+ * one entry of history.json's "rank_hosts". */
+void runlog_host_name(char *buf, size_t len);
+
+/* Rewrite DIR/history.json from h; "rank_hosts" is [host]. */
 int runlog_write_history(const char *dir, const job_spec *spec, const run_history *h,
-                         int ranks, char *err, size_t errlen);
+                         const char *host, char *err, size_t errlen);
 
 #endif

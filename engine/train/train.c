@@ -54,6 +54,7 @@ typedef struct train_run {
     int64_t *perm;
     uint64_t spec_hash;
     char val_names[SPEC_MAX_METRICS + 1][40];
+    char host[256];         /* history.json's rank_hosts */
 } train_run;
 
 /* Epoch-level metric values from per-batch sums over `samples` samples,
@@ -181,6 +182,7 @@ static int train_open(train_run *r, char *err, size_t errlen)
         return -1;
     }
     r->hist.has_val = r->val.n > 0;
+    runlog_host_name(r->host, sizeof r->host);
     schedule_init(&r->sched, &spec->training);
     r->spec_hash = checkpoint_spec_hash(spec);
     return 0;
@@ -412,7 +414,7 @@ static int train_finish_epoch(train_run *r, double lr, bool *stop, char *err, si
     if (r->opt->verbose)
         train_print_epoch(r, rec);
     if (train_epoch_event(r, rec, err, errlen) != 0 ||
-        runlog_write_history(r->opt->out_dir, r->spec, &r->hist, 1, err, errlen) != 0)
+        runlog_write_history(r->opt->out_dir, r->spec, &r->hist, r->host, err, errlen) != 0)
         return -1;
 
     epoch_metrics em;
@@ -483,7 +485,7 @@ static int train_finish(train_run *r, char *err, size_t errlen)
             return -1;
         r->hist.has_test = true;
     }
-    if (runlog_write_history(r->opt->out_dir, r->spec, &r->hist, 1, err, errlen) != 0 ||
+    if (runlog_write_history(r->opt->out_dir, r->spec, &r->hist, r->host, err, errlen) != 0 ||
         train_save_weights(r->m, &r->train, r->opt->out_dir, "weights", err, errlen) != 0)
         return -1;
     double total = 0;

@@ -7,7 +7,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -15,7 +17,7 @@
 
 /* A cluster of `hosts` hosts with `gpus_per_host` GPUs each and `slots` MPI
  * slots in all. */
-static daemon_ctx cluster(int slots, int gpus_per_host, int hosts)
+static daemon_ctx sized(int slots, int gpus_per_host, int hosts)
 {
     daemon_ctx d;
     memset(&d, 0, sizeof d);
@@ -41,7 +43,7 @@ static void assert_refused(const daemon_ctx *d, int ranks, int gpus_per_worker, 
 static void test_fits(void **state)
 {
     (void)state;
-    daemon_ctx d = cluster(4, 2, 1);
+    daemon_ctx d = sized(4, 2, 1);
     const char *field = "untouched";
     char why[256] = "untouched";
     assert_true(admission_check(&d, 4, 1, 2, &field, why, sizeof why));
@@ -54,12 +56,12 @@ static void test_fits(void **state)
 static void test_too_many_ranks(void **state)
 {
     (void)state;
-    daemon_ctx d = cluster(4, 2, 1);
+    daemon_ctx d = sized(4, 2, 1);
     assert_refused(&d, 5, 0, 4, "distributed.workers",
                    "distributed.workers: the job needs 5 MPI ranks but this cluster has 4 "
                    "slots; it could never run");
     /* Slots are judged first. */
-    d = cluster(2, 0, 1);
+    d = sized(2, 0, 1);
     assert_refused(&d, 3, 1, 3, "distributed.workers",
                    "distributed.workers: the job needs 3 MPI ranks but this cluster has 2 "
                    "slots; it could never run");
@@ -68,17 +70,17 @@ static void test_too_many_ranks(void **state)
 static void test_too_many_gpus(void **state)
 {
     (void)state;
-    daemon_ctx d = cluster(8, 2, 1);
+    daemon_ctx d = sized(8, 2, 1);
     assert_refused(&d, 2, 3, 1, "resources.gpus",
                    "resources.gpus: the job needs 3 GPUs (3 per worker x 1 worker) but this "
                    "cluster has 2 (--gpus 2 on each of 1 host); it could never run");
     /* Singular GPU, a cluster without any. */
-    d = cluster(8, 0, 1);
+    d = sized(8, 0, 1);
     assert_refused(&d, 1, 1, 1, "resources.gpus",
                    "resources.gpus: the job needs 1 GPU (1 per worker x 1 worker) but this "
                    "cluster has 0 (--gpus 0 on each of 1 host); it could never run");
     /* Several workers on several hosts: GPUs are per worker, summed. */
-    d = cluster(8, 1, 2);
+    d = sized(8, 1, 2);
     const char *field;
     char why[256];
     assert_true(admission_check(&d, 3, 1, 2, &field, why, sizeof why));
@@ -87,10 +89,38 @@ static void test_too_many_gpus(void **state)
                    "cluster has 2 (--gpus 1 on each of 2 hosts); it could never run");
 }
 
+/* With the hosts known (d->cl), a worker's GPUs must be on its own host:
+ * two hosts of 3 GPUs hold two 2-GPU workers but not three, although 6
+ * GPUs exist in all. */
+static void test_gpus_per_host(void **state)
+{
+    (void)state;
+    char err[256];
+    daemon_ctx d = sized(0, 3, 2);
+    char path[] = "/tmp/punch-admission-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "a slots=4\nb slots=4\n", 20), 20);
+    close(fd);
+    d.cl = cluster_open(path, 0, 3, err, sizeof err);
+    unlink(path);
+    assert_non_null(d.cl);
+    d.total_slots = 8;
+    const char *field;
+    char why[256];
+    assert_true(admission_check(&d, 2, 2, 2, &field, why, sizeof why));
+    assert_refused(&d, 3, 2, 3, "resources.gpus",
+                   "resources.gpus: each of the job's 3 workers needs 2 GPUs on its own host, "
+                   "and 2 hosts of 3 GPUs each cannot hold them so; it could never run");
+    /* An asynchronous trainer's server needs no GPU: 1 + 2 workers fit. */
+    assert_true(admission_check(&d, 3, 2, 2, &field, why, sizeof why));
+    cluster_close(d.cl);
+}
+
 static void test_truncation(void **state)
 {
     (void)state;
-    daemon_ctx d = cluster(2, 0, 1);
+    daemon_ctx d = sized(2, 0, 1);
     const char *field = NULL;
     char small[12];
     assert_false(admission_check(&d, 3, 1, 3, &field, small, sizeof small));
@@ -104,6 +134,7 @@ int main(void)
         cmocka_unit_test(test_fits),
         cmocka_unit_test(test_too_many_ranks),
         cmocka_unit_test(test_too_many_gpus),
+        cmocka_unit_test(test_gpus_per_host),
         cmocka_unit_test(test_truncation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -261,6 +261,10 @@ static int setup(void **state)
     snprintf(d->cfg.data_dir, sizeof d->cfg.data_dir, "%s", f->dir);
     d->cfg.max_running = 2; /* a queued job's view then asks the store */
     d->total_slots = 4;
+    char cerr[256];
+    d->cl = cluster_open(NULL, 4, 0, cerr, sizeof cerr);
+    if (!d->cl)
+        return -1;
     d->hosts = 1;
     d->au = auth_open(path, err, sizeof err);
     snprintf(path, sizeof path, "%s/runs", f->dir);
@@ -287,6 +291,7 @@ static int teardown(void **state)
     curl_global_cleanup();
     http_stop(f->http);
     store_close(f->d.st);
+    cluster_close(f->d.cl);
     auth_close(f->d.au);
     int rc = rundir_remove(f->dir) ? 0 : -1;
     free(f);
@@ -494,7 +499,42 @@ static void test_view(void **state)
     reply r = call(f, "GET", path, "alice-secret", NULL);
     assert_int_equal(r.status, 200);
     assert_string_equal(json_string_value(json_object_get(r.json, "waiting_for")), "resources");
+    /* Queued: no allocation yet. */
+    assert_int_equal(json_array_size(json_object_get(r.json, "hosts")), 0);
+    assert_true(json_is_array(json_object_get(r.json, "hosts")));
     reply_clear(&r);
+    /* Started: its allocation, in rank order. */
+    assert_int_equal(store_job_mark_starting(f->d.st, id, NULL,
+                                             "[{\"host\":\"localhost\",\"ranks\":2}]",
+                                             daemon_now()),
+                     STORE_OK);
+    r = call(f, "GET", path, "alice-secret", NULL);
+    assert_int_equal(r.status, 200);
+    json_t *part = json_array_get(json_object_get(r.json, "hosts"), 0);
+    assert_string_equal(json_string_value(json_object_get(part, "host")), "localhost");
+    assert_int_equal(json_integer_value(json_object_get(part, "ranks")), 2);
+    reply_clear(&r);
+    assert_int_equal(store_job_finish(f->d.st, id, JOB_FAILED, NULL, NULL, NULL, NULL,
+                                      daemon_now()),
+                     STORE_OK);
+}
+
+/* GET /api/v1/cluster: admins see the hosts; anyone else gets 403; no
+ * secret is a 401. */
+static void test_cluster(void **state)
+{
+    fixture *f = *state;
+    reply r = call(f, "GET", "/api/v1/cluster", "root-secret", NULL);
+    assert_int_equal(r.status, 200);
+    json_t *host = json_array_get(json_object_get(r.json, "hosts"), 0);
+    assert_string_equal(json_string_value(json_object_get(host, "host")), "localhost");
+    assert_int_equal(json_integer_value(json_object_get(host, "slots")), 4);
+    assert_string_equal(json_string_value(json_object_get(host, "state")), "up");
+    assert_int_equal(json_integer_value(json_object_get(r.json, "slots")), 4);
+    reply_clear(&r);
+    expect_error(f, "GET", "/api/v1/cluster", "alice-secret", 403);
+    expect_error(f, "GET", "/api/v1/cluster", NULL, 401);
+    expect_error(f, "POST", "/api/v1/cluster", "root-secret", 405);
 }
 
 /* Cancelling a queued job: a failure anywhere in the transaction is a 500
@@ -537,7 +577,7 @@ static void test_cancel_running(void **state)
     fixture *f = *state;
     char id[STORE_ID_LEN + 1], path[64];
     submit(f, "dave-secret", id);
-    assert_int_equal(store_job_mark_starting(f->d.st, id, NULL, daemon_now()), STORE_OK);
+    assert_int_equal(store_job_mark_starting(f->d.st, id, NULL, NULL, daemon_now()), STORE_OK);
     assert_int_equal(store_job_mark_running(f->d.st, id, 4242, daemon_now()), STORE_OK);
     snprintf(path, sizeof path, "/api/v1/jobs/%s", id);
     fault fl;
@@ -640,6 +680,7 @@ int main(void)
         cmocka_unit_test(test_submit_position),
         cmocka_unit_test(test_list),
         cmocka_unit_test(test_view),
+        cmocka_unit_test(test_cluster),
         cmocka_unit_test(test_cancel_queued),
         cmocka_unit_test(test_cancel_running),
         cmocka_unit_test(test_cancel_finished),

@@ -1,6 +1,7 @@
 /* test_config.c — settings: defaults, config file, flags overriding it,
- * both flag spellings, booleans, range and syntax errors, hostfile slots and
- * hosts, and the shipped etc/punchcardd.conf (parses, shows the defaults). */
+ * both flag spellings, booleans, range and syntax errors, and the shipped
+ * etc/punchcardd.conf (parses, shows the defaults). The hostfile is read by
+ * cluster.c (test_cluster.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -49,6 +50,9 @@ static void test_defaults(void **state)
     assert_int_equal(c.per_ip_limit, 128);
     assert_int_equal(c.gpus, 0);
     assert_false(c.hold);
+    assert_string_equal(c.mpirun_args, "");
+    assert_string_equal(c.host_probe, "");
+    assert_int_equal(c.host_probe_interval_s, 30);
 }
 
 static void test_file_then_flags(void **state)
@@ -61,7 +65,10 @@ static void test_file_then_flags(void **state)
                "slots 3\n"
                "hold = yes\n"
                "gpus = 2\n"
-               "hostfile =\n");
+               "hostfile =\n"
+               "mpirun_args = --mca btl self,tcp --mca btl_tcp_if_include 10.0.0.0/24\n"
+               "host-probe = ssh %h true\n"
+               "host_probe_interval_s = 5\n");
     config c;
     char err[512];
     assert_int_equal(parse(&c, err, 5, "--slots", "8", "--config", conf_path), CONFIG_OK);
@@ -72,6 +79,9 @@ static void test_file_then_flags(void **state)
     assert_true(c.hold);
     assert_int_equal(c.gpus, 2);
     assert_string_equal(c.hostfile, "");
+    assert_string_equal(c.mpirun_args, "--mca btl self,tcp --mca btl_tcp_if_include 10.0.0.0/24");
+    assert_string_equal(c.host_probe, "ssh %h true");
+    assert_int_equal(c.host_probe_interval_s, 5);
     assert_int_equal(parse(&c, err, 4, "--config=x", "--max-body=2048", "--hold=false"),
                      CONFIG_ERROR); /* x does not exist */
     assert_non_null(strstr(err, "x"));
@@ -98,6 +108,8 @@ static void test_errors(void **state)
     assert_int_equal(parse(&c, err, 2, "--max-body=12"), CONFIG_ERROR); /* below 1024 */
     assert_int_equal(parse(&c, err, 3, "--gpus", "-1"), CONFIG_ERROR);
     assert_non_null(strstr(err, "gpus"));
+    assert_int_equal(parse(&c, err, 3, "--host-probe-interval-s", "0"), CONFIG_ERROR);
+    assert_non_null(strstr(err, "host_probe_interval_s"));
     assert_int_equal(parse(&c, err, 2, "--gpus=65"), CONFIG_ERROR); /* more than a host's set */
     assert_int_equal(parse(&c, err, 2, "--gpus=8"), CONFIG_OK);
     assert_int_equal(c.gpus, 8);
@@ -106,23 +118,6 @@ static void test_errors(void **state)
     assert_non_null(strstr(err, ":2"));
     assert_non_null(strstr(err, "bogus"));
     unlink(conf_path);
-}
-
-static void test_hostfile(void **state)
-{
-    (void)state;
-    char err[512];
-    write_conf("# cluster\nnode1 slots=4\nnode2 slots=8 max_slots=8\nnode3\n\n");
-    assert_int_equal(config_hostfile_slots(conf_path, NULL, err, sizeof err), 13);
-    int hosts = 0;
-    assert_int_equal(config_hostfile_slots(conf_path, &hosts, err, sizeof err), 13);
-    assert_int_equal(hosts, 3);
-    unlink(conf_path);
-    write_conf("# nothing\n");
-    assert_int_equal(config_hostfile_slots(conf_path, NULL, err, sizeof err), -1);
-    unlink(conf_path);
-    assert_int_equal(config_hostfile_slots("/nonexistent/hosts", NULL, err, sizeof err), -1);
-    assert_non_null(strstr(err, "/nonexistent/hosts"));
 }
 
 /* etc/punchcardd.conf says "every key below shows its default": parsed, it
@@ -152,7 +147,6 @@ int main(void)
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_file_then_flags),
         cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_hostfile),
         cmocka_unit_test(test_shipped_conf),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

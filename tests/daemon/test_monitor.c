@@ -107,6 +107,10 @@ static int setup(void **state)
     d->cfg.max_running = 0;
     d->cfg.gpus = 0;
     d->total_slots = 4;
+    char cerr[256];
+    d->cl = cluster_open(NULL, 4, 0, cerr, sizeof cerr);
+    if (!d->cl)
+        return -1;
     d->total_gpus = 0;
     d->hosts = 1;
     d->lc = (launcher_config){f->self, f->mpirun, "punch-train", "", "", ""};
@@ -137,6 +141,7 @@ static int teardown(void **state)
     }
     monitor_cleanup();
     store_close(f->d.st);
+    cluster_close(f->d.cl);
     bool removed = scratch_remove(f->dir);
     free(f);
     return removed ? 0 : -1;
@@ -291,6 +296,124 @@ static void test_runs_to_success(void **state)
     assert_string_equal(e.to[1], "starting");
     assert_string_equal(e.to[2], "running");
     assert_string_equal(e.to[3], "succeeded");
+}
+
+/* The job's allocation as stored (the JSON text), and its hostfile. */
+static void assert_placed(fixture *f, const char *id, const char *hosts, const char *hostfile)
+{
+    store_job j = get(f, id);
+    assert_non_null(j.hosts);
+    assert_string_equal(j.hosts, hosts);
+    store_job_clear(&j);
+    char path[256], text[128] = "";
+    run_file(f, id, "hostfile", path, sizeof path);
+    FILE *fp = fopen(path, "r");
+    assert_non_null(fp);
+    size_t n = fread(text, 1, sizeof text - 1, fp);
+    text[n] = '\0';
+    fclose(fp);
+    assert_string_equal(text, hostfile);
+}
+
+/* Several hosts (h1: 1 slot, h2: 2): each job gets its own slots and its
+ * own hostfile; a job that fails with Open MPI losing h2 names h2, h2 is
+ * marked down, and the next job goes to h1 once that is free, not to the
+ * idle h2. */
+/* Give the daemon the hosts of `text` (a hostfile), as at start-up. */
+static void use_hosts(fixture *f, const char *text)
+{
+    daemon_ctx *d = &f->d;
+    snprintf(d->cfg.hostfile, sizeof d->cfg.hostfile, "%s/hosts", f->dir);
+    FILE *fp = fopen(d->cfg.hostfile, "w");
+    assert_non_null(fp);
+    assert_true(fputs(text, fp) >= 0);
+    assert_int_equal(fclose(fp), 0);
+    char err[256];
+    cluster_close(d->cl);
+    d->cl = cluster_open(d->cfg.hostfile, 0, 0, err, sizeof err);
+    assert_non_null(d->cl);
+    d->total_slots = cluster_total_slots(d->cl);
+    d->hosts = cluster_hosts(d->cl);
+    d->lc.hostfile = d->cfg.hostfile;
+}
+
+static void test_hosts(void **state)
+{
+    fixture *f = *state;
+    daemon_ctx *d = &f->d;
+    use_hosts(f, "h1 slots=1\nh2 slots=2\n");
+    FILE *fp;
+    char a[STORE_ID_LEN + 1], b[STORE_ID_LEN + 1], c[STORE_ID_LEN + 1];
+    submit(f, a, "alice", 2, 0);
+    submit(f, b, "bob", 1, 0);
+    submit(f, c, "carol", 1, 0);
+    tick(f);
+    assert_int_equal(state_of(f, a), JOB_STARTING);
+    assert_int_equal(state_of(f, b), JOB_STARTING);
+    assert_int_equal(state_of(f, c), JOB_QUEUED);
+    assert_placed(f, a, "[{\"host\":\"h2\",\"ranks\":2}]", "h2 slots=2\n");
+    assert_placed(f, b, "[{\"host\":\"h1\",\"ranks\":1}]", "h1 slots=1\n");
+    /* a's mpirun reports that it lost h2's daemon, then exits 255. */
+    wait_for(f, a, "supervisor.json");
+    char log[256];
+    run_file(f, a, "train.log", log, sizeof log);
+    fp = fopen(log, "a");
+    assert_non_null(fp);
+    fputs("ssh: connect to host h2 port 22: No route to host\n"
+          "--------------------------------------------------------------------------\n"
+          "ORTE was unable to reliably start one or more daemons.\n"
+          "--------------------------------------------------------------------------\n",
+          fp);
+    assert_int_equal(fclose(fp), 0);
+    release(f, a, 255);
+    wait_for(f, a, "exit.json");
+    tick(f);
+    assert_int_equal(state_of(f, a), JOB_FAILED);
+    store_job j = get(f, a);
+    assert_string_equal(j.error, "host h2 failed: Open MPI could not start or keep its daemon");
+    store_job_clear(&j);
+    assert_logged(f, "host h2: down");
+    /* h2 is idle but down: c waits for h1. */
+    assert_int_equal(state_of(f, c), JOB_QUEUED);
+    json_t *view = cluster_json(d->cl);
+    json_t *h2 = json_array_get(json_object_get(view, "hosts"), 1);
+    assert_string_equal(json_string_value(json_object_get(h2, "state")), "down");
+    assert_int_equal(json_integer_value(json_object_get(view, "slots_used")), 1);
+    json_decref(view);
+    release(f, b, 0);
+    wait_for(f, b, "exit.json");
+    tick(f);
+    assert_int_equal(state_of(f, b), JOB_SUCCEEDED);
+    assert_int_equal(state_of(f, c), JOB_STARTING);
+    assert_placed(f, c, "[{\"host\":\"h1\",\"ranks\":1}]", "h1 slots=1\n");
+}
+
+/* A restarted daemon charges its re-adopted jobs to the slots their stored
+ * allocations name, not to a fresh placement: with h1 grown to 3 slots, a
+ * fresh packing would put a and b both on h1 and the next job on h2; the
+ * stored one leaves h1 two free slots, where the next job goes. */
+static void test_hosts_after_restart(void **state)
+{
+    fixture *f = *state;
+    use_hosts(f, "h1 slots=1\nh2 slots=2\n");
+    char a[STORE_ID_LEN + 1], b[STORE_ID_LEN + 1], c[STORE_ID_LEN + 1];
+    submit(f, a, "alice", 2, 0);
+    submit(f, b, "bob", 1, 0);
+    tick(f);
+    assert_placed(f, a, "[{\"host\":\"h2\",\"ranks\":2}]", "h2 slots=2\n");
+    assert_placed(f, b, "[{\"host\":\"h1\",\"ranks\":1}]", "h1 slots=1\n");
+    monitor_cleanup();
+    use_hosts(f, "h1 slots=3\nh2 slots=2\n");
+    submit(f, c, "carol", 1, 0);
+    tick(f);
+    assert_placed(f, c, "[{\"host\":\"h1\",\"ranks\":1}]", "h1 slots=1\n");
+    json_t *view = cluster_json(f->d.cl);
+    json_t *hosts = json_object_get(view, "hosts");
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(hosts, 0), "slots_used")),
+                     2);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(hosts, 1), "slots_used")),
+                     2);
+    json_decref(view);
 }
 
 /* Without every active job the free resources are unknown, and without the
@@ -527,8 +650,8 @@ static void test_launch_grace(void **state)
     submit(f, fresh, "alice", 1, 0);
     submit(f, old, "alice", 1, 0);
     double now = daemon_now();
-    assert_int_equal(store_job_mark_starting(f->d.st, fresh, NULL, now), STORE_OK);
-    assert_int_equal(store_job_mark_starting(f->d.st, old, NULL, now - 60), STORE_OK);
+    assert_int_equal(store_job_mark_starting(f->d.st, fresh, NULL, NULL, now), STORE_OK);
+    assert_int_equal(store_job_mark_starting(f->d.st, old, NULL, NULL, now - 60), STORE_OK);
     tick(f);
     assert_int_equal(state_of(f, fresh), JOB_STARTING);
     store_job j = get(f, old);
@@ -544,6 +667,8 @@ int main(int argc, char **argv)
         return supervisor_main(argc - 2, argv + 2);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_runs_to_success, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hosts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hosts_after_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fault_reading_jobs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fault_leaving_queue, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fault_recording_supervisor, setup, teardown),

@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "placement.h"
 #include "scheduler.h"
 #include "scratch.h"
 #include "store.h"
@@ -80,7 +81,7 @@ static bool collect(const store_job *job, void *arg)
     rows *r = arg;
     assert_true(r->n < MAX_ROWS);
     r->v[r->n] = *job;
-    r->v[r->n].error = r->v[r->n].progress = r->v[r->n].result = NULL;
+    r->v[r->n].error = r->v[r->n].progress = r->v[r->n].result = r->v[r->n].hosts = NULL;
     r->n++;
     return true;
 }
@@ -93,24 +94,32 @@ static void load(fixture *f)
     assert_int_equal(store_queue_scan(f->st, MAX_ROWS, collect, &f->queue), STORE_OK);
 }
 
-/* The free share of a cluster of `slots` and `gpus` once the active jobs
- * hold theirs. */
-static sched_resources free_of(const fixture *f, int slots, int gpus)
+/* Free slots and GPUs in all: the sums over a cluster's hosts. */
+typedef struct totals {
+    int slots, gpus;
+} totals;
+
+/* The free share of a one-host cluster of `slots` and `gpus` once the
+ * active jobs hold theirs. */
+static placement_cluster free_of(const fixture *f, int slots, int gpus)
 {
-    sched_resources r = {slots, gpus};
+    placement_cluster c = {.n_hosts = 1, .slots = {slots}, .gpus = {gpus}};
     for (size_t i = 0; i < f->active.n; i++) {
-        r.slots -= f->active.v[i].ranks;
-        r.gpus -= f->active.v[i].gpus;
+        c.slots[0] -= f->active.v[i].ranks;
+        c.gpus[0] -= f->active.v[i].gpus;
     }
-    return r;
+    return c;
 }
+
+static placement allocs[MAX_ROWS];
 
 /* A pass that only looks: which queue rows (of f->queue) would start. */
 static size_t plan(fixture *f, int slots, int gpus, int max_running, size_t *picked)
 {
     load(f);
-    return sched_pick(f->queue.v, f->queue.n, f->active.v, f->active.n,
-                      free_of(f, slots, gpus), max_running, picked);
+    placement_cluster avail = free_of(f, slots, gpus);
+    return sched_pick(f->queue.v, f->queue.n, f->active.v, f->active.n, &avail, max_running,
+                      picked, allocs);
 }
 
 /* The one-letter owners of the picked rows, in start order ("" if none). */
@@ -139,7 +148,7 @@ static void assert_pass(fixture *f, int slots, int gpus, int max_running, const 
     size_t n = plan(f, slots, gpus, max_running, picked);
     assert_string_equal(owners_of(f, picked, n), want);
     for (size_t i = 0; i < n; i++)
-        assert_int_equal(store_job_mark_starting(f->st, f->queue.v[picked[i]].id, NULL, f->now++),
+        assert_int_equal(store_job_mark_starting(f->st, f->queue.v[picked[i]].id, NULL, NULL, f->now++),
                          STORE_OK);
 }
 
@@ -322,9 +331,9 @@ static void test_gpus_never_overallocate(void **state)
             }
         size_t picked[MAX_ROWS];
         size_t n = plan(f, SLOTS, GPUS, LIMIT, picked);
-        sched_resources avail = free_of(f, SLOTS, GPUS);
+        placement_cluster c = free_of(f, SLOTS, GPUS);
+        totals avail = {c.slots[0], c.gpus[0]}, need = {0, 0};
         assert_true(avail.slots >= 0 && avail.gpus >= 0);
-        sched_resources need = {0, 0};
         for (size_t k = 0; k < n; k++) {
             const store_job *j = &f->queue.v[picked[k]];
             need.slots += j->ranks;
@@ -342,7 +351,7 @@ static void test_gpus_never_overallocate(void **state)
                 if (!started && w->gpus > 0 && running < LIMIT)
                     assert_int_equal(j->gpus, 0);
             }
-            assert_int_equal(store_job_mark_starting(f->st, j->id, NULL, f->now++), STORE_OK);
+            assert_int_equal(store_job_mark_starting(f->st, j->id, NULL, NULL, f->now++), STORE_OK);
             snprintf(ends[n_started], sizeof ends[0], "%s", j->id);
             end_tick[n_started++] = tick + 1 + (int)(j->seq % 4);
         }
@@ -350,6 +359,63 @@ static void test_gpus_never_overallocate(void **state)
         assert_true(need.gpus <= avail.gpus);
     }
     assert_int_equal(done, N);
+}
+
+/* Several hosts: concurrent jobs get disjoint slots, a job that fits one
+ * host stays on it, a wider one spills in host order, a job that does not
+ * fit now waits (and, short of slots, stops the walk), and a down host gets
+ * nothing. */
+static void test_hosts_disjoint(void **state)
+{
+    fixture *f = *state;
+    submit(f, "a", 0, 2, 0);
+    submit(f, "b", 0, 1, 0);
+    submit(f, "c", 0, 3, 0);
+    submit(f, "d", 0, 1, 0);
+    load(f);
+    placement_cluster c = {.n_hosts = 3, .slots = {2, 2, 1}};
+    size_t picked[MAX_ROWS];
+    size_t n = sched_pick(f->queue.v, f->queue.n, f->active.v, f->active.n, &c, 0, picked,
+                          allocs);
+    /* a fills h0; b goes to h1; c (3) fits nowhere whole and 2 slots are
+     * left (h1:1, h2:1): it waits and d may not pass it. */
+    assert_string_equal(owners_of(f, picked, n), "ab");
+    assert_int_equal(allocs[0].n, 1);
+    assert_int_equal(allocs[0].part[0].host, 0);
+    assert_int_equal(allocs[0].part[0].ranks, 2);
+    assert_int_equal(allocs[1].n, 1);
+    assert_int_equal(allocs[1].part[0].host, 1);
+    assert_int_equal(c.slots[1] + c.slots[2], 2); /* short of slots, c reserves nothing */
+    /* With h0 free again and h1 down, c spills over h0 and h2. */
+    placement_cluster later = {.n_hosts = 3, .slots = {2, 2, 1}, .down = {false, true, false}};
+    n = sched_pick(&f->queue.v[2], 2, NULL, 0, &later, 0, picked, allocs);
+    assert_int_equal(n, 1);
+    assert_int_equal(allocs[0].n, 2);
+    assert_int_equal(allocs[0].part[0].host, 0);
+    assert_int_equal(allocs[0].part[0].ranks, 2);
+    assert_int_equal(allocs[0].part[1].host, 2);
+    assert_int_equal(allocs[0].part[1].ranks, 1);
+    assert_int_equal(later.slots[1], 2); /* the down host kept its slots */
+}
+
+/* GPUs per host: a worker's GPUs are on its own host, so two 1-worker jobs
+ * of 2 GPUs go to two hosts of 2 GPUs, and a third waits for a host with 2
+ * free, reserving the GPUs (a later GPU job waits too, a CPU job runs). */
+static void test_hosts_gpus(void **state)
+{
+    fixture *f = *state;
+    submit(f, "a", 0, 1, 2);
+    submit(f, "b", 0, 1, 2);
+    submit(f, "c", 0, 1, 2);
+    submit(f, "d", 0, 1, 1);
+    submit(f, "e", 0, 1, 0);
+    load(f);
+    placement_cluster c = {.n_hosts = 2, .slots = {4, 4}, .gpus = {3, 2}};
+    size_t picked[MAX_ROWS];
+    size_t n = sched_pick(f->queue.v, f->queue.n, NULL, 0, &c, 0, picked, allocs);
+    assert_string_equal(owners_of(f, picked, n), "abe");
+    assert_int_equal(allocs[0].part[0].host, 0);
+    assert_int_equal(allocs[1].part[0].host, 1);
 }
 
 int main(void)
@@ -365,6 +431,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gpus_short_of_slots, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpus_reservation_keeps_slots, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpus_never_overallocate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hosts_disjoint, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hosts_gpus, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -173,8 +173,8 @@ static void test_transitions(void **state)
     /* Not yet started: these do not apply. */
     assert_int_equal(store_job_mark_running(f->st, id, 4242, 1001), STORE_CONFLICT);
     assert_int_equal(store_job_request_stop(f->st, id, "cancel", 1001), STORE_CONFLICT);
-    assert_int_equal(store_job_mark_starting(f->st, id, NULL, 1002), STORE_OK);
-    assert_int_equal(store_job_mark_starting(f->st, id, NULL, 1002), STORE_CONFLICT);
+    assert_int_equal(store_job_mark_starting(f->st, id, NULL, NULL, 1002), STORE_OK);
+    assert_int_equal(store_job_mark_starting(f->st, id, NULL, NULL, 1002), STORE_CONFLICT);
     assert_int_equal(store_job_cancel_queued(f->st, id, 1002), STORE_CONFLICT);
     assert_int_equal(store_job_set_supervisor(f->st, id, 777, 123456), STORE_OK);
     assert_int_equal(store_job_mark_running(f->st, id, 778, 1003), STORE_OK);
@@ -253,7 +253,7 @@ static void test_list_and_active(void **state)
     for (int i = 0; i < 3; i++)
         assert_int_equal(submit(f->st, "alice", 0, 1, 0, id), STORE_OK);
     assert_int_equal(submit(f->st, "bob", 0, 1, 0, id), STORE_OK);
-    assert_int_equal(store_job_mark_starting(f->st, first, NULL, 1001), STORE_OK);
+    assert_int_equal(store_job_mark_starting(f->st, first, NULL, NULL, 1001), STORE_OK);
     count_ctx c = {0, 0, true};
     assert_int_equal(store_job_list(f->st, "alice", -1, count_job, &c), STORE_OK);
     assert_int_equal(c.n, 4);
@@ -329,7 +329,7 @@ static void test_positions_long_queue(void **state)
     /* Take some out of the queue in every way. */
     for (int i = 0; i < N; i += 50) {
         assert_int_equal(store_job_cancel_queued(f->st, ids[i], 1001), STORE_OK);
-        assert_int_equal(store_job_mark_starting(f->st, ids[i + 1], NULL, 1001), STORE_OK);
+        assert_int_equal(store_job_mark_starting(f->st, ids[i + 1], NULL, NULL, 1001), STORE_OK);
         assert_int_equal(store_job_delete(f->st, ids[i + 2]), STORE_OK);
     }
     static int64_t seqs[N + 1];
@@ -391,6 +391,15 @@ static void test_migration_from_v1(void **state)
 
 /* A job's GPUs are stored at submit; the devices it is given at start are
  * kept with it (a restarted daemon reads them back) and cleared for none. */
+/* store_active_jobs callback: a copy of the (only) active job's hosts. */
+static bool keep_hosts(const store_job *job, void *arg)
+{
+    char **out = arg;
+    assert_null(*out);
+    *out = job->hosts ? strdup(job->hosts) : NULL;
+    return true;
+}
+
 static void test_gpus_and_devices(void **state)
 {
     fixture *f = *state;
@@ -400,13 +409,16 @@ static void test_gpus_and_devices(void **state)
     char gpu_id[STORE_ID_LEN + 1], cpu_id[STORE_ID_LEN + 1];
     assert_int_equal(store_job_submit(f->st, &nj, 0, 1000.0, gpu_id), STORE_OK);
     assert_int_equal(submit(f->st, "bob", 0, 1, 0, cpu_id), STORE_OK);
-    assert_int_equal(store_job_mark_starting(f->st, gpu_id, "0,1,2,5", 1001), STORE_OK);
-    assert_int_equal(store_job_mark_starting(f->st, cpu_id, "", 1001), STORE_OK);
+    assert_int_equal(store_job_mark_starting(f->st, gpu_id, "0,1,2,5", NULL, 1001), STORE_OK);
+    assert_int_equal(store_job_mark_starting(f->st, cpu_id, "", NULL, 1001), STORE_OK);
+    store_job j;
+    assert_int_equal(store_job_get(f->st, cpu_id, &j), STORE_OK);
+    assert_null(j.hosts); /* no allocation given: none stored */
+    store_job_clear(&j);
     store_close(f->st);
     char err[256];
     f->st = store_open(f->path, 1, err, sizeof err);
     assert_non_null(f->st);
-    store_job j;
     assert_int_equal(store_job_get(f->st, gpu_id, &j), STORE_OK);
     assert_int_equal(j.gpus, 4);
     assert_string_equal(j.gpu_devices, "0,1,2,5");
@@ -415,6 +427,32 @@ static void test_gpus_and_devices(void **state)
     assert_int_equal(j.gpus, 0);
     assert_string_equal(j.gpu_devices, "");
     store_job_clear(&j);
+}
+
+/* A started job's allocation is stored with it: a restarted daemon reads
+ * back which hosts and slots its re-adopted jobs hold, from the list of
+ * active jobs as the monitor reads it. Queued jobs have none. */
+static void test_hosts_survive_restart(void **state)
+{
+    fixture *f = *state;
+    char multi[STORE_ID_LEN + 1], queued[STORE_ID_LEN + 1];
+    assert_int_equal(submit(f->st, "alice", 0, 3, 0, multi), STORE_OK);
+    assert_int_equal(submit(f->st, "bob", 0, 1, 0, queued), STORE_OK);
+    const char *alloc = "[{\"host\":\"h2\",\"ranks\":2},{\"host\":\"h3\",\"ranks\":1}]";
+    assert_int_equal(store_job_mark_starting(f->st, multi, NULL, alloc, 1001), STORE_OK);
+    store_close(f->st);
+    char err[256];
+    f->st = store_open(f->path, 1, err, sizeof err);
+    assert_non_null(f->st);
+    store_job j;
+    assert_int_equal(store_job_get(f->st, queued, &j), STORE_OK);
+    assert_null(j.hosts);
+    store_job_clear(&j);
+    char *seen = NULL;
+    assert_int_equal(store_active_jobs(f->st, keep_hosts, &seen), STORE_OK);
+    assert_non_null(seen);
+    assert_string_equal(seen, alloc);
+    free(seen);
 }
 
 /* Fail the statements whose SQL contains arg (every one for ""). */
@@ -455,7 +493,7 @@ static void test_faults_end_in_error(void **state)
     assert_int_equal(store_counts(f->st, counts), STORE_ERROR);
     assert_int_equal(store_job_events(f->st, id, collect_event, &(ev_ctx){0}), STORE_ERROR);
     assert_int_equal(store_job_cancel_queued(f->st, id, 1001), STORE_ERROR);
-    assert_int_equal(store_job_mark_starting(f->st, id, NULL, 1001), STORE_ERROR);
+    assert_int_equal(store_job_mark_starting(f->st, id, NULL, NULL, 1001), STORE_ERROR);
     assert_int_equal(store_job_set_supervisor(f->st, id, 2, 3), STORE_ERROR);
     assert_int_equal(store_job_mark_running(f->st, id, 4, 1001), STORE_ERROR);
     assert_int_equal(store_job_request_stop(f->st, id, "cancel", 1001), STORE_ERROR);
@@ -469,7 +507,7 @@ static void test_faults_end_in_error(void **state)
     store_fault_sim(fail_matching, "SELECT state FROM jobs");
     assert_int_equal(store_job_cancel_queued(f->st, id, 1001), STORE_ERROR);
     store_fault_sim(fail_matching, "UPDATE meta SET value = max(");
-    assert_int_equal(store_job_mark_starting(f->st, id, NULL, 1001), STORE_ERROR);
+    assert_int_equal(store_job_mark_starting(f->st, id, NULL, NULL, 1001), STORE_ERROR);
     store_fault_sim(fail_matching, "INSERT INTO events");
     assert_int_equal(store_job_finish(f->st, id, JOB_FAILED, &code, "x", "{}", NULL, 1001),
                      STORE_ERROR);
@@ -513,6 +551,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_positions_long_queue, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migration_from_v1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpus_and_devices, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hosts_survive_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_faults_end_in_error, setup, teardown),
         cmocka_unit_test(test_unwritable_path),
     };

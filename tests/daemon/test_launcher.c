@@ -1,0 +1,104 @@
+/* test_launcher.c — the mpirun command a job runs (launcher_mpirun_argv):
+ * on the local host shared memory only and no hostfile, as always; with a
+ * cluster hostfile the job's own RUNDIR/hostfile filled in order
+ * (--map-by slot) and TCP between hosts; mpirun_args appended after the
+ * daemon's arguments and before the engine, and a btl they set replacing
+ * the daemon's (Open MPI refuses a parameter given twice). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "launcher.h"
+
+/* Index of the first argument equal to a, then b (b NULL: a alone); -1. */
+static int find(char **argv, const char *a, const char *b)
+{
+    for (int i = 0; argv[i]; i++)
+        if (strcmp(argv[i], a) == 0 && (!b || (argv[i + 1] && strcmp(argv[i + 1], b) == 0)))
+            return i;
+    return -1;
+}
+
+static int count(char **argv, const char *a)
+{
+    int n = 0;
+    for (int i = 0; argv[i]; i++)
+        n += strcmp(argv[i], a) == 0;
+    return n;
+}
+
+static void test_local_host(void **state)
+{
+    (void)state;
+    launcher_config lc = {"/self", "/usr/bin/mpirun", "/bin/punch-train", "", "/data", "", ""};
+    char **argv = launcher_mpirun_argv(&lc, "/runs/abc", 3, 1, NULL);
+    assert_non_null(argv);
+    assert_string_equal(argv[0], "/usr/bin/mpirun");
+    assert_true(find(argv, "-np", "3") > 0);
+    int btl = find(argv, "btl", "self,vader");
+    assert_true(btl > 0);
+    assert_string_equal(argv[btl - 1], "--mca");
+    assert_int_equal(find(argv, "--hostfile", NULL), -1);
+    assert_int_equal(find(argv, "--map-by", NULL), -1);
+    launcher_argv_free(argv);
+}
+
+static void test_hosts(void **state)
+{
+    (void)state;
+    launcher_config lc = {"/self", "mpirun", "/bin/punch-train", "/etc/hosts.all", "/data", "",
+                          NULL};
+    char **argv = launcher_mpirun_argv(&lc, "/runs/abc", 4, 2, NULL);
+    assert_non_null(argv);
+    /* The job's allocation, not the cluster's hostfile. */
+    assert_true(find(argv, "--hostfile", "/runs/abc/hostfile") > 0);
+    assert_int_equal(find(argv, "/etc/hosts.all", NULL), -1);
+    assert_true(find(argv, "--map-by", "slot") > 0);
+    assert_true(find(argv, "btl", "self,vader,tcp") > 0);
+    launcher_argv_free(argv);
+}
+
+static void test_mpirun_args(void **state)
+{
+    (void)state;
+    launcher_config lc = {"/self", "mpirun", "/bin/punch-train", "/h", "/data", "",
+                          "  --mca btl_tcp_if_include 10.231.0.0/24\t-x  FOO "};
+    char **argv = launcher_mpirun_argv(&lc, "/r", 2, 1, "0,1");
+    assert_non_null(argv);
+    int extra = find(argv, "btl_tcp_if_include", "10.231.0.0/24");
+    assert_true(extra > 0);
+    assert_string_equal(argv[extra - 1], "--mca");
+    /* After the daemon's own arguments, before the engine. */
+    assert_true(find(argv, "--map-by", "slot") < extra);
+    assert_true(find(argv, "-x", "CUDA_VISIBLE_DEVICES") < extra);
+    assert_true(find(argv, "-x", "FOO") > extra);
+    assert_true(find(argv, "/bin/punch-train", NULL) > find(argv, "-x", "FOO"));
+    assert_true(find(argv, "btl", "self,vader,tcp") > 0);
+    launcher_argv_free(argv);
+    /* A btl of their own: the daemon passes none. */
+    lc.mpirun_args = "--mca btl self,tcp";
+    argv = launcher_mpirun_argv(&lc, "/r", 2, 1, NULL);
+    assert_non_null(argv);
+    assert_int_equal(count(argv, "btl"), 1);
+    assert_true(find(argv, "btl", "self,tcp") > 0);
+    launcher_argv_free(argv);
+    /* btl as another parameter's value is not a btl setting. */
+    lc.mpirun_args = "-x btl";
+    argv = launcher_mpirun_argv(&lc, "/r", 2, 1, NULL);
+    assert_true(find(argv, "btl", "self,vader,tcp") > 0);
+    launcher_argv_free(argv);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_local_host),
+        cmocka_unit_test(test_hosts),
+        cmocka_unit_test(test_mpirun_args),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
