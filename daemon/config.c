@@ -209,9 +209,35 @@ static bool config_load_file(config *c, const char *path, char *err, size_t errl
     return ok;
 }
 
-config_result config_parse(config *c, int argc, char **argv, char *err, size_t errlen)
+const char *config_installed_file(const char *self_exe, const char *installed_bindir,
+                                  const char *installed_config)
+{
+    if (!self_exe || !installed_bindir || !installed_config)
+        return NULL;
+    const char *slash = strrchr(self_exe, '/');
+    size_t n = strlen(installed_bindir);
+    if (!slash || (size_t)(slash - self_exe) != n || strncmp(self_exe, installed_bindir, n) != 0)
+        return NULL;
+    return access(installed_config, R_OK) == 0 ? installed_config : NULL;
+}
+
+static bool config_names_file(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--config") || !strncmp(argv[i], "--config=", 9))
+            return true;
+    return false;
+}
+
+config_result config_parse(config *c, int argc, char **argv, const char *self_exe, char *err,
+                           size_t errlen)
 {
     config_defaults(c);
+    /* PUNCH_INSTALL_*: set by daemon/meson.build from the install layout. */
+    const char *installed = config_names_file(argc, argv) ? NULL
+        : config_installed_file(self_exe, PUNCH_INSTALL_BINDIR, PUNCH_INSTALL_CONFIG);
+    if (installed && !config_load_file(c, installed, err, errlen))
+        return CONFIG_ERROR;
     /* The config file first, wherever --config appears, so flags win. */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];

@@ -43,8 +43,19 @@ typedef enum config_result { CONFIG_OK, CONFIG_EXIT, CONFIG_ERROR } config_resul
 void config_defaults(config *c);
 
 /* Fill c from argv (and the config file it names). CONFIG_EXIT: --help or
- * --version was printed; CONFIG_ERROR: *err says what is wrong. */
-config_result config_parse(config *c, int argc, char **argv, char *err, size_t errlen);
+ * --version was printed; CONFIG_ERROR: *err says what is wrong. Without
+ * --config, an installed punchcardd (self_exe in the install's bindir)
+ * reads the installed config file when it exists (config_installed_file);
+ * one run from a build tree reads none. self_exe may be NULL. */
+config_result config_parse(config *c, int argc, char **argv, const char *self_exe, char *err,
+                           size_t errlen);
+
+/* The config file an installed punchcardd reads by default: installed_config
+ * when self_exe's directory is installed_bindir and that file exists, else
+ * NULL. The two paths come from the build (meson's prefix, bindir and
+ * sysconfdir); a parameter so tests can name their own. */
+const char *config_installed_file(const char *self_exe, const char *installed_bindir,
+                                  const char *installed_config);
 
 void config_usage(FILE *out);
 

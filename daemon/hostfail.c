@@ -24,6 +24,7 @@ static const struct {
 static const char *const hostfail_agent_words[] = {
     "ssh:", "connect to host", "resolve hostname", "unknown host", "lost host", "unreachable",
     "cannot reach", "no route to host", "no host",
+    "closed by remote host", /* ssh: "Connection to h2 closed by remote host." */
 };
 
 static bool hostfail_name_char(char ch)

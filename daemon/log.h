@@ -1,5 +1,7 @@
-/* log.h — one line per event on stderr: "TIME LEVEL message". Thread-safe
- * (each line is one write(2)). Callers must never pass a secret. */
+/* log.h — one line per event on stderr: "TIME LEVEL message", or
+ * "<PRIORITY>LEVEL message" when stderr is systemd's journal stream.
+ * Thread-safe (each line is one write(2)). Callers must never pass a
+ * secret. */
 #ifndef PUNCH_LOG_H
 #define PUNCH_LOG_H
 

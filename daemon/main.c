@@ -252,7 +252,10 @@ int main(int argc, char **argv)
 
     static daemon_ctx d;
     char err[4096];
-    config_result cr = config_parse(&d.cfg, argc, argv, err, sizeof err);
+    char self[PATH_MAX];
+    ssize_t n_self = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[n_self > 0 ? n_self : 0] = '\0';
+    config_result cr = config_parse(&d.cfg, argc, argv, self, err, sizeof err);
     if (cr == CONFIG_EXIT)
         return 0;
     if (cr == CONFIG_ERROR) {

@@ -1,6 +1,7 @@
 /* test_config.c — settings: defaults, config file, flags overriding it,
  * both flag spellings, booleans, range and syntax errors, and the shipped
- * etc/punchcardd.conf (parses, shows the defaults). The hostfile is read by
+ * etc/punchcardd.conf (parses, shows the defaults), the installed config
+ * an installed binary reads by default. The hostfile is read by
  * cluster.c (test_cluster.c). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -34,7 +35,7 @@ static config_result parse(config *c, char *err, int argc, ...)
     for (int i = 1; i < argc; i++)
         argv[i] = va_arg(ap, char *);
     va_end(ap);
-    return config_parse(c, argc, argv, err, 512);
+    return config_parse(c, argc, argv, NULL, err, 512);
 }
 
 static void test_defaults(void **state)
@@ -141,6 +142,22 @@ static void test_shipped_conf(void **state)
     assert_memory_not_equal(&shipped, &defaults, sizeof shipped);
 }
 
+/* Only a binary in the install's bindir reads the installed config, and
+ * only when that file exists. */
+static void test_installed_file(void **state)
+{
+    (void)state;
+    write_conf("verbose = true\n");
+    assert_string_equal(config_installed_file("/usr/bin/punchcardd", "/usr/bin", conf_path),
+                        conf_path);
+    assert_null(config_installed_file("/work/build/daemon/punchcardd", "/usr/bin", conf_path));
+    assert_null(config_installed_file("/usr/bin2/punchcardd", "/usr/bin", conf_path));
+    assert_null(config_installed_file("/usr/local/bin/punchcardd", "/usr/bin", conf_path));
+    assert_null(config_installed_file(NULL, "/usr/bin", conf_path));
+    unlink(conf_path);
+    assert_null(config_installed_file("/usr/bin/punchcardd", "/usr/bin", conf_path));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -148,6 +165,7 @@ int main(void)
         cmocka_unit_test(test_file_then_flags),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_shipped_conf),
+        cmocka_unit_test(test_installed_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -143,6 +143,10 @@ static void test_ssh_lines(void **state)
              "rsh-agent: lost host h2: connection closed by remote host\n", killed_orted);
     assert_non_null(hostfail_find(log, job_hosts, 2, host, sizeof host));
     assert_string_equal(host, "h2");
+    /* Real ssh when the host goes away under a running orted. */
+    snprintf(log, sizeof log, "%s%s", "Connection to h2 closed by remote host.\n", killed_orted);
+    assert_non_null(hostfail_find(log, job_hosts, 2, host, sizeof host));
+    assert_string_equal(host, "h2");
     /* A host name inside a longer word is not that host. */
     snprintf(log, sizeof log, "%s%s", "ssh: connect to host h33 port 22: refused\n",
              killed_orted);
