@@ -6,7 +6,7 @@
  * On resume rank 0 restores the center and its counters from replica 0
  * and, when the checkpoint holds them (replicas 1..W), sends each worker
  * its own variables: params, batchnorm state and optimizer state (eamsgd:
- * its velocity). The elastic workers (aeasgd, eamsgd) go on from their own
+ * and its momentum). The elastic workers (aeasgd, eamsgd) go on from their own
  * params, which the elastic force keeps apart from the center; the
  * residual workers (downpour, adag, dynsgd) take their optimizer state and
  * start from the center, as after any pull (their params are the center
@@ -23,9 +23,8 @@
 
 long dist_ps_optim_floats(const dist_ctx *c)
 {
-    if (c->spec->distributed.trainer == TRAINER_EAMSGD)
-        return c->m->n_params;
-    return optim_state_floats(c->optim);
+    long n = optim_state_floats(c->optim);
+    return c->spec->distributed.trainer == TRAINER_EAMSGD ? n + c->m->n_params : n;
 }
 
 long dist_ps_state_floats(const dist_ctx *c)

@@ -10,7 +10,7 @@
  *
  * With each epoch-end and done header a worker sends its own variables
  * (DIST_TAG_STATE: dist_ps_state_floats floats, its params, batchnorm
- * state, then its optimizer state, or eamsgd's velocity). The server
+ * state, then its optimizer state and eamsgd's momentum). The server
  * keeps the latest per worker and checkpoints them as replicas 1..W, so a
  * resumed elastic worker goes on from its own variables, not the center.
  *
@@ -75,8 +75,9 @@ typedef struct dist_ps_start {
                                variables (DIST_TAG_STATE) before serving */
 } dist_ps_start;
 
-/* A worker's optimizer floats in its checkpoint replica: eamsgd's velocity
- * (n_params), or the local optimizer's state (optim.h's layout). */
+/* A worker's optimizer floats in its checkpoint replica: the local
+ * optimizer's state (optim.h's layout), then for eamsgd its momentum r
+ * (n_params). */
 long dist_ps_optim_floats(const dist_ctx *c);
 /* What DIST_TAG_STATE carries: n_params + n_state + dist_ps_optim_floats. */
 long dist_ps_state_floats(const dist_ctx *c);

@@ -1,5 +1,5 @@
 /* dist_async_update.c — the asynchronous trainers' update rules (dist_async_update.h
- * says which paper defines each). Pure loops over host vectors: no MPI, no
+ * says where dist-keras and the papers define each). Pure loops over host vectors: no MPI, no
  * model, so test_dist_units checks them on hand-made vectors. */
 #include "distributed/dist_async_update.h"
 
@@ -27,9 +27,9 @@ void dist_update_apply(float *center, const float *delta, long n, float scale)
         center[i] += scale * delta[i];
 }
 
-float dist_update_alpha(double lr, double rho)
+float dist_update_alpha(double eta, double rho)
 {
-    return (float)(lr * rho);
+    return (float)(rho * eta);
 }
 
 void dist_update_elastic(const float *x, const float *center, long n, float alpha, float *e,
@@ -42,16 +42,18 @@ void dist_update_elastic(const float *x, const float *center, long n, float alph
     }
 }
 
-void dist_update_lookahead(const float *x, const float *v, long n, float m, float *ahead)
+void dist_update_lookahead(const float *x, const float *r, long n, float m, float *ahead)
 {
     for (long i = 0; i < n; i++)
-        ahead[i] = x[i] + m * v[i];
+        ahead[i] = x[i] + m * r[i];
 }
 
-void dist_update_momentum(float *x, float *v, const float *g, long n, float m, float lr)
+void dist_update_momentum(float *x, float *r, const float *ahead, const float *after, long n,
+                          float m, float eta)
 {
     for (long i = 0; i < n; i++) {
-        v[i] = m * v[i] - lr * g[i];
-        x[i] += v[i];
+        float d = after[i] - ahead[i];
+        r[i] = m * r[i] - eta * d;
+        x[i] -= r[i];
     }
 }

@@ -1,18 +1,21 @@
 /* dist_async_worker.c — a worker of the asynchronous trainers (ranks 1..W).
  * Worker i trains each epoch on its slice of the epoch's global
  * permutation, read from the dataset files (dist_async_stream.c), with its own
- * local optimizer and talks to the parameter server every
- * distributed.communication_window steps (and once more at the end, so no
- * local progress is lost), as dist-keras defines the methods:
+ * local optimizer (training.optimizer, dist-keras's worker optimizer) and
+ * talks to the parameter server every distributed.communication_window
+ * steps (and once more at the end, so no local progress is lost), as
+ * dist-keras defines the methods:
  *
  *   downpour  commit x - x_pull, then pull: x = center        (Dean et al.)
  *   adag      commit (x - x_pull) / window, then pull          (Hermans)
  *   dynsgd    as downpour; the server divides by staleness + 1 (Jiang et al.)
  *   aeasgd    pull, e = alpha (x - center), x -= e, commit e   (Zhang et al.)
- *   eamsgd    as aeasgd, and the local step is Nesterov momentum
- *             v = m v - lr g(x + m v), x += v                   (Zhang et al.)
+ *   eamsgd    as aeasgd, and dist-keras's momentum around the local step:
+ *             the optimizer steps from x + m r, moving it by d;
+ *             r = m r - eta d, x -= r                           (Zhang et al.)
  *
- * alpha = learning rate * distributed.rho; m = distributed.momentum. The
+ * eta = distributed.learning_rate, alpha = distributed.rho * eta,
+ * m = distributed.momentum (dist_async_update.h). The
  * worker waits only for the server's answer, never for another worker.
  * The server owns the learning-rate schedules (dist_async_server.c): every
  * answer carries its schedule state, which the worker adopts, so all
@@ -22,7 +25,7 @@
  * exchange, committing nothing more.
  *
  * A worker on a CUDA device keeps its model there between exchanges: the
- * local optimizer (gpu.h's) and EAMSGD's velocity live on the device, and
+ * local optimizer (gpu.h's) and EAMSGD's momentum live on the device, and
  * only commits and pulls cross to the host, through the backend's pinned
  * staging buffers (model_get_params / model_set_params), as the MPI
  * messages to the CPU server need host memory. */
@@ -38,15 +41,17 @@ typedef struct dist_worker {
     spec_trainer t;
     long np, ns;
     float *x;               /* host params + state */
-    float *anchor;          /* params at the last pull */
+    float *anchor;          /* params at the last pull (eamsgd: x + m r
+                               during a step) */
     float *center;          /* the server's center (params + state) */
-    float *velocity;        /* eamsgd */
-    float *grad;            /* eamsgd: host gradient */
+    float *velocity;        /* eamsgd: dist-keras's r */
+    float *after;           /* eamsgd: params after the optimizer's step */
     float *saved;           /* its variables for the checkpoint
                                (dist_ps_state_floats) */
     bool device;            /* the model lives on a CUDA device */
-    gpu_optim *dev_optim;   /* device: the local optimizer (not eamsgd) */
-    float *dev_x;           /* device, eamsgd: x while params hold x + m v */
+    gpu_optim *dev_optim;   /* device: the local optimizer */
+    float *dev_x;           /* device, eamsgd: x while params hold x + m r */
+    float *dev_ahead;       /* device, eamsgd: x + m r */
     float *dev_velocity;    /* device, eamsgd */
     int64_t clock;          /* the server clock at the last pull */
     int epoch;              /* the epoch being trained (the last, after them) */
@@ -70,23 +75,24 @@ static void dist_worker_send(dist_worker *w, const dist_msg *h, const float *pay
 }
 
 /* Its variables to the server after an epoch-end or done header:
- * params, batchnorm state, then the optimizer state (eamsgd: the
- * velocity), wherever they live. */
+ * params, batchnorm state, then the optimizer state (eamsgd: followed
+ * by the momentum r), wherever they live. */
 static void dist_worker_send_state(dist_worker *w)
 {
     dist_ctx *c = w->c;
     backend *be = c->be;
     float *opt = w->saved + w->np + w->ns;
+    float *mom = opt + optim_state_floats(c->optim);
     model_get_params(c->m, w->saved);
     model_get_state(c->m, w->saved + w->np);
-    if (w->t == TRAINER_EAMSGD && w->device)
-        be->download(be, opt, w->dev_velocity, w->np);
-    else if (w->t == TRAINER_EAMSGD)
-        memcpy(opt, w->velocity, (size_t)w->np * sizeof(float));
-    else if (w->device)
+    if (w->device)
         gpu_optim_state_save(w->dev_optim, opt);
     else
         optim_state_save(c->optim, opt);
+    if (w->t == TRAINER_EAMSGD && w->device)
+        be->download(be, mom, w->dev_velocity, w->np);
+    else if (w->t == TRAINER_EAMSGD)
+        memcpy(mom, w->velocity, (size_t)w->np * sizeof(float));
     DIST_MPI(MPI_Send(w->saved, (int)dist_ps_state_floats(c), MPI_FLOAT, 0, DIST_TAG_STATE,
                       c->comm));
 }
@@ -94,24 +100,23 @@ static void dist_worker_send_state(dist_worker *w)
 /* On resume: the variables rank 0 restored from the checkpoint. The
  * elastic workers go on from their own params and batchnorm state; the
  * residual ones keep the center they were given (dist_async.c says why).
- * Every worker takes its optimizer state (eamsgd: its velocity). */
+ * Every worker takes its optimizer state (eamsgd: and its momentum). */
 static void dist_worker_restore(dist_worker *w)
 {
     dist_ctx *c = w->c;
     backend *be = c->be;
-    long no = dist_ps_optim_floats(c);
+    long no = optim_state_floats(c->optim);
     float *opt = w->saved + w->np + w->ns;
-    DIST_MPI(MPI_Recv(w->saved, (int)(w->np + w->ns + no), MPI_FLOAT, 0, DIST_TAG_STATE,
-                      c->comm, MPI_STATUS_IGNORE));
+    DIST_MPI(MPI_Recv(w->saved, (int)(w->np + w->ns + dist_ps_optim_floats(c)), MPI_FLOAT, 0,
+                      DIST_TAG_STATE, c->comm, MPI_STATUS_IGNORE));
     if (dist_worker_elastic(w->t)) {
         model_set_params(c->m, w->saved);
         model_set_state(c->m, w->saved + w->np);
     }
     if (w->t == TRAINER_EAMSGD) {
-        memcpy(w->velocity, opt, (size_t)w->np * sizeof(float));
+        memcpy(w->velocity, opt + no, (size_t)w->np * sizeof(float));
         if (w->device)
-            be->upload(be, w->dev_velocity, opt, w->np);
-        return;
+            be->upload(be, w->dev_velocity, opt + no, w->np);
     }
     if (!optim_state_valid(c->optim, opt, no))
         dist_die("--resume: the checkpoint's optimizer state of worker rank %d does not fit "
@@ -122,15 +127,11 @@ static void dist_worker_restore(dist_worker *w)
         optim_state_load(c->optim, opt);
 }
 
-/* The rate for the current epoch from the schedule state in c->sched
- * (the server's, once it has answered). */
+/* The local optimizer's rate for the current epoch from the schedule
+ * state in c->sched (the server's, once it has answered). */
 static void dist_worker_set_lr(dist_worker *w)
 {
-    const job_spec *s = w->c->spec;
     w->lr = dist_epoch_lr(w->c, w->epoch);
-    if (dist_worker_elastic(w->t) && w->lr * s->distributed.rho >= 1.0)
-        dist_die("aeasgd/eamsgd need learning_rate * distributed.rho < 1 (got %g at epoch %d)",
-                 w->lr * s->distributed.rho, w->epoch + 1);
 }
 
 /* The server's answer: its clock and schedule state, then the center. */
@@ -190,7 +191,7 @@ static void dist_worker_exchange_elastic(dist_worker *w)
     if (c->sched.stop)
         return; /* the center is final: nothing more to commit */
     dist_worker_snapshot(w);
-    float alpha = dist_update_alpha(w->lr, c->spec->distributed.rho);
+    float alpha = dist_update_alpha(c->spec->distributed.learning_rate, c->spec->distributed.rho);
     /* x holds the elastic difference e afterwards; anchor the new x. */
     dist_update_elastic(w->x, w->center, w->np, alpha, w->x, w->anchor);
     model_set_params(c->m, w->anchor);
@@ -215,22 +216,25 @@ static double dist_worker_step_device(dist_worker *w, int b, batch_metrics *bm, 
 {
     model *m = w->c->m;
     backend *be = m->be;
-    if (w->t != TRAINER_EAMSGD) {
-        model_forward(m, b, true, step);
-        double loss = model_loss(m, b, bm);
-        model_backward(m, b);
-        gpu_optim_step(w->dev_optim, m->params, m->grads, w->lr);
-        return loss;
+    bool eamsgd = w->t == TRAINER_EAMSGD;
+    const spec_distributed *ds = &w->c->spec->distributed;
+    float mom = (float)ds->momentum, eta = (float)ds->learning_rate;
+    if (eamsgd) {
+        be->copy(be, w->dev_x, m->params, w->np);
+        be->axpy(be, w->np, mom, w->dev_velocity, m->params);
+        be->copy(be, w->dev_ahead, m->params, w->np);
     }
-    float mom = (float)w->c->spec->distributed.momentum;
-    be->copy(be, w->dev_x, m->params, w->np);
-    be->axpy(be, w->np, mom, w->dev_velocity, m->params);
     model_forward(m, b, true, step);
     double loss = model_loss(m, b, bm);
     model_backward(m, b);
+    gpu_optim_step(w->dev_optim, m->params, m->grads, w->lr);
+    if (!eamsgd)
+        return loss;
+    /* dist_update_momentum: params -= ahead leaves the step d. */
+    be->axpy(be, w->np, -1.0f, w->dev_ahead, m->params);
     be->scale(be, w->np, mom, w->dev_velocity);
-    be->axpy(be, w->np, -w->lr, m->grads, w->dev_velocity);
-    be->axpy(be, w->np, 1.0f, w->dev_velocity, w->dev_x);
+    be->axpy(be, w->np, -eta, m->params, w->dev_velocity);
+    be->axpy(be, w->np, -1.0f, w->dev_velocity, w->dev_x);
     be->copy(be, m->params, w->dev_x, w->np);
     return loss;
 }
@@ -244,16 +248,17 @@ static void dist_worker_device_setup(dist_worker *w)
     if (!w->device)
         return;
     char err[1024];
-    if (w->t != TRAINER_EAMSGD) {
-        w->dev_optim = gpu_optim_create(be, &c->spec->training.optimizer, w->np, err, sizeof err);
-        if (!w->dev_optim)
-            dist_die("worker: %s", err);
+    w->dev_optim = gpu_optim_create(be, &c->spec->training.optimizer, w->np, err, sizeof err);
+    if (!w->dev_optim)
+        dist_die("worker: %s", err);
+    if (w->t != TRAINER_EAMSGD)
         return;
-    }
-    w->dev_x = be->alloc(be, w->np > 0 ? w->np : 1);
-    w->dev_velocity = be->alloc(be, w->np > 0 ? w->np : 1);
-    if (!w->dev_x || !w->dev_velocity)
-        dist_die("worker: out of device memory for EAMSGD's velocity (%ld floats)", w->np);
+    long n = w->np > 0 ? w->np : 1;
+    w->dev_x = be->alloc(be, n);
+    w->dev_ahead = be->alloc(be, n);
+    w->dev_velocity = be->alloc(be, n);
+    if (!w->dev_x || !w->dev_ahead || !w->dev_velocity)
+        dist_die("worker: out of device memory for EAMSGD's momentum (%ld floats)", w->np);
 }
 
 static void dist_worker_device_free(dist_worker *w)
@@ -262,6 +267,8 @@ static void dist_worker_device_free(dist_worker *w)
     gpu_optim_free(w->dev_optim);
     if (w->dev_x)
         be->free(be, w->dev_x);
+    if (w->dev_ahead)
+        be->free(be, w->dev_ahead);
     if (w->dev_velocity)
         be->free(be, w->dev_velocity);
 }
@@ -274,22 +281,23 @@ static double dist_worker_step(dist_worker *w, int b, batch_metrics *bm)
     uint64_t step = c->global_step * (uint64_t)c->workers + (uint64_t)(c->rank - 1);
     if (w->device)
         return dist_worker_step_device(w, b, bm, step);
-    if (w->t != TRAINER_EAMSGD) {
-        model_forward(m, b, true, step);
-        double loss = model_loss(m, b, bm);
-        model_backward(m, b);
-        model_optimizer_step(m, c->optim, w->lr);
-        return loss;
+    bool eamsgd = w->t == TRAINER_EAMSGD;
+    const spec_distributed *ds = &c->spec->distributed;
+    float mom = (float)ds->momentum;
+    if (eamsgd) {
+        model_get_params(m, w->x);
+        dist_update_lookahead(w->x, w->velocity, w->np, mom, w->anchor);
+        model_set_params(m, w->anchor);
     }
-    float mom = (float)c->spec->distributed.momentum;
-    model_get_params(m, w->x);
-    dist_update_lookahead(w->x, w->velocity, w->np, mom, w->anchor);
-    model_set_params(m, w->anchor);
     model_forward(m, b, true, step);
     double loss = model_loss(m, b, bm);
     model_backward(m, b);
-    m->be->download(m->be, w->grad, m->grads, w->np);
-    dist_update_momentum(w->x, w->velocity, w->grad, w->np, mom, w->lr);
+    model_optimizer_step(m, c->optim, w->lr);
+    if (!eamsgd)
+        return loss;
+    model_get_params(m, w->after);
+    dist_update_momentum(w->x, w->velocity, w->anchor, w->after, w->np, mom,
+                         (float)ds->learning_rate);
     model_set_params(m, w->x);
     return loss;
 }
@@ -340,9 +348,9 @@ int dist_ps_work(dist_ctx *c, float *center, const dist_ps_start *start, long co
     w.x = malloc((size_t)(w.np + w.ns + 1) * sizeof(float));
     w.anchor = malloc((size_t)(w.np + 1) * sizeof(float));
     w.velocity = calloc((size_t)w.np + 1, sizeof(float));
-    w.grad = malloc((size_t)(w.np + 1) * sizeof(float));
+    w.after = malloc((size_t)(w.np + 1) * sizeof(float));
     w.saved = malloc((size_t)(dist_ps_state_floats(c) + 1) * sizeof(float));
-    if (!w.x || !w.anchor || !w.velocity || !w.grad || !w.saved)
+    if (!w.x || !w.anchor || !w.velocity || !w.after || !w.saved)
         dist_die("out of memory");
     memcpy(w.anchor, center, (size_t)w.np * sizeof(float));
     dist_worker_device_setup(&w);
@@ -377,7 +385,7 @@ int dist_ps_work(dist_ctx *c, float *center, const dist_ps_start *start, long co
     free(w.x);
     free(w.anchor);
     free(w.velocity);
-    free(w.grad);
+    free(w.after);
     free(w.saved);
     return 0;
 }

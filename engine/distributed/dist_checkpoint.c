@@ -10,7 +10,7 @@
  * The asynchronous trainers write the center as replica 0 (its optimizer
  * floats zero: the server has no optimizer) and, once every worker has
  * sent its state, worker w's own variables as replica 1 + w: its params,
- * batchnorm state, and its optimizer state (eamsgd: its velocity). A
+ * batchnorm state, and its optimizer state (eamsgd: and its momentum). A
  * checkpoint of theirs with the center alone (n_replicas 1, n_optim 0, as
  * written before workers' replicas existed) still resumes: the workers
  * then restart from the center. The layout is the same either way, so

@@ -623,15 +623,71 @@ static int default_window(spec_trainer t)
     }
 }
 
+#define TRAINER_BIT(t) (1u << (t))
+#define ELASTIC_TRAINERS (TRAINER_BIT(TRAINER_AEASGD) | TRAINER_BIT(TRAINER_EAMSGD))
+#define ASYNC_TRAINERS                                                                       \
+    (TRAINER_BIT(TRAINER_DOWNPOUR) | TRAINER_BIT(TRAINER_ADAG) | TRAINER_BIT(TRAINER_DYNSGD) | \
+     ELASTIC_TRAINERS)
+
+/* The trainers that use each distributed knob: dist-keras's trainer
+ * arguments (its residual trainers take no learning rate), plus
+ * allreduce's and averaging's own. */
+static const struct {
+    const char *key;
+    unsigned trainers;
+} distributed_knobs[] = {
+    {"communication_window", ASYNC_TRAINERS},
+    {"sync_every_epochs", TRAINER_BIT(TRAINER_AVERAGING)},
+    {"learning_rate_scaling", TRAINER_BIT(TRAINER_ALLREDUCE)},
+    {"bucket_mb", TRAINER_BIT(TRAINER_ALLREDUCE)},
+    {"learning_rate", ELASTIC_TRAINERS},
+    {"rho", ELASTIC_TRAINERS},
+    {"momentum", TRAINER_BIT(TRAINER_EAMSGD)},
+};
+
+bool spec_distributed_uses(spec_trainer t, const char *key)
+{
+    if (strcmp(key, "trainer") == 0 || strcmp(key, "workers") == 0)
+        return true;
+    for (size_t i = 0; i < sizeof distributed_knobs / sizeof distributed_knobs[0]; i++)
+        if (strcmp(distributed_knobs[i].key, key) == 0)
+            return (distributed_knobs[i].trainers & TRAINER_BIT(t)) != 0;
+    return false;
+}
+
+/* Refuse a knob the chosen trainer would ignore, naming the trainers
+ * that use it. A null value counts as absent, as everywhere in a spec. */
+static bool check_distributed_knobs(const json_t *d, spec_trainer t, spec_error *err)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)d, key, value) {
+        if (json_is_null(value) || spec_distributed_uses(t, key))
+            continue;
+        const char *users[9];
+        int n = 0;
+        for (int u = 0; u < 9; u++)
+            if (spec_distributed_uses((spec_trainer)u, key))
+                users[n++] = spec_trainer_names[u];
+        char p[160], names[160];
+        join_names(names, sizeof names, users, n);
+        spec_path_key(p, sizeof p, "distributed", key);
+        return spec_fail(err, p, "trainer \"%s\" does not use it (only %s %s); remove it",
+                         spec_trainer_names[t], names, n == 1 ? "does" : "do");
+    }
+    return true;
+}
+
 static bool parse_distributed(const json_t *d, job_spec *spec, spec_error *err)
 {
     static const char *const keys[] = {"trainer", "workers", "communication_window",
-                                       "sync_every_epochs", "learning_rate_scaling", "rho",
-                                       "momentum", "bucket_mb", NULL};
+                                       "sync_every_epochs", "learning_rate_scaling",
+                                       "learning_rate", "rho", "momentum", "bucket_mb", NULL};
     spec_distributed *ds = &spec->distributed;
     ds->trainer = TRAINER_SINGLE;
     ds->workers = 1;
     ds->sync_every_epochs = 1;
+    ds->learning_rate = 0.1;
     ds->rho = 5.0;
     ds->momentum = 0.9;
     ds->bucket_mb = 4.0;
@@ -646,11 +702,14 @@ static bool parse_distributed(const json_t *d, job_spec *spec, spec_error *err)
     if (!spec_check_keys(d, "distributed", keys, err) ||
         !spec_get_enum(d, "distributed", "trainer", spec_trainer_names, 9, "trainer", &trainer,
                        err) ||
+        !check_distributed_knobs(d, (spec_trainer)trainer, err) ||
         !spec_get_int(d, "distributed", "workers", 1, 4096, &workers, err) ||
         !spec_get_int(d, "distributed", "communication_window", 1, 1000000, &window, err) ||
         !spec_get_int(d, "distributed", "sync_every_epochs", 1, 100000, &sync, err) ||
         !spec_get_bool(d, "distributed", "learning_rate_scaling", &ds->learning_rate_scaling,
                        err) ||
+        !spec_get_double(d, "distributed", "learning_rate", 0, 10, true, false,
+                         &ds->learning_rate, err) ||
         !spec_get_double(d, "distributed", "rho", 0, 1e6, true, false, &ds->rho, err) ||
         !spec_get_double(d, "distributed", "momentum", 0, 1, false, true, &ds->momentum, err) ||
         !spec_get_double(d, "distributed", "bucket_mb", 0, 1024, true, false, &ds->bucket_mb,
@@ -665,6 +724,13 @@ static bool parse_distributed(const json_t *d, job_spec *spec, spec_error *err)
                          "trainer \"single\" runs exactly 1 worker, got %d; use "
                          "\"allreduce\" (or another distributed trainer) for more",
                          ds->workers);
+    /* With alpha >= 1 the elastic force would overshoot: worker and
+     * center would swap places or fly apart instead of attracting. */
+    if ((TRAINER_BIT(ds->trainer) & ELASTIC_TRAINERS) && ds->rho * ds->learning_rate >= 1.0)
+        return spec_fail(err, field(d, "rho") ? "distributed.rho" : "distributed.learning_rate",
+                         "the elastic moving rate alpha = rho * learning_rate must be < 1, "
+                         "got %g * %g = %g",
+                         ds->rho, ds->learning_rate, ds->rho * ds->learning_rate);
     return true;
 }
 

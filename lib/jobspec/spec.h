@@ -203,13 +203,18 @@ typedef enum spec_trainer {
     TRAINER_EAMSGD,
 } spec_trainer;
 
+/* Each knob but trainer and workers belongs to the trainers named beside
+ * it: a spec that gives one to another trainer is refused
+ * (spec_distributed_uses), so nothing is silently ignored. */
 typedef struct spec_distributed {
     spec_trainer trainer;      /* default single */
     int workers;               /* default 1 */
-    int communication_window;  /* async family, default 12 (dist-keras: 5 for
-                                  downpour/easgd; we keep one default) */
+    int communication_window;  /* async family; dist-keras's defaults: 12 adag,
+                                  32 aeasgd/eamsgd, 5 downpour/dynsgd */
     int sync_every_epochs;     /* averaging, default 1 */
     bool learning_rate_scaling;/* allreduce: lr *= workers, default false */
+    double learning_rate;      /* aeasgd/eamsgd: dist-keras's trainer rate eta,
+                                  default 0.1 (alpha = rho * eta < 1) */
     double rho;                /* aeasgd/eamsgd elasticity, default 5.0 */
     double momentum;           /* eamsgd, default 0.9 */
     double bucket_mb;          /* allreduce bucket size in MiB, default 4 */
@@ -243,14 +248,19 @@ job_spec *spec_parse_json(const json_t *root, spec_error *err);
 job_spec *spec_load_file(const char *path, spec_error *err);
 void spec_free(job_spec *spec);
 
-/* The resolved spec (every default filled, presets expanded, shapes inferred)
- * as JSON; spec_parse_json(spec_to_json(s)) reproduces s. Caller owns it. */
+/* The resolved spec (every default filled, presets expanded, shapes inferred;
+ * of distributed, only the knobs its trainer uses) as JSON;
+ * spec_parse_json(spec_to_json(s)) reproduces s. Caller owns it. */
 json_t *spec_to_json(const job_spec *spec);
 
 /* MPI ranks the job needs: workers, plus one parameter server for the
  * asynchronous trainers. */
 int spec_ranks_needed(const job_spec *spec);
 bool spec_trainer_is_async(spec_trainer t);
+
+/* Whether trainer t uses the knob distributed.<key> ("rho", "bucket_mb",
+ * ...); trainer and workers belong to every trainer, unknown keys to none. */
+bool spec_distributed_uses(spec_trainer t, const char *key);
 
 /* A Keras-style summary: one row per layer with output shape and parameter
  * count, totals, and the ranks the job needs. */

@@ -248,21 +248,45 @@ static json_t *training_json(const spec_training *t)
                      (json_int_t)t->seed);
 }
 
+/* Only the knobs the trainer uses, so the output parses again (a knob
+ * given to a trainer that ignores it is refused). */
+static json_t *distributed_json(const spec_distributed *d)
+{
+    json_t *o = json_pack("{s:s,s:i}", "trainer", spec_trainer_name(d->trainer), "workers",
+                          d->workers);
+    if (!o)
+        return NULL;
+    const struct {
+        const char *key;
+        json_t *value;
+    } knobs[] = {
+        {"communication_window", json_integer(d->communication_window)},
+        {"sync_every_epochs", json_integer(d->sync_every_epochs)},
+        {"learning_rate_scaling", json_boolean(d->learning_rate_scaling)},
+        {"learning_rate", json_real(d->learning_rate)},
+        {"rho", json_real(d->rho)},
+        {"momentum", json_real(d->momentum)},
+        {"bucket_mb", json_real(d->bucket_mb)},
+    };
+    for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
+        if (spec_distributed_uses(d->trainer, knobs[i].key))
+            json_object_set_new(o, knobs[i].key, knobs[i].value);
+        else
+            json_decref(knobs[i].value);
+    }
+    return o;
+}
+
 json_t *spec_to_json(const job_spec *spec)
 {
     json_t *layers = json_array();
     for (int i = 0; layers && i < spec->n_layers; i++)
         json_array_append_new(layers, layer_json(&spec->layers[i], i));
-    const spec_distributed *d = &spec->distributed;
     const spec_resources *r = &spec->resources;
-    return json_pack(
-        "{s:s,s:{s:o,s:o},s:o,s:o,s:{s:s,s:i,s:i,s:i,s:b,s:f,s:f,s:f},s:{s:i,s:i,s:I,s:i}}",
-        "name", spec->name, "model", "input", shape_json(&spec->input), "layers", layers,
-        "data", data_json(&spec->data), "training", training_json(&spec->training),
-        "distributed", "trainer", spec_trainer_name(d->trainer), "workers", d->workers,
-        "communication_window", d->communication_window, "sync_every_epochs",
-        d->sync_every_epochs, "learning_rate_scaling", d->learning_rate_scaling, "rho", d->rho,
-        "momentum", d->momentum, "bucket_mb", d->bucket_mb, "resources", "gpus", r->gpus,
-        "threads_per_worker", r->threads_per_worker, "time_limit_s",
-        (json_int_t)r->time_limit_s, "priority", r->priority);
+    return json_pack("{s:s,s:{s:o,s:o},s:o,s:o,s:o,s:{s:i,s:i,s:I,s:i}}", "name", spec->name,
+                     "model", "input", shape_json(&spec->input), "layers", layers, "data",
+                     data_json(&spec->data), "training", training_json(&spec->training),
+                     "distributed", distributed_json(&spec->distributed), "resources", "gpus",
+                     r->gpus, "threads_per_worker", r->threads_per_worker, "time_limit_s",
+                     (json_int_t)r->time_limit_s, "priority", r->priority);
 }

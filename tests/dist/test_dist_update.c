@@ -1,8 +1,9 @@
 /* test_dist_update.c — the asynchronous trainers' update rules
  * (engine/distributed/dist_async_update.h), which the worker's exchange and the
- * server's apply call, on hand-made vectors checked against the papers'
- * definitions by hand. Every value is a short binary fraction, so the
- * float arithmetic is exact and the checks are equalities. */
+ * server's apply call, on hand-made vectors checked by hand against
+ * dist-keras's workers and parameter servers (and the papers they
+ * follow). Every value is a short binary fraction, so the float
+ * arithmetic is exact and the checks are equalities. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -87,12 +88,15 @@ static void test_dynsgd_scales_by_staleness(void **state)
     assert_floats(center, want, 3);
 }
 
-/* EASGD (Zhang, Choromanska, LeCun 2015), asynchronous form: with
- * alpha = lr * rho, e = alpha (x - center); the worker moves by -e and the
- * center by +e, so their gap shrinks by (1 - 2 alpha). */
+/* EASGD (Zhang, Choromanska, LeCun 2015), asynchronous form as dist-keras's
+ * AEASGDWorker: alpha = rho * eta with eta the trainer's learning rate
+ * (distributed.learning_rate), e = alpha (x - center); the worker moves by
+ * -e and the center by +e, so their gap shrinks by (1 - 2 alpha). */
 static void test_easgd_elastic_difference(void **state)
 {
     (void)state;
+    /* dist-keras's defaults, rho 5 and learning_rate 0.1: alpha 0.5. */
+    assert_true(dist_update_alpha(0.1, 5.0) == 0.5f);
     float alpha = dist_update_alpha(0.125, 2.0);
     assert_true(alpha == 0.25f);
     const float x0[3] = {2.0f, -1.0f, 0.5f}, c0[3] = {1.0f, 1.0f, 0.5f};
@@ -112,23 +116,45 @@ static void test_easgd_elastic_difference(void **state)
         assert_true(x_new[i] - center[i] == (1.0f - 2.0f * alpha) * (x0[i] - c0[i]));
 }
 
-/* EAMSGD: the gradient is taken at the Nesterov look-ahead x + m v, then
- * v = m v - lr g and x += v. */
+/* EAMSGD as dist-keras's EAMSGDWorker: the worker optimizer steps from the
+ * look-ahead x + m r (here SGD, rate 0.25, gradient 2: a step d of -0.5),
+ * then r = m r - eta d and x -= r. */
 static void test_eamsgd_momentum_step(void **state)
 {
     (void)state;
     float x[2] = {1.0f, 2.0f};
-    float v[2] = {0.5f, -1.0f};
+    float r[2] = {0.5f, -1.0f};
     float ahead[2];
-    dist_update_lookahead(x, v, 2, 0.5f, ahead);
+    dist_update_lookahead(x, r, 2, 0.5f, ahead);
     const float want_ahead[2] = {1.25f, 1.5f};
     assert_floats(ahead, want_ahead, 2);
-    const float g[2] = {2.0f, 2.0f};
-    dist_update_momentum(x, v, g, 2, 0.5f, 0.25f);
-    const float want_v[2] = {-0.25f, -1.0f};
-    const float want_x[2] = {0.75f, 1.0f};
-    assert_floats(v, want_v, 2);
+    const float after[2] = {ahead[0] - 0.25f * 2.0f, ahead[1] - 0.25f * 2.0f};
+    dist_update_momentum(x, r, ahead, after, 2, 0.5f, 0.5f);
+    /* r = 0.5 r + 0.5 * 0.5; x -= r. */
+    const float want_r[2] = {0.5f, -0.25f};
+    const float want_x[2] = {0.5f, 2.25f};
+    assert_floats(r, want_r, 2);
     assert_floats(x, want_x, 2);
+}
+
+/* Under a constant optimizer step d the momentum r tends to
+ * -eta d / (1 - m), so x moves by eta / (1 - m) times the optimizer's
+ * own step: with dist-keras's eta 0.1 and m 0.9, by the step itself.
+ * Here eta = m = 0.5 and d = -0.5: r_k = 0.5 (1 - 2^-k), x falls by r_k. */
+static void test_eamsgd_momentum_accumulates_optimizer_steps(void **state)
+{
+    (void)state;
+    float x[1] = {4.0f}, r[1] = {0.0f}, ahead[1], after[1];
+    float want_x = 4.0f;
+    for (int k = 1; k <= 6; k++) {
+        dist_update_lookahead(x, r, 1, 0.5f, ahead);
+        after[0] = ahead[0] - 0.5f;
+        dist_update_momentum(x, r, ahead, after, 1, 0.5f, 0.5f);
+        float want_r = 0.5f * (1.0f - 1.0f / (float)(1 << k));
+        want_x -= want_r;
+        assert_floats(r, &want_r, 1);
+        assert_floats(x, &want_x, 1);
+    }
 }
 
 int main(void)
@@ -139,6 +165,7 @@ int main(void)
         cmocka_unit_test(test_dynsgd_scales_by_staleness),
         cmocka_unit_test(test_easgd_elastic_difference),
         cmocka_unit_test(test_eamsgd_momentum_step),
+        cmocka_unit_test(test_eamsgd_momentum_accumulates_optimizer_steps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -51,7 +51,9 @@ def job(gpus, optimizer, epochs=2, bucket_mb=0.05, trainer="allreduce", extra=No
                      "test_samples": 500, "validation_split": 0.1},
             "training": {"epochs": epochs, "batch_size": 32, "seed": 5,
                          "optimizer": optimizer},
-            "distributed": {"trainer": trainer, "workers": 2, "bucket_mb": bucket_mb,
+            "distributed": {"trainer": trainer, "workers": 2,
+                            # bucket_mb is allreduce's alone (others refuse it)
+                            **({"bucket_mb": bucket_mb} if trainer == "allreduce" else {}),
                             **(extra or {})},
             "resources": {"gpus": gpus, "threads_per_worker": 1}}
 

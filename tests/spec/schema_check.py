@@ -11,7 +11,8 @@ from punchtest import check, read_json, source_path
 SCHEMA_REFUSES = ["unknown-top-key", "negative-epochs", "zero-batch", "string-lr",
                   "unknown-optimizer", "unknown-loss", "unknown-trainer", "dropout-one",
                   "unknown-layer", "unknown-layer-key", "escape-dotdot", "escape-absolute",
-                  "workers-zero", "split-one", "bad-padding"]
+                  "workers-zero", "split-one", "bad-padding", "scaling-not-allreduce",
+                  "rho-not-elastic", "rate-not-elastic"]
 
 
 def cases():

@@ -97,6 +97,29 @@ static void test_shapes(void **state)
     spec_free(s);
 }
 
+/* The resolved spec of `a` parses back to a spec whose resolved spec is
+ * the same text. */
+static void assert_roundtrip(const job_spec *a, const char *what)
+{
+    json_t *ja = spec_to_json(a);
+    assert_non_null(ja);
+    char *text = json_dumps(ja, JSON_SORT_KEYS);
+    spec_error err;
+    job_spec *b = parse(text, &err);
+    char msg[600];
+    if (!b)
+        fail_msg("%s: %s", what, spec_error_str(&err, msg, sizeof msg));
+    json_t *jb = spec_to_json(b);
+    char *text2 = json_dumps(jb, JSON_SORT_KEYS);
+    assert_string_equal(text, text2);
+    assert_int_equal(a->n_params, b->n_params);
+    free(text);
+    free(text2);
+    json_decref(ja);
+    json_decref(jb);
+    spec_free(b);
+}
+
 static void test_roundtrip(void **state)
 {
     (void)state;
@@ -110,23 +133,64 @@ static void test_roundtrip(void **state)
         spec_error err;
         job_spec *a = spec_load_file(path, &err);
         assert_non_null(a);
-        json_t *ja = spec_to_json(a);
-        assert_non_null(ja);
-        char *text = json_dumps(ja, JSON_SORT_KEYS);
-        job_spec *b = parse(text, &err);
-        char msg[600];
-        if (!b)
-            fail_msg("%s: %s", files[i], spec_error_str(&err, msg, sizeof msg));
-        json_t *jb = spec_to_json(b);
-        char *text2 = json_dumps(jb, JSON_SORT_KEYS);
-        assert_string_equal(text, text2);
-        assert_int_equal(a->n_params, b->n_params);
-        free(text);
-        free(text2);
-        json_decref(ja);
-        json_decref(jb);
+        assert_roundtrip(a, files[i]);
         spec_free(a);
-        spec_free(b);
+    }
+}
+
+/* distributed.learning_rate is dist-keras's trainer rate (default 0.1)
+ * for the elastic trainers; each knob reaches the trainers that use it,
+ * and the resolved spec names only those, so it parses again. */
+static void test_distributed_knobs(void **state)
+{
+    (void)state;
+    spec_error err;
+    job_spec *s = parse("{\"model\":\"mlp\"," DATA ",\"distributed\":{\"trainer\":\"aeasgd\","
+                        "\"workers\":2}}", &err);
+    assert_non_null(s);
+    assert_true(s->distributed.learning_rate == 0.1);
+    assert_true(s->distributed.rho == 5.0);
+    assert_int_equal(s->distributed.communication_window, 32);
+    json_t *j = spec_to_json(s);
+    json_t *d = json_object_get(j, "distributed");
+    assert_true(json_real_value(json_object_get(d, "learning_rate")) == 0.1);
+    assert_non_null(json_object_get(d, "rho"));
+    assert_null(json_object_get(d, "momentum"));
+    assert_null(json_object_get(d, "bucket_mb"));
+    assert_null(json_object_get(d, "learning_rate_scaling"));
+    json_decref(j);
+    spec_free(s);
+    s = parse("{\"model\":\"mlp\"," DATA ",\"distributed\":{\"trainer\":\"eamsgd\","
+              "\"workers\":2,\"learning_rate\":0.05,\"rho\":10,\"momentum\":0.5,"
+              "\"communication_window\":8}}", &err);
+    assert_non_null(s);
+    assert_true(s->distributed.learning_rate == 0.05);
+    assert_true(s->distributed.rho == 10.0);
+    assert_true(s->distributed.momentum == 0.5);
+    spec_free(s);
+    /* null counts as absent, as for every field. */
+    s = parse("{\"model\":\"mlp\"," DATA ",\"distributed\":{\"trainer\":\"downpour\","
+              "\"workers\":2,\"rho\":null}}", &err);
+    assert_non_null(s);
+    spec_free(s);
+    assert_true(spec_distributed_uses(TRAINER_ALLREDUCE, "learning_rate_scaling"));
+    assert_false(spec_distributed_uses(TRAINER_AVERAGING, "learning_rate_scaling"));
+    assert_true(spec_distributed_uses(TRAINER_AVERAGING, "sync_every_epochs"));
+    assert_false(spec_distributed_uses(TRAINER_DOWNPOUR, "learning_rate"));
+    assert_true(spec_distributed_uses(TRAINER_EAMSGD, "momentum"));
+    assert_true(spec_distributed_uses(TRAINER_SINGLE, "workers"));
+    assert_false(spec_distributed_uses(TRAINER_EAMSGD, "bogus"));
+    /* Every trainer's resolved spec parses back to itself. */
+    for (int t = TRAINER_SINGLE; t <= TRAINER_EAMSGD; t++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "{\"model\":\"mlp\"," DATA ",\"distributed\":{\"trainer\":\"%s\","
+                 "\"workers\":%d}}", spec_trainer_name((spec_trainer)t),
+                 t == TRAINER_SINGLE ? 1 : 2);
+        s = parse(text, &err);
+        assert_non_null(s);
+        assert_roundtrip(s, spec_trainer_name((spec_trainer)t));
+        spec_free(s);
     }
 }
 
@@ -189,6 +253,37 @@ static const struct bad_case {
      "distributed.trainer", "unknown trainer"},
     {"{\"model\":\"mlp\"," DATA ",\"distributed\":{\"workers\":2}}", "distributed.workers",
      "single"},
+    /* A knob the trainer does not use is refused, naming the trainer and
+     * the ones that use it. */
+    {"{\"model\":\"mlp\"," DATA ",\"distributed\":{\"trainer\":\"downpour\",\"workers\":2,"
+     "\"learning_rate_scaling\":true}}",
+     "distributed.learning_rate_scaling",
+     "trainer \"downpour\" does not use it (only allreduce does)"},
+    {"{\"model\":\"mlp\"," DATA ",\"distributed\":{\"trainer\":\"averaging\",\"workers\":2,"
+     "\"learning_rate_scaling\":false}}",
+     "distributed.learning_rate_scaling", "trainer \"averaging\""},
+    {"{\"model\":\"mlp\"," DATA ",\"distributed\":{\"trainer\":\"adag\",\"workers\":2,"
+     "\"rho\":5}}", "distributed.rho", "(only aeasgd, eamsgd do)"},
+    {"{\"model\":\"mlp\"," DATA ",\"distributed\":{\"trainer\":\"aeasgd\",\"workers\":2,"
+     "\"momentum\":0.9}}", "distributed.momentum",
+     "trainer \"aeasgd\" does not use it (only eamsgd"},
+    {"{\"model\":\"mlp\"," DATA ",\"distributed\":{\"trainer\":\"dynsgd\",\"workers\":2,"
+     "\"learning_rate\":0.1}}", "distributed.learning_rate", "trainer \"dynsgd\""},
+    {"{\"model\":\"mlp\"," DATA ",\"distributed\":{\"trainer\":\"allreduce\",\"workers\":2,"
+     "\"communication_window\":4}}", "distributed.communication_window", "trainer \"allreduce\""},
+    {"{\"model\":\"mlp\"," DATA ",\"distributed\":{\"trainer\":\"ensemble\",\"workers\":2,"
+     "\"sync_every_epochs\":2}}", "distributed.sync_every_epochs", "(only averaging does)"},
+    {"{\"model\":\"mlp\"," DATA ",\"distributed\":{\"trainer\":\"eamsgd\",\"workers\":2,"
+     "\"bucket_mb\":1}}", "distributed.bucket_mb", "trainer \"eamsgd\""},
+    {"{\"model\":\"mlp\"," DATA ",\"distributed\":{\"rho\":5}}", "distributed.rho",
+     "trainer \"single\""},
+    /* The elastic force must attract: alpha = rho * learning_rate < 1. */
+    {"{\"model\":\"mlp\"," DATA ",\"distributed\":{\"trainer\":\"aeasgd\",\"workers\":2,"
+     "\"rho\":20}}", "distributed.rho", "rho * learning_rate must be < 1, got 20 * 0.1 = 2"},
+    {"{\"model\":\"mlp\"," DATA ",\"distributed\":{\"trainer\":\"eamsgd\",\"workers\":2,"
+     "\"learning_rate\":0.2}}", "distributed.learning_rate", "= 1"},
+    {"{\"model\":\"mlp\"," DATA ",\"distributed\":{\"trainer\":\"eamsgd\",\"workers\":2,"
+     "\"learning_rate\":0}}", "distributed.learning_rate", "> 0"},
     {"{\"model\":\"resnet\"," DATA "}", "model", "unknown model preset"},
     {"{\"model\":{\"layers\":[{\"type\":\"conv3d\"}]}," DATA "}", "model.layers[0].type",
      "unknown layer type"},
@@ -346,7 +441,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),     cmocka_unit_test(test_presets),
         cmocka_unit_test(test_shapes),       cmocka_unit_test(test_roundtrip),
-        cmocka_unit_test(test_ranks),        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_ranks),
+        cmocka_unit_test(test_distributed_knobs),
+        cmocka_unit_test(test_errors),
         cmocka_unit_test(test_hostile_bytes), cmocka_unit_test(test_dataset_names),
         cmocka_unit_test(test_summary),      cmocka_unit_test(test_schedule_aliases),
     };
