@@ -46,6 +46,21 @@ for tool in ip unshare mpirun hostname; do
     command -v "$tool" >/dev/null || skip "$tool is not installed"
 done
 
+# ip -n and ip netns exec remount / in a new mount namespace, which fails in
+# a chroot whose / is not a mount point (../shared/tools/fresh-machine). Such
+# a run goes on in a private mount namespace whose root is one: / bound onto
+# a directory of itself and entered with chroot.
+if [ -z "${PUNCH_CLUSTER_REROOTED:-}" ] && ! mountpoint -q /; then
+    command -v chroot >/dev/null || skip "/ is not a mount point and chroot is missing"
+    newroot=$(mktemp -d /tmp/punch-cluster-root.XXXXXX) || exit 1
+    PUNCH_CLUSTER_REROOTED=1 unshare --mount --propagation unchanged /bin/sh -c \
+        'mount --rbind / "$0" && exec chroot "$0" /bin/sh -c '"'"'cd "$0" && exec "$@"'"'"' "$@"' \
+        "$newroot" "$PWD" "$0" --hosts "$hosts" "$@"
+    rc=$?
+    rmdir "$newroot" 2>/dev/null
+    exit $rc
+fi
+
 tag=pc$$
 net=10.$((200 + $$ % 50)).$(($$ / 50 % 250))
 sw=$tag-sw
