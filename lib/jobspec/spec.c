@@ -802,8 +802,9 @@ job_spec *spec_parse_json(const json_t *root, spec_error *err)
               parse_distributed(field(root, "distributed"), spec, err) &&
               parse_resources(field(root, "resources"), spec, err);
     if (ok && !field(root, "model"))
-        ok = spec_fail(err, "model", "missing; name a preset (\"mlp\", \"simplecnn\", "
-                                     "\"convnet\") or give {\"input\": [...], \"layers\": [...]}");
+        ok = spec_fail(err, "model", "missing; name a preset (\"mlp\", \"convnet\", "
+                                     "\"resnet20_cifar10\", ...: docs/job-spec.md lists them) or "
+                                     "give {\"input\": [...], \"layers\": [...]}");
     ok = ok && spec_parse_model(field(root, "model"), spec, err) &&
          spec_infer_shapes(spec, err) && check_output(spec, err);
     if (ok) {

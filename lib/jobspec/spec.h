@@ -15,7 +15,7 @@
 
 #include <jansson.h>
 
-#define SPEC_MAX_LAYERS 256
+#define SPEC_MAX_LAYERS 1024 /* densenet121_cifar10 has 424 */
 #define SPEC_MAX_INPUTS 8
 #define SPEC_MAX_SCHEDULES 8
 #define SPEC_MAX_METRICS 4

@@ -1,18 +1,365 @@
 /* spec_presets.c — the named model presets, expanded into ordinary layers
  * so everything downstream (summary, weights keys, the engine) sees one
- * representation. The last dense layer has data.num_classes units. */
+ * representation: our three small ones written as spec JSON, and PyDTNN's
+ * model zoo under its names, built layer by layer because ResNet, DenseNet
+ * and GoogLeNet repeat blocks hundreds of layers long. The last dense
+ * layer has data.num_classes units. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "jobspec/spec_internal.h"
 
+/* PyDTNN's model zoo (pydtnn/models/), rebuilt from its layer lists. Its
+ * padding 1 on a 3x3 window is "same"; on a strided window "same" pads
+ * the far edge where PyDTNN pads both, which keeps every shape and
+ * parameter count. Layers are appended to a JSON array; each takes the
+ * previous layer unless `from` names another (a branch). */
+typedef struct zoo {
+    json_t *layers;
+    const job_spec *spec;
+    bool ok;
+} zoo;
+
+#define PREV (-2) /* the layer just appended; -1 is the model input */
+
+static int zoo_push(zoo *z, json_t *layer, int from)
+{
+    if (!layer) {
+        z->ok = false;
+        return -1;
+    }
+    if (from != PREV && json_object_set_new(layer, "inputs", json_pack("[i]", from)) != 0)
+        z->ok = false;
+    if (json_array_append_new(z->layers, layer) != 0)
+        z->ok = false;
+    return (int)json_array_size(z->layers) - 1;
+}
+
+static int zoo_conv(zoo *z, int from, int filters, int k, int stride, const char *padding,
+                    bool relu, bool bias)
+{
+    return zoo_push(z, json_pack("{s:s,s:i,s:i,s:i,s:s,s:s,s:b}", "type", "conv2d", "filters",
+                                 filters, "kernel", k, "stride", stride, "padding", padding,
+                                 "activation", relu ? "relu" : "none", "use_bias", bias),
+                    from);
+}
+
+static int zoo_plain(zoo *z, int from, const char *type)
+{
+    return zoo_push(z, json_pack("{s:s}", "type", type), from);
+}
+
+static int zoo_pool(zoo *z, int from, const char *type, int k, int stride, const char *padding)
+{
+    return zoo_push(z, json_pack("{s:s,s:i,s:i,s:s}", "type", type, "pool", k, "stride", stride,
+                                 "padding", padding),
+                    from);
+}
+
+static int zoo_dense(zoo *z, int units, const char *activation)
+{
+    return zoo_push(z, json_pack("{s:s,s:i,s:s}", "type", "dense", "units", units, "activation",
+                                 activation),
+                    PREV);
+}
+
+static int zoo_dropout(zoo *z, double rate)
+{
+    return zoo_push(z, json_pack("{s:s,s:f}", "type", "dropout", "rate", rate), PREV);
+}
+
+static int zoo_merge(zoo *z, const char *type, const int *from, int n)
+{
+    json_t *inputs = json_array();
+    for (int i = 0; inputs && i < n; i++)
+        if (json_array_append_new(inputs, json_integer(from[i])) != 0)
+            z->ok = false;
+    return zoo_push(z, inputs ? json_pack("{s:s,s:o}", "type", type, "inputs", inputs) : NULL,
+                    PREV);
+}
+
+/* A "same" convolution, batchnorm, and a ReLU when asked. */
+static int zoo_conv_bn(zoo *z, int from, int filters, int k, int stride, bool relu, bool bias)
+{
+    zoo_conv(z, from, filters, k, stride, "same", false, bias);
+    int last = zoo_plain(z, PREV, "batchnorm");
+    return relu ? zoo_plain(z, PREV, "relu") : last;
+}
+
+/* Flatten and the softmax classifier with data.num_classes units. */
+static void zoo_classifier(zoo *z)
+{
+    zoo_plain(z, PREV, "flatten");
+    zoo_dense(z, z->spec->data.num_classes, "softmax");
+}
+
+/* Global average pooling after `downsample` halvings of the input. */
+static void zoo_global_pool(zoo *z, int downsample)
+{
+    int h = z->spec->input.dim[1], w = z->spec->input.dim[2];
+    for (int i = 0; i < downsample; i++) {
+        h = (h + 1) / 2;
+        w = (w + 1) / 2;
+    }
+    /* A flat input leaves no extent; the convolutions before will say so. */
+    if (h < 1 || w < 1)
+        h = w = 1;
+    zoo_push(z, json_pack("{s:s,s:[ii]}", "type", "avgpool2d", "pool", h, w), PREV);
+}
+
+static void build_simplemlp(zoo *z)
+{
+    zoo_plain(z, PREV, "flatten");
+    for (int i = 0; i < 3; i++)
+        zoo_dense(z, 512, "relu");
+    zoo_dense(z, z->spec->data.num_classes, "softmax");
+}
+
+/* As PyDTNN prints it: no activation after either convolution. */
+static void build_simplecnn_pydtnn(zoo *z)
+{
+    zoo_conv(z, PREV, 4, 3, 1, "same", false, true);
+    zoo_conv(z, PREV, 4, 3, 1, "same", false, true);
+    zoo_pool(z, PREV, "maxpool2d", 2, 2, "valid");
+    zoo_plain(z, PREV, "flatten");
+    zoo_dense(z, 128, "relu");
+    zoo_dropout(z, 0.5);
+    zoo_dense(z, z->spec->data.num_classes, "softmax");
+}
+
+/* Two ReLU dense layers of `units`, each followed by dropout 0.5. */
+static void zoo_relu_head(zoo *z, int units)
+{
+    zoo_plain(z, PREV, "flatten");
+    for (int i = 0; i < 2; i++) {
+        zoo_dense(z, units, "relu");
+        zoo_dropout(z, 0.5);
+    }
+    zoo_dense(z, z->spec->data.num_classes, "softmax");
+}
+
+/* AlexNet: five ReLU convolutions (the first strided), max pools after
+ * the first, second and fifth, and the 4096-unit head. */
+typedef struct alexnet {
+    int filters[5], kernel[5], stride;
+    const char *stem_padding;
+    int pool;
+} alexnet;
+
+static void zoo_alexnet(zoo *z, const alexnet *a)
+{
+    for (int i = 0; i < 5; i++) {
+        zoo_conv(z, PREV, a->filters[i], a->kernel[i], i ? 1 : a->stride,
+                 i ? "same" : a->stem_padding, true, true);
+        if (i < 2 || i == 4)
+            zoo_pool(z, PREV, "maxpool2d", a->pool, 2, "valid");
+    }
+    zoo_relu_head(z, 4096);
+}
+
+static void build_alexnet_cifar10(zoo *z)
+{
+    zoo_alexnet(z, &(alexnet){{64, 192, 384, 256, 256}, {3, 3, 3, 3, 3}, 2, "same", 2});
+}
+
+static void build_alexnet_imagenet(zoo *z)
+{
+    zoo_alexnet(z, &(alexnet){{96, 256, 384, 384, 256}, {11, 5, 3, 3, 3}, 4, "valid", 3});
+}
+
+/* VGG's five stages of 3x3 convolutions, each closed by a 2x2 max pool.
+ * With batchnorm the head is PyDTNN's dropout-dense-batchnorm-ReLU. */
+static void zoo_vgg(zoo *z, const int *convs, bool bn, int head)
+{
+    static const int filters[5] = {64, 128, 256, 512, 512};
+    for (int s = 0; s < 5; s++) {
+        for (int i = 0; i < convs[s]; i++) {
+            if (bn)
+                zoo_conv_bn(z, PREV, filters[s], 3, 1, true, true);
+            else
+                zoo_conv(z, PREV, filters[s], 3, 1, "same", true, true);
+        }
+        zoo_pool(z, PREV, "maxpool2d", 2, 2, "valid");
+    }
+    if (!bn) {
+        zoo_relu_head(z, head);
+        return;
+    }
+    zoo_plain(z, PREV, "flatten");
+    for (int i = 0; i < 2; i++) {
+        zoo_dropout(z, 0.5);
+        zoo_dense(z, head, "none");
+        zoo_plain(z, PREV, "batchnorm");
+        zoo_plain(z, PREV, "relu");
+    }
+    zoo_dense(z, z->spec->data.num_classes, "softmax");
+}
+
+static const int vgg11_convs[5] = {1, 1, 2, 2, 2};
+static const int vgg16_convs[5] = {2, 2, 3, 3, 3};
+
+/* PyDTNN's printed vgg16_cifar10 (15,245,130 parameters) has a 512-unit
+ * head; the CIFAR VGGs share it. */
+static void build_vgg11_cifar10(zoo *z) { zoo_vgg(z, vgg11_convs, false, 512); }
+static void build_vgg11bn_cifar10(zoo *z) { zoo_vgg(z, vgg11_convs, true, 512); }
+static void build_vgg16_cifar10(zoo *z) { zoo_vgg(z, vgg16_convs, false, 512); }
+static void build_vgg16bn_cifar10(zoo *z) { zoo_vgg(z, vgg16_convs, true, 512); }
+static void build_vgg16_imagenet(zoo *z) { zoo_vgg(z, vgg16_convs, false, 4096); }
+
+/* Residual stages: blocks[s] blocks of `filters` << s channels, the first
+ * of each stage after the first striding by 2 with a 1x1 projection on
+ * the shortcut; `project_first` projects every stage's first block, as
+ * PyDTNN's ResNet-56 and -50 do. Bottleneck blocks (ResNet-50) are
+ * 1x1-3x3-1x1 with four times the channels out. */
+static void zoo_resnet(zoo *z, int filters, const int *blocks, bool bottleneck,
+                       bool project_first)
+{
+    for (int s = 0; s < 4 && blocks[s]; s++) {
+        int n = filters << s, out = bottleneck ? 4 * n : n;
+        for (int b = 0; b < blocks[s]; b++) {
+            int stride = s > 0 && b == 0 ? 2 : 1;
+            int in = (int)json_array_size(z->layers) - 1;
+            int last;
+            if (bottleneck) {
+                zoo_conv_bn(z, in, n, 1, 1, true, true);
+                zoo_conv_bn(z, PREV, n, 3, stride, true, true);
+                last = zoo_conv_bn(z, PREV, out, 1, 1, false, true);
+            } else {
+                zoo_conv_bn(z, in, n, 3, stride, true, true);
+                last = zoo_conv_bn(z, PREV, n, 3, 1, false, true);
+            }
+            int shortcut = in;
+            if (stride != 1 || (project_first && b == 0))
+                shortcut = zoo_conv_bn(z, in, out, 1, stride, false, true);
+            zoo_merge(z, "add", (int[]){last, shortcut}, 2);
+            zoo_plain(z, PREV, "relu");
+        }
+    }
+}
+
+/* PyDTNN's CIFAR ResNets: a 3x3 stem with batchnorm (no ReLU), three
+ * stages of 16/32/64, and a 64-unit dense-batchnorm-ReLU before the
+ * classifier. */
+static void zoo_resnet_cifar(zoo *z, int per_stage, bool project_first)
+{
+    zoo_conv_bn(z, PREV, 16, 3, 1, false, true);
+    zoo_resnet(z, 16, (int[]){per_stage, per_stage, per_stage, 0}, false, project_first);
+    zoo_global_pool(z, 2);
+    zoo_plain(z, PREV, "flatten");
+    zoo_dense(z, 64, "none");
+    zoo_plain(z, PREV, "batchnorm");
+    zoo_plain(z, PREV, "relu");
+    zoo_dense(z, z->spec->data.num_classes, "softmax");
+}
+
+static void build_resnet20_cifar10(zoo *z) { zoo_resnet_cifar(z, 3, false); }
+static void build_resnet32_cifar10(zoo *z) { zoo_resnet_cifar(z, 5, false); }
+static void build_resnet56_cifar10(zoo *z) { zoo_resnet_cifar(z, 9, true); }
+
+/* PyDTNN's ResNet-18/34 for ImageNet keep its CIFAR stem: a stride-1 3x3
+ * convolution with batchnorm and no max pool. */
+static void zoo_resnet_basic_imagenet(zoo *z, const int *blocks)
+{
+    zoo_conv_bn(z, PREV, 64, 3, 1, false, true);
+    zoo_resnet(z, 64, blocks, false, false);
+    zoo_global_pool(z, 3);
+    zoo_classifier(z);
+}
+
+static void build_resnet18_imagenet(zoo *z) { zoo_resnet_basic_imagenet(z, (int[]){2, 2, 2, 2}); }
+static void build_resnet34_imagenet(zoo *z) { zoo_resnet_basic_imagenet(z, (int[]){3, 4, 6, 3}); }
+
+/* ResNet-50 v1.5 (the stride on the 3x3): a 7x7 stride-2 stem without
+ * batchnorm, as PyDTNN has it, then a 3x3 stride-2 max pool. */
+static void build_resnet50_imagenet(zoo *z)
+{
+    zoo_conv(z, PREV, 64, 7, 2, "same", false, true);
+    zoo_pool(z, PREV, "maxpool2d", 3, 2, "same");
+    zoo_resnet(z, 64, (int[]){3, 4, 6, 3}, true, true);
+    zoo_global_pool(z, 5);
+    zoo_classifier(z);
+}
+
+/* DenseNet-121 (growth 32, compression 0.5), convolutions without bias:
+ * each dense layer's batchnorm-ReLU-1x1-batchnorm-ReLU-3x3 output is
+ * concatenated to its input. */
+static void build_densenet121_cifar10(zoo *z)
+{
+    static const int blocks[4] = {6, 12, 24, 16};
+    const int growth = 32;
+    int planes = 2 * growth;
+    zoo_conv(z, PREV, planes, 3, 1, "same", false, false);
+    for (int s = 0; s < 4; s++) {
+        for (int b = 0; b < blocks[s]; b++) {
+            int in = (int)json_array_size(z->layers) - 1;
+            zoo_plain(z, PREV, "batchnorm");
+            zoo_plain(z, PREV, "relu");
+            zoo_conv(z, PREV, 4 * growth, 1, 1, "same", false, false);
+            zoo_plain(z, PREV, "batchnorm");
+            zoo_plain(z, PREV, "relu");
+            int out = zoo_conv(z, PREV, growth, 3, 1, "same", false, false);
+            zoo_merge(z, "concat", (int[]){out, in}, 2);
+        }
+        planes += blocks[s] * growth;
+        if (s == 3)
+            break;
+        planes /= 2;
+        zoo_plain(z, PREV, "batchnorm");
+        zoo_plain(z, PREV, "relu");
+        zoo_conv(z, PREV, planes, 1, 1, "same", false, false);
+        zoo_pool(z, PREV, "avgpool2d", 2, 2, "valid");
+    }
+    zoo_plain(z, PREV, "batchnorm");
+    zoo_plain(z, PREV, "relu");
+    zoo_pool(z, PREV, "avgpool2d", 4, 4, "valid");
+    zoo_classifier(z);
+}
+
+/* GoogLeNet for CIFAR: inception blocks of four branches (1x1; 1x1-3x3;
+ * 1x1-3x3-3x3 for the 5x5; 3x3 max pool-1x1), every convolution with
+ * batchnorm and ReLU; a zero row is a 3x3 stride-2 max pool. */
+static void build_googlenet_cifar10(zoo *z)
+{
+    static const int inception[11][6] = {
+        {64, 96, 128, 16, 32, 32},     {128, 128, 192, 32, 96, 64},  {0},
+        {192, 96, 208, 16, 48, 64},    {160, 112, 224, 24, 64, 64},  {128, 128, 256, 24, 64, 64},
+        {112, 144, 288, 32, 64, 64},   {256, 160, 320, 32, 128, 128}, {0},
+        {256, 160, 320, 32, 128, 128}, {384, 192, 384, 48, 128, 128},
+    };
+    zoo_conv_bn(z, PREV, 192, 3, 1, true, true);
+    for (int i = 0; i < 11; i++) {
+        const int *c = inception[i];
+        if (!c[0]) {
+            zoo_pool(z, PREV, "maxpool2d", 3, 2, "same");
+            continue;
+        }
+        int in = (int)json_array_size(z->layers) - 1, out[4];
+        out[0] = zoo_conv_bn(z, in, c[0], 1, 1, true, true);
+        zoo_conv_bn(z, in, c[1], 1, 1, true, true);
+        out[1] = zoo_conv_bn(z, PREV, c[2], 3, 1, true, true);
+        zoo_conv_bn(z, in, c[3], 1, 1, true, true);
+        zoo_conv_bn(z, PREV, c[4], 3, 1, true, true);
+        out[2] = zoo_conv_bn(z, PREV, c[4], 3, 1, true, true);
+        zoo_pool(z, in, "maxpool2d", 3, 1, "same");
+        out[3] = zoo_conv_bn(z, PREV, c[5], 1, 1, true, true);
+        zoo_merge(z, "concat", out, 4);
+    }
+    zoo_pool(z, PREV, "avgpool2d", 8, 1, "valid");
+    zoo_plain(z, PREV, "flatten");
+    zoo_dense(z, 1024, "none");
+    zoo_plain(z, PREV, "batchnorm");
+    zoo_plain(z, PREV, "relu");
+    zoo_dense(z, z->spec->data.num_classes, "softmax");
+}
+
 typedef struct preset {
     const char *name;
-    const char *layers; /* the preset's layers as spec JSON; CLASSES is replaced */
+    const char *layers;       /* spec JSON with CLASSES replaced, or NULL */
+    void (*build)(zoo *z);    /* appends the layers when `layers` is NULL */
 } preset;
 
-/* Presets are written in the spec language itself and parsed like a user's
- * model, so they can never disagree with the parser. */
+/* Every preset is parsed like a user's model, so none can disagree with
+ * the parser. */
 static const preset presets[] = {
     {"mlp", "[{\"type\":\"flatten\"},"
             "{\"type\":\"dense\",\"units\":128,\"activation\":\"relu\"},"
@@ -36,6 +383,23 @@ static const preset presets[] = {
      "{\"type\":\"dense\",\"units\":1024,\"activation\":\"relu\"},"
      "{\"type\":\"dropout\",\"rate\":0.4},"
      "{\"type\":\"dense\",\"units\":CLASSES,\"activation\":\"softmax\"}]"},
+    {"simplemlp", NULL, build_simplemlp},
+    {"simplecnn_pydtnn", NULL, build_simplecnn_pydtnn},
+    {"alexnet_cifar10", NULL, build_alexnet_cifar10},
+    {"alexnet_imagenet", NULL, build_alexnet_imagenet},
+    {"vgg11_cifar10", NULL, build_vgg11_cifar10},
+    {"vgg11bn_cifar10", NULL, build_vgg11bn_cifar10},
+    {"vgg16_cifar10", NULL, build_vgg16_cifar10},
+    {"vgg16bn_cifar10", NULL, build_vgg16bn_cifar10},
+    {"vgg16_imagenet", NULL, build_vgg16_imagenet},
+    {"resnet20_cifar10", NULL, build_resnet20_cifar10},
+    {"resnet32_cifar10", NULL, build_resnet32_cifar10},
+    {"resnet56_cifar10", NULL, build_resnet56_cifar10},
+    {"resnet18_imagenet", NULL, build_resnet18_imagenet},
+    {"resnet34_imagenet", NULL, build_resnet34_imagenet},
+    {"resnet50_imagenet", NULL, build_resnet50_imagenet},
+    {"densenet121_cifar10", NULL, build_densenet121_cifar10},
+    {"googlenet_cifar10", NULL, build_googlenet_cifar10},
 };
 
 static char *substitute_classes(const char *text, int classes)
@@ -47,6 +411,28 @@ static char *substitute_classes(const char *text, int classes)
         return NULL;
     snprintf(out, len, "%.*s%d%s", (int)(at - text), text, classes, at + strlen("CLASSES"));
     return out;
+}
+
+/* The preset's layers as a JSON array, or NULL when out of memory. */
+static json_t *preset_layers(const preset *p, const job_spec *spec)
+{
+    if (p->layers) {
+        char *text = substitute_classes(p->layers, spec->data.num_classes);
+        if (!text)
+            return NULL;
+        json_error_t jerr;
+        json_t *layers = json_loads(text, 0, &jerr);
+        free(text);
+        return layers;
+    }
+    zoo z = {json_array(), spec, true};
+    if (z.layers)
+        p->build(&z);
+    if (!z.ok) {
+        json_decref(z.layers);
+        return NULL;
+    }
+    return z.layers;
 }
 
 bool spec_preset_expand(const char *name, const char *path, job_spec *spec, spec_error *err)
@@ -62,17 +448,16 @@ bool spec_preset_expand(const char *name, const char *path, job_spec *spec, spec
     int unused;
     if (!p)
         return spec_match_enum(name, path, names, n, "model preset", &unused, err);
-    char *text = substitute_classes(p->layers, spec->data.num_classes);
-    if (!text)
-        return spec_fail(err, path, "out of memory");
-    json_error_t jerr;
-    json_t *layers = json_loads(text, 0, &jerr);
-    free(text);
+    json_t *layers = preset_layers(p, spec);
     json_t *input = json_array();
     for (int i = 0; input && i < spec->input.rank; i++)
         json_array_append_new(input, json_integer(spec->input.dim[i]));
     json_t *model = layers && input ? json_pack("{s:o,s:o}", "layers", layers, "input", input)
                                     : NULL;
+    if (!layers || !input) {
+        json_decref(layers);
+        json_decref(input);
+    }
     if (!model)
         return spec_fail(err, path, "internal error: preset %s does not parse", name);
     bool ok = spec_parse_model(model, spec, err);

@@ -64,6 +64,87 @@ static void test_presets(void **state)
     }
 }
 
+/* PyDTNN's zoo by its names: layer count, the features reaching the
+ * classifier, and the parameter counts. PyDTNN prints 15,245,130 for
+ * vgg16_cifar10 and 101,958 for simplecnn on MNIST; the others follow
+ * from its layer lists (its convolutions and dense layers have biases). */
+static void test_zoo_presets(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *input;
+        int classes, layers;
+        long features, params, nontrainable;
+    } cases[] = {
+        {"simplemlp", "[1,28,28]", 10, 5, 784, 932362, 0},
+        {"simplecnn_pydtnn", "[1,28,28]", 10, 7, 784, 101958, 0},
+        {"alexnet_cifar10", "[3,32,32]", 10, 14, 1024, 23272266, 0},
+        {"alexnet_imagenet", "[3,224,224]", 1000, 14, 6400, 50844008, 0},
+        {"vgg11_cifar10", "[3,32,32]", 10, 19, 512, 9750922, 0},
+        {"vgg11bn_cifar10", "[3,32,32]", 10, 39, 512, 9758474, 7552},
+        {"vgg16_cifar10", "[3,32,32]", 10, 24, 512, 15245130, 0},
+        {"vgg16bn_cifar10", "[3,32,32]", 10, 54, 512, 15255626, 10496},
+        {"vgg16_imagenet", "[3,224,224]", 1000, 24, 25088, 138357544, 0},
+        {"resnet20_cifar10", "[3,32,32]", 10, 75, 64, 277546, 1696},
+        {"resnet32_cifar10", "[3,32,32]", 10, 117, 64, 472426, 2592},
+        {"resnet56_cifar10", "[3,32,32]", 10, 203, 64, 862490, 4416},
+        {"resnet18_imagenet", "[3,224,224]", 1000, 67, 512, 11686632, 9600},
+        {"resnet34_imagenet", "[3,224,224]", 1000, 123, 512, 21798504, 17024},
+        {"resnet50_imagenet", "[3,224,224]", 1000, 173, 2048, 25583464, 52992},
+        {"densenet121_cifar10", "[3,32,32]", 10, 424, 1024, 6956298, 83520},
+        {"googlenet_cifar10", "[3,32,32]", 10, 218, 1024, 7217898, 17856},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char text[256];
+        snprintf(text, sizeof text,
+                 "{\"model\":{\"preset\":\"%s\",\"input\":%s},"
+                 "\"data\":{\"format\":\"synthetic\",\"num_classes\":%d}}",
+                 cases[i].name, cases[i].input, cases[i].classes);
+        spec_error err;
+        job_spec *s = parse(text, &err);
+        if (!s) {
+            char msg[600];
+            fail_msg("%s: %s", cases[i].name, spec_error_str(&err, msg, sizeof msg));
+        }
+        assert_string_equal(s->preset, cases[i].name);
+        assert_int_equal(s->n_layers, cases[i].layers);
+        assert_int_equal(s->n_params, cases[i].params);
+        assert_int_equal(s->n_state, cases[i].nontrainable);
+        const spec_layer *out = &s->layers[s->n_layers - 1];
+        assert_int_equal(out->out_shape.dim[0], cases[i].classes);
+        assert_int_equal(out->activation, ACT_SOFTMAX);
+        int flatten = s->n_layers - 1;
+        while (flatten >= 0 && s->layers[flatten].type != LAYER_FLATTEN)
+            flatten--;
+        assert_true(flatten >= 0);
+        assert_int_equal(s->layers[flatten].out_shape.dim[0], cases[i].features);
+        spec_free(s);
+    }
+}
+
+/* PyDTNN's simplecnn has no ReLU after its convolutions; ours keeps it.
+ * The string form takes the input shape from the data (IDX: 1x28x28). */
+static void test_zoo_simplecnn_names(void **state)
+{
+    (void)state;
+    spec_error err;
+    job_spec *ours = parse("{\"model\":\"simplecnn\"," DATA "}", &err);
+    job_spec *theirs = parse("{\"model\":\"simplecnn_pydtnn\"," DATA "}", &err);
+    assert_non_null(ours);
+    assert_non_null(theirs);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(ours->layers[i].activation, ACT_RELU);
+        assert_int_equal(theirs->layers[i].type, LAYER_CONV2D);
+        assert_int_equal(theirs->layers[i].activation, ACT_NONE);
+    }
+    assert_int_equal(theirs->n_params, 101958);
+    spec_free(ours);
+    spec_free(theirs);
+    job_spec *s = parse("{\"model\":\"vgg16_cifar\"," DATA "}", &err);
+    assert_null(s);
+    assert_non_null(strstr(err.message, "vgg16_cifar10"));
+}
+
 static void test_shapes(void **state)
 {
     (void)state;
@@ -440,6 +521,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),     cmocka_unit_test(test_presets),
+        cmocka_unit_test(test_zoo_presets),  cmocka_unit_test(test_zoo_simplecnn_names),
         cmocka_unit_test(test_shapes),       cmocka_unit_test(test_roundtrip),
         cmocka_unit_test(test_ranks),
         cmocka_unit_test(test_distributed_knobs),
