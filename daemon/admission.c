@@ -37,6 +37,9 @@ static bool admission_per_host(const daemon_ctx *d, int ranks, int gpus_per_work
 bool admission_check(const daemon_ctx *d, int ranks, int gpus_per_worker, int workers,
                      const char **field, char *why, size_t cap)
 {
+    /* Slurm knows its nodes: a job it can never run is refused by sbatch. */
+    if (config_slurm(&d->cfg))
+        return true;
     if (ranks > d->total_slots) {
         *field = "distributed.workers";
         snprintf(why, cap,

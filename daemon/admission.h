@@ -24,7 +24,9 @@
  * the whole message, which begins with that field, e.g.
  *   distributed.workers: the job needs 5 MPI ranks but this cluster has 4
  *   slots; it could never run
- * Slots are checked first, then the GPUs in all, then per host. Pure: no
+ * Slots are checked first, then the GPUs in all, then per host; under
+ * scheduler = slurm every job passes (sbatch refuses what Slurm can never
+ * run, and the job fails with its message). Pure: no
  * I/O, no locks, callable from any thread. */
 bool admission_check(const daemon_ctx *d, int ranks, int gpus_per_worker, int workers,
                      const char **field, char *why, size_t cap);

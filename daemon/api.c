@@ -126,6 +126,12 @@ enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t le
         .time_limit_s = spec->resources.time_limit_s,
         .gpus = spec->resources.gpus * spec->distributed.workers,
     };
+    if (config_slurm(&d->cfg) && atomic_load(&d->slurm_down)) {
+        spec_free(spec);
+        return api_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL,
+                               "Slurm is not reachable (slurmctld down?); the job was not "
+                               "accepted, submit it again later");
+    }
     char id[STORE_ID_LEN + 1];
     store_status rs = store_job_submit(d->st, &nj, d->cfg.max_queued, 0, id);
     spec_free(spec);

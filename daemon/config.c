@@ -49,6 +49,12 @@ static const opt_def opts[] = {
     NUM(per_ip_limit, OPT_INT, 0, 1 << 20, "N", "concurrent connections per client IP, 0 = no limit (default 128)"),
     NUM(kill_grace, OPT_INT, 0, 3600, "SECONDS", "SIGTERM to SIGKILL delay on cancel/time limit (default 10)"),
     NUM(tick_ms, OPT_INT, 10, 60000, "MS", "supervision and scheduling period (default 250)"),
+    STR(scheduler, "local|slurm", "who places jobs: punchcardd on its hosts, or Slurm through sbatch (default local)"),
+    STR(slurm_bin_dir, "DIR", "directory of sbatch, squeue, scancel and scontrol (default: PATH)"),
+    STR(slurm_partition, "NAME", "sbatch --partition for every job (default: Slurm's default)"),
+    STR(slurm_account, "NAME", "sbatch --account for every job (default: the user's default)"),
+    STR(slurm_qos, "NAME", "sbatch --qos for every job (default: Slurm's default)"),
+    STR(slurm_args, "\"ARGS\"", "appended to every sbatch command (e.g. \"--requeue --constraint=ib\")"),
     NUM(hold, OPT_BOOL, 0, 1, NULL, "accept and queue jobs but start none (maintenance)"),
     NUM(verbose, OPT_BOOL, 0, 1, NULL, "log debug lines too"),
 };
@@ -71,6 +77,12 @@ void config_defaults(config *c)
     c->kill_grace = 10;
     c->tick_ms = 250;
     c->host_probe_interval_s = 30;
+    snprintf(c->scheduler, sizeof c->scheduler, "local");
+}
+
+bool config_slurm(const config *c)
+{
+    return strcmp(c->scheduler, "slurm") == 0;
 }
 
 void config_usage(FILE *out)
@@ -295,6 +307,10 @@ config_result config_parse(config *c, int argc, char **argv, const char *self_ex
         }
         if (!config_set(c, o, value, "command line", err, errlen))
             return CONFIG_ERROR;
+    }
+    if (strcmp(c->scheduler, "local") != 0 && !config_slurm(c)) {
+        snprintf(err, errlen, "scheduler: expected local or slurm, got \"%.40s\"", c->scheduler);
+        return CONFIG_ERROR;
     }
     return CONFIG_OK;
 }

@@ -34,6 +34,12 @@ typedef struct config {
     int per_ip_limit;              /* 0: no per-IP limit */
     int kill_grace;                /* seconds between SIGTERM and SIGKILL */
     int tick_ms;                   /* period of the supervision tick */
+    char scheduler[16];            /* "local" or "slurm" */
+    char slurm_bin_dir[CONFIG_PATH_MAX]; /* sbatch, squeue, scancel, scontrol; "": PATH */
+    char slurm_partition[128];
+    char slurm_account[128];
+    char slurm_qos[128];
+    char slurm_args[CONFIG_PATH_MAX];   /* appended to every sbatch, split on whitespace */
     bool hold;                     /* accept jobs but start none */
     bool verbose;
 } config;
@@ -47,6 +53,9 @@ void config_defaults(config *c);
  * --config, an installed punchcardd (self_exe in the install's bindir)
  * reads the installed config file when it exists (config_installed_file);
  * one run from a build tree reads none. self_exe may be NULL. */
+/* True when jobs are handed to Slurm (scheduler = slurm). */
+bool config_slurm(const config *c);
+
 config_result config_parse(config *c, int argc, char **argv, const char *self_exe, char *err,
                            size_t errlen);
 

@@ -7,6 +7,8 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "auth.h"
@@ -30,6 +32,8 @@ typedef struct daemon_ctx {
     char engine[PATH_MAX];
     char mpirun[PATH_MAX];
     launcher_config lc;
+    atomic_bool slurm_down; /* scheduler = slurm: the last squeue or sbatch
+                               could not reach slurmctld (submits get 503) */
 } daemon_ctx;
 
 /* UNIX time now, in seconds: the clock of every time the daemon stores or

@@ -20,11 +20,15 @@ static json_t *jobview_frozen(const char *text, json_t *fallback)
 /* Why a queued job has not started (the scheduler's rules, scheduler.h):
  * the queue is held; its owner is at the per-user running limit, so it is
  * skipped whatever its place; else slots or GPUs, in use or reserved for
- * the jobs ahead of it. NULL when the store cannot say. */
+ * the jobs ahead of it. NULL when the store cannot say. Under Slurm:
+ * "submitting" until sbatch has taken it, then Slurm's own reason
+ * ("Priority", "Resources", ...; "slurm" when it gives none). */
 static const char *jobview_waiting_for(daemon_ctx *d, const store_job *job)
 {
     if (d->cfg.hold)
         return "hold";
+    if (config_slurm(&d->cfg))
+        return !job->slurm_id ? "submitting" : job->slurm_reason[0] ? job->slurm_reason : "slurm";
     if (d->cfg.max_running <= 0)
         return "resources";
     int active = store_owner_active(d->st, job->owner);

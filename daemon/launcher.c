@@ -75,9 +75,9 @@ char **launcher_mpirun_argv(const launcher_config *lc, const char *rundir, int r
     if (!launcher_args_set_mca(extra, "btl")) {
         launcher_push(argv, &n, &ok, "%s", "--mca");
         launcher_push(argv, &n, &ok, "%s", "btl");
-        launcher_push(argv, &n, &ok, "%s", hosts ? "self,vader,tcp" : "self,vader");
+        launcher_push(argv, &n, &ok, "%s", hosts || lc->slurm ? "self,vader,tcp" : "self,vader");
     }
-    if (hosts) {
+    if (hosts && !lc->slurm) {
         launcher_push(argv, &n, &ok, "%s", "--hostfile");
         launcher_push(argv, &n, &ok, "%s/hostfile", rundir);
         launcher_push(argv, &n, &ok, "%s", "--map-by");

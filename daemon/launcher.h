@@ -22,6 +22,7 @@ typedef struct launcher_config {
     const char *datasets;   /* colon-separated dataset roots */
     const char *engine_env; /* "NAME=VALUE ..." for mpirun and the ranks; NULL or "" */
     const char *mpirun_args; /* appended to every mpirun, split on whitespace; NULL or "" */
+    bool slurm;             /* mpirun runs inside a Slurm allocation (scheduler = slurm) */
 } launcher_config;
 
 /* The argv (NULL-terminated, heap) of the mpirun command for a job whose run
@@ -32,7 +33,9 @@ typedef struct launcher_config {
  * with a cluster hostfile `--mca btl self,vader,tcp` (shared memory within
  * a host, TCP between hosts) and `--hostfile RUNDIR/hostfile --map-by slot`:
  * the job's own allocation (placement_hostfile(), written there by the
- * monitor), filled in order, so rank 0 runs on its first host. The words of
+ * monitor), filled in order, so rank 0 runs on its first host. Inside a
+ * Slurm allocation (lc->slurm) also `self,vader,tcp`, with no hostfile:
+ * mpirun takes the nodes from Slurm's environment. The words of
  * lc->mpirun_args follow the daemon's own arguments; when they set the btl
  * themselves (`--mca btl ...`), the daemon's is left out, because Open MPI
  * refuses a parameter given twice. Free with launcher_argv_free(). */

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "monitor.h"
+#include "slurm.h"
 #include "supervisor.h"
 
 /* mkdir -p with mode 0700 for what it creates. */
@@ -160,7 +162,8 @@ static void main_find_programs(daemon_ctx *d)
         log_warn("mpirun %s is not executable: jobs will fail until it is (set --mpirun)",
                  d->mpirun);
     d->lc = (launcher_config){d->self_exe, d->mpirun, d->engine, d->cfg.hostfile,
-                              d->cfg.datasets, d->cfg.engine_env, d->cfg.mpirun_args};
+                              d->cfg.datasets, d->cfg.engine_env, d->cfg.mpirun_args,
+                              config_slurm(&d->cfg)};
 }
 
 /* The rsh agent mpirun uses: `--mca plm_rsh_agent X` in mpirun_args, else
@@ -206,6 +209,39 @@ static bool main_resources(daemon_ctx *d, char *err, size_t errlen)
         log_info("%d hosts from %s; a down host is probed every %d s with: %s", d->hosts,
                  d->cfg.hostfile, d->cfg.host_probe_interval_s, d->probe_cmd);
     return true;
+}
+
+/* scheduler = slurm: the run directories are written here and read and
+ * written by the job on Slurm's nodes, so the data dir must be storage
+ * every node mounts at the same path. Its writability was checked with the
+ * lock; a file system that is local to this machine is only warned about
+ * (a single-node Slurm, or a path shared by other means, is fine). */
+static void main_slurm_checks(const daemon_ctx *d)
+{
+    static const struct {
+        unsigned long magic;
+        const char *name;
+    } local_fs[] = {
+        {0xEF53, "ext2/3/4"},      {0x58465342, "xfs"},     {0x9123683E, "btrfs"},
+        {0x01021994, "tmpfs"},     {0x794C7630, "overlayfs"}, {0xF2F52010, "f2fs"},
+        {0x2FC12FC1, "zfs"},
+    };
+    struct statfs fs;
+    if (statfs(d->cfg.data_dir, &fs) != 0) {
+        log_warn("scheduler slurm: cannot tell the data dir's file system: %s", strerror(errno));
+        return;
+    }
+    for (size_t i = 0; i < sizeof local_fs / sizeof local_fs[0]; i++)
+        if ((unsigned long)fs.f_type == local_fs[i].magic)
+            log_warn("scheduler slurm: data dir %s is on %s, a file system local to this "
+                     "machine; Slurm's nodes must see it at the same path (shared storage)",
+                     d->cfg.data_dir, local_fs[i].name);
+    char sbatch[CONFIG_PATH_MAX + 16];
+    slurm_site site = {d->cfg.slurm_bin_dir, NULL, NULL, NULL, NULL};
+    if (slurm_command(&site, "sbatch", sbatch, sizeof sbatch))
+        log_info("scheduler slurm: jobs go to %s%s%s; slots, hostfile, gpus and max-running "
+                 "are Slurm's business", sbatch, d->cfg.slurm_partition[0] ? " --partition=" : "",
+                 d->cfg.slurm_partition);
 }
 
 /* Serve until SIGTERM/SIGINT; SIGHUP reloads the secrets; the tick runs
@@ -298,6 +334,8 @@ int main(int argc, char **argv)
     if (!d.st)
         goto fail;
     main_find_programs(&d);
+    if (config_slurm(&d.cfg))
+        main_slurm_checks(&d);
     int port = 0;
     int fd = http_listen(d.cfg.listen, &port, err, sizeof err);
     if (fd < 0)

@@ -17,6 +17,7 @@
 #include "metrics.h"
 #include "rundir.h"
 #include "scheduler.h"
+#include "slurmsched.h"
 
 /* Jobs already sent SIGTERM by this process (after a restart they get one
  * more, which is harmless). */
@@ -115,12 +116,8 @@ static void monitor_blame_host(daemon_ctx *d, const store_job *job, const char *
                  host, reason);
 }
 
-/* Settle a started job whose mpirun has ended (ex != NULL) or whose
- * supervisor vanished without a record (ex == NULL). If the store cannot
- * record it, the job stays active there and the next tick settles it again
- * from the same run directory. */
-static void monitor_finish(daemon_ctx *d, const store_job *job, const char *dir,
-                           const rundir_exit *ex)
+void monitor_settle(daemon_ctx *d, const store_job *job, const char *dir, const rundir_exit *ex,
+                    const job_state *decided, const char *decided_error)
 {
     rundir_progress p;
     rundir_read_progress(dir, &p);
@@ -131,7 +128,10 @@ static void monitor_finish(daemon_ctx *d, const store_job *job, const char *dir,
                               p.end_error, last};
     char error[512];
     job_state final_state = finalstate_decide(&facts, error, sizeof error);
-    if (final_state == JOB_FAILED)
+    if (decided) {
+        final_state = *decided;
+        snprintf(error, sizeof error, "%s", decided_error ? decided_error : "");
+    } else if (final_state == JOB_FAILED)
         monitor_blame_host(d, job, log_path, error, sizeof error);
     monitor_sanitize(error);
     char *progress = json_dumps(p.progress, JSON_COMPACT | JSON_REAL_PRECISION(15));
@@ -153,6 +153,12 @@ static void monitor_finish(daemon_ctx *d, const store_job *job, const char *dir,
     /* Belt and braces: nothing of a finished job may stay behind. */
     if (job->sid > 1)
         launcher_signal_session(job->sid, SIGKILL);
+}
+
+static void monitor_finish(daemon_ctx *d, const store_job *job, const char *dir,
+                           const rundir_exit *ex)
+{
+    monitor_settle(d, job, dir, ex, NULL, NULL);
 }
 
 /* Deliver the stop the store asks for: SIGTERM once, SIGKILL after grace. */
@@ -265,13 +271,7 @@ static bool monitor_check_job(daemon_ctx *d, store_job *job, double now)
 
 /* ---- collecting rows --------------------------------------------------------- */
 
-typedef struct job_list {
-    store_job *v;
-    size_t n, cap;
-    bool short_of_memory; /* a row was dropped: the list is incomplete */
-} job_list;
-
-static bool monitor_collect(const store_job *job, void *arg)
+bool monitor_collect(const store_job *job, void *arg)
 {
     job_list *l = arg;
     if (l->n == l->cap) {
@@ -294,7 +294,7 @@ static bool monitor_collect(const store_job *job, void *arg)
     return true;
 }
 
-static void monitor_list_free(job_list *l)
+void monitor_list_free(job_list *l)
 {
     for (size_t i = 0; i < l->n; i++)
         store_job_clear(&l->v[i]);
@@ -359,6 +359,17 @@ static bool monitor_write_hostfile(daemon_ctx *d, const char *dir, const placeme
     return ok;
 }
 
+char *monitor_queued_spec(daemon_ctx *d, const store_job *job)
+{
+    char *spec = NULL;
+    store_status rs = store_job_spec(d->st, job->id, &spec);
+    if (rs == STORE_OK)
+        return spec;
+    if (rs == STORE_ERROR)
+        log_error("job %s (%s): cannot read its spec; left queued", job->id, job->owner);
+    return NULL;
+}
+
 static void monitor_start_job(daemon_ctx *d, const store_job *job, const placement *alloc,
                               gpu_pool *pool)
 {
@@ -372,13 +383,9 @@ static void monitor_start_job(daemon_ctx *d, const store_job *job, const placeme
     }
     /* Read the spec while the job is still queued: should the store fail,
      * the job simply waits for the next tick. */
-    char *spec = NULL;
-    store_status rs = store_job_spec(d->st, job->id, &spec);
-    if (rs != STORE_OK) {
-        if (rs == STORE_ERROR)
-            log_error("job %s (%s): cannot read its spec; left queued", job->id, job->owner);
+    char *spec = monitor_queued_spec(d, job);
+    if (!spec)
         return;
-    }
     char *hosts = placement_to_json(alloc, cluster_names(d->cl));
     if (!hosts) {
         log_error("job %s (%s): out of memory for its allocation; left queued", job->id,
@@ -388,7 +395,7 @@ static void monitor_start_job(daemon_ctx *d, const store_job *job, const placeme
     }
     /* Leave the queue first: a cancel from now on goes the stop route. A
      * conflict means it was cancelled since the scan. */
-    rs = store_job_mark_starting(d->st, job->id, devices, hosts, now);
+    store_status rs = store_job_mark_starting(d->st, job->id, devices, hosts, now);
     if (rs != STORE_OK) {
         if (rs == STORE_ERROR)
             log_error("job %s (%s): could not record its start; left queued", job->id,
@@ -584,6 +591,10 @@ void monitor_tick(daemon_ctx *d)
     pid_t reaped;
     while ((reaped = waitpid(-1, &status, WNOHANG)) > 0)
         cluster_probe_reaped(d->cl, reaped, status, daemon_now());
+    if (config_slurm(&d->cfg)) {
+        slurmsched_tick(d);
+        return;
+    }
     cluster_probe_tick(d->cl, d->probe_cmd, d->cfg.host_probe_interval_s, daemon_now());
     job_list active = {0};
     if (store_active_jobs(d->st, monitor_collect, &active) != STORE_OK ||

@@ -26,7 +26,7 @@
     "seq, id, owner, name, state, priority, ranks, trainer, workers, threads, "           \
     "time_limit_s, vstart, submitted_at, started_at, finished_at, exit_code, error, "     \
     "supervisor_pid, supervisor_start, sid, stop_reason, stop_requested_at, killed, "     \
-    "progress, result, gpus, gpu_devices, hosts"
+    "progress, result, gpus, gpu_devices, hosts, slurm_id, slurm_reason"
 
 /* Run order of the queue: priority, fair-share start tag, FIFO. */
 #define QUEUE_ORDER "priority DESC, vstart, seq"
@@ -59,6 +59,7 @@ typedef enum stmt_id {
     ST_SET_CANCELLED_QUEUED,
     ST_SET_STARTING,
     ST_SET_SUPERVISOR,
+    ST_SET_SLURM,
     ST_BUMP_VCLOCK,
     ST_SET_RUNNING,
     ST_SET_STOP,
@@ -124,6 +125,8 @@ static const char *const stmt_sql[ST_COUNT_] = {
         "WHERE id = ?1 AND state = 'queued'",
     [ST_SET_SUPERVISOR] = "UPDATE jobs SET supervisor_pid = ?2, supervisor_start = ?3 "
                           "WHERE id = ?1 AND state IN ('starting', 'running')",
+    [ST_SET_SLURM] = "UPDATE jobs SET slurm_id = ?2, slurm_reason = ?3 "
+                     "WHERE id = ?1 AND state IN ('queued', 'starting', 'running')",
     [ST_BUMP_VCLOCK] = "UPDATE meta SET value = max(value, (SELECT vstart FROM jobs WHERE id = ?1)) "
                        "WHERE key = 'vclock'",
     [ST_SET_RUNNING] = "UPDATE jobs SET state = 'running', sid = ?2 "
@@ -457,6 +460,8 @@ static void store_row_to_job(sqlite3_stmt *s, store_job *job)
     job->gpus = sqlite3_column_int(s, 25);
     store_col_copy(s, 26, job->gpu_devices, sizeof job->gpu_devices);
     job->hosts = store_col_strdup(s, 27);
+    job->slurm_id = (long)sqlite3_column_int64(s, 28);
+    store_col_copy(s, 29, job->slurm_reason, sizeof job->slurm_reason);
 }
 
 static bool store_event(store_conn *c, const char *id, double now, const char *from,
@@ -1013,6 +1018,29 @@ store_status store_job_set_supervisor(store *st, const char *id, pid_t superviso
     return store_transition(st, id, ST_SET_SUPERVISOR, store_bind_supervisor, &a, NULL, NULL, 0);
 }
 
+typedef struct slurm_args {
+    long slurm_id;
+    const char *reason;
+} slurm_args;
+
+static void store_bind_slurm(sqlite3_stmt *s, const void *arg)
+{
+    const slurm_args *a = arg;
+    sqlite3_bind_int64(s, 2, a->slurm_id);
+    if (a->reason && a->reason[0])
+        store_bind_text(s, 3, a->reason);
+    else
+        sqlite3_bind_null(s, 3);
+}
+
+store_status store_job_set_slurm(store *st, const char *id, long slurm_id, const char *reason,
+                                 const char *submitted, double now)
+{
+    slurm_args a = {slurm_id, reason};
+    return store_transition(st, id, ST_SET_SLURM, store_bind_slurm, &a,
+                            submitted ? "queued" : NULL, submitted, now);
+}
+
 static void store_bind_sid(sqlite3_stmt *s, const void *arg)
 {
     sqlite3_bind_int64(s, 2, *(const pid_t *)arg);
@@ -1022,7 +1050,8 @@ store_status store_job_mark_running(store *st, const char *id, pid_t sid, double
 {
     char detail[64];
     snprintf(detail, sizeof detail, "mpirun session %d", (int)sid);
-    return store_transition(st, id, ST_SET_RUNNING, store_bind_sid, &sid, "running", detail, now);
+    return store_transition(st, id, ST_SET_RUNNING, store_bind_sid, &sid, "running",
+                            sid > 0 ? detail : NULL, now);
 }
 
 typedef struct stop_args {

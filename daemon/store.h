@@ -53,6 +53,8 @@ typedef struct store_job {
                                    [{"host": "h1", "ranks": 2}, ...] in rank
                                    order (placement.h); NULL before, or for a
                                    job started before migration 0004 */
+    long slurm_id;              /* its Slurm job (scheduler = slurm); 0: none */
+    char slurm_reason[128];     /* Slurm's reason while it pends there; "" */
 } store_job;
 
 void store_job_clear(store_job *job);
@@ -129,6 +131,13 @@ store_status store_job_cancel_queued(store *st, const char *id, double now);
  * then the supervisor's identity once it is. */
 store_status store_job_mark_starting(store *st, const char *id, const char *gpu_devices,
                                      const char *hosts, double now);
+/* Record a job's Slurm job id and Slurm's current reason for it ("" or
+ * NULL: none), while it is queued, starting or running. With `submitted`
+ * (the submission just made, e.g. "Slurm job 42"), the job's events get a
+ * queued -> queued line saying so. */
+store_status store_job_set_slurm(store *st, const char *id, long slurm_id, const char *reason,
+                                 const char *submitted, double now);
+
 store_status store_job_set_supervisor(store *st, const char *id, pid_t supervisor_pid,
                                       long long supervisor_start);
 store_status store_job_mark_running(store *st, const char *id, pid_t sid, double now);

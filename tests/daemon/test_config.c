@@ -114,6 +114,13 @@ static void test_errors(void **state)
     assert_int_equal(parse(&c, err, 2, "--gpus=65"), CONFIG_ERROR); /* more than a host's set */
     assert_int_equal(parse(&c, err, 2, "--gpus=8"), CONFIG_OK);
     assert_int_equal(c.gpus, 8);
+    assert_false(config_slurm(&c));
+    assert_int_equal(parse(&c, err, 3, "--scheduler", "pbs"), CONFIG_ERROR);
+    assert_non_null(strstr(err, "expected local or slurm"));
+    assert_int_equal(parse(&c, err, 4, "--scheduler=slurm", "--slurm-args", "--requeue -C ib"),
+                     CONFIG_OK);
+    assert_true(config_slurm(&c));
+    assert_string_equal(c.slurm_args, "--requeue -C ib");
     write_conf("listen = 1.2.3.4:5\nbogus = 1\n");
     assert_int_equal(parse(&c, err, 3, "--config", conf_path), CONFIG_ERROR);
     assert_non_null(strstr(err, ":2"));

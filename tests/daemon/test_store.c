@@ -150,6 +150,7 @@ static void test_queue_order(void **state)
 
 typedef struct ev_ctx {
     char to[8][16];
+    char detail[8][64];
     double at[8];
     int n;
 } ev_ctx;
@@ -158,9 +159,9 @@ static bool collect_event(double at, const char *from, const char *to, const cha
                           void *arg)
 {
     (void)from;
-    (void)detail;
     ev_ctx *e = arg;
     e->at[e->n] = at;
+    snprintf(e->detail[e->n], sizeof e->detail[0], "%s", detail ? detail : "");
     snprintf(e->to[e->n++], sizeof e->to[0], "%s", to);
     return e->n < 8;
 }
@@ -455,6 +456,41 @@ static void test_hosts_survive_restart(void **state)
     free(seen);
 }
 
+/* A Slurm job id and reason (migration 0005): recorded while queued, with
+ * a "Slurm job N" event only when asked, updated later, kept across a
+ * reopen, refused once the job has ended. */
+static void test_slurm_id(void **state)
+{
+    fixture *f = *state;
+    char id[STORE_ID_LEN + 1];
+    assert_int_equal(submit(f->st, "alice", 0, 2, 0, id), STORE_OK);
+    store_job j;
+    assert_int_equal(store_job_get(f->st, id, &j), STORE_OK);
+    assert_int_equal(j.slurm_id, 0);
+    assert_string_equal(j.slurm_reason, "");
+    store_job_clear(&j);
+    assert_int_equal(store_job_set_slurm(f->st, id, 4321, NULL, "Slurm job 4321", 1001),
+                     STORE_OK);
+    assert_int_equal(store_job_set_slurm(f->st, id, 4321, "Resources", NULL, 1002), STORE_OK);
+    store_close(f->st);
+    char err[256];
+    f->st = store_open(f->path, 1, err, sizeof err);
+    assert_non_null(f->st);
+    assert_int_equal(store_job_get(f->st, id, &j), STORE_OK);
+    assert_int_equal(j.state, JOB_QUEUED);
+    assert_int_equal(j.slurm_id, 4321);
+    assert_string_equal(j.slurm_reason, "Resources");
+    store_job_clear(&j);
+    ev_ctx ev = {0};
+    assert_int_equal(store_job_events(f->st, id, collect_event, &ev), STORE_OK);
+    int slurm_events = 0;
+    for (int i = 0; i < ev.n; i++)
+        slurm_events += strcmp(ev.detail[i], "Slurm job 4321") == 0;
+    assert_int_equal(slurm_events, 1);
+    assert_int_equal(store_job_cancel_queued(f->st, id, 1003), STORE_OK);
+    assert_int_equal(store_job_set_slurm(f->st, id, 4321, NULL, NULL, 1004), STORE_CONFLICT);
+}
+
 /* Fail the statements whose SQL contains arg (every one for ""). */
 static bool fail_matching(void *arg, const char *sql)
 {
@@ -552,6 +588,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_migration_from_v1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpus_and_devices, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hosts_survive_restart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slurm_id, setup, teardown),
         cmocka_unit_test_setup_teardown(test_faults_end_in_error, setup, teardown),
         cmocka_unit_test(test_unwritable_path),
     };

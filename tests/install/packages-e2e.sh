@@ -110,8 +110,10 @@ cat >"$root/tmp/long.json" <<'JOB'
 {"name": "e2e-long", "model": {"input": [256], "layers": [{"type": "dense", "units": 1024, "activation": "relu"},
                                                         {"type": "dense", "units": 10, "activation": "softmax"}]},
  "data": {"format": "synthetic", "synthetic_train": 20000, "synthetic_test": 1000, "num_classes": 10},
- "training": {"epochs": 6, "batch_size": 32, "seed": 1}}
+ "training": {"epochs": 40, "batch_size": 32, "seed": 1}}
 JOB
+# e2e-long lasts some 15 s: it must outlive the daemon's stop and the
+# reinstall (6 epochs, 2 s, was seen to end before the daemon stopped).
 step "punch submit --wait, punch fetch"
 id=$(punch "submit -q /tmp/quick.json") || { echo "FAIL: submit"; cat "$root/tmp/punchcardd.log"; exit 1; }
 punch "wait -q $id" || { echo "FAIL: job $id did not succeed"; punch "logs $id"; fail=1; }

@@ -1,0 +1,141 @@
+"""it_slurm.py — punchcardd --scheduler slurm against a real Slurm 22.05
+(slurmcluster.py: munged, slurmctld, one slurmd, started here as root):
+a 2-rank allreduce job is written a batch script, submitted with sbatch
+(its Slurm id, comment and events recorded), runs under Slurm's allocation
+and succeeds with its weights downloadable; a job waiting in Slurm shows
+Slurm's reason; cancel while pending and while running reaches Slurm
+(scancel); kill -9 of punchcardd and a restart re-attach a running and a
+pending job by their stored Slurm ids; slurmctld stopped: submits get 503,
+and once it is back the jobs are followed again and a new job runs.
+Not covered here: a time limit (Slurm's smallest is one minute) and jobs
+spanning nodes (one node in this machine's namespace)."""
+import os
+import time
+
+import punchtest
+from punchtest import FINAL_STATES, LONG_JOB, QUICK_JOB, Daemon, check, job_like, wait_for
+from slurmcluster import Slurm, require_slurm
+
+TWO_RANKS = {"trainer": "allreduce", "workers": 2}
+
+
+def cases():
+    require_slurm()
+    punchtest.require_engine()
+    slurm = Slurm()
+    try:
+        slurm.start()
+        os.environ.update(slurm.env)
+        with Daemon(["--scheduler", "slurm"]) as d:
+            punchtest.case("an allreduce job runs under Slurm and its weights download",
+                           allreduce, d, slurm)
+            punchtest.case("pending shows Slurm's reason; cancel while pending and running",
+                           cancel, d, slurm)
+            punchtest.case("kill -9 and restart re-attach running and pending jobs",
+                           reattach, d, slurm)
+            punchtest.case("slurmctld down: 503 on submit; followed again when it is back",
+                           ctld_down, d, slurm)
+    finally:
+        slurm.close()
+
+
+def slurm_id(d, job_id):
+    """The Slurm id from the job's events ("Slurm job N")."""
+    r = d.req("GET", "/api/v1/jobs/%s/events" % job_id, "alice")
+    punchtest.require(r.status_code == 200, "events: %d %s" % (r.status_code, r.text))
+    for e in r.json()["events"] if isinstance(r.json(), dict) else r.json():
+        detail = e.get("detail") or ""
+        if detail.startswith("Slurm job "):
+            return int(detail.split()[2])
+    punchtest.fail("no Slurm job in the events of %s: %s" % (job_id, r.text))
+
+
+def slurm_state(slurm, sid):
+    for line in slurm.client("squeue", "--me", "-h", "-t", "all", "-o", "%i|%T").splitlines():
+        i, state = line.split("|")
+        if int(i) == sid:
+            return state
+    return None
+
+
+def allreduce(d, slurm):
+    t0 = time.monotonic()
+    a = d.submit_id("alice", job_like(QUICK_JOB, distributed=TWO_RANKS))
+    j = d.wait_state("alice", a, FINAL_STATES, timeout=90)
+    took = time.monotonic() - t0
+    check(j["state"] == "succeeded", "state %s\n%s\n%s" % (j, d.read_log()[-3000:],
+                                                           d.train_log(a)))
+    sid = slurm_id(d, a)
+    check(slurm_state(slurm, sid) == "COMPLETED", "Slurm's state of %d" % sid)
+    show = slurm.client("scontrol", "show", "job", str(sid))
+    check("Comment=punchcard id=%s user=alice" % a in show, "comment in:\n" + show)
+    check("NumTasks=2" in show, "ntasks in:\n" + show)
+    run = d.run_dir(a)
+    for f in ("slurm.sh", "slurm.out", "supervisor.json", "exit.json", "job.json"):
+        check(os.path.exists(os.path.join(run, f)), "%s missing from the run directory" % f)
+    r = d.req("GET", "/api/v1/jobs/%s/weights" % a, "alice")
+    check(r.status_code == 200 and len(r.content) > 8, "weights: %d" % r.status_code)
+    print("  submit -> succeeded under Slurm: %.2f s" % took)
+
+
+def running_and_pending(d):
+    """A long job that takes every CPU of the node, running, and a second
+    one pending in Slurm behind it: (a, b, b's job object)."""
+    big = job_like(LONG_JOB, resources={"threads_per_worker": os.cpu_count() or 1})
+    a = d.submit_id("alice", big)
+    d.wait_state("alice", a, ("running",), timeout=60)
+    b = d.submit_id("alice", big)
+    jb = wait_for(lambda: (lambda j: j if j.get("waiting_for") not in (None, "submitting", "slurm")
+                           else None)(d.job("alice", b)),
+                  "Slurm's reason for the pending job", timeout=30)
+    return a, b, jb
+
+
+def cancel(d, slurm):
+    a, b, jb = running_and_pending(d)
+    check(jb["state"] == "queued" and jb["waiting_for"] in ("Resources", "Priority"),
+          "pending job: %s" % jb)
+    sb = slurm_id(d, b)
+    check(d.req("DELETE", "/api/v1/jobs/" + b, "alice").status_code == 200, "cancel pending b")
+    check(d.wait_state("alice", b, FINAL_STATES)["state"] == "cancelled", "b cancelled")
+    wait_for(lambda: slurm_state(slurm, sb) == "CANCELLED", "Slurm to cancel pending %d" % sb,
+             timeout=30)
+    sa = slurm_id(d, a)
+    check(d.req("DELETE", "/api/v1/jobs/" + a, "alice").status_code == 200, "cancel running a")
+    ja = d.wait_state("alice", a, FINAL_STATES, timeout=60)
+    check(ja["state"] == "cancelled", "a: %s" % ja)
+    check(slurm_state(slurm, sa) == "CANCELLED", "Slurm's state of running %d" % sa)
+
+
+def reattach(d, slurm):
+    a, b, _ = running_and_pending(d)
+    sa, sb = slurm_id(d, a), slurm_id(d, b)
+    d.kill9()
+    d.start()
+    check(d.job("alice", a)["state"] == "running", "a after restart")
+    check(d.job("alice", b)["state"] == "queued", "b after restart")
+    check(d.req("DELETE", "/api/v1/jobs/" + a, "alice").status_code == 200, "cancel a")
+    check(d.wait_state("alice", a, FINAL_STATES, timeout=60)["state"] == "cancelled", "a")
+    d.wait_state("alice", b, ("running",), timeout=60)
+    check(slurm_id(d, b) == sb and slurm_state(slurm, sa) == "CANCELLED",
+          "the same Slurm jobs followed")
+    check(d.req("DELETE", "/api/v1/jobs/" + b, "alice").status_code == 200, "cancel b")
+    check(d.wait_state("alice", b, FINAL_STATES, timeout=60)["state"] == "cancelled", "b")
+
+
+def ctld_down(d, slurm):
+    slurm.stop_ctld()
+    # A Response of 503 is falsy: wait for its text.
+    body = wait_for(lambda: (lambda r: r.text if r.status_code == 503 else None)(
+        d.submit("alice")), "a 503 while slurmctld is down", timeout=60, interval=0.5)
+    check("Slurm is not reachable" in body, "503 body: %s" % body)
+    slurm.start_ctld()
+    wait_for(lambda: d.submit("alice").status_code == 201 or None,
+             "submits accepted again", timeout=60, interval=0.5)
+    a = d.submit_id("alice", job_like(QUICK_JOB, distributed=TWO_RANKS))
+    j = d.wait_state("alice", a, FINAL_STATES, timeout=90)
+    check(j["state"] == "succeeded", "after slurmctld's restart: %s\n%s" % (j, d.train_log(a)))
+
+
+if __name__ == "__main__":
+    punchtest.main(cases)
