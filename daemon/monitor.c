@@ -407,6 +407,7 @@ static void monitor_start_job(daemon_ctx *d, const store_job *job, const placeme
     char dir[4096], err[600];
     if (!rundir_path(dir, sizeof dir, d->cfg.data_dir, job->id, NULL)) {
         free(spec);
+        free(hosts);
         monitor_fail_start(d, job, "run directory path too long");
         return;
     }

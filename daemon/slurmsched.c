@@ -17,6 +17,7 @@
 #include "monitor.h"
 #include "rundir.h"
 #include "slurm.h"
+#include "timeutil/timeutil.h"
 
 /* squeue at most this often: every tick would load slurmctld for nothing. */
 #define SLURMSCHED_POLL_S 1.0
@@ -24,6 +25,9 @@
 #define SLURMSCHED_OUT_MAX (1 << 20)
 /* Slurm jobs read from one squeue. */
 #define SLURMSCHED_MAX_JOBS 4096
+/* Longest a Slurm command may take before it is killed and counts as
+ * failed (the client's own retries last about MessageTimeout, 10 s). */
+#define SLURMSCHED_COMMAND_TIMEOUT_S 30
 
 static double last_poll = -1e9;
 
@@ -45,9 +49,9 @@ static void slurmsched_append(out_buf *b, const char *data, size_t len)
     b->p = p;
 }
 
-/* Run argv to its end with stdin from /dev/null; its stdout and stderr
- * into *out and *err (heap, NUL-terminated, never NULL unless out of
- * memory). True if it exited 0. */
+/* Run argv to its end (at most SLURMSCHED_COMMAND_TIMEOUT_S) with stdin
+ * from /dev/null; its stdout and stderr into *out and *err (heap,
+ * NUL-terminated, never NULL unless out of memory). True if it exited 0. */
 static bool slurmsched_run(char *const *argv, char **out, char **err)
 {
     out_buf b[2] = {{NULL, 0}, {NULL, 0}};
@@ -70,7 +74,10 @@ static bool slurmsched_run(char *const *argv, char **out, char **err)
         if (null < 0 || dup2(null, 0) < 0 || dup2(po[1], 1) < 0 || dup2(pe[1], 2) < 0)
             _exit(127);
         execvp(argv[0], argv);
-        fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
+        /* Only async-signal-safe calls after fork in a threaded process. */
+        static const char msg[] = "cannot run a Slurm command (execvp failed)\n";
+        ssize_t w = write(2, msg, sizeof msg - 1);
+        (void)w;
         _exit(127);
     }
     close(po[1]);
@@ -81,9 +88,21 @@ static bool slurmsched_run(char *const *argv, char **out, char **err)
         close(pe[0]);
         return false;
     }
+    /* A hung command (slurmctld overloaded) must not hold the tick, and so
+     * the daemon's signal handling, for ever: past the deadline it is
+     * killed (our child, not yet reaped, so the pid is still ours). */
+    double deadline = timeutil_mono_s() + SLURMSCHED_COMMAND_TIMEOUT_S;
+    bool timed_out = false;
     int open_fds = 2;
     while (open_fds > 0) {
-        if (poll(fds, 2, -1) < 0) {
+        double left = deadline - timeutil_mono_s();
+        if (left <= 0) {
+            timed_out = true;
+            kill(pid, SIGKILL);
+            break;
+        }
+        int ready = poll(fds, 2, (int)(left * 1000) + 1);
+        if (ready < 0) {
             if (errno == EINTR)
                 continue;
             break;
@@ -111,6 +130,14 @@ static bool slurmsched_run(char *const *argv, char **out, char **err)
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     *out = b[0].p ? b[0].p : strdup("");
+    if (timed_out) {
+        free(b[1].p);
+        b[1].p = NULL;
+        if (asprintf(err, "%s: no answer within %d s (killed)", argv[0],
+                     SLURMSCHED_COMMAND_TIMEOUT_S) < 0)
+            *err = NULL;
+        return false;
+    }
     *err = b[1].p ? b[1].p : strdup("");
     return *out && *err && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
@@ -239,6 +266,16 @@ static void slurmsched_submit(daemon_ctx *d, const store_job *job)
         slurmsched_fail(d, job, "run directory path too long");
         return;
     }
+    /* The poll just before may have adopted a Slurm job for it (an sbatch
+     * that timed out yet was taken), which the tick's list does not show:
+     * submitting again would make two, and the next poll cancel one. */
+    store_job current;
+    if (store_job_get(d->st, job->id, &current) != STORE_OK)
+        return;
+    bool taken = current.slurm_id != 0 || current.state != JOB_QUEUED;
+    store_job_clear(&current);
+    if (taken)
+        return;
     char *spec = monitor_queued_spec(d, job);
     if (!spec)
         return;
@@ -313,6 +350,16 @@ static void slurmsched_settle(daemon_ctx *d, const store_job *job, const char *d
     monitor_settle(d, job, dir, have ? &ex : NULL, &final, error);
 }
 
+/* A stop (cancel, time limit) asked of a job Slurm holds: scancel once,
+ * recorded so a restart does not repeat it. */
+static void slurmsched_deliver_stop(daemon_ctx *d, const store_job *job)
+{
+    slurmsched_scancel(d, job->slurm_id);
+    if (store_job_mark_killed(d->st, job->id) != STORE_OK)
+        log_error("job %s (%s): could not record the scancel; repeating it next tick",
+                  job->id, job->owner);
+}
+
 /* One followed job, given what Slurm says of it (st NULL: it does not know
  * it any more). */
 static void slurmsched_follow(daemon_ctx *d, store_job *job, const slurm_status *st)
@@ -326,6 +373,11 @@ static void slurmsched_follow(daemon_ctx *d, store_job *job, const slurm_status 
     if (phase == SLURM_UNKNOWN)
         return;
     if (phase == SLURM_WAITING) {
+        /* A running job Slurm requeued is cancelled now, not when it runs again. */
+        if (job->state != JOB_QUEUED && job->stop_reason[0] && !job->killed) {
+            slurmsched_deliver_stop(d, job);
+            return;
+        }
         if (job->state == JOB_QUEUED && strcmp(job->slurm_reason, st->reason) != 0 &&
             store_job_set_slurm(d->st, job->id, job->slurm_id, st->reason, NULL, now) ==
                 STORE_ERROR)
@@ -345,12 +397,8 @@ static void slurmsched_follow(daemon_ctx *d, store_job *job, const slurm_status 
         log_info("job %s (%s): running as Slurm job %ld", job->id, job->owner, job->slurm_id);
     }
     if (phase == SLURM_ACTIVE) {
-        if (job->stop_reason[0] && !job->killed) {
-            slurmsched_scancel(d, job->slurm_id);
-            if (store_job_mark_killed(d->st, job->id) != STORE_OK)
-                log_error("job %s (%s): could not record the scancel; repeating it next tick",
-                          job->id, job->owner);
-        }
+        if (job->stop_reason[0] && !job->killed)
+            slurmsched_deliver_stop(d, job);
         return;
     }
     slurmsched_settle(d, job, dir, st, final);
@@ -430,6 +478,7 @@ static bool slurmsched_poll(daemon_ctx *d, job_list *jobs)
     free(out);
     free(err);
     bool *claimed = calloc(n + 1, sizeof *claimed);
+    bool complete = true;
     for (size_t i = 0; i < jobs->n; i++) {
         store_job *job = &jobs->v[i];
         if (!job->slurm_id)
@@ -444,13 +493,19 @@ static bool slurmsched_poll(daemon_ctx *d, job_list *jobs)
         slurm_status shown;
         if (!st) {
             int known = slurmsched_show(d, job->slurm_id, &shown);
+            if (known < 0 && atomic_load(&d->slurm_down)) {
+                /* Each further call would wait out its timeout too; and with
+                 * jobs left unvisited, unclaimed Slurm jobs are not orphans. */
+                complete = false;
+                break;
+            }
             if (known < 0)
                 continue;
             st = known ? &shown : NULL;
         }
         slurmsched_follow(d, job, st);
     }
-    for (size_t k = 0; claimed && k < n; k++)
+    for (size_t k = 0; complete && claimed && k < n; k++)
         if (!claimed[k])
             slurmsched_orphan(d, &seen[k]);
     free(claimed);

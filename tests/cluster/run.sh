@@ -157,4 +157,7 @@ export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=$net.0/24
 export OMPI_MCA_oob_tcp_if_include=$net.0/24
 
 # Not exec: the trap must run after the test.
-ip netns exec "${nss[0]}" unshare --uts /bin/sh -c 'hostname h1 || exit 1; exec "$@"' test "$@"
+# Bounded below meson's own timeout, so the teardown above always gets to run
+# (meson follows its SIGTERM with SIGKILL half a second later).
+timeout -k 5 "${PUNCH_CLUSTER_TIMEOUT:-110}" \
+    ip netns exec "${nss[0]}" unshare --uts /bin/sh -c 'hostname h1 || exit 1; exec "$@"' test "$@"

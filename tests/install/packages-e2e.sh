@@ -28,7 +28,11 @@ cleanup() {
   for m in dev/shm dev/pts dev sys proc; do
     mountpoint -q "$root/$m" 2>/dev/null && umount "$root/$m"
   done
-  mountpoint -q "$root/proc" 2>/dev/null || rm -rf "$work"
+  # Never through a bind of the host's /dev or /sys that did not come off.
+  for m in dev/shm dev/pts dev sys proc; do
+    mountpoint -q "$root/$m" 2>/dev/null && return
+  done
+  rm -rf --one-file-system "$work"
 }
 trap cleanup EXIT
 fail=0

@@ -11,7 +11,7 @@ root=${PUNCH_SOURCE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$root" || exit 1
 
 ENGINE_ORDER=(backend optim data cpu gpu layers model train distributed bench)
-LIB_DIRS=$(cd lib && ls -d */ | tr -d /)
+LIB_DIRS=$(cd lib && ls -d */ | tr -d /) || { echo "FAIL: no lib/ under $root"; exit 1; }
 bad=0
 fail() { echo "FAIL: $*"; bad=1; }
 

@@ -130,6 +130,9 @@ def main(cases):
     """Run cases() (which calls case() for each), then exit with the verdict: 1 if any
     check failed, 77 if nothing ran but skips, else 0. A failure or skip
     outside any case (e.g. a daemon that would not start) counts too."""
+    # meson's timeout sends SIGTERM first: unwind, so every `with Daemon` and
+    # `finally` cleans up what it started before the SIGKILL that follows.
+    signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
     try:
         cases()
     except Failed:
