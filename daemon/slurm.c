@@ -163,10 +163,19 @@ char *slurm_batch_script(const slurm_job *job, char *const *command)
                       "# allocation, and records supervisor.json and exit.json here.\n"
                       "cd ",
                       job->id) > 0 &&
-              slurm_quote(f, job->rundir) && fputs(" || exit 1\nexec", f) != EOF;
+              slurm_quote(f, job->rundir) &&
+              fputs(" || exit 1\n"
+                    "# Requeued by Slurm (preemption, node failure, scontrol requeue):\n"
+                    "# continue from the checkpoint the stopped run wrote.\n"
+                    "set --\n"
+                    "if [ \"${SLURM_RESTART_COUNT:-0}\" -gt 0 ] && [ -f " SLURM_CHECKPOINT " ]; then\n"
+                    "    set -- --resume\n"
+                    "fi\n"
+                    "exec",
+                    f) != EOF;
     for (size_t i = 0; ok && command[i]; i++)
         ok = fputc(' ', f) != EOF && slurm_quote(f, command[i]);
-    ok = ok && fputc('\n', f) != EOF;
+    ok = ok && fputs(" \"$@\"\n", f) != EOF;
     if (fclose(f) != 0 || !ok) {
         free(text);
         return NULL;

@@ -36,6 +36,8 @@ typedef struct slurm_job {
 
 /* Name of the batch script and of Slurm's output file in the run directory. */
 #define SLURM_SCRIPT "slurm.sh"
+/* The engine's checkpoint in the run directory (a requeued job resumes from it). */
+#define SLURM_CHECKPOINT "checkpoints/ckpt.bin"
 #define SLURM_OUTPUT "slurm.out"
 
 /* The path of Slurm command `cmd` ("sbatch", ...): under site->bin_dir when
@@ -58,6 +60,8 @@ char **slurm_sbatch_argv(const slurm_site *site, const slurm_job *job);
  * with its mpirun, whose argv is given word by word and quoted here), so
  * the job writes the run directory's supervisor.json and exit.json as under
  * the local scheduler, and mpirun takes its hosts from Slurm's allocation.
+ * Run again after a requeue (SLURM_RESTART_COUNT > 0) with a checkpoint in
+ * the run directory, the command gets --resume as its last word.
  * Heap; NULL when out of memory. */
 char *slurm_batch_script(const slurm_job *job, char *const *command);
 

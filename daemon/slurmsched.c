@@ -360,6 +360,31 @@ static void slurmsched_deliver_stop(daemon_ctx *d, const store_job *job)
                   job->id, job->owner);
 }
 
+/* A started job Slurm shows waiting again: it requeued it (preemption, node
+ * failure, `scontrol requeue`). Queued again, with an event saying so; its
+ * batch script passes --resume when it runs again, so it continues from its
+ * last checkpoint. One a user asked to stop is cancelled now, not when it
+ * runs again. */
+static void slurmsched_requeued(daemon_ctx *d, const store_job *job, const slurm_status *st,
+                                double now)
+{
+    if (job->stop_reason[0]) {
+        if (!job->killed)
+            slurmsched_deliver_stop(d, job);
+        return;
+    }
+    char detail[300];
+    snprintf(detail, sizeof detail, "requeued by Slurm (job %ld, %s)", job->slurm_id,
+             st->reason[0] ? st->reason : st->state);
+    store_status rs = store_job_requeued(d->st, job->id, st->reason, detail, now);
+    if (rs == STORE_OK)
+        log_info("job %s (%s): Slurm requeued job %ld; it resumes from its last checkpoint",
+                 job->id, job->owner, job->slurm_id);
+    else if (rs == STORE_ERROR)
+        log_error("job %s (%s): could not record Slurm's requeue; retrying next tick", job->id,
+                  job->owner);
+}
+
 /* One followed job, given what Slurm says of it (st NULL: it does not know
  * it any more). */
 static void slurmsched_follow(daemon_ctx *d, store_job *job, const slurm_status *st)
@@ -373,9 +398,8 @@ static void slurmsched_follow(daemon_ctx *d, store_job *job, const slurm_status 
     if (phase == SLURM_UNKNOWN)
         return;
     if (phase == SLURM_WAITING) {
-        /* A running job Slurm requeued is cancelled now, not when it runs again. */
-        if (job->state != JOB_QUEUED && job->stop_reason[0] && !job->killed) {
-            slurmsched_deliver_stop(d, job);
+        if (job->state != JOB_QUEUED) {
+            slurmsched_requeued(d, job, st, now);
             return;
         }
         if (job->state == JOB_QUEUED && strcmp(job->slurm_reason, st->reason) != 0 &&

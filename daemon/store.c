@@ -60,6 +60,7 @@ typedef enum stmt_id {
     ST_SET_STARTING,
     ST_SET_SUPERVISOR,
     ST_SET_SLURM,
+    ST_SET_REQUEUED,
     ST_BUMP_VCLOCK,
     ST_SET_RUNNING,
     ST_SET_STOP,
@@ -127,6 +128,8 @@ static const char *const stmt_sql[ST_COUNT_] = {
                           "WHERE id = ?1 AND state IN ('starting', 'running')",
     [ST_SET_SLURM] = "UPDATE jobs SET slurm_id = ?2, slurm_reason = ?3 "
                      "WHERE id = ?1 AND state IN ('queued', 'starting', 'running')",
+    [ST_SET_REQUEUED] = "UPDATE jobs SET state = 'queued', slurm_reason = ?2, sid = NULL "
+                        "WHERE id = ?1 AND state IN ('starting', 'running') AND stop_reason IS NULL",
     [ST_BUMP_VCLOCK] = "UPDATE meta SET value = max(value, (SELECT vstart FROM jobs WHERE id = ?1)) "
                        "WHERE key = 'vclock'",
     [ST_SET_RUNNING] = "UPDATE jobs SET state = 'running', sid = ?2 "
@@ -1039,6 +1042,18 @@ store_status store_job_set_slurm(store *st, const char *id, long slurm_id, const
     slurm_args a = {slurm_id, reason};
     return store_transition(st, id, ST_SET_SLURM, store_bind_slurm, &a,
                             submitted ? "queued" : NULL, submitted, now);
+}
+
+static void store_bind_reason(sqlite3_stmt *s, const void *arg)
+{
+    store_bind_text(s, 2, arg);
+}
+
+store_status store_job_requeued(store *st, const char *id, const char *reason, const char *detail,
+                                double now)
+{
+    return store_transition(st, id, ST_SET_REQUEUED, store_bind_reason, reason, "queued", detail,
+                            now);
 }
 
 static void store_bind_sid(sqlite3_stmt *s, const void *arg)

@@ -131,6 +131,13 @@ store_status store_job_cancel_queued(store *st, const char *id, double now);
  * then the supervisor's identity once it is. */
 store_status store_job_mark_starting(store *st, const char *id, const char *gpu_devices,
                                      const char *hosts, double now);
+/* A starting or running job Slurm put back in its queue (requeue after a
+ * preemption, a node failure, `scontrol requeue`) is queued again, waiting
+ * for `reason`, with a running -> queued event saying `detail`.
+ * STORE_CONFLICT when it is not starting or running, or a stop was asked. */
+store_status store_job_requeued(store *st, const char *id, const char *reason, const char *detail,
+                                double now);
+
 /* Record a job's Slurm job id and Slurm's current reason for it ("" or
  * NULL: none), while it is queued, starting or running. With `submitted`
  * (the submission just made, e.g. "Slurm job 42"), the job's events get a

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -89,6 +90,27 @@ static void test_squeue_argv(void **state)
     launcher_argv_free(v);
 }
 
+/* Write `text` to a file and run it with bash under `env` ("" or
+ * "NAME=value "); its stdout into out. */
+static void run_script(const char *text, const char *env, char *out, size_t outlen)
+{
+    char path[] = "/tmp/test_slurm_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+    char run[256];
+    snprintf(run, sizeof run, "env %s bash %s", env, path);
+    FILE *p = popen(run, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, outlen - 1, p);
+    out[n] = '\0';
+    assert_int_equal(pclose(p), 0);
+    unlink(path);
+}
+
 /* The script execs the command word by word, quoted so a run directory or
  * an argument with spaces and quotes reaches it unchanged: bash runs it
  * and prints the words back. */
@@ -100,24 +122,43 @@ static void test_batch_script_quotes(void **state)
     char *text = slurm_batch_script(&job, cmd);
     assert_non_null(text);
     assert_memory_equal(text, "#!/bin/bash\n", 12);
-    assert_non_null(strstr(text, "cd '/tmp' || exit 1\nexec 'printf' '<%s>' 'it'\\''s'"));
-    char path[] = "/tmp/test_slurm_XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    FILE *f = fdopen(fd, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    assert_int_equal(fclose(f), 0);
-    char run[128];
-    snprintf(run, sizeof run, "bash %s", path);
-    FILE *p = popen(run, "r");
-    assert_non_null(p);
+    assert_non_null(strstr(text, "cd '/tmp' || exit 1\n"));
+    assert_non_null(strstr(text, "exec 'printf' '<%s>' 'it'\\''s'"));
     char out[256] = "";
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    assert_int_equal(pclose(p), 0);
-    unlink(path);
+    run_script(text, "", out, sizeof out);
     assert_string_equal(out, "<it's><a b><$HOME><`x`>");
+    free(text);
+}
+
+/* Run again after a requeue, the command gets --resume when the run
+ * directory holds a checkpoint, and not on a first run or without one. */
+static void test_batch_script_resume(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/test_slurm_run_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    slurm_job job = {"q2", "carol", dir, 1, 1, 0, 0, 0};
+    char *cmd[] = {"printf", "<%s>", "train", NULL};
+    char *text = slurm_batch_script(&job, cmd);
+    assert_non_null(text);
+    char out[256] = "";
+    run_script(text, "SLURM_RESTART_COUNT=1", out, sizeof out);
+    assert_string_equal(out, "<train>");
+    char ckpt[256];
+    snprintf(ckpt, sizeof ckpt, "%s/checkpoints", dir);
+    assert_int_equal(mkdir(ckpt, 0700), 0);
+    snprintf(ckpt, sizeof ckpt, "%s/" SLURM_CHECKPOINT, dir);
+    FILE *f = fopen(ckpt, "w");
+    assert_non_null(f);
+    assert_int_equal(fclose(f), 0);
+    run_script(text, "SLURM_RESTART_COUNT=0", out, sizeof out);
+    assert_string_equal(out, "<train>");
+    run_script(text, "SLURM_RESTART_COUNT=2", out, sizeof out);
+    assert_string_equal(out, "<train><--resume>");
+    assert_int_equal(unlink(ckpt), 0);
+    snprintf(ckpt, sizeof ckpt, "%s/checkpoints", dir);
+    assert_int_equal(rmdir(ckpt), 0);
+    assert_int_equal(rmdir(dir), 0);
     free(text);
 }
 
@@ -291,7 +332,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sbatch_argv_full),   cmocka_unit_test(test_sbatch_argv_minimal),
-        cmocka_unit_test(test_squeue_argv),        cmocka_unit_test(test_batch_script_quotes),
+        cmocka_unit_test(test_squeue_argv),
+        cmocka_unit_test(test_batch_script_quotes),
+        cmocka_unit_test(test_batch_script_resume),
         cmocka_unit_test(test_parse_submit),       cmocka_unit_test(test_unreachable),
         cmocka_unit_test(test_state_map),          cmocka_unit_test(test_parse_squeue),
         cmocka_unit_test(test_parse_scontrol),     cmocka_unit_test(test_error_line_truncates),

@@ -491,6 +491,43 @@ static void test_slurm_id(void **state)
     assert_int_equal(store_job_set_slurm(f->st, id, 4321, NULL, NULL, 1004), STORE_CONFLICT);
 }
 
+/* A running job Slurm requeued is queued again, counted as queued (the
+ * positions use that count), with a running -> queued event; not once a
+ * stop was asked. */
+static void test_requeued(void **state)
+{
+    fixture *f = *state;
+    char a[STORE_ID_LEN + 1], b[STORE_ID_LEN + 1];
+    assert_int_equal(submit(f->st, "alice", 0, 1, 0, a), STORE_OK);
+    assert_int_equal(submit(f->st, "bob", 0, 1, 0, b), STORE_OK);
+    assert_int_equal(store_job_mark_starting(f->st, a, "", NULL, 1001), STORE_OK);
+    assert_int_equal(store_job_mark_running(f->st, a, 0, 1002), STORE_OK);
+    long counts[JOB_STATE_COUNT];
+    assert_int_equal(store_counts(f->st, counts), STORE_OK);
+    assert_int_equal(counts[JOB_QUEUED], 1);
+    assert_int_equal(store_job_requeued(f->st, a, "BeginTime", "requeued by Slurm (job 7, x)",
+                                        1003),
+                     STORE_OK);
+    assert_int_equal(store_counts(f->st, counts), STORE_OK);
+    assert_int_equal(counts[JOB_QUEUED], 2);
+    store_job j;
+    assert_int_equal(store_job_get(f->st, a, &j), STORE_OK);
+    assert_int_equal(j.state, JOB_QUEUED);
+    assert_string_equal(j.slurm_reason, "BeginTime");
+    int pos = store_queue_position(f->st, &j);
+    store_job_clear(&j);
+    assert_int_equal(store_job_get(f->st, b, &j), STORE_OK);
+    assert_true(pos >= 1 && pos <= 2 && store_queue_position(f->st, &j) == 3 - pos);
+    store_job_clear(&j);
+    ev_ctx ev = {0};
+    assert_int_equal(store_job_events(f->st, a, collect_event, &ev), STORE_OK);
+    assert_string_equal(ev.detail[ev.n - 1], "requeued by Slurm (job 7, x)");
+    assert_int_equal(store_job_requeued(f->st, a, "", "again", 1004), STORE_CONFLICT);
+    assert_int_equal(store_job_mark_starting(f->st, a, "", NULL, 1005), STORE_OK);
+    assert_int_equal(store_job_request_stop(f->st, a, "cancel", 1006), STORE_OK);
+    assert_int_equal(store_job_requeued(f->st, a, "", "again", 1007), STORE_CONFLICT);
+}
+
 /* Fail the statements whose SQL contains arg (every one for ""). */
 static bool fail_matching(void *arg, const char *sql)
 {
@@ -589,6 +626,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gpus_and_devices, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hosts_survive_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slurm_id, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_requeued, setup, teardown),
         cmocka_unit_test_setup_teardown(test_faults_end_in_error, setup, teardown),
         cmocka_unit_test(test_unwritable_path),
     };

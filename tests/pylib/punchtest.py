@@ -103,6 +103,7 @@ def case(name, fn, *args, **kwargs):
     before = len(_state["failures"])
     _state["case"] = name
     result = None
+    t0 = time.monotonic()
     try:
         result = fn(*args, **kwargs)
     except Failed:
@@ -122,7 +123,7 @@ def case(name, fn, *args, **kwargs):
               file=sys.stderr, flush=True)
     else:
         _state["passed"] += 1
-        print("ok: %s" % name, flush=True)
+        print("ok: %s (%.1f s)" % (name, time.monotonic() - t0), flush=True)
     return result
 
 

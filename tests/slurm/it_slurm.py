@@ -6,9 +6,12 @@ and succeeds with its weights downloadable; a job waiting in Slurm shows
 Slurm's reason; cancel while pending and while running reaches Slurm
 (scancel); kill -9 of punchcardd and a restart re-attach a running and a
 pending job by their stored Slurm ids; slurmctld stopped: submits get 503,
-and once it is back the jobs are followed again and a new job runs.
+and once it is back the jobs are followed again and a new job runs;
+`scontrol requeue` of a running job: queued again with an event saying so,
+then it resumes from its checkpoint and succeeds.
 Not covered here: a time limit (Slurm's smallest is one minute) and jobs
-spanning nodes (one node in this machine's namespace)."""
+spanning nodes (one node in this machine's namespace; it_slurm_cluster.py)."""
+import json
 import os
 import time
 
@@ -33,6 +36,8 @@ def cases():
                            cancel, d, slurm)
             punchtest.case("kill -9 and restart re-attach running and pending jobs",
                            reattach, d, slurm)
+            punchtest.case("scontrol requeue: queued again, resumes from its checkpoint",
+                           requeue, d, slurm)
             punchtest.case("slurmctld down: 503 on submit; followed again when it is back",
                            ctld_down, d, slurm)
     finally:
@@ -121,6 +126,33 @@ def reattach(d, slurm):
           "the same Slurm jobs followed")
     check(d.req("DELETE", "/api/v1/jobs/" + b, "alice").status_code == 200, "cancel b")
     check(d.wait_state("alice", b, FINAL_STATES, timeout=60)["state"] == "cancelled", "b")
+
+
+def progress_events(d, job_id, kind):
+    path = os.path.join(d.run_dir(job_id), "progress.jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [e for e in map(json.loads, f) if e.get("event") == kind]
+
+
+def requeue(d, slurm):
+    # About 30 epochs of MEDIUM_JOB's size: long enough to requeue mid-run.
+    a = d.submit_id("alice", job_like(punchtest.MEDIUM_JOB, training=dict(
+        punchtest.MEDIUM_JOB["training"], epochs=30)))
+    d.wait_state("alice", a, ("running",), timeout=60)
+    wait_for(lambda: len(progress_events(d, a, "epoch")) >= 2 or None, "two epochs", timeout=60)
+    sid = slurm_id(d, a)
+    slurm.client("scontrol", "requeue", str(sid))
+    wait_for(lambda: any("requeued by Slurm" in (e.get("detail") or "")
+                         for e in d.req("GET", "/api/v1/jobs/%s/events" % a, "alice")
+                         .json()["events"]) or None, "the requeue in the events", timeout=60)
+    j = d.wait_state("alice", a, FINAL_STATES, timeout=180)
+    check(j["state"] == "succeeded", "after the requeue: %s\n%s" % (j, d.train_log(a)))
+    starts = progress_events(d, a, "start")
+    check(len(starts) == 2 and not starts[0]["resumed"] and starts[1]["resumed"] and
+          starts[1]["epoch"] >= 1, "the second run resumed: %s" % starts)
+    check(slurm_id(d, a) == sid, "the same Slurm job ran twice")
 
 
 def ctld_down(d, slurm):
