@@ -3,8 +3,8 @@
 a 2-rank allreduce job is written a batch script, submitted with sbatch
 (its Slurm id, comment and events recorded), runs under Slurm's allocation
 and succeeds with its weights downloadable; a job waiting in Slurm shows
-Slurm's reason; cancel while pending and while running reaches Slurm
-(scancel); kill -9 of punchcardd and a restart re-attach a running and a
+Slurm's reason; two users' waiting jobs run in Slurm's order; cancel while
+pending and while running reaches Slurm (scancel); kill -9 of punchcardd and a restart re-attach a running and a
 pending job by their stored Slurm ids; slurmctld stopped: submits get 503,
 and once it is back the jobs are followed again and a new job runs;
 `scontrol requeue` of a running job: queued again with an event saying so,
@@ -32,7 +32,7 @@ def cases():
         with Daemon(["--scheduler", "slurm"]) as d:
             punchtest.case("an allreduce job runs under Slurm and its weights download",
                            allreduce, d, slurm)
-            punchtest.case("pending shows Slurm's reason; cancel while pending and running",
+            punchtest.case("two users' jobs run in Slurm's order; cancel pending and running",
                            cancel, d, slurm)
             punchtest.case("kill -9 and restart re-attach running and pending jobs",
                            reattach, d, slurm)
@@ -40,13 +40,19 @@ def cases():
                            requeue, d, slurm)
             punchtest.case("slurmctld down: 503 on submit; followed again when it is back",
                            ctld_down, d, slurm)
+            slurm_s = punchtest.case("submit to first rank under Slurm", latency, d)
+        with Daemon() as d:
+            local_s = punchtest.case("submit to first rank, local scheduler", latency, d)
+        if slurm_s and local_s:
+            print("  submit -> first rank's start line, median of 3: Slurm %.2f s, local %.2f s"
+                  % (slurm_s, local_s))
     finally:
         slurm.close()
 
 
-def slurm_id(d, job_id):
+def slurm_id(d, job_id, user="alice"):
     """The Slurm id from the job's events ("Slurm job N")."""
-    r = d.req("GET", "/api/v1/jobs/%s/events" % job_id, "alice")
+    r = d.req("GET", "/api/v1/jobs/%s/events" % job_id, user)
     punchtest.require(r.status_code == 200, "events: %d %s" % (r.status_code, r.text))
     for e in r.json()["events"] if isinstance(r.json(), dict) else r.json():
         detail = e.get("detail") or ""
@@ -97,19 +103,34 @@ def running_and_pending(d):
 
 
 def cancel(d, slurm):
+    """Also the order: alice's b and then bob's c wait behind a; when a is
+    cancelled b runs and c still waits (Slurm's order, first come first
+    served here), then c is cancelled pending and b running."""
     a, b, jb = running_and_pending(d)
     check(jb["state"] == "queued" and jb["waiting_for"] in ("Resources", "Priority"),
           "pending job: %s" % jb)
-    sb = slurm_id(d, b)
-    check(d.req("DELETE", "/api/v1/jobs/" + b, "alice").status_code == 200, "cancel pending b")
-    check(d.wait_state("alice", b, FINAL_STATES)["state"] == "cancelled", "b cancelled")
-    wait_for(lambda: slurm_state(slurm, sb) == "CANCELLED", "Slurm to cancel pending %d" % sb,
-             timeout=30)
+    big = job_like(LONG_JOB, resources={"threads_per_worker": os.cpu_count() or 1})
+    c = d.submit_id("bob", big)
+    wait_for(lambda: d.job("bob", c).get("waiting_for") in ("Resources", "Priority") or None,
+             "bob's job pending in Slurm", timeout=30)
     sa = slurm_id(d, a)
     check(d.req("DELETE", "/api/v1/jobs/" + a, "alice").status_code == 200, "cancel running a")
     ja = d.wait_state("alice", a, FINAL_STATES, timeout=60)
     check(ja["state"] == "cancelled", "a: %s" % ja)
     check(slurm_state(slurm, sa) == "CANCELLED", "Slurm's state of running %d" % sa)
+    d.wait_state("alice", b, ("running",), timeout=60)
+    jc = d.job("bob", c)
+    check(jc["state"] == "queued" and jc["waiting_for"] in ("Resources", "Priority"),
+          "bob's later job still waits while alice's earlier one runs: %s" % jc)
+    sc = slurm_id(d, c, "bob")
+    check(d.req("DELETE", "/api/v1/jobs/" + c, "bob").status_code == 200, "cancel pending c")
+    check(d.wait_state("bob", c, FINAL_STATES)["state"] == "cancelled", "c cancelled")
+    wait_for(lambda: slurm_state(slurm, sc) == "CANCELLED", "Slurm to cancel pending %d" % sc,
+             timeout=30)
+    sb = slurm_id(d, b)
+    check(d.req("DELETE", "/api/v1/jobs/" + b, "alice").status_code == 200, "cancel running b")
+    check(d.wait_state("alice", b, FINAL_STATES, timeout=60)["state"] == "cancelled", "b")
+    check(slurm_state(slurm, sb) == "CANCELLED", "Slurm's state of running %d" % sb)
 
 
 def reattach(d, slurm):
@@ -147,12 +168,32 @@ def requeue(d, slurm):
     wait_for(lambda: any("requeued by Slurm" in (e.get("detail") or "")
                          for e in d.req("GET", "/api/v1/jobs/%s/events" % a, "alice")
                          .json()["events"]) or None, "the requeue in the events", timeout=60)
+    # Slurm holds a requeued job back about two minutes (reason BeginTime);
+    # an admin may release it at once, as here.
+    wait_for(lambda: slurm_state(slurm, sid) == "PENDING" or None, "Slurm's requeue", timeout=30)
+    slurm.client("scontrol", "update", "JobId=%d" % sid, "StartTime=now")
     j = d.wait_state("alice", a, FINAL_STATES, timeout=180)
     check(j["state"] == "succeeded", "after the requeue: %s\n%s" % (j, d.train_log(a)))
     starts = progress_events(d, a, "start")
     check(len(starts) == 2 and not starts[0]["resumed"] and starts[1]["resumed"] and
           starts[1]["epoch"] >= 1, "the second run resumed: %s" % starts)
     check(slurm_id(d, a) == sid, "the same Slurm job ran twice")
+
+
+def latency(d):
+    """Median over 3 runs of the same 2-rank job: seconds from the submit's
+    answer to the first rank's "start" line in progress.jsonl (measured,
+    not asserted)."""
+    took = []
+    for _ in range(3):
+        t0 = time.monotonic()
+        a = d.submit_id("alice", job_like(QUICK_JOB, distributed=TWO_RANKS))
+        wait_for(lambda: progress_events(d, a, "start") or None, "the first rank's start line",
+                 timeout=90, interval=0.02)
+        took.append(time.monotonic() - t0)
+        check(d.wait_state("alice", a, FINAL_STATES, timeout=90)["state"] == "succeeded",
+              "job %s succeeded" % a)
+    return sorted(took)[1]
 
 
 def ctld_down(d, slurm):
