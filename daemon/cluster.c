@@ -24,6 +24,7 @@ typedef struct cluster_host {
     /* Under the mutex: */
     int slots_used, gpus_used;
     bool down;
+    bool suspect; /* up, but a job on it failed without naming a host: probe now */
     double down_since;
     char reason[320];
     pid_t probe_pid;      /* 0: no probe running */
@@ -191,6 +192,19 @@ bool cluster_mark_down(cluster *c, const char *name, const char *reason, double 
     return changed;
 }
 
+bool cluster_suspect(cluster *c, const char *name, const char *reason)
+{
+    pthread_mutex_lock(&c->mu);
+    cluster_host *h = cluster_find(c, name);
+    bool changed = h && !h->down && !h->suspect && h->probe_pid == 0;
+    if (changed) {
+        h->suspect = true;
+        snprintf(h->reason, sizeof h->reason, "%s", reason);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return changed;
+}
+
 /* cmd with every %h replaced by host (heap; NULL when out of memory). */
 static char *cluster_expand(const char *cmd, const char *host)
 {
@@ -240,7 +254,7 @@ void cluster_probe_tick(cluster *c, const char *probe_cmd, int interval_s, doubl
     pthread_mutex_lock(&c->mu);
     for (int i = 0; i < c->n; i++) {
         cluster_host *h = &c->host[i];
-        if (!h->down)
+        if (!h->down && !h->suspect)
             continue;
         if (h->probe_pid > 0) {
             if (now >= h->probe_started + CLUSTER_PROBE_TIMEOUT_S) {
@@ -250,7 +264,7 @@ void cluster_probe_tick(cluster *c, const char *probe_cmd, int interval_s, doubl
             }
             continue;
         }
-        if (now < h->probe_started + interval_s)
+        if (h->down && now < h->probe_started + interval_s)
             continue;
         char *cmd = cluster_expand(probe_cmd, h->name);
         pid_t pid = cmd ? cluster_spawn(cmd) : -1;
@@ -266,6 +280,22 @@ void cluster_probe_tick(cluster *c, const char *probe_cmd, int interval_s, doubl
     pthread_mutex_unlock(&c->mu);
 }
 
+/* The probe of a suspect host ended: down when it failed, else up as it was. */
+static void cluster_suspect_settled(cluster_host *h, bool ok, double now)
+{
+    h->suspect = false;
+    if (ok) {
+        log_info("host %s: answers its probe; it stays up", h->name);
+        h->reason[0] = '\0';
+        return;
+    }
+    h->down = true;
+    h->down_since = now;
+    h->probe_started = now;
+    log_warn("host %s: down (%s; its probe failed); no job is placed there until it answers",
+             h->name, h->reason);
+}
+
 bool cluster_probe_reaped(cluster *c, pid_t pid, int status, double now)
 {
     bool found = false;
@@ -276,7 +306,10 @@ bool cluster_probe_reaped(cluster *c, pid_t pid, int status, double now)
             continue;
         found = true;
         h->probe_pid = 0;
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        if (h->suspect) {
+            cluster_suspect_settled(h, ok, now);
+        } else if (ok) {
             h->down = false;
             h->reason[0] = '\0';
             log_info("host %s: probe succeeded; up again after %.0f s", h->name,

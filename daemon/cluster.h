@@ -56,8 +56,15 @@ void cluster_set_used(cluster *c, const placement_cluster *free_cap);
  * up (the caller logs the change); false if already down or unknown. */
 bool cluster_mark_down(cluster *c, const char *name, const char *reason, double now);
 
+/* A job on host `name` failed in a way that may be the host's, without
+ * saying so (Open MPI named no host): probe it on the next tick, whatever
+ * the interval; a failed probe marks it down with `reason` (copied), a
+ * successful one leaves it up. True if it was up and not already suspect
+ * or being probed. */
+bool cluster_suspect(cluster *c, const char *name, const char *reason);
+
 /* Start a probe for each down host whose interval has passed since its last
- * probe (or since it went down), and kill probes older than
+ * probe (or since it went down) and for each suspect host, and kill probes older than
  * CLUSTER_PROBE_TIMEOUT_S. probe_cmd is the command with %h for the host. */
 void cluster_probe_tick(cluster *c, const char *probe_cmd, int interval_s, double now);
 

@@ -105,6 +105,11 @@ static void monitor_blame_host(daemon_ctx *d, const store_job *job, const char *
     if (!host[0]) {
         snprintf(error, cap, "one of hosts %s failed: %s (train.log does not say which)", list,
                  what);
+        char reason[400];
+        snprintf(reason, sizeof reason, "job %s: %s", job->id, what);
+        monitor_sanitize(reason);
+        for (int i = 0; i < a.n; i++)
+            cluster_suspect(d->cl, mine[i], reason);
         return;
     }
     snprintf(error, cap, "host %s failed: %s", host, what);

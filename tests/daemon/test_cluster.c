@@ -4,8 +4,8 @@
  * GET /api/v1/cluster shows of it, the probe's state machine run with real
  * child processes (a failing probe keeps the host down, one past its
  * timeout is killed and fails, one that succeeds brings the host up; %h is
- * the host; nothing is probed before the interval), and the default probe
- * command. */
+ * the host; nothing is probed before the interval), hosts of a job that
+ * failed without naming one probed at once, and the default probe command. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -145,6 +145,41 @@ static void test_probe(void **state)
     assert_true(scratch_remove(dir));
 }
 
+/* Hosts of a job that failed without naming one are probed at once: the
+ * one that does not answer goes down, the other stays up. */
+static void test_suspect(void **state)
+{
+    (void)state;
+    char dir[SCRATCH_DIR_LEN], err[512];
+    assert_true(scratch_create(dir, "suspect"));
+    write_hostfile(dir, "h1 slots=1\nh2 slots=1\n");
+    cluster *c = cluster_open(hostfile, 0, 0, err, sizeof err);
+    assert_non_null(c);
+    assert_true(cluster_suspect(c, "h1", "job j: orted lost"));
+    assert_true(cluster_suspect(c, "h2", "job j: orted lost"));
+    assert_false(cluster_suspect(c, "h2", "again"));
+    assert_false(cluster_suspect(c, "h9", "unknown"));
+    /* Probed now, not after the interval: only h1 answers. */
+    cluster_probe_tick(c, "test %h = h1", 600, 1000.0);
+    reap_probe(c, 1001.0);
+    reap_probe(c, 1001.0);
+    assert_true(is_down(c));
+    placement_cluster cap;
+    cluster_capacity(c, &cap, true);
+    assert_false(cap.down[0]);
+    json_t *j = cluster_json(c);
+    assert_non_null(j);
+    json_t *h2 = json_array_get(json_object_get(j, "hosts"), 1);
+    assert_string_equal(json_string_value(json_object_get(h2, "reason")), "job j: orted lost");
+    json_decref(j);
+    /* A down host is not suspect: it waits for its interval. */
+    assert_false(cluster_suspect(c, "h2", "again"));
+    cluster_probe_tick(c, "true", 600, 1002.0);
+    assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+    cluster_close(c);
+    assert_true(scratch_remove(dir));
+}
+
 static void test_probe_command(void **state)
 {
     (void)state;
@@ -165,6 +200,7 @@ int main(void)
         cmocka_unit_test(test_hostfile),
         cmocka_unit_test(test_local_and_down),
         cmocka_unit_test(test_probe),
+        cmocka_unit_test(test_suspect),
         cmocka_unit_test(test_probe_command),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
