@@ -67,7 +67,9 @@ static void test_presets(void **state)
 /* PyDTNN's zoo by its names: layer count, the features reaching the
  * classifier, and the parameter counts. PyDTNN prints 15,245,130 for
  * vgg16_cifar10 and 101,958 for simplecnn on MNIST; the others follow
- * from its layer lists (its convolutions and dense layers have biases). */
+ * from its layer lists (its convolutions and dense layers have biases, but
+ * MobileNet's convolutions have none; its depthwise ones have 9 weights a
+ * channel). */
 static void test_zoo_presets(void **state)
 {
     (void)state;
@@ -93,6 +95,7 @@ static void test_zoo_presets(void **state)
         {"resnet50_imagenet", "[3,224,224]", 1000, 173, 2048, 25583464, 52992},
         {"densenet121_cifar10", "[3,32,32]", 10, 424, 1024, 6956298, 83520},
         {"googlenet_cifar10", "[3,32,32]", 10, 218, 1024, 7217898, 17856},
+        {"mobilenetv1_cifar10", "[3,32,32]", 10, 82, 1024, 4266762, 21824},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char text[256];
