@@ -63,8 +63,14 @@ enum MHD_Result api_job_logs(api_request *r);
 enum MHD_Result api_job_events(api_request *r);
 /* The hosts, their slots, GPUs and state (admins only: routes.c). */
 enum MHD_Result api_cluster(api_request *r);
+/* The seed's submit: a spec with "secret", or {"secret", "job": spec}, plus
+ * the seed's job_name, num_executors, num_processes and data_path mapped
+ * onto the spec; its pickled "trainer" refused (400). */
 enum MHD_Result api_seed_submit(api_request *r);
-/* r->job (finished) as {model, history}, then forgotten with its run directory. */
+/* r->job as the job object plus the seed's job_name and running. */
+enum MHD_Result api_seed_state(api_request *r);
+/* r->job (finished) as {model, history, architecture, job_name}, then
+ * forgotten with its run directory. */
 enum MHD_Result api_seed_destroy(api_request *r);
 
 #endif

@@ -1,15 +1,102 @@
 /* api_seed.c — the Distributed Keras Punchcard endpoints, kept for its
  * clients: /api/submit, /api/state, /api/cancel and /api/destroy act on the
  * caller's current job (their most recent one, which routes.c loads), with
- * JSON job specs where the seed took pickles. /api/state and /api/cancel are
- * the v1 job handlers; submit and destroy are here. */
+ * JSON job specs where the seed took pickles. /api/cancel is the v1 cancel;
+ * submit, state and destroy are here, speaking the seed's fields beside
+ * ours: submit takes job_name, num_executors x num_processes (workers) and
+ * data_path (the training set's name); state answers job_name and running;
+ * destroy answers the model's architecture with its tensors. The seed's
+ * pickled trainer is refused: no code travels in a job. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api.h"
+#include "jobspec/spec.h"
+#include "jobview.h"
 #include "log.h"
 #include "rundir.h"
+
+/* The seed's submit fields that are not ours, pulled out of the body. */
+typedef struct seed_fields {
+    json_t *job_name, *num_executors, *num_processes, *data_path;
+} seed_fields;
+
+/* The seed's field `key` of body, which must be of the given JSON type
+ * (a positive integer for the counts); NULL when absent. False with the
+ * field named in *bad when it has the wrong type. */
+static bool seed_field(json_t *body, const char *key, json_type type, json_t **out,
+                       const char **bad)
+{
+    json_t *v = json_object_get(body, key);
+    *out = v;
+    if (!v)
+        return true;
+    if (json_typeof(v) != type || (type == JSON_INTEGER && json_integer_value(v) < 1) ||
+        (type == JSON_STRING && json_string_length(v) == 0)) {
+        *bad = key;
+        return false;
+    }
+    return true;
+}
+
+/* Set spec.section.key to value unless the spec gives it already, in which
+ * case the two must agree. False naming the field on a disagreement. */
+static bool seed_merge(json_t *spec, const char *section, const char *key, json_t *value,
+                       char *why, size_t len)
+{
+    json_t *parent = spec;
+    if (section) {
+        parent = json_object_get(spec, section);
+        if (!parent) {
+            parent = json_object();
+            if (!parent || json_object_set_new(spec, section, parent) != 0) {
+                snprintf(why, len, "out of memory");
+                return false;
+            }
+        }
+        if (!json_is_object(parent))
+            return true; /* the spec library names the bad section */
+    }
+    json_t *have = json_object_get(parent, key);
+    if (have && !json_equal(have, value)) {
+        snprintf(why, len, "%s%s%s differs from the seed field that sets it; give it once",
+                 section ? section : "", section ? "." : "", key);
+        return false;
+    }
+    if (!have && json_object_set(parent, key, value) != 0) {
+        snprintf(why, len, "out of memory");
+        return false;
+    }
+    return true;
+}
+
+/* Map the seed's fields onto spec: job_name -> name; num_executors x
+ * num_processes (the seed's worker count) -> distributed.workers;
+ * data_path -> data.train, a dataset name as any other. */
+static bool seed_apply(json_t *spec, const seed_fields *f, const char **field, char *why,
+                       size_t len)
+{
+    *field = "job_name";
+    if (f->job_name && !seed_merge(spec, NULL, "name", f->job_name, why, len))
+        return false;
+    *field = f->num_executors ? "num_executors" : "num_processes";
+    if (f->num_executors || f->num_processes) {
+        json_int_t e = f->num_executors ? json_integer_value(f->num_executors) : 1;
+        json_int_t p = f->num_processes ? json_integer_value(f->num_processes) : 1;
+        if (e > 1 << 20 || p > 1 << 20) {
+            snprintf(why, len, "num_executors x num_processes is too large");
+            return false;
+        }
+        json_t *workers = json_integer(e * p);
+        bool ok = workers && seed_merge(spec, "distributed", "workers", workers, why, len);
+        json_decref(workers);
+        if (!ok)
+            return false;
+    }
+    *field = "data_path";
+    return !f->data_path || seed_merge(spec, "data", "train", f->data_path, why, len);
+}
 
 enum MHD_Result api_seed_submit(api_request *r)
 {
@@ -20,23 +107,89 @@ enum MHD_Result api_seed_submit(api_request *r)
                                "body must be a JSON object: {\"secret\": ..., \"job\": {spec}} "
                                "or the spec with a \"secret\" field");
     }
+    if (json_object_get(body, "trainer")) {
+        json_decref(body);
+        return api_reply_error(r, MHD_HTTP_BAD_REQUEST, "trainer",
+                               "trainer: a pickled dist-keras trainer cannot run here (no code "
+                               "travels in a job); send the job as a spec instead: "
+                               "{\"secret\": ..., \"job\": {\"model\": ..., \"data\": ..., "
+                               "\"training\": ..., \"distributed\": {\"trainer\": "
+                               "\"downpour\", ...}}} (see docs/job-spec.md)");
+    }
+    seed_fields f;
+    const char *bad = NULL;
+    if (!seed_field(body, "job_name", JSON_STRING, &f.job_name, &bad) ||
+        !seed_field(body, "num_executors", JSON_INTEGER, &f.num_executors, &bad) ||
+        !seed_field(body, "num_processes", JSON_INTEGER, &f.num_processes, &bad) ||
+        !seed_field(body, "data_path", JSON_STRING, &f.data_path, &bad)) {
+        json_decref(body);
+        return api_reply_error(r, MHD_HTTP_BAD_REQUEST, bad, "%s: expected %s", bad,
+                               strcmp(bad, "job_name") == 0 || strcmp(bad, "data_path") == 0
+                                   ? "a non-empty string"
+                                   : "a positive integer");
+    }
     /* {"secret", "job": {spec}}, or the spec itself carrying "secret". */
     json_t *spec = json_object_get(body, "job");
     if (spec && !json_is_object(spec)) {
         json_decref(body);
         return api_reply_error(r, MHD_HTTP_BAD_REQUEST, "job", "job: must be a job spec object");
     }
+    json_incref(f.job_name);
+    json_incref(f.num_executors);
+    json_incref(f.num_processes);
+    json_incref(f.data_path);
+    static const char *const seed_keys[] = {"secret", "job_name", "num_executors",
+                                            "num_processes", "data_path"};
     if (!spec) {
-        json_object_del(body, "secret");
+        for (size_t i = 0; i < sizeof seed_keys / sizeof *seed_keys; i++)
+            json_object_del(body, seed_keys[i]);
         spec = body;
     }
-    char *text = json_dumps(spec, JSON_COMPACT);
+    char why[256];
+    const char *field = NULL;
+    bool ok = seed_apply(spec, &f, &field, why, sizeof why);
+    char *text = ok ? json_dumps(spec, JSON_COMPACT) : NULL;
+    json_decref(f.job_name);
+    json_decref(f.num_executors);
+    json_decref(f.num_processes);
+    json_decref(f.data_path);
     json_decref(body);
+    if (!ok)
+        return api_reply_error(r, MHD_HTTP_BAD_REQUEST, field, "%s: %s", field, why);
     if (!text)
         return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "cannot encode the job");
     enum MHD_Result ret = api_submit_spec(r, text, strlen(text));
     free(text);
     return ret;
+}
+
+enum MHD_Result api_seed_state(api_request *r)
+{
+    json_t *o = jobview_json(r->d, r->job);
+    if (!o)
+        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "store error");
+    /* The seed's Job.is_finished reads "running": true until the job ends. */
+    json_object_set_new(o, "job_name", json_string(r->job->name));
+    json_object_set_new(o, "running", json_boolean(!job_state_is_final(r->job->state)));
+    return api_reply_json(r, MHD_HTTP_OK, o);
+}
+
+/* The model's architecture as the job's resolved spec gives it (input and
+ * layers, presets expanded), or null when job.json is missing or invalid. */
+static json_t *seed_architecture(const char *dir)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/job.json", dir);
+    spec_error err;
+    job_spec *spec = spec_load_file(path, &err);
+    if (!spec)
+        return json_null();
+    json_t *resolved = spec_to_json(spec);
+    spec_free(spec);
+    json_t *model = json_object_get(resolved, "model");
+    json_incref(model);
+    json_decref(resolved);
+    return model ? model : json_null();
 }
 
 enum MHD_Result api_seed_destroy(api_request *r)
@@ -56,6 +209,8 @@ enum MHD_Result api_seed_destroy(api_request *r)
     json_t *o = json_object();
     json_object_set_new(o, "model", model ? model : json_null());
     json_object_set_new(o, "history", history ? history : json_null());
+    json_object_set_new(o, "architecture", seed_architecture(dir));
+    json_object_set_new(o, "job_name", json_string(job->name));
     /* Forget it: the row first, so a failure leaves no half-deleted job. */
     if (store_job_delete(r->d->st, job->id) != STORE_OK) {
         json_decref(o);

@@ -52,7 +52,7 @@ static const routes_entry routes_table[] = {
     {"GET", "/api/v1/cluster", api_cluster, ROUTES_ADMIN, ROUTES_NO_JOB, ROUTE_CLUSTER},
     {"POST", "/api/submit", api_seed_submit, ROUTES_CALLER_OR_BODY, ROUTES_NO_JOB,
      ROUTE_SEED_SUBMIT},
-    {"GET", "/api/state", api_job_get, ROUTES_CALLER, ROUTES_CURRENT_JOB, ROUTE_SEED_STATE},
+    {"GET", "/api/state", api_seed_state, ROUTES_CALLER, ROUTES_CURRENT_JOB, ROUTE_SEED_STATE},
     {"GET", "/api/cancel", api_job_cancel, ROUTES_CALLER, ROUTES_CURRENT_JOB, ROUTE_SEED_CANCEL},
     {"POST", "/api/cancel", api_job_cancel, ROUTES_CALLER, ROUTES_CURRENT_JOB, ROUTE_SEED_CANCEL},
     {"GET", "/api/destroy", api_seed_destroy, ROUTES_CALLER, ROUTES_CURRENT_JOB,

@@ -60,6 +60,8 @@ typedef struct conv2d_desc {
     int pad_top, pad_left, pad_bottom, pad_right;
     int dil_h, dil_w;
     int oh, ow;             /* output height, width */
+    int groups;             /* c and k split into groups (w is (k, c/groups, kh, kw));
+                             * 0 or 1: one group; prepare sets 0 to 1 */
     void *impl;             /* backend-private (cuDNN descriptors, algo) */
 } conv2d_desc;
 

@@ -2,8 +2,9 @@
  * pool's threads, with the algorithm chosen per layer at prepare time
  * (cpu_conv.h): im2col + sgemm per sample (each thread with its own column
  * buffer, bias and activation fused into the pass after the GEMM), direct
- * kernels for few channels (cpu_conv_direct.c), or Winograd F(2x2, 5x5)
- * for stride-1 5x5 layers with enough channels (cpu_winograd.c).
+ * kernels for few channels (cpu_conv_direct.c), Winograd F(2x2, 5x5)
+ * for stride-1 5x5 layers with enough channels (cpu_winograd.c), or, for
+ * grouped and depthwise layers, a direct loop (cpu_conv_grouped.c).
  *
  * Workspace layout (floats), per thread t of T:
  *   col[t]  : the algorithm's scratch (im2col: c*kh*kw * oh*ow, the column
@@ -15,12 +16,14 @@
  * the sample itself is the column matrix. */
 #include "cpu/cpu_conv.h"
 #include "cpu/cpu_conv_direct.h"
+#include "cpu/cpu_conv_grouped.h"
 #include "cpu/cpu_winograd.h"
 
 #include <string.h>
 
 /* d->impl points at one of these: the layer's algorithm. */
-static cpu_conv_algo conv_algos[] = {CPU_CONV_IM2COL, CPU_CONV_DIRECT, CPU_CONV_WINOGRAD};
+static cpu_conv_algo conv_algos[] = {CPU_CONV_IM2COL, CPU_CONV_DIRECT, CPU_CONV_WINOGRAD,
+                                     CPU_CONV_GROUPED};
 
 cpu_conv_algo cpu_conv2d_algo(const conv2d_desc *d)
 {
@@ -29,6 +32,8 @@ cpu_conv_algo cpu_conv2d_algo(const conv2d_desc *d)
 
 cpu_conv_algo cpu_conv_choose(const conv2d_desc *d)
 {
+    if (d->groups > 1)
+        return CPU_CONV_GROUPED;
     if (cpu_conv_direct_suits(d))
         return CPU_CONV_DIRECT;
     if (cpu_winograd_suits(d))
@@ -43,6 +48,8 @@ static long conv_col_size(const conv2d_desc *d)
         return cpu_conv_direct_scratch(d);
     case CPU_CONV_WINOGRAD:
         return cpu_winograd_thread_scratch(d);
+    case CPU_CONV_GROUPED:
+        return 0;
     case CPU_CONV_IM2COL:
         break;
     }
@@ -51,7 +58,7 @@ static long conv_col_size(const conv2d_desc *d)
 
 static long conv_wsize(const conv2d_desc *d)
 {
-    return (long)d->k * d->c * d->kh * d->kw;
+    return (long)d->k * (d->c / d->groups) * d->kh * d->kw;
 }
 
 static long conv_thread_block(const conv2d_desc *d)
@@ -67,7 +74,12 @@ static bool conv_is_pointwise(const conv2d_desc *d)
 
 long cpu_conv2d_prepare_algo(backend *be, conv2d_desc *d, cpu_conv_algo algo)
 {
-    if (d->oh <= 0 || d->ow <= 0 || d->c <= 0 || d->k <= 0)
+    if (d->groups <= 0)
+        d->groups = 1;
+    if (d->oh <= 0 || d->ow <= 0 || d->c <= 0 || d->k <= 0 || d->c % d->groups != 0 ||
+        d->k % d->groups != 0)
+        return -1;
+    if (d->groups > 1 && algo != CPU_CONV_GROUPED)
         return -1;
     if (algo == CPU_CONV_DIRECT && (d->stride_h != 1 || d->stride_w != 1))
         return -1;
@@ -89,9 +101,7 @@ void cpu_conv2d_release(backend *be, conv2d_desc *d)
     d->impl = NULL;
 }
 
-/* The outputs ox in [*lo, *hi) whose input column ix = ox*stride + off
- * falls inside [0, w); the others read padding. */
-static void conv_valid_range(int ow, int stride, int off, int w, int *lo, int *hi)
+void cpu_conv_range(int ow, int stride, int off, int w, int *lo, int *hi)
 {
     int a = off < 0 ? (-off + stride - 1) / stride : 0;
     int b = w - off <= 0 ? 0 : (w - off + stride - 1) / stride;
@@ -111,7 +121,7 @@ static void conv_im2col(const conv2d_desc *d, const float *x, float *col)
             for (int kj = 0; kj < d->kw; kj++) {
                 float *row = col + ((long)(c * d->kh + ki) * d->kw + kj) * ohw;
                 int off = -d->pad_left + kj * d->dil_w, lo, hi;
-                conv_valid_range(d->ow, d->stride_w, off, d->w, &lo, &hi);
+                cpu_conv_range(d->ow, d->stride_w, off, d->w, &lo, &hi);
                 for (int oy = 0; oy < d->oh; oy++) {
                     int iy = oy * d->stride_h - d->pad_top + ki * d->dil_h;
                     float *dst = row + (long)oy * d->ow;
@@ -145,7 +155,7 @@ static void conv_col2im(const conv2d_desc *d, const float *col, float *dx)
             for (int kj = 0; kj < d->kw; kj++) {
                 const float *row = col + ((long)(c * d->kh + ki) * d->kw + kj) * ohw;
                 int off = -d->pad_left + kj * d->dil_w, lo, hi;
-                conv_valid_range(d->ow, d->stride_w, off, d->w, &lo, &hi);
+                cpu_conv_range(d->ow, d->stride_w, off, d->w, &lo, &hi);
                 for (int oy = 0; oy < d->oh; oy++) {
                     int iy = oy * d->stride_h - d->pad_top + ki * d->dil_h;
                     if (iy < 0 || iy >= d->h)
@@ -224,6 +234,10 @@ static void conv_forward_chunk(void *ctx, long begin, long end, int tid)
             cpu_conv_direct_forward(d, xb, j->w, j->bias, j->act, yb, col);
             continue;
         }
+        if (j->algo == CPU_CONV_GROUPED) {
+            cpu_conv_grouped_forward(d, xb, j->w, j->bias, j->act, yb);
+            continue;
+        }
         const float *src = xb;
         if (!conv_is_pointwise(d)) {
             conv_im2col(d, xb, col);
@@ -275,6 +289,12 @@ static void conv_backward_chunk(void *ctx, long begin, long end, int tid)
                                  j->dz + begin * d->k * ohw,
                                  j->dx ? j->dx + begin * xsize : NULL, j->accumulate, dw, db,
                                  col);
+        return;
+    }
+    if (j->algo == CPU_CONV_GROUPED) {
+        cpu_conv_grouped_backward(d, (int)(end - begin), j->x + begin * xsize, j->w,
+                                  j->dz + begin * d->k * ohw,
+                                  j->dx ? j->dx + begin * xsize : NULL, j->accumulate, dw, db);
         return;
     }
     memset(dw, 0, (size_t)(conv_wsize(d) + d->k) * sizeof *dw);

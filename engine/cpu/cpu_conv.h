@@ -1,7 +1,8 @@
 /* cpu_conv.h — which algorithm the CPU backend runs a convolution with,
  * chosen per layer at prepare time: direct kernels for few channels
  * (cpu_conv_direct.c), Winograd F(2x2, 5x5) for stride-1 5x5 layers with
- * enough channels (cpu_winograd.c), im2col + GEMM otherwise. Tests force
+ * enough channels (cpu_winograd.c), a direct loop for grouped layers
+ * (cpu_conv_grouped.c), im2col + GEMM otherwise. Tests force
  * an algorithm to compare them on the same layer. */
 #ifndef PUNCH_CPU_CONV_H
 #define PUNCH_CPU_CONV_H
@@ -12,6 +13,7 @@ typedef enum cpu_conv_algo {
     CPU_CONV_IM2COL,
     CPU_CONV_DIRECT,
     CPU_CONV_WINOGRAD,
+    CPU_CONV_GROUPED,
 } cpu_conv_algo;
 
 /* The algorithm cpu_conv2d_prepare picks for d. */
@@ -19,8 +21,13 @@ cpu_conv_algo cpu_conv_choose(const conv2d_desc *d);
 
 /* cpu_conv2d_prepare with the algorithm forced; -1 when it cannot run d
  * (direct: stride 1 only; Winograd: 5x5, stride 1, no dilation, padding
- * <= 4, any channel count). */
+ * <= 4, any channel count; groups > 1: the grouped loop only, which runs
+ * any d). Sets d->groups to 1 when it is 0. */
 long cpu_conv2d_prepare_algo(backend *be, conv2d_desc *d, cpu_conv_algo algo);
+
+/* The outputs ox in [*lo, *hi) whose input column ox*stride + off falls
+ * inside [0, w); the others read padding. */
+void cpu_conv_range(int ow, int stride, int off, int w, int *lo, int *hi);
 
 /* The algorithm a prepared d runs with. */
 cpu_conv_algo cpu_conv2d_algo(const conv2d_desc *d);

@@ -61,12 +61,13 @@ static bool gpu_conv_descriptors(gpu_conv *cv, const conv2d_desc *d)
         !GPU_CHECK(cudnnCreateFilterDescriptor(&cv->w)) ||
         !GPU_CHECK(cudnnCreateConvolutionDescriptor(&cv->conv)) ||
         !GPU_CHECK(cudnnSetFilter4dDescriptor(cv->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, d->k,
-                                              d->c, d->kh, d->kw)) ||
+                                              d->c / d->groups, d->kh, d->kw)) ||
         !GPU_CHECK(cudnnSetConvolution2dDescriptor(cv->conv, cv->plan.pad_h, cv->plan.pad_w,
                                                    d->stride_h, d->stride_w, d->dil_h,
                                                    d->dil_w, CUDNN_CROSS_CORRELATION,
                                                    CUDNN_DATA_FLOAT)) ||
         !GPU_CHECK(cudnnSetConvolutionMathType(cv->conv, CUDNN_FMA_MATH)) ||
+        !GPU_CHECK(cudnnSetConvolutionGroupCount(cv->conv, d->groups)) ||
         !gpu_tensor_4d(cv->bias, 1, d->k, 1, 1) || !gpu_conv_set_batch(cv, d, d->max_batch) ||
         !GPU_CHECK(cudnnGetConvolution2dForwardOutputDim(cv->conv, cv->x, cv->w, &n, &c, &h,
                                                          &w)))
@@ -152,6 +153,13 @@ long gpu_conv2d_prepare(backend *be, conv2d_desc *d)
 {
     gpu_ctx *g = gpu_ctx_of(be);
     char err[256];
+    if (d->groups <= 0)
+        d->groups = 1;
+    if (d->c % d->groups != 0 || d->k % d->groups != 0) {
+        fprintf(stderr, "punch-train: cuda: conv2d: %d groups do not divide %d channels and "
+                        "%d filters\n", d->groups, d->c, d->k);
+        return -1;
+    }
     gpu_conv *cv = calloc(1, sizeof *cv);
     if (!cv) {
         fprintf(stderr, "punch-train: cuda: conv2d: out of host memory\n");

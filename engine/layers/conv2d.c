@@ -1,5 +1,6 @@
-/* conv2d.c — 2-D convolution (stride, same/valid padding, dilation) with
- * fused bias and activation. W is (filters, channels, kh, kw). */
+/* conv2d.c — 2-D convolution (stride, same/valid padding, dilation,
+ * groups) with fused bias and activation. W is (filters, channels /
+ * groups, kh, kw). */
 #include "layers/layer.h"
 
 #include <stdio.h>
@@ -21,6 +22,7 @@ static int conv2d_setup(layer *l, backend *be, char *err, size_t errlen)
         .dil_h = s->dilation[0] > 0 ? s->dilation[0] : 1,
         .dil_w = s->dilation[1] > 0 ? s->dilation[1] : 1,
         .oh = s->out_shape.dim[1], .ow = s->out_shape.dim[2],
+        .groups = s->groups > 0 ? s->groups : 1,
     };
     if (s->padding == PAD_SAME) {
         d->pad_top = s->pad[0];
@@ -38,10 +40,11 @@ static int conv2d_setup(layer *l, backend *be, char *err, size_t errlen)
         snprintf(err, errlen, "conv2d: backend %s cannot run this convolution", be->name);
         return -1;
     }
-    long wsize = (long)d->k * d->c * d->kh * d->kw;
+    int cg = d->c / d->groups;
+    long wsize = (long)d->k * cg * d->kh * d->kw;
     l->workspace_floats = ws;
     l->n_params = wsize + (s->use_bias ? d->k : 0);
-    layer_add_tensor(l, "weight", false, 0, 4, d->k, d->c, d->kh, d->kw);
+    layer_add_tensor(l, "weight", false, 0, 4, d->k, cg, d->kh, d->kw);
     if (s->use_bias)
         layer_add_tensor(l, "bias", false, wsize, 1, d->k, 0, 0, 0);
     return 0;
@@ -51,9 +54,10 @@ static void conv2d_init(const layer *l, float *params, float *state, rng *r)
 {
     (void)state;
     const conv2d_desc *d = &l->desc.conv;
+    /* Each filter sees c / groups channels; each input feeds k / groups. */
     long area = (long)d->kh * d->kw;
-    long wsize = d->k * d->c * area;
-    double limit = layer_init_limit(d->c * area, d->k * area);
+    long wsize = d->k * (d->c / d->groups) * area;
+    double limit = layer_init_limit(d->c / d->groups * area, d->k / d->groups * area);
     for (long i = 0; i < wsize; i++)
         params[i] = rng_symmetric(r, limit);
     if (l->spec->use_bias)
@@ -64,7 +68,8 @@ static void conv2d_init(const layer *l, float *params, float *state, rng *r)
 static const float *conv2d_bias(const layer *l)
 {
     const conv2d_desc *d = &l->desc.conv;
-    return l->spec->use_bias ? l->params + (long)d->k * d->c * d->kh * d->kw : NULL;
+    return l->spec->use_bias ? l->params + (long)d->k * (d->c / d->groups) * d->kh * d->kw
+                             : NULL;
 }
 
 static void conv2d_forward(layer *l, backend *be, int batch, bool training, uint64_t seed)
@@ -84,7 +89,8 @@ static void conv2d_backward(layer *l, backend *be, int batch)
     const conv2d_desc *d = &l->desc.conv;
     if (l->act != ACT_NONE)
         be->activation_backward(be, l->act, batch, l->out_size, l->y, l->dy, l->dy, false);
-    float *db = l->spec->use_bias ? l->grads + (long)d->k * d->c * d->kh * d->kw : NULL;
+    long wsize = (long)d->k * (d->c / d->groups) * d->kh * d->kw;
+    float *db = l->spec->use_bias ? l->grads + wsize : NULL;
     be->conv2d_backward(be, d, batch, l->x[0], l->params, l->dy, l->dx[0],
                         l->dx_accumulate[0], l->grads, db, l->workspace);
 }

@@ -438,13 +438,22 @@ out:
     return ok;
 }
 
-static bool monitor_ok(const char *m)
+/* The monitored value m names in this engine's history ("val_loss" for
+ * PyDTNN's "val_categorical_cross_entropy"), written to out; false when m
+ * names none. Every loss alias is "loss": the history has one loss. */
+static bool monitor_resolve(const char *m, char *out, size_t len)
 {
     static const char *const names[] = {"loss", "accuracy", "mse", "mae"};
-    const char *base = strncmp(m, "val_", 4) == 0 ? m + 4 : m;
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        if (strcmp(base, names[i]) == 0)
+    bool val = strncmp(m, "val_", 4) == 0;
+    const char *base = spec_alias_resolve(val ? m + 4 : m, spec_metric_aliases);
+    if (spec_alias_resolve(base, spec_loss_aliases) != base)
+        base = "loss";
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        if (strcmp(base, names[i]) == 0) {
+            snprintf(out, len, "%s%s", val ? "val_" : "", names[i]);
             return true;
+        }
+    }
     return false;
 }
 
@@ -529,10 +538,11 @@ static bool parse_schedule(const json_t *s, const char *path, double lr, spec_sc
         return false;
     if (monitor) {
         spec_path_key(p, sizeof p, path, monitor_key);
-        if (!monitor_ok(monitor))
+        if (!monitor_resolve(monitor, out->monitor, sizeof out->monitor))
             return spec_fail(err, p, "unknown metric \"%.40s\"; expected loss, accuracy, mse, "
-                                     "mae, or one of them prefixed with val_", monitor);
-        snprintf(out->monitor, sizeof out->monitor, "%s", monitor);
+                                     "mae (or a PyDTNN name for one, such as "
+                                     "categorical_cross_entropy or categorical_accuracy), "
+                                     "optionally prefixed with val_", monitor);
     }
     out->warmup_epochs = (int)warm;
     out->patience = (int)patience;
@@ -560,7 +570,11 @@ static bool parse_metrics(const json_t *m, spec_training *t, spec_error *err)
         if (!json_is_string(v))
             return spec_fail(err, p, "expected a metric name, got %s", json_type_name(v));
         int k;
-        if (!spec_match_enum(json_string_value(v), p, spec_metric_names, 3, "metric", &k, err))
+        const char *name = spec_alias_resolve(json_string_value(v), spec_metric_aliases);
+        if (strcmp(name, "categorical_hinge") == 0)
+            return spec_fail(err, p, "PyDTNN's categorical_hinge is not computed here; use "
+                                     "accuracy, mse or mae");
+        if (!spec_match_enum(name, p, spec_metric_names, 3, "metric", &k, err))
             return false;
         for (int j = 0; j < t->n_metrics; j++)
             if (t->metrics[j] == (spec_metric)k)
@@ -568,6 +582,16 @@ static bool parse_metrics(const json_t *m, spec_training *t, spec_error *err)
         t->metrics[t->n_metrics++] = (spec_metric)k;
     }
     return true;
+}
+
+/* training.loss by our name or PyDTNN's. */
+static bool parse_loss(const json_t *obj, int *loss, spec_error *err)
+{
+    const char *s = NULL;
+    if (!spec_get_string(obj, "training", "loss", &s, err))
+        return false;
+    return !s || spec_match_enum(spec_alias_resolve(s, spec_loss_aliases), "training.loss",
+                                 spec_loss_names, 3, "loss", loss, err);
 }
 
 static bool parse_training(const json_t *t, job_spec *spec, spec_error *err)
@@ -588,7 +612,7 @@ static bool parse_training(const json_t *t, job_spec *spec, spec_error *err)
               spec_get_int(obj, "training", "batch_size", 1, 1 << 20, &batch, err) &&
               spec_get_int(obj, "training", "steps_per_epoch", 0, 1L << 40,
                            &tr->steps_per_epoch, err) &&
-              spec_get_enum(obj, "training", "loss", spec_loss_names, 3, "loss", &loss, err) &&
+              parse_loss(obj, &loss, err) &&
               spec_get_int(obj, "training", "seed", 0, 0x7fffffffffffffffL, &seed, err) &&
               parse_metrics(field(obj, "metrics"), tr, err) &&
               parse_optimizer(field(obj, "optimizer"), &tr->optimizer, err);

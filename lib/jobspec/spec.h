@@ -74,6 +74,8 @@ typedef struct spec_layer {
     int kernel[2];              /* conv2d (kh, kw); pooling window (ph, pw) */
     int stride[2];              /* conv2d default 1; pooling default = window */
     int dilation[2];            /* conv2d, default 1 */
+    int groups;                 /* conv2d, default 1: channels and filters split into this
+                                 * many independent groups (= channels: depthwise) */
     spec_padding padding;       /* conv2d, pooling; default valid */
     int pad[2];                 /* resolved top/left padding (same: computed) */
     bool use_bias;              /* dense, conv2d; default true */

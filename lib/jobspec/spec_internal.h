@@ -47,6 +47,15 @@ extern const char *const spec_activation_names[5];
 extern const char *const spec_loss_names[3];
 extern const char *const spec_metric_names[3];
 extern const char *const spec_optimizer_names[4];
+
+/* Another system's name for one of ours (PyDTNN's loss and metric names). */
+typedef struct spec_alias {
+    const char *alias, *name;
+} spec_alias;
+extern const spec_alias spec_loss_aliases[];
+extern const spec_alias spec_metric_aliases[];
+/* Our name for `name` when the table has it as an alias, else `name`. */
+const char *spec_alias_resolve(const char *name, const spec_alias *table);
 extern const char *const spec_schedule_names[5];
 extern const char *const spec_trainer_names[9];
 extern const char *const spec_data_format_names[4];

@@ -89,7 +89,7 @@ static const char *const *layer_keys(spec_layer_type t)
                                         NULL};
     static const char *const conv[] = {"type",    "inputs",     "filters",  "kernel",
                                        "stride",  "padding",    "dilation", "activation",
-                                       "use_bias", NULL};
+                                       "use_bias", "groups", NULL};
     static const char *const pool[] = {"type", "inputs", "pool", "stride", "padding", NULL};
     static const char *const dropout[] = {"type", "inputs", "rate", NULL};
     static const char *const bn[] = {"type", "inputs", "momentum", "epsilon", NULL};
@@ -119,7 +119,7 @@ static bool require(const json_t *l, const char *path, const char *key, const ch
 static bool parse_layer_fields(const json_t *l, const char *path, spec_layer *layer,
                                spec_error *err)
 {
-    long units = 0, filters = 0;
+    long units = 0, filters = 0, groups = 1;
     int act = ACT_NONE, pad = PAD_VALID;
     double rate = 0, momentum = 0.9, eps = 1e-5;
     layer->use_bias = true;
@@ -146,9 +146,11 @@ static bool parse_layer_fields(const json_t *l, const char *path, spec_layer *la
             !spec_get_enum(l, path, "padding", spec_padding_names, 2, "padding", &pad, err) ||
             !spec_get_enum(l, path, "activation", spec_activation_names, 5, "activation", &act,
                            err) ||
-            !spec_get_bool(l, path, "use_bias", &layer->use_bias, err))
+            !spec_get_bool(l, path, "use_bias", &layer->use_bias, err) ||
+            !spec_get_int(l, path, "groups", 1, 1 << 16, &groups, err))
             return false;
         layer->filters = (int)filters;
+        layer->groups = (int)groups;
         if (!layer->stride[0])
             layer->stride[0] = layer->stride[1] = 1;
         break;
@@ -285,9 +287,14 @@ static bool infer_window(spec_layer *l, const char *path, spec_error *err)
                          l->kernel[0], l->kernel[1], l->dilation[0], s);
     int c = l->type == LAYER_CONV2D ? l->filters : in->dim[0];
     l->out_shape = (spec_shape){3, {c, oh, ow}};
-    if (l->type == LAYER_CONV2D)
-        l->n_params = (long)l->filters * in->dim[0] * l->kernel[0] * l->kernel[1] +
-                      (l->use_bias ? l->filters : 0);
+    if (l->type != LAYER_CONV2D)
+        return true;
+    int groups = l->groups > 0 ? l->groups : 1;
+    if (in->dim[0] % groups != 0 || l->filters % groups != 0)
+        return spec_fail(err, path, "groups %d must divide both the input's %d channels and "
+                                    "the %d filters", groups, in->dim[0], l->filters);
+    l->n_params = (long)l->filters * (in->dim[0] / groups) * l->kernel[0] * l->kernel[1] +
+                  (l->use_bias ? l->filters : 0);
     return true;
 }
 

@@ -3,6 +3,8 @@
  * the weight-file keys and the JSON writer. */
 #include "jobspec/spec_internal.h"
 
+#include <string.h>
+
 const char *const spec_layer_type_names[LAYER_TYPE_COUNT] = {
     "dense", "conv2d", "maxpool2d", "avgpool2d", "dropout", "flatten", "batchnorm",
     "relu",  "sigmoid", "tanh",     "softmax",   "add",     "concat",
@@ -11,6 +13,28 @@ const char *const spec_activation_names[5] = {"none", "relu", "sigmoid", "tanh",
 const char *const spec_loss_names[3] = {"categorical_crossentropy", "binary_crossentropy",
                                         "mse"};
 const char *const spec_metric_names[3] = {"accuracy", "mse", "mae"};
+/* PyDTNN's spellings (its --loss_func and --metrics) and ours; a table
+ * ends with a NULL alias. PyDTNN's categorical_ and regression_ error
+ * metrics both compare the model's output with the targets, as ours do. */
+const spec_alias spec_loss_aliases[] = {
+    {"categorical_cross_entropy", "categorical_crossentropy"},
+    {"binary_cross_entropy", "binary_crossentropy"},
+    {NULL, NULL},
+};
+const spec_alias spec_metric_aliases[] = {
+    {"categorical_accuracy", "accuracy"}, {"categorical_mse", "mse"},
+    {"categorical_mae", "mae"},           {"regression_mse", "mse"},
+    {"regression_mae", "mae"},            {NULL, NULL},
+};
+
+const char *spec_alias_resolve(const char *name, const spec_alias *table)
+{
+    for (const spec_alias *a = table; a->alias; a++)
+        if (strcmp(name, a->alias) == 0)
+            return a->name;
+    return name;
+}
+
 const char *const spec_optimizer_names[4] = {"sgd", "rmsprop", "adam", "nadam"};
 const char *const spec_schedule_names[5] = {"warm_up", "early_stopping",
                                             "reduce_lr_on_plateau",

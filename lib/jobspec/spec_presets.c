@@ -352,6 +352,35 @@ static void build_googlenet_cifar10(zoo *z)
     zoo_dense(z, z->spec->data.num_classes, "softmax");
 }
 
+/* MobileNetV1: a strided 3x3 convolution with ReLU, then 13 depthwise
+ * separable blocks (a depthwise 3x3 convolution, groups = channels, and a
+ * pointwise 1x1, each without bias and followed by batchnorm and ReLU);
+ * the first block of a stage of several strides 2. PyDTNN's 1x1 average
+ * pool before the classifier is the identity and left out; its hidden
+ * dense layer has no activation. */
+static void build_mobilenetv1_cifar10(zoo *z)
+{
+    static const int stages[5][2] = {{64, 1}, {128, 2}, {256, 2}, {512, 6}, {1024, 2}};
+    int channels = 32;
+    zoo_conv(z, PREV, channels, 3, 2, "same", true, false);
+    for (int s = 0; s < 5; s++) {
+        for (int r = 0; r < stages[s][1]; r++) {
+            int stride = stages[s][1] > 1 && r == 0 ? 2 : 1;
+            zoo_push(z, json_pack("{s:s,s:i,s:i,s:i,s:i,s:s,s:b}", "type", "conv2d", "filters",
+                                  channels, "kernel", 3, "stride", stride, "groups", channels,
+                                  "padding", "same", "use_bias", false),
+                     PREV);
+            zoo_plain(z, PREV, "batchnorm");
+            zoo_plain(z, PREV, "relu");
+            zoo_conv_bn(z, PREV, stages[s][0], 1, 1, true, false);
+            channels = stages[s][0];
+        }
+    }
+    zoo_plain(z, PREV, "flatten");
+    zoo_dense(z, 1024, "none");
+    zoo_dense(z, z->spec->data.num_classes, "softmax");
+}
+
 typedef struct preset {
     const char *name;
     const char *layers;       /* spec JSON with CLASSES replaced, or NULL */
@@ -400,6 +429,7 @@ static const preset presets[] = {
     {"resnet50_imagenet", NULL, build_resnet50_imagenet},
     {"densenet121_cifar10", NULL, build_densenet121_cifar10},
     {"googlenet_cifar10", NULL, build_googlenet_cifar10},
+    {"mobilenetv1_cifar10", NULL, build_mobilenetv1_cifar10},
 };
 
 static char *substitute_classes(const char *text, int classes)

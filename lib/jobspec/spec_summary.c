@@ -126,6 +126,8 @@ static json_t *layer_json(const spec_layer *l, int index)
         json_object_set_new(o, "kernel", pair_json(l->kernel));
         json_object_set_new(o, "stride", pair_json(l->stride));
         json_object_set_new(o, "dilation", pair_json(l->dilation));
+        if (l->groups > 1)
+            json_object_set_new(o, "groups", json_integer(l->groups));
         json_object_set_new(o, "padding", json_string(spec_padding_names[l->padding]));
         break;
     case LAYER_MAXPOOL2D:

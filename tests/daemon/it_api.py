@@ -207,7 +207,9 @@ def seed(d):
     check(r.status_code == 200 and r.json()["state"] == "cancelled", r.text)
     expect_error(d.req("GET", "/api/cancel?secret=" + s), 409, "cancel a cancelled job")
     r = d.req("GET", "/api/destroy?secret=" + s)
-    check(r.status_code == 200 and r.json() == {"model": None, "history": None}, r.text)
+    check(r.status_code == 200 and r.json() == {"model": None, "history": None,
+                                                "architecture": None, "job_name": "quick"},
+          r.text)
     check(d.req("GET", "/api/v1/jobs/" + current, "bob").status_code == 404, "destroyed = gone")
     check(not os.path.exists(d.run_dir(current)), "run dir removed")
     # The spec itself carrying "secret" is accepted too.

@@ -237,6 +237,7 @@ static void test_activations(void **state)
 
 typedef struct conv_case {
     int c, h, w, k, kh, kw, stride, dil, pt, pl, pb, pr;
+    int groups; /* 0: one */
 } conv_case;
 
 static conv2d_desc conv_desc_of(const conv_case *cc, int max_batch)
@@ -245,7 +246,7 @@ static conv2d_desc conv_desc_of(const conv_case *cc, int max_batch)
         .max_batch = max_batch, .c = cc->c, .h = cc->h, .w = cc->w, .k = cc->k,
         .kh = cc->kh, .kw = cc->kw, .stride_h = cc->stride, .stride_w = cc->stride,
         .pad_top = cc->pt, .pad_left = cc->pl, .pad_bottom = cc->pb, .pad_right = cc->pr,
-        .dil_h = cc->dil, .dil_w = cc->dil,
+        .dil_h = cc->dil, .dil_w = cc->dil, .groups = cc->groups,
     };
     d.oh = (d.h + d.pad_top + d.pad_bottom - d.dil_h * (d.kh - 1) - 1) / d.stride_h + 1;
     d.ow = (d.w + d.pad_left + d.pad_right - d.dil_w * (d.kw - 1) - 1) / d.stride_w + 1;
@@ -261,6 +262,8 @@ static void test_conv2d(void **state)
         {2, 8, 8, 3, 2, 2, 1, 1, 0, 0, 1, 1},     /* TF "same" 2x2: explicit padding */
         {4, 13, 13, 6, 3, 3, 2, 2, 0, 0, 0, 0},   /* strided and dilated, "valid" */
         {1, 7, 10, 2, 1, 3, 1, 1, 0, 1, 0, 1},    /* non-square kernel */
+        {8, 9, 9, 8, 3, 3, 2, 1, 0, 0, 1, 1, 8},  /* depthwise, strided (MobileNet) */
+        {6, 7, 7, 4, 3, 3, 1, 1, 1, 1, 1, 1, 2},  /* two groups */
     };
     const int max_batch = 6;
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
@@ -273,7 +276,8 @@ static void test_conv2d(void **state)
         assert_non_null(ws_g);
         for (int batch = max_batch; batch >= max_batch - 2; batch -= 2) { /* incl. short batch */
             long xn = (long)batch * dc.c * dc.h * dc.w, yn = (long)batch * dc.k * dc.oh * dc.ow;
-            mbuf x = mbuf_new(xn, -1, 1), w = mbuf_new((long)dc.k * dc.c * dc.kh * dc.kw, -.5f, .5f);
+            mbuf x = mbuf_new(xn, -1, 1), w = mbuf_new((long)dc.k * (dc.c / dc.groups) * dc.kh * dc.kw,
+                                                  -.5f, .5f);
             mbuf bias = mbuf_new(dc.k, -.5f, .5f), y = mbuf_new(yn, 0, 0);
             cpu->conv2d_forward(cpu, &dc, batch, x.c, w.c, bias.c, ACT_RELU, y.c, ws_c);
             gpu->conv2d_forward(gpu, &dg, batch, x.g, w.g, bias.g, ACT_RELU, y.g, ws_g);

@@ -36,7 +36,7 @@ static void test_conv2d(void **state)
     (void)state;
     /* Few channels run the direct kernels (cpu_conv_direct.c): an even
      * kernel pads one more at the bottom/right. Many channels run im2col +
-     * GEMM, plain and pointwise. */
+     * GEMM, plain and pointwise; groups the grouped loop. */
     static const struct {
         const char *input, *layer;
         int batch;
@@ -55,6 +55,14 @@ static void test_conv2d(void **state)
         {"[3, 5, 5]", "{\"type\": \"conv2d\", \"filters\": 7, \"kernel\": 3, "
                       "\"padding\": \"same\", \"activation\": \"relu\"}", 3},
         {"[5, 4, 4]", "{\"type\": \"conv2d\", \"filters\": 4, \"kernel\": 1}", 3},
+        /* Grouped (cpu_conv_grouped.c): depthwise as MobileNet's, a
+         * channel multiplier with stride 2, two groups with dilation. */
+        {"[4, 5, 5]", "{\"type\": \"conv2d\", \"filters\": 4, \"kernel\": 3, \"groups\": 4, "
+                      "\"padding\": \"same\", \"activation\": \"relu\"}", 3},
+        {"[3, 7, 6]", "{\"type\": \"conv2d\", \"filters\": 6, \"kernel\": 3, \"groups\": 3, "
+                      "\"stride\": 2, \"padding\": \"same\", \"activation\": \"tanh\"}", 2},
+        {"[4, 7, 7]", "{\"type\": \"conv2d\", \"filters\": 2, \"kernel\": 3, \"groups\": 2, "
+                      "\"dilation\": 2, \"padding\": \"same\"}", 2},
     };
     for (int t = 1; t <= 2; t++)
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)

@@ -67,7 +67,9 @@ static void test_presets(void **state)
 /* PyDTNN's zoo by its names: layer count, the features reaching the
  * classifier, and the parameter counts. PyDTNN prints 15,245,130 for
  * vgg16_cifar10 and 101,958 for simplecnn on MNIST; the others follow
- * from its layer lists (its convolutions and dense layers have biases). */
+ * from its layer lists (its convolutions and dense layers have biases, but
+ * MobileNet's convolutions have none; its depthwise ones have 9 weights a
+ * channel). */
 static void test_zoo_presets(void **state)
 {
     (void)state;
@@ -93,6 +95,7 @@ static void test_zoo_presets(void **state)
         {"resnet50_imagenet", "[3,224,224]", 1000, 173, 2048, 25583464, 52992},
         {"densenet121_cifar10", "[3,32,32]", 10, 424, 1024, 6956298, 83520},
         {"googlenet_cifar10", "[3,32,32]", 10, 218, 1024, 7217898, 17856},
+        {"mobilenetv1_cifar10", "[3,32,32]", 10, 82, 1024, 4266762, 21824},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char text[256];
@@ -325,8 +328,12 @@ static const struct bad_case {
      "\"model_checkpoint\",\"save_freq\":2,\"epoch_save_frequency\":2}]}}",
      "training.lr_schedulers[0].save_freq", "the same parameter as \"epoch_save_frequency\""},
     {"{\"model\":\"mlp\"," DATA ",\"training\":{\"lr_schedulers\":[{\"name\":"
-     "\"model_checkpoint\",\"loss_or_metric\":\"val_categorical_cross_entropy\"}]}}",
+     "\"model_checkpoint\",\"loss_or_metric\":\"val_categorical_hinge\"}]}}",
      "training.lr_schedulers[0].loss_or_metric", "unknown metric"},
+    {"{\"model\":\"mlp\"," DATA ",\"training\":{\"metrics\":[\"categorical_hinge\"]}}",
+     "training.metrics[0]", "not computed here"},
+    {"{\"model\":\"mlp\"," DATA ",\"training\":{\"metrics\":[\"accuracy\","
+     "\"categorical_accuracy\"]}}", "training.metrics[1]", "\"accuracy\" listed twice"},
     {"{\"model\":\"mlp\"," DATA ",\"training\":{\"lr_schedulers\":[{\"name\":"
      "\"reduce_lr_every_nepochs\",\"metric\":\"loss\"}]}}",
      "training.lr_schedulers[0].metric", "unknown key"},
@@ -452,6 +459,47 @@ static void test_schedule_aliases(void **state)
     spec_free(s);
 }
 
+/* PyDTNN's loss and metric names (--loss_func, --metrics, and the
+ * monitored names derived from them) resolve to ours. */
+static void test_name_aliases(void **state)
+{
+    (void)state;
+    spec_error err;
+    job_spec *s = parse("{\"model\":\"mlp\"," DATA ",\"training\":{"
+                        "\"loss\":\"categorical_cross_entropy\",\"metrics\":["
+                        "\"categorical_accuracy\",\"regression_mse\",\"categorical_mae\"],"
+                        "\"lr_schedulers\":["
+                        "{\"name\":\"early_stopping\",\"metric\":"
+                        "\"val_categorical_cross_entropy\"},"
+                        "{\"name\":\"reduce_lr_on_plateau\",\"monitor\":"
+                        "\"val_categorical_accuracy\"},"
+                        "{\"name\":\"model_checkpoint\",\"monitor\":\"regression_mae\"}]}}",
+                        &err);
+    char msg[600];
+    if (!s)
+        fail_msg("%s", spec_error_str(&err, msg, sizeof msg));
+    assert_int_equal(s->training.loss, LOSS_CATEGORICAL_CROSSENTROPY);
+    assert_int_equal(s->training.n_metrics, 3);
+    assert_int_equal(s->training.metrics[0], METRIC_ACCURACY);
+    assert_int_equal(s->training.metrics[1], METRIC_MSE);
+    assert_int_equal(s->training.metrics[2], METRIC_MAE);
+    assert_string_equal(s->training.schedules[0].monitor, "val_loss");
+    assert_string_equal(s->training.schedules[1].monitor, "val_accuracy");
+    assert_string_equal(s->training.schedules[2].monitor, "mae");
+    spec_free(s);
+    s = parse("{\"model\":\"mlp\"," DATA ",\"training\":{"
+              "\"loss\":\"binary_cross_entropy\"}}", &err);
+    if (!s)
+        fail_msg("%s", spec_error_str(&err, msg, sizeof msg));
+    assert_int_equal(s->training.loss, LOSS_BINARY_CROSSENTROPY);
+    json_t *j = spec_to_json(s);
+    assert_non_null(j);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(j, "training"),
+                                                          "loss")), "binary_crossentropy");
+    json_decref(j);
+    spec_free(s);
+}
+
 static void test_hostile_bytes(void **state)
 {
     (void)state;
@@ -528,6 +576,7 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_hostile_bytes), cmocka_unit_test(test_dataset_names),
         cmocka_unit_test(test_summary),      cmocka_unit_test(test_schedule_aliases),
+        cmocka_unit_test(test_name_aliases),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -104,6 +104,13 @@ static void test_zoo_concat(void **state)
     check_trains("googlenet_cifar10", CIFAR);
 }
 
+/* Depthwise convolutions (groups = channels). */
+static void test_zoo_mobilenet(void **state)
+{
+    (void)state;
+    check_trains("mobilenetv1_cifar10", CIFAR);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -111,6 +118,7 @@ int main(void)
         cmocka_unit_test(test_zoo_vgg),
         cmocka_unit_test(test_zoo_resnet),
         cmocka_unit_test(test_zoo_concat),
+        cmocka_unit_test(test_zoo_mobilenet),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
