@@ -12,6 +12,7 @@
 
 #include <microhttpd.h>
 
+#include "httpframe.h"
 #include "log.h"
 #include "routes.h"
 #include "timeutil/timeutil.h"
@@ -29,6 +30,7 @@ typedef struct http_req {
     size_t len, cap;
     bool too_large;
     size_t discarded;
+    const char *bad_framing; /* httpframe_check's message, or NULL */
     double t0; /* timeutil_mono_s() at the first call */
 } http_req;
 
@@ -95,7 +97,14 @@ static enum MHD_Result http_dispatch(http_server *s, struct MHD_Connection *conn
     r.body_len = req->len;
     r.route = ROUTE_OTHER;
     r.body_too_large = req->too_large;
-    enum MHD_Result ret = routes_dispatch(&r);
+    enum MHD_Result ret;
+    if (req->bad_framing) {
+        /* Where this request ends is unknown: answer and close. */
+        r.close_connection = true;
+        ret = api_reply_error(&r, MHD_HTTP_BAD_REQUEST, NULL, "%s", req->bad_framing);
+    } else {
+        ret = routes_dispatch(&r);
+    }
     double elapsed = timeutil_mono_s() - req->t0;
     metrics_record(r.route, r.status, elapsed);
     /* The path only: secrets may ride in the query string. */
@@ -132,7 +141,6 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
                                    const char *upload_data, size_t *upload_data_size,
                                    void **con_cls)
 {
-    (void)version;
     http_server *s = cls;
     http_req *req = *con_cls;
     if (!req) {
@@ -141,6 +149,9 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
             return MHD_NO;
         req->t0 = timeutil_mono_s();
         *con_cls = req;
+        req->bad_framing = httpframe_check(conn, version);
+        if (req->bad_framing)
+            return http_dispatch(s, conn, url, method, req);
         /* A declared length over the cap is refused before reading a byte. */
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
