@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -34,8 +35,9 @@ typedef struct http_req {
     double t0; /* timeutil_mono_s() at the first call */
 } http_req;
 
-/* A client streaming past the cap gets its 413 once it stops; one that goes
- * on for this much more is cut off. */
+/* A body over the cap is read and discarded up to this many bytes past the
+ * cap, so that its client reads the 413 (docs/daemon.md, "Security");
+ * one that goes on longer is cut off. */
 #define HTTP_DISCARD_MAX (8u << 20)
 
 int http_listen(const char *hostport, int *port, char *err, size_t errlen)
@@ -97,6 +99,8 @@ static enum MHD_Result http_dispatch(http_server *s, struct MHD_Connection *conn
     r.body_len = req->len;
     r.route = ROUTE_OTHER;
     r.body_too_large = req->too_large;
+    /* A request with a body left unread or unreadable ends its connection. */
+    r.close_connection = req->too_large;
     enum MHD_Result ret;
     if (req->bad_framing) {
         /* Where this request ends is unknown: answer and close. */
@@ -152,13 +156,22 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
         req->bad_framing = httpframe_check(conn, version);
         if (req->bad_framing)
             return http_dispatch(s, conn, url, method, req);
-        /* A declared length over the cap is refused before reading a byte. */
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl && strtoull(cl, NULL, 10) > (unsigned long long)s->d->cfg.max_body) {
-            req->too_large = true;
+        unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
+        if (declared <= (unsigned long long)s->d->cfg.max_body)
+            return MHD_YES;
+        /* Over the cap. A client waiting for "100 Continue" has sent none of
+         * its body and gets the 413 now; one sending a body we would not
+         * drain gets it now too and may see a reset instead. Any other body
+         * is read and discarded first, so the client is not cut off in the
+         * middle of sending and reads the 413. */
+        req->too_large = true;
+        const char *expect = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                         MHD_HTTP_HEADER_EXPECT);
+        if ((expect && strcasecmp(expect, "100-continue") == 0) ||
+            declared - (unsigned long long)s->d->cfg.max_body > HTTP_DISCARD_MAX)
             return http_dispatch(s, conn, url, method, req);
-        }
         return MHD_YES;
     }
     if (*upload_data_size > 0) {
