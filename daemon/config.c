@@ -47,6 +47,8 @@ static const opt_def opts[] = {
     NUM(connection_timeout, OPT_INT, 1, 3600, "SECONDS", "idle connection timeout (default 30)"),
     NUM(connection_limit, OPT_INT, 1, 1 << 20, "N", "concurrent connections (default 1024)"),
     NUM(per_ip_limit, OPT_INT, 0, 1 << 20, "N", "concurrent connections per client IP, 0 = no limit (default 128)"),
+    NUM(header_timeout, OPT_INT, 1, 3600, "SECONDS", "time to send a request's whole header, and to start the next one on a kept-alive connection (default 30)"),
+    NUM(body_timeout, OPT_INT, 1, 86400, "SECONDS", "time to send a request's whole body (default 60)"),
     NUM(kill_grace, OPT_INT, 0, 3600, "SECONDS", "SIGTERM to SIGKILL delay on cancel/time limit (default 10)"),
     NUM(tick_ms, OPT_INT, 10, 60000, "MS", "supervision and scheduling period (default 250)"),
     STR(scheduler, "local|slurm", "who places jobs: punchcardd on its hosts, or Slurm through sbatch (default local)"),
@@ -74,6 +76,8 @@ void config_defaults(config *c)
     c->connection_timeout = 30;
     c->connection_limit = 1024;
     c->per_ip_limit = 128;
+    c->header_timeout = 30;
+    c->body_timeout = 60;
     c->kill_grace = 10;
     c->tick_ms = 250;
     c->host_probe_interval_s = 30;

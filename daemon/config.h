@@ -32,6 +32,8 @@ typedef struct config {
     int connection_timeout;        /* seconds */
     int connection_limit;
     int per_ip_limit;              /* 0: no per-IP limit */
+    int header_timeout;            /* seconds for a request's whole header */
+    int body_timeout;              /* seconds for a request's whole body */
     int kill_grace;                /* seconds between SIGTERM and SIGKILL */
     int tick_ms;                   /* period of the supervision tick */
     char scheduler[16];            /* "local" or "slurm" */

@@ -14,6 +14,7 @@
 #include <microhttpd.h>
 
 #include "httpframe.h"
+#include "httpwatch.h"
 #include "log.h"
 #include "routes.h"
 #include "timeutil/timeutil.h"
@@ -22,6 +23,7 @@ struct http_server {
     struct MHD_Daemon *mhd;
     daemon_ctx *d;
     int listen_fd;
+    httpwatch *watch;
 };
 
 /* Per-request state, from the first call of the access handler to the
@@ -87,9 +89,19 @@ int http_listen(const char *hostport, int *port, char *err, size_t errlen)
     return fd;
 }
 
+/* The deadline watch of conn (set when it was accepted), or NULL. */
+static httpwatch_conn *http_watched(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
 static enum MHD_Result http_dispatch(http_server *s, struct MHD_Connection *conn, const char *url,
                                      const char *method, http_req *req)
 {
+    /* The reply is sent under the idle timeout alone. */
+    httpwatch_set(s->watch, http_watched(conn), 0, NULL);
     api_request r = {0};
     r.conn = conn;
     r.d = s->d;
@@ -153,6 +165,7 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
             return MHD_NO;
         req->t0 = timeutil_mono_s();
         *con_cls = req;
+        httpwatch_set(s->watch, http_watched(conn), s->d->cfg.body_timeout, "request body");
         req->bad_framing = httpframe_check(conn, version);
         if (req->bad_framing)
             return http_dispatch(s, conn, url, method, req);
@@ -190,15 +203,33 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
 static void http_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                            enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
-    (void)conn;
     (void)toe;
+    http_server *s = cls;
+    /* A kept-alive connection waits for its next request's header. */
+    httpwatch_set(s->watch, http_watched(conn), s->d->cfg.header_timeout, "request header");
     http_req *req = *con_cls;
     if (req) {
         free(req->body);
         free(req);
         *con_cls = NULL;
     }
+}
+
+/* Connections enter and leave the deadline watch here. */
+static void http_notify_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                                   enum MHD_ConnectionNotificationCode toe)
+{
+    http_server *s = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        httpwatch_close(s->watch, *socket_context);
+        *socket_context = NULL;
+        return;
+    }
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    *socket_context = ci ? httpwatch_open(s->watch, ci->connect_fd, s->d->cfg.header_timeout,
+                                          "request header")
+                         : NULL;
 }
 
 static void http_mhd_log(void *cls, const char *fmt, va_list ap)
@@ -218,6 +249,11 @@ http_server *http_start(daemon_ctx *d, int listen_fd, char *err, size_t errlen)
     }
     s->d = d;
     s->listen_fd = listen_fd;
+    s->watch = httpwatch_start(err, errlen);
+    if (!s->watch) {
+        free(s);
+        return NULL;
+    }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
                      MHD_USE_ERROR_LOG;
     s->mhd = MHD_start_daemon(
@@ -230,9 +266,11 @@ http_server *http_start(daemon_ctx *d, int listen_fd, char *err, size_t errlen)
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)d->cfg.per_ip_limit,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
         MHD_OPTION_NOTIFY_COMPLETED, http_completed, s,
+        MHD_OPTION_NOTIFY_CONNECTION, http_notify_connection, s,
         MHD_OPTION_END);
     if (!s->mhd) {
         snprintf(err, errlen, "libmicrohttpd failed to start (see the log above)");
+        httpwatch_stop(s->watch);
         free(s);
         return NULL;
     }
@@ -254,5 +292,6 @@ void http_stop(http_server *s)
         return;
     /* libmicrohttpd closes the listening socket unless quiesce took it back. */
     MHD_stop_daemon(s->mhd);
+    httpwatch_stop(s->watch);
     free(s);
 }

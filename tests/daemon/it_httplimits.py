@@ -1,9 +1,15 @@
 """it_httplimits.py — the HTTP server's limits seen by a client, against a
 real punchcardd: a body over --max-body is drained so the client reads its
 413 (and the connection then closes), a client that asks for 100-continue
-gets the 413 without sending its body, a 401 names the Bearer scheme."""
+gets the 413 without sending its body, a 401 names the Bearer scheme; a
+client dribbling its header or body is closed at the total deadline
+(--header-timeout, --body-timeout) though never idle; the per-address and
+global connection caps refuse the connection over them while other clients
+are still served."""
 import json
+import select
 import socket
+import time
 
 import punchtest
 from punchtest import SECRETS, Daemon, check, expect_error
@@ -85,12 +91,131 @@ def unauthorized(d):
           "wrong secret: %d %s" % (r.status_code, dict(r.headers)))
 
 
+def dribble(d, head, data, limit_s):
+    """Send head, then data one byte every 0.2 s (never idle for the 30 s
+    idle timeout); return the seconds until the server ended the connection,
+    or None if it still had not after limit_s."""
+    s = socket.create_connection(("127.0.0.1", d.port), timeout=5)
+    start = time.monotonic()
+    try:
+        s.sendall(head)
+        for i in range(len(data)):
+            if time.monotonic() - start > limit_s:
+                return None
+            try:
+                s.sendall(data[i:i + 1])
+            except (BrokenPipeError, ConnectionResetError):
+                return time.monotonic() - start
+            readable, _, _ = select.select([s], [], [], 0.2)
+            if readable:
+                try:
+                    got = s.recv(4096)
+                except ConnectionResetError:
+                    got = b""
+                if not got:
+                    return time.monotonic() - start
+        return None
+    finally:
+        s.close()
+
+
+def slow_header(d):
+    """A header dribbled without end: closed at --header-timeout (2 s)."""
+    took = dribble(d, b"GET /healthz HTTP/1.1\r\nHost: x\r\n", b"X-Slow: " + b"a" * 1000, 20)
+    check(took is not None and took >= 1.5, "a dribbled header ran %s s" % took)
+    check(d.req("GET", "/healthz").status_code == 200, "daemon down")
+
+
+def slow_body(d):
+    """A body dribbled without end: closed at --body-timeout (2 s)."""
+    head = (b"POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+            b"Content-Length: 5000\r\n\r\n" % SECRETS["alice"].encode())
+    took = dribble(d, head, b" " * 5000, 20)
+    check(took is not None and took >= 1.5, "a dribbled body ran %s s" % took)
+
+
+def kept_alive(d):
+    """A kept-alive connection that is quick each time serves several
+    requests over more than the header deadline."""
+    s = socket.create_connection(("127.0.0.1", d.port), timeout=10)
+    try:
+        for _ in range(4):
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            got = s.recv(4096)
+            check(got.startswith(b"HTTP/1.1 200 "), "kept-alive request: %r" % got[:80])
+            time.sleep(0.7)
+    finally:
+        s.close()
+
+
+def connect_from(d, source):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(10)
+    s.bind((source, 0))
+    s.connect(("127.0.0.1", d.port))
+    return s
+
+
+def served(s):
+    """Whether a GET /healthz on s is answered 200 (False when the server
+    closed it instead)."""
+    try:
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        return s.recv(4096).startswith(b"HTTP/1.1 200 ")
+    except (BrokenPipeError, ConnectionResetError, socket.timeout):
+        return False
+
+
+def connection_caps(d):
+    """--per-ip-limit 2, --connection-limit 3 (one HTTP thread, so the
+    global cap is exact): a third connection from one address is closed
+    unserved while another address is served; a fourth in all waits unserved
+    in the backlog until one of the others closes, and is then served."""
+    held = [connect_from(d, "127.0.0.1") for _ in range(2)]
+    try:
+        for s in held:
+            check(served(s), "one of the first two connections was not served")
+        third = connect_from(d, "127.0.0.1")
+        check(not served(third), "a third connection from 127.0.0.1 was served")
+        third.close()
+        other = connect_from(d, "127.0.0.2")
+        held.append(other)
+        check(served(other), "127.0.0.2 was not served beside 127.0.0.1's two")
+        fourth = connect_from(d, "127.0.0.3")
+        held.append(fourth)
+        fourth.settimeout(2)
+        fourth.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        try:
+            early = fourth.recv(4096)
+        except socket.timeout:
+            early = None
+        check(early is None, "a fourth connection in all was answered: %r" % early)
+        held.pop(0).close()
+        fourth.settimeout(10)
+        try:
+            late = fourth.recv(4096)
+        except socket.timeout:
+            late = b"(nothing in 10 s)"
+        check(late.startswith(b"HTTP/1.1 200 "), "the waiting connection, once one closed: %r"
+              % late[:80])
+    finally:
+        for s in held:
+            s.close()
+
+
 def cases():
     with Daemon(["--hold", "--max-body", str(MAX_BODY)]) as d:
         punchtest.case("body over --max-body", oversized_body, d)
         punchtest.case("Expect: 100-continue", expect_continue, d)
         punchtest.case("401 names Bearer", unauthorized, d)
         check(d.req("GET", "/healthz").status_code == 200, "daemon down")
+    with Daemon(["--hold", "--header-timeout", "2", "--body-timeout", "2"]) as d:
+        punchtest.case("header deadline", slow_header, d)
+        punchtest.case("body deadline", slow_body, d)
+        punchtest.case("kept alive", kept_alive, d)
+    with Daemon(["--hold", "--per-ip-limit", "2", "--connection-limit", "3", "--http-threads", "1"]) as d:
+        d.session.close()
+        punchtest.case("connection caps", connection_caps, d)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,8 @@ static void test_defaults(void **state)
     assert_int_equal(c.max_body, 1L << 20);
     assert_int_equal(c.slots, 0);
     assert_int_equal(c.per_ip_limit, 128);
+    assert_int_equal(c.header_timeout, 30);
+    assert_int_equal(c.body_timeout, 60);
     assert_int_equal(c.gpus, 0);
     assert_false(c.hold);
     assert_string_equal(c.mpirun_args, "");
