@@ -34,6 +34,9 @@ typedef struct config {
     int per_ip_limit;              /* 0: no per-IP limit */
     int header_timeout;            /* seconds for a request's whole header */
     int body_timeout;              /* seconds for a request's whole body */
+    char tls_cert[CONFIG_PATH_MAX];      /* PEM certificate chain; "": plain HTTP */
+    char tls_key[CONFIG_PATH_MAX];       /* PEM private key of tls_cert */
+    char tls_client_ca[CONFIG_PATH_MAX]; /* PEM CA of client certificates; "": none */
     int kill_grace;                /* seconds between SIGTERM and SIGKILL */
     int tick_ms;                   /* period of the supervision tick */
     char scheduler[16];            /* "local" or "slurm" */

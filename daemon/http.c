@@ -8,12 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
 
 #include "httpframe.h"
+#include "httptls.h"
 #include "httpwatch.h"
 #include "log.h"
 #include "routes.h"
@@ -24,6 +26,7 @@ struct http_server {
     daemon_ctx *d;
     int listen_fd;
     httpwatch *watch;
+    httptls *tls; /* NULL: plain HTTP */
 };
 
 /* Per-request state, from the first call of the access handler to the
@@ -33,7 +36,9 @@ typedef struct http_req {
     size_t len, cap;
     bool too_large;
     size_t discarded;
-    const char *bad_framing; /* httpframe_check's message, or NULL */
+    int refused;             /* 0, or the status the request is refused with */
+    const char *refusal;     /* why, for the client */
+    char tls_why[160];       /* refusal's text for a client certificate */
     double t0; /* timeutil_mono_s() at the first call */
 } http_req;
 
@@ -114,10 +119,11 @@ static enum MHD_Result http_dispatch(http_server *s, struct MHD_Connection *conn
     /* A request with a body left unread or unreadable ends its connection. */
     r.close_connection = req->too_large;
     enum MHD_Result ret;
-    if (req->bad_framing) {
-        /* Where this request ends is unknown: answer and close. */
+    if (req->refused) {
+        /* Where this request ends is unknown, or this client may send none:
+         * answer and close. */
         r.close_connection = true;
-        ret = api_reply_error(&r, MHD_HTTP_BAD_REQUEST, NULL, "%s", req->bad_framing);
+        ret = api_reply_error(&r, req->refused, NULL, "%s", req->refusal);
     } else {
         ret = routes_dispatch(&r);
     }
@@ -166,9 +172,16 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
         req->t0 = timeutil_mono_s();
         *con_cls = req;
         httpwatch_set(s->watch, http_watched(conn), s->d->cfg.body_timeout, "request body");
-        req->bad_framing = httpframe_check(conn, version);
-        if (req->bad_framing)
+        req->refusal = httpframe_check(conn, version);
+        if (req->refusal) {
+            req->refused = MHD_HTTP_BAD_REQUEST;
             return http_dispatch(s, conn, url, method, req);
+        }
+        if (!httptls_client_ok(s->tls, conn, req->tls_why, sizeof req->tls_why)) {
+            req->refused = MHD_HTTP_FORBIDDEN;
+            req->refusal = req->tls_why;
+            return http_dispatch(s, conn, url, method, req);
+        }
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
         unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
@@ -240,6 +253,25 @@ static void http_mhd_log(void *cls, const char *fmt, va_list ap)
     log_debug("libmicrohttpd: %s", msg);
 }
 
+/* Whether listen_fd is bound to a loopback address only. */
+static bool http_loopback_only(int listen_fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (getsockname(listen_fd, (struct sockaddr *)&ss, &sl) != 0)
+        return false;
+    if (ss.ss_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
+        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (ss.ss_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)&ss)->sin6_addr;
+        return IN6_IS_ADDR_LOOPBACK(a) ||
+               (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+    }
+    return false;
+}
+
 http_server *http_start(daemon_ctx *d, int listen_fd, char *err, size_t errlen)
 {
     http_server *s = calloc(1, sizeof *s);
@@ -249,13 +281,23 @@ http_server *http_start(daemon_ctx *d, int listen_fd, char *err, size_t errlen)
     }
     s->d = d;
     s->listen_fd = listen_fd;
+    if (httptls_load(&d->cfg, &s->tls, err, errlen) != 0) {
+        free(s);
+        return NULL;
+    }
     s->watch = httpwatch_start(err, errlen);
     if (!s->watch) {
+        httptls_free(s->tls);
         free(s);
         return NULL;
     }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
                      MHD_USE_ERROR_LOG;
+    struct MHD_OptionItem tls_opts[HTTPTLS_MAX_OPTIONS + 1];
+    size_t n_tls = s->tls ? httptls_options(s->tls, tls_opts) : 0;
+    tls_opts[n_tls] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    if (s->tls)
+        flags |= MHD_USE_TLS;
     s->mhd = MHD_start_daemon(
         flags, 0, NULL, NULL, http_access, s,
         MHD_OPTION_EXTERNAL_LOGGER, http_mhd_log, s,
@@ -267,13 +309,19 @@ http_server *http_start(daemon_ctx *d, int listen_fd, char *err, size_t errlen)
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
         MHD_OPTION_NOTIFY_COMPLETED, http_completed, s,
         MHD_OPTION_NOTIFY_CONNECTION, http_notify_connection, s,
+        MHD_OPTION_ARRAY, tls_opts,
         MHD_OPTION_END);
     if (!s->mhd) {
-        snprintf(err, errlen, "libmicrohttpd failed to start (see the log above)");
+        snprintf(err, errlen, "libmicrohttpd failed to start%s (see the log above)",
+                 s->tls ? " with tls_cert and tls_key (do they match?)" : "");
         httpwatch_stop(s->watch);
+        httptls_free(s->tls);
         free(s);
         return NULL;
     }
+    if (!s->tls && !http_loopback_only(listen_fd))
+        log_warn("listening beyond loopback without TLS: secrets cross the network in clear "
+                 "(set tls_cert and tls_key; docs/daemon.md, \"Security\")");
     return s;
 }
 
@@ -293,5 +341,6 @@ void http_stop(http_server *s)
     /* libmicrohttpd closes the listening socket unless quiesce took it back. */
     MHD_stop_daemon(s->mhd);
     httpwatch_stop(s->watch);
+    httptls_free(s->tls);
     free(s);
 }
