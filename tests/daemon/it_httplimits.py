@@ -5,7 +5,8 @@ gets the 413 without sending its body, a 401 names the Bearer scheme; a
 client dribbling its header or body is closed at the total deadline
 (--header-timeout, --body-timeout) though never idle; the per-address and
 global connection caps refuse the connection over them while other clients
-are still served."""
+are still served; /metrics is public by default and admin-only with
+--metrics-auth admin."""
 import json
 import select
 import socket
@@ -205,11 +206,25 @@ def connection_caps(d):
             s.close()
 
 
+def metrics_public(d):
+    check(d.req("GET", "/metrics").status_code == 200, "default: /metrics needs a secret")
+
+
+def metrics_admin(d):
+    expect_error(d.req("GET", "/metrics"), 401, "no secret")
+    expect_error(d.req("GET", "/metrics", "alice"), 403, "a user")
+    r = d.req("GET", "/metrics", "root")
+    check(r.status_code == 200 and "punchcard_http_requests_total" in r.text,
+          "the admin: %d" % r.status_code)
+    check(d.req("GET", "/healthz").status_code == 200, "/healthz stays public")
+
+
 def cases():
     with Daemon(["--hold", "--max-body", str(MAX_BODY)]) as d:
         punchtest.case("body over --max-body", oversized_body, d)
         punchtest.case("Expect: 100-continue", expect_continue, d)
         punchtest.case("401 names Bearer", unauthorized, d)
+        punchtest.case("metrics public by default", metrics_public, d)
         check(d.req("GET", "/healthz").status_code == 200, "daemon down")
     with Daemon(["--hold", "--header-timeout", "2", "--body-timeout", "2"]) as d:
         punchtest.case("header deadline", slow_header, d)
@@ -218,6 +233,8 @@ def cases():
     with Daemon(["--hold", "--per-ip-limit", "2", "--connection-limit", "3", "--http-threads", "1"]) as d:
         d.session.close()
         punchtest.case("connection caps", connection_caps, d)
+    with Daemon(["--hold", "--metrics-auth", "admin"]) as d:
+        punchtest.case("metrics for admins", metrics_admin, d)
 
 
 if __name__ == "__main__":
