@@ -3,7 +3,8 @@
 refused by one that trusts another CA (requests and curl), not served in
 clear text; mutual TLS (--tls-client-ca) refuses a client without a
 certificate and serves one with; bad TLS settings stop the start with a
-message; a daemon listening beyond loopback without TLS warns."""
+message; a client that never completes its handshake is closed at the
+header deadline; a daemon listening beyond loopback without TLS warns."""
 import os
 import shutil
 import socket
@@ -46,6 +47,23 @@ def served(d, other):
         except (ConnectionResetError, socket.timeout):
             got = b""
         check(not got.startswith(b"HTTP/"), "plain HTTP answered on the TLS port: %r" % got[:80])
+    finally:
+        s.close()
+
+
+def stalled_handshake(d):
+    """Half a TLS ClientHello, then nothing more (the idle timeout is 30 s):
+    the 2 s header deadline ends it."""
+    s = socket.create_connection(("127.0.0.1", d.port), timeout=20)
+    try:
+        s.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")
+        try:
+            got = s.recv(4096)
+        except ConnectionResetError:
+            got = b""
+        except socket.timeout:
+            got = None
+        check(got is not None, "a stalled handshake still open after 20 s")
     finally:
         s.close()
 
@@ -100,8 +118,9 @@ def cases():
             os.mkdir(os.path.join(tmp, sub))
         tls = punchtest.make_tls(os.path.join(tmp, "site"), client=True)
         other = punchtest.make_tls(os.path.join(tmp, "other"))
-        with tls_daemon(tls) as d:
+        with tls_daemon(tls, ["--header-timeout", "2"]) as d:
             punchtest.case("https", served, d, other)
+            punchtest.case("stalled handshake", stalled_handshake, d)
         d = tls_daemon(tls, ["--tls-client-ca", tls["ca"]])
         d.cert = (tls["client_cert"], tls["client_key"])
         with d:
