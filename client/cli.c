@@ -141,7 +141,8 @@ static const char *cli_match_flag(const char *arg, const char *name)
 
 int cli_take_connection_flags(int *argc, char **argv, cli_flags *flags, cli_error *err)
 {
-    static const char *const names[] = {"url", "secret"};
+    static const char *const names[] = {"url", "secret", "cacert", "insecure"};
+    enum { N_NAMES = sizeof names / sizeof names[0], INSECURE = 3 };
     int out = 0;
     int i = 0;
     while (i < *argc) {
@@ -152,13 +153,20 @@ int cli_take_connection_flags(int *argc, char **argv, cli_flags *flags, cli_erro
         }
         int which = -1;
         const char *rest = NULL;
-        for (int k = 0; k < 2 && which < 0; k++) {
+        for (int k = 0; k < N_NAMES && which < 0; k++) {
             rest = cli_match_flag(argv[i], names[k]);
             if (rest != NULL)
                 which = k;
         }
         if (which < 0) {
             argv[out++] = argv[i++];
+            continue;
+        }
+        if (which == INSECURE) {
+            if (*rest == '=')
+                return cli_fail(err, PUNCH_EXIT_USAGE, "option --insecure takes no value");
+            flags->insecure = true;
+            i += 1;
             continue;
         }
         const char *value;
@@ -174,8 +182,10 @@ int cli_take_connection_flags(int *argc, char **argv, cli_flags *flags, cli_erro
         }
         if (which == 0)
             flags->url = value;
-        else
+        else if (which == 1)
             flags->secret = value;
+        else
+            flags->cacert = value;
     }
     *argc = out;
     argv[out] = NULL;

@@ -40,6 +40,10 @@ int cli_fail(cli_error *err, int code, const char *fmt, ...)
 typedef struct cli_ctx {
     char *url;      /* base URL without a trailing slash */
     char *secret;   /* NULL when none is configured; never printed */
+    const char *cacert; /* PEM CA file the server's certificate must chain
+                           to (--cacert, PUNCH_CACERT); NULL: the system's */
+    bool insecure;  /* --insecure: the secret may go over plain HTTP to a
+                       host that is not this machine */
     bool stdout_tty;
 } cli_ctx;
 
@@ -79,13 +83,16 @@ int cli_take_interval(const char *cmd, const char *value, void *dest, cli_error 
  * naming what is missing or extra, or an empty one. */
 int cli_one_operand(int argc, char **argv, const char *what, const char **out, cli_error *err);
 
-/* --url and --secret are accepted anywhere on the command line (before a
- * "--"), as `--url U`, `--url=U`, `--secret S` or `--secret=S`. This
- * removes them from argv (updating *argc) into *flags, whose pointers
- * point into argv. Returns 0, or PUNCH_EXIT_USAGE when a value is missing. */
+/* --url, --secret and --cacert are accepted anywhere on the command line
+ * (before a "--"), as `--url U`, `--url=U` and so on, and so is the switch
+ * --insecure. This removes them from argv (updating *argc) into *flags,
+ * whose pointers point into argv. Returns 0, or PUNCH_EXIT_USAGE when a
+ * value is missing or --insecure is given one. */
 typedef struct cli_flags {
     const char *url;
     const char *secret;
+    const char *cacert;
+    bool insecure;
 } cli_flags;
 int cli_take_connection_flags(int *argc, char **argv, cli_flags *flags, cli_error *err);
 

@@ -3,15 +3,14 @@
  * secrets file never needs to hold the secret itself. The hash is the
  * SHA-256 the daemon checks secrets with (lib/crypto), so both sides agree
  * by construction. */
-#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include <jansson.h>
 
 #include "commands.h"
+#include "crypto/random.h"
 #include "crypto/sha256.h"
 
 /* 32 random bytes: 256 bits, as hex. */
@@ -22,7 +21,7 @@
 const char cmd_keygen_usage[] =
     "usage: punch keygen --identity NAME [--admin]\n"
     "\n"
-    "Make a new random secret (256 bits from getrandom) for user NAME. Prints, on\n"
+    "Make a new random secret (256 bits from GnuTLS's generator) for user NAME. Prints, on\n"
     "stdout, the secret (line 1: give it to NAME only; it is stored nowhere) and the\n"
     "entry for punchcardd's secrets file (line 2: it holds only the SHA-256 of the\n"
     "secret). Explanations go to stderr. The admin adds the entry to the JSON array\n"
@@ -64,21 +63,6 @@ int keygen_parse_args(int argc, char **argv, keygen_args *args, cli_error *err)
     return 0;
 }
 
-/* Fill buf with len random bytes from the kernel's CSPRNG. */
-static int keygen_random(unsigned char *buf, size_t len, cli_error *err)
-{
-    size_t got = 0;
-    while (got < len) {
-        ssize_t n = getrandom(buf + got, len - got, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return cli_fail(err, PUNCH_EXIT_LOCAL, "getrandom: %s", strerror(errno));
-        got += (size_t)n;
-    }
-    return 0;
-}
-
 int cmd_keygen(const cli_ctx *ctx, int argc, char **argv, cli_error *err)
 {
     (void)ctx;
@@ -86,14 +70,19 @@ int cmd_keygen(const cli_ctx *ctx, int argc, char **argv, cli_error *err)
     if (keygen_parse_args(argc, argv, &args, err) != 0)
         return err->code;
     unsigned char raw[KEYGEN_SECRET_BYTES];
-    if (keygen_random(raw, sizeof raw, err) != 0)
-        return err->code;
+    char why[256];
+    if (!crypto_random(raw, sizeof raw, why, sizeof why))
+        return cli_fail(err, PUNCH_EXIT_LOCAL, "keygen: %s", why);
     char secret[2 * KEYGEN_SECRET_BYTES + 1];
     for (size_t i = 0; i < sizeof raw; i++)
         snprintf(secret + 2 * i, 3, "%02x", raw[i]);
     uint8_t digest[SHA256_DIGEST_LEN];
     char hex[2 * SHA256_DIGEST_LEN + 1];
-    sha256(secret, strlen(secret), digest);
+    if (!sha256(secret, strlen(secret), digest)) {
+        explicit_bzero(secret, sizeof secret);
+        explicit_bzero(raw, sizeof raw);
+        return cli_fail(err, PUNCH_EXIT_LOCAL, "keygen: SHA-256 is unavailable");
+    }
     sha256_hex(digest, hex);
 
     json_t *entry = json_pack("{s:s, s:s}", "secret_sha256", hex, "identity", args.identity);

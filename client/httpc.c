@@ -18,6 +18,7 @@ struct httpc_client {
     CURL *curl;
     char *base_url;
     struct curl_slist *headers; /* Authorization (when a secret is set) */
+    char *cacert;               /* NULL: the system's CAs */
     char curl_err[CURL_ERROR_SIZE];
 };
 
@@ -62,6 +63,15 @@ httpc_client *httpc_client_new(const char *base_url, const char *secret, cli_err
     return c;
 }
 
+int httpc_client_trust(httpc_client *c, const char *cacert, cli_error *err)
+{
+    free(c->cacert);
+    c->cacert = NULL;
+    if (cacert != NULL && (c->cacert = strdup(cacert)) == NULL)
+        return cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory setting up HTTP");
+    return 0;
+}
+
 void httpc_client_free(httpc_client *c)
 {
     if (c == NULL)
@@ -73,6 +83,7 @@ void httpc_client_free(httpc_client *c)
         explicit_bzero(h->data, strlen(h->data));
     curl_slist_free_all(c->headers);
     free(c->base_url);
+    free(c->cacert);
     free(c);
     curl_global_cleanup();
 }
@@ -166,6 +177,15 @@ static int httpc_transport_error(httpc_client *c, CURLcode rc, cli_error *err)
     case CURLE_COULDNT_RESOLVE_HOST:
         return cli_fail(err, PUNCH_EXIT_UNREACHABLE,
                         "cannot reach %s: unknown host — check PUNCH_URL or --url", url);
+    case CURLE_PEER_FAILED_VERIFICATION:
+        return cli_fail(err, PUNCH_EXIT_UNREACHABLE,
+                        "cannot reach %s: the server's certificate is not trusted (%s) — pass "
+                        "--cacert FILE or set PUNCH_CACERT to the CA that signed it",
+                        url, c->curl_err[0] ? c->curl_err : curl_easy_strerror(rc));
+    case CURLE_SSL_CACERT_BADFILE:
+        return cli_fail(err, PUNCH_EXIT_LOCAL, "cannot read the CA file %s (--cacert or "
+                        "PUNCH_CACERT): %s", c->cacert ? c->cacert : "(the system's)",
+                        c->curl_err[0] ? c->curl_err : curl_easy_strerror(rc));
     case CURLE_OPERATION_TIMEDOUT:
         return cli_fail(err, PUNCH_EXIT_UNREACHABLE,
                         "cannot reach %s: no answer (timed out) — is the address right and "
@@ -201,6 +221,8 @@ int httpc_request(httpc_client *c, const char *method, const char *path,
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, httpc_on_header);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, &t);
+    if (c->cacert != NULL)
+        curl_easy_setopt(h, CURLOPT_CAINFO, c->cacert);
     struct curl_slist *headers = NULL;
     for (struct curl_slist *s = c->headers; s != NULL; s = s->next) {
         struct curl_slist *grown = curl_slist_append(headers, s->data);

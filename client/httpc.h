@@ -26,6 +26,11 @@ typedef struct httpc_response {
  * requests). Returns NULL with *err filled. */
 httpc_client *httpc_client_new(const char *base_url, const char *secret, cli_error *err);
 void httpc_client_free(httpc_client *client);
+
+/* Verify an https:// server against the PEM CA file cacert instead of the
+ * system's CAs (NULL: the system's). Returns 0, or PUNCH_EXIT_LOCAL when out
+ * of memory. */
+int httpc_client_trust(httpc_client *client, const char *cacert, cli_error *err);
 const char *httpc_client_url(const httpc_client *client);
 
 /* Send METHOD base_url+path (path starts with '/') with an optional JSON

@@ -11,7 +11,7 @@
 #include "userconfig.h"
 
 static const char punch_usage[] =
-    "usage: punch [--url URL] [--secret SECRET] COMMAND [ARGS]\n"
+    "usage: punch [--url URL] [--secret SECRET] [--cacert FILE] [--insecure] COMMAND [ARGS]\n"
     "\n"
     "Submit training jobs to punchcardd, watch them and fetch their results.\n"
     "\n"
@@ -34,6 +34,10 @@ static const char punch_usage[] =
     "  ~/.config/punch/config               lines `url = http://host:8080`, `secret = ...`\n"
     "                                       (PUNCH_CONFIG or XDG_CONFIG_HOME move it)\n"
     "  the URL defaults to " USERCONFIG_DEFAULT_URL "; the secret is never printed.\n"
+    "  --cacert FILE, PUNCH_CACERT          the CA (PEM) an https:// server's certificate\n"
+    "                                       must chain to (default: the system's CAs)\n"
+    "  --insecure                           allow sending the secret over plain http:// to\n"
+    "                                       another machine (refused otherwise)\n"
     "  Prefer the environment or the config file (chmod 600) to --secret, which other\n"
     "  users can see in the process list.\n"
     "\n"
@@ -109,6 +113,10 @@ static int punch_run(const punch_command *cmd, const cli_flags *flags, int argc,
         free(path);
         if (rc != 0)
             return rc;
+        ctx.cacert = flags->cacert ? flags->cacert : getenv("PUNCH_CACERT");
+        if (ctx.cacert && !ctx.cacert[0])
+            ctx.cacert = NULL;
+        ctx.insecure = flags->insecure;
     }
     int rc = cmd->run(&ctx, argc, argv, err);
     userconfig_free(&ctx);

@@ -3,7 +3,11 @@
 Only `requests` and `numpy` are needed (Debian: python3-requests python3-numpy);
 the history is plotted with matplotlib when it is installed. As a script:
 
-    PUNCH_URL=http://cluster:8080 PUNCH_SECRET=... python3 notebook_example.py [JOB.json]
+    PUNCH_URL=https://cluster:8080 PUNCH_SECRET=... python3 notebook_example.py [JOB.json]
+
+Use the server's https:// URL so the secret does not cross the network in
+clear; PUNCH_CACERT names the CA file (PEM) its certificate chains to when
+the system's CAs do not know it.
 
 The test suite runs this file against a live punchcardd (tests/client/e2e.py).
 """
@@ -19,11 +23,14 @@ import requests
 URL = os.environ.get("PUNCH_URL", "http://127.0.0.1:8080").rstrip("/")
 api = requests.Session()
 api.headers["Authorization"] = "Bearer " + os.environ["PUNCH_SECRET"]
+# Passed with each request: requests lets REQUESTS_CA_BUNDLE override a
+# session's own setting.
+VERIFY = os.environ.get("PUNCH_CACERT") or True
 
 
 def call(method, path, **kwargs):
     """One API call; a refusal raises with the server's message."""
-    r = api.request(method, URL + path, timeout=60, **kwargs)
+    r = api.request(method, URL + path, timeout=60, verify=VERIFY, **kwargs)
     if not r.ok:
         try:
             why = r.json()["error"]          # punchcardd's errors are {"error", "field"}

@@ -2,8 +2,10 @@
  * turned into exit codes and messages naming the job and the next step. */
 #include "remote.h"
 
+#include <arpa/inet.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "jobstate/jobstate.h"
 
@@ -41,7 +43,53 @@ httpc_client *remote_open(const cli_ctx *ctx, cli_error *err)
                  "punch keygen)", ctx->url);
         return NULL;
     }
-    return httpc_client_new(ctx->url, ctx->secret, err);
+    if (strncmp(ctx->url, "http://", 7) == 0 && !ctx->insecure &&
+        !remote_url_is_loopback(ctx->url)) {
+        cli_fail(err, PUNCH_EXIT_USAGE,
+                 "refusing to send your secret in clear text to %s: use an https:// URL "
+                 "(the server's tls_cert), or pass --insecure if this network is trusted",
+                 ctx->url);
+        return NULL;
+    }
+    httpc_client *c = httpc_client_new(ctx->url, ctx->secret, err);
+    if (c != NULL && httpc_client_trust(c, ctx->cacert, err) != 0) {
+        httpc_client_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+bool remote_url_is_loopback(const char *url)
+{
+    const char *p = strstr(url, "://");
+    if (p == NULL)
+        return false;
+    p += 3;
+    const char *at = strpbrk(p, "@/"); /* skip user:password@ */
+    if (at != NULL && *at == '@')
+        p = at + 1;
+    char host[256];
+    size_t n;
+    if (*p == '[') { /* [v6]:port */
+        const char *close = strchr(p, ']');
+        if (close == NULL)
+            return false;
+        n = (size_t)(close - p - 1);
+        p++;
+    } else {
+        n = strcspn(p, ":/?#");
+    }
+    if (n == 0 || n >= sizeof host)
+        return false;
+    memcpy(host, p, n);
+    host[n] = '\0';
+    if (strcasecmp(host, "localhost") == 0)
+        return true;
+    struct in_addr a4;
+    if (inet_pton(AF_INET, host, &a4) == 1)
+        return (ntohl(a4.s_addr) >> 24) == 127;
+    struct in6_addr a6;
+    return inet_pton(AF_INET6, host, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
 }
 
 /* The server's {"error": ..., "field": ...} message, or the raw status. */

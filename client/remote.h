@@ -13,9 +13,17 @@
 #include "cli.h"
 #include "httpc.h"
 
-/* A client for ctx's server. Fails with PUNCH_EXIT_AUTH (saying how to set
- * one) when no secret is configured: every /api/v1 route needs it. */
+/* A client for ctx's server, verifying an https:// one against ctx->cacert
+ * (or the system's CAs). Fails with PUNCH_EXIT_AUTH (saying how to set one)
+ * when no secret is configured: every /api/v1 route needs it; and with
+ * PUNCH_EXIT_USAGE when the secret would cross the network in clear (an
+ * http:// URL whose host is not this machine) and ctx->insecure is not
+ * set. */
 httpc_client *remote_open(const cli_ctx *ctx, cli_error *err);
+
+/* Whether url (http:// or https://) names this machine: localhost, an
+ * address in 127.0.0.0/8, or ::1. */
+bool remote_url_is_loopback(const char *url);
 
 /* A state name as the API sends it (lib/jobstate's names): whether it is
  * one, whether a job in it has ended, and the exit code `punch wait` gives

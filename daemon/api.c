@@ -18,6 +18,20 @@ enum MHD_Result api_reply_response(api_request *r, int status, struct MHD_Respon
         return MHD_NO;
     }
     r->status = status;
+    if (r->close_connection &&
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close") != MHD_YES) {
+        MHD_destroy_response(resp);
+        r->status = 500;
+        return MHD_NO;
+    }
+    /* RFC 9110 §11.6.1: a 401 names the scheme that would succeed. */
+    if (status == MHD_HTTP_UNAUTHORIZED &&
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                                "Bearer realm=\"punchcard\"") != MHD_YES) {
+        MHD_destroy_response(resp);
+        r->status = 500;
+        return MHD_NO;
+    }
     enum MHD_Result ret = MHD_queue_response(r->conn, (unsigned)status, resp);
     MHD_destroy_response(resp);
     return ret;

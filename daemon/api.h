@@ -25,6 +25,8 @@ typedef struct api_request {
     const char *body;        /* NUL-terminated; body_len bytes */
     size_t body_len;
     bool body_too_large;     /* over cfg.max_body: answered 413 */
+    bool close_connection;   /* the reply says "Connection: close" and the
+                                connection ends after it */
     auth_caller caller;      /* set when the route needs a caller */
     store_job *job;          /* the route's job, visible to the caller; owned
                                 by the dispatcher; NULL when it needs none */

@@ -108,7 +108,11 @@ static bool auth_parse_entry(json_t *obj, size_t index, auth_entry *e, char *err
                       e->identity);
             return false;
         }
-        sha256(json_string_value(secret), json_string_length(secret), e->digest);
+        if (!sha256(json_string_value(secret), json_string_length(secret), e->digest)) {
+            auth_fail(err, errlen, "entry %zu (%s): secret: SHA-256 is unavailable", index,
+                      e->identity);
+            return false;
+        }
     } else if (!json_is_string(hashed) ||
                !auth_parse_hex_digest(json_string_value(hashed), e->digest)) {
         auth_fail(err, errlen, "entry %zu (%s): secret_sha256: must be 64 hex digits", index,
@@ -229,7 +233,8 @@ void auth_table_free(auth_table *table)
 const auth_entry *auth_table_find(const auth_table *table, const char *secret, size_t len)
 {
     uint8_t digest[SHA256_DIGEST_LEN];
-    sha256(secret, len, digest);
+    if (!sha256(secret, len, digest))
+        return NULL;
     /* Visit every entry and select without branching on the comparison. */
     const auth_entry *found = NULL;
     for (size_t i = 0; i < table->n; i++) {

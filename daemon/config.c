@@ -47,6 +47,12 @@ static const opt_def opts[] = {
     NUM(connection_timeout, OPT_INT, 1, 3600, "SECONDS", "idle connection timeout (default 30)"),
     NUM(connection_limit, OPT_INT, 1, 1 << 20, "N", "concurrent connections (default 1024)"),
     NUM(per_ip_limit, OPT_INT, 0, 1 << 20, "N", "concurrent connections per client IP, 0 = no limit (default 128)"),
+    NUM(header_timeout, OPT_INT, 1, 3600, "SECONDS", "time to send a request's whole header, and to start the next one on a kept-alive connection (default 30)"),
+    NUM(body_timeout, OPT_INT, 1, 86400, "SECONDS", "time to send a request's whole body (default 60)"),
+    STR(tls_cert, "FILE", "serve HTTPS with this PEM certificate (chain), with --tls-key (default: plain HTTP)"),
+    STR(tls_key, "FILE", "the PEM private key of --tls-cert (keep it 0600)"),
+    STR(tls_client_ca, "FILE", "mutual TLS: serve only clients with a certificate from this PEM CA (default: none)"),
+    STR(metrics_auth, "public|admin", "who may read /metrics: anyone, or admins only (default public)"),
     NUM(kill_grace, OPT_INT, 0, 3600, "SECONDS", "SIGTERM to SIGKILL delay on cancel/time limit (default 10)"),
     NUM(tick_ms, OPT_INT, 10, 60000, "MS", "supervision and scheduling period (default 250)"),
     STR(scheduler, "local|slurm", "who places jobs: punchcardd on its hosts, or Slurm through sbatch (default local)"),
@@ -74,10 +80,18 @@ void config_defaults(config *c)
     c->connection_timeout = 30;
     c->connection_limit = 1024;
     c->per_ip_limit = 128;
+    c->header_timeout = 30;
+    c->body_timeout = 60;
+    snprintf(c->metrics_auth, sizeof c->metrics_auth, "public");
     c->kill_grace = 10;
     c->tick_ms = 250;
     c->host_probe_interval_s = 30;
     snprintf(c->scheduler, sizeof c->scheduler, "local");
+}
+
+bool config_metrics_admin(const config *c)
+{
+    return strcmp(c->metrics_auth, "admin") == 0;
 }
 
 bool config_slurm(const config *c)
@@ -310,6 +324,11 @@ config_result config_parse(config *c, int argc, char **argv, const char *self_ex
     }
     if (strcmp(c->scheduler, "local") != 0 && !config_slurm(c)) {
         snprintf(err, errlen, "scheduler: expected local or slurm, got \"%.40s\"", c->scheduler);
+        return CONFIG_ERROR;
+    }
+    if (strcmp(c->metrics_auth, "public") != 0 && !config_metrics_admin(c)) {
+        snprintf(err, errlen, "metrics_auth: expected public or admin, got \"%.40s\"",
+                 c->metrics_auth);
         return CONFIG_ERROR;
     }
     return CONFIG_OK;

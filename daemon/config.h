@@ -32,6 +32,12 @@ typedef struct config {
     int connection_timeout;        /* seconds */
     int connection_limit;
     int per_ip_limit;              /* 0: no per-IP limit */
+    int header_timeout;            /* seconds for a request's whole header */
+    int body_timeout;              /* seconds for a request's whole body */
+    char tls_cert[CONFIG_PATH_MAX];      /* PEM certificate chain; "": plain HTTP */
+    char tls_key[CONFIG_PATH_MAX];       /* PEM private key of tls_cert */
+    char tls_client_ca[CONFIG_PATH_MAX]; /* PEM CA of client certificates; "": none */
+    char metrics_auth[16];         /* who may read /metrics: "public" or "admin" */
     int kill_grace;                /* seconds between SIGTERM and SIGKILL */
     int tick_ms;                   /* period of the supervision tick */
     char scheduler[16];            /* "local" or "slurm" */
@@ -53,6 +59,9 @@ void config_defaults(config *c);
  * --config, an installed punchcardd (self_exe in the install's bindir)
  * reads the installed config file when it exists (config_installed_file);
  * one run from a build tree reads none. self_exe may be NULL. */
+/* True when /metrics needs an admin's secret (metrics_auth = admin). */
+bool config_metrics_admin(const config *c);
+
 /* True when jobs are handed to Slurm (scheduler = slurm). */
 bool config_slurm(const config *c);
 

@@ -7,11 +7,16 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
 
+#include "httpframe.h"
+#include "httptls.h"
+#include "httpwatch.h"
 #include "log.h"
 #include "routes.h"
 #include "timeutil/timeutil.h"
@@ -20,6 +25,8 @@ struct http_server {
     struct MHD_Daemon *mhd;
     daemon_ctx *d;
     int listen_fd;
+    httpwatch *watch;
+    httptls *tls; /* NULL: plain HTTP */
 };
 
 /* Per-request state, from the first call of the access handler to the
@@ -29,11 +36,15 @@ typedef struct http_req {
     size_t len, cap;
     bool too_large;
     size_t discarded;
+    int refused;             /* 0, or the status the request is refused with */
+    const char *refusal;     /* why, for the client */
+    char tls_why[160];       /* refusal's text for a client certificate */
     double t0; /* timeutil_mono_s() at the first call */
 } http_req;
 
-/* A client streaming past the cap gets its 413 once it stops; one that goes
- * on for this much more is cut off. */
+/* A body over the cap is read and discarded up to this many bytes past the
+ * cap, so that its client reads the 413 (docs/daemon.md, "Security");
+ * one that goes on longer is cut off. */
 #define HTTP_DISCARD_MAX (8u << 20)
 
 int http_listen(const char *hostport, int *port, char *err, size_t errlen)
@@ -83,9 +94,19 @@ int http_listen(const char *hostport, int *port, char *err, size_t errlen)
     return fd;
 }
 
+/* The deadline watch of conn (set when it was accepted), or NULL. */
+static httpwatch_conn *http_watched(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
 static enum MHD_Result http_dispatch(http_server *s, struct MHD_Connection *conn, const char *url,
                                      const char *method, http_req *req)
 {
+    /* The reply is sent under the idle timeout alone. */
+    httpwatch_set(s->watch, http_watched(conn), 0, NULL);
     api_request r = {0};
     r.conn = conn;
     r.d = s->d;
@@ -95,7 +116,17 @@ static enum MHD_Result http_dispatch(http_server *s, struct MHD_Connection *conn
     r.body_len = req->len;
     r.route = ROUTE_OTHER;
     r.body_too_large = req->too_large;
-    enum MHD_Result ret = routes_dispatch(&r);
+    /* A request with a body left unread or unreadable ends its connection. */
+    r.close_connection = req->too_large;
+    enum MHD_Result ret;
+    if (req->refused) {
+        /* Where this request ends is unknown, or this client may send none:
+         * answer and close. */
+        r.close_connection = true;
+        ret = api_reply_error(&r, req->refused, NULL, "%s", req->refusal);
+    } else {
+        ret = routes_dispatch(&r);
+    }
     double elapsed = timeutil_mono_s() - req->t0;
     metrics_record(r.route, r.status, elapsed);
     /* The path only: secrets may ride in the query string. */
@@ -132,7 +163,6 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
                                    const char *upload_data, size_t *upload_data_size,
                                    void **con_cls)
 {
-    (void)version;
     http_server *s = cls;
     http_req *req = *con_cls;
     if (!req) {
@@ -141,13 +171,33 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
             return MHD_NO;
         req->t0 = timeutil_mono_s();
         *con_cls = req;
-        /* A declared length over the cap is refused before reading a byte. */
-        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl && strtoull(cl, NULL, 10) > (unsigned long long)s->d->cfg.max_body) {
-            req->too_large = true;
+        httpwatch_set(s->watch, http_watched(conn), s->d->cfg.body_timeout, "request body");
+        req->refusal = httpframe_check(conn, version);
+        if (req->refusal) {
+            req->refused = MHD_HTTP_BAD_REQUEST;
             return http_dispatch(s, conn, url, method, req);
         }
+        if (!httptls_client_ok(s->tls, conn, req->tls_why, sizeof req->tls_why)) {
+            req->refused = MHD_HTTP_FORBIDDEN;
+            req->refusal = req->tls_why;
+            return http_dispatch(s, conn, url, method, req);
+        }
+        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
+        unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
+        if (declared <= (unsigned long long)s->d->cfg.max_body)
+            return MHD_YES;
+        /* Over the cap. A client waiting for "100 Continue" has sent none of
+         * its body and gets the 413 now; one sending a body we would not
+         * drain gets it now too and may see a reset instead. Any other body
+         * is read and discarded first, so the client is not cut off in the
+         * middle of sending and reads the 413. */
+        req->too_large = true;
+        const char *expect = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                         MHD_HTTP_HEADER_EXPECT);
+        if ((expect && strcasecmp(expect, "100-continue") == 0) ||
+            declared - (unsigned long long)s->d->cfg.max_body > HTTP_DISCARD_MAX)
+            return http_dispatch(s, conn, url, method, req);
         return MHD_YES;
     }
     if (*upload_data_size > 0) {
@@ -166,9 +216,10 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
 static void http_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                            enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
-    (void)conn;
     (void)toe;
+    http_server *s = cls;
+    /* A kept-alive connection waits for its next request's header. */
+    httpwatch_set(s->watch, http_watched(conn), s->d->cfg.header_timeout, "request header");
     http_req *req = *con_cls;
     if (req) {
         free(req->body);
@@ -177,12 +228,48 @@ static void http_completed(void *cls, struct MHD_Connection *conn, void **con_cl
     }
 }
 
+/* Connections enter and leave the deadline watch here. */
+static void http_notify_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                                   enum MHD_ConnectionNotificationCode toe)
+{
+    http_server *s = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        httpwatch_close(s->watch, *socket_context);
+        *socket_context = NULL;
+        return;
+    }
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    *socket_context = ci ? httpwatch_open(s->watch, ci->connect_fd, s->d->cfg.header_timeout,
+                                          "request header")
+                         : NULL;
+}
+
 static void http_mhd_log(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
     char msg[512];
     vsnprintf(msg, sizeof msg, fmt, ap);
     log_debug("libmicrohttpd: %s", msg);
+}
+
+/* Whether listen_fd is bound to a loopback address only. */
+static bool http_loopback_only(int listen_fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (getsockname(listen_fd, (struct sockaddr *)&ss, &sl) != 0)
+        return false;
+    if (ss.ss_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
+        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (ss.ss_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)&ss)->sin6_addr;
+        return IN6_IS_ADDR_LOOPBACK(a) ||
+               (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+    }
+    return false;
 }
 
 http_server *http_start(daemon_ctx *d, int listen_fd, char *err, size_t errlen)
@@ -194,8 +281,23 @@ http_server *http_start(daemon_ctx *d, int listen_fd, char *err, size_t errlen)
     }
     s->d = d;
     s->listen_fd = listen_fd;
+    if (httptls_load(&d->cfg, &s->tls, err, errlen) != 0) {
+        free(s);
+        return NULL;
+    }
+    s->watch = httpwatch_start(err, errlen);
+    if (!s->watch) {
+        httptls_free(s->tls);
+        free(s);
+        return NULL;
+    }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
                      MHD_USE_ERROR_LOG;
+    struct MHD_OptionItem tls_opts[HTTPTLS_MAX_OPTIONS + 1];
+    size_t n_tls = s->tls ? httptls_options(s->tls, tls_opts) : 0;
+    tls_opts[n_tls] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    if (s->tls)
+        flags |= MHD_USE_TLS;
     s->mhd = MHD_start_daemon(
         flags, 0, NULL, NULL, http_access, s,
         MHD_OPTION_EXTERNAL_LOGGER, http_mhd_log, s,
@@ -206,12 +308,20 @@ http_server *http_start(daemon_ctx *d, int listen_fd, char *err, size_t errlen)
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)d->cfg.per_ip_limit,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
         MHD_OPTION_NOTIFY_COMPLETED, http_completed, s,
+        MHD_OPTION_NOTIFY_CONNECTION, http_notify_connection, s,
+        MHD_OPTION_ARRAY, tls_opts,
         MHD_OPTION_END);
     if (!s->mhd) {
-        snprintf(err, errlen, "libmicrohttpd failed to start (see the log above)");
+        snprintf(err, errlen, "libmicrohttpd failed to start%s (see the log above)",
+                 s->tls ? " with tls_cert and tls_key (do they match?)" : "");
+        httpwatch_stop(s->watch);
+        httptls_free(s->tls);
         free(s);
         return NULL;
     }
+    if (!s->tls && !http_loopback_only(listen_fd))
+        log_warn("listening beyond loopback without TLS: secrets cross the network in clear "
+                 "(set tls_cert and tls_key; docs/daemon.md, \"Security\")");
     return s;
 }
 
@@ -230,5 +340,7 @@ void http_stop(http_server *s)
         return;
     /* libmicrohttpd closes the listening socket unless quiesce took it back. */
     MHD_stop_daemon(s->mhd);
+    httpwatch_stop(s->watch);
+    httptls_free(s->tls);
     free(s);
 }

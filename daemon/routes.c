@@ -185,9 +185,12 @@ static bool routes_load_job(api_request *r, routes_job which, store_job *job,
 static enum MHD_Result routes_call(api_request *r, const routes_entry *route)
 {
     enum MHD_Result ret;
-    if (route->needs_auth != ROUTES_PUBLIC && !routes_authenticate(r, route->needs_auth, &ret))
+    routes_auth how = route->needs_auth;
+    if (route->metric == ROUTE_METRICS && config_metrics_admin(&r->d->cfg))
+        how = ROUTES_ADMIN; /* metrics_auth = admin */
+    if (how != ROUTES_PUBLIC && !routes_authenticate(r, how, &ret))
         return ret;
-    if (route->needs_auth == ROUTES_ADMIN && r->caller.role != AUTH_ROLE_ADMIN)
+    if (how == ROUTES_ADMIN && r->caller.role != AUTH_ROLE_ADMIN)
         return api_reply_error(r, MHD_HTTP_FORBIDDEN, NULL, "%s %.200s is for admins only",
                                r->method, r->path);
     if (route->needs_job == ROUTES_NO_JOB)

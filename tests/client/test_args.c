@@ -51,6 +51,25 @@ static void test_connection_flags_stop_at_double_dash(void **state)
     assert_int_equal(argc, 2);
 }
 
+static void test_tls_flags(void **state)
+{
+    (void)state;
+    char *argv[] = {"punch", "--insecure", "list", "--cacert=/x/ca.pem", NULL};
+    int argc = ARGC(argv);
+    cli_flags flags = {0};
+    cli_error err = {0};
+    assert_int_equal(cli_take_connection_flags(&argc, argv, &flags, &err), 0);
+    assert_true(flags.insecure);
+    assert_string_equal(flags.cacert, "/x/ca.pem");
+    assert_int_equal(argc, 2);
+    assert_string_equal(argv[1], "list");
+
+    char *bad[] = {"punch", "--insecure=yes", "list", NULL};
+    argc = ARGC(bad);
+    assert_int_equal(cli_take_connection_flags(&argc, bad, &flags, &err), PUNCH_EXIT_USAGE);
+    assert_non_null(strstr(err.msg, "--insecure takes no value"));
+}
+
 static void test_submit(void **state)
 {
     (void)state;
@@ -258,6 +277,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_connection_flags_anywhere),
         cmocka_unit_test(test_connection_flags_stop_at_double_dash),
+        cmocka_unit_test(test_tls_flags),
         cmocka_unit_test(test_submit),
         cmocka_unit_test(test_wait_logs_cancel_state),
         cmocka_unit_test(test_list),

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "jobstate/jobstate.h"
@@ -35,11 +36,53 @@ static void test_exit_codes(void **state)
     assert_int_equal(remote_state_exit_code("evicted"), PUNCH_EXIT_JOB_FAILED);
 }
 
+static void test_loopback_urls(void **state)
+{
+    (void)state;
+    assert_true(remote_url_is_loopback("http://127.0.0.1:8080"));
+    assert_true(remote_url_is_loopback("http://127.3.2.1"));
+    assert_true(remote_url_is_loopback("http://localhost:8080/x"));
+    assert_true(remote_url_is_loopback("http://LOCALHOST"));
+    assert_true(remote_url_is_loopback("http://[::1]:8080"));
+    assert_false(remote_url_is_loopback("http://10.0.0.5:8080"));
+    assert_false(remote_url_is_loopback("http://128.0.0.1"));
+    assert_false(remote_url_is_loopback("http://localhost.example.org:8080"));
+    assert_false(remote_url_is_loopback("http://127.0.0.1.example.org"));
+    assert_false(remote_url_is_loopback("http://[::2]:8080"));
+    assert_false(remote_url_is_loopback("http://127.0.0.1@evil.example:80"));
+    assert_false(remote_url_is_loopback("not a url"));
+}
+
+static void test_clear_text_secret_refused(void **state)
+{
+    (void)state;
+    cli_error err = {0};
+    cli_ctx ctx = {.url = "http://10.0.0.5:8080", .secret = "s3cret"};
+    assert_null(remote_open(&ctx, &err));
+    assert_int_equal(err.code, PUNCH_EXIT_USAGE);
+    assert_non_null(strstr(err.msg, "--insecure"));
+    ctx.insecure = true;
+    httpc_client *c = remote_open(&ctx, &err);
+    assert_non_null(c);
+    httpc_client_free(c);
+    ctx.insecure = false;
+    ctx.url = "https://10.0.0.5:8080";
+    c = remote_open(&ctx, &err);
+    assert_non_null(c);
+    httpc_client_free(c);
+    ctx.url = "http://127.0.0.1:8080";
+    c = remote_open(&ctx, &err);
+    assert_non_null(c);
+    httpc_client_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_state_is_known),
         cmocka_unit_test(test_exit_codes),
+        cmocka_unit_test(test_loopback_urls),
+        cmocka_unit_test(test_clear_text_secret_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -49,6 +49,8 @@ static void test_defaults(void **state)
     assert_int_equal(c.max_body, 1L << 20);
     assert_int_equal(c.slots, 0);
     assert_int_equal(c.per_ip_limit, 128);
+    assert_int_equal(c.header_timeout, 30);
+    assert_int_equal(c.body_timeout, 60);
     assert_int_equal(c.gpus, 0);
     assert_false(c.hold);
     assert_string_equal(c.mpirun_args, "");
@@ -121,6 +123,12 @@ static void test_errors(void **state)
                      CONFIG_OK);
     assert_true(config_slurm(&c));
     assert_string_equal(c.slurm_args, "--requeue -C ib");
+    assert_int_equal(parse(&c, err, 3, "--metrics-auth", "users"), CONFIG_ERROR);
+    assert_non_null(strstr(err, "expected public or admin"));
+    assert_int_equal(parse(&c, err, 1), CONFIG_OK);
+    assert_false(config_metrics_admin(&c));
+    assert_int_equal(parse(&c, err, 2, "--metrics-auth=admin"), CONFIG_OK);
+    assert_true(config_metrics_admin(&c));
     write_conf("listen = 1.2.3.4:5\nbogus = 1\n");
     assert_int_equal(parse(&c, err, 3, "--config", conf_path), CONFIG_ERROR);
     assert_non_null(strstr(err, ":2"));

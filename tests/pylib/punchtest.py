@@ -500,6 +500,40 @@ def default_secrets_entries():
     ]
 
 
+def make_tls(directory, client=False):
+    """A throwaway CA and a server certificate it signs for 127.0.0.1 and
+    localhost (and, with client, a client certificate), made with openssl in
+    directory. A dict of PEM paths: ca, cert, key (and client_cert,
+    client_key); skips when openssl is missing."""
+    openssl = shutil.which("openssl")
+    if not openssl:
+        skip("openssl is not installed (apt-get install openssl)")
+    p = {name: os.path.join(directory, name + ".pem") for name in
+         ("ca", "ca_key", "cert", "key", "client_cert", "client_key")}
+
+    def run(*args):
+        subprocess.run([openssl] + list(args), check=True, capture_output=True)
+
+    def sign(cert, key, subject, ext):
+        csr = cert + ".csr"
+        extfile = cert + ".ext"
+        with open(extfile, "w") as f:
+            f.write(ext + "\n")
+        run("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", key, "-out", csr, "-subj", subject)
+        run("x509", "-req", "-in", csr, "-CA", p["ca"], "-CAkey", p["ca_key"],
+            "-CAcreateserial", "-days", "2", "-out", cert, "-extfile", extfile)
+
+    run("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+        "-keyout", p["ca_key"], "-out", p["ca"], "-days", "2", "-subj", "/CN=punchtest CA")
+    sign(p["cert"], p["key"], "/CN=localhost",
+         "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth")
+    if client:
+        sign(p["client_cert"], p["client_key"], "/CN=alice",
+             "extendedKeyUsage=clientAuth")
+    return p
+
+
 class Daemon:
     """A punchcardd on 127.0.0.1 at a free port, with a temporary directory
     for its data dir (unless given), secrets file and log. As a context
@@ -533,6 +567,12 @@ class Daemon:
         self.log = None
         self.log_path = os.path.join(self.tmp, "punchcardd.log")
         self.session = requests.Session()
+        # With --tls-cert: "https" and the CA file requests verifies with
+        # (passed to each request: the environment's CA bundle would
+        # override a session's); cert: a client (cert, key) for mutual TLS.
+        self.scheme = "http"
+        self.verify = True
+        self.cert = None
 
     def __enter__(self):
         return self.start()
@@ -549,7 +589,7 @@ class Daemon:
 
     @property
     def url(self):
-        return "http://127.0.0.1:%d" % self.port
+        return "%s://127.0.0.1:%d" % (self.scheme, self.port)
 
     def add_user(self, identity, secret, role=None):
         """Add a user to the secrets file (before start, or then SIGHUP)."""
@@ -586,7 +626,8 @@ class Daemon:
             if self.proc.poll() is not None:
                 fail("punchcardd exited with %s:\n%s" % (self.proc.returncode, self.read_log()))
             try:
-                if requests.get(self.url + "/healthz", timeout=1).status_code == 200:
+                if requests.get(self.url + "/healthz", timeout=1, verify=self.verify,
+                                cert=self.cert).status_code == 200:
                     return self
             except requests.RequestException:
                 pass
@@ -676,6 +717,8 @@ class Daemon:
         """A request as `user` (a name in self.secrets) or with `secret`."""
         if user:
             secret = self.secrets[user]
+        kw.setdefault("verify", self.verify)
+        kw.setdefault("cert", self.cert)
         return http(method, self.url + path, secret=secret, body=body, session=self.session,
                     **kw)
 
