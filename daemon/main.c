@@ -18,6 +18,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "monitor.h"
+#include "retention.h"
 #include "slurm.h"
 #include "supervisor.h"
 
@@ -278,6 +279,7 @@ static void main_loop(daemon_ctx *d, http_server *http, const sigset_t *set)
             }
         }
         monitor_tick(d);
+        retention_tick(d, daemon_now());
     }
 }
 

@@ -74,6 +74,8 @@ typedef enum stmt_id {
     ST_SET_STOP,
     ST_SET_KILLED,
     ST_SET_FINISHED,
+    ST_PRUNE_PICK,
+    ST_PRUNE_JOB,
     ST_DELETE_JOB,
     ST_DELETE_EVENTS,
     ST_EVENTS,
@@ -159,6 +161,14 @@ static const char *const stmt_sql[ST_COUNT_] = {
     [ST_SET_FINISHED] =
         "UPDATE jobs SET state = ?2, finished_at = ?3, exit_code = ?4, error = ?5, "
         "progress = ?6, result = ?7 WHERE id = ?1 AND state IN ('queued', 'starting', 'running')",
+    /* Retention: the index jobs_finished holds only ended jobs, in the
+     * order wanted (left to itself, the planner prefers jobs_state and
+     * sorts every finished job). */
+    [ST_PRUNE_PICK] = "SELECT id FROM jobs INDEXED BY jobs_finished WHERE finished_at < ?1 AND "
+                      "state IN ('succeeded', 'failed', 'cancelled', 'timeout') "
+                      "ORDER BY finished_at LIMIT ?2",
+    [ST_PRUNE_JOB] = "DELETE FROM jobs WHERE id = ?1 AND "
+                     "state IN ('succeeded', 'failed', 'cancelled', 'timeout')",
     [ST_DELETE_JOB] = "DELETE FROM jobs WHERE id = ?1",
     [ST_DELETE_EVENTS] = "DELETE FROM events WHERE job_id = ?1",
     [ST_EVENTS] = "SELECT at, from_state, to_state, detail FROM events WHERE job_id = ?1 "
@@ -1366,4 +1376,54 @@ store_status store_job_delete(store *st, const char *id)
     pthread_mutex_unlock(&st->write_lock);
     store_release(st, c);
     return rs;
+}
+
+/* Delete job id's row (statement `which`, bound ?1 = id) and its events. */
+static bool store_delete_with_events(store_conn *c, stmt_id which, const char *id)
+{
+    sqlite3_stmt *s = store_stmt(c, which);
+    if (!s)
+        return false;
+    store_bind_text(s, 1, id);
+    int rc = sqlite3_step(s);
+    store_done(s);
+    if (!store_log_rc(c, rc, "deleting a job") || !(s = store_stmt(c, ST_DELETE_EVENTS)))
+        return false;
+    store_bind_text(s, 1, id);
+    rc = sqlite3_step(s);
+    store_done(s);
+    return store_log_rc(c, rc, "deleting a job's events");
+}
+
+store_status store_prune_finished(store *st, double before, int max,
+                                  char (*ids)[STORE_ID_LEN + 1], int *n)
+{
+    *n = 0;
+    if (max < 1)
+        return STORE_OK;
+    store_conn *c = store_acquire(st);
+    pthread_mutex_lock(&st->write_lock);
+    bool ok = store_begin(c);
+    sqlite3_stmt *s = ok ? store_stmt(c, ST_PRUNE_PICK) : NULL;
+    ok = s != NULL;
+    if (ok) {
+        sqlite3_bind_double(s, 1, before);
+        sqlite3_bind_int(s, 2, max);
+        int rc;
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW && *n < max)
+            store_col_copy(s, 0, ids[(*n)++], STORE_ID_LEN + 1);
+        store_done(s);
+        ok = store_log_rc(c, rc, "finding finished jobs to forget");
+    }
+    for (int i = 0; ok && i < *n; i++)
+        ok = store_delete_with_events(c, ST_PRUNE_JOB, ids[i]);
+    if (ok)
+        ok = store_commit(c);
+    if (!ok) {
+        store_rollback(c);
+        *n = 0;
+    }
+    pthread_mutex_unlock(&st->write_lock);
+    store_release(st, c);
+    return ok ? STORE_OK : STORE_ERROR;
 }

@@ -188,6 +188,13 @@ store_status store_job_mark_killed(store *st, const char *id);
 store_status store_job_finish(store *st, const char *id, job_state final_state,
                               const int *exit_code, const char *error, const char *progress,
                               const char *result, double now);
+/* Forget up to `max` finished jobs (succeeded, failed, cancelled, timeout)
+ * that ended before `before`, oldest first, with their events, in one
+ * transaction; never a queued, starting or running job. Their ids go to
+ * ids (capacity max), their number to *n, for the caller to remove their
+ * run directories. */
+store_status store_prune_finished(store *st, double before, int max,
+                                  char (*ids)[STORE_ID_LEN + 1], int *n);
 /* Forget a job and its events (the seed's destroy). */
 store_status store_job_delete(store *st, const char *id);
 
