@@ -13,6 +13,7 @@
 #include "api.h"
 #include "jobview.h"
 #include "log.h"
+#include "pagecache.h"
 #include "rundir.h"
 
 enum MHD_Result api_healthz(api_request *r)
@@ -147,12 +148,31 @@ static bool api_list_query(api_request *r, store_page_query *q, enum MHD_Result 
     return true;
 }
 
+/* The page cache's key of q: every part of the query that decides the
+ * reply (the caller only through q's owner); false when it is too long to
+ * be kept. */
+static bool api_list_key(const store_page_query *q, char key[PAGECACHE_KEY_MAX])
+{
+    int n = snprintf(key, PAGECACHE_KEY_MAX, "%d|%lld|%.17g|%d|%s%s", q->state,
+                     (long long)q->before, q->since, q->limit, q->owner ? "=" : "*",
+                     q->owner ? q->owner : "");
+    return n > 0 && n < PAGECACHE_KEY_MAX;
+}
+
 enum MHD_Result api_jobs_list(api_request *r)
 {
     store_page_query q;
     enum MHD_Result replied;
     if (!api_list_query(r, &q, &replied))
         return replied;
+    pagecache *pc = r->d->pages;
+    char key[PAGECACHE_KEY_MAX];
+    bool keyed = pc && api_list_key(&q, key);
+    uint64_t writes = store_writes(r->d->st); /* before the read: see pagecache_put */
+    size_t len = 0;
+    char *text = keyed ? pagecache_get(pc, key, writes, &len) : NULL;
+    if (text)
+        return api_reply_response(r, MHD_HTTP_OK, api_text_response(text, len));
     store_page page;
     if (store_job_page(r->d->st, &q, &page) != STORE_OK)
         return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "store error");
@@ -161,6 +181,8 @@ enum MHD_Result api_jobs_list(api_request *r)
         const store_job *job = &page.jobs[i];
         int active = q.owner_active ? store_page_owner_active(&page, job->owner) : 0;
         json_array_append_new(jobs, jobview_json_with(r->d, job, page.queue_position[i], active));
+        /* Its progress comes from the run directory, not the store. */
+        keyed = keyed && job->state != JOB_STARTING && job->state != JOB_RUNNING;
     }
     json_t *next = json_null();
     if (page.more) {
@@ -168,8 +190,14 @@ enum MHD_Result api_jobs_list(api_request *r)
         api_cursor_format(cursor, sizeof cursor, page.jobs[page.n - 1].seq);
         next = json_string(cursor);
     }
+    size_t n = page.n;
     store_page_clear(&page);
-    return api_reply_json(r, MHD_HTTP_OK, json_pack("{s:o, s:o}", "jobs", jobs, "next", next));
+    text = api_json_text(json_pack("{s:o, s:o}", "jobs", jobs, "next", next), &len);
+    if (text && keyed)
+        pagecache_put(pc, key, writes, text, len);
+    if (!text)
+        log_error("http: cannot encode a page of %zu jobs", n);
+    return api_reply_response(r, MHD_HTTP_OK, api_text_response(text, len));
 }
 
 /* The reply for a job: its view, or 500 when building it needed the store

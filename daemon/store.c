@@ -179,6 +179,7 @@ typedef struct store_conn {
     sqlite3 *db;
     sqlite3_stmt *stmt[ST_COUNT_];
     struct store_conn *next_free;
+    _Atomic uint64_t *writes; /* the store's count of committed writes */
 } store_conn;
 
 /* Every queued job's place in run order, as of one value of the queue's
@@ -210,6 +211,7 @@ struct store {
     bool leader_active;
     pthread_cond_t available;
     _Atomic uint64_t statements;
+    _Atomic uint64_t writes;
     pthread_mutex_t places_lock;
     store_places places;
     char path[512];
@@ -296,7 +298,14 @@ static bool store_exec_stmt(store_conn *c, stmt_id id)
 }
 
 static bool store_begin(store_conn *c) { return store_exec_stmt(c, ST_BEGIN); }
-static bool store_commit(store_conn *c) { return store_exec_stmt(c, ST_COMMIT); }
+/* Commit a write transaction, and count it (store_writes). */
+static bool store_commit(store_conn *c)
+{
+    if (!store_exec_stmt(c, ST_COMMIT))
+        return false;
+    atomic_fetch_add(c->writes, 1);
+    return true;
+}
 static void store_rollback(store_conn *c)
 {
     if (!sqlite3_get_autocommit(c->db))
@@ -418,6 +427,7 @@ store *store_open(const char *path, int connections, char *err, size_t errlen)
             return NULL;
         }
         st->n_conns = i + 1;
+        st->conns[i].writes = &st->writes;
         if (i == 0 && !store_migrate(st->conns[0].db, err, errlen)) {
             store_close(st);
             return NULL;
@@ -1046,6 +1056,11 @@ int store_page_owner_active(const store_page *page, const char *owner)
         if (strcmp(page->active[i].owner, owner) == 0)
             return page->active[i].count;
     return 0;
+}
+
+uint64_t store_writes(store *st)
+{
+    return atomic_load(&st->writes);
 }
 
 uint64_t store_statements(store *st)

@@ -154,6 +154,11 @@ int store_page_owner_active(const store_page *page, const char *owner);
  * that guard the cost of a request and for metrics. */
 uint64_t store_statements(store *st);
 
+/* Number of write transactions committed since the store was opened: read
+ * before a read, an unchanged count afterwards means nothing the read saw
+ * has changed since (this process is the database's only writer). */
+uint64_t store_writes(store *st);
+
 /* Queued jobs in run order, at most limit. */
 store_status store_queue_scan(store *st, int limit, store_job_cb cb, void *arg);
 /* Jobs in starting or running. */

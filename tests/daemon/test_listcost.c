@@ -5,8 +5,10 @@
  * for one of 400, so a per-job query (the O(n²) listing of issue 20) cannot
  * come back unnoticed; and every query a list, a job's view or the
  * scheduler's queue scan runs is answered from an index (SQLite's
- * EXPLAIN QUERY PLAN shows no full SCAN of jobs, and no sort). The API runs in this
- * process, as in test_api.c, and libcurl calls it. */
+ * EXPLAIN QUERY PLAN shows no full SCAN of jobs, and no sort). A page asked
+ * again with nothing written comes from the page cache, without a
+ * statement, unless a job on it runs. The API runs in this process, as in
+ * test_api.c, and libcurl calls it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,6 +24,7 @@
 
 #include "daemon.h"
 #include "http.h"
+#include "pagecache.h"
 #include "scratch.h"
 
 static const char *const secrets_json =
@@ -38,14 +41,30 @@ typedef struct fixture {
     int n_jobs;
 } fixture;
 
+typedef struct body {
+    char *text;
+    size_t len;
+} body;
+
+/* Keep the body when asked (arg not NULL). */
 static size_t body_sink(char *p, size_t size, size_t n, void *arg)
 {
-    (void)p, (void)arg;
+    body *b = arg;
+    if (!b)
+        return size * n;
+    char *grown = realloc(b->text, b->len + size * n + 1);
+    if (!grown)
+        return 0;
+    memcpy(grown + b->len, p, size * n);
+    b->text = grown;
+    b->len += size * n;
+    b->text[b->len] = '\0';
     return size * n;
 }
 
-/* GET path as secret's user: the status; the body is not needed here. */
-static long get(fixture *f, const char *path, const char *secret)
+/* GET path as secret's user: the status, and the body into *out when out
+ * is not NULL (the caller frees out->text). */
+static long get_body(fixture *f, const char *path, const char *secret, body *out)
 {
     char url[512], bearer[128];
     snprintf(url, sizeof url, "http://127.0.0.1:%d%s", f->port, path);
@@ -56,12 +75,18 @@ static long get(fixture *f, const char *path, const char *secret)
     curl_easy_setopt(f->curl, CURLOPT_URL, url);
     curl_easy_setopt(f->curl, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(f->curl, CURLOPT_WRITEFUNCTION, body_sink);
+    curl_easy_setopt(f->curl, CURLOPT_WRITEDATA, out);
     curl_easy_setopt(f->curl, CURLOPT_TIMEOUT, 30L);
     assert_int_equal(curl_easy_perform(f->curl), CURLE_OK);
     curl_slist_free_all(headers);
     long status = 0;
     curl_easy_getinfo(f->curl, CURLINFO_RESPONSE_CODE, &status);
     return status;
+}
+
+static long get(fixture *f, const char *path, const char *secret)
+{
+    return get_body(f, path, secret, NULL);
 }
 
 /* Statements the store ran for one GET (nothing else uses it meanwhile:
@@ -260,11 +285,57 @@ static void test_queries_use_indexes(void **state)
     sqlite3_close(db);
 }
 
+/* ---- the page cache ---------------------------------------------------- */
+
+/* The body and statement count of one GET (200 required). */
+static uint64_t fetch(fixture *f, const char *path, body *b)
+{
+    *b = (body){0};
+    uint64_t before = store_statements(f->d.st);
+    assert_int_equal(get_body(f, path, "alice-secret", b), 200);
+    return store_statements(f->d.st) - before;
+}
+
+static void test_repeated_pages(void **state)
+{
+    fixture *f = *state;
+    char id[STORE_ID_LEN + 1];
+    grow(f, 50, id);
+    assert_non_null(f->d.pages = pagecache_new());
+    const char *queued = "/api/v1/jobs?limit=10&state=queued";
+    body first, again, after;
+    /* Asked again with nothing written: the same bytes, no statement. */
+    assert_true(fetch(f, queued, &first) > 0);
+    assert_int_equal(fetch(f, queued, &again), 0);
+    assert_string_equal(first.text, again.text);
+    /* Any write: read afresh, and the new job is on the page. */
+    store_new_job nj = {.owner = "alice", .name = "j", .trainer = "single", .spec = "{}",
+                        .ranks = 1, .workers = 1, .threads = 1};
+    assert_int_equal(store_job_submit(f->d.st, &nj, 0, 0, id), STORE_OK);
+    assert_true(fetch(f, queued, &after) > 0);
+    assert_non_null(strstr(after.text, id));
+    assert_null(strstr(first.text, id));
+    free(first.text);
+    free(again.text);
+    free(after.text);
+    /* A page with a started job is read every time: its progress lives in
+     * its run directory, which no store write announces. */
+    assert_int_equal(store_job_mark_starting(f->d.st, id, NULL, NULL, 5), STORE_OK);
+    assert_true(fetch(f, "/api/v1/jobs?limit=10", &first) > 0);
+    assert_non_null(strstr(first.text, "\"starting\""));
+    assert_true(fetch(f, "/api/v1/jobs?limit=10", &again) > 0);
+    free(first.text);
+    free(again.text);
+    pagecache_free(f->d.pages);
+    f->d.pages = NULL;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_statements_do_not_grow, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queries_use_indexes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_repeated_pages, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
