@@ -1,6 +1,8 @@
 /* cmd_list.c — `punch list`: the caller's jobs (an admin's: everyone's),
  * newest first, as a table or as JSON for scripts. */
+#include <errno.h>
 #include <getopt.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "commands.h"
@@ -9,12 +11,15 @@
 #include "remote.h"
 
 const char cmd_list_usage[] =
-    "usage: punch list [--state S] [--json]\n"
+    "usage: punch list [--state S] [--limit N | --all] [--json]\n"
     "\n"
-    "List your jobs, newest first (an admin sees everyone's).\n"
+    "List your jobs, newest first (an admin sees everyone's): the newest 100\n"
+    "unless --limit or --all says otherwise.\n"
     "\n"
     "  -s, --state S   only jobs in state S: queued, starting, running, succeeded,\n"
     "                  failed, cancelled or timeout\n"
+    "  -n, --limit N   at most the newest N jobs\n"
+    "  --all           every job (fetched a page of 1000 at a time)\n"
     "  --json          print a JSON array of job objects (as the API returns them)\n"
     "\n"
     "exit: 0 listed (even if empty), 2 unknown state, 3 unreachable, 4 auth.\n";
@@ -42,20 +47,68 @@ static int list_take_state(const char *cmd, const char *value, void *dest, cli_e
     return 0;
 }
 
+/* The server's page size: the most a request may ask for (openapi.yaml). */
+enum { LIST_PAGE_MAX = 1000, LIST_DEFAULT = 100 };
+
+static int list_take_limit(const char *cmd, const char *value, void *dest, cli_error *err)
+{
+    char *end;
+    errno = 0;
+    long n = strtol(value, &end, 10);
+    if (errno || end == value || *end || n < 1)
+        return cli_fail(err, PUNCH_EXIT_USAGE, "%s: --limit: expected a number of jobs >= 1, got "
+                        "\"%s\"", cmd, value);
+    *(long *)dest = n;
+    return 0;
+}
+
 int list_parse_args(int argc, char **argv, list_args *args, cli_error *err)
 {
     *args = (list_args){0};
     const cli_option options[] = {
         {.name = "state", .letter = 's', .dest = &args->state, .take = list_take_state},
+        {.name = "limit", .letter = 'n', .dest = &args->limit, .take = list_take_limit},
+        {.name = "all", .dest = &args->all},
         {.name = "json", .dest = &args->json},
         {0},
     };
     if (cli_parse_options(argc, argv, options, err) != 0)
         return err->code;
+    if (args->all && args->limit > 0)
+        return cli_fail(err, PUNCH_EXIT_USAGE, "list: --limit and --all exclude each other");
     if (optind < argc)
         return cli_fail(err, PUNCH_EXIT_USAGE,
                         "list: unexpected argument \"%s\"; see punch list --help", argv[optind]);
     return 0;
+}
+
+/* Up to `want` jobs (0: all), page after page, appended to *jobs; *more
+ * says whether the server holds older ones beyond them. */
+static int list_fetch(httpc_client *client, const char *state, long want, json_t *jobs,
+                      bool *more, cli_error *err)
+{
+    char *cursor = NULL;
+    *more = false;
+    for (;;) {
+        long left = want > 0 ? want - (long)json_array_size(jobs) : LIST_PAGE_MAX;
+        int limit = left < LIST_PAGE_MAX ? (int)left : LIST_PAGE_MAX;
+        json_t *page = NULL;
+        char *next = NULL;
+        int rc = remote_job_page(client, state, limit, cursor, &page, &next, err);
+        free(cursor);
+        if (rc != 0)
+            return rc;
+        json_array_extend(jobs, page);
+        json_decref(page);
+        cursor = next;
+        if (!cursor)
+            return 0;
+        if (want > 0 && (long)json_array_size(jobs) >= want) {
+            free(cursor);
+            *more = true;
+            return 0;
+        }
+    }
 }
 
 int cmd_list(const cli_ctx *ctx, int argc, char **argv, cli_error *err)
@@ -66,8 +119,11 @@ int cmd_list(const cli_ctx *ctx, int argc, char **argv, cli_error *err)
     httpc_client *client = remote_open(ctx, err);
     if (client == NULL)
         return err->code;
-    json_t *jobs = NULL;
-    int rc = remote_job_list(client, args.state, &jobs, err);
+    json_t *jobs = json_array();
+    bool more = false;
+    long want = args.all ? 0 : args.limit > 0 ? args.limit : LIST_DEFAULT;
+    int rc = jobs ? list_fetch(client, args.state, want, jobs, &more, err)
+                  : cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory");
     if (rc == 0) {
         if (args.json) {
             json_dumpf(jobs, stdout, JSON_INDENT(2));
@@ -75,6 +131,9 @@ int cmd_list(const cli_ctx *ctx, int argc, char **argv, cli_error *err)
         } else {
             jobtext_print_table(jobs, (double)time(NULL), stdout);
         }
+        if (more && !args.limit)
+            fprintf(stderr, "(the newest %ld; older jobs: punch list --all, or --limit N)\n",
+                    want);
     }
     json_decref(jobs);
     httpc_client_free(client);

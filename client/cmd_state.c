@@ -35,7 +35,7 @@ int state_parse_args(int argc, char **argv, state_args *args, cli_error *err)
 static int state_latest(httpc_client *c, json_t **job, cli_error *err)
 {
     json_t *jobs = NULL;
-    if (remote_job_list(c, NULL, &jobs, err) != 0)
+    if (remote_job_page(c, NULL, 1, NULL, &jobs, NULL, err) != 0)
         return err->code;
     json_t *first = json_array_get(jobs, 0);
     if (first == NULL) {

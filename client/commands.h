@@ -47,6 +47,8 @@ int state_parse_args(int argc, char **argv, state_args *args, cli_error *err);
 typedef struct list_args {
     const char *state; /* NULL: every state */
     bool json;
+    long limit;        /* at most this many jobs; 0: one page of the server's default */
+    bool all;          /* every job, page after page */
 } list_args;
 int list_parse_args(int argc, char **argv, list_args *args, cli_error *err);
 

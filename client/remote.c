@@ -203,17 +203,19 @@ int remote_job_submit(httpc_client *c, const char *spec, size_t len, json_t **re
     return rc;
 }
 
-int remote_job_list(httpc_client *c, const char *state, json_t **jobs, cli_error *err)
+int remote_job_page(httpc_client *c, const char *state, int limit, const char *after,
+                    json_t **jobs, char **next, cli_error *err)
 {
+    char *escaped_state = state ? httpc_escape(state) : NULL;
+    char *escaped_after = after ? httpc_escape(after) : NULL;
     char *path = NULL;
-    int n;
-    if (state != NULL) {
-        char *escaped = httpc_escape(state);
-        n = escaped ? asprintf(&path, "/api/v1/jobs?state=%s", escaped) : -1;
-        free(escaped);
-    } else {
-        n = asprintf(&path, "/api/v1/jobs");
-    }
+    int n = -1;
+    if ((!state || escaped_state) && (!after || escaped_after))
+        n = asprintf(&path, "/api/v1/jobs?limit=%d%s%s%s%s", limit, state ? "&state=" : "",
+                     state ? escaped_state : "", after ? "&after=" : "",
+                     after ? escaped_after : "");
+    free(escaped_state);
+    free(escaped_after);
     if (n < 0)
         return cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory");
     json_t *root = NULL;
@@ -226,6 +228,15 @@ int remote_job_list(httpc_client *c, const char *state, json_t **jobs, cli_error
         json_decref(root);
         return cli_fail(err, PUNCH_EXIT_SERVER, "%s sent a job list without \"jobs\"",
                         httpc_client_url(c));
+    }
+    /* A server from before pagination sends no "next": its list is whole. */
+    const char *cursor = json_string_value(json_object_get(root, "next"));
+    if (next) {
+        *next = cursor ? strdup(cursor) : NULL;
+        if (cursor && !*next) {
+            json_decref(root);
+            return cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory");
+        }
     }
     *jobs = json_incref(array);
     json_decref(root);

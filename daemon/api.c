@@ -37,19 +37,26 @@ enum MHD_Result api_reply_response(api_request *r, int status, struct MHD_Respon
     return ret;
 }
 
-struct MHD_Response *api_json_response(json_t *body)
+char *api_json_text(json_t *body, size_t *len)
 {
     char *text = body ? json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
     json_decref(body);
     if (!text)
         return NULL;
-    size_t len = strlen(text);
-    char *nl = realloc(text, len + 2);
+    *len = strlen(text);
+    char *nl = realloc(text, *len + 2);
     if (nl) {
         text = nl;
-        text[len++] = '\n';
-        text[len] = '\0';
+        text[(*len)++] = '\n';
+        text[*len] = '\0';
     }
+    return text;
+}
+
+struct MHD_Response *api_text_response(char *text, size_t len)
+{
+    if (!text)
+        return NULL;
     struct MHD_Response *resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
     if (!resp) {
         free(text);
@@ -57,6 +64,13 @@ struct MHD_Response *api_json_response(json_t *body)
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
     return resp;
+}
+
+struct MHD_Response *api_json_response(json_t *body)
+{
+    size_t len = 0;
+    char *text = api_json_text(body, &len);
+    return api_text_response(text, len);
 }
 
 enum MHD_Result api_reply_json(api_request *r, int status, json_t *body)

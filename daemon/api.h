@@ -44,6 +44,11 @@ enum MHD_Result api_reply_response(api_request *r, int status, struct MHD_Respon
  * newline (curl output stays readable) and its Content-Type, for a caller
  * that adds headers before api_reply_response. NULL if it cannot be built. */
 struct MHD_Response *api_json_response(json_t *body);
+/* The text api_json_response() sends for body (ownership taken; the caller
+ * frees the text; its length in *len), or NULL; and the response for such a
+ * text (ownership taken, also on failure). */
+char *api_json_text(json_t *body, size_t *len);
+struct MHD_Response *api_text_response(char *text, size_t len);
 
 /* Validate and enqueue spec_text (a JSON job spec) for r->caller; replies
  * 201 with {id, state, queue_position, ranks} and Location, or the error. */

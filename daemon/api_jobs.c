@@ -2,6 +2,8 @@
  * The seed's /api/state and /api/cancel reuse the job handlers. */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,7 @@
 #include "api.h"
 #include "jobview.h"
 #include "log.h"
+#include "pagecache.h"
 #include "rundir.h"
 
 enum MHD_Result api_healthz(api_request *r)
@@ -47,44 +50,154 @@ enum MHD_Result api_jobs_submit(api_request *r)
     return api_submit_spec(r, r->body, r->body_len);
 }
 
-typedef struct list_ctx {
-    daemon_ctx *d;
-    json_t *jobs;
-    bool failed; /* a job's view needed the store, and it failed */
-} list_ctx;
+/* Listing: pages of at most API_LIST_MAX jobs, API_LIST_DEFAULT unless
+ * asked, so one request's cost is bounded whatever the store holds. */
+enum { API_LIST_DEFAULT = 100, API_LIST_MAX = 1000 };
 
-static bool api_list_add(const store_job *job, void *arg)
+/* A cursor is the seq of the last job of a page, as "p" + hex: opaque to
+ * clients (openapi.yaml), stable under concurrent submits because newer
+ * jobs only ever get larger seqs. */
+static void api_cursor_format(char *buf, size_t len, int64_t seq)
 {
-    list_ctx *l = arg;
-    json_t *o = jobview_json(l->d, job);
-    if (!o) {
-        l->failed = true;
+    snprintf(buf, len, "p%llx", (unsigned long long)seq);
+}
+
+static bool api_cursor_parse(const char *text, int64_t *seq)
+{
+    if (text[0] != 'p' || !text[1] || strlen(text) > 17)
+        return false;
+    unsigned long long v = 0;
+    for (const char *p = text + 1; *p; p++) {
+        int digit = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+        if (digit < 0)
+            return false;
+        v = v * 16 + (unsigned)digit;
+    }
+    if (v == 0 || v > INT64_MAX)
+        return false;
+    *seq = (int64_t)v;
+    return true;
+}
+
+static const char *api_arg(api_request *r, const char *name)
+{
+    const char *v = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+    return v && v[0] ? v : NULL;
+}
+
+/* The page the query string asks for, or an error reply already sent
+ * (*replied set). */
+static bool api_list_query(api_request *r, store_page_query *q, enum MHD_Result *replied)
+{
+    *q = (store_page_query){.owner = r->caller.identity, .state = -1, .since = NAN,
+                            .limit = API_LIST_DEFAULT, .owner_active = jobview_needs_active(r->d)};
+    const char *v;
+    if ((v = api_arg(r, "state"))) {
+        job_state js;
+        if (!job_state_parse(v, &js)) {
+            *replied = api_reply_error(r, MHD_HTTP_BAD_REQUEST, "state",
+                                       "state: unknown state \"%.40s\"; expected one of queued, "
+                                       "starting, running, succeeded, failed, cancelled, timeout",
+                                       v);
+            return false;
+        }
+        q->state = (int)js;
+    }
+    if ((v = api_arg(r, "limit"))) {
+        char *end;
+        errno = 0;
+        long n = strtol(v, &end, 10);
+        if (errno || *end || n < 1 || n > API_LIST_MAX) {
+            *replied = api_reply_error(r, MHD_HTTP_BAD_REQUEST, "limit",
+                                       "limit: expected a number of jobs from 1 to %d, got "
+                                       "\"%.40s\"",
+                                       API_LIST_MAX, v);
+            return false;
+        }
+        q->limit = (int)n;
+    }
+    if ((v = api_arg(r, "after")) && !api_cursor_parse(v, &q->before)) {
+        *replied = api_reply_error(r, MHD_HTTP_BAD_REQUEST, "after",
+                                   "after: \"%.40s\" is not a cursor; pass the \"next\" of the "
+                                   "previous page",
+                                   v);
         return false;
     }
-    json_array_append_new(l->jobs, o);
+    if ((v = api_arg(r, "since"))) {
+        char *end;
+        errno = 0;
+        q->since = strtod(v, &end);
+        if (errno || *end || !isfinite(q->since)) {
+            *replied = api_reply_error(r, MHD_HTTP_BAD_REQUEST, "since",
+                                       "since: expected a time in UNIX seconds, got \"%.40s\"",
+                                       v);
+            return false;
+        }
+    }
+    bool admin = r->caller.role == AUTH_ROLE_ADMIN;
+    if ((v = api_arg(r, "user"))) {
+        if (!admin && strcmp(v, r->caller.identity) != 0) {
+            *replied = api_reply_error(r, MHD_HTTP_FORBIDDEN, "user",
+                                       "user: only an admin may list another user's jobs");
+            return false;
+        }
+        q->owner = v;
+    } else if (admin) {
+        q->owner = NULL;
+    }
     return true;
+}
+
+/* The page cache's key of q: every part of the query that decides the
+ * reply (the caller only through q's owner); false when it is too long to
+ * be kept. */
+static bool api_list_key(const store_page_query *q, char key[PAGECACHE_KEY_MAX])
+{
+    int n = snprintf(key, PAGECACHE_KEY_MAX, "%d|%lld|%.17g|%d|%s%s", q->state,
+                     (long long)q->before, q->since, q->limit, q->owner ? "=" : "*",
+                     q->owner ? q->owner : "");
+    return n > 0 && n < PAGECACHE_KEY_MAX;
 }
 
 enum MHD_Result api_jobs_list(api_request *r)
 {
-    int state = -1;
-    const char *want = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "state");
-    if (want && want[0]) {
-        job_state js;
-        if (!job_state_parse(want, &js))
-            return api_reply_error(r, MHD_HTTP_BAD_REQUEST, "state",
-                                   "state: unknown state \"%.40s\"; expected one of queued, "
-                                   "starting, running, succeeded, failed, cancelled, timeout",
-                                   want);
-        state = (int)js;
-    }
-    list_ctx l = {r->d, json_array(), false};
-    const char *owner = r->caller.role == AUTH_ROLE_ADMIN ? NULL : r->caller.identity;
-    if (store_job_list(r->d->st, owner, state, api_list_add, &l) != STORE_OK || l.failed) {
-        json_decref(l.jobs);
+    store_page_query q;
+    enum MHD_Result replied;
+    if (!api_list_query(r, &q, &replied))
+        return replied;
+    pagecache *pc = r->d->pages;
+    char key[PAGECACHE_KEY_MAX];
+    bool keyed = pc && api_list_key(&q, key);
+    uint64_t writes = store_writes(r->d->st); /* before the read: see pagecache_put */
+    size_t len = 0;
+    char *text = keyed ? pagecache_get(pc, key, writes, &len) : NULL;
+    if (text)
+        return api_reply_response(r, MHD_HTTP_OK, api_text_response(text, len));
+    store_page page;
+    if (store_job_page(r->d->st, &q, &page) != STORE_OK)
         return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "store error");
+    json_t *jobs = json_array();
+    for (size_t i = 0; i < page.n; i++) {
+        const store_job *job = &page.jobs[i];
+        int active = q.owner_active ? store_page_owner_active(&page, job->owner) : 0;
+        json_array_append_new(jobs, jobview_json_with(r->d, job, page.queue_position[i], active));
+        /* Its progress comes from the run directory, not the store. */
+        keyed = keyed && job->state != JOB_STARTING && job->state != JOB_RUNNING;
     }
-    return api_reply_json(r, MHD_HTTP_OK, json_pack("{s:o}", "jobs", l.jobs));
+    json_t *next = json_null();
+    if (page.more) {
+        char cursor[24];
+        api_cursor_format(cursor, sizeof cursor, page.jobs[page.n - 1].seq);
+        next = json_string(cursor);
+    }
+    size_t n = page.n;
+    store_page_clear(&page);
+    text = api_json_text(json_pack("{s:o, s:o}", "jobs", jobs, "next", next), &len);
+    if (text && keyed)
+        pagecache_put(pc, key, writes, text, len);
+    if (!text)
+        log_error("http: cannot encode a page of %zu jobs", n);
+    return api_reply_response(r, MHD_HTTP_OK, api_text_response(text, len));
 }
 
 /* The reply for a job: its view, or 500 when building it needed the store

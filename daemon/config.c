@@ -62,6 +62,7 @@ static const opt_def opts[] = {
     STR(slurm_qos, "NAME", "sbatch --qos for every job (default: Slurm's default)"),
     STR(slurm_args, "\"ARGS\"", "appended to every sbatch command (e.g. \"--requeue --constraint=ib\")"),
     NUM(hold, OPT_BOOL, 0, 1, NULL, "accept and queue jobs but start none (maintenance)"),
+    NUM(retention_days, OPT_INT, 0, 36500, "DAYS", "forget finished jobs (rows, events, run directories) DAYS after they ended, 0 = keep them (default 0)"),
     NUM(verbose, OPT_BOOL, 0, 1, NULL, "log debug lines too"),
 };
 #define N_OPTS (sizeof opts / sizeof opts[0])

@@ -47,6 +47,7 @@ typedef struct config {
     char slurm_qos[128];
     char slurm_args[CONFIG_PATH_MAX];   /* appended to every sbatch, split on whitespace */
     bool hold;                     /* accept jobs but start none */
+    int retention_days;            /* forget finished jobs this long after they ended; 0: keep */
     bool verbose;
 } config;
 

@@ -34,6 +34,7 @@ typedef struct daemon_ctx {
     launcher_config lc;
     atomic_bool slurm_down; /* scheduler = slurm: the last squeue or sbatch
                                could not reach slurmctld (submits get 503) */
+    struct pagecache *pages; /* recent job-list replies (pagecache.h); NULL: none */
 } daemon_ctx;
 
 /* UNIX time now, in seconds: the clock of every time the daemon stores or

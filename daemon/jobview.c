@@ -17,13 +17,19 @@ static json_t *jobview_frozen(const char *text, json_t *fallback)
     return j;
 }
 
+bool jobview_needs_active(const daemon_ctx *d)
+{
+    return !d->cfg.hold && !config_slurm(&d->cfg) && d->cfg.max_running > 0;
+}
+
 /* Why a queued job has not started (the scheduler's rules, scheduler.h):
  * the queue is held; its owner is at the per-user running limit, so it is
  * skipped whatever its place; else slots or GPUs, in use or reserved for
- * the jobs ahead of it. NULL when the store cannot say. Under Slurm:
- * "submitting" until sbatch has taken it, then Slurm's own reason
- * ("Priority", "Resources", ...; "slurm" when it gives none). */
-static const char *jobview_waiting_for(daemon_ctx *d, const store_job *job)
+ * the jobs ahead of it. Under Slurm: "submitting" until sbatch has taken
+ * it, then Slurm's own reason ("Priority", "Resources", ...; "slurm" when
+ * it gives none). */
+static const char *jobview_waiting_for(const daemon_ctx *d, const store_job *job,
+                                       int owner_active)
 {
     if (d->cfg.hold)
         return "hold";
@@ -31,17 +37,24 @@ static const char *jobview_waiting_for(daemon_ctx *d, const store_job *job)
         return !job->slurm_id ? "submitting" : job->slurm_reason[0] ? job->slurm_reason : "slurm";
     if (d->cfg.max_running <= 0)
         return "resources";
-    int active = store_owner_active(d->st, job->owner);
-    if (active < 0)
-        return NULL;
-    return active >= d->cfg.max_running ? "running_limit" : "resources";
+    return owner_active >= d->cfg.max_running ? "running_limit" : "resources";
 }
 
 json_t *jobview_json(daemon_ctx *d, const store_job *job)
 {
-    const char *waiting_for = NULL;
-    if (job->state == JOB_QUEUED && !(waiting_for = jobview_waiting_for(d, job)))
-        return NULL;
+    int pos = 0, active = 0;
+    if (job->state == JOB_QUEUED) {
+        if (jobview_needs_active(d) && (active = store_owner_active(d->st, job->owner)) < 0)
+            return NULL;
+        pos = store_queue_position(d->st, job);
+    }
+    return jobview_json_with(d, job, pos, active);
+}
+
+json_t *jobview_json_with(daemon_ctx *d, const store_job *job, int pos, int owner_active)
+{
+    const char *waiting_for =
+        job->state == JOB_QUEUED ? jobview_waiting_for(d, job, owner_active) : NULL;
     json_t *progress = NULL, *result = NULL;
     if (job_state_is_final(job->state)) {
         progress = jobview_frozen(job->progress, json_object());
@@ -58,7 +71,6 @@ json_t *jobview_json(daemon_ctx *d, const store_job *job)
         result = p.result ? json_incref(p.result) : json_null();
         rundir_progress_clear(&p);
     }
-    int pos = job->state == JOB_QUEUED ? store_queue_position(d->st, job) : 0;
     json_t *o = json_object();
     json_object_set_new(o, "id", json_string(job->id));
     json_object_set_new(o, "name", json_string(job->name));

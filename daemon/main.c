@@ -18,6 +18,8 @@
 #include "log.h"
 #include "metrics.h"
 #include "monitor.h"
+#include "pagecache.h"
+#include "retention.h"
 #include "slurm.h"
 #include "supervisor.h"
 
@@ -278,6 +280,7 @@ static void main_loop(daemon_ctx *d, http_server *http, const sigset_t *set)
             }
         }
         monitor_tick(d);
+        retention_tick(d, daemon_now());
     }
 }
 
@@ -328,11 +331,12 @@ int main(int argc, char **argv)
         goto fail;
     char db[CONFIG_PATH_MAX + 32];
     snprintf(db, sizeof db, "%s/punchcard.db", d.cfg.data_dir);
-    /* A listing holds one connection while each queued job's position takes
-     * a second: HTTP threads + the main thread + one spare never runs dry. */
+    /* A connection each for the HTTP threads and the main thread, and a
+     * spare: under WAL, readers never wait for the writer or each other. */
     d.st = store_open(db, d.cfg.http_threads + 2, err, sizeof err);
     if (!d.st)
         goto fail;
+    d.pages = pagecache_new(); /* NULL: every page is encoded afresh */
     main_find_programs(&d);
     if (config_slurm(&d.cfg))
         main_slurm_checks(&d);
@@ -360,6 +364,7 @@ fail:
 out:
     http_stop(http);
     monitor_cleanup();
+    pagecache_free(d.pages);
     store_close(d.st);
     auth_close(d.au);
     cluster_close(d.cl);

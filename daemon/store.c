@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,10 @@
 /* Run order of the queue: priority, fair-share start tag, FIFO. */
 #define QUEUE_ORDER "priority DESC, vstart, seq"
 
+/* The rows of a page (store_job_page) after its filters: ?3 the cursor,
+ * ?4 the first seq the `since` time admits, ?5 that time, ?6 the limit. */
+#define PAGE_RANGE "seq < ?3 AND seq >= ?4 AND submitted_at >= ?5 ORDER BY seq DESC LIMIT ?6"
+
 typedef enum stmt_id {
     ST_BEGIN,
     ST_COMMIT,
@@ -48,10 +53,14 @@ typedef enum stmt_id {
     ST_QUEUE_AHEAD,
     ST_QUEUE_BEHIND,
     ST_QUEUED_TOTAL,
-    ST_LIST_ALL,
-    ST_LIST_ALL_STATE,
-    ST_LIST_OWNER,
-    ST_LIST_OWNER_STATE,
+    ST_PAGE_ALL,
+    ST_PAGE_STATE,
+    ST_PAGE_OWNER,
+    ST_PAGE_OWNER_STATE,
+    ST_SEQ_SINCE,
+    ST_QUEUE_GEN,
+    ST_QUEUE_WALK,
+    ST_ACTIVE_BY_OWNER,
     ST_QUEUE_SCAN,
     ST_ACTIVE,
     ST_COUNTS,
@@ -66,6 +75,8 @@ typedef enum stmt_id {
     ST_SET_STOP,
     ST_SET_KILLED,
     ST_SET_FINISHED,
+    ST_PRUNE_PICK,
+    ST_PRUNE_JOB,
     ST_DELETE_JOB,
     ST_DELETE_EVENTS,
     ST_EVENTS,
@@ -106,11 +117,23 @@ static const char *const stmt_sql[ST_COUNT_] = {
         "(SELECT COUNT(*) FROM jobs WHERE state = 'queued' AND priority = ?1 AND vstart = ?2 "
         "AND seq > ?3)",
     [ST_QUEUED_TOTAL] = "SELECT value FROM meta WHERE key = 'queued'",
-    [ST_LIST_ALL] = "SELECT " JOB_COLUMNS " FROM jobs ORDER BY seq DESC",
-    [ST_LIST_ALL_STATE] = "SELECT " JOB_COLUMNS " FROM jobs WHERE state = ?2 ORDER BY seq DESC",
-    [ST_LIST_OWNER] = "SELECT " JOB_COLUMNS " FROM jobs WHERE owner = ?1 ORDER BY seq DESC",
-    [ST_LIST_OWNER_STATE] =
-        "SELECT " JOB_COLUMNS " FROM jobs WHERE owner = ?1 AND state = ?2 ORDER BY seq DESC",
+    /* A page: a range of seq below the cursor (?3) and above the first job
+     * submitted since the asked time (?4), newest first; each filter an
+     * index whose entries are in seq order (jobs_state, jobs_owner_seq,
+     * jobs_owner), so the page reads only the rows it returns. */
+    [ST_PAGE_ALL] = "SELECT " JOB_COLUMNS " FROM jobs WHERE " PAGE_RANGE,
+    [ST_PAGE_STATE] = "SELECT " JOB_COLUMNS " FROM jobs WHERE state = ?2 AND " PAGE_RANGE,
+    [ST_PAGE_OWNER] = "SELECT " JOB_COLUMNS " FROM jobs WHERE owner = ?1 AND " PAGE_RANGE,
+    [ST_PAGE_OWNER_STATE] =
+        "SELECT " JOB_COLUMNS " FROM jobs WHERE owner = ?1 AND state = ?2 AND " PAGE_RANGE,
+    /* Submission times follow seq (stamped in the submit transaction), so
+     * the first job submitted at or after a time starts the seq range. */
+    [ST_SEQ_SINCE] = "SELECT seq FROM jobs WHERE submitted_at >= ?1 "
+                     "ORDER BY submitted_at, seq LIMIT 1",
+    [ST_QUEUE_GEN] = "SELECT value FROM meta WHERE key = 'queue_gen'",
+    [ST_QUEUE_WALK] = "SELECT seq FROM jobs WHERE state = 'queued' ORDER BY " QUEUE_ORDER,
+    [ST_ACTIVE_BY_OWNER] = "SELECT owner, COUNT(*) FROM jobs "
+                           "WHERE state IN ('starting', 'running') GROUP BY owner",
     [ST_QUEUE_SCAN] =
         "SELECT " JOB_COLUMNS " FROM jobs WHERE state = 'queued' ORDER BY " QUEUE_ORDER
         " LIMIT ?1",
@@ -141,6 +164,14 @@ static const char *const stmt_sql[ST_COUNT_] = {
     [ST_SET_FINISHED] =
         "UPDATE jobs SET state = ?2, finished_at = ?3, exit_code = ?4, error = ?5, "
         "progress = ?6, result = ?7 WHERE id = ?1 AND state IN ('queued', 'starting', 'running')",
+    /* Retention: the index jobs_finished holds only ended jobs, in the
+     * order wanted (left to itself, the planner prefers jobs_state and
+     * sorts every finished job). */
+    [ST_PRUNE_PICK] = "SELECT id FROM jobs INDEXED BY jobs_finished WHERE finished_at < ?1 AND "
+                      "state IN ('succeeded', 'failed', 'cancelled', 'timeout') "
+                      "ORDER BY finished_at LIMIT ?2",
+    [ST_PRUNE_JOB] = "DELETE FROM jobs WHERE id = ?1 AND "
+                     "state IN ('succeeded', 'failed', 'cancelled', 'timeout')",
     [ST_DELETE_JOB] = "DELETE FROM jobs WHERE id = ?1",
     [ST_DELETE_EVENTS] = "DELETE FROM events WHERE job_id = ?1",
     [ST_EVENTS] = "SELECT at, from_state, to_state, detail FROM events WHERE job_id = ?1 "
@@ -151,7 +182,22 @@ typedef struct store_conn {
     sqlite3 *db;
     sqlite3_stmt *stmt[ST_COUNT_];
     struct store_conn *next_free;
+    _Atomic uint64_t *writes; /* the store's count of committed writes */
 } store_conn;
+
+/* Every queued job's place in run order, as of one value of the queue's
+ * generation ('queue_gen' in meta, bumped by triggers on any change to the
+ * run order): pages look places up here instead of counting per job. */
+typedef struct store_place {
+    int64_t seq;
+    int place; /* 1-based */
+} store_place;
+
+typedef struct store_places {
+    int64_t gen;     /* -1: nothing computed yet */
+    store_place *v;  /* by seq, ascending */
+    size_t n;
+} store_places;
 
 struct store {
     store_conn *conns;
@@ -167,6 +213,10 @@ struct store {
     struct submit_req *pending;
     bool leader_active;
     pthread_cond_t available;
+    _Atomic uint64_t statements;
+    _Atomic uint64_t writes;
+    pthread_mutex_t places_lock;
+    store_places places;
     char path[512];
 };
 
@@ -251,7 +301,14 @@ static bool store_exec_stmt(store_conn *c, stmt_id id)
 }
 
 static bool store_begin(store_conn *c) { return store_exec_stmt(c, ST_BEGIN); }
-static bool store_commit(store_conn *c) { return store_exec_stmt(c, ST_COMMIT); }
+/* Commit a write transaction, and count it (store_writes). */
+static bool store_commit(store_conn *c)
+{
+    if (!store_exec_stmt(c, ST_COMMIT))
+        return false;
+    atomic_fetch_add(c->writes, 1);
+    return true;
+}
 static void store_rollback(store_conn *c)
 {
     if (!sqlite3_get_autocommit(c->db))
@@ -266,7 +323,16 @@ static void store_bind_text(sqlite3_stmt *s, int i, const char *v)
         sqlite3_bind_null(s, i);
 }
 
-static bool store_conn_open(store_conn *c, const char *path, char *err, size_t errlen)
+/* SQLite's trace hook: one count per statement (or trigger program) run. */
+static int store_trace(unsigned type, void *ctx, void *p, void *x)
+{
+    (void)type, (void)p, (void)x;
+    atomic_fetch_add_explicit((_Atomic uint64_t *)ctx, 1, memory_order_relaxed);
+    return 0;
+}
+
+static bool store_conn_open(store_conn *c, const char *path, _Atomic uint64_t *statements,
+                            char *err, size_t errlen)
 {
     int rc = sqlite3_open_v2(path, &c->db,
                              SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
@@ -275,6 +341,7 @@ static bool store_conn_open(store_conn *c, const char *path, char *err, size_t e
         return false;
     }
     sqlite3_busy_timeout(c->db, 10000);
+    sqlite3_trace_v2(c->db, SQLITE_TRACE_STMT, store_trace, statements);
     char *msg = NULL;
     rc = sqlite3_exec(c->db,
                       "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; "
@@ -354,13 +421,16 @@ store *store_open(const char *path, int connections, char *err, size_t errlen)
     pthread_mutex_init(&st->batch_lock, NULL);
     pthread_cond_init(&st->batch_done, NULL);
     pthread_cond_init(&st->available, NULL);
+    pthread_mutex_init(&st->places_lock, NULL);
+    st->places.gen = -1;
     for (int i = 0; i < connections; i++) {
-        if (!store_conn_open(&st->conns[i], path, err, errlen)) {
+        if (!store_conn_open(&st->conns[i], path, &st->statements, err, errlen)) {
             st->n_conns = i + 1;
             store_close(st);
             return NULL;
         }
         st->n_conns = i + 1;
+        st->conns[i].writes = &st->writes;
         if (i == 0 && !store_migrate(st->conns[0].db, err, errlen)) {
             store_close(st);
             return NULL;
@@ -382,6 +452,8 @@ void store_close(store *st)
     pthread_mutex_destroy(&st->batch_lock);
     pthread_cond_destroy(&st->batch_done);
     pthread_cond_destroy(&st->available);
+    pthread_mutex_destroy(&st->places_lock);
+    free(st->places.v);
     free(st->conns);
     free(st);
 }
@@ -795,22 +867,208 @@ static store_status store_iterate(store_conn *c, sqlite3_stmt *s, store_job_cb c
     return rs;
 }
 
-store_status store_job_list(store *st, const char *owner, int state, store_job_cb cb, void *arg)
+/* ---- pages ------------------------------------------------------------------ */
+
+static int store_place_cmp(const void *a, const void *b)
 {
-    stmt_id id = owner ? (state >= 0 ? ST_LIST_OWNER_STATE : ST_LIST_OWNER)
-                       : (state >= 0 ? ST_LIST_ALL_STATE : ST_LIST_ALL);
-    store_conn *c = store_acquire(st);
-    store_status rs = STORE_ERROR;
+    int64_t x = ((const store_place *)a)->seq, y = ((const store_place *)b)->seq;
+    return (x > y) - (x < y);
+}
+
+/* Every queued job's place, from one walk of the run-order index, into *out
+ * (inside c's read transaction); false (logged) on a store error or when
+ * memory runs out. */
+static bool store_places_walk(store_conn *c, store_places *out)
+{
+    sqlite3_stmt *s = store_stmt(c, ST_QUEUE_WALK);
+    if (!s)
+        return false;
+    size_t cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (out->n == cap) {
+            cap = cap ? 2 * cap : 256;
+            store_place *grown = realloc(out->v, cap * sizeof *grown);
+            if (!grown) {
+                log_error("store: out of memory walking a queue of %zu jobs", out->n);
+                rc = SQLITE_NOMEM;
+                break;
+            }
+            out->v = grown;
+        }
+        out->v[out->n] = (store_place){sqlite3_column_int64(s, 0), (int)out->n + 1};
+        out->n++;
+    }
+    store_done(s);
+    if (rc != SQLITE_DONE) {
+        if (rc != SQLITE_NOMEM)
+            store_log_rc(c, rc, "walking the queue");
+        free(out->v);
+        *out = (store_places){0};
+        return false;
+    }
+    qsort(out->v, out->n, sizeof *out->v, store_place_cmp);
+    return true;
+}
+
+/* Fill the places of the page's queued jobs from st->places, walking the
+ * queue again first when its generation (read in c's transaction) moved.
+ * The lock is held across the walk, so concurrent pages wait for one walk
+ * instead of each doing their own. */
+static bool store_page_places(store *st, store_conn *c, store_page *page)
+{
+    double gen = -1;
+    if (!store_query_double(c, ST_QUEUE_GEN, NULL, &gen))
+        return false;
+    pthread_mutex_lock(&st->places_lock);
+    bool ok = true;
+    if (st->places.gen != (int64_t)gen) {
+        store_places fresh = {0};
+        ok = store_places_walk(c, &fresh);
+        if (ok) {
+            free(st->places.v);
+            st->places = fresh;
+            st->places.gen = (int64_t)gen;
+        }
+    }
+    for (size_t i = 0; ok && i < page->n; i++) {
+        if (page->jobs[i].state != JOB_QUEUED)
+            continue;
+        store_place key = {page->jobs[i].seq, 0};
+        const store_place *hit =
+            bsearch(&key, st->places.v, st->places.n, sizeof key, store_place_cmp);
+        page->queue_position[i] = hit ? hit->place : 0;
+    }
+    pthread_mutex_unlock(&st->places_lock);
+    return ok;
+}
+
+static bool store_page_active(store_conn *c, store_page *page)
+{
+    sqlite3_stmt *s = store_stmt(c, ST_ACTIVE_BY_OWNER);
+    if (!s)
+        return false;
+    size_t cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (page->n_active == cap) {
+            cap = cap ? 2 * cap : 16;
+            store_owner_count *grown = realloc(page->active, cap * sizeof *grown);
+            if (!grown) {
+                log_error("store: out of memory counting active jobs");
+                rc = SQLITE_NOMEM;
+                break;
+            }
+            page->active = grown;
+        }
+        store_owner_count *oc = &page->active[page->n_active++];
+        store_col_copy(s, 0, oc->owner, sizeof oc->owner);
+        oc->count = sqlite3_column_int(s, 1);
+    }
+    store_done(s);
+    if (rc == SQLITE_NOMEM)
+        return false;
+    return store_log_rc(c, rc, "counting active jobs per owner");
+}
+
+/* The page's rows, inside c's read transaction. */
+static bool store_page_rows(store_conn *c, const store_page_query *q, store_page *page)
+{
+    int64_t first = 0;
+    if (!isnan(q->since)) {
+        sqlite3_stmt *s = store_stmt(c, ST_SEQ_SINCE);
+        if (!s)
+            return false;
+        sqlite3_bind_double(s, 1, q->since);
+        int rc = sqlite3_step(s);
+        first = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : INT64_MAX;
+        store_done(s);
+        if (!store_log_rc(c, rc, "finding the first job since a time"))
+            return false;
+    }
+    stmt_id id = q->owner ? (q->state >= 0 ? ST_PAGE_OWNER_STATE : ST_PAGE_OWNER)
+                          : (q->state >= 0 ? ST_PAGE_STATE : ST_PAGE_ALL);
     sqlite3_stmt *s = store_stmt(c, id);
-    if (s) {
-        if (owner)
-            store_bind_text(s, 1, owner);
-        if (state >= 0)
-            store_bind_text(s, 2, job_state_name((job_state)state));
-        rs = store_iterate(c, s, cb, arg);
+    if (!s)
+        return false;
+    if (q->owner)
+        store_bind_text(s, 1, q->owner);
+    if (q->state >= 0)
+        store_bind_text(s, 2, job_state_name((job_state)q->state));
+    sqlite3_bind_int64(s, 3, q->before > 0 ? q->before : INT64_MAX);
+    sqlite3_bind_int64(s, 4, first);
+    sqlite3_bind_double(s, 5, isnan(q->since) ? -INFINITY : q->since);
+    sqlite3_bind_int(s, 6, q->limit + 1); /* one more says whether more follow */
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (page->n == (size_t)q->limit) {
+            page->more = true;
+            rc = SQLITE_DONE;
+            break;
+        }
+        store_row_to_job(s, &page->jobs[page->n++]);
+    }
+    store_done(s);
+    return store_log_rc(c, rc, "listing jobs");
+}
+
+store_status store_job_page(store *st, const store_page_query *q, store_page *page)
+{
+    memset(page, 0, sizeof *page);
+    if (q->limit < 1)
+        return STORE_ERROR;
+    page->jobs = calloc((size_t)q->limit, sizeof *page->jobs);
+    page->queue_position = calloc((size_t)q->limit, sizeof *page->queue_position);
+    if (!page->jobs || !page->queue_position) {
+        log_error("store: out of memory for a page of %d jobs", q->limit);
+        store_page_clear(page);
+        return STORE_ERROR;
+    }
+    store_conn *c = store_acquire(st);
+    bool ok = store_exec_sql(c, "BEGIN") && store_page_rows(c, q, page);
+    bool queued = false;
+    for (size_t i = 0; ok && i < page->n; i++)
+        queued = queued || page->jobs[i].state == JOB_QUEUED;
+    if (ok && queued)
+        ok = store_page_places(st, c, page) && (!q->owner_active || store_page_active(c, page));
+    if (!(ok && store_exec_sql(c, "COMMIT"))) {
+        store_rollback(c);
+        ok = false;
     }
     store_release(st, c);
-    return rs;
+    if (!ok) {
+        store_page_clear(page);
+        return STORE_ERROR;
+    }
+    return STORE_OK;
+}
+
+void store_page_clear(store_page *page)
+{
+    for (size_t i = 0; page->jobs && i < page->n; i++)
+        store_job_clear(&page->jobs[i]);
+    free(page->jobs);
+    free(page->queue_position);
+    free(page->active);
+    memset(page, 0, sizeof *page);
+}
+
+int store_page_owner_active(const store_page *page, const char *owner)
+{
+    for (size_t i = 0; i < page->n_active; i++)
+        if (strcmp(page->active[i].owner, owner) == 0)
+            return page->active[i].count;
+    return 0;
+}
+
+uint64_t store_writes(store *st)
+{
+    return atomic_load(&st->writes);
+}
+
+uint64_t store_statements(store *st)
+{
+    return atomic_load_explicit(&st->statements, memory_order_relaxed);
 }
 
 store_status store_queue_scan(store *st, int limit, store_job_cb cb, void *arg)
@@ -1148,4 +1406,54 @@ store_status store_job_delete(store *st, const char *id)
     pthread_mutex_unlock(&st->write_lock);
     store_release(st, c);
     return rs;
+}
+
+/* Delete job id's row (statement `which`, bound ?1 = id) and its events. */
+static bool store_delete_with_events(store_conn *c, stmt_id which, const char *id)
+{
+    sqlite3_stmt *s = store_stmt(c, which);
+    if (!s)
+        return false;
+    store_bind_text(s, 1, id);
+    int rc = sqlite3_step(s);
+    store_done(s);
+    if (!store_log_rc(c, rc, "deleting a job") || !(s = store_stmt(c, ST_DELETE_EVENTS)))
+        return false;
+    store_bind_text(s, 1, id);
+    rc = sqlite3_step(s);
+    store_done(s);
+    return store_log_rc(c, rc, "deleting a job's events");
+}
+
+store_status store_prune_finished(store *st, double before, int max,
+                                  char (*ids)[STORE_ID_LEN + 1], int *n)
+{
+    *n = 0;
+    if (max < 1)
+        return STORE_OK;
+    store_conn *c = store_acquire(st);
+    pthread_mutex_lock(&st->write_lock);
+    bool ok = store_begin(c);
+    sqlite3_stmt *s = ok ? store_stmt(c, ST_PRUNE_PICK) : NULL;
+    ok = s != NULL;
+    if (ok) {
+        sqlite3_bind_double(s, 1, before);
+        sqlite3_bind_int(s, 2, max);
+        int rc;
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW && *n < max)
+            store_col_copy(s, 0, ids[(*n)++], STORE_ID_LEN + 1);
+        store_done(s);
+        ok = store_log_rc(c, rc, "finding finished jobs to forget");
+    }
+    for (int i = 0; ok && i < *n; i++)
+        ok = store_delete_with_events(c, ST_PRUNE_JOB, ids[i]);
+    if (ok)
+        ok = store_commit(c);
+    if (!ok) {
+        store_rollback(c);
+        *n = 0;
+    }
+    pthread_mutex_unlock(&st->write_lock);
+    store_release(st, c);
+    return ok ? STORE_OK : STORE_ERROR;
 }

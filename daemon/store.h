@@ -112,9 +112,53 @@ int store_owner_active(store *st, const char *owner);
 /* Iteration: the callback returns false to stop early. The job is only
  * valid during the call. */
 typedef bool (*store_job_cb)(const store_job *job, void *arg);
-/* Jobs of `owner` (all owners if NULL), newest first, of one state or all
- * (state < 0). */
-store_status store_job_list(store *st, const char *owner, int state, store_job_cb cb, void *arg);
+/* One page of a job list (store_job_page): jobs matching the filters, newest
+ * first (by seq, which submission order gives), older than a cursor. */
+typedef struct store_page_query {
+    const char *owner; /* NULL: every owner */
+    int state;         /* < 0: every state */
+    int64_t before;    /* only jobs with seq < before; <= 0: from the newest */
+    double since;      /* only jobs submitted at or after this time; NAN: any */
+    int limit;         /* at most this many jobs (>= 1) */
+    bool owner_active; /* also read the owners' active job counts */
+} store_page_query;
+
+typedef struct store_owner_count {
+    char owner[64];
+    int count;
+} store_owner_count;
+
+/* A page read in one read transaction, so its figures agree. Release with
+ * store_page_clear(). */
+typedef struct store_page {
+    store_job *jobs;
+    size_t n;
+    int *queue_position;         /* per job: its 1-based place if queued, else 0 */
+    bool more;                   /* older jobs match beyond jobs[n - 1] */
+    store_owner_count *active;   /* with owner_active: every owner with jobs in
+                                    starting or running, and how many */
+    size_t n_active;
+} store_page;
+
+/* Read a page. Its cost does not depend on the store's size: each filter
+ * is a range of an index (schema/migrations/0006_pages.sql), and the
+ * queue's places come from one walk of the run order shared by every page
+ * until the queue changes (not one count per job). */
+store_status store_job_page(store *st, const store_page_query *q, store_page *page);
+void store_page_clear(store_page *page);
+/* The page's active count for owner (0 if none); needs owner_active. */
+int store_page_owner_active(const store_page *page, const char *owner);
+
+/* Number of SQL statements the store's connections have started (SQLite's
+ * trace hook, counting every statement and trigger program run), for tests
+ * that guard the cost of a request and for metrics. */
+uint64_t store_statements(store *st);
+
+/* Number of write transactions committed since the store was opened: read
+ * before a read, an unchanged count afterwards means nothing the read saw
+ * has changed since (this process is the database's only writer). */
+uint64_t store_writes(store *st);
+
 /* Queued jobs in run order, at most limit. */
 store_status store_queue_scan(store *st, int limit, store_job_cb cb, void *arg);
 /* Jobs in starting or running. */
@@ -156,6 +200,13 @@ store_status store_job_mark_killed(store *st, const char *id);
 store_status store_job_finish(store *st, const char *id, job_state final_state,
                               const int *exit_code, const char *error, const char *progress,
                               const char *result, double now);
+/* Forget up to `max` finished jobs (succeeded, failed, cancelled, timeout)
+ * that ended before `before`, oldest first, with their events, in one
+ * transaction; never a queued, starting or running job. Their ids go to
+ * ids (capacity max), their number to *n, for the caller to remove their
+ * run directories. */
+store_status store_prune_finished(store *st, double before, int max,
+                                  char (*ids)[STORE_ID_LEN + 1], int *n);
 /* Forget a job and its events (the seed's destroy). */
 store_status store_job_delete(store *st, const char *id);
 

@@ -162,6 +162,20 @@ static void test_list(void **state)
     assert_non_null(strstr(err.msg, "unknown state \"runing\""));
     char *extra[] = {"list", "abc", NULL};
     assert_int_equal(list_parse_args(ARGC(extra), extra, &l, &err), PUNCH_EXIT_USAGE);
+    /* Pages: --limit N or --all, not both. */
+    char *limit[] = {"list", "-n", "2500", NULL};
+    assert_int_equal(list_parse_args(ARGC(limit), limit, &l, &err), 0);
+    assert_int_equal(l.limit, 2500);
+    assert_false(l.all);
+    char *all[] = {"list", "--all", NULL};
+    assert_int_equal(list_parse_args(ARGC(all), all, &l, &err), 0);
+    assert_true(l.all);
+    assert_int_equal(l.limit, 0);
+    char *zero[] = {"list", "--limit", "0", NULL};
+    assert_int_equal(list_parse_args(ARGC(zero), zero, &l, &err), PUNCH_EXIT_USAGE);
+    assert_non_null(strstr(err.msg, "--limit"));
+    char *both[] = {"list", "--all", "--limit", "5", NULL};
+    assert_int_equal(list_parse_args(ARGC(both), both, &l, &err), PUNCH_EXIT_USAGE);
 }
 
 /* The states list accepts, documents and suggests are lib/jobstate's. */

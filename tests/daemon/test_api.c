@@ -38,7 +38,7 @@
 #define SQL_BY_ID "FROM jobs WHERE id = ?1"      /* ... of one job by id */
 #define SQL_LATEST "ORDER BY seq DESC LIMIT 1"
 #define SQL_LIST "ORDER BY seq DESC"
-#define SQL_OWNER_ACTIVE "AND state IN ('starting', 'running')"
+#define SQL_OWNER_ACTIVE "state IN ('starting', 'running')"
 #define SQL_CANCEL_QUEUED "SET state = 'cancelled'"
 #define SQL_SET_STOP "SET stop_reason"
 #define SQL_EVENTS "FROM events WHERE job_id = ?1 ORDER BY id"

@@ -1,0 +1,50 @@
+/* retention.c — forgets finished jobs older than retention_days: rows and
+ * events first (one transaction), then run directories, so a crash between
+ * the two leaves at worst a directory no job refers to, never a job whose
+ * files are half gone. */
+#include "retention.h"
+
+#include <stdlib.h>
+
+#include "log.h"
+#include "rundir.h"
+
+int retention_run(daemon_ctx *d, double now, int max)
+{
+    if (d->cfg.retention_days <= 0 || max < 1)
+        return 0;
+    char (*ids)[STORE_ID_LEN + 1] = calloc((size_t)max, sizeof *ids);
+    if (!ids) {
+        log_error("retention: out of memory");
+        return -1;
+    }
+    double before = now - (double)d->cfg.retention_days * 86400.0;
+    int n = 0;
+    if (store_prune_finished(d->st, before, max, ids, &n) != STORE_OK) {
+        log_error("retention: cannot forget old finished jobs; retrying later");
+        free(ids);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        char dir[4096];
+        if (!rundir_path(dir, sizeof dir, d->cfg.data_dir, ids[i], NULL) || !rundir_remove(dir))
+            log_error("retention: job %s forgotten, but its run directory under %s/runs could "
+                      "not be removed",
+                      ids[i], d->cfg.data_dir);
+    }
+    if (n > 0)
+        log_info("retention: forgot %d finished job%s that ended over %d days ago", n,
+                 n == 1 ? "" : "s", d->cfg.retention_days);
+    free(ids);
+    return n;
+}
+
+void retention_tick(daemon_ctx *d, double now)
+{
+    /* Only the main thread calls this. */
+    static double next_at;
+    if (d->cfg.retention_days <= 0 || now < next_at)
+        return;
+    int n = retention_run(d, now, RETENTION_BATCH);
+    next_at = n == RETENTION_BATCH ? now : now + 60.0;
+}

@@ -1,0 +1,341 @@
+/* test_listcost.c — what a job list costs the store, as deterministic
+ * guards rather than timings: the number of SQL statements one
+ * GET /api/v1/jobs runs (SQLite's trace hook, store_statements()) is the
+ * same for a page of 5 as for a page of 200, and for a store of 20 jobs as
+ * for one of 400, so a per-job query (the O(n²) listing of issue 20) cannot
+ * come back unnoticed; and every query a list, a job's view or the
+ * scheduler's queue scan runs is answered from an index (SQLite's
+ * EXPLAIN QUERY PLAN shows no full SCAN of jobs, and no sort). A page asked
+ * again with nothing written comes from the page cache, without a
+ * statement, unless a job on it runs. The API runs in this process, as in
+ * test_api.c, and libcurl calls it. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+#include <sqlite3.h>
+
+#include "daemon.h"
+#include "http.h"
+#include "pagecache.h"
+#include "scratch.h"
+
+static const char *const secrets_json =
+    "[{\"secret\": \"alice-secret\", \"identity\": \"alice\"},"
+    " {\"secret\": \"root-secret\", \"identity\": \"root\", \"role\": \"admin\"}]";
+
+typedef struct fixture {
+    char dir[SCRATCH_DIR_LEN];
+    char db[128];
+    daemon_ctx d;
+    http_server *http;
+    int port;
+    CURL *curl;
+    int n_jobs;
+} fixture;
+
+typedef struct body {
+    char *text;
+    size_t len;
+} body;
+
+/* Keep the body when asked (arg not NULL). */
+static size_t body_sink(char *p, size_t size, size_t n, void *arg)
+{
+    body *b = arg;
+    if (!b)
+        return size * n;
+    char *grown = realloc(b->text, b->len + size * n + 1);
+    if (!grown)
+        return 0;
+    memcpy(grown + b->len, p, size * n);
+    b->text = grown;
+    b->len += size * n;
+    b->text[b->len] = '\0';
+    return size * n;
+}
+
+/* GET path as secret's user: the status, and the body into *out when out
+ * is not NULL (the caller frees out->text). */
+static long get_body(fixture *f, const char *path, const char *secret, body *out)
+{
+    char url[512], bearer[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", f->port, path);
+    snprintf(bearer, sizeof bearer, "Authorization: Bearer %s", secret);
+    struct curl_slist *headers = curl_slist_append(NULL, bearer);
+    assert_non_null(headers);
+    curl_easy_reset(f->curl);
+    curl_easy_setopt(f->curl, CURLOPT_URL, url);
+    curl_easy_setopt(f->curl, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(f->curl, CURLOPT_WRITEFUNCTION, body_sink);
+    curl_easy_setopt(f->curl, CURLOPT_WRITEDATA, out);
+    curl_easy_setopt(f->curl, CURLOPT_TIMEOUT, 30L);
+    assert_int_equal(curl_easy_perform(f->curl), CURLE_OK);
+    curl_slist_free_all(headers);
+    long status = 0;
+    curl_easy_getinfo(f->curl, CURLINFO_RESPONSE_CODE, &status);
+    return status;
+}
+
+static long get(fixture *f, const char *path, const char *secret)
+{
+    return get_body(f, path, secret, NULL);
+}
+
+/* Statements the store ran for one GET (nothing else uses it meanwhile:
+ * no monitor runs in this test). */
+static uint64_t statements_of(fixture *f, const char *path, const char *secret)
+{
+    uint64_t before = store_statements(f->d.st);
+    assert_int_equal(get(f, path, secret), 200);
+    return store_statements(f->d.st) - before;
+}
+
+/* Add jobs until the store holds n: of every 10, 2 finish, 1 runs, the
+ * rest stay queued; alice owns half, bob and carol the rest. */
+static void grow(fixture *f, int n, char last_id[STORE_ID_LEN + 1])
+{
+    static const char *const owners[] = {"alice", "bob", "alice", "carol"};
+    for (; f->n_jobs < n; f->n_jobs++) {
+        store_new_job nj = {.owner = owners[f->n_jobs % 4], .name = "j", .trainer = "single",
+                            .spec = "{}", .ranks = 1, .workers = 1, .threads = 1};
+        assert_int_equal(store_job_submit(f->d.st, &nj, 0, 0, last_id), STORE_OK);
+        int kind = f->n_jobs % 10;
+        if (kind < 3)
+            assert_int_equal(store_job_mark_starting(f->d.st, last_id, NULL, NULL, 1), STORE_OK);
+        if (kind < 2)
+            assert_int_equal(store_job_finish(f->d.st, last_id, JOB_SUCCEEDED, NULL, NULL, NULL,
+                                              NULL, 2),
+                             STORE_OK);
+    }
+}
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    if (!f || !scratch_create(f->dir, "listcost"))
+        return -1;
+    char path[256], err[512];
+    snprintf(path, sizeof path, "%s/secrets.json", f->dir);
+    FILE *fp = fopen(path, "w");
+    if (!fp || fputs(secrets_json, fp) < 0 || fclose(fp) != 0)
+        return -1;
+    daemon_ctx *d = &f->d;
+    config_defaults(&d->cfg);
+    snprintf(d->cfg.data_dir, sizeof d->cfg.data_dir, "%s", f->dir);
+    d->cfg.max_running = 2; /* queued jobs' views need their owners' active counts */
+    d->total_slots = 4;
+    char cerr[256];
+    if (!(d->cl = cluster_open(NULL, 4, 0, cerr, sizeof cerr)))
+        return -1;
+    d->hosts = 1;
+    if (!(d->au = auth_open(path, err, sizeof err)))
+        return -1;
+    snprintf(path, sizeof path, "%s/runs", f->dir);
+    if (mkdir(path, 0700) != 0)
+        return -1;
+    snprintf(f->db, sizeof f->db, "%s/punchcard.db", f->dir);
+    if (!(d->st = store_open(f->db, d->cfg.http_threads + 1, err, sizeof err)))
+        return -1;
+    int fd = http_listen("127.0.0.1:0", &f->port, err, sizeof err);
+    if (fd < 0 || !(f->http = http_start(d, fd, err, sizeof err)))
+        return -1;
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 || !(f->curl = curl_easy_init()))
+        return -1;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    store_fault_sim(NULL, NULL);
+    curl_easy_cleanup(f->curl);
+    curl_global_cleanup();
+    http_stop(f->http);
+    store_close(f->d.st);
+    cluster_close(f->d.cl);
+    auth_close(f->d.au);
+    bool removed = scratch_remove(f->dir);
+    free(f);
+    return removed ? 0 : -1;
+}
+
+/* The lists whose cost is compared, each with the page size as %d. */
+static const struct {
+    const char *path, *secret;
+} lists[] = {
+    {"/api/v1/jobs?limit=%d", "alice-secret"},
+    {"/api/v1/jobs?limit=%d&state=queued", "alice-secret"},
+    {"/api/v1/jobs?limit=%d", "root-secret"},
+    {"/api/v1/jobs?limit=%d&state=queued", "root-secret"},
+    {"/api/v1/jobs?limit=%d&user=bob&since=0", "root-secret"},
+};
+enum { N_LISTS = sizeof lists / sizeof lists[0] };
+
+/* Statements of each list at page size `limit`: after a change to the
+ * queue (its places are walked again) into cold[], and again with nothing
+ * changed (the places are reused) into warm[]. */
+static void measure(fixture *f, int limit, uint64_t cold[N_LISTS], uint64_t warm[N_LISTS])
+{
+    char path[128], id[STORE_ID_LEN + 1];
+    for (int i = 0; i < N_LISTS; i++) {
+        store_new_job nj = {.owner = "dave", .name = "j", .trainer = "single", .spec = "{}",
+                            .ranks = 1, .workers = 1, .threads = 1};
+        assert_int_equal(store_job_submit(f->d.st, &nj, 0, 0, id), STORE_OK);
+        assert_int_equal(store_job_cancel_queued(f->d.st, id, 3), STORE_OK);
+        snprintf(path, sizeof path, lists[i].path, limit);
+        cold[i] = statements_of(f, path, lists[i].secret);
+        warm[i] = statements_of(f, path, lists[i].secret);
+    }
+}
+
+static void test_statements_do_not_grow(void **state)
+{
+    fixture *f = *state;
+    char id[STORE_ID_LEN + 1];
+    uint64_t cold_small[N_LISTS], warm_small[N_LISTS], cold[N_LISTS], warm[N_LISTS];
+    grow(f, 20, id);
+    measure(f, 5, cold_small, warm_small);
+    grow(f, 400, id);
+    for (int limit = 5; limit <= 200; limit *= 40) {
+        measure(f, limit, cold, warm);
+        for (int i = 0; i < N_LISTS; i++) {
+            if (cold[i] != cold_small[i] || warm[i] != warm_small[i])
+                fail_msg("%s, page of %d, 400 jobs: %llu/%llu statements (after a change / "
+                         "again), against %llu/%llu for a page of 5 of 20 jobs",
+                         lists[i].path, limit, (unsigned long long)cold[i],
+                         (unsigned long long)warm[i], (unsigned long long)cold_small[i],
+                         (unsigned long long)warm_small[i]);
+            assert_true(warm[i] <= cold[i]);
+        }
+    }
+}
+
+/* ---- query plans -------------------------------------------------------- */
+
+typedef struct sql_seen {
+    char *text[64];
+    int n;
+} sql_seen;
+
+/* store_fault_sim's hook used as a recorder: every statement the store
+ * prepares to run, once each; it never injects a fault. */
+static bool record_sql(void *arg, const char *sql)
+{
+    sql_seen *seen = arg;
+    for (int i = 0; i < seen->n; i++)
+        if (strcmp(seen->text[i], sql) == 0)
+            return false;
+    if (seen->n < 64)
+        seen->text[seen->n++] = strdup(sql);
+    return false;
+}
+
+static bool ignore_job(const store_job *job, void *arg)
+{
+    (void)job, (void)arg;
+    return true;
+}
+
+static void test_queries_use_indexes(void **state)
+{
+    fixture *f = *state;
+    char id[STORE_ID_LEN + 1], path[128];
+    grow(f, 50, id);
+    sql_seen seen = {0};
+    store_fault_sim(record_sql, &seen);
+    for (int i = 0; i < N_LISTS; i++) {
+        snprintf(path, sizeof path, lists[i].path, 10);
+        assert_int_equal(get(f, path, lists[i].secret), 200);
+    }
+    snprintf(path, sizeof path, "/api/v1/jobs/%s", id);
+    assert_int_equal(get(f, path, "root-secret"), 200);
+    assert_int_equal(get(f, "/api/v1/jobs?limit=10&user=bob&state=queued", "root-secret"), 200);
+    assert_int_equal(store_queue_scan(f->d.st, 1000, ignore_job, NULL), STORE_OK);
+    store_fault_sim(NULL, NULL);
+    assert_true(seen.n >= 8);
+
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open_v2(f->db, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    for (int i = 0; i < seen.n; i++) {
+        char *eqp = sqlite3_mprintf("EXPLAIN QUERY PLAN %s", seen.text[i]);
+        sqlite3_stmt *s;
+        assert_int_equal(sqlite3_prepare_v2(db, eqp, -1, &s, NULL), SQLITE_OK);
+        while (sqlite3_step(s) == SQLITE_ROW) {
+            const char *detail = (const char *)sqlite3_column_text(s, 3);
+            /* SEARCH reads a range of an index; SCAN of jobs reads all of it. */
+            if (strncmp(detail, "SCAN jobs", 9) == 0)
+                fail_msg("%s\n  reads every job: %s", seen.text[i], detail);
+            /* A sort reads the whole range before the first row comes. */
+            if (strstr(detail, "TEMP B-TREE FOR ORDER BY"))
+                fail_msg("%s\n  sorts its rows: %s", seen.text[i], detail);
+        }
+        sqlite3_finalize(s);
+        sqlite3_free(eqp);
+        free(seen.text[i]);
+    }
+    sqlite3_close(db);
+}
+
+/* ---- the page cache ---------------------------------------------------- */
+
+/* The body and statement count of one GET (200 required). */
+static uint64_t fetch(fixture *f, const char *path, body *b)
+{
+    *b = (body){0};
+    uint64_t before = store_statements(f->d.st);
+    assert_int_equal(get_body(f, path, "alice-secret", b), 200);
+    return store_statements(f->d.st) - before;
+}
+
+static void test_repeated_pages(void **state)
+{
+    fixture *f = *state;
+    char id[STORE_ID_LEN + 1];
+    grow(f, 50, id);
+    assert_non_null(f->d.pages = pagecache_new());
+    const char *queued = "/api/v1/jobs?limit=10&state=queued";
+    body first, again, after;
+    /* Asked again with nothing written: the same bytes, no statement. */
+    assert_true(fetch(f, queued, &first) > 0);
+    assert_int_equal(fetch(f, queued, &again), 0);
+    assert_string_equal(first.text, again.text);
+    /* Any write: read afresh, and the new job is on the page. */
+    store_new_job nj = {.owner = "alice", .name = "j", .trainer = "single", .spec = "{}",
+                        .ranks = 1, .workers = 1, .threads = 1};
+    assert_int_equal(store_job_submit(f->d.st, &nj, 0, 0, id), STORE_OK);
+    assert_true(fetch(f, queued, &after) > 0);
+    assert_non_null(strstr(after.text, id));
+    assert_null(strstr(first.text, id));
+    free(first.text);
+    free(again.text);
+    free(after.text);
+    /* A page with a started job is read every time: its progress lives in
+     * its run directory, which no store write announces. */
+    assert_int_equal(store_job_mark_starting(f->d.st, id, NULL, NULL, 5), STORE_OK);
+    assert_true(fetch(f, "/api/v1/jobs?limit=10", &first) > 0);
+    assert_non_null(strstr(first.text, "\"starting\""));
+    assert_true(fetch(f, "/api/v1/jobs?limit=10", &again) > 0);
+    free(first.text);
+    free(again.text);
+    pagecache_free(f->d.pages);
+    f->d.pages = NULL;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_statements_do_not_grow, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queries_use_indexes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_repeated_pages, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
