@@ -16,6 +16,11 @@
 #include "daemon.h"
 #include "metrics.h"
 
+/* A request body written to a file as it arrives, for routes that take
+ * large bodies (routes.c opens one before the body is read; http.c feeds
+ * it; the route's handler finishes it; http.c frees it). */
+typedef struct api_stream api_stream;
+
 typedef struct api_request {
     struct MHD_Connection *conn;
     daemon_ctx *d;
@@ -30,6 +35,8 @@ typedef struct api_request {
                                 by the dispatcher; NULL when it needs none */
     metrics_route route;
     int status;              /* set by the reply */
+    const char *name;        /* the {name} of /api/v1/datasets/{name}, else NULL */
+    api_stream *stream;      /* the body, for a streaming route; else NULL */
 } api_request;
 
 /* Replies. api_reply_json takes ownership of body. */
@@ -46,6 +53,19 @@ struct MHD_Response *api_json_response(json_t *body);
 /* Validate and enqueue spec_text (a JSON job spec) for r->caller; replies
  * 201 with {id, state, queue_position, ranks} and Location, or the error. */
 enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t len);
+
+/* Streamed bodies (api_datasets.c). Open the stream of a PUT
+ * /api/v1/datasets/{name} for r->caller (authenticated): a temporary file
+ * beside the dataset, or a refusal to answer at once (bad name, declared
+ * length over the upload limit or the quota). NULL: out of memory. */
+api_stream *api_datasets_stream_open(api_request *r);
+/* Append n body bytes: hashed and written, or counted and dropped after a
+ * refusal. false when the client should be cut off (far over the limit). */
+bool api_stream_write(api_stream *s, const char *data, size_t n);
+/* Whether the stream was refused already (answer without reading more). */
+bool api_stream_refused(const api_stream *s);
+/* Remove the temporary file unless the handler put it in place. */
+void api_stream_free(api_stream *s);
 
 /* Route handlers (routes.c says which needs a caller and which a job). */
 enum MHD_Result api_healthz(api_request *r);
@@ -64,6 +84,11 @@ enum MHD_Result api_job_events(api_request *r);
 /* The hosts, their slots, GPUs and state (admins only: routes.c). */
 enum MHD_Result api_cluster(api_request *r);
 enum MHD_Result api_seed_submit(api_request *r);
+/* /api/v1/datasets[/{name}]: the caller's uploads (admins see all). */
+enum MHD_Result api_datasets_list(api_request *r);
+enum MHD_Result api_dataset_get(api_request *r);
+enum MHD_Result api_dataset_put(api_request *r);
+enum MHD_Result api_dataset_delete(api_request *r);
 /* r->job (finished) as {model, history}, then forgotten with its run directory. */
 enum MHD_Result api_seed_destroy(api_request *r);
 

@@ -55,6 +55,8 @@ static const opt_def opts[] = {
     STR(slurm_account, "NAME", "sbatch --account for every job (default: the user's default)"),
     STR(slurm_qos, "NAME", "sbatch --qos for every job (default: Slurm's default)"),
     STR(slurm_args, "\"ARGS\"", "appended to every sbatch command (e.g. \"--requeue --constraint=ib\")"),
+    NUM(upload_max, OPT_LONG, 1024, LONG_MAX, "BYTES", "largest dataset upload, 413 above (default 2147483648: 2 GiB)"),
+    NUM(upload_quota, OPT_LONG, 1024, LONG_MAX, "BYTES", "uploaded datasets per user, 507 above (default 10737418240: 10 GiB)"),
     NUM(hold, OPT_BOOL, 0, 1, NULL, "accept and queue jobs but start none (maintenance)"),
     NUM(verbose, OPT_BOOL, 0, 1, NULL, "log debug lines too"),
 };
@@ -70,6 +72,8 @@ void config_defaults(config *c)
     c->max_running = 1;
     c->max_queued = 100;
     c->max_body = 1L << 20;
+    c->upload_max = 2L << 30;
+    c->upload_quota = 10L << 30;
     c->http_threads = 4;
     c->connection_timeout = 30;
     c->connection_limit = 1024;

@@ -40,6 +40,8 @@ typedef struct config {
     char slurm_account[128];
     char slurm_qos[128];
     char slurm_args[CONFIG_PATH_MAX];   /* appended to every sbatch, split on whitespace */
+    long upload_max;               /* bytes of one dataset upload (413 above) */
+    long upload_quota;             /* bytes of uploads per user (507 above) */
     bool hold;                     /* accept jobs but start none */
     bool verbose;
 } config;

@@ -1,5 +1,6 @@
-/* http.c — libmicrohttpd glue: listen socket, request bodies (capped),
- * per-route metrics; routes.c answers each complete request. */
+/* http.c — libmicrohttpd glue: listen socket, request bodies (capped, or
+ * streamed to a file for the routes routes_stream_open names), per-route
+ * metrics; routes.c answers each complete request. */
 #include "http.h"
 
 #include <errno.h>
@@ -30,6 +31,7 @@ typedef struct http_req {
     bool too_large;
     size_t discarded;
     double t0; /* timeutil_mono_s() at the first call */
+    api_stream *stream; /* the body goes here instead (routes_stream_open) */
 } http_req;
 
 /* A client streaming past the cap gets its 413 once it stops; one that goes
@@ -95,6 +97,7 @@ static enum MHD_Result http_dispatch(http_server *s, struct MHD_Connection *conn
     r.body_len = req->len;
     r.route = ROUTE_OTHER;
     r.body_too_large = req->too_large;
+    r.stream = req->stream;
     enum MHD_Result ret = routes_dispatch(&r);
     double elapsed = timeutil_mono_s() - req->t0;
     metrics_record(r.route, r.status, elapsed);
@@ -141,6 +144,12 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
             return MHD_NO;
         req->t0 = timeutil_mono_s();
         *con_cls = req;
+        api_request probe = {.conn = conn, .d = s->d, .method = method, .path = url};
+        routes_stream_open_result so = routes_stream_open(&probe, &req->stream);
+        if (so == ROUTES_ANSWER_NOW)
+            return http_dispatch(s, conn, url, method, req);
+        if (so == ROUTES_STREAM)
+            return MHD_YES;
         /* A declared length over the cap is refused before reading a byte. */
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -149,6 +158,15 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
             return http_dispatch(s, conn, url, method, req);
         }
         return MHD_YES;
+    }
+    if (*upload_data_size > 0 && req->stream) {
+        bool ok = api_stream_write(req->stream, upload_data, *upload_data_size);
+        *upload_data_size = 0;
+        if (!ok) {
+            log_warn("http: %s %.100s: body far over the limit; connection closed", method, url);
+            metrics_record(ROUTE_OTHER, MHD_HTTP_CONTENT_TOO_LARGE, timeutil_mono_s() - req->t0);
+        }
+        return ok ? MHD_YES : MHD_NO;
     }
     if (*upload_data_size > 0) {
         bool ok = http_append(req, upload_data, *upload_data_size, s->d->cfg.max_body);
@@ -171,6 +189,7 @@ static void http_completed(void *cls, struct MHD_Connection *conn, void **con_cl
     (void)toe;
     http_req *req = *con_cls;
     if (req) {
+        api_stream_free(req->stream);
         free(req->body);
         free(req);
         *con_cls = NULL;

@@ -24,6 +24,10 @@ typedef enum metrics_route {
     ROUTE_SEED_CANCEL,
     ROUTE_SEED_DESTROY,
     ROUTE_CLUSTER,
+    ROUTE_DATASETS_LIST,
+    ROUTE_DATASET_GET,
+    ROUTE_DATASET_PUT,
+    ROUTE_DATASET_DELETE,
     ROUTE_OTHER,
     ROUTE_COUNT
 } metrics_route;
