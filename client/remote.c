@@ -254,6 +254,33 @@ int remote_job_weights(httpc_client *c, const char *id, const char *format, FILE
     return 0;
 }
 
+int remote_job_files(httpc_client *c, const char *id, json_t **files, cli_error *err)
+{
+    return remote_job_json(c, "GET", id, "/files", "listing the run directory", NULL, files,
+                           err);
+}
+
+int remote_job_file(httpc_client *c, const char *id, const char *path, FILE *sink,
+                    cli_error *err)
+{
+    char *escaped = httpc_escape(path);
+    char *suffix = NULL;
+    if (escaped == NULL || asprintf(&suffix, "/files/%s", escaped) < 0) {
+        free(escaped);
+        return cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory");
+    }
+    free(escaped);
+    char what[1200];
+    snprintf(what, sizeof what, "downloading %s", path);
+    httpc_response r;
+    int rc = remote_job_request(c, "GET", id, suffix, sink, what, "such file", &r, err);
+    free(suffix);
+    if (rc != 0)
+        return err->code;
+    httpc_response_free(&r);
+    return 0;
+}
+
 int remote_job_logs(httpc_client *c, const char *id, long long offset, httpc_response *resp,
                     cli_error *err)
 {

@@ -39,6 +39,11 @@ int remote_job_weights(httpc_client *c, const char *id, const char *format, FILE
 /* GET /api/v1/jobs/ID/logs?offset=N: resp->body holds the bytes,
  * resp->log_offset the next offset, resp->job_state the job's state. On
  * success the caller frees *resp; on failure there is nothing to free. */
+/* The job's run directory listing, {"files": [{path, bytes, mtime}], ...}. */
+int remote_job_files(httpc_client *c, const char *id, json_t **files, cli_error *err);
+/* One file of the run directory (relative path) into sink. */
+int remote_job_file(httpc_client *c, const char *id, const char *path, FILE *sink,
+                    cli_error *err);
 int remote_job_logs(httpc_client *c, const char *id, long long offset, httpc_response *resp,
                     cli_error *err);
 

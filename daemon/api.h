@@ -35,7 +35,8 @@ typedef struct api_request {
                                 by the dispatcher; NULL when it needs none */
     metrics_route route;
     int status;              /* set by the reply */
-    const char *name;        /* the {name} of /api/v1/datasets/{name}, else NULL */
+    const char *name;        /* the {name} of /api/v1/datasets/{name} or the {path}
+                                of /api/v1/jobs/{id}/files/{path}, else NULL */
     api_stream *stream;      /* the body, for a streaming route; else NULL */
 } api_request;
 
@@ -84,6 +85,10 @@ enum MHD_Result api_job_events(api_request *r);
 /* The hosts, their slots, GPUs and state (admins only: routes.c). */
 enum MHD_Result api_cluster(api_request *r);
 enum MHD_Result api_seed_submit(api_request *r);
+/* r->job's run directory: every regular file (path, bytes, mtime), and
+ * one of them by its relative path (symlinks and escapes refused: 404). */
+enum MHD_Result api_job_files(api_request *r);
+enum MHD_Result api_job_file(api_request *r);
 /* /api/v1/datasets[/{name}]: the caller's uploads (admins see all). */
 enum MHD_Result api_datasets_list(api_request *r);
 enum MHD_Result api_dataset_get(api_request *r);

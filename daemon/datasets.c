@@ -20,6 +20,7 @@
 #include "crypto/sha256.h"
 #include "io/io_file.h"
 #include "io/npzarray.h"
+#include "jobspec/spec.h"
 
 #define DS_CHUNK 65536
 #define DS_CSV_MAX_LINE (1u << 20)
@@ -28,23 +29,7 @@
 
 bool datasets_name_ok(const char *name, const char **why)
 {
-    size_t n = strlen(name);
-    if (n == 0 || n > 64) {
-        *why = "must be 1 to 64 characters";
-        return false;
-    }
-    if (name[0] == '.') {
-        *why = "must not start with a dot";
-        return false;
-    }
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)name[i];
-        if (!isalnum(c) && c != '.' && c != '_' && c != '-') {
-            *why = "may hold only letters, digits, '.', '_' and '-'";
-            return false;
-        }
-    }
-    return true;
+    return spec_upload_name_ok(name, why);
 }
 
 bool datasets_owner_dir(const char *data_dir, const char *owner, char *buf, size_t len)
@@ -544,4 +529,65 @@ int datasets_check(int fd, datasets_info *info, char *err, size_t errlen)
     if (m[0] < 10 && size % DS_CIFAR_RECORD == 0)
         return ds_check_cifar10(fd, size, info, err, errlen);
     return ds_check_csv(fd, false, info, err, errlen);
+}
+
+/* ---- "@NAME" in a submitted spec ------------------------------------------ */
+
+int datasets_resolve_spec(store *st, const char *data_dir, const char *owner,
+                          const char *spec_text, size_t len, char **out, const char **field,
+                          char *msg, size_t msglen)
+{
+    static const char *const keys[] = {"train", "test", "validation"};
+    static const char *const fields[] = {"data.train", "data.test", "data.validation"};
+    *out = NULL;
+    if (!memchr(spec_text, '@', len))
+        return 0;
+    json_t *spec = json_loadb(spec_text, len, JSON_REJECT_DUPLICATES, NULL);
+    json_t *data = json_object_get(spec, "data");
+    bool changed = false;
+    for (int i = 0; i < 3; i++) {
+        const char *v = json_string_value(json_object_get(data, keys[i]));
+        if (!v || v[0] != '@')
+            continue;
+        *field = fields[i];
+        const char *why = NULL;
+        spec_ref_kind k = spec_dataset_ref_kind(v, &why);
+        if (k != SPEC_REF_UPLOAD) {
+            snprintf(msg, msglen, "%s: \"%.80s\": name an uploaded dataset as @NAME%s%s",
+                     fields[i], v, why ? "; the name " : "", why ? why : "");
+            json_decref(spec);
+            return -1;
+        }
+        store_dataset ds;
+        store_status rs = store_dataset_get(st, owner, v + 1, &ds);
+        if (rs != STORE_OK) {
+            if (rs == STORE_NOT_FOUND)
+                snprintf(msg, msglen, "%s: you have no uploaded dataset \"%s\" (punch data "
+                         "list shows yours)", fields[i], v + 1);
+            else
+                snprintf(msg, msglen, "%s: store error", fields[i]);
+            json_decref(spec);
+            return -1;
+        }
+        store_dataset_clear(&ds);
+        char ref[4200];
+        if (!datasets_ref(data_dir, owner, v + 1, ref, sizeof ref)) {
+            snprintf(msg, msglen, "%s: path too long", fields[i]);
+            json_decref(spec);
+            return -1;
+        }
+        /* ref is the quoted "@PATH"; the spec holds it unquoted. */
+        ref[strlen(ref) - 1] = 0;
+        json_object_set_new(data, keys[i], json_string(ref + 1));
+        changed = true;
+    }
+    *field = NULL;
+    if (changed)
+        *out = json_dumps(spec, JSON_COMPACT);
+    json_decref(spec);
+    if (changed && !*out) {
+        snprintf(msg, msglen, "out of memory");
+        return -1;
+    }
+    return changed ? 1 : 0;
 }

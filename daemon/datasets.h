@@ -16,6 +16,8 @@
 
 #include <jansson.h>
 
+#include "store.h"
+
 /* Is name [A-Za-z0-9._-]{1,64}, not starting with a dot? (Dot names are
  * the upload's temporary files.) false with *why. */
 bool datasets_name_ok(const char *name, const char **why);
@@ -47,5 +49,15 @@ typedef struct datasets_info {
  * rows but y_train 11999"). */
 int datasets_check(int fd, datasets_info *info, char *err, size_t errlen);
 void datasets_info_clear(datasets_info *info);
+
+/* Resolve the "@NAME" references of a submitted spec (data.train, .test,
+ * .validation) to owner's uploads: 0 when it has none (*out NULL), 1 with
+ * the spec to store in *out (heap; each "@NAME" replaced by "@PATH"), -1
+ * with *field and msg when one is not an upload of owner ("you have no
+ * uploaded dataset ...": another user's name is unknown, as it should
+ * be). Call after the spec parsed. */
+int datasets_resolve_spec(store *st, const char *data_dir, const char *owner,
+                          const char *spec_text, size_t len, char **out, const char **field,
+                          char *msg, size_t msglen);
 
 #endif

@@ -11,7 +11,8 @@ static const char *const route_names[ROUTE_COUNT] = {
     "/api/v1/jobs/{id}/logs", "/api/v1/jobs/{id}/events", "/api/submit", "/api/state",
     "/api/cancel", "/api/destroy", "/api/v1/cluster", "GET /api/v1/datasets",
     "GET /api/v1/datasets/{name}", "PUT /api/v1/datasets/{name}",
-    "DELETE /api/v1/datasets/{name}", "other",
+    "DELETE /api/v1/datasets/{name}", "/api/v1/jobs/{id}/files",
+    "/api/v1/jobs/{id}/files/{path}", "other",
 };
 
 const char *metrics_route_name(metrics_route r)

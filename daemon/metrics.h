@@ -28,6 +28,8 @@ typedef enum metrics_route {
     ROUTE_DATASET_GET,
     ROUTE_DATASET_PUT,
     ROUTE_DATASET_DELETE,
+    ROUTE_JOB_FILES,
+    ROUTE_JOB_FILE,
     ROUTE_OTHER,
     ROUTE_COUNT
 } metrics_route;

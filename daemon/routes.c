@@ -49,6 +49,10 @@ static const routes_entry routes_table[] = {
      ROUTE_JOB_LOGS},
     {"GET", "/api/v1/jobs/{id}/events", api_job_events, ROUTES_CALLER, ROUTES_PATH_JOB,
      ROUTE_JOB_EVENTS},
+    {"GET", "/api/v1/jobs/{id}/files", api_job_files, ROUTES_CALLER, ROUTES_PATH_JOB,
+     ROUTE_JOB_FILES},
+    {"GET", "/api/v1/jobs/{id}/files/{path}", api_job_file, ROUTES_CALLER, ROUTES_PATH_JOB,
+     ROUTE_JOB_FILE},
     {"GET", "/api/v1/cluster", api_cluster, ROUTES_ADMIN, ROUTES_NO_JOB, ROUTE_CLUSTER},
     {"POST", "/api/submit", api_seed_submit, ROUTES_CALLER_OR_BODY, ROUTES_NO_JOB,
      ROUTE_SEED_SUBMIT},
@@ -93,22 +97,26 @@ static const routes_stream_entry routes_streams[] = {
 };
 
 #define ROUTES_NAME_MAX 255
+#define ROUTES_PATH_MAX 1023
 
 /* Does path match pattern? A "{id}" takes one segment that is a job id,
  * copied to id_buf; a "{name}" any non-empty segment of up to
- * ROUTES_NAME_MAX bytes (its handler checks it), copied to name_buf. */
+ * ROUTES_NAME_MAX bytes, a "{path}" (last in a pattern) the non-empty rest
+ * of the path up to ROUTES_PATH_MAX bytes, slashes included (their
+ * handlers check them), copied to name_buf. */
 static bool routes_match(const char *pattern, const char *path, char id_buf[STORE_ID_LEN + 1],
-                         char name_buf[ROUTES_NAME_MAX + 1])
+                         char name_buf[ROUTES_PATH_MAX + 1])
 {
-    static const char param[] = "{id}", name_param[] = "{name}";
+    static const char param[] = "{id}", name_param[] = "{name}", path_param[] = "{path}";
     while (*pattern) {
-        if (strncmp(pattern, name_param, sizeof name_param - 1) == 0) {
-            size_t n = strcspn(path, "/");
-            if (n == 0 || n > ROUTES_NAME_MAX)
+        bool rest = strncmp(pattern, path_param, sizeof path_param - 1) == 0;
+        if (rest || strncmp(pattern, name_param, sizeof name_param - 1) == 0) {
+            size_t n = rest ? strlen(path) : strcspn(path, "/");
+            if (n == 0 || n > (rest ? ROUTES_PATH_MAX : ROUTES_NAME_MAX))
                 return false;
             memcpy(name_buf, path, n);
             name_buf[n] = '\0';
-            pattern += sizeof name_param - 1;
+            pattern += rest ? sizeof path_param - 1 : sizeof name_param - 1;
             path += n;
         } else if (strncmp(pattern, param, sizeof param - 1) == 0) {
             size_t n = strcspn(path, "/");
@@ -236,7 +244,7 @@ static enum MHD_Result routes_call(api_request *r, const routes_entry *route)
 
 enum MHD_Result routes_dispatch(api_request *r)
 {
-    char id_buf[STORE_ID_LEN + 1], name_buf[ROUTES_NAME_MAX + 1];
+    char id_buf[STORE_ID_LEN + 1], name_buf[ROUTES_PATH_MAX + 1];
     const routes_entry *route = NULL, *path_match = NULL;
     for (size_t i = 0; i < ROUTES_COUNT && !route; i++) {
         if (!routes_match(routes_table[i].pattern, r->path, id_buf, name_buf))
@@ -250,7 +258,7 @@ enum MHD_Result routes_dispatch(api_request *r)
         r->route = path_match->metric;
         if (strstr(path_match->pattern, "{id}"))
             r->job_id = id_buf;
-        if (strstr(path_match->pattern, "{name}"))
+        if (strstr(path_match->pattern, "{name}") || strstr(path_match->pattern, "{path}"))
             r->name = name_buf;
     }
     enum MHD_Result ret;
@@ -272,7 +280,7 @@ enum MHD_Result routes_dispatch(api_request *r)
 routes_stream_open_result routes_stream_open(api_request *r, api_stream **out)
 {
     *out = NULL;
-    char id_buf[STORE_ID_LEN + 1], name_buf[ROUTES_NAME_MAX + 1];
+    char id_buf[STORE_ID_LEN + 1], name_buf[ROUTES_PATH_MAX + 1];
     const routes_stream_entry *e = NULL;
     for (size_t i = 0; i < sizeof routes_streams / sizeof routes_streams[0] && !e; i++)
         if (strcmp(r->method, routes_streams[i].method) == 0 &&

@@ -300,6 +300,43 @@ bool spec_dataset_name_ok(const char *name, const char **why)
     return reason == NULL;
 }
 
+bool spec_upload_name_ok(const char *name, const char **why)
+{
+    const char *reason = NULL;
+    size_t len = strlen(name);
+    if (len == 0 || len > 64)
+        reason = "must be 1 to 64 characters";
+    else if (name[0] == '.')
+        reason = "must not start with a dot";
+    for (size_t i = 0; !reason && i < len; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
+            reason = "may hold only letters, digits, '.', '_' and '-'";
+    }
+    if (why)
+        *why = reason;
+    return reason == NULL;
+}
+
+spec_ref_kind spec_dataset_ref_kind(const char *ref, const char **why)
+{
+    if (ref[0] != '@')
+        return spec_dataset_name_ok(ref, why) ? SPEC_REF_ROOT : SPEC_REF_INVALID;
+    if (ref[1] != '/') {
+        const char *reason = NULL;
+        if (!spec_upload_name_ok(ref + 1, &reason)) {
+            if (why)
+                *why = reason;
+            return SPEC_REF_INVALID;
+        }
+        return SPEC_REF_UPLOAD;
+    }
+    /* A resolved path: the same rules as a root-relative name after its
+     * leading slash (no "..", no hidden components, no control bytes). */
+    return spec_dataset_name_ok(ref + 2, why) ? SPEC_REF_UPLOAD_PATH : SPEC_REF_INVALID;
+}
+
 static bool parse_dataset_name(const json_t *obj, const char *path, const char *key,
                                char **out, spec_error *err)
 {
@@ -310,8 +347,8 @@ static bool parse_dataset_name(const json_t *obj, const char *path, const char *
         return true;
     char p[160];
     spec_path_key(p, sizeof p, path, key);
-    const char *why;
-    if (!spec_dataset_name_ok(s, &why))
+    const char *why = NULL;
+    if (spec_dataset_ref_kind(s, &why) == SPEC_REF_INVALID)
         return spec_fail(err, p, "dataset name \"%.80s\" %s", s, why);
     *out = strdup(s);
     if (!*out)
@@ -341,7 +378,7 @@ static bool parse_data(const json_t *d, job_spec *spec, spec_error *err)
         return false;
     int fmt = DATA_IDX, scaling = SCALE_UNIT;
     long classes = 10, label_column = 0;
-    if (!spec_get_enum(d, "data", "format", spec_data_format_names, 4, "data format", &fmt,
+    if (!spec_get_enum(d, "data", "format", spec_data_format_names, 5, "data format", &fmt,
                        err) ||
         !parse_dataset_name(d, "data", "train", &data->train, err) ||
         !parse_dataset_name(d, "data", "test", &data->test, err) ||

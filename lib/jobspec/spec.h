@@ -96,6 +96,7 @@ typedef enum spec_data_format {
     DATA_CIFAR10,
     DATA_CSV,
     DATA_SYNTHETIC,
+    DATA_NPZ,       /* numpy .npz: x_train/y_train, x_test/y_test or x/y */
 } spec_data_format;
 
 typedef enum spec_scaling {
@@ -269,6 +270,22 @@ void spec_print_summary(const job_spec *spec, FILE *out);
 /* Check that a dataset name stays under its root: relative, no "..", no
  * empty or hidden components, no backslashes or control bytes. */
 bool spec_dataset_name_ok(const char *name, const char **why);
+
+/* Uploaded datasets. A user names one "@NAME" in data.train, data.test or
+ * data.validation; punchcardd resolves that at submit to "@PATH", the
+ * absolute path of the file, which is what punch-train reads (and what a
+ * user running punch-train by hand may write). spec_upload_name_ok: NAME
+ * is [A-Za-z0-9._-]{1,64} and does not start with a dot.
+ * spec_dataset_ref_kind: what a data.* value is, or SPEC_REF_INVALID with
+ * *why. */
+typedef enum spec_ref_kind {
+    SPEC_REF_INVALID,
+    SPEC_REF_ROOT,          /* a name under the dataset roots */
+    SPEC_REF_UPLOAD,        /* "@NAME" */
+    SPEC_REF_UPLOAD_PATH,   /* "@/absolute/path" */
+} spec_ref_kind;
+bool spec_upload_name_ok(const char *name, const char **why);
+spec_ref_kind spec_dataset_ref_kind(const char *ref, const char **why);
 
 /* Names for messages and file keys ("conv2d", "adam", "allreduce", ...). */
 const char *spec_layer_type_name(spec_layer_type t);

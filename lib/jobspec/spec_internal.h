@@ -49,7 +49,7 @@ extern const char *const spec_metric_names[3];
 extern const char *const spec_optimizer_names[4];
 extern const char *const spec_schedule_names[5];
 extern const char *const spec_trainer_names[9];
-extern const char *const spec_data_format_names[4];
+extern const char *const spec_data_format_names[5];
 extern const char *const spec_scaling_names[3];
 extern const char *const spec_padding_names[2];
 
