@@ -19,6 +19,7 @@ int cmd_logs(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 int cmd_cancel(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 int cmd_fetch(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 int cmd_keygen(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
+int cmd_resume(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 
 extern const char cmd_submit_usage[];
 extern const char cmd_state_usage[];
@@ -28,6 +29,7 @@ extern const char cmd_logs_usage[];
 extern const char cmd_cancel_usage[];
 extern const char cmd_fetch_usage[];
 extern const char cmd_keygen_usage[];
+extern const char cmd_resume_usage[];
 
 typedef struct submit_args {
     const char *file;

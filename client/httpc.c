@@ -223,6 +223,11 @@ int httpc_request(httpc_client *c, const char *method, const char *path,
         curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
     }
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+    if (body == NULL && strcmp(method, "POST") == 0) {
+        /* A POST without a body (resume): an empty one, or curl sends GET. */
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
+    }
     if (strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0)
         curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
 

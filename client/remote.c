@@ -254,6 +254,13 @@ int remote_job_weights(httpc_client *c, const char *id, const char *format, FILE
     return 0;
 }
 
+int remote_job_resume(httpc_client *c, const char *id, json_t **job, cli_error *err)
+{
+    char what[200];
+    snprintf(what, sizeof what, "cannot resume job %s", id);
+    return remote_job_json(c, "POST", id, "/resume", what, NULL, job, err);
+}
+
 int remote_job_files(httpc_client *c, const char *id, json_t **files, cli_error *err)
 {
     return remote_job_json(c, "GET", id, "/files", "listing the run directory", NULL, files,

@@ -39,6 +39,8 @@ int remote_job_weights(httpc_client *c, const char *id, const char *format, FILE
 /* GET /api/v1/jobs/ID/logs?offset=N: resp->body holds the bytes,
  * resp->log_offset the next offset, resp->job_state the job's state. On
  * success the caller frees *resp; on failure there is nothing to free. */
+/* POST .../resume: the job, queued again. */
+int remote_job_resume(httpc_client *c, const char *id, json_t **job, cli_error *err);
 /* The job's run directory listing, {"files": [{path, bytes, mtime}], ...}. */
 int remote_job_files(httpc_client *c, const char *id, json_t **files, cli_error *err);
 /* One file of the run directory (relative path) into sink. */

@@ -88,6 +88,9 @@ enum MHD_Result api_seed_submit(api_request *r);
 /* r->job's run directory: every regular file (path, bytes, mtime), and
  * one of them by its relative path (symlinks and escapes refused: 404). */
 enum MHD_Result api_job_files(api_request *r);
+/* r->job (failed, cancelled or timeout; else 409) back in the queue under
+ * its id, to continue from its last checkpoint; replies with the job. */
+enum MHD_Result api_job_resume(api_request *r);
 enum MHD_Result api_job_file(api_request *r);
 /* /api/v1/datasets[/{name}]: the caller's uploads (admins see all). */
 enum MHD_Result api_datasets_list(api_request *r);

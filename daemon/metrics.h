@@ -30,6 +30,7 @@ typedef enum metrics_route {
     ROUTE_DATASET_DELETE,
     ROUTE_JOB_FILES,
     ROUTE_JOB_FILE,
+    ROUTE_JOB_RESUME,
     ROUTE_OTHER,
     ROUTE_COUNT
 } metrics_route;

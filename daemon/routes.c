@@ -49,6 +49,8 @@ static const routes_entry routes_table[] = {
      ROUTE_JOB_LOGS},
     {"GET", "/api/v1/jobs/{id}/events", api_job_events, ROUTES_CALLER, ROUTES_PATH_JOB,
      ROUTE_JOB_EVENTS},
+    {"POST", "/api/v1/jobs/{id}/resume", api_job_resume, ROUTES_CALLER, ROUTES_PATH_JOB,
+     ROUTE_JOB_RESUME},
     {"GET", "/api/v1/jobs/{id}/files", api_job_files, ROUTES_CALLER, ROUTES_PATH_JOB,
      ROUTE_JOB_FILES},
     {"GET", "/api/v1/jobs/{id}/files/{path}", api_job_file, ROUTES_CALLER, ROUTES_PATH_JOB,

@@ -1368,3 +1368,74 @@ out:
     store_release(st, c);
     return rs;
 }
+
+/* ---- resume (POST /api/v1/jobs/{id}/resume) --------------------------------- */
+
+store_status store_job_resume(store *st, const char *id, int max_queued, const char *detail,
+                              double now)
+{
+    store_conn *c = store_acquire(st);
+    store_status rs = STORE_ERROR;
+    pthread_mutex_lock(&st->write_lock);
+    job_state from;
+    sqlite3_stmt *s = NULL;
+    if (!store_begin(c))
+        goto out;
+    rs = store_state_of(c, id, &from);
+    if (rs != STORE_OK)
+        goto out;
+    rs = STORE_ERROR;
+    if (from != JOB_FAILED && from != JOB_CANCELLED && from != JOB_TIMEOUT) {
+        rs = STORE_CONFLICT;
+        goto out;
+    }
+    if (max_queued > 0) {
+        s = store_prepare_once(c, "SELECT COUNT(*) FROM jobs WHERE state = 'queued' AND "
+                                  "owner = (SELECT owner FROM jobs WHERE id = ?1)");
+        if (!s)
+            goto out;
+        store_bind_text(s, 1, id);
+        int rc = sqlite3_step(s);
+        long long queued = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : -1;
+        sqlite3_finalize(s);
+        if (queued < 0) {
+            store_log_rc(c, rc, "counting queued jobs");
+            goto out;
+        }
+        if (queued >= max_queued) {
+            rs = STORE_LIMIT;
+            goto out;
+        }
+    }
+    /* Back to a queued job as submit makes one, with its start tag at the
+     * scheduler's clock (its old tag would put it ahead of every job queued
+     * since), and the queued counter kept (its trigger counts inserts). */
+    s = store_prepare_once(
+        c, "UPDATE jobs SET state = 'queued', vstart = (SELECT value FROM meta WHERE key = "
+           "'vclock'), started_at = NULL, finished_at = NULL, exit_code = NULL, error = NULL, "
+           "supervisor_pid = NULL, supervisor_start = NULL, sid = NULL, stop_reason = NULL, "
+           "stop_requested_at = NULL, killed = 0, progress = NULL, result = NULL, "
+           "gpu_devices = NULL, hosts = NULL, slurm_id = NULL, slurm_reason = NULL "
+           "WHERE id = ?1 AND state IN ('failed', 'cancelled', 'timeout')");
+    if (!s)
+        goto out;
+    store_bind_text(s, 1, id);
+    int rc = sqlite3_step(s);
+    sqlite3_finalize(s);
+    if (!store_log_rc(c, rc, "resuming a job"))
+        goto out;
+    s = store_prepare_once(c, "UPDATE meta SET value = value + 1 WHERE key = 'queued'");
+    if (!s)
+        goto out;
+    rc = sqlite3_step(s);
+    sqlite3_finalize(s);
+    if (store_log_rc(c, rc, "counting a resumed job") &&
+        store_event(c, id, now, job_state_name(from), "queued", detail) && store_commit(c))
+        rs = STORE_OK;
+out:
+    if (rs != STORE_OK)
+        store_rollback(c);
+    pthread_mutex_unlock(&st->write_lock);
+    store_release(st, c);
+    return rs;
+}

@@ -195,6 +195,15 @@ store_status store_dataset_delete(store *st, const char *owner, const char *name
 /* Bytes of owner's uploads; -1 on a store error. */
 long long store_dataset_usage(store *st, const char *owner);
 
+/* Put a failed, cancelled or timed-out job back in the queue under its id
+ * (POST /api/v1/jobs/{id}/resume): every trace of its last run cleared,
+ * its fair-share tag set to the scheduler's clock, an event from its
+ * final state to queued with `detail`. STORE_CONFLICT in another state,
+ * STORE_LIMIT when its owner already has max_queued queued jobs (0: no
+ * limit), STORE_NOT_FOUND for no such job. */
+store_status store_job_resume(store *st, const char *id, int max_queued, const char *detail,
+                              double now);
+
 /* Fault simulation for tests, in the manner of SQLite's sqlite3FaultSim:
  * while fn is set, it is called (from any thread) before each SQL statement
  * the store is about to run, with that statement's text; when it returns
