@@ -9,6 +9,7 @@
 
 #include "admission.h"
 #include "datasets.h"
+#include "initfrom.h"
 #include "log.h"
 #include "jobspec/spec.h"
 
@@ -116,11 +117,23 @@ enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t le
         spec_free(spec);
         return api_reply_error(r, MHD_HTTP_BAD_REQUEST, field, "%s", too_big);
     }
-    char *resolved = NULL, msg[600];
+    char *resolved = NULL, *warm = NULL, msg[1024];
     if (datasets_resolve_spec(d->st, d->cfg.data_dir, r->caller.identity, spec_text, len,
-                              &resolved, &field, msg, sizeof msg) < 0) {
+                              &resolved, &field, msg, sizeof msg) < 0 ||
+        initfrom_resolve(d, r->caller.identity, resolved ? resolved : spec_text, &warm, &field,
+                         msg, sizeof msg) < 0) {
         spec_free(spec);
+        free(resolved);
         return api_reply_error(r, MHD_HTTP_BAD_REQUEST, field, "%s", msg);
+    }
+    if (warm) {
+        free(resolved);
+        resolved = warm;
+        if (initfrom_check(d, resolved, msg, sizeof msg) != 0) {
+            spec_free(spec);
+            free(resolved);
+            return api_reply_error(r, MHD_HTTP_BAD_REQUEST, "training.init_from", "%s", msg);
+        }
     }
     store_new_job nj = {
         .owner = r->caller.identity,

@@ -16,6 +16,7 @@
 
 #include "train/options.h"
 #include "train/train.h"
+#include "train/warmstart.h"
 #include "distributed/dist.h"
 #include "jobspec/spec.h"
 
@@ -226,8 +227,12 @@ int main(int argc, char **argv)
     }
     if (c.validate) {
         spec_print_summary(spec, stdout);
+        char why[1024];
+        rc = warmstart_check(spec, why, sizeof why) == 0 ? 0 : 2;
+        if (rc != 0)
+            fprintf(stderr, "punch-train: %s\n", why);
         spec_free(spec);
-        return 0;
+        return rc;
     }
     engine_options env;
     char err[512];

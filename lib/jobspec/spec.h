@@ -190,6 +190,14 @@ typedef struct spec_training {
     spec_schedule schedules[SPEC_MAX_SCHEDULES];
     int n_schedules;
     unsigned long seed;  /* default 1 */
+    /* training.init_from: start from these weights instead of random ones
+     * (a warm start). init_from_job: {"job": ID}, a finished job of the
+     * submitting user, which punchcardd resolves to its weights file in
+     * init_from_file ("@PATH", also written as "path" in the stored spec);
+     * {"dataset": "@NAME"} an uploaded .safetensors/.npz (resolved the
+     * same way), or "@/abs/path" run by hand. NULL: none. */
+    char *init_from_job;
+    char *init_from_file;
 } spec_training;
 
 typedef enum spec_trainer {

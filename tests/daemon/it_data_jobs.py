@@ -51,6 +51,7 @@ def cases():
         punchtest.case("train on an upload", train, d)
         punchtest.case("another user's name is unknown", foreign, d)
         punchtest.case("every run file", files, d)
+        punchtest.case("warm start", warm, d)
     with Daemon(["--hold"]) as d:
         punchtest.case("in use: no replace, no delete", in_use, d)
 
@@ -125,6 +126,42 @@ def files(d):
     expect_error(d.req("GET", "/api/v1/jobs/%s/files" % jid, "bob"), 404, "bob lists")
     expect_error(d.req("GET", "/api/v1/jobs/%s/files/weights.npz" % jid, "bob"), 404,
                  "bob downloads")
+
+
+def warm(d):
+    first = d.trained
+    hist = d.req("GET", "/api/v1/jobs/%s/history" % first, "alice").json()
+    spec = job(epochs=1)
+    spec["model"]["layers"][1]["units"] = 8
+    spec["training"]["init_from"] = {"job": first}
+    e = expect_error(d.submit("alice", spec), 400, "a shape mismatch")
+    check(e["field"] == "training.init_from" and '"1.dense.weight" is [16, 16]' in e["error"]
+          and "needs [16, 8]" in e["error"], e)
+    spec = job(epochs=1)
+    spec["training"]["init_from"] = {"job": first}
+    e = expect_error(d.submit("bob", dict(spec, data=dict(spec["data"], train="@mine",
+                                                          test="@mine"))), 400, "bob's warm")
+    check("no" in e["error"], e)
+    jid = d.submit_id("alice", spec)
+    # An uploaded weights file works the same way.
+    with open(os.path.join(d.run_dir(first), "weights.npz"), "rb") as f:
+        check(put(d, "alice", "w0.npz", f.read()).status_code == 201, "upload weights")
+    spec2 = job(epochs=1)
+    spec2["training"]["init_from"] = {"dataset": "@w0.npz"}
+    jid2 = d.submit_id("alice", spec2)
+    fresh = d.submit_id("alice", job(epochs=1))
+    for j in (jid, jid2, fresh):
+        end = d.wait_state("alice", j, punchtest.FINAL_STATES, timeout=90)
+        check(end["state"] == "succeeded", "%s: %s" % (j, d.train_log(j)))
+    loss = {j: d.req("GET", "/api/v1/jobs/%s/history" % j, "alice").json()["loss"][0]
+            for j in (jid, jid2, fresh)}
+    check(loss[jid] == loss[jid2], "the job's weights and their upload start alike: %s" % loss)
+    check(loss[jid] < hist["loss"][0] and loss[jid] < loss[fresh] * 0.8,
+          "warm first epoch %.4f vs the first job's first %.4f and a fresh one's %.4f"
+          % (loss[jid], hist["loss"][0], loss[fresh]))
+    check(loss[jid] <= hist["loss"][-1] * 1.1,
+          "warm first epoch %.4f starts near the first job's last %.4f"
+          % (loss[jid], hist["loss"][-1]))
 
 
 def punch(d, user, *args):
