@@ -28,6 +28,7 @@ static const char punch_usage[] =
     "                                       (--all: every file of the run directory)\n"
     "  resume ID                            queue a failed/cancelled/timed-out job again,\n"
     "                                       from its last checkpoint\n"
+    "  predict ID IN.npy [-o OUT.npy]       the trained model's outputs for new inputs\n"
     "  keygen --identity NAME [--admin]     make a new secret and its secrets.json entry\n"
     "  help [COMMAND]                       this text, or a command's (also: COMMAND --help)\n"
     "  version                              punch's version (also: --version)\n"
@@ -71,6 +72,7 @@ static const punch_command punch_commands[] = {
     {"fetch", cmd_fetch, cmd_fetch_usage, true},
     {"keygen", cmd_keygen, cmd_keygen_usage, false},
     {"resume", cmd_resume, cmd_resume_usage, true},
+    {"predict", cmd_predict, cmd_predict_usage, true},
 };
 
 static const punch_command *punch_find(const char *name)

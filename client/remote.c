@@ -261,6 +261,24 @@ int remote_job_resume(httpc_client *c, const char *id, json_t **job, cli_error *
     return remote_job_json(c, "POST", id, "/resume", what, NULL, job, err);
 }
 
+int remote_job_predict(httpc_client *c, const char *id, const void *input, size_t len,
+                       FILE *sink, cli_error *err)
+{
+    char *path = remote_job_path(id, "/predict");
+    if (path == NULL)
+        return cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory");
+    httpc_response r;
+    int rc = httpc_request(c, "POST", path, input, len, sink, &r, err);
+    free(path);
+    if (rc == 0 && r.status != 200) {
+        char notfound[1024];
+        remote_notfound(c, id, NULL, notfound, sizeof notfound);
+        rc = remote_status_error(c, &r, "predicting", notfound, err);
+    }
+    httpc_response_free(&r);
+    return rc;
+}
+
 int remote_job_files(httpc_client *c, const char *id, json_t **files, cli_error *err)
 {
     return remote_job_json(c, "GET", id, "/files", "listing the run directory", NULL, files,

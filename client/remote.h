@@ -41,6 +41,9 @@ int remote_job_weights(httpc_client *c, const char *id, const char *format, FILE
  * success the caller frees *resp; on failure there is nothing to free. */
 /* POST .../resume: the job, queued again. */
 int remote_job_resume(httpc_client *c, const char *id, json_t **job, cli_error *err);
+/* POST .../predict with an .npy body; the .npy of outputs into sink. */
+int remote_job_predict(httpc_client *c, const char *id, const void *input, size_t len,
+                       FILE *sink, cli_error *err);
 /* The job's run directory listing, {"files": [{path, bytes, mtime}], ...}. */
 int remote_job_files(httpc_client *c, const char *id, json_t **files, cli_error *err);
 /* One file of the run directory (relative path) into sink. */

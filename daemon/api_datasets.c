@@ -10,8 +10,6 @@
  * dataset a queued or running job names cannot be replaced or deleted
  * (409): the job reads the file when it starts. */
 #include <errno.h>
-#include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,58 +17,14 @@
 #include <unistd.h>
 
 #include "api.h"
-#include "crypto/sha256.h"
 #include "datasets.h"
 #include "log.h"
 
-/* A client streaming past a refusal is cut off after this much more. */
-#define API_STREAM_DISCARD_MAX (8LL << 20)
-
-struct api_stream {
-    int fd;
-    char tmp[4096];          /* "" once placed or removed */
-    char final[4096];
-    sha256_ctx sha;
-    long long bytes, limit, discarded;
-    int status;              /* a refusal's HTTP status; 0: none */
-    char error[300];
-};
-
-static void api_stream_refuse(api_stream *s, int status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void api_stream_refuse(api_stream *s, int status, const char *fmt, ...)
-{
-    if (s->status)
-        return;
-    s->status = status;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(s->error, sizeof s->error, fmt, ap);
-    va_end(ap);
-    if (s->fd >= 0) {
-        close(s->fd);
-        s->fd = -1;
-    }
-    if (s->tmp[0]) {
-        unlink(s->tmp);
-        s->tmp[0] = 0;
-    }
-}
-
-static bool api_mkdir(const char *path)
-{
-    return mkdir(path, 0700) == 0 || errno == EEXIST;
-}
-
 api_stream *api_datasets_stream_open(api_request *r)
 {
-    api_stream *s = calloc(1, sizeof *s);
+    api_stream *s = api_stream_new(r->d->cfg.upload_max);
     if (!s)
         return NULL;
-    s->fd = -1;
-    s->limit = r->d->cfg.upload_max;
-    sha256_init(&s->sha);
     const char *why = NULL;
     if (!datasets_name_ok(r->name, &why)) {
         api_stream_refuse(s, MHD_HTTP_BAD_REQUEST, "dataset name \"%.80s\" %s", r->name, why);
@@ -79,10 +33,10 @@ api_stream *api_datasets_stream_open(api_request *r)
     const char *cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
                                                  MHD_HTTP_HEADER_CONTENT_LENGTH);
     long long declared = cl ? strtoll(cl, NULL, 10) : -1;
-    if (declared > s->limit) {
+    if (declared > r->d->cfg.upload_max) {
         api_stream_refuse(s, MHD_HTTP_CONTENT_TOO_LARGE,
-                          "upload of %lld bytes is over the limit of %lld bytes (upload_max)",
-                          declared, s->limit);
+                          "upload of %lld bytes is over the limit of %ld bytes (upload_max)",
+                          declared, r->d->cfg.upload_max);
         return s;
     }
     if (declared > r->d->cfg.upload_quota) {
@@ -93,65 +47,14 @@ api_stream *api_datasets_stream_open(api_request *r)
     }
     char dir[4096], top[4096];
     snprintf(top, sizeof top, "%s/uploads", r->d->cfg.data_dir);
-    if (!datasets_owner_dir(r->d->cfg.data_dir, r->caller.identity, dir, sizeof dir) ||
-        !datasets_path(r->d->cfg.data_dir, r->caller.identity, r->name, s->final,
-                       sizeof s->final) ||
-        snprintf(s->tmp, sizeof s->tmp, "%s/.upload-XXXXXX", dir) >= (int)sizeof s->tmp) {
-        s->tmp[0] = 0;
+    if (!datasets_owner_dir(r->d->cfg.data_dir, r->caller.identity, dir, sizeof dir)) {
         api_stream_refuse(s, MHD_HTTP_INTERNAL_SERVER_ERROR, "upload path too long");
         return s;
     }
-    if (!api_mkdir(top) || !api_mkdir(dir) || (s->fd = mkostemp(s->tmp, O_CLOEXEC)) < 0) {
-        log_error("datasets: cannot create a temporary file in %s: %s", dir, strerror(errno));
-        s->tmp[0] = 0;
-        api_stream_refuse(s, MHD_HTTP_INTERNAL_SERVER_ERROR,
-                          "cannot store the upload; see the server log");
-    }
+    if (mkdir(top, 0700) != 0 && errno != EEXIST)
+        log_error("datasets: cannot create %s: %s", top, strerror(errno));
+    api_stream_open_in(s, dir, "upload_max");
     return s;
-}
-
-bool api_stream_write(api_stream *s, const char *data, size_t n)
-{
-    if (!s->status && s->bytes + (long long)n > s->limit)
-        api_stream_refuse(s, MHD_HTTP_CONTENT_TOO_LARGE,
-                          "upload is over the limit of %lld bytes (upload_max)", s->limit);
-    if (s->status) {
-        s->discarded += (long long)n;
-        return s->discarded <= API_STREAM_DISCARD_MAX;
-    }
-    sha256_update(&s->sha, data, n);
-    s->bytes += (long long)n;
-    for (size_t done = 0; done < n;) {
-        ssize_t w = write(s->fd, data + done, n - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0) {
-            int e = errno;
-            log_error("datasets: writing %s: %s", s->tmp, strerror(e));
-            api_stream_refuse(s, e == ENOSPC ? MHD_HTTP_INSUFFICIENT_STORAGE
-                                             : MHD_HTTP_INTERNAL_SERVER_ERROR,
-                              "cannot store the upload: %s", strerror(e));
-            return true;
-        }
-        done += (size_t)w;
-    }
-    return true;
-}
-
-bool api_stream_refused(const api_stream *s)
-{
-    return s->status != 0;
-}
-
-void api_stream_free(api_stream *s)
-{
-    if (!s)
-        return;
-    if (s->fd >= 0)
-        close(s->fd);
-    if (s->tmp[0])
-        unlink(s->tmp);
-    free(s);
 }
 
 /* ---- replies ---------------------------------------------------------------- */
@@ -263,26 +166,16 @@ enum MHD_Result api_dataset_delete(api_request *r)
     return api_reply_json(r, MHD_HTTP_OK, o);
 }
 
+typedef struct api_put {
+    api_stream *s;
+    const char *final;
+} api_put;
+
 /* Put the checked temporary file in place (inside the store transaction). */
-static bool api_stream_place(void *arg)
+static bool api_put_place(void *arg)
 {
-    api_stream *s = arg;
-    if (rename(s->tmp, s->final) != 0) {
-        log_error("datasets: renaming %s to %s: %s", s->tmp, s->final, strerror(errno));
-        return false;
-    }
-    s->tmp[0] = 0;
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", s->final);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = 0;
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
-    return true;
+    const api_put *p = arg;
+    return api_stream_place(p->s, p->final);
 }
 
 enum MHD_Result api_dataset_put(api_request *r)
@@ -290,24 +183,23 @@ enum MHD_Result api_dataset_put(api_request *r)
     api_stream *s = r->stream;
     if (!s)
         return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "no upload stream");
-    if (s->status)
-        return api_reply_error(r, s->status, NULL, "%s", s->error);
-    if (fsync(s->fd) != 0)
-        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL,
-                               "cannot store the upload: %s", strerror(errno));
+    const char *refusal;
+    int status = api_stream_status(s, &refusal);
+    if (status)
+        return api_reply_error(r, status, NULL, "%s", refusal);
     datasets_info info;
-    char why[600];
-    if (datasets_check(s->fd, &info, why, sizeof why) != 0)
+    char why[600], final[4096];
+    if (!datasets_path(r->d->cfg.data_dir, r->caller.identity, r->name, final, sizeof final))
+        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "path too long");
+    if (datasets_check(api_stream_fd(s), &info, why, sizeof why) != 0)
         return api_reply_error(r, MHD_HTTP_BAD_REQUEST, NULL, "%s", why);
-    uint8_t digest[SHA256_DIGEST_LEN];
     store_dataset ds;
     memset(&ds, 0, sizeof ds);
     snprintf(ds.owner, sizeof ds.owner, "%s", r->caller.identity);
     snprintf(ds.name, sizeof ds.name, "%s", r->name);
     snprintf(ds.format, sizeof ds.format, "%s", info.format);
-    ds.bytes = s->bytes;
-    sha256_final(&s->sha, digest);
-    sha256_hex(digest, ds.sha256);
+    ds.bytes = api_stream_bytes(s);
+    api_stream_sha256(s, ds.sha256);
     ds.records = info.records;
     ds.shapes = json_dumps(info.shapes, JSON_COMPACT);
     ds.created_at = daemon_now();
@@ -315,8 +207,8 @@ enum MHD_Result api_dataset_put(api_request *r)
     bool replaced = false;
     store_status rs = STORE_ERROR;
     if (ds.shapes && datasets_ref(r->d->cfg.data_dir, ds.owner, ds.name, ref, sizeof ref))
-        rs = store_dataset_put(r->d->st, &ds, ref, r->d->cfg.upload_quota, api_stream_place, s,
-                               &replaced);
+        rs = store_dataset_put(r->d->st, &ds, ref, r->d->cfg.upload_quota, api_put_place,
+                               &(api_put){s, final}, &replaced);
     enum MHD_Result ret;
     if (rs == STORE_CONFLICT) {
         ret = api_reply_error(r, MHD_HTTP_CONFLICT, NULL,

@@ -42,6 +42,7 @@ typedef struct config {
     char slurm_args[CONFIG_PATH_MAX];   /* appended to every sbatch, split on whitespace */
     long upload_max;               /* bytes of one dataset upload (413 above) */
     long upload_quota;             /* bytes of uploads per user (507 above) */
+    long predict_max;              /* bytes of a predict request's input (413 above) */
     bool hold;                     /* accept jobs but start none */
     bool verbose;
 } config;

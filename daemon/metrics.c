@@ -12,7 +12,8 @@ static const char *const route_names[ROUTE_COUNT] = {
     "/api/cancel", "/api/destroy", "/api/v1/cluster", "GET /api/v1/datasets",
     "GET /api/v1/datasets/{name}", "PUT /api/v1/datasets/{name}",
     "DELETE /api/v1/datasets/{name}", "/api/v1/jobs/{id}/files",
-    "/api/v1/jobs/{id}/files/{path}", "POST /api/v1/jobs/{id}/resume", "other",
+    "/api/v1/jobs/{id}/files/{path}", "POST /api/v1/jobs/{id}/resume",
+    "POST /api/v1/jobs/{id}/predict", "other",
 };
 
 const char *metrics_route_name(metrics_route r)

@@ -31,6 +31,7 @@ typedef enum metrics_route {
     ROUTE_JOB_FILES,
     ROUTE_JOB_FILE,
     ROUTE_JOB_RESUME,
+    ROUTE_JOB_PREDICT,
     ROUTE_OTHER,
     ROUTE_COUNT
 } metrics_route;

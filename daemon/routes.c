@@ -51,6 +51,8 @@ static const routes_entry routes_table[] = {
      ROUTE_JOB_EVENTS},
     {"POST", "/api/v1/jobs/{id}/resume", api_job_resume, ROUTES_CALLER, ROUTES_PATH_JOB,
      ROUTE_JOB_RESUME},
+    {"POST", "/api/v1/jobs/{id}/predict", api_job_predict, ROUTES_CALLER, ROUTES_PATH_JOB,
+     ROUTE_JOB_PREDICT},
     {"GET", "/api/v1/jobs/{id}/files", api_job_files, ROUTES_CALLER, ROUTES_PATH_JOB,
      ROUTE_JOB_FILES},
     {"GET", "/api/v1/jobs/{id}/files/{path}", api_job_file, ROUTES_CALLER, ROUTES_PATH_JOB,
@@ -96,6 +98,7 @@ typedef struct routes_stream_entry {
 
 static const routes_stream_entry routes_streams[] = {
     {"PUT", "/api/v1/datasets/{name}", api_datasets_stream_open},
+    {"POST", "/api/v1/jobs/{id}/predict", api_predict_stream_open},
 };
 
 #define ROUTES_NAME_MAX 255

@@ -211,6 +211,36 @@ int npy_parse_header(const unsigned char *p, size_t len, npy_header *h, char *er
     return 0;
 }
 
+/* One element (itemsize bytes, h's dtype and byte order) as float. */
+static float npy_element(const npy_header *h, const unsigned char *p)
+{
+    uint64_t u = 0;
+    for (int i = 0; i < h->itemsize; i++)
+        u = u << 8 | p[h->big_endian ? i : h->itemsize - 1 - i];
+    if (h->kind == 'f' && h->itemsize == 4) {
+        uint32_t w = (uint32_t)u;
+        float f;
+        memcpy(&f, &w, 4);
+        return f;
+    }
+    if (h->kind == 'f') {
+        double d;
+        memcpy(&d, &u, 8);
+        return (float)d;
+    }
+    if (h->kind == 'i') {
+        int shift = 64 - 8 * h->itemsize;
+        return (float)((int64_t)(u << shift) >> shift);
+    }
+    return (float)u;
+}
+
+void npy_to_floats(const npy_header *h, const unsigned char *src, size_t n, float *dst)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] = npy_element(h, src + i * (size_t)h->itemsize);
+}
+
 int npy_parse(const unsigned char *p, size_t len, tensor_entry *e,
               char *err, size_t errlen)
 {

@@ -460,34 +460,6 @@ const npz_array *npz_index_find(const npz_index *ix, const char *name)
     return NULL;
 }
 
-/* Element i of raw (itemsize bytes, the array's dtype and order) as float. */
-static float npz_element(const npy_header *h, const unsigned char *p)
-{
-    unsigned char b[8];
-    for (int i = 0; i < h->itemsize; i++)
-        b[i] = h->big_endian ? p[h->itemsize - 1 - i] : p[i];
-    uint64_t u = 0;
-    for (int i = h->itemsize; i-- > 0;)
-        u = u << 8 | b[i];
-    if (h->kind == 'f') {
-        if (h->itemsize == 4) {
-            uint32_t w = (uint32_t)u;
-            float f;
-            memcpy(&f, &w, 4);
-            return f;
-        }
-        double d;
-        memcpy(&d, &u, 8);
-        return (float)d;
-    }
-    if (h->kind == 'i') {
-        int shift = 64 - 8 * h->itemsize;
-        int64_t s = (int64_t)(u << shift) >> shift;
-        return (float)s;
-    }
-    return (float)u;
-}
-
 int npz_array_floats(const npz_index *ix, const npz_array *a, uint64_t first, uint64_t n,
                      float *dst, char *err, size_t errlen)
 {
@@ -517,8 +489,8 @@ int npz_array_floats(const npz_index *ix, const npz_array *a, uint64_t first, ui
     for (uint64_t done = 0; rc == 0 && done < n;) {
         size_t k = n - done < per ? (size_t)(n - done) : per;
         rc = npz_cursor_read(c, buf, k * (size_t)h->itemsize, err, errlen);
-        for (size_t i = 0; rc == 0 && i < k; i++)
-            dst[done + i] = npz_element(h, buf + i * (size_t)h->itemsize);
+        if (rc == 0)
+            npy_to_floats(h, buf, k, dst + done);
         done += k;
     }
     npz_cursor_close(c);

@@ -47,11 +47,12 @@ def put(d, user, name, blob):
 
 def cases():
     punchtest.require_engine()
-    with Daemon(["--slots", "2"]) as d:
+    with Daemon(["--slots", "2", "--predict-max", "60000"]) as d:
         punchtest.case("train on an upload", train, d)
         punchtest.case("another user's name is unknown", foreign, d)
         punchtest.case("every run file", files, d)
         punchtest.case("warm start", warm, d)
+        punchtest.case("predictions", predict, d)
     with Daemon(["--hold"]) as d:
         punchtest.case("in use: no replace, no delete", in_use, d)
 
@@ -162,6 +163,53 @@ def warm(d):
     check(loss[jid] <= hist["loss"][-1] * 1.1,
           "warm first epoch %.4f starts near the first job's last %.4f"
           % (loss[jid], hist["loss"][-1]))
+
+
+def npy_bytes(a):
+    buf = io.BytesIO()
+    np.save(buf, a)
+    return buf.getvalue()
+
+
+def predict(d):
+    """Raw uint8 test images in, probabilities out: their accuracy is the
+    job's own test accuracy, and punch predict writes the same array."""
+    jid = d.trained
+    xt, yt = learnable(400, 1, nhwc=True)
+    r = d.req("POST", "/api/v1/jobs/%s/predict" % jid, "alice", body=npy_bytes(xt),
+              headers={"Content-Type": "application/octet-stream"})
+    check(r.status_code == 200, "predict: %d %s" % (r.status_code, r.text[:300]))
+    p = np.load(io.BytesIO(r.content))
+    check(p.dtype == np.float32 and p.shape == (400, 4), (p.dtype, p.shape))
+    check(np.allclose(p.sum(axis=1), 1, atol=1e-4), "softmax rows sum to 1")
+    hist = d.req("GET", "/api/v1/jobs/%s/history" % jid, "alice").json()
+    acc = float((p.argmax(axis=1) == yt).mean())
+    check(abs(acc - hist["test"]["accuracy"]) < 1e-9,
+          "predicted accuracy %.4f vs the job's test accuracy %.4f"
+          % (acc, hist["test"]["accuracy"]))
+    # The same inputs as [N, 1, 4, 4] (channels first) give the same outputs.
+    r2 = d.req("POST", "/api/v1/jobs/%s/predict" % jid, "alice",
+               body=npy_bytes(xt.transpose(0, 3, 1, 2)))
+    check(r2.status_code == 200 and np.array_equal(np.load(io.BytesIO(r2.content)), p),
+          "NCHW input")
+    infile, outfile = os.path.join(d.tmp, "in.npy"), os.path.join(d.tmp, "out.npy")
+    np.save(infile, xt[:50])
+    proc = punch(d, "alice", "predict", jid, infile, "-o", outfile)
+    check(proc.returncode == 0, "punch predict: %s %s" % (proc.stdout, proc.stderr))
+    check(np.array_equal(np.load(outfile), p[:50]), "punch predict's output")
+    e = expect_error(d.req("POST", "/api/v1/jobs/%s/predict" % jid, "alice",
+                           body=npy_bytes(np.zeros((3, 5), np.uint8))), 400, "wrong shape")
+    check("16 values per sample" in e["error"], e)
+    expect_error(d.req("POST", "/api/v1/jobs/%s/predict" % jid, "alice", body=b"junk"), 400,
+                 "not an npy")
+    expect_error(d.req("POST", "/api/v1/jobs/%s/predict" % jid, "alice",
+                       body=npy_bytes(np.zeros((5000, 16), np.uint8))), 413, "over predict_max")
+    expect_error(d.req("POST", "/api/v1/jobs/%s/predict" % jid, "bob", body=npy_bytes(xt)),
+                 404, "bob predicts with alice's job")
+    proc = punch(d, "bob", "predict", jid, infile, "-o", outfile + ".bob")
+    check(proc.returncode == 5 and not os.path.exists(outfile + ".bob"), proc.stderr)
+    left = os.listdir(os.path.join(d.data_dir, "tmp"))
+    check(not left, "temporary files left: %s" % left)
 
 
 def punch(d, user, *args):
