@@ -21,6 +21,7 @@ int cmd_fetch(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 int cmd_keygen(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 int cmd_resume(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 int cmd_predict(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
+int cmd_data(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 
 extern const char cmd_submit_usage[];
 extern const char cmd_state_usage[];
@@ -32,6 +33,7 @@ extern const char cmd_fetch_usage[];
 extern const char cmd_keygen_usage[];
 extern const char cmd_resume_usage[];
 extern const char cmd_predict_usage[];
+extern const char cmd_data_usage[];
 
 typedef struct submit_args {
     const char *file;

@@ -29,6 +29,8 @@ static const char punch_usage[] =
     "  resume ID                            queue a failed/cancelled/timed-out job again,\n"
     "                                       from its last checkpoint\n"
     "  predict ID IN.npy [-o OUT.npy]       the trained model's outputs for new inputs\n"
+    "  data push FILE [NAME] | list | rm NAME\n"
+    "                                       your uploaded datasets (\"@NAME\" in a job)\n"
     "  keygen --identity NAME [--admin]     make a new secret and its secrets.json entry\n"
     "  help [COMMAND]                       this text, or a command's (also: COMMAND --help)\n"
     "  version                              punch's version (also: --version)\n"
@@ -73,6 +75,7 @@ static const punch_command punch_commands[] = {
     {"keygen", cmd_keygen, cmd_keygen_usage, false},
     {"resume", cmd_resume, cmd_resume_usage, true},
     {"predict", cmd_predict, cmd_predict_usage, true},
+    {"data", cmd_data, cmd_data_usage, true},
 };
 
 static const punch_command *punch_find(const char *name)

@@ -41,6 +41,14 @@ int remote_job_weights(httpc_client *c, const char *id, const char *format, FILE
  * success the caller frees *resp; on failure there is nothing to free. */
 /* POST .../resume: the job, queued again. */
 int remote_job_resume(httpc_client *c, const char *id, json_t **job, cli_error *err);
+/* Datasets: PUT size bytes of src as NAME (progress may be NULL), the
+ * server's answer (name, bytes, sha256, ...) in *out; the caller's list;
+ * delete. */
+int remote_dataset_push(httpc_client *c, const char *name, FILE *src, long long size,
+                        void (*progress)(void *ctx, long long done, long long total), void *ctx,
+                        json_t **out, cli_error *err);
+int remote_dataset_list(httpc_client *c, json_t **out, cli_error *err);
+int remote_dataset_delete(httpc_client *c, const char *name, json_t **out, cli_error *err);
 /* POST .../predict with an .npy body; the .npy of outputs into sink. */
 int remote_job_predict(httpc_client *c, const char *id, const void *input, size_t len,
                        FILE *sink, cli_error *err);

@@ -10,6 +10,7 @@ import hashlib
 import io
 import os
 import struct
+import subprocess
 
 import punchtest
 from punchtest import Daemon, check, expect_error
@@ -49,6 +50,7 @@ def cases():
         punchtest.case("users cannot see each other's", isolation, d)
         punchtest.case("upload limit and quota", limits, d)
         punchtest.case("delete", delete, d)
+        punchtest.case("punch data push, list, rm", punch_data, d)
         punchtest.case("no temporary files left", lambda: check(not leftovers(d),
                                                                 "left: %s" % leftovers(d)))
 
@@ -246,6 +248,49 @@ def delete(d):
     check(not os.path.exists(path), "the file is removed")
     expect_error(d.req("GET", "/api/v1/datasets/fm", "alice"), 404, "deleted")
     expect_error(d.req("DELETE", "/api/v1/datasets/fm", "alice"), 404, "deleted twice")
+
+
+def punch(d, user, *args):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PUNCH_")}
+    env.update(PUNCH_URL=d.url, PUNCH_SECRET=d.secrets[user], HOME=d.tmp)
+    exe = os.environ.get("PUNCH") or punchtest.build_path("client", "punch")
+    return subprocess.run([exe] + list(args), capture_output=True, text=True, env=env,
+                          timeout=60)
+
+
+def punch_data(d):
+    x, y = images(200)
+    path = os.path.join(d.tmp, "mine.npz")
+    with open(path, "wb") as f:
+        f.write(npz_bytes(x_train=x, y_train=y))
+    with open(path, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    p = punch(d, "alice", "data", "push", path)
+    check(p.returncode == 0, "push: %d %s %s" % (p.returncode, p.stdout, p.stderr))
+    check("sha256 here:   " + digest in p.stdout and "sha256 server: " + digest in p.stdout
+          and "match" in p.stdout and "200 records" in p.stdout, p.stdout)
+    p = punch(d, "alice", "data", "push", path, "other")
+    check(p.returncode == 0 and "other: npz" in p.stdout, p.stdout + p.stderr)
+    p = punch(d, "alice", "data", "list")
+    check(p.returncode == 0 and "mine.npz" in p.stdout and "other" in p.stdout
+          and digest in p.stdout, p.stdout)
+    p = punch(d, "bob", "data", "list")
+    check(p.returncode == 0 and "mine.npz" not in p.stdout, p.stdout)
+    p = punch(d, "bob", "data", "rm", "other")
+    check(p.returncode == 5, "bob removes alice's: %d %s" % (p.returncode, p.stderr))
+    bad = os.path.join(d.tmp, "bad.npz")
+    with open(path, "rb") as f, open(bad, "wb") as g:
+        g.write(f.read()[:3000])
+    p = punch(d, "alice", "data", "push", bad)
+    check(p.returncode == 2 and "npz: " in p.stderr, "truncated: %d %s" % (p.returncode,
+                                                                          p.stderr))
+    p = punch(d, "alice", "data", "push", os.path.join(d.tmp, "missing.npz"))
+    check(p.returncode == 9, "missing file: %d %s" % (p.returncode, p.stderr))
+    for name in ("mine.npz", "other"):
+        p = punch(d, "alice", "data", "rm", name)
+        check(p.returncode == 0 and "deleted" in p.stdout, p.stdout + p.stderr)
+    p = punch(d, "alice", "data", "list")
+    check("mine.npz" not in p.stdout, p.stdout)
 
 
 if __name__ == "__main__":
