@@ -5,6 +5,8 @@
  * the outputs leave the device once per batch. */
 #include "train/predict.h"
 
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,25 +111,34 @@ static int predict_scale(const char *weights, dataset *d, char *err, size_t errl
     return 0;
 }
 
+/* predictions.npy, written plainly: it is read once, right after this
+ * process exits, so the fsync of an atomic write (most of a small
+ * request's time on a busy disk) buys nothing. */
 static int predict_write(const char *dir, const float *out, long n, int n_out, char *err,
                          size_t errlen)
 {
     tensor_entry t = {.rank = 2, .dims = {n, n_out}};
     unsigned char head[NPY_MAX_PREFIX];
     size_t hl = npy_format_header(&t, head);
-    size_t data = (size_t)n * (size_t)n_out * 4;
-    unsigned char *buf = malloc(hl + data + 1);
-    if (!buf) {
-        snprintf(err, errlen, "predictions: out of memory");
-        return 1;
-    }
-    memcpy(buf, head, hl);
-    io_floats_to_le(buf + hl, out, (size_t)n * (size_t)n_out);
+    size_t count = (size_t)n * (size_t)n_out;
+    unsigned char *data = malloc(count * 4 + 1);
     char path[4096];
     snprintf(path, sizeof path, "%s/predictions.npy", dir);
-    int rc = atomic_write_file(path, buf, hl + data, err, errlen) == 0 ? 0 : 1;
-    free(buf);
-    return rc;
+    FILE *f = data ? fopen(path, "wb") : NULL;
+    if (!f) {
+        free(data);
+        snprintf(err, errlen, "%s: cannot write: %s", path, data ? strerror(errno) : "no memory");
+        return 1;
+    }
+    io_floats_to_le(data, out, count);
+    bool ok = fwrite(head, 1, hl, f) == hl && fwrite(data, 1, count * 4, f) == count * 4;
+    ok = fclose(f) == 0 && ok;
+    free(data);
+    if (!ok) {
+        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        return 1;
+    }
+    return 0;
 }
 
 int train_predict(const job_spec *spec, const train_options *opt, const char *input,
