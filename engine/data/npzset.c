@@ -71,13 +71,18 @@ static int npzset_open(npzset *s, const char *path, const char *field, char *err
     if (!s->x && !s->y) {
         s->x = npz_index_find(&s->ix, "x");
         s->y = npz_index_find(&s->ix, "y");
+        if (!s->x || !s->y) {
+            npzset_close(s);
+            return io_errf(err, errlen, "%s: no %s and %s arrays for %s (nor x and y)",
+                           io_basename(path), xn, yn, field);
+        }
         xn = "x";
         yn = "y";
     }
     if (!s->x || !s->y) {
         npzset_close(s);
-        return io_errf(err, errlen, "%s: no %s and %s arrays for %s (it holds neither pair, "
-                       "nor x and y)", io_basename(path), xn, yn, field);
+        return io_errf(err, errlen, "%s: %s without %s", io_basename(path),
+                       s->x ? xn : yn, s->x ? yn : xn);
     }
     if (s->x->h.rank < 2 || s->x->h.rank > 4 || s->y->h.rank < 1 || s->y->h.rank > 2 ||
         s->x->h.dims[0] != s->y->h.dims[0]) {

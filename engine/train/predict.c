@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "io/io_file.h"
 #include "io/npy.h"
@@ -144,6 +145,10 @@ static int predict_write(const char *dir, const float *out, long n, int n_out, c
 int train_predict(const job_spec *spec, const train_options *opt, const char *input,
                   char *err, size_t errlen)
 {
+    if (mkdir(opt->out_dir, 0777) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "%s: %s", opt->out_dir, strerror(errno));
+        return 1;
+    }
     dataset d;
     int rc = predict_read_input(input, &spec->input, &d, err, errlen);
     if (rc != 0)
