@@ -13,7 +13,7 @@
 #include "svg.h"
 
 const char cmd_fetch_usage[] =
-    "usage: punch fetch ID [-o DIR] [--format safetensors|npz|both]\n"
+    "usage: punch fetch ID [-o DIR] [--format safetensors|npz|both] [--all]\n"
     "\n"
     "Download the job's results into DIR (default: ./ID):\n"
     "  weights.safetensors, weights.npz   final weights (float32; keys like\n"
@@ -24,6 +24,9 @@ const char cmd_fetch_usage[] =
     "\n"
     "  -o, --output DIR      where to write (created if missing)\n"
     "  -f, --format F        safetensors, npz or both (default both)\n"
+    "  -a, --all             also every other file of the run directory, under\n"
+    "                        the same relative paths (checkpoints/, ensemble\n"
+    "                        members, train.log, progress.jsonl, ...)\n"
     "\n"
     "A job still running has history but no weights yet: fetch writes what exists\n"
     "and exits 5. exit: 0 all fetched, 5 no such job or no results yet,\n"
@@ -60,6 +63,7 @@ int fetch_parse_args(int argc, char **argv, fetch_args *args, cli_error *err)
     const cli_option options[] = {
         {.name = "output", .letter = 'o', .dest = &args->dir, .take = fetch_take_dir},
         {.name = "format", .letter = 'f', .dest = &args->format, .take = fetch_take_format},
+        {.name = "all", .letter = 'a', .dest = &args->all},
         {0},
     };
     if (cli_parse_options(argc, argv, options, err) != 0)
@@ -202,6 +206,64 @@ static void fetch_report_file(const char *dir, const char *name)
         printf("  %-20s %.0f B\n", name, size);
 }
 
+/* A path the server listed, safe to create under DIR: relative, no empty,
+ * "." or ".." components (the server never lists such, but the client
+ * does not write outside DIR on a server's word). */
+static bool fetch_path_ok(const char *p)
+{
+    if (p[0] == '\0' || p[0] == '/')
+        return false;
+    for (const char *c = p; *c;) {
+        size_t n = strcspn(c, "/");
+        if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+            return false;
+        c += n;
+        if (*c == '/')
+            c++;
+    }
+    return true;
+}
+
+/* --all: every listed file into DIR/PATH, each written atomically. */
+static int fetch_all(httpc_client *c, const fetch_args *args, const char *dir, cli_error *err)
+{
+    json_t *listing = NULL;
+    if (remote_job_files(c, args->id, &listing, err) != 0)
+        return err->code;
+    size_t i;
+    json_t *f;
+    int rc = 0, count = 0;
+    json_array_foreach(json_object_get(listing, "files"), i, f) {
+        const char *path = json_string_value(json_object_get(f, "path"));
+        if (path == NULL || !fetch_path_ok(path)) {
+            fprintf(stderr, "punch: fetch: skipping unsafe path \"%s\"\n", path ? path : "");
+            continue;
+        }
+        char *sub = NULL, *full = NULL;
+        const char *slash = strrchr(path, '/');
+        if (asprintf(&full, "%s/%s", dir, path) < 0 ||
+            asprintf(&sub, "%s/%.*s", dir, slash ? (int)(slash - path) : 0, path) < 0) {
+            free(full);
+            json_decref(listing);
+            return cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory");
+        }
+        char *last = strrchr(full, '/');
+        rc = fetch_mkdirs(sub, err);
+        fetch_file file;
+        if (rc == 0 && (rc = fetch_open(sub, last + 1, &file, err)) == 0)
+            rc = fetch_close(&file, remote_job_file(c, args->id, path, file.f, err), err);
+        free(sub);
+        free(full);
+        if (rc != 0)
+            break;
+        count++;
+    }
+    if (rc == 0)
+        printf("  %d files of the run directory\n", count);
+    json_decref(listing);
+    return rc;
+}
+
 static int fetch_run(httpc_client *c, const fetch_args *args, const char *dir, cli_error *err)
 {
     json_t *job = NULL;
@@ -236,6 +298,14 @@ static int fetch_run(httpc_client *c, const fetch_args *args, const char *dir, c
                  "again", args->id, state,
                  have_history ? " (fetched history.json and curves.svg so far)" : "",
                  args->id);
+    if (args->all && (rc == 0 || rc == PUNCH_EXIT_NOT_FOUND)) {
+        cli_error all_err = {0};
+        int all_rc = fetch_all(c, args, dir, &all_err);
+        if (all_rc != 0) {
+            rc = all_rc;
+            *err = all_err;
+        }
+    }
     if (rc == 0 || have_history) {
         printf("job %s (%s) into %s/:\n", args->id, state ? state : "?", dir);
         if (have_weights || rc == 0) {

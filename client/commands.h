@@ -19,6 +19,9 @@ int cmd_logs(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 int cmd_cancel(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 int cmd_fetch(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 int cmd_keygen(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
+int cmd_resume(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
+int cmd_predict(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
+int cmd_data(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 
 extern const char cmd_submit_usage[];
 extern const char cmd_state_usage[];
@@ -28,6 +31,9 @@ extern const char cmd_logs_usage[];
 extern const char cmd_cancel_usage[];
 extern const char cmd_fetch_usage[];
 extern const char cmd_keygen_usage[];
+extern const char cmd_resume_usage[];
+extern const char cmd_predict_usage[];
+extern const char cmd_data_usage[];
 
 typedef struct submit_args {
     const char *file;
@@ -76,6 +82,7 @@ typedef struct fetch_args {
     const char *id;
     const char *dir;   /* NULL: ./ID */
     fetch_format format;
+    bool all;          /* every file of the run directory */
 } fetch_args;
 int fetch_parse_args(int argc, char **argv, fetch_args *args, cli_error *err);
 

@@ -196,9 +196,36 @@ static int httpc_transport_error(httpc_client *c, CURLcode rc, cli_error *err)
     }
 }
 
-int httpc_request(httpc_client *c, const char *method, const char *path,
-                  const char *body, size_t body_len, FILE *sink,
-                 httpc_response *resp, cli_error *err)
+/* An upload's source and its progress callback (httpc_upload). */
+typedef struct httpc_source {
+    FILE *f;
+    long long size;
+    void (*progress)(void *ctx, long long done, long long total);
+    void *ctx;
+} httpc_source;
+
+static size_t httpc_on_read(char *buf, size_t size, size_t n, void *arg)
+{
+    httpc_source *src = arg;
+    size_t got = fread(buf, size, n, src->f);
+    if (got == 0 && ferror(src->f))
+        return CURL_READFUNC_ABORT;
+    return got;
+}
+
+static int httpc_on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow,
+                             curl_off_t ultotal, curl_off_t ulnow)
+{
+    (void)dltotal;
+    (void)dlnow;
+    httpc_source *src = arg;
+    src->progress(src->ctx, (long long)ulnow, ultotal > 0 ? (long long)ultotal : src->size);
+    return 0;
+}
+
+static int httpc_perform(httpc_client *c, const char *method, const char *path,
+                         const char *body, size_t body_len, httpc_source *src, FILE *sink,
+                         httpc_response *resp, cli_error *err)
 {
     memset(resp, 0, sizeof *resp);
     resp->log_offset = -1;
@@ -244,8 +271,33 @@ int httpc_request(httpc_client *c, const char *method, const char *path,
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
     }
+    if (src != NULL) {
+        struct curl_slist *grown =
+            curl_slist_append(headers, "Content-Type: application/octet-stream");
+        if (grown == NULL) {
+            curl_slist_free_all(headers);
+            free(url);
+            return cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory");
+        }
+        headers = grown;
+        curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+        curl_easy_setopt(h, CURLOPT_READFUNCTION, httpc_on_read);
+        curl_easy_setopt(h, CURLOPT_READDATA, src);
+        curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)src->size);
+        if (src->progress != NULL) {
+            curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+            curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, httpc_on_progress);
+            curl_easy_setopt(h, CURLOPT_XFERINFODATA, src);
+        }
+    }
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
-    if (strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0)
+    if (body == NULL && src == NULL && strcmp(method, "POST") == 0) {
+        /* A POST without a body (resume): an empty one, or curl sends GET. */
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
+    }
+    if (strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0 &&
+        !(src != NULL && strcmp(method, "PUT") == 0))
         curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
 
     CURLcode rc = curl_easy_perform(h);
@@ -265,6 +317,21 @@ int httpc_request(httpc_client *c, const char *method, const char *path,
     if (rc != CURLE_OK)
         return httpc_transport_error(c, rc, err);
     return 0;
+}
+
+int httpc_request(httpc_client *c, const char *method, const char *path,
+                  const char *body, size_t body_len, FILE *sink,
+                  httpc_response *resp, cli_error *err)
+{
+    return httpc_perform(c, method, path, body, body_len, NULL, sink, resp, err);
+}
+
+int httpc_upload(httpc_client *c, const char *path, FILE *src, long long size,
+                 void (*progress)(void *ctx, long long done, long long total), void *ctx,
+                 httpc_response *resp, cli_error *err)
+{
+    httpc_source s = {src, size, progress, ctx};
+    return httpc_perform(c, "PUT", path, NULL, 0, &s, NULL, resp, err);
 }
 
 void httpc_response_free(httpc_response *resp)

@@ -44,6 +44,13 @@ int httpc_request(httpc_client *client, const char *method, const char *path,
                  httpc_response *resp, cli_error *err);
 void httpc_response_free(httpc_response *resp);
 
+/* PUT size bytes read from src to base_url+path as the raw body
+ * (application/octet-stream), streamed: never held in memory. progress
+ * (may be NULL) is called as bytes go out. Returns as httpc_request. */
+int httpc_upload(httpc_client *client, const char *path, FILE *src, long long size,
+                 void (*progress)(void *ctx, long long done, long long total), void *ctx,
+                 httpc_response *resp, cli_error *err);
+
 /* Percent-encode s for use as one path segment or query value; heap string
  * or NULL when out of memory. */
 char *httpc_escape(const char *s);

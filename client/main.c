@@ -23,7 +23,14 @@ static const char punch_usage[] =
     "  wait ID [--quiet]                    follow a job to its end with a progress bar\n"
     "  logs [-f] ID                         the job's train.log (-f: follow until it ends)\n"
     "  cancel ID                            cancel a queued or running job\n"
-    "  fetch ID [-o DIR] [--format F]       download weights, history.json, write curves.svg\n"
+    "  fetch ID [-o DIR] [--format F] [--all]\n"
+    "                                       download weights, history.json, write curves.svg\n"
+    "                                       (--all: every file of the run directory)\n"
+    "  resume ID                            queue a failed/cancelled/timed-out job again,\n"
+    "                                       from its last checkpoint\n"
+    "  predict ID IN.npy [-o OUT.npy]       the trained model's outputs for new inputs\n"
+    "  data push FILE [NAME] | list | rm NAME\n"
+    "                                       your uploaded datasets (\"@NAME\" in a job)\n"
     "  keygen --identity NAME [--admin]     make a new secret and its secrets.json entry\n"
     "  help [COMMAND]                       this text, or a command's (also: COMMAND --help)\n"
     "  version                              punch's version (also: --version)\n"
@@ -70,6 +77,9 @@ static const punch_command punch_commands[] = {
     {"cancel", cmd_cancel, cmd_cancel_usage, true},
     {"fetch", cmd_fetch, cmd_fetch_usage, true},
     {"keygen", cmd_keygen, cmd_keygen_usage, false},
+    {"resume", cmd_resume, cmd_resume_usage, true},
+    {"predict", cmd_predict, cmd_predict_usage, true},
+    {"data", cmd_data, cmd_data_usage, true},
 };
 
 static const punch_command *punch_find(const char *name)

@@ -313,6 +313,110 @@ int remote_job_weights(httpc_client *c, const char *id, const char *format, FILE
     return 0;
 }
 
+int remote_job_resume(httpc_client *c, const char *id, json_t **job, cli_error *err)
+{
+    char what[200];
+    snprintf(what, sizeof what, "cannot resume job %s", id);
+    return remote_job_json(c, "POST", id, "/resume", what, NULL, job, err);
+}
+
+/* "/api/v1/datasets/NAME", the name percent-encoded. */
+static char *remote_dataset_path(const char *name)
+{
+    char *escaped = httpc_escape(name), *path = NULL;
+    if (escaped == NULL || asprintf(&path, "/api/v1/datasets/%s", escaped) < 0)
+        path = NULL;
+    free(escaped);
+    return path;
+}
+
+int remote_dataset_push(httpc_client *c, const char *name, FILE *src, long long size,
+                        void (*progress)(void *ctx, long long done, long long total), void *ctx,
+                        json_t **out, cli_error *err)
+{
+    char *path = remote_dataset_path(name);
+    if (path == NULL)
+        return cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory");
+    httpc_response r;
+    int rc = httpc_upload(c, path, src, size, progress, ctx, &r, err);
+    free(path);
+    if (rc == 0 && r.status != 200 && r.status != 201) {
+        if (r.status == 507) {
+            char msg[1024];
+            remote_server_message(&r, msg, sizeof msg);
+            rc = cli_fail(err, PUNCH_EXIT_SERVER, "uploading %s: %s", name, msg);
+        } else
+            rc = remote_status_error(c, &r, "the upload", NULL, err);
+    }
+    if (rc == 0)
+        rc = remote_parse(c, &r, "the upload's answer", out, err);
+    httpc_response_free(&r);
+    return rc;
+}
+
+int remote_dataset_list(httpc_client *c, json_t **out, cli_error *err)
+{
+    return remote_json(c, "GET", "/api/v1/datasets", NULL, 0, 200, "listing datasets", out,
+                       err);
+}
+
+int remote_dataset_delete(httpc_client *c, const char *name, json_t **out, cli_error *err)
+{
+    char *path = remote_dataset_path(name);
+    if (path == NULL)
+        return cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory");
+    char what[200];
+    snprintf(what, sizeof what, "deleting dataset %s", name);
+    int rc = remote_json(c, "DELETE", path, NULL, 0, 200, what, out, err);
+    free(path);
+    return rc;
+}
+
+int remote_job_predict(httpc_client *c, const char *id, const void *input, size_t len,
+                       FILE *sink, cli_error *err)
+{
+    char *path = remote_job_path(id, "/predict");
+    if (path == NULL)
+        return cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory");
+    httpc_response r;
+    int rc = httpc_request(c, "POST", path, input, len, sink, &r, err);
+    free(path);
+    if (rc == 0 && r.status != 200) {
+        char notfound[1024];
+        remote_notfound(c, id, NULL, notfound, sizeof notfound);
+        rc = remote_status_error(c, &r, "predicting", notfound, err);
+    }
+    httpc_response_free(&r);
+    return rc;
+}
+
+int remote_job_files(httpc_client *c, const char *id, json_t **files, cli_error *err)
+{
+    return remote_job_json(c, "GET", id, "/files", "listing the run directory", NULL, files,
+                           err);
+}
+
+int remote_job_file(httpc_client *c, const char *id, const char *path, FILE *sink,
+                    cli_error *err)
+{
+    char *escaped = httpc_escape(path);
+    char *suffix = NULL;
+    if (escaped == NULL || asprintf(&suffix, "/files/%s", escaped) < 0) {
+        free(escaped);
+        return cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory");
+    }
+    free(escaped);
+    char what[1200];
+    snprintf(what, sizeof what, "downloading %s", path);
+    httpc_response r;
+    int rc = remote_job_request(c, "GET", id, suffix, sink, what, "such file", &r, err);
+    free(suffix);
+    if (rc != 0)
+        return err->code;
+    httpc_response_free(&r);
+    return 0;
+}
+
 int remote_job_logs(httpc_client *c, const char *id, long long offset, httpc_response *resp,
                     cli_error *err)
 {

@@ -52,6 +52,24 @@ int remote_job_weights(httpc_client *c, const char *id, const char *format, FILE
 /* GET /api/v1/jobs/ID/logs?offset=N: resp->body holds the bytes,
  * resp->log_offset the next offset, resp->job_state the job's state. On
  * success the caller frees *resp; on failure there is nothing to free. */
+/* POST .../resume: the job, queued again. */
+int remote_job_resume(httpc_client *c, const char *id, json_t **job, cli_error *err);
+/* Datasets: PUT size bytes of src as NAME (progress may be NULL), the
+ * server's answer (name, bytes, sha256, ...) in *out; the caller's list;
+ * delete. */
+int remote_dataset_push(httpc_client *c, const char *name, FILE *src, long long size,
+                        void (*progress)(void *ctx, long long done, long long total), void *ctx,
+                        json_t **out, cli_error *err);
+int remote_dataset_list(httpc_client *c, json_t **out, cli_error *err);
+int remote_dataset_delete(httpc_client *c, const char *name, json_t **out, cli_error *err);
+/* POST .../predict with an .npy body; the .npy of outputs into sink. */
+int remote_job_predict(httpc_client *c, const char *id, const void *input, size_t len,
+                       FILE *sink, cli_error *err);
+/* The job's run directory listing, {"files": [{path, bytes, mtime}], ...}. */
+int remote_job_files(httpc_client *c, const char *id, json_t **files, cli_error *err);
+/* One file of the run directory (relative path) into sink. */
+int remote_job_file(httpc_client *c, const char *id, const char *path, FILE *sink,
+                    cli_error *err);
 int remote_job_logs(httpc_client *c, const char *id, long long offset, httpc_response *resp,
                     cli_error *err);
 

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "admission.h"
+#include "datasets.h"
+#include "initfrom.h"
 #include "log.h"
 #include "jobspec/spec.h"
 
@@ -110,7 +112,8 @@ static bool api_datasets_ok(const job_spec *spec, const char **field, const char
     const char *names[3] = {spec->data.train, spec->data.test, spec->data.validation};
     const char *fields[3] = {"data.train", "data.test", "data.validation"};
     for (int i = 0; i < 3; i++) {
-        if (names[i] && !spec_dataset_name_ok(names[i], why)) {
+        /* "@NAME" is an upload (datasets_resolve_spec checks it). */
+        if (names[i] && names[i][0] != '@' && !spec_dataset_name_ok(names[i], why)) {
             *field = fields[i];
             return false;
         }
@@ -142,11 +145,29 @@ enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t le
         spec_free(spec);
         return api_reply_error(r, MHD_HTTP_BAD_REQUEST, field, "%s", too_big);
     }
+    char *resolved = NULL, *warm = NULL, msg[1024];
+    if (datasets_resolve_spec(d->st, d->cfg.data_dir, r->caller.identity, spec_text, len,
+                              &resolved, &field, msg, sizeof msg) < 0 ||
+        initfrom_resolve(d, r->caller.identity, resolved ? resolved : spec_text, &warm, &field,
+                         msg, sizeof msg) < 0) {
+        spec_free(spec);
+        free(resolved);
+        return api_reply_error(r, MHD_HTTP_BAD_REQUEST, field, "%s", msg);
+    }
+    if (warm) {
+        free(resolved);
+        resolved = warm;
+        if (initfrom_check(d, resolved, msg, sizeof msg) != 0) {
+            spec_free(spec);
+            free(resolved);
+            return api_reply_error(r, MHD_HTTP_BAD_REQUEST, "training.init_from", "%s", msg);
+        }
+    }
     store_new_job nj = {
         .owner = r->caller.identity,
         .name = spec->name ? spec->name : "job",
         .trainer = spec_trainer_name(spec->distributed.trainer),
-        .spec = spec_text,
+        .spec = resolved ? resolved : spec_text,
         .priority = spec->resources.priority,
         .ranks = ranks,
         .workers = spec->distributed.workers,
@@ -156,6 +177,7 @@ enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t le
     };
     if (config_slurm(&d->cfg) && atomic_load(&d->slurm_down)) {
         spec_free(spec);
+        free(resolved);
         return api_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL,
                                "Slurm is not reachable (slurmctld down?); the job was not "
                                "accepted, submit it again later");
@@ -163,6 +185,7 @@ enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t le
     char id[STORE_ID_LEN + 1];
     store_status rs = store_job_submit(d->st, &nj, d->cfg.max_queued, 0, id);
     spec_free(spec);
+    free(resolved);
     if (rs == STORE_LIMIT)
         return api_reply_error(r, MHD_HTTP_TOO_MANY_REQUESTS, NULL,
                                "%s already has %d queued jobs (the limit); wait for some to "

@@ -16,6 +16,11 @@
 #include "daemon.h"
 #include "metrics.h"
 
+/* A request body written to a file as it arrives, for routes that take
+ * large bodies (routes.c opens one before the body is read; http.c feeds
+ * it; the route's handler finishes it; http.c frees it). */
+typedef struct api_stream api_stream;
+
 typedef struct api_request {
     struct MHD_Connection *conn;
     daemon_ctx *d;
@@ -32,6 +37,9 @@ typedef struct api_request {
                                 by the dispatcher; NULL when it needs none */
     metrics_route route;
     int status;              /* set by the reply */
+    const char *name;        /* the {name} of /api/v1/datasets/{name} or the {path}
+                                of /api/v1/jobs/{id}/files/{path}, else NULL */
+    api_stream *stream;      /* the body, for a streaming route; else NULL */
 } api_request;
 
 /* Replies. api_reply_json takes ownership of body. */
@@ -54,6 +62,43 @@ struct MHD_Response *api_text_response(char *text, size_t len);
  * 201 with {id, state, queue_position, ranks} and Location, or the error. */
 enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t len);
 
+/* Streamed bodies (api_datasets.c). Open the stream of a PUT
+ * /api/v1/datasets/{name} for r->caller (authenticated): a temporary file
+ * beside the dataset, or a refusal to answer at once (bad name, declared
+ * length over the upload limit or the quota). NULL: out of memory. */
+api_stream *api_datasets_stream_open(api_request *r);
+/* Open the stream of a POST /api/v1/jobs/{id}/predict (api_predict.c):
+ * its .npy input to DATA_DIR/tmp, under predict_max. */
+api_stream *api_predict_stream_open(api_request *r);
+
+/* The stream itself (api_stream.c). New: nothing open yet, body limit
+ * `limit`; NULL when out of memory. */
+api_stream *api_stream_new(long long limit);
+/* Create its temporary file in dir (made if missing); limit_name is the
+ * config key a 413 names. false (and refused) on failure. */
+bool api_stream_open_in(api_stream *s, const char *dir, const char *limit_name);
+/* Refuse with status and message (the first refusal stays); the file is
+ * removed and the rest of the body dropped. */
+void api_stream_refuse(api_stream *s, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Append n body bytes: hashed and written, or counted and dropped after a
+ * refusal. false when the client should be cut off (far over the limit). */
+bool api_stream_write(api_stream *s, const char *data, size_t n);
+/* Whether the stream was refused already (answer without reading more);
+ * the refusal's status (0: none) and message. */
+bool api_stream_refused(const api_stream *s);
+int api_stream_status(const api_stream *s, const char **error);
+/* The temporary file: descriptor, path, bytes written, SHA-256 (hex; call
+ * once, when the body has ended). */
+int api_stream_fd(const api_stream *s);
+const char *api_stream_path(const api_stream *s);
+long long api_stream_bytes(const api_stream *s);
+void api_stream_sha256(api_stream *s, char hex[65]);
+/* fsync the file and rename it to final (then fsync its directory). */
+bool api_stream_place(api_stream *s, const char *final);
+/* Remove the temporary file unless it was put in place. */
+void api_stream_free(api_stream *s);
+
 /* Route handlers (routes.c says which needs a caller and which a job). */
 enum MHD_Result api_healthz(api_request *r);
 enum MHD_Result api_metrics(api_request *r);
@@ -74,6 +119,22 @@ enum MHD_Result api_cluster(api_request *r);
  * the seed's job_name, num_executors, num_processes and data_path mapped
  * onto the spec; its pickled "trainer" refused (400). */
 enum MHD_Result api_seed_submit(api_request *r);
+/* r->job's run directory: every regular file (path, bytes, mtime), and
+ * one of them by its relative path (symlinks and escapes refused: 404). */
+enum MHD_Result api_job_files(api_request *r);
+/* r->job (failed, cancelled or timeout; else 409) back in the queue under
+ * its id, to continue from its last checkpoint; replies with the job. */
+enum MHD_Result api_job_resume(api_request *r);
+/* r->job's (succeeded; else 409) model applied to the .npy body (raw
+ * inputs): 200 with an .npy float32 [N, outputs]; 400 when the input does
+ * not fit the model, 413 over predict_max. */
+enum MHD_Result api_job_predict(api_request *r);
+enum MHD_Result api_job_file(api_request *r);
+/* /api/v1/datasets[/{name}]: the caller's uploads (admins see all). */
+enum MHD_Result api_datasets_list(api_request *r);
+enum MHD_Result api_dataset_get(api_request *r);
+enum MHD_Result api_dataset_put(api_request *r);
+enum MHD_Result api_dataset_delete(api_request *r);
 /* r->job as the job object plus the seed's job_name and running. */
 enum MHD_Result api_seed_state(api_request *r);
 /* r->job (finished) as {model, history, architecture, job_name}, then

@@ -61,6 +61,9 @@ static const opt_def opts[] = {
     STR(slurm_account, "NAME", "sbatch --account for every job (default: the user's default)"),
     STR(slurm_qos, "NAME", "sbatch --qos for every job (default: Slurm's default)"),
     STR(slurm_args, "\"ARGS\"", "appended to every sbatch command (e.g. \"--requeue --constraint=ib\")"),
+    NUM(upload_max, OPT_LONG, 1024, LONG_MAX, "BYTES", "largest dataset upload, 413 above (default 2147483648: 2 GiB)"),
+    NUM(upload_quota, OPT_LONG, 1024, LONG_MAX, "BYTES", "uploaded datasets per user, 507 above (default 10737418240: 10 GiB)"),
+    NUM(predict_max, OPT_LONG, 1024, 1L << 34, "BYTES", "largest input of POST /api/v1/jobs/ID/predict, 413 above (default 67108864: 64 MiB)"),
     NUM(hold, OPT_BOOL, 0, 1, NULL, "accept and queue jobs but start none (maintenance)"),
     NUM(retention_days, OPT_INT, 0, 36500, "DAYS", "forget finished jobs (rows, events, run directories) DAYS after they ended, 0 = keep them (default 0)"),
     NUM(verbose, OPT_BOOL, 0, 1, NULL, "log debug lines too"),
@@ -77,6 +80,9 @@ void config_defaults(config *c)
     c->max_running = 1;
     c->max_queued = 100;
     c->max_body = 1L << 20;
+    c->upload_max = 2L << 30;
+    c->upload_quota = 10L << 30;
+    c->predict_max = 64L << 20;
     c->http_threads = 4;
     c->connection_timeout = 30;
     c->connection_limit = 1024;

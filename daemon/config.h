@@ -46,6 +46,9 @@ typedef struct config {
     char slurm_account[128];
     char slurm_qos[128];
     char slurm_args[CONFIG_PATH_MAX];   /* appended to every sbatch, split on whitespace */
+    long upload_max;               /* bytes of one dataset upload (413 above) */
+    long upload_quota;             /* bytes of uploads per user (507 above) */
+    long predict_max;              /* bytes of a predict request's input (413 above) */
     bool hold;                     /* accept jobs but start none */
     int retention_days;            /* forget finished jobs this long after they ended; 0: keep */
     bool verbose;

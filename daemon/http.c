@@ -1,5 +1,6 @@
-/* http.c — libmicrohttpd glue: listen socket, request bodies (capped),
- * per-route metrics; routes.c answers each complete request. */
+/* http.c — libmicrohttpd glue: listen socket, request bodies (capped, or
+ * streamed to a file for the routes routes_stream_open names), per-route
+ * metrics; routes.c answers each complete request. */
 #include "http.h"
 
 #include <errno.h>
@@ -40,12 +41,17 @@ typedef struct http_req {
     const char *refusal;     /* why, for the client */
     char tls_why[160];       /* refusal's text for a client certificate */
     double t0; /* timeutil_mono_s() at the first call */
+    api_stream *stream; /* the body goes here instead (routes_stream_open) */
 } http_req;
 
 /* A body over the cap is read and discarded up to this many bytes past the
  * cap, so that its client reads the 413 (docs/daemon.md, "Security");
  * one that goes on longer is cut off. */
 #define HTTP_DISCARD_MAX (8u << 20)
+
+/* The slowest upload (bytes a second) that a streamed body's deadline
+ * allows for beyond --body-timeout: 1 MiB/s, 35 minutes for 2 GiB. */
+#define HTTP_STREAM_MIN_RATE (1ull << 20)
 
 int http_listen(const char *hostport, int *port, char *err, size_t errlen)
 {
@@ -116,6 +122,7 @@ static enum MHD_Result http_dispatch(http_server *s, struct MHD_Connection *conn
     r.body_len = req->len;
     r.route = ROUTE_OTHER;
     r.body_too_large = req->too_large;
+    r.stream = req->stream;
     /* A request with a body left unread or unreadable ends its connection. */
     r.close_connection = req->too_large;
     enum MHD_Result ret;
@@ -185,6 +192,18 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
         unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
+        api_request probe = {.conn = conn, .d = s->d, .method = method, .path = url};
+        routes_stream_open_result so = routes_stream_open(&probe, &req->stream);
+        if (so == ROUTES_ANSWER_NOW)
+            return http_dispatch(s, conn, url, method, req);
+        if (so == ROUTES_STREAM) {
+            /* An upload may be large: its deadline grows with its length,
+             * at HTTP_STREAM_MIN_RATE bytes a second. */
+            httpwatch_set(s->watch, http_watched(conn),
+                          s->d->cfg.body_timeout + (double)(declared / HTTP_STREAM_MIN_RATE),
+                          "request body");
+            return MHD_YES;
+        }
         if (declared <= (unsigned long long)s->d->cfg.max_body)
             return MHD_YES;
         /* Over the cap. A client waiting for "100 Continue" has sent none of
@@ -199,6 +218,15 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
             declared - (unsigned long long)s->d->cfg.max_body > HTTP_DISCARD_MAX)
             return http_dispatch(s, conn, url, method, req);
         return MHD_YES;
+    }
+    if (*upload_data_size > 0 && req->stream) {
+        bool ok = api_stream_write(req->stream, upload_data, *upload_data_size);
+        *upload_data_size = 0;
+        if (!ok) {
+            log_warn("http: %s %.100s: body far over the limit; connection closed", method, url);
+            metrics_record(ROUTE_OTHER, MHD_HTTP_CONTENT_TOO_LARGE, timeutil_mono_s() - req->t0);
+        }
+        return ok ? MHD_YES : MHD_NO;
     }
     if (*upload_data_size > 0) {
         bool ok = http_append(req, upload_data, *upload_data_size, s->d->cfg.max_body);
@@ -222,6 +250,7 @@ static void http_completed(void *cls, struct MHD_Connection *conn, void **con_cl
     httpwatch_set(s->watch, http_watched(conn), s->d->cfg.header_timeout, "request header");
     http_req *req = *con_cls;
     if (req) {
+        api_stream_free(req->stream);
         free(req->body);
         free(req);
         *con_cls = NULL;

@@ -106,6 +106,12 @@ char **launcher_mpirun_argv(const launcher_config *lc, const char *rundir, int r
     launcher_push(argv, &n, &ok, "%s", "--threads");
     snprintf(num, sizeof num, "%d", threads);
     launcher_push(argv, &n, &ok, "%s", num);
+    /* A resumed job (POST .../resume) continues from its checkpoint; a new
+     * job's run directory has none. */
+    char ckpt[4200];
+    snprintf(ckpt, sizeof ckpt, "%s/checkpoints/ckpt.bin", rundir);
+    if (access(ckpt, F_OK) == 0)
+        launcher_push(argv, &n, &ok, "%s", "--resume");
     if (!ok) {
         launcher_argv_free(argv);
         return NULL;

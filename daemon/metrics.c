@@ -9,7 +9,11 @@ static const char *const route_names[ROUTE_COUNT] = {
     "/healthz", "/metrics", "GET /api/v1/jobs", "POST /api/v1/jobs", "GET /api/v1/jobs/{id}",
     "DELETE /api/v1/jobs/{id}", "/api/v1/jobs/{id}/history", "/api/v1/jobs/{id}/weights",
     "/api/v1/jobs/{id}/logs", "/api/v1/jobs/{id}/events", "/api/submit", "/api/state",
-    "/api/cancel", "/api/destroy", "/api/v1/cluster", "other",
+    "/api/cancel", "/api/destroy", "/api/v1/cluster", "GET /api/v1/datasets",
+    "GET /api/v1/datasets/{name}", "PUT /api/v1/datasets/{name}",
+    "DELETE /api/v1/datasets/{name}", "/api/v1/jobs/{id}/files",
+    "/api/v1/jobs/{id}/files/{path}", "POST /api/v1/jobs/{id}/resume",
+    "POST /api/v1/jobs/{id}/predict", "other",
 };
 
 const char *metrics_route_name(metrics_route r)

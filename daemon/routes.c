@@ -24,7 +24,7 @@ typedef enum routes_job {
 
 typedef struct routes_entry {
     const char *method;     /* "GET" also answers HEAD */
-    const char *pattern;    /* "{id}" matches a job id */
+    const char *pattern;    /* "{id}" matches a job id, "{name}" one path segment */
     enum MHD_Result (*handler)(api_request *r);
     routes_auth needs_auth;
     routes_job needs_job;
@@ -49,6 +49,14 @@ static const routes_entry routes_table[] = {
      ROUTE_JOB_LOGS},
     {"GET", "/api/v1/jobs/{id}/events", api_job_events, ROUTES_CALLER, ROUTES_PATH_JOB,
      ROUTE_JOB_EVENTS},
+    {"POST", "/api/v1/jobs/{id}/resume", api_job_resume, ROUTES_CALLER, ROUTES_PATH_JOB,
+     ROUTE_JOB_RESUME},
+    {"POST", "/api/v1/jobs/{id}/predict", api_job_predict, ROUTES_CALLER, ROUTES_PATH_JOB,
+     ROUTE_JOB_PREDICT},
+    {"GET", "/api/v1/jobs/{id}/files", api_job_files, ROUTES_CALLER, ROUTES_PATH_JOB,
+     ROUTE_JOB_FILES},
+    {"GET", "/api/v1/jobs/{id}/files/{path}", api_job_file, ROUTES_CALLER, ROUTES_PATH_JOB,
+     ROUTE_JOB_FILE},
     {"GET", "/api/v1/cluster", api_cluster, ROUTES_ADMIN, ROUTES_NO_JOB, ROUTE_CLUSTER},
     {"POST", "/api/submit", api_seed_submit, ROUTES_CALLER_OR_BODY, ROUTES_NO_JOB,
      ROUTE_SEED_SUBMIT},
@@ -59,6 +67,14 @@ static const routes_entry routes_table[] = {
      ROUTE_SEED_DESTROY},
     {"POST", "/api/destroy", api_seed_destroy, ROUTES_CALLER, ROUTES_CURRENT_JOB,
      ROUTE_SEED_DESTROY},
+    {"GET", "/api/v1/datasets", api_datasets_list, ROUTES_CALLER, ROUTES_NO_JOB,
+     ROUTE_DATASETS_LIST},
+    {"GET", "/api/v1/datasets/{name}", api_dataset_get, ROUTES_CALLER, ROUTES_NO_JOB,
+     ROUTE_DATASET_GET},
+    {"PUT", "/api/v1/datasets/{name}", api_dataset_put, ROUTES_CALLER, ROUTES_NO_JOB,
+     ROUTE_DATASET_PUT},
+    {"DELETE", "/api/v1/datasets/{name}", api_dataset_delete, ROUTES_CALLER, ROUTES_NO_JOB,
+     ROUTE_DATASET_DELETE},
 };
 #define ROUTES_COUNT (sizeof routes_table / sizeof routes_table[0])
 
@@ -72,13 +88,42 @@ static bool routes_is_job_id(const char *s, size_t n)
     return true;
 }
 
+/* Routes whose body is streamed to a file as it arrives instead of
+ * buffered under max_body, and the function that opens the stream. */
+typedef struct routes_stream_entry {
+    const char *method;
+    const char *pattern;
+    api_stream *(*open)(api_request *r);
+} routes_stream_entry;
+
+static const routes_stream_entry routes_streams[] = {
+    {"PUT", "/api/v1/datasets/{name}", api_datasets_stream_open},
+    {"POST", "/api/v1/jobs/{id}/predict", api_predict_stream_open},
+};
+
+#define ROUTES_NAME_MAX 255
+#define ROUTES_PATH_MAX 1023
+
 /* Does path match pattern? A "{id}" takes one segment that is a job id,
- * copied to id_buf. */
-static bool routes_match(const char *pattern, const char *path, char id_buf[STORE_ID_LEN + 1])
+ * copied to id_buf; a "{name}" any non-empty segment of up to
+ * ROUTES_NAME_MAX bytes, a "{path}" (last in a pattern) the non-empty rest
+ * of the path up to ROUTES_PATH_MAX bytes, slashes included (their
+ * handlers check them), copied to name_buf. */
+static bool routes_match(const char *pattern, const char *path, char id_buf[STORE_ID_LEN + 1],
+                         char name_buf[ROUTES_PATH_MAX + 1])
 {
-    static const char param[] = "{id}";
+    static const char param[] = "{id}", name_param[] = "{name}", path_param[] = "{path}";
     while (*pattern) {
-        if (strncmp(pattern, param, sizeof param - 1) == 0) {
+        bool rest = strncmp(pattern, path_param, sizeof path_param - 1) == 0;
+        if (rest || strncmp(pattern, name_param, sizeof name_param - 1) == 0) {
+            size_t n = rest ? strlen(path) : strcspn(path, "/");
+            if (n == 0 || n > (rest ? ROUTES_PATH_MAX : ROUTES_NAME_MAX))
+                return false;
+            memcpy(name_buf, path, n);
+            name_buf[n] = '\0';
+            pattern += rest ? sizeof path_param - 1 : sizeof name_param - 1;
+            path += n;
+        } else if (strncmp(pattern, param, sizeof param - 1) == 0) {
             size_t n = strcspn(path, "/");
             if (!routes_is_job_id(path, n))
                 return false;
@@ -207,10 +252,10 @@ static enum MHD_Result routes_call(api_request *r, const routes_entry *route)
 
 enum MHD_Result routes_dispatch(api_request *r)
 {
-    char id_buf[STORE_ID_LEN + 1];
+    char id_buf[STORE_ID_LEN + 1], name_buf[ROUTES_PATH_MAX + 1];
     const routes_entry *route = NULL, *path_match = NULL;
     for (size_t i = 0; i < ROUTES_COUNT && !route; i++) {
-        if (!routes_match(routes_table[i].pattern, r->path, id_buf))
+        if (!routes_match(routes_table[i].pattern, r->path, id_buf, name_buf))
             continue;
         path_match = &routes_table[i];
         if (routes_method_is(r->method, path_match->method))
@@ -221,6 +266,8 @@ enum MHD_Result routes_dispatch(api_request *r)
         r->route = path_match->metric;
         if (strstr(path_match->pattern, "{id}"))
             r->job_id = id_buf;
+        if (strstr(path_match->pattern, "{name}") || strstr(path_match->pattern, "{path}"))
+            r->name = name_buf;
     }
     enum MHD_Result ret;
     if (r->body_too_large)
@@ -234,5 +281,35 @@ enum MHD_Result routes_dispatch(api_request *r)
     else
         ret = routes_call(r, route);
     r->job_id = NULL; /* it points into this frame */
+    r->name = NULL;
     return ret;
+}
+
+routes_stream_open_result routes_stream_open(api_request *r, api_stream **out)
+{
+    *out = NULL;
+    char id_buf[STORE_ID_LEN + 1], name_buf[ROUTES_PATH_MAX + 1];
+    const routes_stream_entry *e = NULL;
+    for (size_t i = 0; i < sizeof routes_streams / sizeof routes_streams[0] && !e; i++)
+        if (strcmp(r->method, routes_streams[i].method) == 0 &&
+            routes_match(routes_streams[i].pattern, r->path, id_buf, name_buf))
+            e = &routes_streams[i];
+    if (!e)
+        return ROUTES_BUFFER;
+    /* Only an identified caller may make the daemon write: anyone else is
+     * answered (401, by routes_dispatch) before the body is read. */
+    const char *secret = routes_bearer(
+        MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION));
+    if (!secret)
+        secret = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "secret");
+    if (!secret || !auth_identify(r->d->au, secret, strlen(secret), &r->caller))
+        return ROUTES_ANSWER_NOW;
+    r->name = name_buf;
+    r->job_id = strstr(e->pattern, "{id}") ? id_buf : NULL;
+    *out = e->open(r);
+    r->name = NULL;
+    r->job_id = NULL;
+    if (!*out || api_stream_refused(*out))
+        return ROUTES_ANSWER_NOW;
+    return ROUTES_STREAM;
 }

@@ -16,4 +16,17 @@
  * are NULL again. */
 enum MHD_Result routes_dispatch(api_request *r);
 
+typedef enum routes_stream_open_result {
+    ROUTES_BUFFER,      /* the route takes its body in memory, under max_body */
+    ROUTES_STREAM,      /* *out takes the body as it arrives; dispatch at its end */
+    ROUTES_ANSWER_NOW,  /* dispatch now, before the body (no caller, or *out refused) */
+} routes_stream_open_result;
+
+/* At a request's first call (headers read, no body yet; r's method, path,
+ * conn and d set): does its route stream the body to a file? For such a
+ * route the caller is authenticated here and the route's stream opened
+ * into *out (which r->stream must carry to routes_dispatch; http.c frees
+ * it when the request completes). *out is NULL unless opened. */
+routes_stream_open_result routes_stream_open(api_request *r, api_stream **out);
+
 #endif

@@ -215,6 +215,53 @@ typedef bool (*store_event_cb)(double at, const char *from, const char *to, cons
                                void *arg);
 store_status store_job_events(store *st, const char *id, store_event_cb cb, void *arg);
 
+/* ---- uploaded datasets (migration 0007) ------------------------------------
+ * One row per (owner, name): what the upload's format check found. The
+ * file itself is the daemon's (datasets.h); a dataset is "in use" while a
+ * queued, starting or running job of its owner names it, that is, while
+ * the job's stored spec holds `ref`, the quoted "@PATH" submit resolved the
+ * name to. */
+typedef struct store_dataset {
+    char owner[64];
+    char name[72];
+    char format[16];
+    long long bytes;
+    char sha256[65];
+    long long records;      /* -1: the file holds tensors, not samples */
+    char *shapes;           /* JSON text; owned (store_dataset_clear) */
+    double created_at;
+} store_dataset;
+
+void store_dataset_clear(store_dataset *ds);
+
+/* Insert or replace ds (owner, name) in one transaction that first checks
+ * that no active job uses ref (STORE_CONFLICT) and that the owner's other
+ * uploads plus ds->bytes stay within quota (STORE_LIMIT), then calls
+ * place(arg) (which puts the file in place; false aborts with STORE_ERROR)
+ * and commits. *replaced: whether the name existed. */
+store_status store_dataset_put(store *st, const store_dataset *ds, const char *ref,
+                               long long quota, bool (*place)(void *arg), void *arg,
+                               bool *replaced);
+store_status store_dataset_get(store *st, const char *owner, const char *name,
+                               store_dataset *out);
+typedef bool (*store_dataset_cb)(const store_dataset *ds, void *arg);
+/* owner's datasets by name (every owner's, by owner then name, if NULL). */
+store_status store_dataset_list(store *st, const char *owner, store_dataset_cb cb, void *arg);
+/* Forget (owner, name) unless an active job uses ref (STORE_CONFLICT). */
+store_status store_dataset_delete(store *st, const char *owner, const char *name,
+                                  const char *ref);
+/* Bytes of owner's uploads; -1 on a store error. */
+long long store_dataset_usage(store *st, const char *owner);
+
+/* Put a failed, cancelled or timed-out job back in the queue under its id
+ * (POST /api/v1/jobs/{id}/resume): every trace of its last run cleared,
+ * its fair-share tag set to the scheduler's clock, an event from its
+ * final state to queued with `detail`. STORE_CONFLICT in another state,
+ * STORE_LIMIT when its owner already has max_queued queued jobs (0: no
+ * limit), STORE_NOT_FOUND for no such job. */
+store_status store_job_resume(store *st, const char *id, int max_queued, const char *detail,
+                              double now);
+
 /* Fault simulation for tests, in the manner of SQLite's sqlite3FaultSim:
  * while fn is set, it is called (from any thread) before each SQL statement
  * the store is about to run, with that statement's text; when it returns

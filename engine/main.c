@@ -15,7 +15,9 @@
 #include <string.h>
 
 #include "train/options.h"
+#include "train/predict.h"
 #include "train/train.h"
+#include "train/warmstart.h"
 #include "distributed/dist.h"
 #include "jobspec/spec.h"
 
@@ -24,6 +26,7 @@
 static const char usage_text[] =
     "usage: punch-train JOB.json --out DIR [--datasets DIR[:DIR...]] [--threads N]\n"
     "                   [--resume] [--evaluate-only --weights FILE]\n"
+    "                   [--predict INPUT.npy --weights FILE]\n"
     "       punch-train --validate JOB.json\n"
     "\n"
     "  --out DIR          run directory: progress.jsonl, history.json, weights.*, checkpoints/\n"
@@ -33,6 +36,9 @@ static const char usage_text[] =
     "  --threads N        CPU threads (default: resources.threads_per_worker)\n"
     "  --resume           continue from DIR/checkpoints/ckpt.bin\n"
     "  --evaluate-only    evaluate --weights FILE (.safetensors or .npz) on the test set\n"
+    "  --predict IN.npy   the outputs of --weights FILE's model for IN.npy's raw inputs\n"
+    "                     (scaled as the training data were) into DIR/predictions.npy,\n"
+    "                     float32 [N, outputs]; no data is loaded\n"
     "  --validate         check the job, print its summary, and exit\n";
 
 typedef struct cli {
@@ -40,6 +46,7 @@ typedef struct cli {
     const char *out;
     const char *datasets;
     const char *weights;
+    const char *predict;
     int threads;
     bool resume, evaluate_only, validate, help;
 } cli;
@@ -93,6 +100,9 @@ static int cli_parse(int argc, char **argv, cli *c)
         } else if (cli_is(a, "--weights")) {
             slot = &c->weights;
             name = "--weights";
+        } else if (cli_is(a, "--predict")) {
+            slot = &c->predict;
+            name = "--predict";
         } else if (cli_is(a, "--threads")) {
             const char *v = cli_value(argc, argv, &i, "--threads");
             char *end = NULL;
@@ -122,7 +132,10 @@ static int cli_parse(int argc, char **argv, cli *c)
         return 0;
     if (!c->out)
         return usage_error("%s", "missing --out DIR");
-    if (c->evaluate_only != (c->weights != NULL))
+    if (c->predict && (c->evaluate_only || c->resume || !c->weights))
+        return usage_error("%s", "--predict needs --weights FILE, without --evaluate-only "
+                                 "or --resume");
+    if (!c->predict && c->evaluate_only != (c->weights != NULL))
         return usage_error("%s", "--evaluate-only and --weights FILE go together");
     if (c->evaluate_only && c->resume)
         return usage_error("%s", "--resume does not apply to --evaluate-only");
@@ -173,6 +186,14 @@ static int run(const cli *c, const engine_options *env, const job_spec *spec,
                const dataset_roots *roots)
 {
     char err[1024];
+    if (c->predict) {
+        train_options o = {.out_dir = c->out, .roots = *roots, .threads = c->threads,
+                           .local_rank = env->local_rank, .weights = c->weights};
+        int rc = train_predict(spec, &o, c->predict, err, sizeof err);
+        if (rc != 0)
+            fprintf(stderr, "punch-train: %s\n", err);
+        return rc;
+    }
     if (dist_handles(spec)) {
         dist_options d = {.out_dir = c->out, .roots = *roots, .threads = c->threads,
                           .resume = c->resume, .env = *env};
@@ -226,8 +247,12 @@ int main(int argc, char **argv)
     }
     if (c.validate) {
         spec_print_summary(spec, stdout);
+        char why[1024];
+        rc = warmstart_check(spec, why, sizeof why) == 0 ? 0 : 2;
+        if (rc != 0)
+            fprintf(stderr, "punch-train: %s\n", why);
         spec_free(spec);
-        return 0;
+        return rc;
     }
     engine_options env;
     char err[512];

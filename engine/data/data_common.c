@@ -107,5 +107,5 @@ int data_pick_alloc(const data_pick *p, dataset *d, long count, long features)
 
 bool dataset_byte_valued(const spec_data *data)
 {
-    return data->format != DATA_CSV;
+    return data->format != DATA_CSV && data->format != DATA_NPZ;
 }

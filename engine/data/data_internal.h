@@ -131,6 +131,15 @@ int data_csv_count(const char *path, bool header, long *n, char *err, size_t err
 int data_synthetic_range(const spec_shape *shape, long n, int num_classes, unsigned long seed,
                          long lo, long hi, dataset *out, char *err, size_t errlen);
 
+/* npz (npzset.c): the x/y pair of `field` ("data.train", "data.test",
+ * "data.validation"; each falls back to x/y): its records, or the pick's
+ * (NULL: all), raw, shaped for `input` (NHWC transposed when it says
+ * [C, H, W]); labels checked against num_classes (<= 0: no check). */
+int data_npz_count(const char *path, const char *field, long *n, char *err, size_t errlen);
+int data_npz_load_pick(const char *path, const char *field, int num_classes,
+                       const spec_shape *input, const data_pick *pick, dataset *out, char *err,
+                       size_t errlen);
+
 /* Allocate x (n * features floats) and y (n labels) of d; -1 when out of
  * memory or the sizes overflow. */
 int data_alloc(dataset *d, long n, long features);

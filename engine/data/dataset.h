@@ -156,7 +156,8 @@ int dataset_load_rows(const spec_data *data, const spec_shape *input,
                       const dataset_layout *lay, const int64_t *rows, long m, uint8_t *bytes,
                       dataset *out, char *err, size_t errlen);
 /* Whether data's raw values are whole numbers in 0..255 (IDX, CIFAR-10,
- * synthetic; not CSV). */
+ * synthetic; not CSV, nor npz, whose unit scaling divides by the largest
+ * |x| of train, 255 for typical uint8 images). */
 bool dataset_byte_valued(const spec_data *data);
 
 /* Scaling statistics of a part, to be combined over parts: per-feature

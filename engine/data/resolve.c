@@ -105,6 +105,7 @@ static int resolve_idx(const char *root_real, const char *name, char *p1, char *
 }
 
 static const char *const csv_suffixes[] = {"", ".csv", ".csv.gz", ".gz", NULL};
+static const char *const npz_suffixes[] = {"", ".npz", NULL};
 static const char *const bin_suffixes[] = {"", ".bin", ".bin.gz", NULL};
 static const char *const dir_suffixes[] = {"", NULL};
 
@@ -144,6 +145,9 @@ static void resolve_looked_for(spec_data_format f, const char *name, char *buf, 
         break;
     case DATA_CIFAR10:
         snprintf(buf, len, "a directory %s of data_batch_*.bin, or %s[.bin]", name, name);
+        break;
+    case DATA_NPZ:
+        snprintf(buf, len, "%s[.npz]", name);
         break;
     default:
         snprintf(buf, len, "%s[.csv][.gz]", name);
@@ -185,8 +189,9 @@ int dataset_resolve(spec_data_format format, const char *name, const dataset_roo
         else if (format == DATA_CIFAR10)
             rc = resolve_cifar(root_real, name, path1, pathlen, err, errlen);
         else
-            rc = resolve_try(root_real, name, name, csv_suffixes, FOUND_FILE, path1, pathlen,
-                             err, errlen);
+            rc = resolve_try(root_real, name, name,
+                             format == DATA_NPZ ? npz_suffixes : csv_suffixes, FOUND_FILE,
+                             path1, pathlen, err, errlen);
         if (rc != 0)
             return rc < 0 ? -1 : 0;
     }

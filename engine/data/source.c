@@ -49,13 +49,48 @@ static int source_cifar10_path(const char *name, const char *path, const dataset
     return rc;
 }
 
+/* An uploaded dataset as punchcardd resolved it ("@/PATH"): the file
+ * itself, which must be a regular file; an unresolved "@NAME" only
+ * punchcardd can resolve. */
+static int source_upload(const spec_data *data, const char *field, const char *name, char *p1,
+                         size_t len, char *err, size_t errlen)
+{
+    const char *why = NULL;
+    spec_ref_kind k = spec_dataset_ref_kind(name, &why);
+    if (k == SPEC_REF_UPLOAD)
+        return io_errf(err, errlen, "%s: \"%s\" names an uploaded dataset, which punchcardd "
+                       "resolves when the job is submitted; run by hand, give its file as "
+                       "\"@/absolute/path\"", field, name);
+    if (k != SPEC_REF_UPLOAD_PATH)
+        return io_errf(err, errlen, "%s: dataset name \"%.80s\" %s", field, name,
+                       why ? why : "is not valid");
+    if (data->format == DATA_IDX)
+        return io_errf(err, errlen, "%s: an uploaded IDX file holds images or labels, not "
+                       "both; upload the set as npz (x_train, y_train, ...)", field);
+    struct stat st;
+    if (stat(name + 1, &st) != 0 || !S_ISREG(st.st_mode))
+        return io_errf(err, errlen, "%s: uploaded dataset %s is missing (deleted after the "
+                       "job was submitted?)", field, io_basename(name + 1));
+    if (strlen(name + 1) >= len)
+        return io_errf(err, errlen, "%s: path too long", field);
+    strcpy(p1, name + 1);
+    return 0;
+}
+
 static int source_run(const spec_data *data, const char *field, const char *name,
-                      long features, const dataset_roots *roots, const source_op *op,
+                      const spec_shape *input, const dataset_roots *roots, const source_op *op,
                       dataset *out, char *err, size_t errlen)
 {
     char p1[PATH_MAX], p2[PATH_MAX], why[1024];
-    if (dataset_resolve(data->format, name, roots, p1, p2, sizeof p1, why, sizeof why) != 0)
+    long features = input ? spec_shape_size(input) : 0;
+    p2[0] = 0;
+    if (name && name[0] == '@') {
+        if (source_upload(data, field, name, p1, sizeof p1, err, errlen) != 0)
+            return -1;
+    } else if (dataset_resolve(data->format, name, roots, p1, p2, sizeof p1, why,
+                               sizeof why) != 0) {
         return io_errf(err, errlen, "%s: %s", field, why);
+    }
     switch (data->format) {
     case DATA_IDX:
         if (op->count)
@@ -70,6 +105,11 @@ static int source_run(const spec_data *data, const char *field, const char *name
             return data_csv_count(p1, data->header, op->count, err, errlen);
         return data_csv_load_pick(p1, data->label_column, data->header, data->num_classes,
                                   features, op->pick, out, err, errlen);
+    case DATA_NPZ:
+        if (op->count)
+            return data_npz_count(p1, field, op->count, err, errlen);
+        return data_npz_load_pick(p1, field, data->num_classes, input, op->pick, out, err,
+                                  errlen);
     default:
         return io_errf(err, errlen, "%s: format %s has no named datasets", field,
                        spec_data_format_name(data->format));
@@ -108,7 +148,7 @@ int data_source_count(const spec_data *data, const char *field, const char *name
                       const dataset_roots *roots, long *n, char *err, size_t errlen)
 {
     source_op op = {.count = n};
-    return source_run(data, field, name, 0, roots, &op, NULL, err, errlen);
+    return source_run(data, field, name, NULL, roots, &op, NULL, err, errlen);
 }
 
 int data_source_load(const spec_data *data, const char *field, const char *name,
@@ -116,8 +156,7 @@ int data_source_load(const spec_data *data, const char *field, const char *name,
                      dataset *out, char *err, size_t errlen)
 {
     source_op op = {.pick = pick};
-    if (source_run(data, field, name, spec_shape_size(input), roots, &op, out, err,
-                   errlen) != 0)
+    if (source_run(data, field, name, input, roots, &op, out, err, errlen) != 0)
         return -1;
     if (source_fit(out, name, input, err, errlen) != 0) {
         dataset_free(out);

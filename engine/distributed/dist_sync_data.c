@@ -120,7 +120,7 @@ static void dist_data_scale(dist_ctx *c, bool contributes)
     long f = c->train.features;
     dataset_scaling_stats st = {.n = (double)c->n_train};
     double *mean = NULL, *m2 = NULL;
-    if (d->scaling == SCALE_UNIT && d->format == DATA_CSV) {
+    if (d->scaling == SCALE_UNIT && !dataset_byte_valued(d)) {
         st.max_abs = !contributes ? 0.0f
                      : c->stream ? dist_stream_stats_max_abs(c->stream)
                                  : dataset_stats_max_abs(&c->train);

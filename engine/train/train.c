@@ -15,6 +15,7 @@
 
 #include "io/tensorfile.h"
 #include "train/checkpoint.h"
+#include "train/warmstart.h"
 #include "train/weights.h"
 #include "timeutil/timeutil.h"
 
@@ -445,7 +446,10 @@ static int train_resume_or_start(train_run *r, char *err, size_t errlen)
         if (rc == 0)
             return train_start_event(r, err, errlen);
     }
-    /* A fresh run starts a fresh progress log. */
+    /* A fresh run starts a fresh progress log, from init_from's weights
+     * when the spec names some. */
+    if (warmstart_load(r->m, r->spec, err, errlen) != 0)
+        return -1;
     if (unlink(path) != 0 && errno != ENOENT) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return -1;

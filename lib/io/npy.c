@@ -78,7 +78,7 @@ static int npy_string(npy_scan *s, char *out, size_t cap)
     return 0;
 }
 
-static int npy_shape(npy_scan *s, tensor_entry *e)
+static int npy_shape(npy_scan *s, npy_header *e)
 {
     if (npy_expect(s, '(') != 0)
         return -1;
@@ -109,9 +109,23 @@ static int npy_shape(npy_scan *s, tensor_entry *e)
     }
 }
 
-/* Parse the dict; sets *big_endian. Every key must be known and present. */
-static int npy_parse_dict(const char *text, tensor_entry *e, int *big_endian,
-                          char *err, size_t errlen)
+/* A descr such as '<f4', '|u1', '>i8' into h's kind, itemsize and byte
+ * order; -1 for anything else (structured, strings, objects). */
+static int npy_descr(const char *d, npy_header *h)
+{
+    if (strlen(d) != 3 || !strchr("<>|=", d[0]) || !strchr("uifb", d[1]) ||
+        !strchr("1248", d[2]))
+        return -1;
+    h->kind = d[1];
+    h->itemsize = d[2] - '0';
+    h->big_endian = d[0] == '>';
+    if ((h->kind == 'f' && h->itemsize < 4) || (h->kind == 'b' && h->itemsize != 1))
+        return -1;
+    return 0;
+}
+
+/* Parse the dict into h. Every key must be known and present. */
+static int npy_parse_dict(const char *text, npy_header *h, char *err, size_t errlen)
 {
     npy_scan s = {text};
     int have = 0;
@@ -126,11 +140,9 @@ static int npy_parse_dict(const char *text, tensor_entry *e, int *big_endian,
             return io_errf(err, errlen, "npy header: malformed key");
         npy_skip_ws(&s);
         if (strcmp(key, "descr") == 0) {
-            if (npy_string(&s, val, sizeof val) != 0)
-                return io_errf(err, errlen, "npy header: malformed descr");
-            if (strcmp(val, "<f4") != 0 && strcmp(val, ">f4") != 0)
-                return io_errf(err, errlen, "dtype %s not supported (float32 only)", val);
-            *big_endian = val[0] == '>';
+            if (npy_string(&s, val, sizeof val) != 0 || npy_descr(val, h) != 0)
+                return io_errf(err, errlen, "dtype %s not supported (a plain number type such "
+                               "as '<f4' or '|u1' expected)", val);
             have |= 1;
         } else if (strcmp(key, "fortran_order") == 0) {
             if (strncmp(s.p, "False", 5) == 0) {
@@ -142,7 +154,7 @@ static int npy_parse_dict(const char *text, tensor_entry *e, int *big_endian,
             }
             have |= 2;
         } else if (strcmp(key, "shape") == 0) {
-            if (npy_shape(&s, e) != 0)
+            if (npy_shape(&s, h) != 0)
                 return io_errf(err, errlen, "npy header: malformed shape (at most %d dims)",
                                TENSOR_MAX_RANK);
             have |= 4;
@@ -160,9 +172,10 @@ static int npy_parse_dict(const char *text, tensor_entry *e, int *big_endian,
     return 0;
 }
 
-int npy_parse(const unsigned char *p, size_t len, tensor_entry *e,
-              char *err, size_t errlen)
+int npy_parse_header(const unsigned char *p, size_t len, npy_header *h, char *err,
+                     size_t errlen)
 {
+    memset(h, 0, sizeof *h);
     if (len < 10 || memcmp(p, npy_magic, 6) != 0)
         return io_errf(err, errlen, "not a .npy array (bad magic)");
     size_t hlen, start;
@@ -184,27 +197,71 @@ int npy_parse(const unsigned char *p, size_t len, tensor_entry *e,
         return io_errf(err, errlen, "out of memory");
     memcpy(text, p + start, hlen);
     text[hlen] = 0;
-    int big_endian = 0;
-    int rc = npy_parse_dict(text, e, &big_endian, err, errlen);
+    int rc = npy_parse_dict(text, h, err, errlen);
     free(text);
     if (rc != 0)
         return -1;
-
-    size_t data_len = len - start - hlen;
-    unsigned long long count = 1;
-    for (int i = 0; i < e->rank; i++) {
-        if (e->dims[i] != 0 && count > data_len / (unsigned long long)e->dims[i])
-            return io_errf(err, errlen, "shape larger than the %zu data bytes", data_len);
-        count *= (unsigned long long)e->dims[i];
+    h->data_start = start + hlen;
+    h->count = 1;
+    for (int i = 0; i < h->rank; i++) {
+        if (h->dims[i] != 0 && h->count > (UINT64_MAX / 8) / (uint64_t)h->dims[i])
+            return io_errf(err, errlen, "npy header: shape too large");
+        h->count *= (uint64_t)h->dims[i];
     }
-    if (count * 4 != data_len)
-        return io_errf(err, errlen, "%zu data bytes, shape needs %llu", data_len, count * 4);
-    e->data = malloc(count ? count * 4 : 1);
+    return 0;
+}
+
+/* One element (itemsize bytes, h's dtype and byte order) as float. */
+static float npy_element(const npy_header *h, const unsigned char *p)
+{
+    uint64_t u = 0;
+    for (int i = 0; i < h->itemsize; i++)
+        u = u << 8 | p[h->big_endian ? i : h->itemsize - 1 - i];
+    if (h->kind == 'f' && h->itemsize == 4) {
+        uint32_t w = (uint32_t)u;
+        float f;
+        memcpy(&f, &w, 4);
+        return f;
+    }
+    if (h->kind == 'f') {
+        double d;
+        memcpy(&d, &u, 8);
+        return (float)d;
+    }
+    if (h->kind == 'i') {
+        int shift = 64 - 8 * h->itemsize;
+        return (float)((int64_t)(u << shift) >> shift);
+    }
+    return (float)u;
+}
+
+void npy_to_floats(const npy_header *h, const unsigned char *src, size_t n, float *dst)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] = npy_element(h, src + i * (size_t)h->itemsize);
+}
+
+int npy_parse(const unsigned char *p, size_t len, tensor_entry *e,
+              char *err, size_t errlen)
+{
+    npy_header h;
+    if (npy_parse_header(p, len, &h, err, errlen) != 0)
+        return -1;
+    if (h.kind != 'f' || h.itemsize != 4)
+        return io_errf(err, errlen, "dtype %c%d not supported (float32 only)", h.kind,
+                       h.itemsize);
+    e->rank = h.rank;
+    memcpy(e->dims, h.dims, sizeof e->dims);
+    size_t data_len = len - h.data_start;
+    if (h.count * 4 != data_len)
+        return io_errf(err, errlen, "%zu data bytes, shape needs %llu", data_len,
+                       (unsigned long long)h.count * 4);
+    e->data = malloc(h.count ? h.count * 4 : 1);
     if (!e->data)
         return io_errf(err, errlen, "out of memory");
-    if (big_endian)
-        io_floats_from_be(e->data, p + start + hlen, (size_t)count);
+    if (h.big_endian)
+        io_floats_from_be(e->data, p + h.data_start, (size_t)h.count);
     else
-        io_floats_from_le(e->data, p + start + hlen, (size_t)count);
+        io_floats_from_le(e->data, p + h.data_start, (size_t)h.count);
     return 0;
 }

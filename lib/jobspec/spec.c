@@ -300,6 +300,43 @@ bool spec_dataset_name_ok(const char *name, const char **why)
     return reason == NULL;
 }
 
+bool spec_upload_name_ok(const char *name, const char **why)
+{
+    const char *reason = NULL;
+    size_t len = strlen(name);
+    if (len == 0 || len > 64)
+        reason = "must be 1 to 64 characters";
+    else if (name[0] == '.')
+        reason = "must not start with a dot";
+    for (size_t i = 0; !reason && i < len; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
+            reason = "may hold only letters, digits, '.', '_' and '-'";
+    }
+    if (why)
+        *why = reason;
+    return reason == NULL;
+}
+
+spec_ref_kind spec_dataset_ref_kind(const char *ref, const char **why)
+{
+    if (ref[0] != '@')
+        return spec_dataset_name_ok(ref, why) ? SPEC_REF_ROOT : SPEC_REF_INVALID;
+    if (ref[1] != '/') {
+        const char *reason = NULL;
+        if (!spec_upload_name_ok(ref + 1, &reason)) {
+            if (why)
+                *why = reason;
+            return SPEC_REF_INVALID;
+        }
+        return SPEC_REF_UPLOAD;
+    }
+    /* A resolved path: the same rules as a root-relative name after its
+     * leading slash (no "..", no hidden components, no control bytes). */
+    return spec_dataset_name_ok(ref + 2, why) ? SPEC_REF_UPLOAD_PATH : SPEC_REF_INVALID;
+}
+
 static bool parse_dataset_name(const json_t *obj, const char *path, const char *key,
                                char **out, spec_error *err)
 {
@@ -310,8 +347,8 @@ static bool parse_dataset_name(const json_t *obj, const char *path, const char *
         return true;
     char p[160];
     spec_path_key(p, sizeof p, path, key);
-    const char *why;
-    if (!spec_dataset_name_ok(s, &why))
+    const char *why = NULL;
+    if (spec_dataset_ref_kind(s, &why) == SPEC_REF_INVALID)
         return spec_fail(err, p, "dataset name \"%.80s\" %s", s, why);
     *out = strdup(s);
     if (!*out)
@@ -341,7 +378,7 @@ static bool parse_data(const json_t *d, job_spec *spec, spec_error *err)
         return false;
     int fmt = DATA_IDX, scaling = SCALE_UNIT;
     long classes = 10, label_column = 0;
-    if (!spec_get_enum(d, "data", "format", spec_data_format_names, 4, "data format", &fmt,
+    if (!spec_get_enum(d, "data", "format", spec_data_format_names, 5, "data format", &fmt,
                        err) ||
         !parse_dataset_name(d, "data", "train", &data->train, err) ||
         !parse_dataset_name(d, "data", "test", &data->test, err) ||
@@ -594,10 +631,50 @@ static bool parse_loss(const json_t *obj, int *loss, spec_error *err)
                                  spec_loss_names, 3, "loss", loss, err);
 }
 
+/* training.init_from: {"job": ID [, "path": "@PATH"]} or
+ * {"dataset": "@NAME" | "@PATH"}. "path" is what punchcardd writes when
+ * it resolves a job; a user's spec has no reason to give it. */
+static bool parse_init_from(const json_t *o, spec_training *tr, spec_error *err)
+{
+    static const char *const keys[] = {"job", "dataset", "path", NULL};
+    const char *p = "training.init_from";
+    if (!o)
+        return true;
+    if (!json_is_object(o))
+        return spec_fail(err, p, "expected {\"job\": \"ID\"} or {\"dataset\": \"@NAME\"}, "
+                                 "got %s", json_type_name(o));
+    const char *job = NULL, *dataset = NULL, *path = NULL;
+    if (!spec_check_keys(o, p, keys, err) || !spec_get_string(o, p, "job", &job, err) ||
+        !spec_get_string(o, p, "dataset", &dataset, err) ||
+        !spec_get_string(o, p, "path", &path, err))
+        return false;
+    if ((job != NULL) == (dataset != NULL))
+        return spec_fail(err, p, "give exactly one of \"job\" (a finished job's id) and "
+                                 "\"dataset\" (an uploaded weights file, \"@NAME\")");
+    if (job && (strlen(job) != 12 || strspn(job, "0123456789abcdef") != 12))
+        return spec_fail(err, "training.init_from.job", "\"%.40s\" is not a job id "
+                                                        "(12 lowercase hex digits)", job);
+    const char *why = NULL;
+    spec_ref_kind k = dataset ? spec_dataset_ref_kind(dataset, &why) : SPEC_REF_INVALID;
+    if (dataset && k != SPEC_REF_UPLOAD && k != SPEC_REF_UPLOAD_PATH)
+        return spec_fail(err, "training.init_from.dataset", "\"%.80s\": name an uploaded "
+                         "weights file as \"@NAME\"%s%s", dataset, why ? "; " : "",
+                         why ? why : "");
+    if (path && (!job || spec_dataset_ref_kind(path, NULL) != SPEC_REF_UPLOAD_PATH))
+        return spec_fail(err, "training.init_from.path", "is written by punchcardd for a "
+                                                         "job; do not give it");
+    tr->init_from_job = job ? strdup(job) : NULL;
+    tr->init_from_file = dataset ? strdup(dataset) : path ? strdup(path) : NULL;
+    if ((job && !tr->init_from_job) || ((dataset || path) && !tr->init_from_file))
+        return spec_fail(err, p, "out of memory");
+    return true;
+}
+
 static bool parse_training(const json_t *t, job_spec *spec, spec_error *err)
 {
     static const char *const keys[] = {"epochs", "batch_size", "steps_per_epoch", "loss",
-                                       "metrics", "optimizer", "lr_schedulers", "seed", NULL};
+                                       "metrics", "optimizer", "lr_schedulers", "seed",
+                                       "init_from", NULL};
     spec_training *tr = &spec->training;
     long epochs = 5, batch = 64, seed = 1;
     int loss = LOSS_CATEGORICAL_CROSSENTROPY;
@@ -615,7 +692,8 @@ static bool parse_training(const json_t *t, job_spec *spec, spec_error *err)
               parse_loss(obj, &loss, err) &&
               spec_get_int(obj, "training", "seed", 0, 0x7fffffffffffffffL, &seed, err) &&
               parse_metrics(field(obj, "metrics"), tr, err) &&
-              parse_optimizer(field(obj, "optimizer"), &tr->optimizer, err);
+              parse_optimizer(field(obj, "optimizer"), &tr->optimizer, err) &&
+              parse_init_from(field(obj, "init_from"), tr, err);
     const json_t *scheds = ok ? field(obj, "lr_schedulers") : NULL;
     if (ok && scheds && !json_is_array(scheds))
         ok = spec_fail(err, "training.lr_schedulers", "expected an array, got %s",
@@ -825,6 +903,10 @@ job_spec *spec_parse_json(const json_t *root, spec_error *err)
               parse_training(field(root, "training"), spec, err) &&
               parse_distributed(field(root, "distributed"), spec, err) &&
               parse_resources(field(root, "resources"), spec, err);
+    if (ok && (spec->training.init_from_job || spec->training.init_from_file) &&
+        spec->distributed.trainer != TRAINER_SINGLE)
+        ok = spec_fail(err, "training.init_from", "a warm start runs with the single trainer "
+                                                  "only, for now");
     if (ok && !field(root, "model"))
         ok = spec_fail(err, "model", "missing; name a preset (\"mlp\", \"convnet\", "
                                      "\"resnet20_cifar10\", ...: docs/job-spec.md lists them) or "
@@ -890,6 +972,8 @@ void spec_free(job_spec *spec)
     free(spec->data.train);
     free(spec->data.test);
     free(spec->data.validation);
+    free(spec->training.init_from_job);
+    free(spec->training.init_from_file);
     free(spec);
 }
 

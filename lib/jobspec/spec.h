@@ -98,6 +98,7 @@ typedef enum spec_data_format {
     DATA_CIFAR10,
     DATA_CSV,
     DATA_SYNTHETIC,
+    DATA_NPZ,       /* numpy .npz: x_train/y_train, x_test/y_test or x/y */
 } spec_data_format;
 
 typedef enum spec_scaling {
@@ -191,6 +192,14 @@ typedef struct spec_training {
     spec_schedule schedules[SPEC_MAX_SCHEDULES];
     int n_schedules;
     unsigned long seed;  /* default 1 */
+    /* training.init_from: start from these weights instead of random ones
+     * (a warm start). init_from_job: {"job": ID}, a finished job of the
+     * submitting user, which punchcardd resolves to its weights file in
+     * init_from_file ("@PATH", also written as "path" in the stored spec);
+     * {"dataset": "@NAME"} an uploaded .safetensors/.npz (resolved the
+     * same way), or "@/abs/path" run by hand. NULL: none. */
+    char *init_from_job;
+    char *init_from_file;
 } spec_training;
 
 typedef enum spec_trainer {
@@ -271,6 +280,22 @@ void spec_print_summary(const job_spec *spec, FILE *out);
 /* Check that a dataset name stays under its root: relative, no "..", no
  * empty or hidden components, no backslashes or control bytes. */
 bool spec_dataset_name_ok(const char *name, const char **why);
+
+/* Uploaded datasets. A user names one "@NAME" in data.train, data.test or
+ * data.validation; punchcardd resolves that at submit to "@PATH", the
+ * absolute path of the file, which is what punch-train reads (and what a
+ * user running punch-train by hand may write). spec_upload_name_ok: NAME
+ * is [A-Za-z0-9._-]{1,64} and does not start with a dot.
+ * spec_dataset_ref_kind: what a data.* value is, or SPEC_REF_INVALID with
+ * *why. */
+typedef enum spec_ref_kind {
+    SPEC_REF_INVALID,
+    SPEC_REF_ROOT,          /* a name under the dataset roots */
+    SPEC_REF_UPLOAD,        /* "@NAME" */
+    SPEC_REF_UPLOAD_PATH,   /* "@/absolute/path" */
+} spec_ref_kind;
+bool spec_upload_name_ok(const char *name, const char **why);
+spec_ref_kind spec_dataset_ref_kind(const char *ref, const char **why);
 
 /* Names for messages and file keys ("conv2d", "adam", "allreduce", ...). */
 const char *spec_layer_type_name(spec_layer_type t);

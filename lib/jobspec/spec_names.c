@@ -42,7 +42,7 @@ const char *const spec_schedule_names[5] = {"warm_up", "early_stopping",
 const char *const spec_trainer_names[9] = {"single",  "allreduce", "averaging",
                                            "ensemble", "downpour", "adag",
                                            "dynsgd",  "aeasgd",    "eamsgd"};
-const char *const spec_data_format_names[4] = {"idx", "cifar10", "csv", "synthetic"};
+const char *const spec_data_format_names[5] = {"idx", "cifar10", "csv", "synthetic", "npz"};
 const char *const spec_scaling_names[3] = {"unit", "standard", "none"};
 const char *const spec_padding_names[2] = {"valid", "same"};
 

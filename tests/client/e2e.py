@@ -593,6 +593,12 @@ def notebook(d, secret, work):
     check("accuracy %.4f" % hist["test"]["accuracy"] in out, "test accuracy printed: %s" % out)
     check(os.listdir(nb_dir) == [], "without matplotlib nothing is written: %s"
           % os.listdir(nb_dir))
+    # Its own-data part: upload, fine-tune from the job, predict.
+    check("records, sha256 matches" in out, "upload: %s" % out)
+    m = re.search(r"fine-tuned job ([0-9a-f]{12}): loss ([0-9.]+) -> ([0-9.]+)", out)
+    check(m and float(m.group(3)) < float(m.group(2)), "fine-tune: %s" % out)
+    m = re.search(r"predicted 256 new images: accuracy ([0-9.]+)", out)
+    check(m and float(m.group(1)) > 0.5, "predictions: %s" % out)
     print("notebook_example.py: ok")
 
 

@@ -1,0 +1,109 @@
+/* warmstart.c — training.init_from (warmstart.h): the weights file read
+ * with lib/io, compared tensor by tensor with the model's own list
+ * (model_tensors) so a mismatch names the tensor and both shapes, then
+ * loaded with model_load_tensors. */
+#include "train/warmstart.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "io/tensorfile.h"
+
+static void warmstart_shape(const tensor_entry *t, char *buf, size_t len)
+{
+    size_t used = (size_t)snprintf(buf, len, "[");
+    for (int i = 0; i < t->rank && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, i ? ", %ld" : "%ld", t->dims[i]);
+    if (used < len)
+        snprintf(buf + used, len - used, "]");
+}
+
+static bool warmstart_same(const tensor_entry *a, const tensor_entry *b)
+{
+    if (a->rank != b->rank)
+        return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i])
+            return false;
+    return true;
+}
+
+int warmstart_load(model *m, const job_spec *spec, char *err, size_t errlen)
+{
+    const char *ref = spec->training.init_from_file;
+    if (!ref)
+        return 0;
+    if (ref[0] != '@' || ref[1] != '/') {
+        snprintf(err, errlen, "training.init_from: \"%s\" is resolved by punchcardd at submit; "
+                 "run by hand, give {\"dataset\": \"@/path/to/weights.safetensors\"}", ref);
+        return -1;
+    }
+    const char *path = ref + 1;
+    size_t len = strlen(path);
+    bool npz = len >= 4 && strcmp(path + len - 4, ".npz") == 0;
+    tensor_entry *file = NULL, *mine = NULL;
+    int n_file = 0, rc = -1;
+    char why[600];
+    /* An upload's name need not end in .npz: try safetensors, then npz. */
+    if ((npz ? npz_read(path, &file, &n_file, why, sizeof why)
+             : safetensors_read(path, &file, &n_file, why, sizeof why)) != 0 &&
+        (npz || npz_read(path, &file, &n_file, why, sizeof why) != 0)) {
+        snprintf(err, errlen, "training.init_from: %s", why);
+        return -1;
+    }
+    float *hp = calloc((size_t)m->n_params + 1, sizeof *hp);
+    float *hs = calloc((size_t)m->n_state + 1, sizeof *hs);
+    int count = hp && hs ? model_tensors(m, hp, hs, &mine) : -1;
+    if (count < 0) {
+        snprintf(err, errlen, "training.init_from: out of memory");
+        goto out;
+    }
+    const char *base = strrchr(path, '/') + 1;
+    for (int i = 0; i < count; i++) {
+        const tensor_entry *src = NULL;
+        for (int k = 0; k < n_file && !src; k++)
+            if (strcmp(file[k].name, mine[i].name) == 0)
+                src = &file[k];
+        char a[96], b[96];
+        if (!src) {
+            warmstart_shape(&mine[i], b, sizeof b);
+            snprintf(err, errlen, "training.init_from: %s has no tensor \"%s\" (the model's, "
+                     "shape %s)", base, mine[i].name, b);
+            goto out;
+        }
+        if (!warmstart_same(src, &mine[i])) {
+            warmstart_shape(src, a, sizeof a);
+            warmstart_shape(&mine[i], b, sizeof b);
+            snprintf(err, errlen, "training.init_from: tensor \"%s\" is %s in %s but the model "
+                     "needs %s", mine[i].name, a, base, b);
+            goto out;
+        }
+    }
+    if (model_load_tensors(m, file, n_file, why, sizeof why) != 0) {
+        snprintf(err, errlen, "training.init_from: %s", why);
+        goto out;
+    }
+    rc = 0;
+out:
+    free(mine);
+    free(hp);
+    free(hs);
+    tensorfile_free(file, n_file);
+    return rc;
+}
+
+int warmstart_check(const job_spec *spec, char *err, size_t errlen)
+{
+    if (!spec->training.init_from_file)
+        return 0;
+    backend *be = backend_cpu_create(1, err, errlen);
+    if (!be)
+        return -1;
+    model *m = model_create(spec, be, 1, err, errlen);
+    int rc = m ? warmstart_load(m, spec, err, errlen) : -1;
+    model_free(m);
+    be->destroy(be);
+    return rc;
+}

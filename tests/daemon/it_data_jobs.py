@@ -1,0 +1,254 @@
+"""it_data_jobs.py — uploaded datasets in jobs, against a real punchcardd and
+punch-train: "@NAME" in data.train/test resolves to the submitter's upload
+(another user's name is unknown: 400, nothing queued), an npz trains like
+any other format (uint8 images in NHWC order, one-hot labels, a DEFLATED
+archive), and a dataset a queued or running job uses can be neither
+replaced nor deleted (409) until the job ends."""
+import hashlib
+import io
+import os
+import subprocess
+
+import punchtest
+from punchtest import Daemon, check, expect_error
+
+np = punchtest.require_numpy()
+
+
+def learnable(n, seed, nhwc=False):
+    """4 classes of 4x4 one-channel images: class k brightens row k."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 4, size=n)
+    x = rng.integers(0, 100, size=(n, 4, 4)).astype(np.uint8)
+    x[np.arange(n), y, :] += 150
+    return (x[..., None] if nhwc else x), y
+
+
+def npz_bytes(compressed=False, **arrays):
+    buf = io.BytesIO()
+    (np.savez_compressed if compressed else np.savez)(buf, **arrays)
+    return buf.getvalue()
+
+
+def job(train="@fm", test="@fm", epochs=3, **data):
+    return {"name": "npz", "model": {"input": [1, 4, 4], "layers": [
+        {"type": "flatten"}, {"type": "dense", "units": 16, "activation": "relu"},
+        {"type": "dense", "units": 4, "activation": "softmax"}]},
+        "data": {k: v for k, v in dict(format="npz", train=train, test=test, num_classes=4,
+                                       **data).items() if v is not None},
+        "training": {"epochs": epochs, "batch_size": 32, "metrics": ["accuracy"],
+                     "optimizer": {"name": "adam"}, "seed": 3}}
+
+
+def put(d, user, name, blob):
+    return d.req("PUT", "/api/v1/datasets/" + name, user, body=blob,
+                 headers={"Content-Type": "application/octet-stream"})
+
+
+def cases():
+    punchtest.require_engine()
+    with Daemon(["--slots", "2", "--predict-max", "60000"]) as d:
+        punchtest.case("train on an upload", train, d)
+        punchtest.case("another user's name is unknown", foreign, d)
+        punchtest.case("every run file", files, d)
+        punchtest.case("warm start", warm, d)
+        punchtest.case("predictions", predict, d)
+    with Daemon(["--hold"]) as d:
+        punchtest.case("in use: no replace, no delete", in_use, d)
+
+
+def train(d):
+    x, y = learnable(2000, 0, nhwc=True)
+    xt, yt = learnable(400, 1, nhwc=True)
+    onehot = np.eye(4, dtype=np.float32)[y]
+    blob = npz_bytes(compressed=True, x_train=x, y_train=onehot, x_test=xt, y_test=yt)
+    r = put(d, "alice", "fm", blob)
+    check(r.status_code == 201, r.text)
+    jid = d.submit_id("alice", job())
+    spec_seen = d.job("alice", jid)
+    end = d.wait_state("alice", jid, punchtest.FINAL_STATES, timeout=90)
+    check(end["state"] == "succeeded", "job: %s\n%s" % (end, d.train_log(jid)))
+    hist = d.req("GET", "/api/v1/jobs/%s/history" % jid, "alice").json()
+    acc = hist["accuracy"][-1]
+    check(acc > 0.9, "train accuracy %s after 3 epochs on a separable set" % acc)
+    check(spec_seen["state"] in ("queued", "starting", "running", "succeeded"), spec_seen)
+    # The spec the engine ran names the file, not another user's directory.
+    with open(d.run_dir(jid) + "/job.json") as f:
+        text = f.read()
+    check(hashlib.sha256(b"alice").hexdigest() in text and "@fm" not in text, text[:400])
+    d.trained = jid
+
+
+def files(d):
+    jid = d.trained
+    run = d.run_dir(jid)
+    os.symlink("/etc/passwd", os.path.join(run, "planted"))
+    os.symlink("/etc", os.path.join(run, "planted-dir"))
+    r = d.req("GET", "/api/v1/jobs/%s/files" % jid, "alice")
+    check(r.status_code == 200 and r.json()["truncated"] is False, r.text)
+    listed = {f["path"]: f for f in r.json()["files"]}
+    on_disk = {}
+    for root, dirs, names in os.walk(run):
+        for n in names:
+            p = os.path.join(root, n)
+            if not os.path.islink(p):
+                on_disk[os.path.relpath(p, run)] = os.path.getsize(p)
+    check({p: f["bytes"] for p, f in listed.items()} == on_disk,
+          "listing %s vs disk %s" % (sorted(listed), sorted(on_disk)))
+    check({"weights.npz", "history.json", "job.json", "train.log"} <= set(listed), sorted(listed))
+    check(sorted(listed) == [f["path"] for f in r.json()["files"]], "sorted by path")
+    nested = [p for p in listed if "/" in p]
+    check(nested, "a file in a subdirectory (checkpoints/): %s" % sorted(listed))
+    for path in ["weights.npz"] + nested[:1]:
+        got = d.req("GET", "/api/v1/jobs/%s/files/%s" % (jid, path), "alice")
+        with open(os.path.join(run, path), "rb") as f:
+            check(got.status_code == 200 and got.content == f.read(), "download " + path)
+        check(got.headers.get("Content-Disposition", "").endswith(
+            '"%s"' % os.path.basename(path)), got.headers)
+    for bad in ("planted", "planted-dir/passwd", "%2E%2E/%2E%2E/punchcard.db", "%2E/job.json",
+                "checkpoints", "nope", "checkpoints//x"):
+        e = expect_error(d.req("GET", "/api/v1/jobs/%s/files/%s" % (jid, bad), "alice"), 404,
+                         "refused " + bad)
+        check("passwd" not in e["error"] or bad.startswith("planted"), e)
+    # punch fetch --all: the same files (the planted links are not), same bytes.
+    out = os.path.join(d.tmp, "fetched")
+    p = punch(d, "alice", "fetch", jid, "--all", "-o", out)
+    check(p.returncode == 0, "punch fetch --all: %d %s %s" % (p.returncode, p.stdout, p.stderr))
+    for path in on_disk:
+        if path in ("progress.jsonl", "train.log"):
+            continue  # may still grow while the supervisor writes exit.json
+        with open(os.path.join(run, path), "rb") as a:
+            try:
+                with open(os.path.join(out, path), "rb") as b:
+                    check(a.read() == b.read(), "fetched %s differs" % path)
+            except OSError as e:
+                check(False, "fetched %s: %s" % (path, e))
+    check(not os.path.exists(os.path.join(out, "planted")), "a symlink was fetched")
+    expect_error(d.req("GET", "/api/v1/jobs/%s/files" % jid, "bob"), 404, "bob lists")
+    expect_error(d.req("GET", "/api/v1/jobs/%s/files/weights.npz" % jid, "bob"), 404,
+                 "bob downloads")
+
+
+def warm(d):
+    first = d.trained
+    hist = d.req("GET", "/api/v1/jobs/%s/history" % first, "alice").json()
+    spec = job(epochs=1)
+    spec["model"]["layers"][1]["units"] = 8
+    spec["training"]["init_from"] = {"job": first}
+    e = expect_error(d.submit("alice", spec), 400, "a shape mismatch")
+    check(e["field"] == "training.init_from" and '"1.dense.weight" is [16, 16]' in e["error"]
+          and "needs [16, 8]" in e["error"], e)
+    spec = job(epochs=1)
+    spec["training"]["init_from"] = {"job": first}
+    e = expect_error(d.submit("bob", dict(spec, data=dict(spec["data"], train="@mine",
+                                                          test="@mine"))), 400, "bob's warm")
+    check("no" in e["error"], e)
+    jid = d.submit_id("alice", spec)
+    # An uploaded weights file works the same way.
+    with open(os.path.join(d.run_dir(first), "weights.npz"), "rb") as f:
+        check(put(d, "alice", "w0.npz", f.read()).status_code == 201, "upload weights")
+    spec2 = job(epochs=1)
+    spec2["training"]["init_from"] = {"dataset": "@w0.npz"}
+    jid2 = d.submit_id("alice", spec2)
+    fresh = d.submit_id("alice", job(epochs=1))
+    for j in (jid, jid2, fresh):
+        end = d.wait_state("alice", j, punchtest.FINAL_STATES, timeout=90)
+        check(end["state"] == "succeeded", "%s: %s" % (j, d.train_log(j)))
+    loss = {j: d.req("GET", "/api/v1/jobs/%s/history" % j, "alice").json()["loss"][0]
+            for j in (jid, jid2, fresh)}
+    check(loss[jid] == loss[jid2], "the job's weights and their upload start alike: %s" % loss)
+    check(loss[jid] < hist["loss"][0] and loss[jid] < loss[fresh] * 0.8,
+          "warm first epoch %.4f vs the first job's first %.4f and a fresh one's %.4f"
+          % (loss[jid], hist["loss"][0], loss[fresh]))
+    check(loss[jid] <= hist["loss"][-1] * 1.1,
+          "warm first epoch %.4f starts near the first job's last %.4f"
+          % (loss[jid], hist["loss"][-1]))
+
+
+def npy_bytes(a):
+    buf = io.BytesIO()
+    np.save(buf, a)
+    return buf.getvalue()
+
+
+def predict(d):
+    """Raw uint8 test images in, probabilities out: their accuracy is the
+    job's own test accuracy, and punch predict writes the same array."""
+    jid = d.trained
+    xt, yt = learnable(400, 1, nhwc=True)
+    r = d.req("POST", "/api/v1/jobs/%s/predict" % jid, "alice", body=npy_bytes(xt),
+              headers={"Content-Type": "application/octet-stream"})
+    check(r.status_code == 200, "predict: %d %s" % (r.status_code, r.text[:300]))
+    p = np.load(io.BytesIO(r.content))
+    check(p.dtype == np.float32 and p.shape == (400, 4), (p.dtype, p.shape))
+    check(np.allclose(p.sum(axis=1), 1, atol=1e-4), "softmax rows sum to 1")
+    hist = d.req("GET", "/api/v1/jobs/%s/history" % jid, "alice").json()
+    acc = float((p.argmax(axis=1) == yt).mean())
+    check(abs(acc - hist["test"]["accuracy"]) < 1e-9,
+          "predicted accuracy %.4f vs the job's test accuracy %.4f"
+          % (acc, hist["test"]["accuracy"]))
+    # The same inputs as [N, 1, 4, 4] (channels first) give the same outputs.
+    r2 = d.req("POST", "/api/v1/jobs/%s/predict" % jid, "alice",
+               body=npy_bytes(xt.transpose(0, 3, 1, 2)))
+    check(r2.status_code == 200 and np.array_equal(np.load(io.BytesIO(r2.content)), p),
+          "NCHW input")
+    infile, outfile = os.path.join(d.tmp, "in.npy"), os.path.join(d.tmp, "out.npy")
+    np.save(infile, xt[:50])
+    proc = punch(d, "alice", "predict", jid, infile, "-o", outfile)
+    check(proc.returncode == 0, "punch predict: %s %s" % (proc.stdout, proc.stderr))
+    check(np.array_equal(np.load(outfile), p[:50]), "punch predict's output")
+    e = expect_error(d.req("POST", "/api/v1/jobs/%s/predict" % jid, "alice",
+                           body=npy_bytes(np.zeros((3, 5), np.uint8))), 400, "wrong shape")
+    check("16 values per sample" in e["error"], e)
+    expect_error(d.req("POST", "/api/v1/jobs/%s/predict" % jid, "alice", body=b"junk"), 400,
+                 "not an npy")
+    expect_error(d.req("POST", "/api/v1/jobs/%s/predict" % jid, "alice",
+                       body=npy_bytes(np.zeros((5000, 16), np.uint8))), 413, "over predict_max")
+    expect_error(d.req("POST", "/api/v1/jobs/%s/predict" % jid, "bob", body=npy_bytes(xt)),
+                 404, "bob predicts with alice's job")
+    proc = punch(d, "bob", "predict", jid, infile, "-o", outfile + ".bob")
+    check(proc.returncode == 5 and not os.path.exists(outfile + ".bob"), proc.stderr)
+    left = os.listdir(os.path.join(d.data_dir, "tmp"))
+    check(not left, "temporary files left: %s" % left)
+
+
+def punch(d, user, *args):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PUNCH_")}
+    env.update(PUNCH_URL=d.url, PUNCH_SECRET=d.secrets[user], HOME=d.tmp)
+    exe = os.environ.get("PUNCH") or punchtest.build_path("client", "punch")
+    return subprocess.run([exe] + list(args), capture_output=True, text=True, env=env,
+                          timeout=60)
+
+
+def foreign(d):
+    before = d.req("GET", "/api/v1/jobs", "bob").json()["jobs"]
+    e = expect_error(d.submit("bob", job()), 400, "bob names alice's upload")
+    check(e["field"] == "data.train" and "no uploaded dataset \"fm\"" in e["error"], e)
+    check(d.req("GET", "/api/v1/jobs", "bob").json()["jobs"] == before, "nothing queued")
+    e = expect_error(d.submit("bob", job(train="@/etc/passwd")), 400, "a path")
+    check(e["field"] == "data.train", e)
+    e = expect_error(d.submit("alice", job(test="@nope")), 400, "alice names no upload")
+    check(e["field"] == "data.test", e)
+
+
+def in_use(d):
+    x, y = learnable(50, 0)
+    blob = npz_bytes(x=x, y=y)
+    check(put(d, "alice", "fm", blob).status_code == 201, "upload")
+    check(put(d, "alice", "other", blob).status_code == 201, "upload")
+    jid = d.submit_id("alice", job(test=None))
+    e = expect_error(d.req("DELETE", "/api/v1/datasets/fm", "alice"), 409, "delete in use")
+    check("queued or running job" in e["error"], e)
+    expect_error(put(d, "alice", "fm", npz_bytes(x=x[:10], y=y[:10])), 409, "replace in use")
+    check(d.req("GET", "/api/v1/datasets/fm", "alice").json()["records"] == 50,
+          "the dataset is unchanged")
+    # Only the dataset the job names is held.
+    check(d.req("DELETE", "/api/v1/datasets/other", "alice").status_code == 200, "other")
+    check(d.req("DELETE", "/api/v1/jobs/" + jid, "alice").status_code == 200, "cancel")
+    check(put(d, "alice", "fm", npz_bytes(x=x[:10], y=y[:10])).status_code == 200,
+          "replace once the job is over")
+    check(d.req("DELETE", "/api/v1/datasets/fm", "alice").status_code == 200, "delete")
+
+
+if __name__ == "__main__":
+    punchtest.main(cases)

@@ -1,0 +1,297 @@
+"""it_datasets.py — uploaded datasets against a real punchcardd: PUT streams
+the body to disk with its SHA-256 and a format check (npz, CSV, IDX gzipped
+or not, CIFAR-10, safetensors), the same name replaces (200), bad names and
+broken files are 400s naming the problem, the per-upload limit is a 413
+(declared or chunked) and the per-user quota a 507; one user's uploads are
+invisible to another (404, as for jobs) and an admin lists everyone's.
+Runs with --hold: no job runs here (it_data_jobs.py uses uploads in jobs)."""
+import gzip
+import hashlib
+import io
+import os
+import struct
+import subprocess
+
+import punchtest
+from punchtest import Daemon, check, expect_error
+
+np = punchtest.require_numpy()
+
+
+def npz_bytes(compressed=False, **arrays):
+    buf = io.BytesIO()
+    (np.savez_compressed if compressed else np.savez)(buf, **arrays)
+    return buf.getvalue()
+
+
+def images(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.integers(0, 256, size=(n, 6, 6), dtype=np.uint8),
+            rng.integers(0, 3, size=n).astype(np.int64))
+
+
+def put(d, user, name, body, **kw):
+    return d.req("PUT", "/api/v1/datasets/" + name, user, body=body,
+                 headers={"Content-Type": "application/octet-stream"}, **kw)
+
+
+def leftovers(d):
+    """Temporary upload files still on disk."""
+    top = os.path.join(d.data_dir, "uploads")
+    return [f for _, _, files in os.walk(top) for f in files if f.startswith(".")]
+
+
+def cases():
+    with Daemon(["--hold", "--upload-max", "200000", "--upload-quota", "400000"]) as d:
+        punchtest.case("npz upload, replace, list, get", upload_npz, d)
+        punchtest.case("names", names, d)
+        punchtest.case("broken files name the problem", broken, d)
+        punchtest.case("other formats", formats, d)
+        punchtest.case("users cannot see each other's", isolation, d)
+        punchtest.case("upload limit and quota", limits, d)
+        punchtest.case("delete", delete, d)
+        punchtest.case("punch data push, list, rm", punch_data, d)
+        punchtest.case("no temporary files left", lambda: check(not leftovers(d),
+                                                                "left: %s" % leftovers(d)))
+
+
+def upload_npz(d):
+    x, y = images(120)
+    xt, yt = images(30, seed=1)
+    blob = npz_bytes(x_train=x, y_train=y, x_test=xt, y_test=yt)
+    r = put(d, "alice", "fm", blob)
+    check(r.status_code == 201, "first upload: %d %s" % (r.status_code, r.text))
+    o = r.json()
+    check(o["name"] == "fm" and o["format"] == "npz" and o["bytes"] == len(blob), o)
+    check(o["sha256"] == hashlib.sha256(blob).hexdigest(), "sha256 %s" % o["sha256"])
+    check(o["records"] == 120, o)
+    check(o["shapes"] == {"x_train": [120, 6, 6], "y_train": [120], "x_test": [30, 6, 6],
+                          "y_test": [30]}, o["shapes"])
+    # The same name again replaces it; compressed members are checked too.
+    blob2 = npz_bytes(compressed=True, x=x[:50], y=y[:50])
+    r = put(d, "alice", "fm", blob2)
+    check(r.status_code == 200, "replace: %d %s" % (r.status_code, r.text))
+    check(r.json()["sha256"] == hashlib.sha256(blob2).hexdigest() and r.json()["records"] == 50,
+          r.text)
+    got = d.req("GET", "/api/v1/datasets/fm", "alice").json()
+    check(got["shapes"] == {"x": [50, 6, 6], "y": [50]} and got["bytes"] == len(blob2), got)
+    listing = d.req("GET", "/api/v1/datasets", "alice").json()
+    names = [(e["name"], e["sha256"]) for e in listing["datasets"]]
+    check(names == [("fm", hashlib.sha256(blob2).hexdigest())], listing)
+    check("owner" not in listing["datasets"][0] and "created_at" in listing["datasets"][0],
+          listing)
+    check(listing["used_bytes"] == len(blob2), listing)
+    path = os.path.join(d.data_dir, "uploads",
+                        hashlib.sha256(b"alice").hexdigest(), "fm")
+    with open(path, "rb") as f:
+        check(f.read() == blob2, "the file on disk is the upload")
+
+
+def names(d):
+    x, y = images(4)
+    blob = npz_bytes(x=x, y=y)
+    for bad in ("a%20b", ".hidden", "x" * 65, "%C3%A9t%C3%A9", "a:b"):
+        e = expect_error(put(d, "alice", bad, blob), 400, "name " + bad)
+        check("dataset name" in e["error"], e)
+    for good in ("A-z_0.9", "x" * 64):
+        r = put(d, "alice", good, blob)
+        check(r.status_code == 201, "%s: %d %s" % (good, r.status_code, r.text))
+        check(d.req("DELETE", "/api/v1/datasets/" + good, "alice").status_code == 200, good)
+    # A slash, escaped or not, is a path separator: no such route.
+    expect_error(put(d, "alice", "a%2Fb", blob), 404, "escaped slash")
+    e = expect_error(put(d, None, "fm", blob), 401, "no secret")
+    check("secret" in e["error"], e)
+
+
+def broken(d):
+    x, y = images(120)
+    good = npz_bytes(x_train=x, y_train=y)
+    e = expect_error(put(d, "alice", "cut", good[:len(good) // 2]), 400, "truncated npz")
+    check(e["error"].startswith("npz: "), e)
+    # The directory survives, the member's data do not: cut inside x_train.
+    start = good.index(b"x_train.npy") + len("x_train.npy")
+    damaged = bytearray(good)
+    damaged[start + 300] ^= 0xff
+    e = expect_error(put(d, "alice", "crc", bytes(damaged)), 400, "flipped byte")
+    check("member x_train" in e["error"] and "CRC" in e["error"], e)
+    e = expect_error(put(d, "alice", "rows", npz_bytes(x_train=x, y_train=y[:119])), 400,
+                     "row mismatch")
+    check(e["error"] == "npz: x_train has 120 rows but y_train 119", e)
+    e = expect_error(put(d, "alice", "half", npz_bytes(x_train=x)), 400, "x without y")
+    check(e["error"] == "npz: x_train without y_train", e)
+    e = expect_error(put(d, "alice", "strs", npz_bytes(x=np.array(["a"] * 120), y=y)), 400,
+                     "strings")
+    check("dtype" in e["error"], e)
+    # A ZIP member whose .npy says more data than it holds.
+    arr = io.BytesIO()
+    np.save(arr, x)
+    npy = arr.getvalue()[:-10]
+    import zipfile
+    z = io.BytesIO()
+    with zipfile.ZipFile(z, "w") as zf:
+        zf.writestr("x.npy", npy)
+        zf.writestr("y.npy", _npy(y))
+    e = expect_error(put(d, "alice", "short", z.getvalue()), 400, "short member")
+    check(e["error"].startswith("npz: member x: ") and "truncated" in e["error"], e)
+    e = expect_error(put(d, "alice", "empty", b""), 400, "empty")
+    check("empty" in e["error"], e)
+    e = expect_error(put(d, "alice", "csvbad", b"1,2,3\n4,5\n"), 400, "ragged csv")
+    check(e["error"] == "csv: line 2: 2 fields, expected 3", e)
+    idx = struct.pack(">IIII", 0x803, 10, 4, 4) + bytes(16 * 9)
+    e = expect_error(put(d, "alice", "idxcut", idx), 400, "truncated IDX")
+    check(e["error"] == "idx: truncated after 9 of 10 records", e)
+    e = expect_error(put(d, "alice", "idxgz", gzip.compress(idx + bytes(16))[:-12]), 400,
+                     "cut gzip")
+    check(e["error"].startswith("idx: "), e)
+    cifar = bytearray(3073 * 2)
+    cifar[3073] = 12
+    e = expect_error(put(d, "alice", "cifarbad", bytes(cifar)), 400, "CIFAR label")
+    check(e["error"] == "cifar10: record 2: label 12 out of range [0, 10)", e)
+    listing = d.req("GET", "/api/v1/datasets", "alice").json()["datasets"]
+    check([e["name"] for e in listing] == ["fm"], "refused uploads stored: %s" % listing)
+
+
+def _npy(a):
+    buf = io.BytesIO()
+    np.save(buf, a)
+    return buf.getvalue()
+
+
+def formats(d):
+    idx = struct.pack(">IIII", 0x803, 10, 4, 4) + bytes(range(160))
+    labels = struct.pack(">II", 0x801, 10) + bytes(range(10))
+    cifar = bytearray(3073 * 3)
+    cifar[3073] = 9
+    csv = b"label,a,b\n1,0.5,2\n0,1e3,-4\r\n\n2,3,4"
+    st_header = b'{"w":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}}'
+    safet = struct.pack("<Q", len(st_header)) + st_header + bytes(16)
+    want = {
+        "idx": (idx, "idx", 10, {"images": [10, 4, 4]}),
+        "idxgz": (gzip.compress(idx), "idx", 10, {"images": [10, 4, 4]}),
+        "labels": (gzip.compress(labels), "idx", 10, {"labels": [10]}),
+        "cifar": (bytes(cifar), "cifar10", 3, {"images": [3, 3, 32, 32]}),
+        "table.csv": (csv, "csv", 3, {"rows": [3, 3], "header": True}),
+        "tablegz": (gzip.compress(csv), "csv", 3, {"rows": [3, 3], "header": True}),
+        "w.safetensors": (safet, "safetensors", None, {"w": [2, 2]}),
+        "w.npz": (npz_bytes(dense_kernel=np.zeros((3, 2), np.float32)), "npz", None,
+                  {"dense_kernel": [3, 2]}),
+    }
+    for name, (blob, fmt, records, shapes) in want.items():
+        r = put(d, "bob", name, blob)
+        if not check(r.status_code == 201, "%s: %d %s" % (name, r.status_code, r.text)):
+            continue
+        o = r.json()
+        check((o["format"], o["records"], o["shapes"]) == (fmt, records, shapes),
+              "%s: %s" % (name, o))
+    got = sorted(e["name"] for e in d.req("GET", "/api/v1/datasets", "bob").json()["datasets"])
+    check(got == sorted(want), got)
+    for name in want:
+        d.req("DELETE", "/api/v1/datasets/" + name, "bob")
+
+
+def isolation(d):
+    x, y = images(10)
+    check(put(d, "bob", "mine", npz_bytes(x=x, y=y)).status_code == 201, "bob uploads")
+    # alice's "fm" is unknown to bob, exactly like a name nobody has.
+    for method in ("GET", "DELETE"):
+        theirs = expect_error(d.req(method, "/api/v1/datasets/fm", "bob"), 404, method)
+        nobody = expect_error(d.req(method, "/api/v1/datasets/zz", "bob"), 404, method)
+        check(theirs["error"].replace("fm", "N") == nobody["error"].replace("zz", "N"),
+              "%s vs %s" % (theirs, nobody))
+    check(d.req("GET", "/api/v1/datasets/fm", "alice").status_code == 200, "alice's fm stayed")
+    names = [e["name"] for e in d.req("GET", "/api/v1/datasets", "bob").json()["datasets"]]
+    check(names == ["mine"], names)
+    # The same name for two users is two datasets.
+    r = put(d, "bob", "fm", npz_bytes(x=x, y=y))
+    check(r.status_code == 201, "bob's own fm: %d %s" % (r.status_code, r.text))
+    everyone = d.req("GET", "/api/v1/datasets", "root").json()["datasets"]
+    owners = sorted((e["owner"], e["name"]) for e in everyone)
+    check(owners == [("alice", "fm"), ("bob", "fm"), ("bob", "mine")], owners)
+    d.req("DELETE", "/api/v1/datasets/fm", "bob")
+    d.req("DELETE", "/api/v1/datasets/mine", "bob")
+
+
+def limits(d):
+    # --upload-max 200000: declared lengths over it are refused unread ...
+    e = expect_error(put(d, "bob", "big", bytes(200001)), 413, "declared over the limit")
+    check("upload_max" in e["error"], e)
+    # ... and a chunked body (no length) once it passes it.
+    def chunks():
+        for _ in range(30):
+            yield bytes(10000)
+    r = d.session.put(d.url + "/api/v1/datasets/big", data=chunks(),
+                      headers=punchtest.bearer(d.secrets["bob"]), timeout=30)
+    e = expect_error(r, 413, "chunked over the limit")
+    check("upload_max" in e["error"], e)
+    # --upload-quota 400000: alice has one small upload; two of 150 kB fit,
+    # a third does not, and replacing one counts only the new size.
+    x = np.zeros((150, 1000), np.uint8)
+    y = np.zeros(150, np.uint8)
+    blob = npz_bytes(x=x, y=y)
+    check(put(d, "alice", "q1", blob).status_code == 201, "q1")
+    check(put(d, "alice", "q2", blob).status_code == 201, "q2")
+    e = expect_error(put(d, "alice", "q3", blob), 507, "over the quota")
+    check("upload_quota" in e["error"], e)
+    check(put(d, "alice", "q2", blob).status_code == 200, "replacing within the quota")
+    check(d.req("GET", "/api/v1/datasets/q3", "alice").status_code == 404, "q3 not stored")
+    # The quota is per user.
+    check(put(d, "bob", "q3", blob).status_code == 201, "bob's quota is his own")
+    for user, name in (("alice", "q1"), ("alice", "q2"), ("bob", "q3")):
+        d.req("DELETE", "/api/v1/datasets/" + name, user)
+
+
+def delete(d):
+    path = os.path.join(d.data_dir, "uploads", hashlib.sha256(b"alice").hexdigest(), "fm")
+    check(os.path.exists(path), "alice's fm on disk")
+    r = d.req("DELETE", "/api/v1/datasets/fm", "alice")
+    check(r.status_code == 200 and r.json()["deleted"] is True, r.text)
+    check(not os.path.exists(path), "the file is removed")
+    expect_error(d.req("GET", "/api/v1/datasets/fm", "alice"), 404, "deleted")
+    expect_error(d.req("DELETE", "/api/v1/datasets/fm", "alice"), 404, "deleted twice")
+
+
+def punch(d, user, *args):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PUNCH_")}
+    env.update(PUNCH_URL=d.url, PUNCH_SECRET=d.secrets[user], HOME=d.tmp)
+    exe = os.environ.get("PUNCH") or punchtest.build_path("client", "punch")
+    return subprocess.run([exe] + list(args), capture_output=True, text=True, env=env,
+                          timeout=60)
+
+
+def punch_data(d):
+    x, y = images(200)
+    path = os.path.join(d.tmp, "mine.npz")
+    with open(path, "wb") as f:
+        f.write(npz_bytes(x_train=x, y_train=y))
+    with open(path, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    p = punch(d, "alice", "data", "push", path)
+    check(p.returncode == 0, "push: %d %s %s" % (p.returncode, p.stdout, p.stderr))
+    check("sha256 here:   " + digest in p.stdout and "sha256 server: " + digest in p.stdout
+          and "match" in p.stdout and "200 records" in p.stdout, p.stdout)
+    p = punch(d, "alice", "data", "push", path, "other")
+    check(p.returncode == 0 and "other: npz" in p.stdout, p.stdout + p.stderr)
+    p = punch(d, "alice", "data", "list")
+    check(p.returncode == 0 and "mine.npz" in p.stdout and "other" in p.stdout
+          and digest in p.stdout, p.stdout)
+    p = punch(d, "bob", "data", "list")
+    check(p.returncode == 0 and "mine.npz" not in p.stdout, p.stdout)
+    p = punch(d, "bob", "data", "rm", "other")
+    check(p.returncode == 5, "bob removes alice's: %d %s" % (p.returncode, p.stderr))
+    bad = os.path.join(d.tmp, "bad.npz")
+    with open(path, "rb") as f, open(bad, "wb") as g:
+        g.write(f.read()[:3000])
+    p = punch(d, "alice", "data", "push", bad)
+    check(p.returncode == 2 and "npz: " in p.stderr, "truncated: %d %s" % (p.returncode,
+                                                                          p.stderr))
+    p = punch(d, "alice", "data", "push", os.path.join(d.tmp, "missing.npz"))
+    check(p.returncode == 9, "missing file: %d %s" % (p.returncode, p.stderr))
+    for name in ("mine.npz", "other"):
+        p = punch(d, "alice", "data", "rm", name)
+        check(p.returncode == 0 and "deleted" in p.stdout, p.stdout + p.stderr)
+    p = punch(d, "alice", "data", "list")
+    check("mine.npz" not in p.stdout, p.stdout)
+
+
+if __name__ == "__main__":
+    punchtest.main(cases)

@@ -1,0 +1,79 @@
+"""it_resume.py — POST /api/v1/jobs/ID/resume against a real punchcardd and
+punch-train: a job cancelled mid-training goes back to the queue under the
+same id, continues from the checkpoint its SIGTERM wrote, and ends with
+exactly the weights (byte for byte) of the same job run without a break
+(the single trainer is deterministic for a seed and thread count, and its
+checkpoint holds the position inside the epoch). Only the owner may resume,
+and only a failed, cancelled or timed-out job; the events record it; punch
+resume does the same from the command line."""
+import os
+import subprocess
+
+import punchtest
+from punchtest import MEDIUM_JOB, Daemon, check, expect_error, wait_for
+
+JOB = punchtest.job_like(MEDIUM_JOB, name="resumable")
+
+
+def cases():
+    punchtest.require_engine()
+    with Daemon(["--slots", "2", "--max-running", "2"]) as d:
+        punchtest.case("resume after cancel = uninterrupted", same_weights, d)
+
+
+def weights(d, jid):
+    with open(os.path.join(d.run_dir(jid), "weights.npz"), "rb") as f:
+        return f.read()
+
+
+def same_weights(d):
+    straight = d.submit_id("alice", JOB)
+    broken = d.submit_id("alice", JOB)
+    expect_error(d.req("POST", "/api/v1/jobs/%s/resume" % broken, "alice"), 409,
+                 "resume a queued or running job")
+
+    def epochs_done():
+        j = d.job("alice", broken)
+        epoch = (j.get("progress") or {}).get("epoch") or 0
+        return j if epoch >= 2 or j["state"] in punchtest.FINAL_STATES else None
+    j = wait_for(epochs_done, "two epochs of the job to cancel", timeout=120)
+    check(j["state"] == "running", "cancelled while running: %s" % j["state"])
+    check(d.req("DELETE", "/api/v1/jobs/" + broken, "alice").status_code == 200, "cancel")
+    end = d.wait_state("alice", broken, punchtest.FINAL_STATES, timeout=60)
+    punchtest.require(end["state"] == "cancelled", "the job ended %s before the cancel"
+                      % end["state"])
+    check(os.path.exists(os.path.join(d.run_dir(broken), "checkpoints", "ckpt.bin")),
+          "a checkpoint to resume from")
+
+    expect_error(d.req("POST", "/api/v1/jobs/%s/resume" % broken, "bob"), 404, "bob resumes")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PUNCH_")}
+    env.update(PUNCH_URL=d.url, PUNCH_SECRET=d.secrets["alice"], HOME=d.tmp)
+    exe = os.environ.get("PUNCH") or punchtest.build_path("client", "punch")
+    p = subprocess.run([exe, "resume", broken], capture_output=True, text=True, env=env,
+                       timeout=60)
+    check(p.returncode == 0 and broken in p.stdout, "punch resume: %d %s %s"
+          % (p.returncode, p.stdout, p.stderr))
+    p = subprocess.run([exe, "resume", broken], capture_output=True, text=True, env=env,
+                       timeout=60)
+    check(p.returncode != 0 and "only a failed, cancelled or timed-out job" in p.stderr,
+          "resume twice: %d %s" % (p.returncode, p.stderr))
+
+    for jid in (straight, broken):
+        end = d.wait_state("alice", jid, punchtest.FINAL_STATES, timeout=180)
+        check(end["state"] == "succeeded", "%s: %s\n%s" % (jid, end, d.train_log(jid)))
+    check(weights(d, straight) == weights(d, broken),
+          "resumed weights differ from the uninterrupted run's")
+    hist = d.req("GET", "/api/v1/jobs/%s/history" % broken, "alice").json()
+    check(len(hist["loss"]) == JOB["training"]["epochs"],
+          "history of the resumed job: %s" % hist)
+    events = d.req("GET", "/api/v1/jobs/%s/events" % broken, "alice").json()["events"]
+    trail = [(e["from"], e["to"]) for e in events]
+    check(("cancelled", "queued") in trail, trail)
+    check(any(e["detail"] == "resumed by alice" for e in events), events)
+    check(trail[-1][1] == "succeeded", trail)
+    expect_error(d.req("POST", "/api/v1/jobs/%s/resume" % straight, "alice"), 409,
+                 "resume a succeeded job")
+
+
+if __name__ == "__main__":
+    punchtest.main(cases)
