@@ -2,7 +2,9 @@
 at test time (openssl): --cacert and PUNCH_CACERT make it work; without them
 the system's CAs do not know the server and punch says what to pass; a
 secret is never sent over plain http:// to another machine unless
---insecure (refused before any connection)."""
+--insecure (refused before any connection); client/notebook_example.py
+trains over https with PUNCH_CACERT."""
+import json
 import os
 import shutil
 import subprocess
@@ -42,6 +44,31 @@ def over_https(d, tls, home):
           "a missing CA file: exit %d %s" % (r.returncode, r.stderr))
 
 
+def notebook(d, tls, home):
+    """The notebook example, over https, trusting the CA through PUNCH_CACERT
+    (the environment's REQUESTS_CA_BUNDLE, if any, must not win)."""
+    punchtest.require_engine()
+    punchtest.require_dataset("fashion-mnist")
+    with open(punchtest.source_path("tests", "client", "jobs", "mlp-small.json")) as f:
+        spec = json.load(f)
+    spec["name"] = "client-tls-notebook"
+    spec["training"]["epochs"] = 1
+    job_path = os.path.join(home, "notebook-job.json")
+    with open(job_path, "w") as f:
+        json.dump(spec, f)
+    hide = os.path.join(home, "no-matplotlib")
+    os.makedirs(os.path.join(hide, "matplotlib"), exist_ok=True)
+    with open(os.path.join(hide, "matplotlib", "__init__.py"), "w") as f:
+        f.write("raise ImportError('hidden by tests/client/it_tls.py')\n")
+    env = dict(os.environ, PUNCH_URL=d.url, PUNCH_SECRET=d.secrets["alice"],
+               PUNCH_CACERT=tls["ca"], PYTHONPATH=hide,
+               REQUESTS_CA_BUNDLE="/nonexistent/bundle.pem")
+    r = subprocess.run(["/usr/bin/python3", punchtest.source_path("client", "notebook_example.py"),
+                        job_path], capture_output=True, text=True, env=env, cwd=home, timeout=240)
+    check(r.returncode == 0, "notebook_example.py over https: exit %d\n%s\n%s"
+          % (r.returncode, r.stdout[-2000:], r.stderr[-2000:]))
+
+
 def clear_text(home):
     url = "http://10.255.255.1:9"  # never reached: refused before connecting
     r = punch(["--url", url, "list"], {"PUNCH_SECRET": "s3cret"}, home)
@@ -63,10 +90,11 @@ def cases():
         tls = punchtest.make_tls(tmp)
         home = os.path.join(tmp, "home")
         os.mkdir(home)
-        d = Daemon(["--hold", "--tls-cert", tls["cert"], "--tls-key", tls["key"]])
+        d = Daemon(["--tls-cert", tls["cert"], "--tls-key", tls["key"]])
         d.scheme, d.verify = "https", tls["ca"]
         with d:
             punchtest.case("punch over https", over_https, d, tls, home)
+            punchtest.case("notebook over https", notebook, d, tls, home)
         punchtest.case("no secret in clear text", clear_text, home)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

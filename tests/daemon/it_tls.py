@@ -68,14 +68,17 @@ def stalled_handshake(d):
         s.close()
 
 
-def mutual(d, tls):
+def mutual(d, tls, other):
     url = d.url + "/api/v1/jobs"
     auth = {"Authorization": "Bearer " + d.secrets["alice"]}
-    try:
-        r = requests.get(url, headers=auth, verify=tls["ca"], timeout=10)
-        expect_error(r, 403, "no client certificate")
-    except requests.exceptions.SSLError:
-        pass  # refused in the handshake: as good
+    for what, cert in (("no client certificate", None),
+                       ("a client certificate of another CA",
+                        (other["client_cert"], other["client_key"]))):
+        try:
+            r = requests.get(url, headers=auth, verify=tls["ca"], timeout=10, cert=cert)
+            expect_error(r, 403, what)
+        except requests.exceptions.SSLError:
+            pass  # refused in the handshake: as good
     r = requests.get(url, headers=auth, verify=tls["ca"], timeout=10,
                      cert=(tls["client_cert"], tls["client_key"]))
     check(r.status_code == 200, "with a client certificate: %d %s" % (r.status_code, r.text))
@@ -117,14 +120,14 @@ def cases():
         for sub in ("site", "other"):
             os.mkdir(os.path.join(tmp, sub))
         tls = punchtest.make_tls(os.path.join(tmp, "site"), client=True)
-        other = punchtest.make_tls(os.path.join(tmp, "other"))
+        other = punchtest.make_tls(os.path.join(tmp, "other"), client=True)
         with tls_daemon(tls, ["--header-timeout", "2"]) as d:
             punchtest.case("https", served, d, other)
             punchtest.case("stalled handshake", stalled_handshake, d)
         d = tls_daemon(tls, ["--tls-client-ca", tls["ca"]])
         d.cert = (tls["client_cert"], tls["client_key"])
         with d:
-            punchtest.case("mutual TLS", mutual, d, tls)
+            punchtest.case("mutual TLS", mutual, d, tls, other)
         punchtest.case("bad TLS settings", bad_settings, tls, other)
         punchtest.case("clear-text warning", clear_text_warning)
     finally:
