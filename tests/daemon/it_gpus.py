@@ -76,8 +76,11 @@ def hostfile_hosts():
         f.write("# two machines\nnode1 slots=2\nnode2 slots=2\n")
     d.args += ["--hostfile", hostfile]
     with d:
-        check(metric(d, "punchcard_gpus", "total") == 4, "2 GPUs on each of 2 hosts")
-        check(metric(d, "punchcard_slots", "total") == 4, "hostfile slots")
+        # The totals are set by the scheduler's first tick, which may run
+        # just after the daemon starts answering.
+        wait_for(lambda: metric(d, "punchcard_gpus", "total") == 4 and
+                 metric(d, "punchcard_slots", "total") == 4,
+                 "2 GPUs and 2 slots on each of 2 hosts in /metrics", timeout=30)
         r = d.submit("alice", gpu_job(2, trainer="allreduce", workers=2))
         check(r.status_code == 201, "4 GPUs fit: %s" % r.text)
         too_many(d, gpu_job(3, trainer="allreduce", workers=2), 4)
