@@ -58,7 +58,25 @@ bool launcher_proc_stat(pid_t pid, long long *start, char *state, pid_t *session
 /* True if pid is alive (not a zombie) and started at `start`. */
 bool launcher_alive(pid_t pid, long long start);
 
-/* Send sig to every process in session sid; returns how many were signalled. */
-int launcher_signal_session(pid_t sid, int sig);
+/* A process is known by its pid and its start time together: a pid alone is
+ * reused once the process is gone (pid_max wraps in minutes on a busy host),
+ * and a signal sent on the strength of a pid recorded earlier could reach a
+ * stranger. Every signal of the daemon and the supervisor goes through these
+ * two functions; each opens a pidfd, then checks the start time, then
+ * signals through the pidfd, so the number cannot change hands between the
+ * check and the signal. */
+
+/* Send sig to the process pid if it is the one that started at `start`
+ * (alive, or a zombie not yet reaped). True if signalled. */
+bool launcher_signal_verified(pid_t pid, long long start, int sig);
+
+/* Send sig to every live process of session sid, whose leader (the process
+ * sid, which called setsid()) must still be the one that started at
+ * sid_start, alive or a zombie not yet reaped: while it holds the number, no
+ * other session can have that id. Returns how many were signalled, or -1
+ * when the leader is not the job's own (the number belongs to another
+ * process, or nothing holds it any more and any process still in a session
+ * of that id cannot be told from a stranger's): then nothing is signalled. */
+int launcher_signal_session(pid_t sid, long long sid_start, int sig);
 
 #endif

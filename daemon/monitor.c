@@ -116,6 +116,34 @@ static void monitor_blame_host(daemon_ctx *d, const store_job *job, const char *
                  host, reason);
 }
 
+/* Send sig to the job's processes (mpirun's session), provided the session's
+ * leader is still the mpirun that supervisor.json names, by pid and start
+ * time: a number recorded before a restart may belong to a stranger now.
+ * Returns how many were signalled, -1 if the session is not (any more)
+ * verifiably the job's. */
+static int monitor_signal_job(const store_job *job, const char *dir, int sig)
+{
+    rundir_supervisor sup;
+    if (job->sid <= 1 || !rundir_read_supervisor(dir, &sup) || sup.sid != job->sid)
+        return -1;
+    return launcher_signal_session(job->sid, sup.sid_start, sig);
+}
+
+/* The supervisor of a job that ended without exit.json is gone; when its pid
+ * now names another process, say so (that process was left alone). */
+static void monitor_note_reused(const store_job *job, char *error, size_t cap)
+{
+    long long start;
+    if (job->supervisor_pid <= 1 ||
+        !launcher_proc_stat(job->supervisor_pid, &start, NULL, NULL) ||
+        start == job->supervisor_start)
+        return;
+    size_t used = strlen(error);
+    snprintf(error + used, cap - used,
+             " (its pid %d now belongs to another process, which was left alone)",
+             (int)job->supervisor_pid);
+}
+
 void monitor_settle(daemon_ctx *d, const store_job *job, const char *dir, const rundir_exit *ex,
                     const job_state *decided, const char *decided_error)
 {
@@ -131,8 +159,11 @@ void monitor_settle(daemon_ctx *d, const store_job *job, const char *dir, const 
     if (decided) {
         final_state = *decided;
         snprintf(error, sizeof error, "%s", decided_error ? decided_error : "");
-    } else if (final_state == JOB_FAILED)
+    } else if (final_state == JOB_FAILED && !ex) {
+        monitor_note_reused(job, error, sizeof error);
+    } else if (final_state == JOB_FAILED) {
         monitor_blame_host(d, job, log_path, error, sizeof error);
+    }
     monitor_sanitize(error);
     char *progress = json_dumps(p.progress, JSON_COMPACT | JSON_REAL_PRECISION(15));
     char *result = p.result ? json_dumps(p.result, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
@@ -150,9 +181,9 @@ void monitor_settle(daemon_ctx *d, const store_job *job, const char *dir, const 
     free(progress);
     free(result);
     rundir_progress_clear(&p);
-    /* Belt and braces: nothing of a finished job may stay behind. */
-    if (job->sid > 1)
-        launcher_signal_session(job->sid, SIGKILL);
+    /* Belt and braces: nothing of a finished job may stay behind (its
+     * session, if its leader is still the job's mpirun). */
+    monitor_signal_job(job, dir, SIGKILL);
 }
 
 static void monitor_finish(daemon_ctx *d, const store_job *job, const char *dir,
@@ -162,20 +193,24 @@ static void monitor_finish(daemon_ctx *d, const store_job *job, const char *dir,
 }
 
 /* Deliver the stop the store asks for: SIGTERM once, SIGKILL after grace. */
-static void monitor_enforce_stop(daemon_ctx *d, const store_job *job, double now)
+static void monitor_enforce_stop(daemon_ctx *d, const store_job *job, const char *dir,
+                                 double now)
 {
     if (!job->stop_reason[0])
         return;
     if (!monitor_term_was_sent(job->id)) {
-        int n = job->sid > 1 ? launcher_signal_session(job->sid, SIGTERM) : 0;
-        if (job->supervisor_pid > 1 && launcher_alive(job->supervisor_pid, job->supervisor_start))
-            kill(job->supervisor_pid, SIGTERM); /* forwards it if mpirun is not started yet */
+        int n = monitor_signal_job(job, dir, SIGTERM);
+        /* The supervisor forwards it if mpirun is not started yet, and kills
+         * what is left of the session once mpirun has ended. */
+        launcher_signal_verified(job->supervisor_pid, job->supervisor_start, SIGTERM);
         log_info("job %s (%s): %s: SIGTERM to %d processes", job->id, job->owner,
-                 job->stop_reason, n);
+                 job->stop_reason, n > 0 ? n : 0);
         monitor_term_mark(job->id);
     }
     if (!job->killed && job->sid > 1 && now >= job->stop_requested_at + d->cfg.kill_grace) {
-        int n = launcher_signal_session(job->sid, SIGKILL);
+        int n = monitor_signal_job(job, dir, SIGKILL);
+        if (n < 0)
+            n = 0;
         log_warn("job %s (%s): still running %d s after SIGTERM: SIGKILL to %d processes",
                  job->id, job->owner, d->cfg.kill_grace, n);
         /* Unrecorded, the next tick sends SIGKILL once more: harmless. */
@@ -193,17 +228,25 @@ static void monitor_enforce_stop(daemon_ctx *d, const store_job *job, double now
 
 /* A started job whose supervisor's identity never reached the store: the
  * daemon stopped between the fork and recording it, or the store failed
- * then. Adopt the supervisor from its record. False while the job must wait
- * for a later tick (still launching, or the store failed again); true to go
- * on checking it (adopted, or there is nothing left to adopt). */
+ * then. Adopt the supervisor from its record, only if the process with its
+ * pid started when the record says: otherwise the supervisor has ended and
+ * the pid may be a stranger's. False while the job must wait for a later
+ * tick (still launching, or the store failed again); true to go on checking
+ * it (adopted, or there is nothing left to adopt). */
 static bool monitor_adopt(daemon_ctx *d, store_job *job, const rundir_supervisor *sup,
                           double now)
 {
     long long start;
     if (!sup)
         return isnan(job->started_at) || now >= job->started_at + MONITOR_LAUNCH_GRACE_S;
-    if (!launcher_proc_stat(sup->supervisor_pid, &start, NULL, NULL))
-        return true; /* it has ended: exit.json or its absence says how */
+    if (!launcher_proc_stat(sup->supervisor_pid, &start, NULL, NULL) ||
+        sup->supervisor_start < 0 || start != sup->supervisor_start) {
+        /* It has ended: exit.json or its absence says how. Kept in memory
+         * only, so the error can say whether the pid is someone else's. */
+        job->supervisor_pid = sup->supervisor_pid;
+        job->supervisor_start = sup->supervisor_start;
+        return true;
+    }
     if (store_job_set_supervisor(d->st, job->id, sup->supervisor_pid, start) != STORE_OK) {
         log_error("job %s (%s): could not record supervisor pid %d; retrying next tick",
                   job->id, job->owner, (int)sup->supervisor_pid);
@@ -265,7 +308,7 @@ static bool monitor_check_job(daemon_ctx *d, store_job *job, double now)
                       job->id, job->owner);
         }
     }
-    monitor_enforce_stop(d, job, now);
+    monitor_enforce_stop(d, job, dir, now);
     return true;
 }
 

@@ -110,6 +110,10 @@ bool rundir_read_supervisor(const char *dir, rundir_supervisor *out)
     if (ok) {
         out->sid = (pid_t)json_integer_value(sid);
         out->supervisor_pid = (pid_t)json_integer_value(json_object_get(j, "supervisor_pid"));
+        json_t *sup_start = json_object_get(j, "supervisor_start");
+        json_t *sid_start = json_object_get(j, "sid_start");
+        out->supervisor_start = json_is_integer(sup_start) ? json_integer_value(sup_start) : -1;
+        out->sid_start = json_is_integer(sid_start) ? json_integer_value(sid_start) : -1;
     }
     json_decref(j);
     return ok;

@@ -31,10 +31,15 @@ typedef struct rundir_exit {
 } rundir_exit;
 bool rundir_read_exit(const char *dir, rundir_exit *out);
 
-/* supervisor.json, written by the supervisor once mpirun is forked. */
+/* supervisor.json, written by the supervisor once mpirun is forked. The
+ * start times (/proc/PID/stat's starttime) make the pids identities that a
+ * reused number cannot fake; -1 where the file has none (written by a
+ * punchcardd before they were recorded). */
 typedef struct rundir_supervisor {
     pid_t supervisor_pid;
-    pid_t sid; /* session (and process group) of mpirun */
+    long long supervisor_start;
+    pid_t sid;           /* session (and process group) of mpirun: mpirun's pid */
+    long long sid_start; /* mpirun's start time */
 } rundir_supervisor;
 bool rundir_read_supervisor(const char *dir, rundir_supervisor *out);
 

@@ -81,21 +81,29 @@ int supervisor_main(int argc, char **argv)
         fprintf(stderr, "punchcardd supervisor: cannot run %s: %s\n", cmd[0], strerror(errno));
         _exit(127);
     }
-    char text[128], err[512];
-    snprintf(text, sizeof text, "{\"supervisor_pid\": %d, \"sid\": %d}\n", (int)getpid(),
-             (int)child);
+    /* mpirun is our child and is not reaped until the end, so its pid (the
+     * session id) stays its own while we read its start time. */
+    long long self_start = -1, child_start = -1;
+    launcher_proc_stat(getpid(), &self_start, NULL, NULL);
+    launcher_proc_stat(child, &child_start, NULL, NULL);
+    char text[200], err[512];
+    snprintf(text, sizeof text,
+             "{\"supervisor_pid\": %d, \"supervisor_start\": %lld, \"sid\": %d, "
+             "\"sid_start\": %lld}\n",
+             (int)getpid(), self_start, (int)child, child_start);
     if (!rundir_write_atomic(rundir, "supervisor.json", text, strlen(text), err, sizeof err))
         supervisor_say("%s", err);
 
-    int status = 0;
     bool forwarded = false;
     for (;;) {
-        pid_t w = waitpid(child, &status, WNOHANG);
-        if (w == child)
+        /* WNOWAIT: an ended mpirun stays a zombie, holding the session's
+         * number, until the strays below are killed. */
+        siginfo_t info = {0};
+        int w = waitid(P_PID, (id_t)child, &info, WEXITED | WNOHANG | WNOWAIT);
+        if (w == 0 && info.si_pid == child)
             break;
         if (w < 0 && errno != EINTR) {
-            supervisor_say("waitpid: %s", strerror(errno));
-            status = 127 << 8;
+            supervisor_say("waitid: %s", strerror(errno));
             break;
         }
         struct timespec tick = {1, 0};
@@ -103,14 +111,22 @@ int supervisor_main(int argc, char **argv)
         if ((sig == SIGTERM || sig == SIGINT) && !forwarded) {
             /* Asked to stop: mpirun forwards SIGTERM to its ranks. */
             supervisor_say("stop requested: SIGTERM to the job (session %d)", (int)child);
-            launcher_signal_session(child, SIGTERM);
+            launcher_signal_session(child, child_start, SIGTERM);
             forwarded = true;
         }
     }
     /* mpirun is gone; nothing of the job may outlive it. */
-    int strays = launcher_signal_session(child, SIGKILL);
+    int strays = launcher_signal_session(child, child_start, SIGKILL);
     if (strays > 0)
         supervisor_say("killed %d stray processes", strays);
+    int status = 0;
+    pid_t reaped;
+    while ((reaped = waitpid(child, &status, 0)) < 0 && errno == EINTR)
+        ;
+    if (reaped != child) {
+        supervisor_say("waitpid: %s", strerror(errno));
+        status = 127 << 8;
+    }
     int code = 0, sig = 0;
     if (WIFEXITED(status)) {
         code = WEXITSTATUS(status);
