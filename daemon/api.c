@@ -108,9 +108,15 @@ enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t le
                                why ? why : "not a valid dataset name");
     }
     int ranks = spec_ranks_needed(spec);
-    char too_big[512];
+    char too_big[768];
     if (!admission_check(d, ranks, spec->resources.gpus, spec->distributed.workers, &field,
                          too_big, sizeof too_big)) {
+        spec_free(spec);
+        return api_reply_error(r, MHD_HTTP_BAD_REQUEST, field, "%s", too_big);
+    }
+    memest mem;
+    memest_job(spec, &mem);
+    if (!admission_memory(d, &mem, &field, too_big, sizeof too_big)) {
         spec_free(spec);
         return api_reply_error(r, MHD_HTTP_BAD_REQUEST, field, "%s", too_big);
     }

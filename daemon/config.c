@@ -55,6 +55,7 @@ static const opt_def opts[] = {
     STR(slurm_account, "NAME", "sbatch --account for every job (default: the user's default)"),
     STR(slurm_qos, "NAME", "sbatch --qos for every job (default: Slurm's default)"),
     STR(slurm_args, "\"ARGS\"", "appended to every sbatch command (e.g. \"--requeue --constraint=ib\")"),
+    NUM(host_memory_mb, OPT_LONG, 0, 1L << 40, "MIB", "memory of each host that jobs may use, for admission and limits (default 0: MemTotal less a tenth, at least 1 GiB)"),
     NUM(hold, OPT_BOOL, 0, 1, NULL, "accept and queue jobs but start none (maintenance)"),
     NUM(verbose, OPT_BOOL, 0, 1, NULL, "log debug lines too"),
 };

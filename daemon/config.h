@@ -40,6 +40,7 @@ typedef struct config {
     char slurm_account[128];
     char slurm_qos[128];
     char slurm_args[CONFIG_PATH_MAX];   /* appended to every sbatch, split on whitespace */
+    long host_memory_mb;           /* memory of a host for jobs; 0: MemTotal less headroom */
     bool hold;                     /* accept jobs but start none */
     bool verbose;
 } config;

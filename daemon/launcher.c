@@ -116,7 +116,7 @@ char **launcher_mpirun_argv(const launcher_config *lc, const char *rundir, int r
 }
 
 pid_t launcher_start(const launcher_config *lc, const char *rundir, int ranks, int threads,
-                     const char *gpu_devices, char *err, size_t errlen)
+                     const char *gpu_devices, double memory_max, char *err, size_t errlen)
 {
     char **mpi = launcher_mpirun_argv(lc, rundir, ranks, threads, gpu_devices);
     bool gpus = gpu_devices && gpu_devices[0];
@@ -126,13 +126,13 @@ pid_t launcher_start(const launcher_config *lc, const char *rundir, int ranks, i
     int n_mpi = 0;
     while (mpi && mpi[n_mpi])
         n_mpi++;
-    /* argv: SELF --supervise RUNDIR [--env NAME=VALUE]... -- MPIRUN... */
+    /* argv: SELF --supervise RUNDIR [--memory-max BYTES] [--env NAME=VALUE]... -- MPIRUN... */
     char *env_copy = strdup(lc->engine_env ? lc->engine_env : "");
     size_t n_env = 0;
     for (const char *p = env_copy ? env_copy : ""; *p; p++)
         n_env += *p == '=';
     char **argv = mpi && env_copy && (!gpus || cuda_env)
-                      ? calloc((size_t)n_mpi + 2 * n_env + 7, sizeof *argv)
+                      ? calloc((size_t)n_mpi + 2 * n_env + 9, sizeof *argv)
                       : NULL;
     char log_path[4096];
     if (!argv || snprintf(log_path, sizeof log_path, "%s/train.log", rundir) >= (int)sizeof log_path) {
@@ -147,6 +147,12 @@ pid_t launcher_start(const launcher_config *lc, const char *rundir, int ranks, i
     argv[1] = (char *)"--supervise";
     argv[2] = (char *)rundir;
     int k = 3;
+    char limit[32];
+    if (memory_max > 0) {
+        snprintf(limit, sizeof limit, "%.0f", memory_max);
+        argv[k++] = (char *)"--memory-max";
+        argv[k++] = limit;
+    }
     char *save = NULL;
     for (char *tok = strtok_r(env_copy, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
         if (!strchr(tok, '='))

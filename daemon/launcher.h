@@ -46,10 +46,11 @@ void launcher_argv_free(char **argv);
 /* Fork the supervisor for rundir (which holds job.json); its output and that
  * of mpirun go to rundir/train.log. A job given GPU devices ("0,1"; NULL or
  * "" for none) runs with CUDA_VISIBLE_DEVICES set to them, so punch-train's
- * ranks choose among those devices only. Returns its pid, or -1 with *err
- * set. */
+ * ranks choose among those devices only. memory_max > 0: the job's memory
+ * ceiling in bytes, which the supervisor enforces with a cgroup (cgroup.h).
+ * Returns its pid, or -1 with *err set. */
 pid_t launcher_start(const launcher_config *lc, const char *rundir, int ranks, int threads,
-                     const char *gpu_devices, char *err, size_t errlen);
+                     const char *gpu_devices, double memory_max, char *err, size_t errlen);
 
 /* Start time (clock ticks since boot) and state letter of a process from
  * /proc/PID/stat; false if it does not exist. */

@@ -16,6 +16,7 @@
 #include "daemon.h"
 #include "http.h"
 #include "log.h"
+#include "memest.h"
 #include "metrics.h"
 #include "monitor.h"
 #include "slurm.h"
@@ -203,6 +204,15 @@ static bool main_resources(daemon_ctx *d, char *err, size_t errlen)
     d->hosts = cluster_hosts(d->cl);
     d->total_slots = cluster_total_slots(d->cl);
     d->total_gpus = d->cfg.gpus * d->hosts;
+    d->host_memory = memest_host_memory(d->cfg.host_memory_mb);
+    char mem[32];
+    if (d->host_memory > 0)
+        log_info("jobs may use %s of each host's memory (host_memory_mb %s)",
+                 memest_format(d->host_memory, mem, sizeof mem),
+                 d->cfg.host_memory_mb > 0 ? "set" : "0: MemTotal less headroom");
+    else
+        log_warn("cannot tell this host's memory (/proc/meminfo) and host_memory_mb is not "
+                 "set: jobs are admitted whatever their memory estimate");
     cluster_probe_command(d->cfg.host_probe, main_rsh_agent(d->cfg.mpirun_args), d->probe_cmd,
                           sizeof d->probe_cmd);
     if (d->cfg.hostfile[0])

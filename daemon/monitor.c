@@ -14,6 +14,7 @@
 #include "gpualloc.h"
 #include "hostfail.h"
 #include "log.h"
+#include "memest.h"
 #include "metrics.h"
 #include "rundir.h"
 #include "scheduler.h"
@@ -413,6 +414,20 @@ char *monitor_queued_spec(daemon_ctx *d, const store_job *job)
     return NULL;
 }
 
+/* The memory ceiling of a job about to start (memest_ceiling); 0 (none) if
+ * its spec no longer parses, which punch-train then reports. */
+static double monitor_memory_ceiling(const daemon_ctx *d, const char *spec_text)
+{
+    spec_error err;
+    job_spec *spec = spec_parse(spec_text, strlen(spec_text), &err);
+    if (!spec)
+        return 0;
+    memest m;
+    memest_job(spec, &m);
+    spec_free(spec);
+    return memest_ceiling(&m, d->host_memory);
+}
+
 static void monitor_start_job(daemon_ctx *d, const store_job *job, const placement *alloc,
                               gpu_pool *pool)
 {
@@ -457,13 +472,15 @@ static void monitor_start_job(daemon_ctx *d, const store_job *job, const placeme
     err[0] = '\0';
     bool ok = rundir_create(dir, spec, err, sizeof err) &&
               monitor_write_hostfile(d, dir, alloc, err, sizeof err);
+    double memory_max = monitor_memory_ceiling(d, spec);
     free(spec);
     if (!ok) {
         free(hosts);
         monitor_fail_start(d, job, err);
         return;
     }
-    pid_t pid = launcher_start(&d->lc, dir, job->ranks, job->threads, devices, err, sizeof err);
+    pid_t pid = launcher_start(&d->lc, dir, job->ranks, job->threads, devices, memory_max, err,
+                               sizeof err);
     if (pid < 0) {
         free(hosts);
         monitor_fail_start(d, job, err);

@@ -6,13 +6,16 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "daemon.h"
 #include "launcher.h"
+#include "memest.h"
 #include "rundir.h"
 #include "timeutil/timeutil.h"
 
@@ -44,19 +47,25 @@ static int supervisor_write_exit(const char *rundir, int code, int sig)
 
 int supervisor_main(int argc, char **argv)
 {
-    /* RUNDIR [--env NAME=VALUE]... -- COMMAND [ARGS...] */
+    /* RUNDIR [--memory-max BYTES] [--env NAME=VALUE]... -- COMMAND [ARGS...] */
     int i = 1;
+    double memory_max = 0;
+    if (i + 1 < argc && strcmp(argv[i], "--memory-max") == 0) {
+        memory_max = strtod(argv[i + 1], NULL);
+        i += 2;
+    }
+    int first_env = i;
     while (i + 1 < argc && strcmp(argv[i], "--env") == 0)
         i += 2;
     if (argc < i + 2 || strcmp(argv[i], "--") != 0) {
-        fprintf(stderr, "usage: punchcardd --supervise RUNDIR [--env NAME=VALUE]... -- "
-                        "COMMAND [ARGS...]\n");
+        fprintf(stderr, "usage: punchcardd --supervise RUNDIR [--memory-max BYTES] "
+                        "[--env NAME=VALUE]... -- COMMAND [ARGS...]\n");
         return 2;
     }
     const char *rundir = argv[0];
     char **cmd = argv + i + 1;
-    int n_env = (i - 1) / 2;
-    char **env = argv + 1;
+    int n_env = (i - first_env) / 2;
+    char **env = argv + first_env;
     /* Signals arrive through sigtimedwait only, so none is lost between a
      * check and a wait. */
     sigset_t set;
@@ -64,6 +73,16 @@ int supervisor_main(int argc, char **argv)
     sigprocmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    cgroup_job cg = {.dir = ""};
+    if (memory_max > 0) {
+        char why[600], mem[32];
+        const char *base = strrchr(rundir, '/');
+        if (cgroup_job_create(&cg, base ? base + 1 : rundir, memory_max, why, sizeof why))
+            supervisor_say("memory ceiling %s (cgroup v%d %s)",
+                           memest_format(memory_max, mem, sizeof mem), cg.version, cg.dir);
+        else
+            supervisor_say("no memory ceiling for this job: %s", why);
+    }
     pid_t child = fork();
     if (child < 0) {
         supervisor_say("fork: %s", strerror(errno));
@@ -71,6 +90,9 @@ int supervisor_main(int argc, char **argv)
     }
     if (child == 0) {
         setsid();
+        if (cg.dir[0] && !cgroup_job_enter(&cg))
+            fprintf(stderr, "punchcardd supervisor: cannot enter cgroup %s: %s; the job runs "
+                            "without a memory ceiling\n", cg.dir, strerror(errno));
         for (int e = 0; e < n_env; e++)
             putenv(env[2 * e + 1]);
         sigset_t none;
@@ -135,5 +157,13 @@ int supervisor_main(int argc, char **argv)
         code = 128 + sig;
     }
     supervisor_say("mpirun ended: exit code %d, signal %d", code, sig);
+    /* Last, so the job's error names it (rundir_failure_line). */
+    long ooms = cgroup_job_oom_kills(&cg);
+    if (ooms > 0) {
+        char mem[32];
+        supervisor_say("the job went past its memory ceiling of %s: the kernel killed %ld of "
+                       "its processes", memest_format(memory_max, mem, sizeof mem), ooms);
+    }
+    cgroup_job_remove(&cg);
     return supervisor_write_exit(rundir, code, sig);
 }
