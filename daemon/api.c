@@ -131,6 +131,7 @@ enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t le
         .threads = spec->resources.threads_per_worker > 0 ? spec->resources.threads_per_worker : 1,
         .time_limit_s = spec->resources.time_limit_s,
         .gpus = spec->resources.gpus * spec->distributed.workers,
+        .mem_per_rank = mem.per_rank,
     };
     if (config_slurm(&d->cfg) && atomic_load(&d->slurm_down)) {
         spec_free(spec);

@@ -589,6 +589,8 @@ static void monitor_schedule(daemon_ctx *d, const job_list *active)
         return;
     }
     cluster_capacity(d->cl, free_cap, true);
+    for (int h = 0; h < free_cap->n_hosts && d->host_memory > 0; h++)
+        free_cap->mem[h] = d->host_memory;
     for (size_t i = 0; i < active->n; i++) {
         used += active->v[i].ranks;
         monitor_charge(d, free_cap, &active->v[i]);

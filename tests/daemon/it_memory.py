@@ -9,7 +9,8 @@ import os
 import re
 
 import punchtest
-from punchtest import FINAL_STATES, QUICK_JOB, Daemon, check, expect_error, job_like
+from punchtest import (FINAL_STATES, QUICK_JOB, STAND_IN_ENGINE, Daemon, check, expect_error,
+                       job_like, touch)
 
 HUGE = job_like(QUICK_JOB, name="huge",
                 model={"input": [20000],
@@ -31,6 +32,11 @@ def cases():
         d.engine_script("greedy.sh", GREEDY)
         d.restart()
         punchtest.case("a job past its memory ceiling is killed", ceiling, d)
+    # Each quick job is estimated at about 64 MiB: 100 MiB holds one of them.
+    with Daemon(["--host-memory-mb", "100", "--slots", "4", "--max-running", "0"]) as d:
+        d.engine_script("stand-in.sh", STAND_IN_ENGINE)
+        d.restart()
+        punchtest.case("memory is charged like slots", charged, d)
 
 
 def refused(d):
@@ -58,6 +64,21 @@ def ceiling(d):
     check("went past its memory ceiling of 300.0 MiB" in (j.get("error") or ""),
           "error %r; train.log:\n%s" % (j.get("error"), log))
     check(not os.path.exists(m.group(1)), "the job's cgroup %s is left" % m.group(1))
+
+
+def charged(d):
+    """Two one-rank jobs, four free slots, memory for one: the second waits."""
+    a = d.submit_id("alice", QUICK_JOB)
+    b = d.submit_id("alice", QUICK_JOB)
+    d.wait_state("alice", a, ("running",), timeout=60)
+    j = d.job("alice", b)
+    check(j["state"] == "queued" and j["waiting_for"] == "resources", "second job: %s" % j)
+    touch(os.path.join(d.run_dir(a), "release"))
+    d.wait_state("alice", b, ("running",), timeout=60)
+    touch(os.path.join(d.run_dir(b), "release"))
+    for jid in (a, b):
+        j = d.wait_state("alice", jid, FINAL_STATES, timeout=60)
+        check(j["state"] == "succeeded", "%s: %s" % (jid, j))
 
 
 if __name__ == "__main__":
