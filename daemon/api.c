@@ -9,6 +9,7 @@
 
 #include "admission.h"
 #include "log.h"
+#include "quota.h"
 #include "jobspec/spec.h"
 
 enum MHD_Result api_reply_response(api_request *r, int status, struct MHD_Response *resp)
@@ -120,11 +121,29 @@ enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t le
         spec_free(spec);
         return api_reply_error(r, MHD_HTTP_BAD_REQUEST, field, "%s", too_big);
     }
+    if (d->cfg.user_quota_mb > 0) {
+        double used = quota_user_bytes(d, r->caller.identity);
+        double quota = (double)d->cfg.user_quota_mb * 1024 * 1024;
+        if (used >= quota) {
+            spec_free(spec);
+            char b[2][32];
+            return api_reply_error(r, MHD_HTTP_INSUFFICIENT_STORAGE, NULL,
+                                   "your jobs' run directories hold %s, at or over your quota "
+                                   "of %s (user_quota_mb); delete old jobs to submit more",
+                                   memest_format(used, b[0], sizeof b[0]),
+                                   memest_format(quota, b[1], sizeof b[1]));
+        }
+    }
+    /* Stored compacted: whitespace padding is not kept (the spec parsed,
+     * so the text is JSON). */
+    json_t *doc = json_loadb(spec_text, len, 0, NULL);
+    char *compact = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    json_decref(doc);
     store_new_job nj = {
         .owner = r->caller.identity,
         .name = spec->name ? spec->name : "job",
         .trainer = spec_trainer_name(spec->distributed.trainer),
-        .spec = spec_text,
+        .spec = compact ? compact : spec_text,
         .priority = spec->resources.priority,
         .ranks = ranks,
         .workers = spec->distributed.workers,
@@ -135,6 +154,7 @@ enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t le
     };
     if (config_slurm(&d->cfg) && atomic_load(&d->slurm_down)) {
         spec_free(spec);
+        free(compact);
         return api_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL,
                                "Slurm is not reachable (slurmctld down?); the job was not "
                                "accepted, submit it again later");
@@ -142,6 +162,7 @@ enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t le
     char id[STORE_ID_LEN + 1];
     store_status rs = store_job_submit(d->st, &nj, d->cfg.max_queued, 0, id);
     spec_free(spec);
+    free(compact);
     if (rs == STORE_LIMIT)
         return api_reply_error(r, MHD_HTTP_TOO_MANY_REQUESTS, NULL,
                                "%s already has %d queued jobs (the limit); wait for some to "

@@ -56,6 +56,9 @@ static const opt_def opts[] = {
     STR(slurm_qos, "NAME", "sbatch --qos for every job (default: Slurm's default)"),
     STR(slurm_args, "\"ARGS\"", "appended to every sbatch command (e.g. \"--requeue --constraint=ib\")"),
     NUM(host_memory_mb, OPT_LONG, 0, 1L << 40, "MIB", "memory of each host that jobs may use, for admission and limits (default 0: MemTotal less a tenth, at least 1 GiB)"),
+    NUM(job_output_quota_mb, OPT_LONG, 0, 1L << 40, "MIB", "disk a job's run directory may fill; past it the job is stopped and fails, 0 = no limit (default 10240)"),
+    NUM(user_quota_mb, OPT_LONG, 0, 1L << 40, "MIB", "disk a user's run directories may fill together; over it a submit gets 507, 0 = no limit (default 51200)"),
+    NUM(disk_min_free_pct, OPT_INT, 0, 100, "PCT", "/healthz reports degraded when the data dir's file system has less free (default 5)"),
     NUM(hold, OPT_BOOL, 0, 1, NULL, "accept and queue jobs but start none (maintenance)"),
     NUM(verbose, OPT_BOOL, 0, 1, NULL, "log debug lines too"),
 };
@@ -78,6 +81,9 @@ void config_defaults(config *c)
     c->kill_grace = 10;
     c->tick_ms = 250;
     c->host_probe_interval_s = 30;
+    c->job_output_quota_mb = 10240;
+    c->user_quota_mb = 51200;
+    c->disk_min_free_pct = 5;
     snprintf(c->scheduler, sizeof c->scheduler, "local");
 }
 

@@ -41,6 +41,9 @@ typedef struct config {
     char slurm_qos[128];
     char slurm_args[CONFIG_PATH_MAX];   /* appended to every sbatch, split on whitespace */
     long host_memory_mb;           /* memory of a host for jobs; 0: MemTotal less headroom */
+    long job_output_quota_mb;      /* a job's run directory; 0: no limit */
+    long user_quota_mb;            /* all of a user's run directories; 0: no limit */
+    int disk_min_free_pct;         /* /healthz degraded below this much free space */
     bool hold;                     /* accept jobs but start none */
     bool verbose;
 } config;

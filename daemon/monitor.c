@@ -16,6 +16,7 @@
 #include "log.h"
 #include "memest.h"
 #include "metrics.h"
+#include "quota.h"
 #include "rundir.h"
 #include "scheduler.h"
 #include "slurmsched.h"
@@ -117,6 +118,25 @@ static void monitor_blame_host(daemon_ctx *d, const store_job *job, const char *
                  host, reason);
 }
 
+/* Checkpoint retention: prune the job's model_checkpoint saves to the
+ * spec's training.checkpoint_keep (its job.json; a spec that no longer
+ * parses keeps everything). */
+static void monitor_prune_checkpoints(const store_job *job, const char *dir)
+{
+    char path[4200];
+    if (snprintf(path, sizeof path, "%s/job.json", dir) >= (int)sizeof path)
+        return;
+    spec_error err;
+    job_spec *spec = spec_load_file(path, &err);
+    if (!spec)
+        return;
+    int removed = rundir_prune_checkpoints(dir, spec->training.checkpoint_keep);
+    if (removed > 0)
+        log_debug("job %s (%s): removed %d old checkpoint files (checkpoint_keep %d)", job->id,
+                  job->owner, removed, spec->training.checkpoint_keep);
+    spec_free(spec);
+}
+
 /* Send sig to the job's processes (mpirun's session), provided the session's
  * leader is still the mpirun that supervisor.json names, by pid and start
  * time: a number recorded before a restart may belong to a stranger now.
@@ -166,6 +186,7 @@ void monitor_settle(daemon_ctx *d, const store_job *job, const char *dir, const 
         monitor_blame_host(d, job, log_path, error, sizeof error);
     }
     monitor_sanitize(error);
+    monitor_prune_checkpoints(job, dir);
     char *progress = json_dumps(p.progress, JSON_COMPACT | JSON_REAL_PRECISION(15));
     char *result = p.result ? json_dumps(p.result, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
     int code = ex ? ex->exit_code : 0;
@@ -258,11 +279,40 @@ static bool monitor_adopt(daemon_ctx *d, store_job *job, const rundir_supervisor
     return true;
 }
 
+/* How often (seconds) the run directories of running jobs have their old
+ * checkpoints pruned and are measured against job_output_quota_mb: a walk
+ * of each directory, too slow for every tick. A job may overshoot its
+ * quota by what it writes in that time. */
+#define MONITOR_QUOTA_EVERY_S 5.0
+
+/* Stop and fail a job whose run directory holds more than its quota.
+ * True if it did (the job is settled). */
+static bool monitor_over_quota(daemon_ctx *d, const store_job *job, const char *dir)
+{
+    double quota = (double)d->cfg.job_output_quota_mb * 1024 * 1024;
+    if (quota <= 0)
+        return false;
+    double used = quota_dir_bytes(dir);
+    if (used <= quota)
+        return false;
+    char b[2][32], error[300];
+    snprintf(error, sizeof error,
+             "its run directory holds %s, over the job output quota of %s "
+             "(job_output_quota_mb); the job was stopped",
+             memest_format(used, b[0], sizeof b[0]), memest_format(quota, b[1], sizeof b[1]));
+    log_warn("job %s (%s): %s", job->id, job->owner, error);
+    monitor_signal_job(job, dir, SIGKILL);
+    launcher_signal_verified(job->supervisor_pid, job->supervisor_start, SIGKILL);
+    job_state failed = JOB_FAILED;
+    monitor_settle(d, job, dir, NULL, &failed, error);
+    return true;
+}
+
 /* One started job: advance starting -> running, settle it if it ended,
  * apply its time limit and any stop request. Returns true if still active.
  * A change the store fails to record is left for the next tick, which sees
  * the same run directory and tries again. */
-static bool monitor_check_job(daemon_ctx *d, store_job *job, double now)
+static bool monitor_check_job(daemon_ctx *d, store_job *job, double now, bool check_quota)
 {
     char dir[4096];
     if (!rundir_path(dir, sizeof dir, d->cfg.data_dir, job->id, NULL))
@@ -296,6 +346,10 @@ static bool monitor_check_job(daemon_ctx *d, store_job *job, double now)
             monitor_finish(d, job, dir, NULL);
         return false;
     }
+    if (check_quota)
+        monitor_prune_checkpoints(job, dir);
+    if (check_quota && monitor_over_quota(d, job, dir))
+        return false;
     if (job->time_limit_s > 0 && !job->stop_reason[0] && !isnan(job->started_at) &&
         now >= job->started_at + (double)job->time_limit_s) {
         store_status rs = store_job_request_stop(d->st, job->id, "timeout", now);
@@ -668,9 +722,13 @@ void monitor_tick(daemon_ctx *d)
         return;
     }
     double now = daemon_now();
+    static double quota_checked_at;
+    bool check_quota = !(now < quota_checked_at + MONITOR_QUOTA_EVERY_S);
+    if (check_quota)
+        quota_checked_at = now;
     size_t keep = 0;
     for (size_t i = 0; i < active.n; i++) {
-        if (monitor_check_job(d, &active.v[i], now)) {
+        if (monitor_check_job(d, &active.v[i], now, check_quota)) {
             if (keep != i) {
                 store_job tmp = active.v[keep];
                 active.v[keep] = active.v[i];

@@ -23,6 +23,13 @@ bool rundir_write_atomic(const char *dir, const char *name, const char *data, si
 /* Remove a run directory and everything in it. */
 bool rundir_remove(const char *dir);
 
+/* Checkpoint retention: of the model_checkpoint saves in dir/checkpoints
+ * (weights-epoch-NNN.safetensors, .npz, .member-K.*), keep the files of the
+ * `keep` newest epochs and remove the others (keep 0: keep all). Returns
+ * how many files were removed. The resume checkpoint (ckpt.bin) and files
+ * being written (their temporary names) are never touched. */
+int rundir_prune_checkpoints(const char *dir, int keep);
+
 /* exit.json, written by the supervisor once mpirun has ended. */
 typedef struct rundir_exit {
     int exit_code;

@@ -189,6 +189,8 @@ typedef struct spec_training {
     spec_schedule schedules[SPEC_MAX_SCHEDULES];
     int n_schedules;
     unsigned long seed;  /* default 1 */
+    int checkpoint_keep; /* model_checkpoint saves kept, newest first; 0 = all;
+                            default 1 (with a monitor, the latest is the best) */
 } spec_training;
 
 typedef enum spec_trainer {
