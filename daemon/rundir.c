@@ -360,7 +360,8 @@ int rundir_prune_checkpoints(const char *dir, int keep)
         epochs[n++] = epoch;
     }
     /* The keep-th newest distinct epoch: files older than it go. */
-    qsort(epochs, n, sizeof *epochs, rundir_cmp_desc);
+    if (n > 0)
+        qsort(epochs, n, sizeof *epochs, rundir_cmp_desc);
     int distinct = 0, oldest_kept = -1;
     for (size_t i = 0; i < n && distinct < keep; i++)
         if (i == 0 || epochs[i] != epochs[i - 1]) {
