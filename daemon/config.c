@@ -59,6 +59,8 @@ static const opt_def opts[] = {
     NUM(job_output_quota_mb, OPT_LONG, 0, 1L << 40, "MIB", "disk a job's run directory may fill; past it the job is stopped and fails, 0 = no limit (default 10240)"),
     NUM(user_quota_mb, OPT_LONG, 0, 1L << 40, "MIB", "disk a user's run directories may fill together; over it a submit gets 507, 0 = no limit (default 51200)"),
     NUM(disk_min_free_pct, OPT_INT, 0, 100, "PCT", "/healthz reports degraded when the data dir's file system has less free (default 5)"),
+    STR(run_as, "USER", "unprivileged account jobs run as (needs punchcardd started as root; default: punchcardd's own)"),
+    NUM(allow_root_jobs, OPT_BOOL, 0, 1, NULL, "started as root without --run-as: run jobs as root anyway (refused otherwise)"),
     NUM(hold, OPT_BOOL, 0, 1, NULL, "accept and queue jobs but start none (maintenance)"),
     NUM(verbose, OPT_BOOL, 0, 1, NULL, "log debug lines too"),
 };

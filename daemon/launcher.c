@@ -85,7 +85,7 @@ char **launcher_mpirun_argv(const launcher_config *lc, const char *rundir, int r
         launcher_push(argv, &n, &ok, "%s", "--map-by");
         launcher_push(argv, &n, &ok, "%s", "slot");
     }
-    if (geteuid() == 0)
+    if (lc->root_jobs)
         launcher_push(argv, &n, &ok, "%s", "--allow-run-as-root");
     if (gpu_devices && gpu_devices[0]) {
         /* Set in mpirun's environment by the supervisor; -x also carries it
@@ -126,13 +126,14 @@ pid_t launcher_start(const launcher_config *lc, const char *rundir, int ranks, i
     int n_mpi = 0;
     while (mpi && mpi[n_mpi])
         n_mpi++;
-    /* argv: SELF --supervise RUNDIR [--memory-max BYTES] [--env NAME=VALUE]... -- MPIRUN... */
+    /* argv: SELF --supervise RUNDIR [--memory-max BYTES] [--run-as USER]
+     *       [--env NAME=VALUE]... -- MPIRUN... */
     char *env_copy = strdup(lc->engine_env ? lc->engine_env : "");
     size_t n_env = 0;
     for (const char *p = env_copy ? env_copy : ""; *p; p++)
         n_env += *p == '=';
     char **argv = mpi && env_copy && (!gpus || cuda_env)
-                      ? calloc((size_t)n_mpi + 2 * n_env + 9, sizeof *argv)
+                      ? calloc((size_t)n_mpi + 2 * n_env + 11, sizeof *argv)
                       : NULL;
     char log_path[4096];
     if (!argv || snprintf(log_path, sizeof log_path, "%s/train.log", rundir) >= (int)sizeof log_path) {
@@ -152,6 +153,10 @@ pid_t launcher_start(const launcher_config *lc, const char *rundir, int ranks, i
         snprintf(limit, sizeof limit, "%.0f", memory_max);
         argv[k++] = (char *)"--memory-max";
         argv[k++] = limit;
+    }
+    if (lc->run_as && lc->run_as[0]) {
+        argv[k++] = (char *)"--run-as";
+        argv[k++] = (char *)lc->run_as;
     }
     char *save = NULL;
     for (char *tok = strtok_r(env_copy, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {

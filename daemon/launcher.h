@@ -23,6 +23,9 @@ typedef struct launcher_config {
     const char *engine_env; /* "NAME=VALUE ..." for mpirun and the ranks; NULL or "" */
     const char *mpirun_args; /* appended to every mpirun, split on whitespace; NULL or "" */
     bool slurm;             /* mpirun runs inside a Slurm allocation (scheduler = slurm) */
+    bool root_jobs;         /* jobs run as root (--allow-root-jobs): mpirun gets
+                               --allow-run-as-root, which it otherwise refuses */
+    const char *run_as;     /* the account jobs run as; NULL or "": punchcardd's own */
 } launcher_config;
 
 /* The argv (NULL-terminated, heap) of the mpirun command for a job whose run
@@ -44,7 +47,9 @@ char **launcher_mpirun_argv(const launcher_config *lc, const char *rundir, int r
 void launcher_argv_free(char **argv);
 
 /* Fork the supervisor for rundir (which holds job.json); its output and that
- * of mpirun go to rundir/train.log. A job given GPU devices ("0,1"; NULL or
+ * of mpirun go to rundir/train.log. With lc->run_as the supervisor runs
+ * mpirun as that account (it stays root itself: it writes supervisor.json
+ * and exit.json, and makes the job's cgroup). A job given GPU devices ("0,1"; NULL or
  * "" for none) runs with CUDA_VISIBLE_DEVICES set to them, so punch-train's
  * ranks choose among those devices only. memory_max > 0: the job's memory
  * ceiling in bytes, which the supervisor enforces with a cgroup (cgroup.h).

@@ -525,7 +525,8 @@ static void monitor_start_job(daemon_ctx *d, const store_job *job, const placeme
     }
     err[0] = '\0';
     bool ok = rundir_create(dir, spec, err, sizeof err) &&
-              monitor_write_hostfile(d, dir, alloc, err, sizeof err);
+              monitor_write_hostfile(d, dir, alloc, err, sizeof err) &&
+              (d->run_uid == 0 || rundir_give(dir, d->run_uid, d->run_gid, err, sizeof err));
     double memory_max = monitor_memory_ceiling(d, spec);
     free(spec);
     if (!ok) {

@@ -41,6 +41,21 @@ bool rundir_create(const char *dir, const char *spec, char *err, size_t errlen)
     return rundir_write_atomic(dir, "job.json", spec, strlen(spec), err, errlen);
 }
 
+bool rundir_give(const char *dir, uid_t uid, gid_t gid, char *err, size_t errlen)
+{
+    DIR *d = opendir(dir);
+    bool ok = d && fchown(dirfd(d), uid, gid) == 0;
+    for (struct dirent *e; ok && (e = readdir(d)) != NULL;)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            ok = fchownat(dirfd(d), e->d_name, uid, gid, AT_SYMLINK_NOFOLLOW) == 0;
+    if (!ok)
+        snprintf(err, errlen, "%s: cannot hand it to uid %d: %s", dir, (int)uid,
+                 strerror(errno));
+    if (d)
+        closedir(d);
+    return ok;
+}
+
 /* Remove everything under the open directory fd, then nothing else. */
 static bool rundir_remove_at(int dfd)
 {

@@ -20,6 +20,11 @@ bool rundir_create(const char *dir, const char *spec, char *err, size_t errlen);
 bool rundir_write_atomic(const char *dir, const char *name, const char *data, size_t len,
                          char *err, size_t errlen);
 
+/* Hand a new run directory and the files in it (job.json, hostfile) to
+ * the account the job runs as (run_as), so the job can write its output
+ * there. False with *err on failure. */
+bool rundir_give(const char *dir, uid_t uid, gid_t gid, char *err, size_t errlen);
+
 /* Remove a run directory and everything in it. */
 bool rundir_remove(const char *dir);
 

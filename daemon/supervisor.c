@@ -2,6 +2,8 @@
 #include "supervisor.h"
 
 #include <errno.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -45,13 +47,39 @@ static int supervisor_write_exit(const char *rundir, int code, int sig)
     return 0;
 }
 
+/* In mpirun's child: become user `name` for good (groups, gid, uid), with
+ * HOME in the run directory (the account's may not exist or be writable). */
+static bool supervisor_become(const char *name, const char *rundir)
+{
+    const struct passwd *pw = getpwnam(name);
+    if (!pw) {
+        fprintf(stderr, "punchcardd supervisor: run_as %s: no such user\n", name);
+        return false;
+    }
+    if (initgroups(name, pw->pw_gid) != 0 || setgid(pw->pw_gid) != 0 ||
+        setuid(pw->pw_uid) != 0 || setuid(0) == 0) {
+        fprintf(stderr, "punchcardd supervisor: cannot become %s: %s\n", name, strerror(errno));
+        return false;
+    }
+    setenv("HOME", rundir, 1);
+    setenv("USER", name, 1);
+    setenv("LOGNAME", name, 1);
+    return true;
+}
+
 int supervisor_main(int argc, char **argv)
 {
-    /* RUNDIR [--memory-max BYTES] [--env NAME=VALUE]... -- COMMAND [ARGS...] */
+    /* RUNDIR [--memory-max BYTES] [--run-as USER] [--env NAME=VALUE]... --
+     * COMMAND [ARGS...] */
     int i = 1;
     double memory_max = 0;
+    const char *run_as = NULL;
     if (i + 1 < argc && strcmp(argv[i], "--memory-max") == 0) {
         memory_max = strtod(argv[i + 1], NULL);
+        i += 2;
+    }
+    if (i + 1 < argc && strcmp(argv[i], "--run-as") == 0) {
+        run_as = argv[i + 1];
         i += 2;
     }
     int first_env = i;
@@ -59,7 +87,7 @@ int supervisor_main(int argc, char **argv)
         i += 2;
     if (argc < i + 2 || strcmp(argv[i], "--") != 0) {
         fprintf(stderr, "usage: punchcardd --supervise RUNDIR [--memory-max BYTES] "
-                        "[--env NAME=VALUE]... -- COMMAND [ARGS...]\n");
+                        "[--run-as USER] [--env NAME=VALUE]... -- COMMAND [ARGS...]\n");
         return 2;
     }
     const char *rundir = argv[0];
@@ -95,6 +123,8 @@ int supervisor_main(int argc, char **argv)
                             "without a memory ceiling\n", cg.dir, strerror(errno));
         for (int e = 0; e < n_env; e++)
             putenv(env[2 * e + 1]);
+        if (run_as && !supervisor_become(run_as, rundir))
+            _exit(126);
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);

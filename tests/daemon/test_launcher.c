@@ -48,6 +48,13 @@ static void test_local_host(void **state)
     assert_true(btl > 0);
     assert_string_equal(argv[btl - 1], "--mca");
     assert_int_equal(find(argv, "--hostfile", NULL), -1);
+    /* Root jobs only when punchcardd was told to allow them. */
+    assert_int_equal(find(argv, "--allow-run-as-root", NULL), -1);
+    launcher_argv_free(argv);
+    lc.root_jobs = true;
+    argv = launcher_mpirun_argv(&lc, "/runs/abc", 3, 1, NULL);
+    assert_true(find(argv, "--allow-run-as-root", NULL) > 0);
+    lc.root_jobs = false;
     assert_int_equal(find(argv, "--map-by", NULL), -1);
     launcher_argv_free(argv);
 }
