@@ -62,3 +62,45 @@ bool admission_check(const daemon_ctx *d, int ranks, int gpus_per_worker, int wo
     }
     return admission_per_host(d, ranks, gpus_per_worker, workers, field, why, cap);
 }
+
+/* How many of the job's ranks one host runs at most. */
+static int admission_ranks_per_host(const daemon_ctx *d, int ranks)
+{
+    if (!d->cl || d->hosts <= 1)
+        return ranks;
+    placement_cluster *empty = malloc(sizeof *empty);
+    if (!empty)
+        return ranks;
+    cluster_capacity(d->cl, empty, false);
+    int most = 0;
+    for (int h = 0; h < empty->n_hosts; h++)
+        if (empty->slots[h] > most)
+            most = empty->slots[h];
+    free(empty);
+    return most > 0 && most < ranks ? most : ranks;
+}
+
+bool admission_memory(const daemon_ctx *d, const memest *m, const char **field, char *why,
+                      size_t cap)
+{
+    if (config_slurm(&d->cfg) || d->host_memory <= 0)
+        return true;
+    int on_host = admission_ranks_per_host(d, m->ranks);
+    double need = m->per_rank * on_host;
+    if (need <= d->host_memory)
+        return true;
+    char b[8][32];
+    *field = "model";
+    snprintf(why, cap,
+             "model: the job needs an estimated %s of memory on one host (%d rank%s x %s: "
+             "parameters %s, gradients %s, optimizer state %s, activations and batch %s, "
+             "data %s), but a host has %s for jobs (host_memory_mb); it could never run",
+             memest_format(need, b[0], sizeof b[0]), on_host, on_host == 1 ? "" : "s",
+             memest_format(m->per_rank, b[1], sizeof b[1]),
+             memest_format(m->params, b[2], sizeof b[2]), memest_format(m->grads, b[3], sizeof b[3]),
+             memest_format(m->optimizer, b[4], sizeof b[4]),
+             memest_format(m->activations + m->batch, b[5], sizeof b[5]),
+             memest_format(m->data, b[6], sizeof b[6]),
+             memest_format(d->host_memory, b[7], sizeof b[7]));
+    return false;
+}

@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "daemon.h"
+#include "memest.h"
 
 /* True if a job of `ranks` MPI ranks and `workers` workers holding
  * `gpus_per_worker` GPUs each fits d's cluster (d->total_slots,
@@ -30,5 +31,14 @@
  * I/O, no locks, callable from any thread. */
 bool admission_check(const daemon_ctx *d, int ranks, int gpus_per_worker, int workers,
                      const char **field, char *why, size_t cap);
+
+/* True if a job whose memory estimate is *m could fit a host's memory
+ * (d->host_memory) with as many of its ranks as one host would run: all of
+ * them on a single host, else up to the largest host's slots. Otherwise
+ * false, *field "model", and why naming the estimate, its parts and the
+ * limit. Every job passes under scheduler = slurm and when d->host_memory
+ * is 0 (unknown). Pure, like admission_check. */
+bool admission_memory(const daemon_ctx *d, const memest *m, const char **field, char *why,
+                      size_t cap);
 
 #endif

@@ -11,6 +11,7 @@
 #include "datasets.h"
 #include "initfrom.h"
 #include "log.h"
+#include "quota.h"
 #include "jobspec/spec.h"
 
 enum MHD_Result api_reply_response(api_request *r, int status, struct MHD_Response *resp)
@@ -139,11 +140,30 @@ enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t le
                                why ? why : "not a valid dataset name");
     }
     int ranks = spec_ranks_needed(spec);
-    char too_big[512];
+    char too_big[768];
     if (!admission_check(d, ranks, spec->resources.gpus, spec->distributed.workers, &field,
                          too_big, sizeof too_big)) {
         spec_free(spec);
         return api_reply_error(r, MHD_HTTP_BAD_REQUEST, field, "%s", too_big);
+    }
+    memest mem;
+    memest_job(spec, &mem);
+    if (!admission_memory(d, &mem, &field, too_big, sizeof too_big)) {
+        spec_free(spec);
+        return api_reply_error(r, MHD_HTTP_BAD_REQUEST, field, "%s", too_big);
+    }
+    if (d->cfg.user_quota_mb > 0) {
+        double used = quota_user_bytes(d, r->caller.identity);
+        double quota = (double)d->cfg.user_quota_mb * 1024 * 1024;
+        if (used >= quota) {
+            spec_free(spec);
+            char b[2][32];
+            return api_reply_error(r, MHD_HTTP_INSUFFICIENT_STORAGE, NULL,
+                                   "your jobs' run directories hold %s, at or over your quota "
+                                   "of %s (user_quota_mb); delete old jobs to submit more",
+                                   memest_format(used, b[0], sizeof b[0]),
+                                   memest_format(quota, b[1], sizeof b[1]));
+        }
     }
     char *resolved = NULL, *warm = NULL, msg[1024];
     if (datasets_resolve_spec(d->st, d->cfg.data_dir, r->caller.identity, spec_text, len,
@@ -163,21 +183,29 @@ enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t le
             return api_reply_error(r, MHD_HTTP_BAD_REQUEST, "training.init_from", "%s", msg);
         }
     }
+    /* Stored compacted: whitespace padding is not kept (the spec parsed,
+     * so the text is JSON). */
+    const char *text = resolved ? resolved : spec_text;
+    json_t *doc = json_loadb(text, resolved ? strlen(resolved) : len, 0, NULL);
+    char *compact = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    json_decref(doc);
     store_new_job nj = {
         .owner = r->caller.identity,
         .name = spec->name ? spec->name : "job",
         .trainer = spec_trainer_name(spec->distributed.trainer),
-        .spec = resolved ? resolved : spec_text,
+        .spec = compact ? compact : text,
         .priority = spec->resources.priority,
         .ranks = ranks,
         .workers = spec->distributed.workers,
         .threads = spec->resources.threads_per_worker > 0 ? spec->resources.threads_per_worker : 1,
         .time_limit_s = spec->resources.time_limit_s,
         .gpus = spec->resources.gpus * spec->distributed.workers,
+        .mem_per_rank = mem.per_rank,
     };
     if (config_slurm(&d->cfg) && atomic_load(&d->slurm_down)) {
         spec_free(spec);
         free(resolved);
+        free(compact);
         return api_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL,
                                "Slurm is not reachable (slurmctld down?); the job was not "
                                "accepted, submit it again later");
@@ -186,6 +214,7 @@ enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t le
     store_status rs = store_job_submit(d->st, &nj, d->cfg.max_queued, 0, id);
     spec_free(spec);
     free(resolved);
+    free(compact);
     if (rs == STORE_LIMIT)
         return api_reply_error(r, MHD_HTTP_TOO_MANY_REQUESTS, NULL,
                                "%s already has %d queued jobs (the limit); wait for some to "

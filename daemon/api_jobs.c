@@ -14,12 +14,27 @@
 #include "jobview.h"
 #include "log.h"
 #include "pagecache.h"
+#include "quota.h"
 #include "rundir.h"
 
+/* "ok", or "degraded" with the reason while the data dir's file system has
+ * less than disk_min_free_pct free (new jobs would soon fail to write). The
+ * status code stays 200: the server answers and accepts work. */
 enum MHD_Result api_healthz(api_request *r)
 {
-    return api_reply_json(r, MHD_HTTP_OK,
-                          json_pack("{s:s, s:s}", "status", "ok", "version", DAEMON_VERSION));
+    const config *c = &r->d->cfg;
+    double free_b = 0, total_b = 0;
+    char why[200] = "";
+    if (!quota_fs_space(c->data_dir, &free_b, &total_b))
+        snprintf(why, sizeof why, "cannot tell the data dir's free space");
+    else if (total_b > 0 && free_b * 100 < total_b * c->disk_min_free_pct)
+        snprintf(why, sizeof why, "data dir's file system is %.1f%% free (below %d%%)",
+                 100 * free_b / total_b, c->disk_min_free_pct);
+    json_t *o = json_pack("{s:s, s:s}", "status", why[0] ? "degraded" : "ok", "version",
+                          DAEMON_VERSION);
+    if (o && why[0])
+        json_object_set_new(o, "reason", json_string(why));
+    return api_reply_json(r, MHD_HTTP_OK, o);
 }
 
 enum MHD_Result api_cluster(api_request *r)

@@ -149,6 +149,7 @@ void cluster_capacity(cluster *c, placement_cluster *out, bool with_down)
         out->slots[i] = c->host[i].slots;
         out->gpus[i] = c->host[i].gpus;
         out->down[i] = false;
+        out->mem[i] = -1;
     }
     if (!with_down)
         return;

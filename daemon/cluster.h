@@ -46,7 +46,8 @@ int cluster_total_slots(const cluster *c);
 const char *const *cluster_names(const cluster *c);
 
 /* Every host's whole capacity; with_down: and which hosts are down now
- * (under the mutex), else all up (capacity never changes: no lock). */
+ * (under the mutex), else all up (capacity never changes: no lock). Memory
+ * is left uncounted (mem -1): the caller sets it where it knows it. */
 void cluster_capacity(cluster *c, placement_cluster *out, bool with_down);
 
 /* Record what the active jobs hold per host (capacity minus free). */

@@ -64,6 +64,12 @@ static const opt_def opts[] = {
     NUM(upload_max, OPT_LONG, 1024, LONG_MAX, "BYTES", "largest dataset upload, 413 above (default 2147483648: 2 GiB)"),
     NUM(upload_quota, OPT_LONG, 1024, LONG_MAX, "BYTES", "uploaded datasets per user, 507 above (default 10737418240: 10 GiB)"),
     NUM(predict_max, OPT_LONG, 1024, 1L << 34, "BYTES", "largest input of POST /api/v1/jobs/ID/predict, 413 above (default 67108864: 64 MiB)"),
+    NUM(host_memory_mb, OPT_LONG, 0, 1L << 40, "MIB", "memory of each host that jobs may use, for admission and limits (default 0: MemTotal less a tenth, at least 1 GiB)"),
+    NUM(job_output_quota_mb, OPT_LONG, 0, 1L << 40, "MIB", "disk a job's run directory may fill; past it the job is stopped and fails, 0 = no limit (default 10240)"),
+    NUM(user_quota_mb, OPT_LONG, 0, 1L << 40, "MIB", "disk a user's run directories may fill together; over it a submit gets 507, 0 = no limit (default 51200)"),
+    NUM(disk_min_free_pct, OPT_INT, 0, 100, "PCT", "/healthz reports degraded when the data dir's file system has less free (default 5)"),
+    STR(run_as, "USER", "unprivileged account jobs run as (needs punchcardd started as root; default: punchcardd's own)"),
+    NUM(allow_root_jobs, OPT_BOOL, 0, 1, NULL, "started as root without --run-as: run jobs as root anyway (refused otherwise)"),
     NUM(hold, OPT_BOOL, 0, 1, NULL, "accept and queue jobs but start none (maintenance)"),
     NUM(retention_days, OPT_INT, 0, 36500, "DAYS", "forget finished jobs (rows, events, run directories) DAYS after they ended, 0 = keep them (default 0)"),
     NUM(verbose, OPT_BOOL, 0, 1, NULL, "log debug lines too"),
@@ -93,6 +99,9 @@ void config_defaults(config *c)
     c->kill_grace = 10;
     c->tick_ms = 250;
     c->host_probe_interval_s = 30;
+    c->job_output_quota_mb = 10240;
+    c->user_quota_mb = 51200;
+    c->disk_min_free_pct = 5;
     snprintf(c->scheduler, sizeof c->scheduler, "local");
 }
 

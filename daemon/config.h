@@ -49,6 +49,12 @@ typedef struct config {
     long upload_max;               /* bytes of one dataset upload (413 above) */
     long upload_quota;             /* bytes of uploads per user (507 above) */
     long predict_max;              /* bytes of a predict request's input (413 above) */
+    long host_memory_mb;           /* memory of a host for jobs; 0: MemTotal less headroom */
+    long job_output_quota_mb;      /* a job's run directory; 0: no limit */
+    long user_quota_mb;            /* all of a user's run directories; 0: no limit */
+    int disk_min_free_pct;         /* /healthz degraded below this much free space */
+    char run_as[64];               /* account jobs run as; "": punchcardd's own */
+    bool allow_root_jobs;          /* as root without run_as: run jobs as root anyway */
     bool hold;                     /* accept jobs but start none */
     int retention_days;            /* forget finished jobs this long after they ended; 0: keep */
     bool verbose;

@@ -27,6 +27,9 @@ typedef struct daemon_ctx {
     int total_slots;   /* of all hosts */
     int hosts;         /* 1 without a hostfile */
     int total_gpus;    /* cfg.gpus on each host */
+    double host_memory; /* bytes of a host that jobs may use (memest_host_memory) */
+    uid_t run_uid;      /* cfg.run_as's account, owner of run directories; */
+    gid_t run_gid;      /* 0 without run_as (which is never root) */
     char probe_cmd[CONFIG_PATH_MAX]; /* cluster_probe_command() of cfg.host_probe */
     char self_exe[PATH_MAX];
     char engine[PATH_MAX];

@@ -1,4 +1,5 @@
-/* launcher.c — fork/exec of the supervisor and /proc-based process checks. */
+/* launcher.c — fork/exec of the supervisor, /proc-based process checks, and
+ * signals that reach only the process that was meant (launcher.h). */
 #include "launcher.h"
 
 #include <ctype.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -83,7 +85,7 @@ char **launcher_mpirun_argv(const launcher_config *lc, const char *rundir, int r
         launcher_push(argv, &n, &ok, "%s", "--map-by");
         launcher_push(argv, &n, &ok, "%s", "slot");
     }
-    if (geteuid() == 0)
+    if (lc->root_jobs)
         launcher_push(argv, &n, &ok, "%s", "--allow-run-as-root");
     if (gpu_devices && gpu_devices[0]) {
         /* Set in mpirun's environment by the supervisor; -x also carries it
@@ -120,7 +122,7 @@ char **launcher_mpirun_argv(const launcher_config *lc, const char *rundir, int r
 }
 
 pid_t launcher_start(const launcher_config *lc, const char *rundir, int ranks, int threads,
-                     const char *gpu_devices, char *err, size_t errlen)
+                     const char *gpu_devices, double memory_max, char *err, size_t errlen)
 {
     char **mpi = launcher_mpirun_argv(lc, rundir, ranks, threads, gpu_devices);
     bool gpus = gpu_devices && gpu_devices[0];
@@ -130,13 +132,14 @@ pid_t launcher_start(const launcher_config *lc, const char *rundir, int ranks, i
     int n_mpi = 0;
     while (mpi && mpi[n_mpi])
         n_mpi++;
-    /* argv: SELF --supervise RUNDIR [--env NAME=VALUE]... -- MPIRUN... */
+    /* argv: SELF --supervise RUNDIR [--memory-max BYTES] [--run-as USER]
+     *       [--env NAME=VALUE]... -- MPIRUN... */
     char *env_copy = strdup(lc->engine_env ? lc->engine_env : "");
     size_t n_env = 0;
     for (const char *p = env_copy ? env_copy : ""; *p; p++)
         n_env += *p == '=';
     char **argv = mpi && env_copy && (!gpus || cuda_env)
-                      ? calloc((size_t)n_mpi + 2 * n_env + 7, sizeof *argv)
+                      ? calloc((size_t)n_mpi + 2 * n_env + 11, sizeof *argv)
                       : NULL;
     char log_path[4096];
     if (!argv || snprintf(log_path, sizeof log_path, "%s/train.log", rundir) >= (int)sizeof log_path) {
@@ -151,6 +154,16 @@ pid_t launcher_start(const launcher_config *lc, const char *rundir, int ranks, i
     argv[1] = (char *)"--supervise";
     argv[2] = (char *)rundir;
     int k = 3;
+    char limit[32];
+    if (memory_max > 0) {
+        snprintf(limit, sizeof limit, "%.0f", memory_max);
+        argv[k++] = (char *)"--memory-max";
+        argv[k++] = limit;
+    }
+    if (lc->run_as && lc->run_as[0]) {
+        argv[k++] = (char *)"--run-as";
+        argv[k++] = (char *)lc->run_as;
+    }
     char *save = NULL;
     for (char *tok = strtok_r(env_copy, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
         if (!strchr(tok, '='))
@@ -242,13 +255,53 @@ bool launcher_alive(pid_t pid, long long start)
     return s == start && st != 'Z' && st != 'X';
 }
 
-int launcher_signal_session(pid_t sid, int sig)
+/* A pidfd for pid if it is (still) the process that started at `start`, in
+ * session `sid` unless sid is 0; -1 otherwise. The pidfd is opened first and
+ * the start time read after: if the number had been reused in between, the
+ * start time read would be the newcomer's, and the check fails. */
+static int launcher_pidfd_verified(pid_t pid, long long start, pid_t sid)
 {
-    if (sid <= 1)
-        return 0;
+    if (pid <= 1)
+        return -1;
+    int fd = pidfd_open(pid, 0);
+    if (fd < 0)
+        return -1;
+    long long s;
+    char st;
+    pid_t in;
+    if (!launcher_proc_stat(pid, &s, &st, &in) || (start >= 0 && s != start) ||
+        (sid > 0 && in != sid) || st == 'X') {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+bool launcher_signal_verified(pid_t pid, long long start, int sig)
+{
+    if (start < 0)
+        return false;
+    int fd = launcher_pidfd_verified(pid, start, 0);
+    if (fd < 0)
+        return false;
+    bool ok = pidfd_send_signal(fd, sig, NULL, 0) == 0;
+    close(fd);
+    return ok;
+}
+
+int launcher_signal_session(pid_t sid, long long sid_start, int sig)
+{
+    if (sid <= 1 || sid_start < 0)
+        return -1;
+    /* The leader, leader of its own session, holds the number sid. */
+    int leader = launcher_pidfd_verified(sid, sid_start, sid);
+    if (leader < 0)
+        return -1;
     DIR *d = opendir("/proc");
-    if (!d)
+    if (!d) {
+        close(leader);
         return 0;
+    }
     int count = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
@@ -257,9 +310,21 @@ int launcher_signal_session(pid_t sid, int sig)
         pid_t pid = (pid_t)atoi(e->d_name);
         pid_t s;
         char st;
-        if (launcher_proc_stat(pid, NULL, &st, &s) && s == sid && st != 'Z' && kill(pid, sig) == 0)
+        if (!launcher_proc_stat(pid, NULL, &st, &s) || s != sid || st == 'Z' || st == 'X')
+            continue;
+        int fd = launcher_pidfd_verified(pid, -1, sid);
+        if (fd < 0)
+            continue;
+        /* The member was seen in session sid after its pidfd was opened;
+         * the leader still holding its number now means that session was
+         * the job's all along. */
+        long long again;
+        if (launcher_proc_stat(sid, &again, NULL, NULL) && again == sid_start &&
+            pidfd_send_signal(fd, sig, NULL, 0) == 0)
             count++;
+        close(fd);
     }
     closedir(d);
+    close(leader);
     return count;
 }

@@ -23,6 +23,9 @@ typedef struct launcher_config {
     const char *engine_env; /* "NAME=VALUE ..." for mpirun and the ranks; NULL or "" */
     const char *mpirun_args; /* appended to every mpirun, split on whitespace; NULL or "" */
     bool slurm;             /* mpirun runs inside a Slurm allocation (scheduler = slurm) */
+    bool root_jobs;         /* jobs run as root (--allow-root-jobs): mpirun gets
+                               --allow-run-as-root, which it otherwise refuses */
+    const char *run_as;     /* the account jobs run as; NULL or "": punchcardd's own */
 } launcher_config;
 
 /* The argv (NULL-terminated, heap) of the mpirun command for a job whose run
@@ -44,12 +47,15 @@ char **launcher_mpirun_argv(const launcher_config *lc, const char *rundir, int r
 void launcher_argv_free(char **argv);
 
 /* Fork the supervisor for rundir (which holds job.json); its output and that
- * of mpirun go to rundir/train.log. A job given GPU devices ("0,1"; NULL or
+ * of mpirun go to rundir/train.log. With lc->run_as the supervisor runs
+ * mpirun as that account (it stays root itself: it writes supervisor.json
+ * and exit.json, and makes the job's cgroup). A job given GPU devices ("0,1"; NULL or
  * "" for none) runs with CUDA_VISIBLE_DEVICES set to them, so punch-train's
- * ranks choose among those devices only. Returns its pid, or -1 with *err
- * set. */
+ * ranks choose among those devices only. memory_max > 0: the job's memory
+ * ceiling in bytes, which the supervisor enforces with a cgroup (cgroup.h).
+ * Returns its pid, or -1 with *err set. */
 pid_t launcher_start(const launcher_config *lc, const char *rundir, int ranks, int threads,
-                     const char *gpu_devices, char *err, size_t errlen);
+                     const char *gpu_devices, double memory_max, char *err, size_t errlen);
 
 /* Start time (clock ticks since boot) and state letter of a process from
  * /proc/PID/stat; false if it does not exist. */
@@ -58,7 +64,25 @@ bool launcher_proc_stat(pid_t pid, long long *start, char *state, pid_t *session
 /* True if pid is alive (not a zombie) and started at `start`. */
 bool launcher_alive(pid_t pid, long long start);
 
-/* Send sig to every process in session sid; returns how many were signalled. */
-int launcher_signal_session(pid_t sid, int sig);
+/* A process is known by its pid and its start time together: a pid alone is
+ * reused once the process is gone (pid_max wraps in minutes on a busy host),
+ * and a signal sent on the strength of a pid recorded earlier could reach a
+ * stranger. Every signal of the daemon and the supervisor goes through these
+ * two functions; each opens a pidfd, then checks the start time, then
+ * signals through the pidfd, so the number cannot change hands between the
+ * check and the signal. */
+
+/* Send sig to the process pid if it is the one that started at `start`
+ * (alive, or a zombie not yet reaped). True if signalled. */
+bool launcher_signal_verified(pid_t pid, long long start, int sig);
+
+/* Send sig to every live process of session sid, whose leader (the process
+ * sid, which called setsid()) must still be the one that started at
+ * sid_start, alive or a zombie not yet reaped: while it holds the number, no
+ * other session can have that id. Returns how many were signalled, or -1
+ * when the leader is not the job's own (the number belongs to another
+ * process, or nothing holds it any more and any process still in a session
+ * of that id cannot be told from a stranger's): then nothing is signalled. */
+int launcher_signal_session(pid_t sid, long long sid_start, int sig);
 
 #endif

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "daemon.h"
 #include "http.h"
 #include "log.h"
+#include "memest.h"
 #include "metrics.h"
 #include "monitor.h"
 #include "pagecache.h"
@@ -165,7 +167,57 @@ static void main_find_programs(daemon_ctx *d)
                  d->mpirun);
     d->lc = (launcher_config){d->self_exe, d->mpirun, d->engine, d->cfg.hostfile,
                               d->cfg.datasets, d->cfg.engine_env, d->cfg.mpirun_args,
-                              config_slurm(&d->cfg)};
+                              config_slurm(&d->cfg), geteuid() == 0 && !d->cfg.run_as[0],
+                              d->cfg.run_as};
+}
+
+/* Who jobs run as. Started as root, punchcardd runs them as run_as, or as
+ * root only when told so (--allow-root-jobs): a job as root can do
+ * anything to the host. The run directories must be reachable by run_as,
+ * so the data dir and runs/ get o+x (traverse, not list). */
+static bool main_job_user(daemon_ctx *d, char *err, size_t errlen)
+{
+    d->run_uid = 0;
+    d->run_gid = 0;
+    bool root = geteuid() == 0;
+    if (!d->cfg.run_as[0]) {
+        if (root && !d->cfg.allow_root_jobs) {
+            snprintf(err, errlen, "punchcardd runs as root and would run every job as root: set "
+                                  "run_as (--run-as USER) to an unprivileged account, or pass "
+                                  "--allow-root-jobs to run them as root anyway");
+            return false;
+        }
+        if (root)
+            log_warn("jobs run as root (--allow-root-jobs): set run_as to run them as an "
+                     "unprivileged account");
+        return true;
+    }
+    if (!root) {
+        snprintf(err, errlen, "run_as %s: punchcardd must start as root to run jobs as another "
+                              "account", d->cfg.run_as);
+        return false;
+    }
+    const struct passwd *pw = getpwnam(d->cfg.run_as);
+    if (!pw || pw->pw_uid == 0) {
+        snprintf(err, errlen, "run_as %s: %s", d->cfg.run_as,
+                 pw ? "is root; name an unprivileged account" : "no such user");
+        return false;
+    }
+    d->run_uid = pw->pw_uid;
+    d->run_gid = pw->pw_gid;
+    char runs[CONFIG_PATH_MAX + 8];
+    snprintf(runs, sizeof runs, "%s/runs", d->cfg.data_dir);
+    const char *dirs[] = {d->cfg.data_dir, runs};
+    for (size_t i = 0; i < 2; i++) {
+        struct stat st;
+        if (stat(dirs[i], &st) != 0 || chmod(dirs[i], (st.st_mode & 07777) | S_IXOTH) != 0) {
+            snprintf(err, errlen, "run_as %s: cannot let it reach %s: %s", d->cfg.run_as,
+                     dirs[i], strerror(errno));
+            return false;
+        }
+    }
+    log_info("jobs run as %s (uid %d)", d->cfg.run_as, (int)pw->pw_uid);
+    return true;
 }
 
 /* The rsh agent mpirun uses: `--mca plm_rsh_agent X` in mpirun_args, else
@@ -205,6 +257,15 @@ static bool main_resources(daemon_ctx *d, char *err, size_t errlen)
     d->hosts = cluster_hosts(d->cl);
     d->total_slots = cluster_total_slots(d->cl);
     d->total_gpus = d->cfg.gpus * d->hosts;
+    d->host_memory = memest_host_memory(d->cfg.host_memory_mb);
+    char mem[32];
+    if (d->host_memory > 0)
+        log_info("jobs may use %s of each host's memory (host_memory_mb %s)",
+                 memest_format(d->host_memory, mem, sizeof mem),
+                 d->cfg.host_memory_mb > 0 ? "set" : "0: MemTotal less headroom");
+    else
+        log_warn("cannot tell this host's memory (/proc/meminfo) and host_memory_mb is not "
+                 "set: jobs are admitted whatever their memory estimate");
     cluster_probe_command(d->cfg.host_probe, main_rsh_agent(d->cfg.mpirun_args), d->probe_cmd,
                           sizeof d->probe_cmd);
     if (d->cfg.hostfile[0])
@@ -327,7 +388,8 @@ int main(int argc, char **argv)
     if (stat(d.cfg.secrets, &sst) == 0 && (sst.st_mode & 0077))
         log_warn("secrets file %s is readable by other users (chmod 600 it)", d.cfg.secrets);
     lock_fd = main_prepare_data_dir(&d.cfg, err, sizeof err);
-    if (lock_fd < 0 || !main_absolute_paths(&d.cfg, err, sizeof err))
+    if (lock_fd < 0 || !main_absolute_paths(&d.cfg, err, sizeof err) ||
+        !main_job_user(&d, err, sizeof err))
         goto fail;
     char db[CONFIG_PATH_MAX + 32];
     snprintf(db, sizeof db, "%s/punchcard.db", d.cfg.data_dir);

@@ -14,7 +14,9 @@
 #include "gpualloc.h"
 #include "hostfail.h"
 #include "log.h"
+#include "memest.h"
 #include "metrics.h"
+#include "quota.h"
 #include "rundir.h"
 #include "scheduler.h"
 #include "slurmsched.h"
@@ -121,6 +123,53 @@ static void monitor_blame_host(daemon_ctx *d, const store_job *job, const char *
                  host, reason);
 }
 
+/* Checkpoint retention: prune the job's model_checkpoint saves to the
+ * spec's training.checkpoint_keep (its job.json; a spec that no longer
+ * parses keeps everything). */
+static void monitor_prune_checkpoints(const store_job *job, const char *dir)
+{
+    char path[4200];
+    if (snprintf(path, sizeof path, "%s/job.json", dir) >= (int)sizeof path)
+        return;
+    spec_error err;
+    job_spec *spec = spec_load_file(path, &err);
+    if (!spec)
+        return;
+    int removed = rundir_prune_checkpoints(dir, spec->training.checkpoint_keep);
+    if (removed > 0)
+        log_debug("job %s (%s): removed %d old checkpoint files (checkpoint_keep %d)", job->id,
+                  job->owner, removed, spec->training.checkpoint_keep);
+    spec_free(spec);
+}
+
+/* Send sig to the job's processes (mpirun's session), provided the session's
+ * leader is still the mpirun that supervisor.json names, by pid and start
+ * time: a number recorded before a restart may belong to a stranger now.
+ * Returns how many were signalled, -1 if the session is not (any more)
+ * verifiably the job's. */
+static int monitor_signal_job(const store_job *job, const char *dir, int sig)
+{
+    rundir_supervisor sup;
+    if (job->sid <= 1 || !rundir_read_supervisor(dir, &sup) || sup.sid != job->sid)
+        return -1;
+    return launcher_signal_session(job->sid, sup.sid_start, sig);
+}
+
+/* The supervisor of a job that ended without exit.json is gone; when its pid
+ * now names another process, say so (that process was left alone). */
+static void monitor_note_reused(const store_job *job, char *error, size_t cap)
+{
+    long long start;
+    if (job->supervisor_pid <= 1 ||
+        !launcher_proc_stat(job->supervisor_pid, &start, NULL, NULL) ||
+        start == job->supervisor_start)
+        return;
+    size_t used = strlen(error);
+    snprintf(error + used, cap - used,
+             " (its pid %d now belongs to another process, which was left alone)",
+             (int)job->supervisor_pid);
+}
+
 void monitor_settle(daemon_ctx *d, const store_job *job, const char *dir, const rundir_exit *ex,
                     const job_state *decided, const char *decided_error)
 {
@@ -136,9 +185,13 @@ void monitor_settle(daemon_ctx *d, const store_job *job, const char *dir, const 
     if (decided) {
         final_state = *decided;
         snprintf(error, sizeof error, "%s", decided_error ? decided_error : "");
-    } else if (final_state == JOB_FAILED)
+    } else if (final_state == JOB_FAILED && !ex) {
+        monitor_note_reused(job, error, sizeof error);
+    } else if (final_state == JOB_FAILED) {
         monitor_blame_host(d, job, log_path, error, sizeof error);
+    }
     monitor_sanitize(error);
+    monitor_prune_checkpoints(job, dir);
     char *progress = json_dumps(p.progress, JSON_COMPACT | JSON_REAL_PRECISION(15));
     char *result = p.result ? json_dumps(p.result, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
     int code = ex ? ex->exit_code : 0;
@@ -155,9 +208,9 @@ void monitor_settle(daemon_ctx *d, const store_job *job, const char *dir, const 
     free(progress);
     free(result);
     rundir_progress_clear(&p);
-    /* Belt and braces: nothing of a finished job may stay behind. */
-    if (job->sid > 1)
-        launcher_signal_session(job->sid, SIGKILL);
+    /* Belt and braces: nothing of a finished job may stay behind (its
+     * session, if its leader is still the job's mpirun). */
+    monitor_signal_job(job, dir, SIGKILL);
 }
 
 static void monitor_finish(daemon_ctx *d, const store_job *job, const char *dir,
@@ -167,20 +220,24 @@ static void monitor_finish(daemon_ctx *d, const store_job *job, const char *dir,
 }
 
 /* Deliver the stop the store asks for: SIGTERM once, SIGKILL after grace. */
-static void monitor_enforce_stop(daemon_ctx *d, const store_job *job, double now)
+static void monitor_enforce_stop(daemon_ctx *d, const store_job *job, const char *dir,
+                                 double now)
 {
     if (!job->stop_reason[0])
         return;
     if (!monitor_term_was_sent(job->id)) {
-        int n = job->sid > 1 ? launcher_signal_session(job->sid, SIGTERM) : 0;
-        if (job->supervisor_pid > 1 && launcher_alive(job->supervisor_pid, job->supervisor_start))
-            kill(job->supervisor_pid, SIGTERM); /* forwards it if mpirun is not started yet */
+        int n = monitor_signal_job(job, dir, SIGTERM);
+        /* The supervisor forwards it if mpirun is not started yet, and kills
+         * what is left of the session once mpirun has ended. */
+        launcher_signal_verified(job->supervisor_pid, job->supervisor_start, SIGTERM);
         log_info("job %s (%s): %s: SIGTERM to %d processes", job->id, job->owner,
-                 job->stop_reason, n);
+                 job->stop_reason, n > 0 ? n : 0);
         monitor_term_mark(job->id);
     }
     if (!job->killed && job->sid > 1 && now >= job->stop_requested_at + d->cfg.kill_grace) {
-        int n = launcher_signal_session(job->sid, SIGKILL);
+        int n = monitor_signal_job(job, dir, SIGKILL);
+        if (n < 0)
+            n = 0;
         log_warn("job %s (%s): still running %d s after SIGTERM: SIGKILL to %d processes",
                  job->id, job->owner, d->cfg.kill_grace, n);
         /* Unrecorded, the next tick sends SIGKILL once more: harmless. */
@@ -198,17 +255,25 @@ static void monitor_enforce_stop(daemon_ctx *d, const store_job *job, double now
 
 /* A started job whose supervisor's identity never reached the store: the
  * daemon stopped between the fork and recording it, or the store failed
- * then. Adopt the supervisor from its record. False while the job must wait
- * for a later tick (still launching, or the store failed again); true to go
- * on checking it (adopted, or there is nothing left to adopt). */
+ * then. Adopt the supervisor from its record, only if the process with its
+ * pid started when the record says: otherwise the supervisor has ended and
+ * the pid may be a stranger's. False while the job must wait for a later
+ * tick (still launching, or the store failed again); true to go on checking
+ * it (adopted, or there is nothing left to adopt). */
 static bool monitor_adopt(daemon_ctx *d, store_job *job, const rundir_supervisor *sup,
                           double now)
 {
     long long start;
     if (!sup)
         return isnan(job->started_at) || now >= job->started_at + MONITOR_LAUNCH_GRACE_S;
-    if (!launcher_proc_stat(sup->supervisor_pid, &start, NULL, NULL))
-        return true; /* it has ended: exit.json or its absence says how */
+    if (!launcher_proc_stat(sup->supervisor_pid, &start, NULL, NULL) ||
+        sup->supervisor_start < 0 || start != sup->supervisor_start) {
+        /* It has ended: exit.json or its absence says how. Kept in memory
+         * only, so the error can say whether the pid is someone else's. */
+        job->supervisor_pid = sup->supervisor_pid;
+        job->supervisor_start = sup->supervisor_start;
+        return true;
+    }
     if (store_job_set_supervisor(d->st, job->id, sup->supervisor_pid, start) != STORE_OK) {
         log_error("job %s (%s): could not record supervisor pid %d; retrying next tick",
                   job->id, job->owner, (int)sup->supervisor_pid);
@@ -219,11 +284,40 @@ static bool monitor_adopt(daemon_ctx *d, store_job *job, const rundir_supervisor
     return true;
 }
 
+/* How often (seconds) the run directories of running jobs have their old
+ * checkpoints pruned and are measured against job_output_quota_mb: a walk
+ * of each directory, too slow for every tick. A job may overshoot its
+ * quota by what it writes in that time. */
+#define MONITOR_QUOTA_EVERY_S 5.0
+
+/* Stop and fail a job whose run directory holds more than its quota.
+ * True if it did (the job is settled). */
+static bool monitor_over_quota(daemon_ctx *d, const store_job *job, const char *dir)
+{
+    double quota = (double)d->cfg.job_output_quota_mb * 1024 * 1024;
+    if (quota <= 0)
+        return false;
+    double used = quota_dir_bytes(dir);
+    if (used <= quota)
+        return false;
+    char b[2][32], error[300];
+    snprintf(error, sizeof error,
+             "its run directory holds %s, over the job output quota of %s "
+             "(job_output_quota_mb); the job was stopped",
+             memest_format(used, b[0], sizeof b[0]), memest_format(quota, b[1], sizeof b[1]));
+    log_warn("job %s (%s): %s", job->id, job->owner, error);
+    monitor_signal_job(job, dir, SIGKILL);
+    launcher_signal_verified(job->supervisor_pid, job->supervisor_start, SIGKILL);
+    job_state failed = JOB_FAILED;
+    monitor_settle(d, job, dir, NULL, &failed, error);
+    return true;
+}
+
 /* One started job: advance starting -> running, settle it if it ended,
  * apply its time limit and any stop request. Returns true if still active.
  * A change the store fails to record is left for the next tick, which sees
  * the same run directory and tries again. */
-static bool monitor_check_job(daemon_ctx *d, store_job *job, double now)
+static bool monitor_check_job(daemon_ctx *d, store_job *job, double now, bool check_quota)
 {
     char dir[4096];
     if (!rundir_path(dir, sizeof dir, d->cfg.data_dir, job->id, NULL))
@@ -257,6 +351,10 @@ static bool monitor_check_job(daemon_ctx *d, store_job *job, double now)
             monitor_finish(d, job, dir, NULL);
         return false;
     }
+    if (check_quota)
+        monitor_prune_checkpoints(job, dir);
+    if (check_quota && monitor_over_quota(d, job, dir))
+        return false;
     if (job->time_limit_s > 0 && !job->stop_reason[0] && !isnan(job->started_at) &&
         now >= job->started_at + (double)job->time_limit_s) {
         store_status rs = store_job_request_stop(d->st, job->id, "timeout", now);
@@ -270,7 +368,7 @@ static bool monitor_check_job(daemon_ctx *d, store_job *job, double now)
                       job->id, job->owner);
         }
     }
-    monitor_enforce_stop(d, job, now);
+    monitor_enforce_stop(d, job, dir, now);
     return true;
 }
 
@@ -375,6 +473,20 @@ char *monitor_queued_spec(daemon_ctx *d, const store_job *job)
     return NULL;
 }
 
+/* The memory ceiling of a job about to start (memest_ceiling); 0 (none) if
+ * its spec no longer parses, which punch-train then reports. */
+static double monitor_memory_ceiling(const daemon_ctx *d, const char *spec_text)
+{
+    spec_error err;
+    job_spec *spec = spec_parse(spec_text, strlen(spec_text), &err);
+    if (!spec)
+        return 0;
+    memest m;
+    memest_job(spec, &m);
+    spec_free(spec);
+    return memest_ceiling(&m, d->host_memory);
+}
+
 static void monitor_start_job(daemon_ctx *d, const store_job *job, const placement *alloc,
                               gpu_pool *pool)
 {
@@ -418,14 +530,17 @@ static void monitor_start_job(daemon_ctx *d, const store_job *job, const placeme
     }
     err[0] = '\0';
     bool ok = rundir_create(dir, spec, err, sizeof err) &&
-              monitor_write_hostfile(d, dir, alloc, err, sizeof err);
+              monitor_write_hostfile(d, dir, alloc, err, sizeof err) &&
+              (d->run_uid == 0 || rundir_give(dir, d->run_uid, d->run_gid, err, sizeof err));
+    double memory_max = monitor_memory_ceiling(d, spec);
     free(spec);
     if (!ok) {
         free(hosts);
         monitor_fail_start(d, job, err);
         return;
     }
-    pid_t pid = launcher_start(&d->lc, dir, job->ranks, job->threads, devices, err, sizeof err);
+    pid_t pid = launcher_start(&d->lc, dir, job->ranks, job->threads, devices, memory_max, err,
+                               sizeof err);
     if (pid < 0) {
         free(hosts);
         monitor_fail_start(d, job, err);
@@ -534,6 +649,8 @@ static void monitor_schedule(daemon_ctx *d, const job_list *active)
         return;
     }
     cluster_capacity(d->cl, free_cap, true);
+    for (int h = 0; h < free_cap->n_hosts && d->host_memory > 0; h++)
+        free_cap->mem[h] = d->host_memory;
     for (size_t i = 0; i < active->n; i++) {
         used += active->v[i].ranks;
         monitor_charge(d, free_cap, &active->v[i]);
@@ -611,9 +728,13 @@ void monitor_tick(daemon_ctx *d)
         return;
     }
     double now = daemon_now();
+    static double quota_checked_at;
+    bool check_quota = !(now < quota_checked_at + MONITOR_QUOTA_EVERY_S);
+    if (check_quota)
+        quota_checked_at = now;
     size_t keep = 0;
     for (size_t i = 0; i < active.n; i++) {
-        if (monitor_check_job(d, &active.v[i], now)) {
+        if (monitor_check_job(d, &active.v[i], now, check_quota)) {
             if (keep != i) {
                 store_job tmp = active.v[keep];
                 active.v[keep] = active.v[i];

@@ -9,7 +9,7 @@
 
 placement_need placement_need_of(const store_job *job)
 {
-    placement_need n = {job->ranks, job->workers, job->gpus};
+    placement_need n = {job->ranks, job->workers, job->gpus, job->mem_per_rank};
     if (n.workers <= 0 || n.workers > n.ranks)
         n.workers = n.ranks;
     return n;
@@ -45,6 +45,8 @@ static int placement_host_takes(const placement_cluster *c, int h, placement_nee
     if (c->down[h])
         return 0;
     int k = want < c->slots[h] ? want : c->slots[h];
+    if (need.mem_per_rank > 0 && c->mem[h] >= 0 && k > c->mem[h] / need.mem_per_rank)
+        k = (int)(c->mem[h] / need.mem_per_rank);
     while (k > 0 && placement_rank_gpus(need, first, k) > c->gpus[h])
         k--;
     return k;
@@ -94,6 +96,10 @@ void placement_take(placement_cluster *free_cap, placement_need need, const plac
         free_cap->slots[h] = free_cap->slots[h] > a->part[i].ranks
                                  ? free_cap->slots[h] - a->part[i].ranks : 0;
         free_cap->gpus[h] = free_cap->gpus[h] > g ? free_cap->gpus[h] - g : 0;
+        if (free_cap->mem[h] >= 0) {
+            double m = free_cap->mem[h] - need.mem_per_rank * a->part[i].ranks;
+            free_cap->mem[h] = m > 0 ? m : 0;
+        }
     }
 }
 

@@ -35,14 +35,18 @@ typedef struct placement_cluster {
     int slots[PLACEMENT_MAX_HOSTS];
     int gpus[PLACEMENT_MAX_HOSTS];
     bool down[PLACEMENT_MAX_HOSTS]; /* nothing new is placed there */
+    double mem[PLACEMENT_MAX_HOSTS]; /* bytes for jobs; < 0: memory not counted */
 } placement_cluster;
 
 /* What a job needs: its ranks, workers (ranks - 1 for an asynchronous
- * trainer, whose rank 0 is the parameter server) and GPUs in all. */
+ * trainer, whose rank 0 is the parameter server), GPUs in all, and memory
+ * per rank (bytes; 0: not counted), charged to a host for each of its ranks
+ * there. */
 typedef struct placement_need {
     int ranks;
     int workers;
     int gpus;
+    double mem_per_rank;
 } placement_need;
 
 typedef struct placement_part {
@@ -55,7 +59,7 @@ typedef struct placement {
     placement_part part[PLACEMENT_MAX_HOSTS];
 } placement;
 
-/* The need of a stored job (ranks, workers, gpus). */
+/* The need of a stored job (ranks, workers, gpus, memory per rank). */
 placement_need placement_need_of(const store_job *job);
 
 /* Place need on the free capacity by the policy above. True with *out set,

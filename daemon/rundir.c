@@ -41,6 +41,21 @@ bool rundir_create(const char *dir, const char *spec, char *err, size_t errlen)
     return rundir_write_atomic(dir, "job.json", spec, strlen(spec), err, errlen);
 }
 
+bool rundir_give(const char *dir, uid_t uid, gid_t gid, char *err, size_t errlen)
+{
+    DIR *d = opendir(dir);
+    bool ok = d && fchown(dirfd(d), uid, gid) == 0;
+    for (struct dirent *e; ok && (e = readdir(d)) != NULL;)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            ok = fchownat(dirfd(d), e->d_name, uid, gid, AT_SYMLINK_NOFOLLOW) == 0;
+    if (!ok)
+        snprintf(err, errlen, "%s: cannot hand it to uid %d: %s", dir, (int)uid,
+                 strerror(errno));
+    if (d)
+        closedir(d);
+    return ok;
+}
+
 /* Remove everything under the open directory fd, then nothing else. */
 static bool rundir_remove_at(int dfd)
 {
@@ -110,6 +125,10 @@ bool rundir_read_supervisor(const char *dir, rundir_supervisor *out)
     if (ok) {
         out->sid = (pid_t)json_integer_value(sid);
         out->supervisor_pid = (pid_t)json_integer_value(json_object_get(j, "supervisor_pid"));
+        json_t *sup_start = json_object_get(j, "supervisor_start");
+        json_t *sid_start = json_object_get(j, "sid_start");
+        out->supervisor_start = json_is_integer(sup_start) ? json_integer_value(sup_start) : -1;
+        out->sid_start = json_is_integer(sid_start) ? json_integer_value(sid_start) : -1;
     }
     json_decref(j);
     return ok;
@@ -309,4 +328,70 @@ json_t *rundir_weights_model(const char *path, char *err, size_t errlen)
     if (!model)
         snprintf(err, errlen, "%s: out of memory", path);
     return model;
+}
+
+static int rundir_cmp_desc(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x < y) - (x > y);
+}
+
+/* The epoch of a finished model_checkpoint file name, or -1. */
+static int rundir_checkpoint_epoch(const char *name)
+{
+    int epoch, used = 0;
+    if (sscanf(name, "weights-epoch-%d%n", &epoch, &used) != 1 || epoch < 0)
+        return -1;
+    const char *ext = strrchr(name, '.');
+    if (!ext || (strcmp(ext, ".safetensors") != 0 && strcmp(ext, ".npz") != 0))
+        return -1;
+    /* After the number: the extension, or ".member-K" then it. */
+    const char *rest = name + used;
+    return rest == ext || strncmp(rest, ".member-", 8) == 0 ? epoch : -1;
+}
+
+int rundir_prune_checkpoints(const char *dir, int keep)
+{
+    char path[4200];
+    if (keep <= 0 || snprintf(path, sizeof path, "%s/checkpoints", dir) >= (int)sizeof path)
+        return 0;
+    DIR *d = opendir(path);
+    if (!d)
+        return 0;
+    int *epochs = NULL;
+    size_t n = 0, cap = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        int epoch = rundir_checkpoint_epoch(e->d_name);
+        if (epoch < 0)
+            continue;
+        if (n == cap) {
+            size_t c = cap ? 2 * cap : 32;
+            int *p = realloc(epochs, c * sizeof *p);
+            if (!p)
+                break;
+            epochs = p;
+            cap = c;
+        }
+        epochs[n++] = epoch;
+    }
+    /* The keep-th newest distinct epoch: files older than it go. */
+    if (n > 0)
+        qsort(epochs, n, sizeof *epochs, rundir_cmp_desc);
+    int distinct = 0, oldest_kept = -1;
+    for (size_t i = 0; i < n && distinct < keep; i++)
+        if (i == 0 || epochs[i] != epochs[i - 1]) {
+            distinct++;
+            oldest_kept = epochs[i];
+        }
+    free(epochs);
+    int removed = 0;
+    if (distinct == keep) {
+        rewinddir(d);
+        for (struct dirent *e; (e = readdir(d)) != NULL;) {
+            int epoch = rundir_checkpoint_epoch(e->d_name);
+            removed += epoch >= 0 && epoch < oldest_kept && unlinkat(dirfd(d), e->d_name, 0) == 0;
+        }
+    }
+    closedir(d);
+    return removed;
 }

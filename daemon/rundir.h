@@ -20,8 +20,20 @@ bool rundir_create(const char *dir, const char *spec, char *err, size_t errlen);
 bool rundir_write_atomic(const char *dir, const char *name, const char *data, size_t len,
                          char *err, size_t errlen);
 
+/* Hand a new run directory and the files in it (job.json, hostfile) to
+ * the account the job runs as (run_as), so the job can write its output
+ * there. False with *err on failure. */
+bool rundir_give(const char *dir, uid_t uid, gid_t gid, char *err, size_t errlen);
+
 /* Remove a run directory and everything in it. */
 bool rundir_remove(const char *dir);
+
+/* Checkpoint retention: of the model_checkpoint saves in dir/checkpoints
+ * (weights-epoch-NNN.safetensors, .npz, .member-K.*), keep the files of the
+ * `keep` newest epochs and remove the others (keep 0: keep all). Returns
+ * how many files were removed. The resume checkpoint (ckpt.bin) and files
+ * being written (their temporary names) are never touched. */
+int rundir_prune_checkpoints(const char *dir, int keep);
 
 /* exit.json, written by the supervisor once mpirun has ended. */
 typedef struct rundir_exit {
@@ -31,10 +43,15 @@ typedef struct rundir_exit {
 } rundir_exit;
 bool rundir_read_exit(const char *dir, rundir_exit *out);
 
-/* supervisor.json, written by the supervisor once mpirun is forked. */
+/* supervisor.json, written by the supervisor once mpirun is forked. The
+ * start times (/proc/PID/stat's starttime) make the pids identities that a
+ * reused number cannot fake; -1 where the file has none (written by a
+ * punchcardd before they were recorded). */
 typedef struct rundir_supervisor {
     pid_t supervisor_pid;
-    pid_t sid; /* session (and process group) of mpirun */
+    long long supervisor_start;
+    pid_t sid;           /* session (and process group) of mpirun: mpirun's pid */
+    long long sid_start; /* mpirun's start time */
 } rundir_supervisor;
 bool rundir_read_supervisor(const char *dir, rundir_supervisor *out);
 

@@ -27,7 +27,7 @@
     "seq, id, owner, name, state, priority, ranks, trainer, workers, threads, "           \
     "time_limit_s, vstart, submitted_at, started_at, finished_at, exit_code, error, "     \
     "supervisor_pid, supervisor_start, sid, stop_reason, stop_requested_at, killed, "     \
-    "progress, result, gpus, gpu_devices, hosts, slurm_id, slurm_reason"
+    "progress, result, gpus, gpu_devices, hosts, slurm_id, slurm_reason, mem_per_rank"
 
 /* Run order of the queue: priority, fair-share start tag, FIFO. */
 #define QUEUE_ORDER "priority DESC, vstart, seq"
@@ -94,8 +94,8 @@ static const char *const stmt_sql[ST_COUNT_] = {
     [ST_GET_OWNER_VFINISH] = "SELECT vfinish FROM owners WHERE owner = ?1",
     [ST_INSERT_JOB] =
         "INSERT INTO jobs (id, owner, name, state, priority, ranks, trainer, workers, threads, "
-        "time_limit_s, vstart, spec, submitted_at, gpus) "
-        "VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+        "time_limit_s, vstart, spec, submitted_at, gpus, mem_per_rank) "
+        "VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     [ST_UPSERT_OWNER] = "INSERT INTO owners (owner, vfinish) VALUES (?1, ?2) "
                         "ON CONFLICT (owner) DO UPDATE SET vfinish = excluded.vfinish",
     [ST_INSERT_EVENT] = "INSERT INTO events (job_id, at, from_state, to_state, detail) "
@@ -537,6 +537,7 @@ static void store_row_to_job(sqlite3_stmt *s, store_job *job)
     job->hosts = store_col_strdup(s, 27);
     job->slurm_id = (long)sqlite3_column_int64(s, 28);
     store_col_copy(s, 29, job->slurm_reason, sizeof job->slurm_reason);
+    job->mem_per_rank = sqlite3_column_double(s, 30);
 }
 
 static bool store_event(store_conn *c, const char *id, double now, const char *from,
@@ -626,6 +627,7 @@ static store_status store_submit_txn(store_conn *c, const store_new_job *nj, int
         store_bind_text(s, 11, nj->spec);
         sqlite3_bind_double(s, 12, now);
         sqlite3_bind_int(s, 13, nj->gpus);
+        sqlite3_bind_double(s, 14, nj->mem_per_rank);
         rc = sqlite3_step(s);
         store_done(s);
     }

@@ -55,6 +55,7 @@ typedef struct store_job {
                                    job started before migration 0004 */
     long slurm_id;              /* its Slurm job (scheduler = slurm); 0: none */
     char slurm_reason[128];     /* Slurm's reason while it pends there; "" */
+    double mem_per_rank;        /* estimated bytes per rank (memest.c); 0: not charged */
 } store_job;
 
 void store_job_clear(store_job *job);
@@ -70,6 +71,7 @@ typedef struct store_new_job {
     int threads;
     long time_limit_s;
     int gpus;              /* resources.gpus x workers */
+    double mem_per_rank;   /* estimated bytes per rank (memest.c); 0: none */
 } store_new_job;
 
 typedef enum store_status {

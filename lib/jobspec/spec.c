@@ -674,9 +674,9 @@ static bool parse_training(const json_t *t, job_spec *spec, spec_error *err)
 {
     static const char *const keys[] = {"epochs", "batch_size", "steps_per_epoch", "loss",
                                        "metrics", "optimizer", "lr_schedulers", "seed",
-                                       "init_from", NULL};
+                                       "init_from", "checkpoint_keep", NULL};
     spec_training *tr = &spec->training;
-    long epochs = 5, batch = 64, seed = 1;
+    long epochs = 5, batch = 64, seed = 1, keep = 1;
     int loss = LOSS_CATEGORICAL_CROSSENTROPY;
     if (t && !json_is_object(t))
         return spec_fail(err, "training", "expected an object, got %s", json_type_name(t));
@@ -691,6 +691,7 @@ static bool parse_training(const json_t *t, job_spec *spec, spec_error *err)
                            &tr->steps_per_epoch, err) &&
               parse_loss(obj, &loss, err) &&
               spec_get_int(obj, "training", "seed", 0, 0x7fffffffffffffffL, &seed, err) &&
+              spec_get_int(obj, "training", "checkpoint_keep", 0, 100000, &keep, err) &&
               parse_metrics(field(obj, "metrics"), tr, err) &&
               parse_optimizer(field(obj, "optimizer"), &tr->optimizer, err) &&
               parse_init_from(field(obj, "init_from"), tr, err);
@@ -711,6 +712,7 @@ static bool parse_training(const json_t *t, job_spec *spec, spec_error *err)
     tr->batch_size = (int)batch;
     tr->loss = (spec_loss)loss;
     tr->seed = (unsigned long)seed;
+    tr->checkpoint_keep = (int)keep;
     return ok;
 }
 

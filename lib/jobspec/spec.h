@@ -200,6 +200,8 @@ typedef struct spec_training {
      * same way), or "@/abs/path" run by hand. NULL: none. */
     char *init_from_job;
     char *init_from_file;
+    int checkpoint_keep; /* model_checkpoint saves kept, newest first; 0 = all;
+                            default 1 (with a monitor, the latest is the best) */
 } spec_training;
 
 typedef enum spec_trainer {

@@ -243,11 +243,11 @@ static json_t *training_json(const spec_training *t)
         json_array_append_new(metrics, json_string(spec_metric_name(t->metrics[i])));
     for (int i = 0; scheds && i < t->n_schedules; i++)
         json_array_append_new(scheds, schedule_json(&t->schedules[i]));
-    return json_pack("{s:i,s:i,s:I,s:s,s:o,s:o,s:o,s:I}", "epochs", t->epochs, "batch_size",
-                     t->batch_size, "steps_per_epoch", (json_int_t)t->steps_per_epoch, "loss",
-                     spec_loss_name(t->loss), "metrics", metrics, "optimizer",
-                     optimizer_json(&t->optimizer), "lr_schedulers", scheds, "seed",
-                     (json_int_t)t->seed);
+    return json_pack("{s:i,s:i,s:I,s:s,s:o,s:o,s:o,s:I,s:i}", "epochs", t->epochs,
+                     "batch_size", t->batch_size, "steps_per_epoch",
+                     (json_int_t)t->steps_per_epoch, "loss", spec_loss_name(t->loss), "metrics",
+                     metrics, "optimizer", optimizer_json(&t->optimizer), "lr_schedulers", scheds,
+                     "seed", (json_int_t)t->seed, "checkpoint_keep", t->checkpoint_keep);
 }
 
 /* Only the knobs the trainer uses, so the output parses again (a knob

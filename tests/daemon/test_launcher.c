@@ -3,12 +3,17 @@
  * cluster hostfile the job's own RUNDIR/hostfile filled in order
  * (--map-by slot) and TCP between hosts; mpirun_args appended after the
  * daemon's arguments and before the engine, and a btl they set replacing
- * the daemon's (Open MPI refuses a parameter given twice). */
+ * the daemon's (Open MPI refuses a parameter given twice). Signals: a
+ * process and a session are signalled only while their pid still names the
+ * process that started at the recorded time. */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -43,6 +48,13 @@ static void test_local_host(void **state)
     assert_true(btl > 0);
     assert_string_equal(argv[btl - 1], "--mca");
     assert_int_equal(find(argv, "--hostfile", NULL), -1);
+    /* Root jobs only when punchcardd was told to allow them. */
+    assert_int_equal(find(argv, "--allow-run-as-root", NULL), -1);
+    launcher_argv_free(argv);
+    lc.root_jobs = true;
+    argv = launcher_mpirun_argv(&lc, "/runs/abc", 3, 1, NULL);
+    assert_true(find(argv, "--allow-run-as-root", NULL) > 0);
+    lc.root_jobs = false;
     assert_int_equal(find(argv, "--map-by", NULL), -1);
     launcher_argv_free(argv);
 }
@@ -93,12 +105,64 @@ static void test_mpirun_args(void **state)
     launcher_argv_free(argv);
 }
 
+/* A child in a session of its own, with a second process in it; its start time. */
+static pid_t session_child(long long *start)
+{
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setsid();
+        if (fork() == 0) {
+            close(ready[0]);
+            close(ready[1]);
+            pause();
+            _exit(0);
+        }
+        close(ready[0]);
+        if (write(ready[1], "x", 1) != 1)
+            _exit(1);
+        pause();
+        _exit(0);
+    }
+    close(ready[1]);
+    char c;
+    assert_int_equal(read(ready[0], &c, 1), 1);
+    close(ready[0]);
+    char st;
+    assert_true(launcher_proc_stat(pid, start, &st, NULL));
+    return pid;
+}
+
+static void test_signals_need_the_start_time(void **state)
+{
+    (void)state;
+    long long start;
+    pid_t pid = session_child(&start);
+    /* The same pid with another start time: a stranger, left alone. */
+    assert_int_equal(launcher_signal_session(pid, start + 1, SIGKILL), -1);
+    assert_false(launcher_signal_verified(pid, start + 1, SIGKILL));
+    assert_int_equal(launcher_signal_session(pid, -1, SIGKILL), -1);
+    assert_true(launcher_alive(pid, start));
+    /* Its own start time: the leader and the other member of its session. */
+    assert_true(launcher_signal_verified(pid, start, 0));
+    assert_int_equal(launcher_signal_session(pid, start, SIGKILL), 2);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    /* Reaped: nothing holds the number any more. */
+    assert_int_equal(launcher_signal_session(pid, start, SIGKILL), -1);
+    assert_false(launcher_signal_verified(pid, start, SIGKILL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_local_host),
         cmocka_unit_test(test_hosts),
         cmocka_unit_test(test_mpirun_args),
+        cmocka_unit_test(test_signals_need_the_start_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -139,6 +139,11 @@ static void test_records(void **state)
     assert_true(rundir_read_supervisor(dir, &sup));
     assert_int_equal(sup.supervisor_pid, 100);
     assert_int_equal(sup.sid, 101);
+    assert_true(sup.supervisor_start == -1 && sup.sid_start == -1);
+    s = "{\"supervisor_pid\": 100, \"supervisor_start\": 7, \"sid\": 101, \"sid_start\": 8}";
+    put(dir, "supervisor.json", s, strlen(s));
+    assert_true(rundir_read_supervisor(dir, &sup));
+    assert_true(sup.supervisor_start == 7 && sup.sid_start == 8);
     put(dir, "exit.json", "{\"exit_code\": \"x\"}", 18);
     assert_false(rundir_read_exit(dir, &ex));
     /* No temporary file is left behind by the atomic write. */

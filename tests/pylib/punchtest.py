@@ -545,10 +545,11 @@ class Daemon:
 
     args: extra flags (it always gets --listen, --data-dir, --secrets,
     --tick-ms 50, and --engine with the build's punch-train unless args or
-    engine_script name another). entries: the secrets file (default: SECRETS'
-    alice, bob hashed, root the admin)."""
+    engine_script name another; as root also --allow-root-jobs, unless args
+    name --run-as or root_jobs is False). entries: the secrets file
+    (default: SECRETS' alice, bob hashed, root the admin)."""
 
-    def __init__(self, args=(), data_dir=None, port=None, entries=None):
+    def __init__(self, args=(), data_dir=None, port=None, entries=None, root_jobs=True):
         if requests is None:
             skip("%s has no requests (apt-get install python3-requests)" % sys.executable)
         self.tmp = tempfile.mkdtemp(prefix="punchd-")
@@ -561,6 +562,7 @@ class Daemon:
             self.secrets = {e["identity"]: e["secret"] for e in entries if "secret" in e}
         write_json(self.secrets_path, self.entries)
         self.args = list(args)
+        self.root_jobs = root_jobs
         self.port = port or free_port()
         self.proc = None
         self.down = True  # not running, and meant not to be
@@ -610,6 +612,10 @@ class Daemon:
                "--secrets", self.secrets_path, "--tick-ms", "50"] + self.args
         if not any(a.startswith("--engine") for a in self.args):
             cmd += ["--engine", engine_path()]
+        # As root, jobs run as root only when allowed (a test that wants
+        # them run as another account passes --run-as).
+        if os.geteuid() == 0 and self.root_jobs and "--run-as" not in self.args:
+            cmd += ["--allow-root-jobs"]
         # A sanitizer build of the engine: LeakSanitizer reports Open MPI's
         # own allocations at exit; the daemon itself stays leak-checked.
         cmd += ["--engine-env", "ASAN_OPTIONS=detect_leaks=0"]

@@ -1,0 +1,26 @@
+/* quota.h — disk: what a run directory holds, what a user's run directories
+ * hold together, and how full the data dir's file system is. The limits
+ * (config: job_output_quota_mb, user_quota_mb, disk_min_free_pct) are
+ * applied by the monitor (a running job past its quota is stopped and
+ * fails), at submit (507 while the user is over quota) and by /healthz
+ * (degraded when the file system is nearly full). */
+#ifndef PUNCH_QUOTA_H
+#define PUNCH_QUOTA_H
+
+#include <stdbool.h>
+
+#include "daemon.h"
+
+/* Bytes the files under dir occupy on disk (allocated blocks, so a sparse
+ * file counts what it holds); symbolic links are not followed. 0 if dir
+ * does not exist. */
+double quota_dir_bytes(const char *dir);
+
+/* Bytes the run directories of owner's jobs occupy, or -1 on a store error. */
+double quota_user_bytes(daemon_ctx *d, const char *owner);
+
+/* Free and total bytes of the file system holding path (for unprivileged
+ * users: statvfs's f_bavail). False if statvfs fails. */
+bool quota_fs_space(const char *path, double *free_bytes, double *total_bytes);
+
+#endif

@@ -1,0 +1,52 @@
+"""it_runas.py — jobs not as root. Started as root without run_as,
+punchcardd refuses to start (saying why) unless --allow-root-jobs; with
+--run-as nobody a real job trains as nobody: its run directory and what the
+engine wrote there belong to nobody. Root only (skipped otherwise)."""
+import os
+import pwd
+
+import punchtest
+from punchtest import FINAL_STATES, QUICK_JOB, Daemon, check, wait_for
+
+
+def cases():
+    if os.geteuid() != 0:
+        punchtest.skip("needs root (to start punchcardd as root)")
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        punchtest.skip("no account named nobody")
+    punchtest.require_engine()
+    punchtest.case("as root without run_as it refuses to start", refuses)
+    with Daemon(["--run-as", "nobody"]) as d:
+        # The job (as nobody) must be able to reach its run directory.
+        os.chmod(d.tmp, 0o711)
+        punchtest.case("a job runs as nobody", runs_as, d, nobody)
+
+
+def refuses():
+    d = Daemon(root_jobs=False)
+    try:
+        rc = d.start_refused()
+        check(rc != 0, "started as root without run_as or --allow-root-jobs")
+        check("--allow-root-jobs" in d.read_log() and "run_as" in d.read_log(),
+              "the refusal does not say what to do:\n" + d.read_log())
+    finally:
+        d.cleanup()
+
+
+def runs_as(d, nobody):
+    jid = d.submit_id("alice", QUICK_JOB)
+    j = d.wait_state("alice", jid, FINAL_STATES, timeout=60)
+    check(j["state"] == "succeeded", "job as nobody: %s\n%s" % (j, d.train_log(jid)))
+    run = d.run_dir(jid)
+    for name in ("", "weights.safetensors", "progress.jsonl"):
+        path = os.path.join(run, name)
+        wait_for(lambda: os.path.exists(path), "%s to exist" % path, timeout=10)
+        check(os.stat(path).st_uid == nobody.pw_uid,
+              "%s belongs to uid %d" % (name or "the run directory", os.stat(path).st_uid))
+    check("jobs run as nobody" in d.read_log(), "the log does not say who jobs run as")
+
+
+if __name__ == "__main__":
+    punchtest.main(cases)
