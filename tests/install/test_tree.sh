@@ -58,7 +58,7 @@ check test -s "$etc/secrets.example.json"
 mkdir -p "$root/data"
 printf '[{"secret": "install-tree-test-secret", "identity": "t"}]\n' > "$root/secrets.json"
 chmod 600 "$root/secrets.json"
-"$bindir/punchcardd" --config "$etc/punchcardd.conf" --listen 127.0.0.1:0 \
+"$bindir/punchcardd" --config "$etc/punchcardd.conf" --listen 127.0.0.1:0 --allow-root-jobs \
   --data-dir "$root/data" --secrets "$root/secrets.json" 2>"$root/daemon.log" &
 daemon_pid=$!
 for _ in $(seq 300); do
