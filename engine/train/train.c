@@ -298,6 +298,16 @@ static int train_interrupted(train_run *r, char *err, size_t errlen)
     return -1;
 }
 
+/* The rate of the next step: lr, ramped over the first warm_up_batches
+ * steps from lr / N (PyDTNN's --warm_up_batches). */
+static float train_step_lr(const train_run *r, float lr)
+{
+    long n = r->spec->training.warm_up_batches;
+    if (n <= 0 || r->pos.global_step >= n)
+        return lr;
+    return lr * (float)(r->pos.global_step + 1) / (float)n;
+}
+
 /* The batches of the epoch in progress, from r->pos.step on. */
 static int train_epoch_steps(train_run *r, float lr, char *err, size_t errlen)
 {
@@ -313,7 +323,7 @@ static int train_epoch_steps(train_run *r, float lr, char *err, size_t errlen)
     while (r->pos.step < steps) {
         long first = r->pos.step * b;
         int batch = (int)(n - first < b ? n - first : b);
-        if (train_step(r, r->perm + first, batch, lr, err, errlen) != 0)
+        if (train_step(r, r->perm + first, batch, train_step_lr(r, lr), err, errlen) != 0)
             return -1;
         double now = timeutil_mono_s();
         r->pos.elapsed_s = now - start;
@@ -453,6 +463,29 @@ static int train_resume_or_start(train_run *r, char *err, size_t errlen)
     return train_start_event(r, err, errlen);
 }
 
+/* training.evaluate (PyDTNN's --evaluate): the test set before the first
+ * step, as an "evaluate" event with test_ values; after training it is
+ * evaluated as always. */
+static int train_evaluate_before(train_run *r, char *err, size_t errlen)
+{
+    const spec_training *t = &r->spec->training;
+    if (!t->evaluate || r->pos.global_step > 0 || r->test.n <= 0)
+        return 0;
+    eval_result e;
+    if (train_evaluate(r->m, &r->test, &e, err, errlen) != 0)
+        return -1;
+    json_t *o = json_pack("{s:s,s:s,s:I}", "event", "evaluate", "when", "before",
+                          "samples", (json_int_t)e.samples);
+    if (!o) {
+        snprintf(err, errlen, "progress.jsonl: out of memory");
+        return -1;
+    }
+    runlog_put_metrics(o, t, "test_", e.loss, e.metric);
+    if (r->opt->verbose)
+        fprintf(stderr, "before training: test loss %.4f\n", e.loss);
+    return runlog_event(r->opt->out_dir, o, err, errlen);
+}
+
 static int train_loop(train_run *r, char *err, size_t errlen)
 {
     const spec_training *t = &r->spec->training;
@@ -465,6 +498,8 @@ static int train_loop(train_run *r, char *err, size_t errlen)
         snprintf(err, errlen, "data.train: no training samples");
         return -1;
     }
+    if (train_evaluate_before(r, err, errlen) != 0)
+        return -1;
     bool stop = r->sched.stop;
     while (!stop && r->pos.epoch < t->epochs) {
         /* Mid-epoch resume: the schedule already chose this epoch's rate. */

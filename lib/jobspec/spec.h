@@ -191,6 +191,15 @@ typedef struct spec_training {
     spec_schedule schedules[SPEC_MAX_SCHEDULES];
     int n_schedules;
     unsigned long seed;  /* default 1 */
+    /* PyDTNN's options. */
+    long global_batch_size; /* given instead of batch_size: batch_size = it / workers;
+                               0 = not given */
+    bool evaluate;       /* evaluate the test set before training too (single trainer) */
+    char stop_metric[32];/* stop_at_loss: stop once this monitored value ("val_accuracy",
+                            ...) reaches stop_threshold; "" = off */
+    double stop_threshold;
+    long warm_up_batches;/* ramp the rate from lr/N to lr over the first N steps (single
+                            trainer); 0 = off */
 } spec_training;
 
 typedef enum spec_trainer {
