@@ -625,7 +625,7 @@ static bool parse_training(const json_t *t, job_spec *spec, spec_error *err)
     static const char *const keys[] = {"epochs", "batch_size", "steps_per_epoch", "loss",
                                        "metrics", "optimizer", "lr_schedulers", "seed",
                                        "global_batch_size", "evaluate", "stop_at_loss",
-                                       "warm_up_batches", NULL};
+                                       "warm_up_batches", "profile", NULL};
     spec_training *tr = &spec->training;
     long epochs = 5, batch = 64, seed = 1;
     int loss = LOSS_CATEGORICAL_CROSSENTROPY;
@@ -645,6 +645,7 @@ static bool parse_training(const json_t *t, job_spec *spec, spec_error *err)
               spec_get_int(obj, "training", "global_batch_size", 1, 1L << 30,
                            &tr->global_batch_size, err) &&
               spec_get_bool(obj, "training", "evaluate", &tr->evaluate, err) &&
+              spec_get_bool(obj, "training", "profile", &tr->profile, err) &&
               spec_get_int(obj, "training", "warm_up_batches", 0, 1L << 40,
                            &tr->warm_up_batches, err) &&
               parse_stop_at_loss(field(obj, "stop_at_loss"), tr, err) &&
@@ -868,6 +869,10 @@ static bool resolve_training(const json_t *t, job_spec *spec, spec_error *err)
         return spec_fail(err, "training.evaluate",
                          "trainer \"%s\" does not evaluate before training (only single "
                          "does); remove it", spec_trainer_names[trainer]);
+    if (trainer != TRAINER_SINGLE && tr->profile)
+        return spec_fail(err, "training.profile",
+                         "trainer \"%s\" does not profile its layers (only single does); "
+                         "remove it", spec_trainer_names[trainer]);
     if (trainer != TRAINER_SINGLE && tr->warm_up_batches > 0)
         return spec_fail(err, "training.warm_up_batches",
                          "trainer \"%s\" sets the rate per epoch (only single ramps it per "

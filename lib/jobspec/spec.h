@@ -198,6 +198,7 @@ typedef struct spec_training {
     char stop_metric[32];/* stop_at_loss: stop once this monitored value ("val_accuracy",
                             ...) reaches stop_threshold; "" = off */
     double stop_threshold;
+    bool profile;        /* write profile.json: per-layer times (single trainer) */
     long warm_up_batches;/* ramp the rate from lr/N to lr over the first N steps (single
                             trainer); 0 = off */
 } spec_training;

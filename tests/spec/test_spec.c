@@ -339,6 +339,9 @@ static const struct bad_case {
     {"{\"model\":\"mlp\"," DATA ",\"training\":{\"evaluate\":true},"
      "\"distributed\":{\"trainer\":\"allreduce\",\"workers\":2}}", "training.evaluate",
      "trainer \"allreduce\" does not evaluate"},
+    {"{\"model\":\"mlp\"," DATA ",\"training\":{\"profile\":true},"
+     "\"distributed\":{\"trainer\":\"averaging\",\"workers\":2}}", "training.profile",
+     "does not profile"},
     {"{\"model\":\"mlp\"," DATA ",\"training\":{\"warm_up_batches\":10},"
      "\"distributed\":{\"trainer\":\"downpour\",\"workers\":2}}",
      "training.warm_up_batches", "use the warm_up schedule"},
@@ -531,12 +534,13 @@ static void test_pydtnn_options(void **state)
     assert_int_equal(s->training.batch_size, 64);
     assert_roundtrip(s, "global_batch_size");
     spec_free(s);
-    s = parse("{\"model\":\"mlp\"," DATA ",\"training\":{\"evaluate\":true,"
+    s = parse("{\"model\":\"mlp\"," DATA ",\"training\":{\"evaluate\":true,\"profile\":true,"
               "\"warm_up_batches\":20,\"stop_at_loss\":{\"metric\":\"val_categorical_accuracy\","
               "\"threshold\":0.7}}}", &err);
     if (!s)
         fail_msg("%s", spec_error_str(&err, msg, sizeof msg));
     assert_true(s->training.evaluate);
+    assert_true(s->training.profile);
     assert_int_equal(s->training.warm_up_batches, 20);
     assert_string_equal(s->training.stop_metric, "val_accuracy");
     assert_true(s->training.stop_threshold == 0.7);

@@ -470,6 +470,59 @@ static void test_warm_up_batches(void **state)
     }
 }
 
+/* training.profile: profile.json with every layer's forward and
+ * backward times over the training steps (not the evaluations), which
+ * fit inside the step's forward and backward phases; none when off. */
+static void test_profile(void **state)
+{
+    (void)state;
+    job_spec *s = job(2, ", \"profile\": true");
+    char *d = tempdir();
+    train(s, d, 1, false);
+    char p[512];
+    snprintf(p, sizeof p, "%s/profile.json", d);
+    json_error_t e;
+    json_t *prof = json_load_file(p, 0, &e);
+    if (!prof)
+        fail_msg("%s: %s", p, e.text);
+    /* 240 training samples (validation_split 0.2 of 300), batch 32: 8 steps an epoch. */
+    assert_int_equal(json_integer_value(json_object_get(prof, "steps")), 16);
+    json_t *layers = json_object_get(prof, "layers");
+    assert_int_equal(json_array_size(layers), (size_t)s->n_layers);
+    const char *phase[2] = {"forward", "backward"};
+    for (int k = 0; k < 2; k++) {
+        char key[32];
+        snprintf(key, sizeof key, "%s_ms", phase[k]);
+        double sum = 0;
+        for (size_t i = 0; i < json_array_size(layers); i++) {
+            json_t *l = json_array_get(layers, i);
+            assert_string_equal(json_string_value(json_object_get(l, "type")),
+                                spec_layer_type_name(s->layers[i].type));
+            json_t *t = json_object_get(l, key);
+            double total = json_number_value(json_object_get(t, "total"));
+            double mean = json_number_value(json_object_get(t, "mean"));
+            double max = json_number_value(json_object_get(t, "max"));
+            assert_true(total > 0 && mean > 0 && max >= mean);
+            assert_true(fabs(mean * 16 - total) <= 1e-4 * total); /* 6 digits in the file */
+            sum += total;
+        }
+        json_t *step = json_object_get(json_object_get(prof, "step_ms"), phase[k]);
+        double whole = json_number_value(json_object_get(step, "total"));
+        if (!(sum <= whole))
+            fail_msg("%s: the layers took %g ms, the phase %g ms", phase[k], sum, whole);
+    }
+    json_decref(prof);
+    removedir(d);
+    spec_free(s);
+    s = job(1, NULL);
+    d = tempdir();
+    train(s, d, 1, false);
+    snprintf(p, sizeof p, "%s/profile.json", d);
+    assert_int_not_equal(access(p, F_OK), 0);
+    removedir(d);
+    spec_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -481,6 +534,7 @@ int main(void)
         cmocka_unit_test(test_stop_at_loss),
         cmocka_unit_test(test_evaluate_before),
         cmocka_unit_test(test_warm_up_batches),
+        cmocka_unit_test(test_profile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
