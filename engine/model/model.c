@@ -210,6 +210,7 @@ void model_free(model *m)
     if (!m)
         return;
     backend *be = m->be;
+    model_profile_free(m->profile);
     for (int i = 0; i < m->n_layers && m->layers; i++)
         if (m->layers[i].ops && m->layers[i].ops->release)
             m->layers[i].ops->release(&m->layers[i], be);
@@ -362,7 +363,11 @@ void model_forward(model *m, int batch, bool training, uint64_t step)
     for (int i = 0; i < m->n_layers; i++) {
         layer *l = &m->layers[i];
         uint64_t seed = backend_hash64(step_seed ^ ((uint64_t)(i + 1) * 0xd1b54a32d192ed03ULL));
+        /* Only training steps are profiled, not evaluations. */
+        double t0 = m->profile && training ? model_profile_now(m) : 0.0;
         l->ops->forward(l, m->be, batch, training, seed);
+        if (m->profile && training)
+            profile_stat_add(&m->profile->forward[i], model_profile_now(m) - t0);
     }
 }
 
@@ -485,7 +490,10 @@ static void model_backward_run(model *m, int batch, model_layer_hook after_layer
     memset(m->grad_written, 0, (size_t)m->n_layers * sizeof *m->grad_written);
     m->grad_written[m->n_layers - 1] = true;
     for (int i = m->n_layers - 1; i >= 0; i--) {
+        double t0 = m->profile ? model_profile_now(m) : 0.0;
         model_backward_layer(m, i, batch, u);
+        if (m->profile)
+            profile_stat_add(&m->profile->backward[i], model_profile_now(m) - t0);
         if (after_layer)
             after_layer(ctx, i);
     }

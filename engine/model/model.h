@@ -28,6 +28,7 @@
 #include "layers/layer.h"
 #include "optim/optim.h"
 #include "jobspec/spec.h"
+#include "model/profile.h"
 
 /* How the last layer meets the loss. */
 typedef enum model_output_kind {
@@ -69,6 +70,7 @@ typedef struct model {
     float *host_params;     /* n_params mirror for device backends */
     float *host_grads;      /* n_params mirror for device backends */
     uint64_t seed;
+    model_profile *profile; /* training.profile: layer times; NULL = off */
 } model;
 
 /* Build the model of a validated spec on `be` for batches up to max_batch.

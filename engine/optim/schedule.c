@@ -159,5 +159,12 @@ bool schedule_epoch_end(schedule_state *st, const spec_training *t, int epoch,
         }
         }
     }
+    /* stop_at_loss: PyDTNN stops as soon as the value reaches the
+     * threshold (at or above for accuracy, at or below for the rest). */
+    double value;
+    if (t->stop_metric[0] && schedule_lookup(m, t->stop_metric, &value) &&
+        (schedule_maximizes(t->stop_metric) ? value >= t->stop_threshold
+                                            : value <= t->stop_threshold))
+        st->stop = true;
     return save;
 }

@@ -45,7 +45,8 @@ void schedule_init(schedule_state *st, const spec_training *t);
 double schedule_epoch_begin(schedule_state *st, const spec_training *t, int epoch);
 
 /* After epoch `epoch`: updates plateau/every-n reductions and early
- * stopping (st->stop), and returns true when model_checkpoint says to save
+ * stopping (st->stop, also set once t->stop_metric reaches
+ * t->stop_threshold: training.stop_at_loss), and returns true when model_checkpoint says to save
  * a checkpoint now (every every_epochs epochs; with a monitor, only when
  * it improved). An empty monitor ("") means none. */
 bool schedule_epoch_end(schedule_state *st, const spec_training *t, int epoch,

@@ -173,6 +173,10 @@ static int train_open(train_run *r, char *err, size_t errlen)
     r->m = model_create(spec, r->be, spec->training.batch_size, err, errlen);
     if (!r->m || model_init_params(r->m, spec->training.seed, err, errlen) != 0)
         return -1;
+    if (spec->training.profile && model_profile_enable(r->m) != 0) {
+        snprintf(err, errlen, "profile: out of memory");
+        return -1;
+    }
     r->optim = optim_create(&spec->training.optimizer, r->m->n_params);
     if (!r->optim) {
         snprintf(err, errlen, "optimizer: out of memory for %ld parameters", r->m->n_params);
@@ -267,12 +271,23 @@ static int train_step(train_run *r, const int64_t *idx, int batch, float lr, cha
                       size_t errlen)
 {
     model *m = r->m;
+    model_profile *p = m->profile;
+    double t[PROFILE_PHASES + 1];
+    t[0] = p ? model_profile_now(m) : 0.0;
     if (model_load_batch(m, &r->train, idx, batch, err, errlen) != 0)
         return -1;
+    t[1] = p ? model_profile_now(m) : 0.0;
     model_forward(m, batch, true, (uint64_t)r->pos.global_step);
+    t[2] = p ? model_profile_now(m) : 0.0;
     batch_metrics b;
     double loss = model_loss(m, batch, &b);
+    t[3] = p ? model_profile_now(m) : 0.0;
     model_backward_step(m, batch, r->optim, lr);
+    if (p) {
+        t[4] = model_profile_now(m);
+        for (int k = 0; k < PROFILE_PHASES; k++)
+            profile_stat_add(&p->phase[k], t[k + 1] - t[k]);
+    }
     if (!isfinite(loss)) {
         snprintf(err, errlen, "training diverged: loss is %g at epoch %lld step %lld; lower "
                  "training.optimizer.learning_rate", loss, (long long)r->pos.epoch + 1,
@@ -299,6 +314,16 @@ static int train_interrupted(train_run *r, char *err, size_t errlen)
     return -1;
 }
 
+/* The rate of the next step: lr, ramped over the first warm_up_batches
+ * steps from lr / N (PyDTNN's --warm_up_batches). */
+static float train_step_lr(const train_run *r, float lr)
+{
+    long n = r->spec->training.warm_up_batches;
+    if (n <= 0 || r->pos.global_step >= n)
+        return lr;
+    return lr * (float)(r->pos.global_step + 1) / (float)n;
+}
+
 /* The batches of the epoch in progress, from r->pos.step on. */
 static int train_epoch_steps(train_run *r, float lr, char *err, size_t errlen)
 {
@@ -314,7 +339,7 @@ static int train_epoch_steps(train_run *r, float lr, char *err, size_t errlen)
     while (r->pos.step < steps) {
         long first = r->pos.step * b;
         int batch = (int)(n - first < b ? n - first : b);
-        if (train_step(r, r->perm + first, batch, lr, err, errlen) != 0)
+        if (train_step(r, r->perm + first, batch, train_step_lr(r, lr), err, errlen) != 0)
             return -1;
         double now = timeutil_mono_s();
         r->pos.elapsed_s = now - start;
@@ -457,6 +482,29 @@ static int train_resume_or_start(train_run *r, char *err, size_t errlen)
     return train_start_event(r, err, errlen);
 }
 
+/* training.evaluate (PyDTNN's --evaluate): the test set before the first
+ * step, as an "evaluate" event with test_ values; after training it is
+ * evaluated as always. */
+static int train_evaluate_before(train_run *r, char *err, size_t errlen)
+{
+    const spec_training *t = &r->spec->training;
+    if (!t->evaluate || r->pos.global_step > 0 || r->test.n <= 0)
+        return 0;
+    eval_result e;
+    if (train_evaluate(r->m, &r->test, &e, err, errlen) != 0)
+        return -1;
+    json_t *o = json_pack("{s:s,s:s,s:I}", "event", "evaluate", "when", "before",
+                          "samples", (json_int_t)e.samples);
+    if (!o) {
+        snprintf(err, errlen, "progress.jsonl: out of memory");
+        return -1;
+    }
+    runlog_put_metrics(o, t, "test_", e.loss, e.metric);
+    if (r->opt->verbose)
+        fprintf(stderr, "before training: test loss %.4f\n", e.loss);
+    return runlog_event(r->opt->out_dir, o, err, errlen);
+}
+
 static int train_loop(train_run *r, char *err, size_t errlen)
 {
     const spec_training *t = &r->spec->training;
@@ -469,6 +517,8 @@ static int train_loop(train_run *r, char *err, size_t errlen)
         snprintf(err, errlen, "data.train: no training samples");
         return -1;
     }
+    if (train_evaluate_before(r, err, errlen) != 0)
+        return -1;
     bool stop = r->sched.stop;
     while (!stop && r->pos.epoch < t->epochs) {
         /* Mid-epoch resume: the schedule already chose this epoch's rate. */
@@ -481,6 +531,25 @@ static int train_loop(train_run *r, char *err, size_t errlen)
     return 0;
 }
 
+/* training.profile: profile.json in the run directory. */
+static int train_write_profile(const train_run *r, char *err, size_t errlen)
+{
+    if (!r->m->profile)
+        return 0;
+    json_t *o = model_profile_json(r->m);
+    char *text = o ? json_dumps(o, JSON_INDENT(1) | JSON_REAL_PRECISION(6)) : NULL;
+    json_decref(o);
+    if (!text) {
+        snprintf(err, errlen, "profile.json: out of memory");
+        return -1;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/profile.json", r->opt->out_dir);
+    int rc = atomic_write_file(path, text, strlen(text), err, errlen);
+    free(text);
+    return rc;
+}
+
 static int train_finish(train_run *r, char *err, size_t errlen)
 {
     const spec_training *t = &r->spec->training;
@@ -490,7 +559,8 @@ static int train_finish(train_run *r, char *err, size_t errlen)
         r->hist.has_test = true;
     }
     if (runlog_write_history(r->opt->out_dir, r->spec, &r->hist, r->host, err, errlen) != 0 ||
-        train_save_weights(r->m, &r->train, r->opt->out_dir, "weights", err, errlen) != 0)
+        train_save_weights(r->m, &r->train, r->opt->out_dir, "weights", err, errlen) != 0 ||
+        train_write_profile(r, err, errlen) != 0)
         return -1;
     double total = 0;
     for (int e = 0; e < r->hist.n_epochs; e++)

@@ -588,6 +588,32 @@ static bool parse_schedule(const json_t *s, const char *path, double lr, spec_sc
     return true;
 }
 
+/* training.stop_at_loss: {"metric": ..., "threshold": ...}, PyDTNN's
+ * --stop_at_loss_metric and --stop_at_loss_threshold. */
+static bool parse_stop_at_loss(const json_t *s, spec_training *t, spec_error *err)
+{
+    static const char *const keys[] = {"metric", "threshold", NULL};
+    static const char *const path = "training.stop_at_loss";
+    if (!s)
+        return true;
+    if (!json_is_object(s))
+        return spec_fail(err, path, "expected {\"metric\": \"val_accuracy\", \"threshold\": "
+                                    "0.9}, got %s", json_type_name(s));
+    const char *metric = NULL;
+    if (!spec_check_keys(s, path, keys, err) ||
+        !spec_get_string(s, path, "metric", &metric, err) ||
+        !spec_get_double(s, path, "threshold", -1e30, 1e30, false, false, &t->stop_threshold,
+                         err))
+        return false;
+    if (!metric || !field(s, "threshold"))
+        return spec_fail(err, path, "needs both \"metric\" and \"threshold\"");
+    if (!monitor_resolve(metric, t->stop_metric, sizeof t->stop_metric))
+        return spec_fail(err, "training.stop_at_loss.metric",
+                         "unknown metric \"%.40s\"; expected loss, accuracy, mse, mae (or a "
+                         "PyDTNN name for one), optionally prefixed with val_", metric);
+    return true;
+}
+
 static bool parse_metrics(const json_t *m, spec_training *t, spec_error *err)
 {
     t->n_metrics = 1;
@@ -674,7 +700,9 @@ static bool parse_training(const json_t *t, job_spec *spec, spec_error *err)
 {
     static const char *const keys[] = {"epochs", "batch_size", "steps_per_epoch", "loss",
                                        "metrics", "optimizer", "lr_schedulers", "seed",
-                                       "init_from", "checkpoint_keep", NULL};
+                                       "init_from", "checkpoint_keep", "global_batch_size",
+                                       "evaluate", "stop_at_loss", "warm_up_batches", "profile",
+                                       NULL};
     spec_training *tr = &spec->training;
     long epochs = 5, batch = 64, seed = 1, keep = 1;
     int loss = LOSS_CATEGORICAL_CROSSENTROPY;
@@ -692,6 +720,13 @@ static bool parse_training(const json_t *t, job_spec *spec, spec_error *err)
               parse_loss(obj, &loss, err) &&
               spec_get_int(obj, "training", "seed", 0, 0x7fffffffffffffffL, &seed, err) &&
               spec_get_int(obj, "training", "checkpoint_keep", 0, 100000, &keep, err) &&
+              spec_get_int(obj, "training", "global_batch_size", 1, 1L << 30,
+                           &tr->global_batch_size, err) &&
+              spec_get_bool(obj, "training", "evaluate", &tr->evaluate, err) &&
+              spec_get_bool(obj, "training", "profile", &tr->profile, err) &&
+              spec_get_int(obj, "training", "warm_up_batches", 0, 1L << 40,
+                           &tr->warm_up_batches, err) &&
+              parse_stop_at_loss(field(obj, "stop_at_loss"), tr, err) &&
               parse_metrics(field(obj, "metrics"), tr, err) &&
               parse_optimizer(field(obj, "optimizer"), &tr->optimizer, err) &&
               parse_init_from(field(obj, "init_from"), tr, err);
@@ -891,6 +926,40 @@ static bool check_root_keys(const json_t *root, spec_error *err)
     return spec_check_keys(root, "", keys, err);
 }
 
+/* The training options that depend on the trainer: global_batch_size
+ * (PyDTNN's: the batch of all workers together) becomes the per-worker
+ * batch_size; evaluate and warm_up_batches are the single trainer's. */
+static bool resolve_training(const json_t *t, job_spec *spec, spec_error *err)
+{
+    spec_training *tr = &spec->training;
+    spec_trainer trainer = spec->distributed.trainer;
+    if (tr->global_batch_size > 0) {
+        int w = spec->distributed.workers;
+        if (field(t, "batch_size"))
+            return spec_fail(err, "training.global_batch_size",
+                             "give either batch_size (per worker) or global_batch_size, not "
+                             "both");
+        if (tr->global_batch_size % w != 0)
+            return spec_fail(err, "training.global_batch_size",
+                             "%ld is not a multiple of the %d workers", tr->global_batch_size,
+                             w);
+        tr->batch_size = (int)(tr->global_batch_size / w);
+    }
+    if (trainer != TRAINER_SINGLE && tr->evaluate)
+        return spec_fail(err, "training.evaluate",
+                         "trainer \"%s\" does not evaluate before training (only single "
+                         "does); remove it", spec_trainer_names[trainer]);
+    if (trainer != TRAINER_SINGLE && tr->profile)
+        return spec_fail(err, "training.profile",
+                         "trainer \"%s\" does not profile its layers (only single does); "
+                         "remove it", spec_trainer_names[trainer]);
+    if (trainer != TRAINER_SINGLE && tr->warm_up_batches > 0)
+        return spec_fail(err, "training.warm_up_batches",
+                         "trainer \"%s\" sets the rate per epoch (only single ramps it per "
+                         "batch); use the warm_up schedule instead", spec_trainer_names[trainer]);
+    return true;
+}
+
 job_spec *spec_parse_json(const json_t *root, spec_error *err)
 {
     job_spec *spec = calloc(1, sizeof *spec);
@@ -905,6 +974,7 @@ job_spec *spec_parse_json(const json_t *root, spec_error *err)
               parse_training(field(root, "training"), spec, err) &&
               parse_distributed(field(root, "distributed"), spec, err) &&
               parse_resources(field(root, "resources"), spec, err);
+    ok = ok && resolve_training(field(root, "training"), spec, err);
     if (ok && (spec->training.init_from_job || spec->training.init_from_file) &&
         spec->distributed.trainer != TRAINER_SINGLE)
         ok = spec_fail(err, "training.init_from", "a warm start runs with the single trainer "

@@ -202,6 +202,16 @@ typedef struct spec_training {
     char *init_from_file;
     int checkpoint_keep; /* model_checkpoint saves kept, newest first; 0 = all;
                             default 1 (with a monitor, the latest is the best) */
+    /* PyDTNN's options. */
+    long global_batch_size; /* given instead of batch_size: batch_size = it / workers;
+                               0 = not given */
+    bool evaluate;       /* evaluate the test set before training too (single trainer) */
+    char stop_metric[32];/* stop_at_loss: stop once this monitored value ("val_accuracy",
+                            ...) reaches stop_threshold; "" = off */
+    double stop_threshold;
+    bool profile;        /* write profile.json: per-layer times (single trainer) */
+    long warm_up_batches;/* ramp the rate from lr/N to lr over the first N steps (single
+                            trainer); 0 = off */
 } spec_training;
 
 typedef enum spec_trainer {

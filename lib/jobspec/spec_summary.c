@@ -243,11 +243,24 @@ static json_t *training_json(const spec_training *t)
         json_array_append_new(metrics, json_string(spec_metric_name(t->metrics[i])));
     for (int i = 0; scheds && i < t->n_schedules; i++)
         json_array_append_new(scheds, schedule_json(&t->schedules[i]));
-    return json_pack("{s:i,s:i,s:I,s:s,s:o,s:o,s:o,s:I,s:i}", "epochs", t->epochs,
-                     "batch_size", t->batch_size, "steps_per_epoch",
-                     (json_int_t)t->steps_per_epoch, "loss", spec_loss_name(t->loss), "metrics",
-                     metrics, "optimizer", optimizer_json(&t->optimizer), "lr_schedulers", scheds,
-                     "seed", (json_int_t)t->seed, "checkpoint_keep", t->checkpoint_keep);
+    json_t *o = json_pack("{s:i,s:i,s:I,s:s,s:o,s:o,s:o,s:I,s:i}", "epochs", t->epochs,
+                          "batch_size", t->batch_size, "steps_per_epoch",
+                          (json_int_t)t->steps_per_epoch, "loss", spec_loss_name(t->loss),
+                          "metrics", metrics, "optimizer", optimizer_json(&t->optimizer),
+                          "lr_schedulers", scheds, "seed", (json_int_t)t->seed,
+                          "checkpoint_keep", t->checkpoint_keep);
+    /* PyDTNN's options only when set (global_batch_size is in batch_size). */
+    if (o && t->evaluate)
+        json_object_set_new(o, "evaluate", json_true());
+    if (o && t->profile)
+        json_object_set_new(o, "profile", json_true());
+    if (o && t->warm_up_batches > 0)
+        json_object_set_new(o, "warm_up_batches", json_integer(t->warm_up_batches));
+    if (o && t->stop_metric[0])
+        json_object_set_new(o, "stop_at_loss",
+                            json_pack("{s:s,s:f}", "metric", t->stop_metric, "threshold",
+                                      t->stop_threshold));
+    return o;
 }
 
 /* Only the knobs the trainer uses, so the output parses again (a knob

@@ -367,6 +367,44 @@ static void test_state_copy_resumes(void **state)
     assert_true(a.stop);
 }
 
+/* stop_at_loss: an accuracy stops at or above the threshold, a loss at or
+ * below it; val_X falls back to X without a validation set. */
+static void test_stop_at_loss(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *metric;
+        double threshold;
+        int stop_epoch; /* 0-based epoch after which it stops */
+        bool has_val;
+    } cases[] = {
+        {"val_accuracy", 0.7, 3, true},
+        {"accuracy", 0.55, 2, true},
+        {"val_loss", 0.6, 3, true},
+        {"val_loss", 0.9, 1, false}, /* falls back to loss */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        spec_training t = training(0.01);
+        snprintf(t.stop_metric, sizeof t.stop_metric, "%s", cases[i].metric);
+        t.stop_threshold = cases[i].threshold;
+        schedule_state st;
+        schedule_init(&st, &t);
+        int stopped = -1;
+        for (int e = 0; e < 6 && stopped < 0; e++) {
+            schedule_epoch_begin(&st, &t, e);
+            double acc = 0.4 + 0.1 * e, loss = 1.0 - 0.15 * e;
+            epoch_metrics m = cases[i].has_val ? metrics(loss, acc, loss - 0.05, acc + 0.05)
+                                               : metrics(loss, acc, NAN, NAN);
+            schedule_epoch_end(&st, &t, e, &m);
+            if (st.stop)
+                stopped = e;
+        }
+        if (stopped != cases[i].stop_epoch)
+            fail_msg("%s %g: stopped after epoch %d, want %d", cases[i].metric,
+                     cases[i].threshold, stopped, cases[i].stop_epoch);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -382,6 +420,7 @@ int main(void)
         cmocka_unit_test(test_checkpoint_on_improvement),
         cmocka_unit_test(test_warm_up_with_reductions),
         cmocka_unit_test(test_state_copy_resumes),
+        cmocka_unit_test(test_stop_at_loss),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

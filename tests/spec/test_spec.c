@@ -330,6 +330,25 @@ static const struct bad_case {
     {"{\"model\":\"mlp\"," DATA ",\"training\":{\"lr_schedulers\":[{\"name\":"
      "\"model_checkpoint\",\"loss_or_metric\":\"val_categorical_hinge\"}]}}",
      "training.lr_schedulers[0].loss_or_metric", "unknown metric"},
+    {"{\"model\":\"mlp\"," DATA ",\"training\":{\"global_batch_size\":256,\"batch_size\":64},"
+     "\"distributed\":{\"trainer\":\"allreduce\",\"workers\":4}}", "training.global_batch_size",
+     "not both"},
+    {"{\"model\":\"mlp\"," DATA ",\"training\":{\"global_batch_size\":100},"
+     "\"distributed\":{\"trainer\":\"allreduce\",\"workers\":3}}", "training.global_batch_size",
+     "not a multiple of the 3 workers"},
+    {"{\"model\":\"mlp\"," DATA ",\"training\":{\"evaluate\":true},"
+     "\"distributed\":{\"trainer\":\"allreduce\",\"workers\":2}}", "training.evaluate",
+     "trainer \"allreduce\" does not evaluate"},
+    {"{\"model\":\"mlp\"," DATA ",\"training\":{\"profile\":true},"
+     "\"distributed\":{\"trainer\":\"averaging\",\"workers\":2}}", "training.profile",
+     "does not profile"},
+    {"{\"model\":\"mlp\"," DATA ",\"training\":{\"warm_up_batches\":10},"
+     "\"distributed\":{\"trainer\":\"downpour\",\"workers\":2}}",
+     "training.warm_up_batches", "use the warm_up schedule"},
+    {"{\"model\":\"mlp\"," DATA ",\"training\":{\"stop_at_loss\":{\"metric\":\"loss\"}}}",
+     "training.stop_at_loss", "needs both"},
+    {"{\"model\":\"mlp\"," DATA ",\"training\":{\"stop_at_loss\":{\"metric\":\"f1\","
+     "\"threshold\":1}}}", "training.stop_at_loss.metric", "unknown metric"},
     {"{\"model\":\"mlp\"," DATA ",\"training\":{\"metrics\":[\"categorical_hinge\"]}}",
      "training.metrics[0]", "not computed here"},
     {"{\"model\":\"mlp\"," DATA ",\"training\":{\"metrics\":[\"accuracy\","
@@ -500,6 +519,41 @@ static void test_name_aliases(void **state)
     spec_free(s);
 }
 
+/* PyDTNN's training options: global_batch_size is split over the
+ * workers; stop_at_loss takes PyDTNN's metric names; all survive the
+ * resolved-JSON round trip. */
+static void test_pydtnn_options(void **state)
+{
+    (void)state;
+    spec_error err;
+    char msg[600];
+    job_spec *s = parse("{\"model\":\"mlp\"," DATA ",\"training\":{\"global_batch_size\":256},"
+                        "\"distributed\":{\"trainer\":\"allreduce\",\"workers\":4}}", &err);
+    if (!s)
+        fail_msg("%s", spec_error_str(&err, msg, sizeof msg));
+    assert_int_equal(s->training.batch_size, 64);
+    assert_roundtrip(s, "global_batch_size");
+    spec_free(s);
+    s = parse("{\"model\":\"mlp\"," DATA ",\"training\":{\"evaluate\":true,\"profile\":true,"
+              "\"warm_up_batches\":20,\"stop_at_loss\":{\"metric\":\"val_categorical_accuracy\","
+              "\"threshold\":0.7}}}", &err);
+    if (!s)
+        fail_msg("%s", spec_error_str(&err, msg, sizeof msg));
+    assert_true(s->training.evaluate);
+    assert_true(s->training.profile);
+    assert_int_equal(s->training.warm_up_batches, 20);
+    assert_string_equal(s->training.stop_metric, "val_accuracy");
+    assert_true(s->training.stop_threshold == 0.7);
+    assert_roundtrip(s, "evaluate, warm_up_batches, stop_at_loss");
+    spec_free(s);
+    s = parse("{\"model\":\"mlp\"," DATA "}", &err);
+    assert_non_null(s);
+    assert_false(s->training.evaluate);
+    assert_int_equal(s->training.warm_up_batches, 0);
+    assert_string_equal(s->training.stop_metric, "");
+    spec_free(s);
+}
+
 static void test_hostile_bytes(void **state)
 {
     (void)state;
@@ -577,6 +631,7 @@ int main(void)
         cmocka_unit_test(test_hostile_bytes), cmocka_unit_test(test_dataset_names),
         cmocka_unit_test(test_summary),      cmocka_unit_test(test_schedule_aliases),
         cmocka_unit_test(test_name_aliases),
+        cmocka_unit_test(test_pydtnn_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -342,6 +342,187 @@ static void test_early_stopping(void **state)
     spec_free(s);
 }
 
+/* training.stop_at_loss: a loss at or below 1e9 is reached after the
+ * first epoch; an accuracy of 2 never is. */
+static void test_stop_at_loss(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *extra;
+        size_t epochs;
+    } cases[] = {
+        {", \"stop_at_loss\": {\"metric\": \"categorical_cross_entropy\", \"threshold\": 1e9}",
+         1},
+        {", \"stop_at_loss\": {\"metric\": \"val_categorical_accuracy\", \"threshold\": 2}",
+         3},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        job_spec *s = job(3, cases[i].extra);
+        char *d = tempdir();
+        train(s, d, 1, false);
+        json_t *h = history(d);
+        assert_int_equal(json_array_size(json_object_get(h, "loss")), cases[i].epochs);
+        json_decref(h);
+        removedir(d);
+        spec_free(s);
+    }
+}
+
+/* The progress line of `event` in dir/progress.jsonl and how many lines
+ * came before it; NULL when there is none. */
+static json_t *progress_event(const char *dir, const char *event, int *line)
+{
+    char p[512], buf[8192];
+    snprintf(p, sizeof p, "%s/progress.jsonl", dir);
+    FILE *f = fopen(p, "r");
+    assert_non_null(f);
+    json_t *found = NULL;
+    for (*line = 0; !found && fgets(buf, sizeof buf, f); (*line)++) {
+        json_t *o = json_loads(buf, 0, NULL);
+        if (o && strcmp(json_string_value(json_object_get(o, "event")), event) == 0)
+            found = o;
+        else
+            json_decref(o);
+    }
+    fclose(f);
+    return found;
+}
+
+/* training.evaluate: the test set before the first step, then training
+ * and the final evaluation as always. */
+static void test_evaluate_before(void **state)
+{
+    (void)state;
+    job_spec *s = job_with(2, 32, 0.05, ", \"evaluate\": true");
+    char *d = tempdir();
+    train(s, d, 1, false);
+    int at_eval, at_epoch, at_end;
+    json_t *ev = progress_event(d, "evaluate", &at_eval);
+    json_t *epoch = progress_event(d, "epoch", &at_epoch);
+    json_t *end = progress_event(d, "end", &at_end);
+    assert_non_null(ev);
+    assert_non_null(epoch);
+    assert_non_null(end);
+    assert_true(at_eval < at_epoch);
+    assert_string_equal(json_string_value(json_object_get(ev, "when")), "before");
+    assert_int_equal(json_integer_value(json_object_get(ev, "samples")), 50);
+    double before = json_number_value(json_object_get(ev, "test_loss"));
+    double after = json_number_value(json_object_get(end, "test_loss"));
+    assert_true(isfinite(before) && before > 0 && before != after);
+    json_decref(ev);
+    json_decref(epoch);
+    json_decref(end);
+    removedir(d);
+    spec_free(s);
+    /* Off by default: no such event. */
+    s = job(1, NULL);
+    d = tempdir();
+    train(s, d, 1, false);
+    assert_null(progress_event(d, "evaluate", &at_eval));
+    removedir(d);
+    spec_free(s);
+}
+
+/* One plain SGD step moves every weight by -lr * g; with warm_up_batches
+ * N the first step runs at lr / N, so the moves of N = 1 (the plain run),
+ * 2 and 4 satisfy plain - w2 = 2 (w2 - w4). */
+static void test_warm_up_batches(void **state)
+{
+    (void)state;
+    char *dirs[3];
+    static const int n[3] = {1, 2, 4};
+    for (int i = 0; i < 3; i++) {
+        char json[4096];
+        snprintf(json, sizeof json,
+                 "{\"model\": " NET ", \"data\": {\"format\": \"synthetic\", "
+                 "\"synthetic_train\": 64, \"synthetic_test\": 8, \"num_classes\": 3}, "
+                 "\"training\": {\"epochs\": 1, \"batch_size\": 32, \"steps_per_epoch\": 1, "
+                 "\"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 0.5}, "
+                 "\"warm_up_batches\": %d}}", n[i]);
+        job_spec *s = spec_fixture_parse(json);
+        dirs[i] = tempdir();
+        train(s, dirs[i], 1, false);
+        spec_free(s);
+    }
+    tensor_entry *t[3];
+    int nt[3];
+    char p[512], err[256];
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/weights.safetensors", dirs[i]);
+        assert_int_equal(safetensors_read(p, &t[i], &nt[i], err, sizeof err), 0);
+    }
+    double worst = 0, moved = 0;
+    for (int k = 0; k < nt[0]; k++) {
+        if (!strstr(t[0][k].name, "weight"))
+            continue;
+        for (long j = 0; j < tensor_entry_size(&t[0][k]); j++) {
+            double a = t[0][k].data[j], b = t[1][k].data[j], c = t[2][k].data[j];
+            double diff = fabs((a - b) - 2 * (b - c));
+            worst = diff > worst ? diff : worst;
+            moved = fabs(a - b) > moved ? fabs(a - b) : moved;
+        }
+    }
+    if (!(moved > 1e-4 && worst < 1e-3 * moved))
+        fail_msg("warm-up: largest move %g, largest departure from linearity %g", moved, worst);
+    for (int i = 0; i < 3; i++) {
+        tensorfile_free(t[i], nt[i]);
+        removedir(dirs[i]);
+    }
+}
+
+/* training.profile: profile.json with every layer's forward and
+ * backward times over the training steps (not the evaluations), which
+ * fit inside the step's forward and backward phases; none when off. */
+static void test_profile(void **state)
+{
+    (void)state;
+    job_spec *s = job(2, ", \"profile\": true");
+    char *d = tempdir();
+    train(s, d, 1, false);
+    char p[512];
+    snprintf(p, sizeof p, "%s/profile.json", d);
+    json_error_t e;
+    json_t *prof = json_load_file(p, 0, &e);
+    if (!prof)
+        fail_msg("%s: %s", p, e.text);
+    /* 240 training samples (validation_split 0.2 of 300), batch 32: 8 steps an epoch. */
+    assert_int_equal(json_integer_value(json_object_get(prof, "steps")), 16);
+    json_t *layers = json_object_get(prof, "layers");
+    assert_int_equal(json_array_size(layers), (size_t)s->n_layers);
+    const char *phase[2] = {"forward", "backward"};
+    for (int k = 0; k < 2; k++) {
+        char key[32];
+        snprintf(key, sizeof key, "%s_ms", phase[k]);
+        double sum = 0;
+        for (size_t i = 0; i < json_array_size(layers); i++) {
+            json_t *l = json_array_get(layers, i);
+            assert_string_equal(json_string_value(json_object_get(l, "type")),
+                                spec_layer_type_name(s->layers[i].type));
+            json_t *t = json_object_get(l, key);
+            double total = json_number_value(json_object_get(t, "total"));
+            double mean = json_number_value(json_object_get(t, "mean"));
+            double max = json_number_value(json_object_get(t, "max"));
+            assert_true(total > 0 && mean > 0 && max >= mean);
+            assert_true(fabs(mean * 16 - total) <= 1e-4 * total); /* 6 digits in the file */
+            sum += total;
+        }
+        json_t *step = json_object_get(json_object_get(prof, "step_ms"), phase[k]);
+        double whole = json_number_value(json_object_get(step, "total"));
+        if (!(sum <= whole))
+            fail_msg("%s: the layers took %g ms, the phase %g ms", phase[k], sum, whole);
+    }
+    json_decref(prof);
+    removedir(d);
+    spec_free(s);
+    s = job(1, NULL);
+    d = tempdir();
+    train(s, d, 1, false);
+    snprintf(p, sizeof p, "%s/profile.json", d);
+    assert_int_not_equal(access(p, F_OK), 0);
+    removedir(d);
+    spec_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -350,6 +531,10 @@ int main(void)
         cmocka_unit_test(test_resume_mid_epoch),
         cmocka_unit_test(test_run_directory),
         cmocka_unit_test(test_early_stopping),
+        cmocka_unit_test(test_stop_at_loss),
+        cmocka_unit_test(test_evaluate_before),
+        cmocka_unit_test(test_warm_up_batches),
+        cmocka_unit_test(test_profile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
