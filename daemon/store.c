@@ -62,6 +62,7 @@ typedef enum stmt_id {
     ST_QUEUE_WALK,
     ST_ACTIVE_BY_OWNER,
     ST_QUEUE_SCAN,
+    ST_QUEUE_SCAN_STARTABLE,
     ST_ACTIVE,
     ST_COUNTS,
     ST_GET_STATE,
@@ -136,6 +137,12 @@ static const char *const stmt_sql[ST_COUNT_] = {
     [ST_QUEUE_SCAN] =
         "SELECT " JOB_COLUMNS " FROM jobs WHERE state = 'queued' ORDER BY " QUEUE_ORDER
         " LIMIT ?1",
+    /* The queue without the jobs of owners at the running limit (?2): they
+     * could not start this pass whatever their place. */
+    [ST_QUEUE_SCAN_STARTABLE] =
+        "SELECT " JOB_COLUMNS " FROM jobs WHERE state = 'queued' AND owner NOT IN "
+        "(SELECT owner FROM jobs WHERE state IN ('starting', 'running') GROUP BY owner "
+        "HAVING COUNT(*) >= ?2) ORDER BY " QUEUE_ORDER " LIMIT ?1",
     [ST_ACTIVE] = "SELECT " JOB_COLUMNS " FROM jobs WHERE state IN ('starting', 'running') "
                   "ORDER BY seq",
     [ST_COUNTS] = "SELECT state, COUNT(*) FROM jobs GROUP BY state",
@@ -1075,6 +1082,23 @@ store_status store_queue_scan(store *st, int limit, store_job_cb cb, void *arg)
     sqlite3_stmt *s = store_stmt(c, ST_QUEUE_SCAN);
     if (s) {
         sqlite3_bind_int(s, 1, limit);
+        rs = store_iterate(c, s, cb, arg);
+    }
+    store_release(st, c);
+    return rs;
+}
+
+store_status store_queue_scan_startable(store *st, int limit, int max_running,
+                                       store_job_cb cb, void *arg)
+{
+    if (max_running <= 0)
+        return store_queue_scan(st, limit, cb, arg);
+    store_conn *c = store_acquire(st);
+    store_status rs = STORE_ERROR;
+    sqlite3_stmt *s = store_stmt(c, ST_QUEUE_SCAN_STARTABLE);
+    if (s) {
+        sqlite3_bind_int(s, 1, limit);
+        sqlite3_bind_int(s, 2, max_running);
         rs = store_iterate(c, s, cb, arg);
     }
     store_release(st, c);
