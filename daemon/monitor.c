@@ -670,7 +670,8 @@ static void monitor_schedule(daemon_ctx *d, const job_list *active)
     placement *allocs = NULL;
     if (d->cfg.hold || free_slots <= 0)
         goto out;
-    if (store_queue_scan(d->st, 1000, monitor_collect, &queue) != STORE_OK ||
+    if (store_queue_scan_startable(d->st, 1000, d->cfg.max_running, monitor_collect, &queue) !=
+            STORE_OK ||
         queue.short_of_memory) {
         /* Starting from part of the queue could break its order. */
         log_error("cannot read the queue; no job starts this tick");

@@ -62,6 +62,7 @@ typedef enum stmt_id {
     ST_QUEUE_WALK,
     ST_ACTIVE_BY_OWNER,
     ST_QUEUE_SCAN,
+    ST_QUEUE_SCAN_STARTABLE,
     ST_ACTIVE,
     ST_COUNTS,
     ST_GET_STATE,
@@ -104,18 +105,18 @@ static const char *const stmt_sql[ST_COUNT_] = {
     [ST_GET_LATEST] =
         "SELECT " JOB_COLUMNS " FROM jobs WHERE owner = ?1 ORDER BY seq DESC LIMIT 1",
     [ST_GET_SPEC] = "SELECT spec FROM jobs WHERE id = ?1",
-    /* Jobs ahead of (?1, ?2, ?3) in run order, counting at most ?4, and
-     * jobs behind it: each term a range of the covering index jobs_run_order. */
+    /* Jobs ahead of (?1, ?2, ?3) in run order, and jobs behind it, counting
+     * at most ?4: each term a range of the covering index jobs_run_order. */
     [ST_QUEUE_AHEAD] =
         "SELECT COUNT(*) FROM (SELECT 1 FROM jobs WHERE state = 'queued' AND priority > ?1 "
         "UNION ALL SELECT 1 FROM jobs WHERE state = 'queued' AND priority = ?1 AND vstart < ?2 "
         "UNION ALL SELECT 1 FROM jobs WHERE state = 'queued' AND priority = ?1 AND vstart = ?2 "
         "AND seq < ?3 LIMIT ?4)",
     [ST_QUEUE_BEHIND] =
-        "SELECT (SELECT COUNT(*) FROM jobs WHERE state = 'queued' AND priority < ?1) + "
-        "(SELECT COUNT(*) FROM jobs WHERE state = 'queued' AND priority = ?1 AND vstart > ?2) + "
-        "(SELECT COUNT(*) FROM jobs WHERE state = 'queued' AND priority = ?1 AND vstart = ?2 "
-        "AND seq > ?3)",
+        "SELECT COUNT(*) FROM (SELECT 1 FROM jobs WHERE state = 'queued' AND priority < ?1 "
+        "UNION ALL SELECT 1 FROM jobs WHERE state = 'queued' AND priority = ?1 AND vstart > ?2 "
+        "UNION ALL SELECT 1 FROM jobs WHERE state = 'queued' AND priority = ?1 AND vstart = ?2 "
+        "AND seq > ?3 LIMIT ?4)",
     [ST_QUEUED_TOTAL] = "SELECT value FROM meta WHERE key = 'queued'",
     /* A page: a range of seq below the cursor (?3) and above the first job
      * submitted since the asked time (?4), newest first; each filter an
@@ -137,6 +138,12 @@ static const char *const stmt_sql[ST_COUNT_] = {
     [ST_QUEUE_SCAN] =
         "SELECT " JOB_COLUMNS " FROM jobs WHERE state = 'queued' ORDER BY " QUEUE_ORDER
         " LIMIT ?1",
+    /* The queue without the jobs of owners at the running limit (?2): they
+     * could not start this pass whatever their place. */
+    [ST_QUEUE_SCAN_STARTABLE] =
+        "SELECT " JOB_COLUMNS " FROM jobs WHERE state = 'queued' AND owner NOT IN "
+        "(SELECT owner FROM jobs WHERE state IN ('starting', 'running') GROUP BY owner "
+        "HAVING COUNT(*) >= ?2) ORDER BY " QUEUE_ORDER " LIMIT ?1",
     [ST_ACTIVE] = "SELECT " JOB_COLUMNS " FROM jobs WHERE state IN ('starting', 'running') "
                   "ORDER BY seq",
     [ST_COUNTS] = "SELECT state, COUNT(*) FROM jobs GROUP BY state",
@@ -808,33 +815,6 @@ static long store_count_rel(store_conn *c, stmt_id id, const store_job *job, lon
     return n;
 }
 
-int store_queue_position(store *st, const store_job *job)
-{
-    if (job->state != JOB_QUEUED)
-        return 0;
-    /* COUNT walks every row it counts: count from the front up to a bound,
-     * and past it count from the back instead (total - behind). One read
-     * transaction keeps the three figures consistent. */
-    enum { NEAR_FRONT = 256 };
-    store_conn *c = store_acquire(st);
-    long pos = -1;
-    if (store_exec_sql(c, "BEGIN")) {
-        long ahead = store_count_rel(c, ST_QUEUE_AHEAD, job, NEAR_FRONT);
-        if (ahead >= 0 && ahead < NEAR_FRONT) {
-            pos = ahead + 1;
-        } else if (ahead >= 0) {
-            double total = 0;
-            long behind = store_count_rel(c, ST_QUEUE_BEHIND, job, 0);
-            if (behind >= 0 && store_query_double(c, ST_QUEUED_TOTAL, NULL, &total))
-                pos = (long)total - behind > 0 ? (long)total - behind : 0;
-        }
-        if (!store_exec_sql(c, "COMMIT"))
-            store_rollback(c);
-    }
-    store_release(st, c);
-    return (int)pos;
-}
-
 int store_owner_active(store *st, const char *owner)
 {
     store_conn *c = store_acquire(st);
@@ -913,36 +893,99 @@ static bool store_places_walk(store_conn *c, store_places *out)
     return true;
 }
 
-/* Fill the places of the page's queued jobs from st->places, walking the
- * queue again first when its generation (read in c's transaction) moved.
- * The lock is held across the walk, so concurrent pages wait for one walk
- * instead of each doing their own. */
+/* Bring st->places to generation gen, walking the queue in c's read
+ * transaction when it moved; places_lock held. The lock is held across the
+ * walk, so concurrent readers wait for one walk instead of each doing
+ * their own. */
+static bool store_places_current(store *st, store_conn *c, int64_t gen)
+{
+    if (st->places.gen == gen)
+        return true;
+    store_places fresh = {0};
+    if (!store_places_walk(c, &fresh))
+        return false;
+    free(st->places.v);
+    st->places = fresh;
+    st->places.gen = gen;
+    return true;
+}
+
+/* The place of the queued job `seq`; 0 when it is not in the queue. */
+static int store_places_find(const store_places *p, int64_t seq)
+{
+    store_place key = {seq, 0};
+    const store_place *hit = bsearch(&key, p->v, p->n, sizeof key, store_place_cmp);
+    return hit ? hit->place : 0;
+}
+
+/* Fill the places of the page's queued jobs from st->places (read in c's
+ * transaction, walked again if the queue's generation moved). */
 static bool store_page_places(store *st, store_conn *c, store_page *page)
 {
     double gen = -1;
     if (!store_query_double(c, ST_QUEUE_GEN, NULL, &gen))
         return false;
     pthread_mutex_lock(&st->places_lock);
-    bool ok = true;
-    if (st->places.gen != (int64_t)gen) {
-        store_places fresh = {0};
-        ok = store_places_walk(c, &fresh);
-        if (ok) {
-            free(st->places.v);
-            st->places = fresh;
-            st->places.gen = (int64_t)gen;
-        }
-    }
-    for (size_t i = 0; ok && i < page->n; i++) {
-        if (page->jobs[i].state != JOB_QUEUED)
-            continue;
-        store_place key = {page->jobs[i].seq, 0};
-        const store_place *hit =
-            bsearch(&key, st->places.v, st->places.n, sizeof key, store_place_cmp);
-        page->queue_position[i] = hit ? hit->place : 0;
-    }
+    bool ok = store_places_current(st, c, (int64_t)gen);
+    for (size_t i = 0; ok && i < page->n; i++)
+        if (page->jobs[i].state == JOB_QUEUED)
+            page->queue_position[i] = store_places_find(&st->places, page->jobs[i].seq);
     pthread_mutex_unlock(&st->places_lock);
     return ok;
+}
+
+/* A queued job's place while st->places is stale (c in a read transaction
+ * at queue generation gen): counted from the nearer end, each count bounded
+ * (COUNT walks every row it counts), as a new job is usually near the back
+ * and a starting one near the front; in the middle of a long queue, one
+ * walk of it, which later reads share until the queue changes. -1 on a
+ * store error. */
+static long store_position_counted(store *st, store_conn *c, const store_job *job, int64_t gen)
+{
+    enum { NEAR_END = 256 };
+    long ahead = store_count_rel(c, ST_QUEUE_AHEAD, job, NEAR_END);
+    if (ahead < 0)
+        return -1;
+    if (ahead < NEAR_END)
+        return ahead + 1;
+    long behind = store_count_rel(c, ST_QUEUE_BEHIND, job, NEAR_END);
+    if (behind < 0)
+        return -1;
+    if (behind < NEAR_END) {
+        double total = 0;
+        if (!store_query_double(c, ST_QUEUED_TOTAL, NULL, &total))
+            return -1;
+        return (long)total - behind > 0 ? (long)total - behind : 0;
+    }
+    pthread_mutex_lock(&st->places_lock);
+    long pos = store_places_current(st, c, gen) ? store_places_find(&st->places, job->seq) : -1;
+    pthread_mutex_unlock(&st->places_lock);
+    return pos;
+}
+
+int store_queue_position(store *st, const store_job *job)
+{
+    if (job->state != JOB_QUEUED)
+        return 0;
+    /* One read transaction keeps the figures consistent. */
+    store_conn *c = store_acquire(st);
+    long pos = -1;
+    double gen = -1;
+    if (store_exec_sql(c, "BEGIN")) {
+        if (store_query_double(c, ST_QUEUE_GEN, NULL, &gen)) {
+            pthread_mutex_lock(&st->places_lock);
+            bool current = st->places.gen == (int64_t)gen;
+            if (current)
+                pos = store_places_find(&st->places, job->seq);
+            pthread_mutex_unlock(&st->places_lock);
+            if (!current)
+                pos = store_position_counted(st, c, job, (int64_t)gen);
+        }
+        if (!store_exec_sql(c, "COMMIT"))
+            store_rollback(c);
+    }
+    store_release(st, c);
+    return (int)pos;
 }
 
 static bool store_page_active(store_conn *c, store_page *page)
@@ -1080,6 +1123,23 @@ store_status store_queue_scan(store *st, int limit, store_job_cb cb, void *arg)
     sqlite3_stmt *s = store_stmt(c, ST_QUEUE_SCAN);
     if (s) {
         sqlite3_bind_int(s, 1, limit);
+        rs = store_iterate(c, s, cb, arg);
+    }
+    store_release(st, c);
+    return rs;
+}
+
+store_status store_queue_scan_startable(store *st, int limit, int max_running,
+                                       store_job_cb cb, void *arg)
+{
+    if (max_running <= 0)
+        return store_queue_scan(st, limit, cb, arg);
+    store_conn *c = store_acquire(st);
+    store_status rs = STORE_ERROR;
+    sqlite3_stmt *s = store_stmt(c, ST_QUEUE_SCAN_STARTABLE);
+    if (s) {
+        sqlite3_bind_int(s, 1, limit);
+        sqlite3_bind_int(s, 2, max_running);
         rs = store_iterate(c, s, cb, arg);
     }
     store_release(st, c);

@@ -163,6 +163,12 @@ uint64_t store_writes(store *st);
 
 /* Queued jobs in run order, at most limit. */
 store_status store_queue_scan(store *st, int limit, store_job_cb cb, void *arg);
+/* The same without the jobs of owners who already have max_running jobs
+ * starting or running (<= 0: no limit), so the `limit` rows a scheduling
+ * pass reads are jobs that may start: behind a thousand jobs of users at
+ * their limit, another user's job would otherwise never be seen. */
+store_status store_queue_scan_startable(store *st, int limit, int max_running,
+                                        store_job_cb cb, void *arg);
 /* Jobs in starting or running. */
 store_status store_active_jobs(store *st, store_job_cb cb, void *arg);
 /* Number of jobs per state. */

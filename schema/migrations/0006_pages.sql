@@ -4,6 +4,13 @@
 -- they follow seq. `jobs_finished` lets retention find finished jobs older
 -- than its horizon without reading the jobs that are not.
 CREATE INDEX jobs_submitted ON jobs (submitted_at);
+
+-- The run-order index also carries the owner, so a scheduling pass that
+-- leaves out the jobs of users at their running limit reads the owner from
+-- the index and fetches only the rows it keeps (with 19,000 queued jobs of
+-- users all at their limit, a pass took 11 ms reading every row).
+DROP INDEX jobs_run_order;
+CREATE INDEX jobs_run_order ON jobs (state, priority DESC, vstart, seq, owner);
 CREATE INDEX jobs_finished ON jobs (finished_at) WHERE finished_at IS NOT NULL;
 
 -- 'queue_gen' changes with every change to the queue's run order (a job

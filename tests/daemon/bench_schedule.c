@@ -3,8 +3,9 @@
  *
  * A pass is what monitor.c's monitor_schedule() asks of the store and the
  * scheduler on every tick that has free slots: the active jobs
- * (store_active_jobs), the head of the queue in run order (store_queue_scan,
- * 1000 rows, as monitor.c reads it) and sched_pick() over them with the
+ * (store_active_jobs), the head of the queue in run order without the jobs
+ * of users at their running limit (store_queue_scan_startable, 1000 rows,
+ * as monitor.c reads it) and sched_pick() over them with the
  * hosts' free slots and the per-user running limit. Starting the picked
  * jobs is left out (it forks), so the store is only read and the pass can
  * be repeated on the same data.
@@ -45,7 +46,8 @@ static bool bench_pass(store *st, int slots, int max_running, size_t *n_queue, s
 {
     job_list active = {0}, queue = {0};
     bool ok = store_active_jobs(st, monitor_collect, &active) == STORE_OK &&
-              store_queue_scan(st, 1000, monitor_collect, &queue) == STORE_OK &&
+              store_queue_scan_startable(st, 1000, max_running, monitor_collect, &queue) ==
+                  STORE_OK &&
               !active.short_of_memory && !queue.short_of_memory;
     size_t *picked = calloc(queue.n + 1, sizeof *picked);
     placement *allocs = calloc(queue.n + 1, sizeof *allocs);

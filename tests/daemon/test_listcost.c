@@ -260,6 +260,7 @@ static void test_queries_use_indexes(void **state)
     assert_int_equal(get(f, path, "root-secret"), 200);
     assert_int_equal(get(f, "/api/v1/jobs?limit=10&user=bob&state=queued", "root-secret"), 200);
     assert_int_equal(store_queue_scan(f->d.st, 1000, ignore_job, NULL), STORE_OK);
+    assert_int_equal(store_queue_scan_startable(f->d.st, 1000, 1, ignore_job, NULL), STORE_OK);
     store_fault_sim(NULL, NULL);
     assert_true(seen.n >= 8);
 

@@ -321,9 +321,9 @@ static void test_refuses_newer_schema(void **state)
     assert_non_null(f->st);
 }
 
-/* Far from the front, positions come from the queued counter minus the jobs
- * behind: they must agree with the scan order everywhere, and the counter
- * must follow cancels, starts and deletes. */
+/* Far from the front, positions come from one walk of the queue, reused
+ * until the queue changes: they must agree with the scan order everywhere,
+ * and follow cancels, starts and deletes. */
 static bool collect_seq(const store_job *job, void *arg)
 {
     int64_t *seqs = arg;
