@@ -195,7 +195,7 @@ http_server *http_start(daemon_ctx *d, int listen_fd, char *err, size_t errlen)
     s->d = d;
     s->listen_fd = listen_fd;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
-                     MHD_USE_ERROR_LOG;
+                     MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME; /* event streams park */
     s->mhd = MHD_start_daemon(
         flags, 0, NULL, NULL, http_access, s,
         MHD_OPTION_EXTERNAL_LOGGER, http_mhd_log, s,

@@ -24,6 +24,8 @@ typedef enum metrics_route {
     ROUTE_SEED_CANCEL,
     ROUTE_SEED_DESTROY,
     ROUTE_CLUSTER,
+    ROUTE_UI,
+    ROUTE_EVENT_STREAM,
     ROUTE_OTHER,
     ROUTE_COUNT
 } metrics_route;

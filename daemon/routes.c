@@ -4,6 +4,9 @@
  * those steps or can forget one. */
 #include "routes.h"
 
+#include "events.h"
+#include "ui.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -59,6 +62,11 @@ static const routes_entry routes_table[] = {
      ROUTE_SEED_DESTROY},
     {"POST", "/api/destroy", api_seed_destroy, ROUTES_CALLER, ROUTES_CURRENT_JOB,
      ROUTE_SEED_DESTROY},
+    {"GET", "/api/v1/events", events_stream, ROUTES_CALLER, ROUTES_NO_JOB, ROUTE_EVENT_STREAM},
+    {"GET", "/", ui_serve, ROUTES_PUBLIC, ROUTES_NO_JOB, ROUTE_UI},
+    {"GET", "/ui/", ui_serve, ROUTES_PUBLIC, ROUTES_NO_JOB, ROUTE_UI},
+    {"GET", "/ui/app.js", ui_serve, ROUTES_PUBLIC, ROUTES_NO_JOB, ROUTE_UI},
+    {"GET", "/ui/app.css", ui_serve, ROUTES_PUBLIC, ROUTES_NO_JOB, ROUTE_UI},
 };
 #define ROUTES_COUNT (sizeof routes_table / sizeof routes_table[0])
 
