@@ -252,13 +252,15 @@ static bool events_collect_state(const store_feed_event *e, void *arg)
     return events_batch_add(arg, e->id, e->owner, text, len);
 }
 
-/* Each message to every subscriber who may see it and has not had it. */
+/* Each message to every subscriber who may see it and has not had it (a
+ * state event at or before s->after came with its hello or replay; progress
+ * has no id and always goes). */
 static void events_fan_out(const events_batch *b)
 {
     pthread_mutex_lock(&hub.lock);
     for (events_sub *s = hub.subs; s; s = s->next)
         for (size_t i = 0; i < b->n; i++)
-            if (b->v[i].id > s->after && events_visible(s, b->v[i].owner))
+            if ((b->v[i].id == 0 || b->v[i].id > s->after) && events_visible(s, b->v[i].owner))
                 events_push(s, b->v[i].text, b->v[i].len);
     pthread_mutex_unlock(&hub.lock);
 }
@@ -361,13 +363,17 @@ static void events_tick_progress(void)
         if (!rundir_path(dir, sizeof dir, hub.d->cfg.data_dir, a->id, NULL))
             continue;
         rundir_read_progress(dir, &p);
-        char *text = p.progress ? json_dumps(p.progress, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        /* Nothing written yet is no news. */
+        char *text = json_object_size(p.progress)
+                         ? json_dumps(p.progress, JSON_COMPACT | JSON_SORT_KEYS)
+                         : NULL;
         const char *before = text ? events_seen_text(a->id) : NULL;
         if (text && (!before || strcmp(before, text) != 0)) {
             json_t *body = json_pack("{s:s, s:s, s:s, s:O}", "job", a->id, "owner", a->owner,
                                      "state", job_state_name(a->state), "progress", p.progress);
             size_t len = 0;
-            events_batch_add(&b, 0, a->owner, events_format(0, "progress", body, &len), len);
+            char *msg = events_format(0, "progress", body, &len);
+            events_batch_add(&b, 0, a->owner, msg, len);
         }
         rundir_progress_clear(&p);
         if (!text)

@@ -10,7 +10,7 @@ static const char *const route_names[ROUTE_COUNT] = {
     "DELETE /api/v1/jobs/{id}", "/api/v1/jobs/{id}/history", "/api/v1/jobs/{id}/weights",
     "/api/v1/jobs/{id}/logs", "/api/v1/jobs/{id}/events", "/api/submit", "/api/state",
     "/api/cancel", "/api/destroy", "/api/v1/cluster", "/ (dashboard)", "/api/v1/events",
-    "other",
+    "/api/v1/jobs/{id}/spec", "other",
 };
 
 const char *metrics_route_name(metrics_route r)

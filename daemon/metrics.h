@@ -26,6 +26,7 @@ typedef enum metrics_route {
     ROUTE_CLUSTER,
     ROUTE_UI,
     ROUTE_EVENT_STREAM,
+    ROUTE_JOB_SPEC,
     ROUTE_OTHER,
     ROUTE_COUNT
 } metrics_route;

@@ -62,6 +62,8 @@ static const routes_entry routes_table[] = {
      ROUTE_SEED_DESTROY},
     {"POST", "/api/destroy", api_seed_destroy, ROUTES_CALLER, ROUTES_CURRENT_JOB,
      ROUTE_SEED_DESTROY},
+    {"GET", "/api/v1/jobs/{id}/spec", api_job_spec, ROUTES_CALLER, ROUTES_PATH_JOB,
+     ROUTE_JOB_SPEC},
     {"GET", "/api/v1/events", events_stream, ROUTES_CALLER, ROUTES_NO_JOB, ROUTE_EVENT_STREAM},
     {"GET", "/", ui_serve, ROUTES_PUBLIC, ROUTES_NO_JOB, ROUTE_UI},
     {"GET", "/ui/", ui_serve, ROUTES_PUBLIC, ROUTES_NO_JOB, ROUTE_UI},

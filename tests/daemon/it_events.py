@@ -1,6 +1,7 @@
 """it_events.py — GET /api/v1/events (server-sent events) against a real
 punchcardd with a stand-in engine: each user's stream carries every state
-change of that user's jobs, in order, and nothing of another user's; the
+change of that user's jobs, in order, and their progress, and nothing of
+another user's; the
 admin's carries everyone's; a reconnect with Last-Event-ID is replayed what
 it missed; no secret, no stream; and 1,000 idle streams leave /healthz, a
 submit and a new stream answering (the daemon's RSS with them is printed)."""
@@ -58,11 +59,23 @@ class Stream:
         with self.lock:
             return [(e[2]["job"], e[2]["from"], e[2]["to"]) for e in self.events if e[1] == "state"]
 
+    def progress(self, jid):
+        with self.lock:
+            return [e[2] for e in self.events if e[1] == "progress" and e[2]["job"] == jid]
+
     def state_ids(self):
         with self.lock:
             return [int(e[0]) for e in self.events if e[1] == "state"]
 
     def close(self):
+        # shutdown first: it wakes the reader thread's recv, which would
+        # otherwise hold the response's buffer (and close) until the next
+        # keepalive.
+        if self.conn.sock:
+            try:
+                self.conn.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
         self.conn.close()
 
 
@@ -107,6 +120,13 @@ def own_jobs(d):
     for jid, user in ((a1, "alice"), (b1, "bob"), (a2, "alice")):
         punchtest.wait_file(os.path.join(d.run_dir(jid), "gpus.0"))
     mid = alice.state_ids()
+    # The stand-in writes no progress; a line written for it is streamed.
+    with open(os.path.join(d.run_dir(a1), "progress.jsonl"), "a") as f:
+        f.write(json.dumps({"event": "epoch", "time": time.time(), "epoch": 1, "epochs": 2,
+                            "loss": 0.5}) + "\n")
+    for s in (alice, root):
+        punchtest.wait_for(lambda: any(e["progress"].get("loss") == 0.5 for e in s.progress(a1)),
+                           lambda _: "a1's progress (got %s)" % s.progress(a1), timeout=20)
     d.release(a1)
     d.release(b1)
     check(d.req("DELETE", "/api/v1/jobs/" + a2, "alice").status_code == 200, "cancel a2")
@@ -127,6 +147,7 @@ def own_jobs(d):
         check(per_job(root.states(), jid) == per_job(want_a, jid), "root's view of " + jid)
     check(bob.states() == want_b, "bob's stream: %s" % bob.states())
     check(not any(s[0] == b1 for s in alice.states()), "alice sees none of bob's")
+    check(not bob.progress(a1), "bob sees none of alice's progress")
     check(per_job(root.states(), b1) == want_b, "root sees bob's")
     ids = alice.state_ids()
     check(ids == sorted(ids) and len(set(ids)) == len(ids), "ids ascend: %s" % ids)
