@@ -107,7 +107,7 @@ static void events_push(events_sub *s, const char *text, size_t n)
         events_resume(s);
         return;
     }
-    if (s->len + n > s->cap) {
+    if (s->len + n > s->cap && s->off > 0) {
         memmove(s->buf, s->buf + s->off, s->len - s->off);
         s->len -= s->off;
         s->off = 0;

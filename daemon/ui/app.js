@@ -376,7 +376,8 @@
     for (let i = 0; i < n; i++) {
       const text = 'epoch ' + (i + 1) + ': ' + series.map(([label, v]) =>
         label + ' ' + (typeof v[i] === 'number' ? fmtNum(v[i], 4) : '–')).join(', ');
-      const r = sv('rect', { class: 'hover', x: x(i) - band / 2, y: T, width: band, height: H - T - B,
+      const x0 = Math.max(L, x(i) - band / 2), x1 = Math.min(W - R, x(i) + band / 2);
+      const r = sv('rect', { class: 'hover', x: x0, y: T, width: x1 - x0, height: H - T - B,
                              tabindex: '0', 'aria-label': name + ' ' + text });
       r.append(sv('title', {}, text));
       const on = () => { readout.textContent = text; };
