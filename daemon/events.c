@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "log.h"
@@ -31,10 +32,12 @@ typedef struct events_sub {
     struct events_sub *prev, *next;
 } events_sub;
 
-/* The last progress text sent for an active job (the producer's own). */
+/* The last progress text sent for an active job, and the size of its
+ * progress.jsonl then (the producer's own). */
 typedef struct events_seen {
     char id[STORE_ID_LEN + 1];
     char *text;
+    off_t size;
 } events_seen;
 
 /* A message built outside the lock, fanned out under it. */
@@ -323,11 +326,11 @@ static bool events_anyone_sees(const char *owner)
     return any;
 }
 
-static const char *events_seen_text(const char *id)
+static events_seen *events_seen_find(const char *id)
 {
     for (size_t i = 0; i < hub.n_seen; i++)
         if (strcmp(hub.seen[i].id, id) == 0)
-            return hub.seen[i].text;
+            return &hub.seen[i];
     return NULL;
 }
 
@@ -358,16 +361,29 @@ static void events_tick_progress(void)
         const events_active *a = &act.v[i];
         if (a->state != JOB_RUNNING || !events_anyone_sees(a->owner))
             continue;
-        char dir[4096];
-        rundir_progress p = {0};
+        char dir[4096], file[4160];
         if (!rundir_path(dir, sizeof dir, hub.d->cfg.data_dir, a->id, NULL))
             continue;
+        /* progress.jsonl only grows: the same size is the same progress, and
+         * a tick costs one stat per running job. */
+        snprintf(file, sizeof file, "%s/progress.jsonl", dir);
+        struct stat st;
+        if (stat(file, &st) != 0)
+            continue;
+        events_seen *old = events_seen_find(a->id);
+        if (old && old->size == st.st_size) {
+            seen[n_seen] = *old;
+            old->text = NULL; /* moved */
+            n_seen++;
+            continue;
+        }
+        rundir_progress p = {0};
         rundir_read_progress(dir, &p);
         /* Nothing written yet is no news. */
         char *text = json_object_size(p.progress)
                          ? json_dumps(p.progress, JSON_COMPACT | JSON_SORT_KEYS)
                          : NULL;
-        const char *before = text ? events_seen_text(a->id) : NULL;
+        const char *before = old ? old->text : NULL;
         if (text && (!before || strcmp(before, text) != 0)) {
             json_t *body = json_pack("{s:s, s:s, s:s, s:O}", "job", a->id, "owner", a->owner,
                                      "state", job_state_name(a->state), "progress", p.progress);
@@ -379,6 +395,7 @@ static void events_tick_progress(void)
         if (!text)
             continue;
         snprintf(seen[n_seen].id, sizeof seen[n_seen].id, "%s", a->id);
+        seen[n_seen].size = st.st_size;
         seen[n_seen++].text = text;
     }
     free(act.v);

@@ -31,8 +31,9 @@
 /* Start the producer thread for d (one per process). false with *err. */
 bool events_start(daemon_ctx *d, char *err, size_t errlen);
 
-/* End every open stream (each gets its end of stream), then the producer.
- * Call before http_stop: libmicrohttpd refuses to stop with suspended
+/* End every open stream (each is resumed to send what it has and its end
+ * of stream; http_stop closes any it has not reached), then the producer.
+ * Call before http_stop: libmicrohttpd aborts when stopped with suspended
  * connections. Safe when events_start never ran. */
 void events_stop(void);
 

@@ -1,10 +1,10 @@
 """it_events.py — GET /api/v1/events (server-sent events) against a real
 punchcardd with a stand-in engine: each user's stream carries every state
 change of that user's jobs, in order, and their progress, and nothing of
-another user's; the
-admin's carries everyone's; a reconnect with Last-Event-ID is replayed what
+another user's; the admin's carries everyone's; a reconnect with Last-Event-ID is replayed what
 it missed; no secret, no stream; and 1,000 idle streams leave /healthz, a
-submit and a new stream answering (the daemon's RSS with them is printed)."""
+submit and a job's events still go through, and SIGTERM ends them all and
+exits 0 (the daemon's RSS with them is printed)."""
 import http.client
 import json
 import os
@@ -218,6 +218,20 @@ def many_streams(d):
                 check(jid.encode() not in buf, "bob's stream %d saw alice's job" % i)
         print("%d streams: punchcardd RSS %d KiB -> %d KiB (%.1f KiB per stream)" % (
             STREAMS, rss0, rss1, (rss1 - rss0) / STREAMS), flush=True)
+        # SIGTERM with every stream open: each is ended (its last chunk, or
+        # closed), and the daemon exits 0 (libmicrohttpd aborts on a
+        # connection left suspended).
+        d.stop()
+        ended = 0
+        for s in socks:
+            s.settimeout(10)
+            try:
+                while s.recv(65536):
+                    pass
+                ended += 1
+            except ConnectionResetError:
+                ended += 1
+        check(ended == STREAMS, "%d of %d streams ended at the shutdown" % (ended, STREAMS))
     finally:
         for s in socks:
             s.close()
