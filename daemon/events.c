@@ -26,7 +26,8 @@ typedef struct events_sub {
     int64_t after;      /* state events up to this id were replayed or predate it */
     char *buf;          /* unsent text: buf[off..len) */
     size_t off, len, cap;
-    bool suspended;     /* parked in libmicrohttpd until there is text */
+    bool suspended;     /* parked in libmicrohttpd; true until the reader runs
+                           again, so every push until then repeats the resume */
     bool cut;           /* over EVENTS_BUFFER_MAX or out of memory: ends with an error */
     bool linked;
     struct events_sub *prev, *next;
@@ -90,10 +91,8 @@ static bool events_visible(const events_sub *s, const char *owner)
 
 static void events_resume(events_sub *s)
 {
-    if (s->suspended) {
-        s->suspended = false;
+    if (s->suspended)
         MHD_resume_connection(s->conn);
-    }
 }
 
 /* Queue text for s and resume its connection. */
@@ -158,6 +157,7 @@ static ssize_t events_read(void *cls, uint64_t pos, char *buf, size_t max)
     events_sub *s = cls;
     ssize_t n;
     pthread_mutex_lock(&hub.lock);
+    s->suspended = false;
     if (s->cut) {
         n = MHD_CONTENT_READER_END_WITH_ERROR;
     } else if (s->len > s->off) {

@@ -119,6 +119,9 @@ def own_jobs(d):
     a2 = d.submit_id("alice", job_like(QUICK_JOB, name="a2"))
     for jid, user in ((a1, "alice"), (b1, "bob"), (a2, "alice")):
         punchtest.wait_file(os.path.join(d.run_dir(jid), "gpus.0"))
+    punchtest.wait_for(lambda: {(a1, "starting", "running"), (a2, "starting", "running")} <=
+                       set(alice.states()), lambda _: "a1 and a2 running on alice's stream: %s"
+                       % alice.states(), timeout=20)
     mid = alice.state_ids()
     # The stand-in writes no progress; a line written for it is streamed.
     with open(os.path.join(d.run_dir(a1), "progress.jsonl"), "a") as f:
