@@ -380,3 +380,18 @@ enum MHD_Result api_job_events(api_request *r)
     }
     return api_reply_json(r, MHD_HTTP_OK, json_pack("{s:o}", "events", events));
 }
+
+enum MHD_Result api_job_spec(api_request *r)
+{
+    char *spec = NULL;
+    if (store_job_spec(r->d->st, r->job->id, &spec) != STORE_OK)
+        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "store error");
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(spec), spec, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(spec);
+        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    return api_reply_response(r, MHD_HTTP_OK, resp);
+}

@@ -321,7 +321,7 @@ http_server *http_start(daemon_ctx *d, int listen_fd, char *err, size_t errlen)
         return NULL;
     }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
-                     MHD_USE_ERROR_LOG;
+                     MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME; /* event streams park */
     struct MHD_OptionItem tls_opts[HTTPTLS_MAX_OPTIONS + 1];
     size_t n_tls = s->tls ? httptls_options(s->tls, tls_opts) : 0;
     tls_opts[n_tls] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};

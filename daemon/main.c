@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "events.h"
 #include "http.h"
 #include "log.h"
 #include "memest.h"
@@ -411,6 +412,8 @@ int main(int argc, char **argv)
         close(fd);
         goto fail;
     }
+    if (!events_start(&d, err, sizeof err))
+        goto fail;
     const char *colon = strrchr(d.cfg.listen, ':');
     int host_len = colon ? (int)(colon - d.cfg.listen) : (int)strlen(d.cfg.listen);
     log_info("punchcardd %s listening on %.*s:%d (port %d); data %s; %d slots; %d GPUs; "
@@ -424,6 +427,7 @@ fail:
     fprintf(stderr, "punchcardd: %s\n", err);
     log_error("not starting: %s", err);
 out:
+    events_stop();
     http_stop(http);
     monitor_cleanup();
     pagecache_free(d.pages);

@@ -13,7 +13,8 @@ static const char *const route_names[ROUTE_COUNT] = {
     "GET /api/v1/datasets/{name}", "PUT /api/v1/datasets/{name}",
     "DELETE /api/v1/datasets/{name}", "/api/v1/jobs/{id}/files",
     "/api/v1/jobs/{id}/files/{path}", "POST /api/v1/jobs/{id}/resume",
-    "POST /api/v1/jobs/{id}/predict", "other",
+    "POST /api/v1/jobs/{id}/predict", "/ (dashboard)", "/api/v1/events",
+    "/api/v1/jobs/{id}/spec", "other",
 };
 
 const char *metrics_route_name(metrics_route r)

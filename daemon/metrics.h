@@ -32,6 +32,9 @@ typedef enum metrics_route {
     ROUTE_JOB_FILE,
     ROUTE_JOB_RESUME,
     ROUTE_JOB_PREDICT,
+    ROUTE_UI,
+    ROUTE_EVENT_STREAM,
+    ROUTE_JOB_SPEC,
     ROUTE_OTHER,
     ROUTE_COUNT
 } metrics_route;

@@ -4,6 +4,9 @@
  * those steps or can forget one. */
 #include "routes.h"
 
+#include "events.h"
+#include "ui.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -75,6 +78,13 @@ static const routes_entry routes_table[] = {
      ROUTE_DATASET_PUT},
     {"DELETE", "/api/v1/datasets/{name}", api_dataset_delete, ROUTES_CALLER, ROUTES_NO_JOB,
      ROUTE_DATASET_DELETE},
+    {"GET", "/api/v1/jobs/{id}/spec", api_job_spec, ROUTES_CALLER, ROUTES_PATH_JOB,
+     ROUTE_JOB_SPEC},
+    {"GET", "/api/v1/events", events_stream, ROUTES_CALLER, ROUTES_NO_JOB, ROUTE_EVENT_STREAM},
+    {"GET", "/", ui_serve, ROUTES_PUBLIC, ROUTES_NO_JOB, ROUTE_UI},
+    {"GET", "/ui/", ui_serve, ROUTES_PUBLIC, ROUTES_NO_JOB, ROUTE_UI},
+    {"GET", "/ui/app.js", ui_serve, ROUTES_PUBLIC, ROUTES_NO_JOB, ROUTE_UI},
+    {"GET", "/ui/app.css", ui_serve, ROUTES_PUBLIC, ROUTES_NO_JOB, ROUTE_UI},
 };
 #define ROUTES_COUNT (sizeof routes_table / sizeof routes_table[0])
 

@@ -81,6 +81,8 @@ typedef enum stmt_id {
     ST_DELETE_JOB,
     ST_DELETE_EVENTS,
     ST_EVENTS,
+    ST_EVENTS_SINCE,
+    ST_EVENTS_LAST,
     ST_COUNT_
 } stmt_id;
 
@@ -183,6 +185,12 @@ static const char *const stmt_sql[ST_COUNT_] = {
     [ST_DELETE_EVENTS] = "DELETE FROM events WHERE job_id = ?1",
     [ST_EVENTS] = "SELECT at, from_state, to_state, detail FROM events WHERE job_id = ?1 "
                   "ORDER BY id",
+    /* Every job's events after ?1 (the events' primary key), with the
+     * owner; a deleted job's events are gone with it. */
+    [ST_EVENTS_SINCE] = "SELECT e.id, e.job_id, j.owner, e.at, e.from_state, e.to_state, e.detail "
+                        "FROM events e JOIN jobs j ON j.id = e.job_id WHERE e.id > ?1 "
+                        "ORDER BY e.id LIMIT ?2",
+    [ST_EVENTS_LAST] = "SELECT coalesce(max(id), 0) FROM events",
 };
 
 typedef struct store_conn {
@@ -1195,6 +1203,53 @@ store_status store_job_events(store *st, const char *id, store_event_cb cb, void
             }
         }
         rs = store_log_rc(c, rc, "listing events") ? STORE_OK : STORE_ERROR;
+        store_done(s);
+    }
+    store_release(st, c);
+    return rs;
+}
+
+store_status store_events_since(store *st, int64_t after, int limit, store_feed_cb cb, void *arg)
+{
+    store_conn *c = store_acquire(st);
+    store_status rs = STORE_ERROR;
+    sqlite3_stmt *s = store_stmt(c, ST_EVENTS_SINCE);
+    if (s) {
+        sqlite3_bind_int64(s, 1, after);
+        sqlite3_bind_int(s, 2, limit);
+        int rc;
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+            store_feed_event e = {
+                .id = sqlite3_column_int64(s, 0),
+                .job_id = (const char *)sqlite3_column_text(s, 1),
+                .owner = (const char *)sqlite3_column_text(s, 2),
+                .at = sqlite3_column_double(s, 3),
+                .from = (const char *)sqlite3_column_text(s, 4),
+                .to = (const char *)sqlite3_column_text(s, 5),
+                .detail = (const char *)sqlite3_column_text(s, 6),
+            };
+            if (!cb(&e, arg)) {
+                rc = SQLITE_DONE;
+                break;
+            }
+        }
+        rs = store_log_rc(c, rc, "reading the event feed") ? STORE_OK : STORE_ERROR;
+        store_done(s);
+    }
+    store_release(st, c);
+    return rs;
+}
+
+store_status store_events_last(store *st, int64_t *id)
+{
+    store_conn *c = store_acquire(st);
+    store_status rs = STORE_ERROR;
+    sqlite3_stmt *s = store_stmt(c, ST_EVENTS_LAST);
+    if (s) {
+        int rc = sqlite3_step(s);
+        if (rc == SQLITE_ROW)
+            *id = sqlite3_column_int64(s, 0);
+        rs = store_log_rc(c, rc, "reading the last event id") ? STORE_OK : STORE_ERROR;
         store_done(s);
     }
     store_release(st, c);

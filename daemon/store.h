@@ -270,6 +270,20 @@ long long store_dataset_usage(store *st, const char *owner);
 store_status store_job_resume(store *st, const char *id, int max_queued, const char *detail,
                               double now);
 
+/* The event feed (GET /api/v1/events): every job's events after the event
+ * id `after`, oldest first, at most limit. Ids ascend with time and are
+ * never reused. Strings are valid only during the call. */
+typedef struct store_feed_event {
+    int64_t id;
+    const char *job_id, *owner;
+    double at;
+    const char *from, *to, *detail; /* from and detail may be NULL */
+} store_feed_event;
+typedef bool (*store_feed_cb)(const store_feed_event *e, void *arg);
+store_status store_events_since(store *st, int64_t after, int limit, store_feed_cb cb, void *arg);
+/* The newest event's id (0 when there is none). */
+store_status store_events_last(store *st, int64_t *id);
+
 /* Fault simulation for tests, in the manner of SQLite's sqlite3FaultSim:
  * while fn is set, it is called (from any thread) before each SQL statement
  * the store is about to run, with that statement's text; when it returns

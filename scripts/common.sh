@@ -5,7 +5,8 @@ PUNCH_PACKAGES="gcc libc6-dev meson ninja-build pkg-config libmicrohttpd-dev lib
 libcurl4-openssl-dev libsqlite3-dev libopenmpi-dev openmpi-bin libopenblas-dev libdnnl-dev libcmocka-dev
 zlib1g-dev dataset-fashion-mnist python3 python3-numpy python3-requests python3-jsonschema curl procps
 iproute2 groff-base systemd slurmctld slurmd slurm-client munge
-libgnutls28-dev openssl"
+libgnutls28-dev openssl
+chromium chromium-driver python3-selenium"
 
 say() { printf '==> %s\n' "$*" >&2; }
 

@@ -186,6 +186,10 @@ def openapi_routes(d, jid):
             if method not in ops or route == "/api/destroy":
                 continue
             url = route.replace("{id}", jid)
+            if route == "/api/v1/events":  # a stream that never ends: its status only
+                with d.req("GET", url, "alice", stream=True) as r:
+                    check(r.status_code == 200, "GET %s: %d" % (url, r.status_code))
+                continue
             r = d.req(method.upper(), url, "alice", body="{}" if method == "post" else None)
             check(r.status_code != 405 and "no such route" not in r.text,
                   "%s %s: %d %s" % (method, url, r.status_code, r.text[:100]))

@@ -337,7 +337,7 @@ static void test_routes_refusals(void **state)
     fixture *f = *state;
     char id[STORE_ID_LEN + 1], path[96];
     submit(f, "alice-secret", id);
-    const char *unknown[] = {"/", "/api/v1", "/api/v1/jobs/", "/api/v1/jobs/0123",
+    const char *unknown[] = {"/index.html", "/api/v1", "/api/v1/jobs/", "/api/v1/jobs/0123",
                              "/api/v1/jobs/0123456789AB", "/api/v1/jobs/%s/", "/api/v1/jobs/%s/x",
                              "/api/v1/jobs/%s/logs/more", "/healthz/"};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {

@@ -1,0 +1,636 @@
+/* app.js — punchcardd's dashboard. Everything on the page comes from the
+ * public REST API (schema/openapi.yaml) with the user's secret as a bearer
+ * token; the secret lives in sessionStorage only. Live updates arrive over
+ * GET /api/v1/events (read with fetch, since EventSource cannot send an
+ * Authorization header), with polling while the stream is down. */
+'use strict';
+
+(function () {
+  const KEY = 'punchcard.secret';
+  const $ = (id) => document.getElementById(id);
+  const S = { secret: sessionStorage.getItem(KEY), admin: false, view: null, jobId: null,
+              jobs: new Map(), stream: null, lastEventId: null, pollTimer: null,
+              logOffset: 0, logTimer: null, historyEpoch: -1 };
+
+  /* ---- helpers ---------------------------------------------------------- */
+
+  function el(tag, attrs, ...kids) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k === 'text') e.textContent = v;
+      else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+      else e.setAttribute(k, v === true ? '' : v);
+    }
+    for (const k of kids) e.append(k);
+    return e;
+  }
+  const SVG = 'http://www.w3.org/2000/svg';
+  function sv(tag, attrs, text) {
+    const e = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+  function fmtTime(t) {
+    if (t === null || t === undefined) return '';
+    const d = new Date(t * 1000);
+    return d.toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit',
+                                         minute: '2-digit', second: '2-digit' });
+  }
+  function fmtNum(x, digits) {
+    if (typeof x !== 'number' || !isFinite(x)) return '';
+    return Math.abs(x) >= 1000 ? Math.round(x).toLocaleString() : x.toFixed(digits);
+  }
+  function fmtDur(s) {
+    if (typeof s !== 'number' || !isFinite(s)) return '';
+    s = Math.round(s);
+    if (s < 60) return s + ' s';
+    if (s < 3600) return Math.floor(s / 60) + ' min ' + (s % 60) + ' s';
+    return Math.floor(s / 3600) + ' h ' + Math.floor((s % 3600) / 60) + ' min';
+  }
+
+  class ApiError extends Error {
+    constructor(status, body) {
+      super((body && body.error) || ('HTTP ' + status));
+      this.status = status;
+      this.field = body && body.field;
+    }
+  }
+
+  async function api(path, opts) {
+    opts = opts || {};
+    const headers = Object.assign({ Authorization: 'Bearer ' + S.secret }, opts.headers || {});
+    const r = await fetch(path, { method: opts.method || 'GET', headers, body: opts.body,
+                                  cache: 'no-store' });
+    if (r.status === 401 && !opts.signingIn) { signOut('Your secret was not accepted; sign in again.'); }
+    if (opts.raw) {
+      if (!r.ok) throw new ApiError(r.status, await r.json().catch(() => null));
+      return r;
+    }
+    const body = await r.json().catch(() => null);
+    if (!r.ok) throw new ApiError(r.status, body);
+    return body;
+  }
+
+  /* ---- sign in / out ---------------------------------------------------- */
+
+  async function signIn(secret) {
+    S.secret = secret;
+    try {
+      await api('/api/v1/jobs?state=running', { signingIn: true });
+    } catch (e) {
+      S.secret = null;
+      throw e;
+    }
+    sessionStorage.setItem(KEY, secret);
+    try {
+      await api('/api/v1/cluster', { signingIn: true });
+      S.admin = true;
+    } catch (e) {
+      S.admin = false;
+    }
+    $('nav').hidden = false;
+    $('signout').hidden = false;
+    $('nav-cluster').hidden = !S.admin;
+    $('who').textContent = S.admin ? 'signed in (admin)' : 'signed in';
+    startStream();
+    route();
+  }
+
+  function signOut(message) {
+    sessionStorage.removeItem(KEY);
+    S.secret = null;
+    S.admin = false;
+    stopStream();
+    stopLog();
+    S.jobs.clear();
+    $('nav').hidden = true;
+    $('signout').hidden = true;
+    $('who').textContent = '';
+    $('live').textContent = '';
+    $('secret').value = '';
+    $('signin-error').textContent = message || '';
+    location.hash = '#/';
+    show('signin');
+  }
+
+  /* ---- views ------------------------------------------------------------ */
+
+  function show(name) {
+    for (const v of ['signin', 'jobs', 'job', 'submit', 'cluster'])
+      $('view-' + v).hidden = v !== name;
+    S.view = name;
+  }
+
+  function route() {
+    if (!S.secret) { show('signin'); $('secret').focus(); return; }
+    stopLog();
+    const h = location.hash.replace(/^#/, '') || '/';
+    const m = h.match(/^\/job\/([0-9a-f]{12})$/);
+    if (m) { S.jobId = m[1]; show('job'); loadJob(true); return; }
+    S.jobId = null;
+    if (h === '/submit') { show('submit'); return; }
+    if (h === '/cluster' && S.admin) { show('cluster'); loadCluster(); return; }
+    show('jobs');
+    loadJobs();
+  }
+
+  /* ---- the jobs list ---------------------------------------------------- */
+
+  function progressCell(j) {
+    const p = j.progress || {};
+    const td = el('td', { class: 'progress' });
+    if (!p.epochs) return td;
+    let frac = (p.epoch || 0) / p.epochs;
+    let label = 'epoch ' + (p.epoch || 0) + '/' + p.epochs;
+    if (p.event === 'step' && p.steps) {
+      frac = ((p.epoch - 1) + p.step / p.steps) / p.epochs;
+      label = 'epoch ' + p.epoch + '/' + p.epochs + ', step ' + p.step + '/' + p.steps;
+    }
+    if (j.state === 'succeeded') frac = 1;
+    const bar = el('span', { class: 'bar', role: 'progressbar', 'aria-valuemin': '0',
+                             'aria-valuemax': '100',
+                             'aria-valuenow': String(Math.round(frac * 100)) },
+                   el('span'));
+    bar.firstChild.style.width = Math.min(100, Math.max(0, frac * 100)) + '%';
+    td.append(bar, el('span', { class: 'progress-label', text: label }));
+    return td;
+  }
+
+  function jobRow(j) {
+    const p = j.progress || {};
+    const acc = p.accuracy !== undefined ? p.accuracy : p.val_accuracy;
+    const tr = el('tr', { 'data-job': j.id },
+      el('td', {}, el('a', { href: '#/job/' + j.id, text: j.name + ' (' + j.id + ')' })),
+      el('td', { class: 'owner-col', hidden: !S.admin, text: j.owner }),
+      el('td', { class: 'state state-' + j.state, text: j.state +
+                 (j.state === 'queued' && j.queue_position ? ' #' + j.queue_position : '') }),
+      el('td', { text: j.trainer + (j.workers > 1 ? ' x' + j.workers : '') }),
+      progressCell(j),
+      el('td', { class: 'loss', text: fmtNum(p.loss, 4) }),
+      el('td', { text: fmtNum(acc, 3) }),
+      el('td', { text: fmtNum(p.samples_per_s, 0) }),
+      el('td', { text: j.state === 'running' ? fmtDur(p.eta_s) : '' }),
+      el('td', { text: fmtTime(j.submitted_at) }),
+      el('td', { text: fmtTime(j.started_at) }),
+      el('td', { text: fmtTime(j.finished_at) }));
+    return tr;
+  }
+
+  function renderJobs() {
+    const tbody = $('jobs-table').tBodies[0];
+    const rows = [...S.jobs.values()];
+    tbody.replaceChildren(...rows.map(jobRow));
+    for (const th of document.querySelectorAll('#jobs-table th.owner-col')) th.hidden = !S.admin;
+    $('jobs-empty').hidden = rows.length > 0;
+  }
+
+  let jobsPending = null;
+  async function loadJobs() {
+    if (jobsPending) return jobsPending;
+    const state = $('state-filter').value;
+    jobsPending = (async () => {
+      try {
+        const body = await api('/api/v1/jobs' + (state ? '?state=' + encodeURIComponent(state) : ''));
+        S.jobs = new Map(body.jobs.map((j) => [j.id, j]));
+        if (S.view === 'jobs') renderJobs();
+      } catch (e) {
+        if (S.secret) $('live').textContent = 'cannot list jobs: ' + e.message;
+      } finally {
+        jobsPending = null;
+      }
+    })();
+    return jobsPending;
+  }
+
+  /* ---- one job ---------------------------------------------------------- */
+
+  function fact(dl, k, v) {
+    if (v === null || v === undefined || v === '') return;
+    dl.append(el('dt', { text: k }), el('dd', { text: String(v) }));
+  }
+
+  function renderJob(j) {
+    $('job-title').textContent = j.name + ' (' + j.id + ')';
+    const err = $('job-error');
+    err.hidden = !j.error;
+    err.textContent = j.error ? j.state + ': ' + j.error : '';
+    const dl = $('job-facts');
+    dl.replaceChildren();
+    const stateDd = el('span', { class: 'state state-' + j.state, text: j.state });
+    dl.append(el('dt', { text: 'State' }), el('dd', { id: 'job-state' }, stateDd));
+    fact(dl, 'Owner', j.owner);
+    fact(dl, 'Trainer', j.trainer + ', ' + j.workers + ' worker(s), ' + j.ranks + ' rank(s)');
+    if (j.gpus) fact(dl, 'GPUs', j.gpus + (j.gpu_devices ? ' (' + j.gpu_devices + ')' : ''));
+    if (j.state === 'queued')
+      fact(dl, 'Queue', '#' + j.queue_position + ', waiting for ' + j.waiting_for);
+    fact(dl, 'Submitted', fmtTime(j.submitted_at));
+    fact(dl, 'Started', fmtTime(j.started_at));
+    fact(dl, 'Finished', fmtTime(j.finished_at));
+    if (j.result) {
+      const r = Object.entries(j.result).filter(([k, v]) => k.startsWith('test_') && typeof v === 'number');
+      fact(dl, 'Test', r.map(([k, v]) => k.slice(5) + ' ' + fmtNum(v, 4)).join(', '));
+    }
+    renderJobProgress(j);
+    const done = ['succeeded', 'failed', 'cancelled', 'timeout'].includes(j.state);
+    const cancel = $('job-cancel');
+    cancel.disabled = done || j.cancel_requested;
+    cancel.textContent = j.cancel_requested && !done ? 'Cancel requested' : 'Cancel job';
+  }
+
+  function renderJobProgress(j) {
+    const p = j.progress || {};
+    const box = $('job-progress');
+    const tr = jobRow(j);
+    box.replaceChildren();
+    if (!p.epochs) return;
+    const dl = el('dl', { class: 'facts' });
+    dl.append(el('dt', { text: 'Progress' }), el('dd', {}, ...tr.children[4].childNodes));
+    fact(dl, 'Loss', fmtNum(p.loss, 4));
+    for (const [k, v] of Object.entries(p))
+      if (typeof v === 'number' && /^(val_)?(accuracy|mse|mae)$|^val_loss$/.test(k)) fact(dl, k, fmtNum(v, 4));
+    fact(dl, 'Samples/s', fmtNum(p.samples_per_s, 0));
+    if (j.state === 'running') fact(dl, 'ETA', fmtDur(p.eta_s));
+    box.append(dl);
+  }
+
+  async function loadJob(fresh) {
+    const id = S.jobId;
+    if (fresh) {
+      S.historyEpoch = -1;
+      S.logOffset = 0;
+      $('job-log').textContent = '';
+      $('job-spec').textContent = '';
+      $('job-events').replaceChildren();
+      $('job-charts').replaceChildren(el('p', { class: 'hint', text: 'No epoch finished yet.' }));
+      $('job-action-msg').textContent = '';
+    }
+    let j;
+    try {
+      j = await api('/api/v1/jobs/' + id);
+    } catch (e) {
+      $('job-title').textContent = 'Job ' + id;
+      $('job-error').hidden = false;
+      $('job-error').textContent = e.message;
+      return;
+    }
+    if (S.jobId !== id) return;
+    S.jobs.set(id, j);
+    renderJob(j);
+    loadEvents(id);
+    maybeHistory(j);
+    if (fresh) {
+      api('/api/v1/jobs/' + id + '/spec', { raw: true }).then((r) => r.text()).then((t) => {
+        try { t = JSON.stringify(JSON.parse(t), null, 2); } catch (e) { /* shown as sent */ }
+        if (S.jobId === id) $('job-spec').textContent = t;
+      }).catch((e) => { $('job-spec').textContent = e.message; });
+      pollLog(id);
+    }
+  }
+
+  async function loadEvents(id) {
+    try {
+      const body = await api('/api/v1/jobs/' + id + '/events');
+      if (S.jobId !== id) return;
+      $('job-events').replaceChildren(...body.events.map((e) => el('li', {},
+        el('time', { text: fmtTime(e.at) }),
+        el('span', { class: 'state state-' + e.to, text: (e.from ? e.from + ' → ' : '') + e.to }),
+        e.detail ? ' — ' + e.detail : '')));
+    } catch (e) { /* the next state change reloads it */ }
+  }
+
+  /* The epochs done so far; history.json is rewritten after each. */
+  function epochsDone(j) {
+    const p = j.progress || {};
+    if (p.event === 'epoch' || p.event === 'end') return p.epoch || p.epochs_run || 0;
+    return Math.max(0, (p.epoch || 1) - 1);
+  }
+
+  async function maybeHistory(j) {
+    const done = epochsDone(j);
+    const final = ['succeeded', 'failed', 'cancelled', 'timeout'].includes(j.state);
+    /* No history.json before the first epoch ends: asking would be a 404. */
+    if (done < 1 || S.historyEpoch === Infinity || (done <= S.historyEpoch && !final)) return;
+    S.historyEpoch = final ? Infinity : done;
+    try {
+      const h = await api('/api/v1/jobs/' + j.id + '/history');
+      if (S.jobId === j.id) drawCharts(h);
+    } catch (e) {
+      if (final) S.historyEpoch = -1;
+    }
+  }
+
+  /* ---- curves ----------------------------------------------------------- */
+
+  function drawCharts(h) {
+    const box = $('job-charts');
+    const metrics = Object.keys(h).filter((k) => Array.isArray(h[k]) && !k.startsWith('val_') &&
+      h[k].length && typeof h[k][0] === 'number' && !['lr', 'epoch_time_s', 'samples_per_s'].includes(k));
+    metrics.sort((a, b) => (a === 'loss' ? -1 : b === 'loss' ? 1 : a.localeCompare(b)));
+    if (!metrics.length) return;
+    box.replaceChildren(...metrics.map((m) => chart(m, [['train', h[m]], ['validation', h['val_' + m]]]
+      .filter(([, v]) => Array.isArray(v) && v.length))));
+  }
+
+  function ticks(lo, hi, n) {
+    const step0 = (hi - lo) / n || 1;
+    const mag = Math.pow(10, Math.floor(Math.log10(step0)));
+    const step = [1, 2, 5, 10].map((f) => f * mag).find((s) => s >= step0);
+    const out = [];
+    for (let t = Math.ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) out.push(+t.toPrecision(12));
+    return out;
+  }
+
+  function chart(name, series) {
+    const W = 420, H = 240, L = 52, R = 12, T = 26, B = 34;
+    const n = Math.max(...series.map(([, v]) => v.length));
+    const all = series.flatMap(([, v]) => v).filter((x) => typeof x === 'number' && isFinite(x));
+    let lo = Math.min(...all), hi = Math.max(...all);
+    if (lo === hi) { lo -= Math.abs(lo) * 0.1 || 1; hi += Math.abs(hi) * 0.1 || 1; }
+    const x = (i) => L + (n > 1 ? (i / (n - 1)) * (W - L - R) : (W - L - R) / 2);
+    const y = (v) => T + (1 - (v - lo) / (hi - lo)) * (H - T - B);
+    const svg = sv('svg', { class: 'chart', viewBox: '0 0 ' + W + ' ' + H, width: W, height: H,
+                            role: 'img', 'aria-label': name + ' per epoch', 'data-metric': name,
+                            'data-points': String(n) });
+    svg.append(sv('title', {}, name + ' per epoch'));
+    for (const t of ticks(lo, hi, 4)) {
+      svg.append(sv('line', { class: 'grid', x1: L, x2: W - R, y1: y(t), y2: y(t) }));
+      svg.append(sv('text', { x: L - 6, y: y(t) + 4, 'text-anchor': 'end' }, fmtNum(t, 3)));
+    }
+    const xt = ticks(1, n, Math.min(n, 6)).filter((t) => Number.isInteger(t));
+    for (const t of xt) svg.append(sv('text', { x: x(t - 1), y: H - B + 16, 'text-anchor': 'middle' }, String(t)));
+    svg.append(sv('text', { x: (L + W - R) / 2, y: H - 4, 'text-anchor': 'middle' }, 'epoch'));
+    svg.append(sv('line', { class: 'axis', x1: L, x2: L, y1: T, y2: H - B }));
+    svg.append(sv('line', { class: 'axis', x1: L, x2: W - R, y1: H - B, y2: H - B }));
+    series.forEach(([label, v], k) => {
+      const pts = v.map((val, i) => x(i) + ',' + y(val)).join(' ');
+      svg.append(sv('polyline', { class: 's' + k, points: pts }));
+      v.forEach((val, i) => svg.append(sv('circle', { class: 's' + k, cx: x(i), cy: y(val), r: 2.5 })));
+      const lx = L + 8 + k * 110;
+      svg.append(sv('rect', { class: 's' + k, x: lx, y: 8, width: 12, height: 4 }));
+      svg.append(sv('text', { x: lx + 16, y: 14 }, name + ' ' + label));
+    });
+    const readout = sv('text', { class: 'readout', x: W - R, y: 14, 'text-anchor': 'end' }, '');
+    const band = (W - L - R) / Math.max(1, n - 1);
+    for (let i = 0; i < n; i++) {
+      const text = 'epoch ' + (i + 1) + ': ' + series.map(([label, v]) =>
+        label + ' ' + (typeof v[i] === 'number' ? fmtNum(v[i], 4) : '–')).join(', ');
+      const x0 = Math.max(L, x(i) - band / 2), x1 = Math.min(W - R, x(i) + band / 2);
+      const r = sv('rect', { class: 'hover', x: x0, y: T, width: x1 - x0, height: H - T - B,
+                             tabindex: '0', 'aria-label': name + ' ' + text });
+      r.append(sv('title', {}, text));
+      const on = () => { readout.textContent = text; };
+      r.addEventListener('mouseenter', on);
+      r.addEventListener('focus', on);
+      svg.append(r);
+    }
+    svg.append(readout);
+    return svg;
+  }
+
+  /* ---- the log ---------------------------------------------------------- */
+
+  function stopLog() {
+    clearTimeout(S.logTimer);
+    S.logTimer = null;
+  }
+
+  async function pollLog(id) {
+    stopLog();
+    if (S.jobId !== id || !S.secret) return;
+    let state = 'running';
+    try {
+      const r = await api('/api/v1/jobs/' + id + '/logs?offset=' + S.logOffset, { raw: true });
+      const text = await r.text();
+      state = r.headers.get('X-Job-State') || state;
+      if (S.jobId !== id) return;
+      S.logOffset = Number(r.headers.get('X-Log-Offset')) || S.logOffset;
+      if (text) {
+        const pre = $('job-log');
+        pre.append(text);
+        if ($('log-follow').checked) pre.scrollTop = pre.scrollHeight;
+      }
+    } catch (e) { /* retried below */ }
+    const done = ['succeeded', 'failed', 'cancelled', 'timeout'].includes(state);
+    if (!done) S.logTimer = setTimeout(() => pollLog(id), 1000);
+  }
+
+  async function download(what) {
+    const id = S.jobId;
+    const msg = $('job-action-msg');
+    try {
+      const r = await api('/api/v1/jobs/' + id + '/' + what, { raw: true });
+      const blob = await r.blob();
+      const cd = r.headers.get('Content-Disposition') || '';
+      const m = cd.match(/filename="([^"]+)"/);
+      const name = m ? m[1] : id + '-' + what.replace(/\W+/g, '.') + (what === 'history' ? '.json' : '');
+      const url = URL.createObjectURL(blob);
+      const a = el('a', { href: url, download: name });
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10000);
+      msg.textContent = 'downloaded ' + name;
+    } catch (e) {
+      msg.textContent = e.message;
+    }
+  }
+
+  async function cancelJob() {
+    const j = S.jobs.get(S.jobId);
+    if (!j || !window.confirm('Cancel job ' + j.name + ' (' + j.id + ')?')) return;
+    try {
+      renderJob(await api('/api/v1/jobs/' + j.id, { method: 'DELETE' }));
+      $('job-action-msg').textContent = 'cancel requested';
+    } catch (e) {
+      $('job-action-msg').textContent = e.message;
+    }
+  }
+
+  /* ---- submit ----------------------------------------------------------- */
+
+  const EXAMPLES = {
+    'tiny synthetic (seconds)': { name: 'tiny', model: { input: [8], layers: [
+      { type: 'dense', units: 4, activation: 'softmax' }] },
+      data: { format: 'synthetic', synthetic_train: 256, synthetic_test: 64, num_classes: 4 },
+      training: { epochs: 5, batch_size: 32, seed: 1 } },
+    'MLP on Fashion-MNIST': { name: 'fmnist-mlp', model: 'mlp',
+      data: { format: 'idx', train: 'fashion-mnist/train', test: 'fashion-mnist/t10k',
+              validation_split: 0.1, scaling: 'unit' },
+      training: { epochs: 5, batch_size: 64, metrics: ['accuracy'],
+                  optimizer: { name: 'adam', learning_rate: 0.001 }, seed: 1 } },
+    'allreduce, 2 workers': { name: 'fmnist-allreduce', model: 'mlp',
+      data: { format: 'idx', train: 'fashion-mnist/train', test: 'fashion-mnist/t10k',
+              validation_split: 0.1, scaling: 'unit' },
+      training: { epochs: 3, batch_size: 64, metrics: ['accuracy'], seed: 1 },
+      distributed: { trainer: 'allreduce', workers: 2 } },
+  };
+
+  async function submit() {
+    const err = $('submit-error');
+    err.textContent = '';
+    const text = $('spec-text').value;
+    try {
+      JSON.parse(text);
+    } catch (e) {
+      err.textContent = 'not JSON: ' + e.message;
+      return;
+    }
+    try {
+      const r = await api('/api/v1/jobs', { method: 'POST', body: text,
+                                            headers: { 'Content-Type': 'application/json' } });
+      location.hash = '#/job/' + r.id;
+    } catch (e) {
+      err.textContent = (e.field ? e.field + ': ' : '') + e.message.replace(e.field + ': ', '');
+      $('spec-text').setAttribute('aria-invalid', 'true');
+    }
+  }
+
+  /* ---- cluster ---------------------------------------------------------- */
+
+  async function loadCluster() {
+    try {
+      const [c, q] = await Promise.all([api('/api/v1/cluster'), api('/api/v1/jobs?state=queued')]);
+      $('cluster-summary').replaceChildren(el('p', { text: 'Slots ' + c.slots_used + '/' + c.slots +
+        ' used; GPUs ' + c.gpus_used + '/' + c.gpus + ' used.' }));
+      const hosts = c.hosts || [];
+      const cols = hosts.length ? Object.keys(hosts[0]) : [];
+      $('cluster-hosts').tHead.replaceChildren(el('tr', {}, ...cols.map((k) => el('th', { text: k }))));
+      $('cluster-hosts').tBodies[0].replaceChildren(...hosts.map((h) =>
+        el('tr', {}, ...cols.map((k) => el('td', { text: String(h[k]) })))));
+      const queue = q.jobs.slice().sort((a, b) => a.queue_position - b.queue_position);
+      $('cluster-queue').tBodies[0].replaceChildren(...queue.map((j) => el('tr', {},
+        el('td', { text: String(j.queue_position) }),
+        el('td', {}, el('a', { href: '#/job/' + j.id, text: j.name + ' (' + j.id + ')' })),
+        el('td', { text: j.owner }), el('td', { text: String(j.ranks) }),
+        el('td', { text: String(j.gpus) }), el('td', { text: j.waiting_for || '' }))));
+    } catch (e) {
+      $('cluster-summary').textContent = e.message;
+    }
+  }
+
+  /* ---- live updates ----------------------------------------------------- */
+
+  function onState(ev) {
+    if (S.view === 'jobs') loadJobs();
+    if (S.view === 'cluster') loadCluster();
+    if (S.view === 'job' && ev.job === S.jobId) loadJob(false);
+  }
+
+  function onProgress(ev) {
+    const j = S.jobs.get(ev.job);
+    if (!j) { if (S.view === 'jobs') loadJobs(); return; }
+    j.progress = ev.progress;
+    j.state = ev.state;
+    if (S.view === 'jobs') {
+      const row = document.querySelector('#jobs-table tr[data-job="' + ev.job + '"]');
+      if (row) row.replaceWith(jobRow(j));
+    } else if (S.view === 'job' && ev.job === S.jobId) {
+      renderJobProgress(j);
+      maybeHistory(j);
+    }
+  }
+
+  function dispatch(name, id, data) {
+    if (id) S.lastEventId = id;
+    let ev;
+    try { ev = JSON.parse(data); } catch (e) { return; }
+    if (name === 'state') onState(ev);
+    else if (name === 'progress') onProgress(ev);
+    else if (name === 'reset' || name === 'hello') onState({});
+  }
+
+  function stopStream() {
+    if (S.stream) S.stream.abort();
+    S.stream = null;
+    clearInterval(S.pollTimer);
+    S.pollTimer = null;
+  }
+
+  /* Poll while the stream is down, so the page never goes stale. */
+  function fallBack() {
+    if (!S.pollTimer) S.pollTimer = setInterval(() => onState({ job: S.jobId }), 5000);
+  }
+
+  async function startStream(delay) {
+    stopStream();
+    const ctl = new AbortController();
+    S.stream = ctl;
+    const headers = { Authorization: 'Bearer ' + S.secret, Accept: 'text/event-stream' };
+    if (S.lastEventId) headers['Last-Event-ID'] = S.lastEventId;
+    try {
+      const r = await fetch('/api/v1/events', { headers, signal: ctl.signal, cache: 'no-store' });
+      if (!r.ok || !r.body) throw new Error('HTTP ' + r.status);
+      clearInterval(S.pollTimer);
+      S.pollTimer = null;
+      $('live').textContent = '● live';
+      const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buf = '', name = 'message', id = null, data = [];
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buf += value;
+        let nl;
+        while ((nl = buf.indexOf('\n')) >= 0) {
+          const line = buf.slice(0, nl).replace(/\r$/, '');
+          buf = buf.slice(nl + 1);
+          if (line === '') {
+            if (data.length) dispatch(name, id, data.join('\n'));
+            name = 'message'; id = null; data = [];
+          } else if (!line.startsWith(':')) {
+            const c = line.indexOf(':');
+            const k = c < 0 ? line : line.slice(0, c);
+            const v = c < 0 ? '' : line.slice(c + 1).replace(/^ /, '');
+            if (k === 'event') name = v;
+            else if (k === 'data') data.push(v);
+            else if (k === 'id') id = v;
+          }
+        }
+      }
+    } catch (e) {
+      if (ctl.signal.aborted) return;
+    }
+    if (S.stream !== ctl || !S.secret) return;
+    $('live').textContent = '○ reconnecting (polling)';
+    fallBack();
+    const next = Math.min(30000, (delay || 500) * 2);
+    setTimeout(() => { if (S.stream === ctl && S.secret) startStream(next); }, next);
+  }
+
+  /* ---- start ------------------------------------------------------------ */
+
+  function init() {
+    $('signin-form').addEventListener('submit', (e) => {
+      e.preventDefault();
+      $('signin-error').textContent = '';
+      signIn($('secret').value).catch((err) => {
+        $('signin-error').textContent = err.status === 401 ? 'That secret is not valid.' : err.message;
+      });
+    });
+    $('signout').addEventListener('click', () => signOut(''));
+    $('state-filter').addEventListener('change', loadJobs);
+    $('job-cancel').addEventListener('click', cancelJob);
+    for (const b of document.querySelectorAll('[data-download]'))
+      b.addEventListener('click', () => download(b.getAttribute('data-download')));
+    $('log-follow').addEventListener('change', () => {
+      const pre = $('job-log');
+      if ($('log-follow').checked) pre.scrollTop = pre.scrollHeight;
+    });
+    const ex = $('example');
+    for (const k of Object.keys(EXAMPLES)) ex.append(el('option', { text: k }));
+    const pick = () => { $('spec-text').value = JSON.stringify(EXAMPLES[ex.value], null, 2); };
+    ex.addEventListener('change', pick);
+    pick();
+    $('spec-file').addEventListener('change', async (e) => {
+      const f = e.target.files[0];
+      if (f) $('spec-text').value = await f.text();
+    });
+    $('submit-btn').addEventListener('click', submit);
+    window.addEventListener('hashchange', route);
+    if (S.secret) signIn(S.secret).catch(() => signOut('Sign in again.'));
+    else route();
+  }
+
+  document.addEventListener('DOMContentLoaded', init);
+})();

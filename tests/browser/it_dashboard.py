@@ -1,0 +1,307 @@
+"""it_dashboard.py — the dashboard (GET /) in headless Chromium against a real
+punchcardd and punch-train, one browser session for every case: sign in with
+the secret; a running job's progress moves in the list and its loss curve
+grows on its page; a finished job's weights download byte for byte as the
+API serves them; a bad spec shows the server's field-named error; a job is
+cancelled from its page; another user sees none of the first user's jobs;
+the admin sees everyone's, with owners, the state filter and the cluster.
+Throughout: no request leaves the origin and the console has no errors
+(beyond the API's expected refusals). Screenshots of the list and the job
+page go to $PUNCH_SCREENSHOTS.
+
+Needs Debian's chromium, chromium-driver and python3-selenium (skips, 77,
+without them)."""
+import json
+import os
+import shutil
+import tempfile
+import time
+
+import punchtest
+from punchtest import FINAL_STATES, QUICK_JOB, Daemon, check, job_like, synthetic_job
+
+try:
+    from selenium import webdriver
+    from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+except ImportError:
+    webdriver = None
+
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+# Short epochs (about 0.15 s each on 2 cores, ten times that under ASan):
+# the progress moves and the curve grows while the page watches, then the
+# page cancels it.
+GROWING_JOB = synthetic_job("growing", 64, [(256, "relu"), (10, "softmax")], 40000, 100, 200)
+BAD_JOB = synthetic_job("bad", 8, [(4, "softmax")], 256, 64, 0, num_classes=4)
+
+
+def browser(downloads):
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+              "--window-size=1280,860", "--disable-extensions", "--no-first-run",
+              "--disable-background-networking", "--disable-component-update",
+              "--disable-sync", "--disable-default-apps"):
+        opts.add_argument(a)
+    opts.add_experimental_option("prefs", {"download.default_directory": downloads,
+                                           "download.prompt_for_download": False})
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    drv = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    drv.execute_cdp_cmd("Page.setDownloadBehavior", {"behavior": "allow",
+                                                     "downloadPath": downloads})
+    return drv
+
+
+class Page:
+    """The dashboard in one browser, with the checks every case shares."""
+
+    def __init__(self, drv, d):
+        self.drv, self.d = drv, d
+        self.console = []  # every console entry seen, for the final check
+
+    def find(self, css):
+        return self.drv.find_element(By.CSS_SELECTOR, css)
+
+    def finds(self, css):
+        return self.drv.find_elements(By.CSS_SELECTOR, css)
+
+    def text(self, css):
+        """The element's text now, "" if absent (one script call, so a
+        redraw in between cannot leave a stale element)."""
+        return self.drv.execute_script(
+            "const e = document.querySelector(arguments[0]); return e ? (e.innerText ?? e.textContent) : ''", css)
+
+    def wait(self, get, what, timeout=60):
+        return punchtest.wait_for(get, what, timeout=timeout, interval=0.05)
+
+    def sign_in(self, user):
+        self.drv.get(self.d.url + "/")
+        self.wait(lambda: self.find("#secret").is_displayed(), "the sign-in form")
+        self.find("#secret").send_keys(self.d.secrets[user])
+        self.find("#secret").submit()
+        self.wait(lambda: self.find("#signout").is_displayed(), "signed in as " + user)
+        self.wait(lambda: "live" in self.text("#live"), "the live stream")
+
+    def sign_out(self):
+        self.find("#signout").click()
+        self.wait(lambda: self.find("#secret").is_displayed(), "signed out")
+        check(self.drv.execute_script("return sessionStorage.length") == 0,
+              "the secret left sessionStorage on sign-out")
+
+    def rows(self):
+        """The list's rows: {job id: [cell texts]}, read in one script call."""
+        return self.drv.execute_script(
+            "const o = {}; for (const r of document.querySelectorAll('#jobs-table tbody tr'))"
+            "  o[r.dataset.job] = [...r.cells].map(c => c.innerText); return o")
+
+    def collect_console(self):
+        self.console += self.drv.get_log("browser")
+
+
+def cases():
+    if webdriver is None:
+        punchtest.skip("python3-selenium is missing (apt-get install python3-selenium)")
+    for tool in (CHROMIUM, CHROMEDRIVER):
+        if not os.access(tool, os.X_OK):
+            punchtest.skip("%s is missing (apt-get install chromium chromium-driver)" % tool)
+    punchtest.require_engine()
+    shots = os.environ.get("PUNCH_SCREENSHOTS") or punchtest.build_path("tests", "browser")
+    downloads = tempfile.mkdtemp(prefix="punch-dl-")
+    try:
+        with Daemon(["--slots", "4", "--max-running", "4"]) as d:
+            try:
+                drv = browser(downloads)
+            except WebDriverException as e:
+                punchtest.skip("chromium would not start headless: %s" % str(e).splitlines()[0])
+            p = Page(drv, d)
+            try:
+                punchtest.case("page and headers", page_headers, d)
+                quick = d.submit_id("alice", job_like(QUICK_JOB, name="quick"))
+                punchtest.case("sign in", p.sign_in, "alice")
+                punchtest.case("a bad spec shows the field-named error", bad_spec, p)
+                jid = punchtest.case("progress moves in the list", list_progress, p, shots)
+                if jid:
+                    punchtest.case("the curve grows; cancel from the page", growing, p, jid, shots)
+                punchtest.case("a finished job's page", finished, p, quick)
+                punchtest.case("weights download as the API serves them", weights, p, quick,
+                               downloads)
+                punchtest.case("another user sees none of alice's jobs", other_user, p)
+                punchtest.case("the admin sees everyone's", admin, p)
+                punchtest.case("nothing left the origin", same_origin, p)
+                punchtest.case("no console errors", console_clean, p)
+            finally:
+                drv.quit()
+    finally:
+        shutil.rmtree(downloads, ignore_errors=True)
+
+
+def page_headers(d):
+    r = d.req("GET", "/")
+    check(r.status_code == 200 and r.headers["Content-Type"].startswith("text/html"), r.headers)
+    csp = r.headers.get("Content-Security-Policy", "")
+    check("default-src 'none'" in csp and "script-src 'self'" in csp and
+          "connect-src 'self'" in csp, "CSP: " + csp)
+    r2 = d.req("GET", "/ui/app.js", headers={"If-None-Match": r.headers.get("ETag", "")})
+    check(r2.status_code == 200, "app.js: %d" % r2.status_code)
+    r3 = d.req("GET", "/ui/app.js", headers={"If-None-Match": r2.headers["ETag"]})
+    check(r3.status_code == 304, "app.js again with its ETag: %d" % r3.status_code)
+    total = sum(len(d.req("GET", u).content) for u in ("/", "/ui/app.js", "/ui/app.css"))
+    check(total < 100 * 1024, "the page is %d bytes" % total)
+    check(d.req("GET", "/ui/nothing.js").status_code == 404, "unknown asset")
+
+
+def bad_spec(p):
+    p.drv.get(p.d.url + "/#/submit")
+    area = p.find("#spec-text")
+    p.wait(lambda: area.is_displayed(), "the submit page")
+    area.clear()
+    area.send_keys(json.dumps(BAD_JOB))
+    p.find("#submit-btn").click()
+    err = p.wait(lambda: p.text("#submit-error"), "the submit error")
+    check(err.startswith("training.epochs"), "error shown: %r" % err)
+    p.collect_console()
+
+
+def list_progress(p, shots):
+    """Alice's running job in the list: its progress label takes several
+    values while it trains. Returns its id."""
+    p.drv.get(p.d.url + "/#/")
+    jid = p.d.submit_id("alice", GROWING_JOB)
+    seen = set()
+
+    def moved():
+        label = p.text('#jobs-table tr[data-job="%s"] .progress-label' % jid)
+        if "/" in label:
+            seen.add(label)
+        return len(seen) >= 3
+    p.wait(moved, lambda _: "the progress label to change (seen %s)" % sorted(seen))
+    p.drv.save_screenshot(os.path.join(shots, "dashboard-jobs.png"))
+    p.collect_console()
+    return jid
+
+
+def loss_points(p):
+    try:
+        return p.drv.execute_script(
+            "const s = document.querySelector('#job-charts svg[data-metric=loss]');"
+            "return s ? Number(s.getAttribute('data-points')) : 0")
+    except WebDriverException:
+        return 0
+
+
+def growing(p, jid, shots):
+    """The loss curve's point count grows while the job's page is open; the
+    page's Cancel (confirmed) then ends the job."""
+    p.drv.get(p.d.url + "/#/job/" + jid)
+    counts = set()
+
+    def grew():
+        n = loss_points(p)
+        if n:
+            counts.add(n)
+        return len(counts) >= 2
+    p.wait(grew, lambda _: "the loss curve to grow (point counts seen: %s)" % sorted(counts))
+    p.drv.save_screenshot(os.path.join(shots, "dashboard-job.png"))
+    p.find("#job-cancel").click()
+    alert = p.wait(lambda: _alert(p.drv), "the confirmation")
+    alert.accept()
+    p.wait(lambda: p.text("#job-state") == "cancelled", "the page to show cancelled")
+    check(p.d.job("alice", jid)["state"] == "cancelled", "the API agrees")
+    p.collect_console()
+
+
+def finished(p, jid):
+    """A succeeded job: its curve has every epoch, its events, spec and log."""
+    p.d.wait_state("alice", jid, FINAL_STATES, timeout=120)
+    p.drv.get(p.d.url + "/#/job/" + jid)
+    p.wait(lambda: p.text("#job-state") == "succeeded", "the page to show succeeded")
+    p.wait(lambda: loss_points(p) == 2, "both epochs drawn")
+    p.wait(lambda: len(p.finds("#job-events li")) == 4, "the four events")
+    events = [li.text for li in p.finds("#job-events li")]
+    check("succeeded" in events[-1], "events: %s" % events)
+    p.wait(lambda: '"name": "quick"' in p.text("#job-spec"), "the spec, pretty-printed")
+    p.wait(lambda: p.text("#job-log"), "the log")
+    # Hover over the last epoch: the read-out names it.
+    last = p.finds("#job-charts svg[data-metric=loss] rect.hover")[-1]
+    webdriver.ActionChains(p.drv).move_to_element(last).perform()
+    p.wait(lambda: "epoch 2" in p.text("#job-charts svg[data-metric=loss] .readout"),
+           "the hover read-out")
+    p.collect_console()
+
+
+def weights(p, jid, downloads):
+    p.find('[data-download="weights?format=safetensors"]').click()
+    path = os.path.join(downloads, "%s-weights.safetensors" % jid)
+    p.wait(lambda: os.path.exists(path) and not os.path.exists(path + ".crdownload") and
+           os.path.getsize(path) > 0, "the downloaded " + path)
+    api = p.d.req("GET", "/api/v1/jobs/%s/weights" % jid, "alice").content
+    with open(path, "rb") as f:
+        got = f.read()
+    check(got == api, "downloaded %d bytes, the API serves %d" % (len(got), len(api)))
+    p.collect_console()
+
+
+def _alert(drv):
+    try:
+        a = drv.switch_to.alert
+        a.text  # raises while none is open
+        return a
+    except WebDriverException:
+        return None
+
+
+def other_user(p):
+    bid = p.d.submit_id("bob", job_like(QUICK_JOB, name="bobs"))
+    p.sign_out()
+    p.sign_in("bob")
+    p.wait(lambda: bid in p.rows(), "bob's job in his list")
+    rows = p.rows()
+    check(set(rows) == {bid}, "bob sees %s" % sorted(rows))
+    check(not any(th.is_displayed() for th in p.finds("#jobs-table th.owner-col")),
+          "no owner column for a user")
+    check(not p.find("#nav-cluster").is_displayed(), "no cluster link for a user")
+    p.collect_console()
+
+
+def admin(p):
+    p.sign_out()
+    p.sign_in("root")
+    want = {j["id"]: j["owner"] for j in p.d.req("GET", "/api/v1/jobs", "root").json()["jobs"]}
+    p.wait(lambda: set(p.rows()) == set(want), lambda _: "every job: %s, want %s" % (
+        sorted(p.rows()), sorted(want)))
+    owners = {jid: cells[1] for jid, cells in p.rows().items()}
+    check(owners == want and {"alice", "bob"} <= set(owners.values()), "owners: %s" % owners)
+    Select(p.find("#state-filter")).select_by_visible_text("succeeded")
+    p.wait(lambda: set(p.rows()) == {j for j in want if p.d.job("root", j)["state"] == "succeeded"},
+           "the succeeded filter")
+    p.find("#nav-cluster").click()
+    p.wait(lambda: "Slots" in p.text("#cluster-summary"), "the cluster view")
+    check(len(p.finds("#cluster-hosts tbody tr")) >= 1, "hosts listed")
+    p.collect_console()
+
+
+def same_origin(p):
+    names = p.drv.execute_script(
+        "return performance.getEntriesByType('resource').map(e => e.name)"
+        ".concat(performance.getEntriesByType('navigation').map(e => e.name))")
+    check(names, "the browser recorded no requests at all")
+    away = [n for n in names if not n.startswith(p.d.url + "/")]
+    check(not away, "requests left the origin: %s" % away)
+
+
+# The API's refusals this script provokes, which Chromium logs as failed loads.
+EXPECTED = ("/api/v1/jobs - Failed to load resource: the server responded with a status of 400",
+            "/api/v1/cluster - Failed to load resource: the server responded with a status of 403")
+
+
+def console_clean(p):
+    p.collect_console()
+    bad = [e for e in p.console if e["level"] in ("SEVERE", "WARNING") and
+           not any(x in e["message"] for x in EXPECTED)]
+    check(not bad, "console: %s" % bad)
+
+
+if __name__ == "__main__":
+    punchtest.main(cases)
