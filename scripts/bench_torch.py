@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """bench_torch.py MODEL EPOCHS STEPS THREADS [SEED]: the PyTorch side of scripts/bench-engine.
 
-Trains the Punchcard preset MODEL (mlp, simplecnn, convnet) on Fashion-MNIST with the
-same architecture, initial-weight scheme, batch size (64), optimizer (Adam, lr 1e-3,
+Trains the Punchcard preset MODEL (mlp, simplecnn, convnet) on Fashion-MNIST, or
+(resnet20_cifar10, vgg11_cifar10) on CIFAR-10-shaped random data (3x32x32, random
+labels: STEPS x 64 training samples, 1,024 test samples), with the same architecture, initial-weight scheme, batch size (64), optimizer (Adam, lr 1e-3,
 Keras epsilon 1e-7) and data scaling as punch-train, then measures inference throughput
 at batch 256. Prints one JSON object: samples/s, test accuracy, peak RSS. PyTorch is a
 benchmark reference only, never a dependency of Punchcard.
@@ -36,7 +37,49 @@ def load(kind):
     return torch.from_numpy(x.astype(np.float32) / 255.0), torch.from_numpy(y.astype(np.int64))
 
 
+# PyDTNN's zoo presets as lib/jobspec/spec_presets.c builds them: convolutions
+# with bias, batchnorm where it places them. A strided 3x3 convolution pads 1 on
+# both sides here and only the far edge in punch-train ("same"): the same shapes
+# and arithmetic, the sampled pixels shifted by one.
+CIFAR = ("resnet20_cifar10", "vgg11_cifar10")
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Conv2d(cin, cout, 3, stride, 1), nn.BatchNorm2d(cout), nn.ReLU(),
+            nn.Conv2d(cout, cout, 3, 1, 1), nn.BatchNorm2d(cout))
+        self.short = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride), nn.BatchNorm2d(cout))
+                      if stride != 1 else nn.Identity())
+
+    def forward(self, x):
+        return torch.relu(self.body(x) + self.short(x))
+
+
+def build_cifar(name):
+    if name == "vgg11_cifar10":
+        layers, c = [], 3
+        for n, convs in zip((64, 128, 256, 512, 512), (1, 1, 2, 2, 2)):
+            for _ in range(convs):
+                layers += [nn.Conv2d(c, n, 3, padding=1), nn.ReLU()]
+                c = n
+            layers.append(nn.MaxPool2d(2))
+        return nn.Sequential(*layers, nn.Flatten(), nn.Linear(512, 512), nn.ReLU(),
+                             nn.Dropout(0.5), nn.Linear(512, 512), nn.ReLU(), nn.Dropout(0.5),
+                             nn.Linear(512, 10))
+    blocks, c = [nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16)], 16
+    for s, n in enumerate((16, 32, 64)):
+        for b in range(3):
+            blocks.append(BasicBlock(c, n, 2 if s > 0 and b == 0 else 1))
+            c = n
+    return nn.Sequential(*blocks, nn.AvgPool2d(8), nn.Flatten(), nn.Linear(64, 64),
+                         nn.BatchNorm1d(64), nn.ReLU(), nn.Linear(64, 10))
+
+
 def build(name):
+    if name in CIFAR:
+        return build_cifar(name)
     if name == "mlp":
         return nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
     if name == "simplecnn":
@@ -65,8 +108,14 @@ def main():
     seed = int(sys.argv[5]) if len(sys.argv) > 5 else 1  # other seeds: accuracy spread only
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
-    xtr, ytr = load("train")
-    xte, yte = load("t10k")
+    if name in CIFAR:
+        g = torch.Generator().manual_seed(seed)
+        ntrain = max(steps, 1) * 64
+        xtr, ytr = torch.rand(ntrain, 3, 32, 32, generator=g), torch.randint(0, 10, (ntrain,), generator=g)
+        xte, yte = torch.rand(1024, 3, 32, 32, generator=g), torch.randint(0, 10, (1024,), generator=g)
+    else:
+        xtr, ytr = load("train")
+        xte, yte = load("t10k")
     model = build(name)
     glorot(model)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-7)
