@@ -241,11 +241,23 @@ static json_t *training_json(const spec_training *t)
         json_array_append_new(metrics, json_string(spec_metric_name(t->metrics[i])));
     for (int i = 0; scheds && i < t->n_schedules; i++)
         json_array_append_new(scheds, schedule_json(&t->schedules[i]));
-    return json_pack("{s:i,s:i,s:I,s:s,s:o,s:o,s:o,s:I}", "epochs", t->epochs, "batch_size",
-                     t->batch_size, "steps_per_epoch", (json_int_t)t->steps_per_epoch, "loss",
-                     spec_loss_name(t->loss), "metrics", metrics, "optimizer",
-                     optimizer_json(&t->optimizer), "lr_schedulers", scheds, "seed",
-                     (json_int_t)t->seed);
+    json_t *o = json_pack("{s:i,s:i,s:I,s:s,s:o,s:o,s:o,s:I}", "epochs", t->epochs,
+                          "batch_size", t->batch_size, "steps_per_epoch",
+                          (json_int_t)t->steps_per_epoch, "loss", spec_loss_name(t->loss),
+                          "metrics", metrics, "optimizer", optimizer_json(&t->optimizer),
+                          "lr_schedulers", scheds, "seed", (json_int_t)t->seed);
+    if (o && (t->init_from_job || t->init_from_file)) {
+        json_t *init = json_object();
+        if (t->init_from_job) {
+            json_object_set_new(init, "job", json_string(t->init_from_job));
+            if (t->init_from_file)
+                json_object_set_new(init, "path", json_string(t->init_from_file));
+        } else {
+            json_object_set_new(init, "dataset", json_string(t->init_from_file));
+        }
+        json_object_set_new(o, "init_from", init);
+    }
+    return o;
 }
 
 /* Only the knobs the trainer uses, so the output parses again (a knob
@@ -283,10 +295,13 @@ json_t *spec_to_json(const job_spec *spec)
     for (int i = 0; layers && i < spec->n_layers; i++)
         json_array_append_new(layers, layer_json(&spec->layers[i], i));
     const spec_resources *r = &spec->resources;
-    return json_pack("{s:s,s:{s:o,s:o},s:o,s:o,s:o,s:{s:i,s:i,s:I,s:i}}", "name", spec->name,
+    json_t *o = json_pack("{s:s,s:{s:o,s:o},s:o,s:o,s:o,s:{s:i,s:i,s:I,s:i}}", "name", spec->name,
                      "model", "input", shape_json(&spec->input), "layers", layers, "data",
                      data_json(&spec->data), "training", training_json(&spec->training),
                      "distributed", distributed_json(&spec->distributed), "resources", "gpus",
                      r->gpus, "threads_per_worker", r->threads_per_worker, "time_limit_s",
                      (json_int_t)r->time_limit_s, "priority", r->priority);
+    if (o && spec->task == TASK_PREDICT)
+        json_object_set_new(o, "task", json_string("predict"));
+    return o;
 }
