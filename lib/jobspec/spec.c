@@ -877,9 +877,10 @@ job_spec *spec_parse_json(const json_t *root, spec_error *err)
     int task = TASK_TRAIN;
     bool ok = check_root_keys(root, err) && spec_get_string(root, "", "name", &name, err) &&
               spec_get_string(root, "", "description", &description, err) &&
-              spec_get_enum(root, "", "task", tasks, 2, "task", &task, err) &&
-              (spec->task = (spec_task)task, true) &&
-              parse_data(field(root, "data"), spec, err) &&
+              spec_get_enum(root, "", "task", tasks, 2, "task", &task, err);
+    /* The task first: a predict task needs no data.train. */
+    spec->task = (spec_task)task;
+    ok = ok && parse_data(field(root, "data"), spec, err) &&
               parse_training(field(root, "training"), spec, err) &&
               parse_distributed(field(root, "distributed"), spec, err) &&
               parse_resources(field(root, "resources"), spec, err);
