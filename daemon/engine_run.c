@@ -1,22 +1,18 @@
 /* engine_run.c — punch-train as a short, bounded subprocess of an HTTP
  * worker thread (engine_run.h).
  *
- * Why an intermediate process made with clone() and no exit signal: the
- * main thread's tick reaps every child with waitpid(-1) (monitor_tick),
- * which would take the engine's status before the worker's waitpid(pid)
- * could. A child that signals nothing on exit is a "clone" child in
- * Linux's terms, which waitpid(-1) without __WALL/__WCLONE never reports;
- * but execve() makes a process an ordinary child again, so the clone child
- * does not exec: it starts the engine itself (vfork + exec, its own child),
- * waits for it and exits with its status, which only the worker's
- * waitpid(pid, __WCLONE) collects. Both run in a process group of their
- * own, so a timeout kills the engine with its waiter. */
+ * Why a waiter process and a status pipe: the main thread's tick reaps
+ * every child with waitpid(-1) (monitor_tick), so a worker's
+ * waitpid(pid) could find its child's status already taken. The worker
+ * forks a waiter W in a process group of its own; W forks and execs the
+ * engine, waits for it and writes its wait status into a pipe, which only
+ * the worker reads. W itself is reaped by whichever waitpid comes first
+ * (the tick ignores pids it does not know). A timeout kills the group. */
 #include "engine_run.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -27,62 +23,64 @@
 
 #include "timeutil/timeutil.h"
 
-#define ENGINE_RUN_STACK (256 * 1024)
-
 typedef struct engine_child {
     char *const *argv;
-    int err_fd;    /* the pipe's write end: the child's stderr */
-    int null_fd;   /* /dev/null: its stdin and stdout */
+    int err_fd;     /* the stderr pipe's write end */
+    int null_fd;    /* /dev/null: stdin and stdout */
+    int status_fd;  /* the status pipe's write end */
 } engine_child;
 
-static int engine_run_child(void *arg)
+/* The waiter, in the forked child: only async-signal-safe calls. */
+static void engine_run_waiter(const engine_child *c)
 {
-    const engine_child *c = arg;
     setpgid(0, 0);
     if (dup2(c->null_fd, 0) < 0 || dup2(c->null_fd, 1) < 0 || dup2(c->err_fd, 2) < 0)
         _exit(127);
     /* Everything else the daemon holds is close-on-exec. */
-    pid_t engine = vfork();
+    pid_t engine = fork();
     if (engine == 0) {
+        close(c->status_fd);
         execv(c->argv[0], c->argv);
         _exit(127);
     }
-    int status = 0;
+    int status = 127 << 8;
     while (engine > 0 && waitpid(engine, &status, 0) < 0 && errno == EINTR)
         ;
-    if (engine < 0)
-        _exit(127);
-    _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    ssize_t w = write(c->status_fd, &status, sizeof status);
+    _exit(w == (ssize_t)sizeof status ? 0 : 1);
 }
 
 int engine_run(char *const *argv, int timeout_s, char *msg, size_t msglen)
 {
     if (msglen > 0)
         msg[0] = '\0';
-    int pfd[2];
+    int pfd[2], sfd[2] = {-1, -1};
     if (pipe2(pfd, O_CLOEXEC) != 0) {
         snprintf(msg, msglen, "pipe: %s", strerror(errno));
         return -1;
     }
     int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-    char *stack = malloc(ENGINE_RUN_STACK);
-    if (null_fd < 0 || !stack) {
+    if (null_fd < 0 || pipe2(sfd, O_CLOEXEC) != 0) {
         snprintf(msg, msglen, "cannot start %s: %s", argv[0], strerror(errno));
         close(pfd[0]);
         close(pfd[1]);
         if (null_fd >= 0)
             close(null_fd);
-        free(stack);
         return -1;
     }
-    engine_child c = {argv, pfd[1], null_fd};
-    pid_t pid = clone(engine_run_child, stack + ENGINE_RUN_STACK, 0, &c);
+    engine_child c = {argv, pfd[1], null_fd, sfd[1]};
+    pid_t pid = fork();
+    if (pid == 0)
+        engine_run_waiter(&c);
     int saved = errno;
+    if (pid > 0)
+        setpgid(pid, pid); /* also here: a timeout may come before the child's own */
     close(pfd[1]);
+    close(sfd[1]);
     close(null_fd);
-    free(stack);
     if (pid < 0) {
         close(pfd[0]);
+        close(sfd[0]);
         snprintf(msg, msglen, "cannot start %s: %s", argv[0], strerror(saved));
         return -1;
     }
@@ -123,9 +121,15 @@ int engine_run(char *const *argv, int timeout_s, char *msg, size_t msglen)
         used += take;
     }
     close(pfd[0]);
+    /* The waiter writes the status once the engine has ended (its stderr
+     * closed just before); on a timeout the group is dead already. */
     int status = 0;
-    while (waitpid(pid, &status, __WCLONE) < 0 && errno == EINTR)
-        ;
+    ssize_t got = -1;
+    if (!timed_out)
+        do
+            got = read(sfd[0], &status, sizeof status);
+        while (got < 0 && errno == EINTR);
+    close(sfd[0]);
     buf[used] = '\0';
     while (used > 0 && (buf[used - 1] == '\n' || buf[used - 1] == '\r'))
         buf[--used] = '\0';
@@ -138,10 +142,13 @@ int engine_run(char *const *argv, int timeout_s, char *msg, size_t msglen)
         return -1;
     }
     snprintf(msg, msglen, "%s", last);
-    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (code > 128) {
-        snprintf(msg, msglen, "%s ended by signal %d", argv[0], code - 128);
+    if (got != (ssize_t)sizeof status) {
+        snprintf(msg, msglen, "%s: its waiter ended without a status", argv[0]);
         return -1;
     }
-    return code;
+    if (WIFSIGNALED(status)) {
+        snprintf(msg, msglen, "%s ended by signal %d", argv[0], WTERMSIG(status));
+        return -1;
+    }
+    return WEXITSTATUS(status);
 }

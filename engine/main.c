@@ -186,6 +186,18 @@ static int run(const cli *c, const engine_options *env, const job_spec *spec,
                const dataset_roots *roots)
 {
     char err[1024];
+    if (spec->task == TASK_PREDICT && !c->predict) {
+        train_options o = {.out_dir = c->out, .roots = *roots, .threads = c->threads,
+                           .local_rank = env->local_rank};
+        spec_print_summary(spec, stdout);
+        fflush(stdout);
+        int rc = train_predict_task(spec, &o, err, sizeof err);
+        if (rc != 0)
+            fprintf(stderr, "punch-train: %s\n", err);
+        else
+            printf("predictions written to %s/predictions.npy\n", c->out);
+        return rc;
+    }
     if (c->predict) {
         train_options o = {.out_dir = c->out, .roots = *roots, .threads = c->threads,
                            .local_rank = env->local_rank, .weights = c->weights};

@@ -86,10 +86,12 @@ static int npzset_open(npzset *s, const char *path, const char *field, char *err
     }
     if (s->x->h.rank < 2 || s->x->h.rank > 4 || s->y->h.rank < 1 || s->y->h.rank > 2 ||
         s->x->h.dims[0] != s->y->h.dims[0]) {
+        /* The message reads the index: before it is freed. */
+        io_errf(err, errlen, "%s: %s is [N, ...sample] and %s [N] or [N, classes] with the "
+                "same N; got ranks %d and %d, %ld and %ld rows", io_basename(path), xn, yn,
+                s->x->h.rank, s->y->h.rank, s->x->h.dims[0], s->y->h.dims[0]);
         npzset_close(s);
-        return io_errf(err, errlen, "%s: %s is [N, ...sample] and %s [N] or [N, classes] with "
-                       "the same N; got ranks %d and %d, %ld and %ld rows", io_basename(path),
-                       xn, yn, s->x->h.rank, s->y->h.rank, s->x->h.dims[0], s->y->h.dims[0]);
+        return -1;
     }
     return 0;
 }

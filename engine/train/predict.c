@@ -6,14 +6,17 @@
 #include "train/predict.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "io/io_file.h"
 #include "io/npy.h"
+#include "io/npzarray.h"
 #include "io/tensorfile.h"
 #include "train/weights.h"
 
@@ -28,33 +31,32 @@ static const tensor_entry *predict_find(const tensor_entry *t, int n, const char
     return NULL;
 }
 
-/* The input as n x features floats, in the model's sample order. */
-static int predict_read_input(const char *path, const spec_shape *in, dataset *d, char *err,
-                              size_t errlen)
-{
-    unsigned char *buf = NULL;
-    size_t len = 0;
-    if (io_read_file(path, PREDICT_MAX_INPUT, &buf, &len, err, errlen) != 0)
-        return 1;
+/* An input array: an .npy in memory, or an npz member read in place. */
+typedef struct predict_src {
     npy_header h;
-    char why[300];
-    if (npy_parse_header(buf, len, &h, why, sizeof why) != 0) {
-        free(buf);
-        snprintf(err, errlen, "input: %s", why);
-        return 2;
-    }
+    const unsigned char *data;   /* .npy: the array's bytes */
+    const npz_index *ix;         /* npz: the archive and member */
+    const npz_array *a;
+} predict_src;
+
+/* src as n x features floats in d, in the model's sample order ([N, H, W,
+ * C] transposed for a [C, H, W] input); labels 0. 0, 1 (memory, I/O) or 2
+ * (a shape that does not fit model.input). */
+static int predict_dataset(const predict_src *src, const spec_shape *in, dataset *d, char *err,
+                           size_t errlen)
+{
+    const npy_header *h = &src->h;
     long features = spec_shape_size(in);
-    long n = h.rank > 0 ? h.dims[0] : 0;
+    long n = h->rank > 0 ? h->dims[0] : 0;
     long per = 1;
-    for (int i = 1; i < h.rank; i++)
-        per *= h.dims[i];
-    bool nhwc = h.rank == 4 && in->rank == 3 && h.dims[3] == in->dim[0] &&
-                h.dims[1] == in->dim[1] && h.dims[2] == in->dim[2] && h.dims[1] != in->dim[0];
-    if (h.rank < 2 || per != features || len - h.data_start != h.count * (size_t)h.itemsize) {
-        free(buf);
-        snprintf(err, errlen, "input: expected [N, ...] with %ld values per sample (model.input) "
-                 "and whole data; got rank %d, %ld values per sample, %zu data bytes", features,
-                 h.rank, per, len - h.data_start);
+    for (int i = 1; i < h->rank; i++)
+        per *= h->dims[i];
+    bool nhwc = h->rank == 4 && in->rank == 3 && h->dims[3] == in->dim[0] &&
+                h->dims[1] == in->dim[1] && h->dims[2] == in->dim[2] &&
+                h->dims[1] != in->dim[0];
+    if (h->rank < 2 || per != features) {
+        snprintf(err, errlen, "input: expected [N, ...] with %ld values per sample "
+                 "(model.input); got rank %d, %ld values per sample", features, h->rank, per);
         return 2;
     }
     memset(d, 0, sizeof *d);
@@ -62,14 +64,21 @@ static int predict_read_input(const char *path, const spec_shape *in, dataset *d
     d->y = calloc((size_t)(n > 0 ? n : 1), sizeof *d->y);
     float *sample = malloc((size_t)(features > 0 ? features : 1) * sizeof *sample);
     if (!d->x || !d->y || !sample) {
-        free(buf);
         free(sample);
         dataset_free(d);
         snprintf(err, errlen, "input: out of memory for %ld samples", n);
         return 1;
     }
-    npy_to_floats(&h, buf + h.data_start, (size_t)(n * features), d->x);
-    free(buf);
+    char why[300];
+    if (src->data) {
+        npy_to_floats(h, src->data, (size_t)(n * features), d->x);
+    } else if (npz_array_floats(src->ix, src->a, 0, (uint64_t)(n * features), d->x, why,
+                                sizeof why) != 0) {
+        free(sample);
+        dataset_free(d);
+        snprintf(err, errlen, "input: %s", why);
+        return 1;
+    }
     if (nhwc) {
         long c = in->dim[0], hh = in->dim[1], w = in->dim[2];
         for (long i = 0; i < n; i++) {
@@ -86,6 +95,33 @@ static int predict_read_input(const char *path, const spec_shape *in, dataset *d
     d->features = features;
     d->shape = *in;
     return 0;
+}
+
+/* An .npy file's array as a dataset. */
+static int predict_read_input(const char *path, const spec_shape *in, dataset *d, char *err,
+                              size_t errlen)
+{
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    if (io_read_file(path, PREDICT_MAX_INPUT, &buf, &len, err, errlen) != 0)
+        return 1;
+    predict_src src = {.data = NULL};
+    char why[300];
+    if (npy_parse_header(buf, len, &src.h, why, sizeof why) != 0) {
+        free(buf);
+        snprintf(err, errlen, "input: %s", why);
+        return 2;
+    }
+    if (len - src.h.data_start != src.h.count * (size_t)src.h.itemsize) {
+        free(buf);
+        snprintf(err, errlen, "input: %zu data bytes, its shape needs %llu", len - src.h.data_start,
+                 (unsigned long long)(src.h.count * (size_t)src.h.itemsize));
+        return 2;
+    }
+    src.data = buf + src.h.data_start;
+    int rc = predict_dataset(&src, in, d, err, errlen);
+    free(buf);
+    return rc;
 }
 
 /* The training set's scaling, from the weights file. */
@@ -142,18 +178,12 @@ static int predict_write(const char *dir, const float *out, long n, int n_out, c
     return 0;
 }
 
-int train_predict(const job_spec *spec, const train_options *opt, const char *input,
-                  char *err, size_t errlen)
+/* Scale d (raw samples), run the model with `weights`, write
+ * predictions.npy into opt->out_dir; frees d. */
+static int predict_run(const job_spec *spec, const train_options *opt, const char *weights,
+                       dataset *d, char *err, size_t errlen)
 {
-    if (mkdir(opt->out_dir, 0777) != 0 && errno != EEXIST) {
-        snprintf(err, errlen, "%s: %s", opt->out_dir, strerror(errno));
-        return 1;
-    }
-    dataset d;
-    int rc = predict_read_input(input, &spec->input, &d, err, errlen);
-    if (rc != 0)
-        return rc;
-    rc = predict_scale(opt->weights, &d, err, errlen);
+    int rc = predict_scale(weights, d, err, errlen);
     int threads = opt->threads > 0 ? opt->threads
                   : spec->resources.threads_per_worker > 0 ? spec->resources.threads_per_worker
                                                            : 1;
@@ -163,15 +193,15 @@ int train_predict(const job_spec *spec, const train_options *opt, const char *in
     float *out = NULL;
     if (rc == 0 && !m)
         rc = 1;
-    if (rc == 0 && weights_load(m, opt->weights, err, errlen) != 0)
+    if (rc == 0 && weights_load(m, weights, err, errlen) != 0)
         rc = 1;
-    if (rc == 0 && !(out = malloc((size_t)(d.n > 0 ? d.n : 1) * (size_t)m->n_out * 4))) {
+    if (rc == 0 && !(out = malloc((size_t)(d->n > 0 ? d->n : 1) * (size_t)m->n_out * 4))) {
         snprintf(err, errlen, "predictions: out of memory");
         rc = 1;
     }
-    for (long first = 0; rc == 0 && first < d.n; first += max_batch) {
-        int batch = (int)(d.n - first < max_batch ? d.n - first : max_batch);
-        if (model_load_range(m, &d, first, batch, err, errlen) != 0) {
+    for (long first = 0; rc == 0 && first < d->n; first += max_batch) {
+        int batch = (int)(d->n - first < max_batch ? d->n - first : max_batch);
+        if (model_load_range(m, d, first, batch, err, errlen) != 0) {
             rc = 1;
             break;
         }
@@ -181,11 +211,85 @@ int train_predict(const job_spec *spec, const train_options *opt, const char *in
         be->download(be, out + first * m->n_out, m->output, (long)batch * m->n_out);
     }
     if (rc == 0)
-        rc = predict_write(opt->out_dir, out, d.n, m->n_out, err, errlen);
+        rc = predict_write(opt->out_dir, out, d->n, m->n_out, err, errlen);
     free(out);
     model_free(m);
     if (be)
         be->destroy(be);
-    dataset_free(&d);
+    dataset_free(d);
     return rc;
+}
+
+static int predict_out_dir(const char *dir, char *err, size_t errlen)
+{
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+int train_predict(const job_spec *spec, const train_options *opt, const char *input,
+                  char *err, size_t errlen)
+{
+    if (predict_out_dir(opt->out_dir, err, errlen) != 0)
+        return 1;
+    dataset d;
+    int rc = predict_read_input(input, &spec->input, &d, err, errlen);
+    if (rc != 0)
+        return rc;
+    return predict_run(spec, opt, opt->weights, &d, err, errlen);
+}
+
+int train_predict_task(const job_spec *spec, const train_options *opt, char *err,
+                       size_t errlen)
+{
+    const char *weights = spec->training.init_from_file;
+    if (!weights || weights[0] != '@' || weights[1] != '/') {
+        snprintf(err, errlen, "training.init_from: the weights to apply must be resolved to "
+                 "\"@/path\" (punchcardd does it at submit)");
+        return 2;
+    }
+    if (predict_out_dir(opt->out_dir, err, errlen) != 0)
+        return 1;
+    /* data.test's inputs, raw: x_test, else x, of the npz it names (labels
+     * are not needed). */
+    const char *name = spec->data.test;
+    char path[4096], p2[4096];
+    if (name[0] == '@') {
+        snprintf(path, sizeof path, "%s", name + 1);
+    } else if (dataset_resolve(DATA_NPZ, name, &opt->roots, path, p2, sizeof path, err,
+                               errlen) != 0) {
+        return 1;
+    }
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "data.test: %s: %s", path, strerror(errno));
+        return 1;
+    }
+    npz_index ix;
+    char why[300];
+    if (npz_index_fd(fd, &ix, why, sizeof why) != 0) {
+        close(fd);
+        snprintf(err, errlen, "data.test: %s: %s", io_basename(path), why);
+        return 1;
+    }
+    const npz_array *a = npz_index_find(&ix, "x_test");
+    if (!a)
+        a = npz_index_find(&ix, "x");
+    int rc = 1;
+    dataset d;
+    if (!a) {
+        snprintf(err, errlen, "data.test: %s has no x_test or x array", io_basename(path));
+    } else {
+        predict_src src = {.h = a->h, .ix = &ix, .a = a};
+        if (spec->data.test_samples > 0 && src.h.dims[0] > spec->data.test_samples)
+            src.h.dims[0] = spec->data.test_samples;
+        rc = predict_dataset(&src, &spec->input, &d, err, errlen);
+    }
+    npz_index_free(&ix);
+    close(fd);
+    if (rc != 0)
+        return rc;
+    return predict_run(spec, opt, weights + 1, &d, err, errlen);
 }

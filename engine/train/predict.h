@@ -18,4 +18,10 @@
 int train_predict(const job_spec *spec, const train_options *opt, const char *input,
                   char *err, size_t errlen);
 
+/* "task": "predict": training.init_from's weights ("@PATH") applied to
+ * data.test's samples (the npz's x_test or x, raw, its first test_samples
+ * when given), predictions.npy into opt->out_dir. 0, 1 or 2 as above. */
+int train_predict_task(const job_spec *spec, const train_options *opt, char *err,
+                       size_t errlen);
+
 #endif

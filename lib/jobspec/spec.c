@@ -399,7 +399,7 @@ static bool parse_data(const json_t *d, job_spec *spec, spec_error *err)
     data->scaling = (spec_scaling)scaling;
     data->num_classes = (int)classes;
     data->label_column = (int)label_column;
-    if (data->format != DATA_SYNTHETIC && !data->train)
+    if (data->format != DATA_SYNTHETIC && !data->train && spec->task != TASK_PREDICT)
         return spec_fail(err, "data.train", "missing; name the training set (e.g. "
                                             "\"fashion-mnist/train\")");
     if (data->validation && data->validation_split > 0)
@@ -919,7 +919,7 @@ static bool check_output(const job_spec *spec, spec_error *err)
 static bool check_root_keys(const json_t *root, spec_error *err)
 {
     static const char *const keys[] = {"name", "description", "model", "data", "training",
-                                       "distributed", "resources", NULL};
+                                       "distributed", "resources", "task", NULL};
     if (!json_is_object(root))
         return spec_fail(err, "", "a job spec must be a JSON object, got %s",
                          json_type_name(root));
@@ -968,13 +968,25 @@ job_spec *spec_parse_json(const json_t *root, spec_error *err)
         return NULL;
     }
     const char *name = "job", *description = NULL;
+    static const char *const tasks[] = {"train", "predict"};
+    int task = TASK_TRAIN;
     bool ok = check_root_keys(root, err) && spec_get_string(root, "", "name", &name, err) &&
               spec_get_string(root, "", "description", &description, err) &&
-              parse_data(field(root, "data"), spec, err) &&
+              spec_get_enum(root, "", "task", tasks, 2, "task", &task, err);
+    /* The task first: a predict task needs no data.train. */
+    spec->task = (spec_task)task;
+    ok = ok && parse_data(field(root, "data"), spec, err) &&
               parse_training(field(root, "training"), spec, err) &&
               parse_distributed(field(root, "distributed"), spec, err) &&
               parse_resources(field(root, "resources"), spec, err);
     ok = ok && resolve_training(field(root, "training"), spec, err);
+    if (ok && spec->task == TASK_PREDICT &&
+        !(spec->training.init_from_job || spec->training.init_from_file))
+        ok = spec_fail(err, "training.init_from", "a predict task needs the weights to apply: "
+                                                  "{\"job\": \"ID\"} or {\"dataset\": \"@NAME\"}");
+    if (ok && spec->task == TASK_PREDICT && (spec->data.format != DATA_NPZ || !spec->data.test))
+        ok = spec_fail(err, "data.test", "a predict task reads its inputs from data.test, an "
+                                         "npz (x_test or x; data.format \"npz\")");
     if (ok && (spec->training.init_from_job || spec->training.init_from_file) &&
         spec->distributed.trainer != TRAINER_SINGLE)
         ok = spec_fail(err, "training.init_from", "a warm start runs with the single trainer "

@@ -250,8 +250,17 @@ typedef struct spec_resources {
     int priority;              /* higher runs first; default 0, range -10..10 */
 } spec_resources;
 
+/* What a job does: train (the default), or "predict": apply the weights
+ * of training.init_from to data.test's inputs (an npz's x_test or x) and
+ * write predictions.npy, for input sets too large for one request. */
+typedef enum spec_task {
+    TASK_TRAIN,
+    TASK_PREDICT,
+} spec_task;
+
 typedef struct job_spec {
     char *name;                /* default "job" */
+    spec_task task;
     char *preset;              /* model preset name if the model was one, else NULL */
     spec_shape input;
     spec_layer *layers;

@@ -260,6 +260,17 @@ static json_t *training_json(const spec_training *t)
         json_object_set_new(o, "stop_at_loss",
                             json_pack("{s:s,s:f}", "metric", t->stop_metric, "threshold",
                                       t->stop_threshold));
+    if (o && (t->init_from_job || t->init_from_file)) {
+        json_t *init = json_object();
+        if (t->init_from_job) {
+            json_object_set_new(init, "job", json_string(t->init_from_job));
+            if (t->init_from_file)
+                json_object_set_new(init, "path", json_string(t->init_from_file));
+        } else {
+            json_object_set_new(init, "dataset", json_string(t->init_from_file));
+        }
+        json_object_set_new(o, "init_from", init);
+    }
     return o;
 }
 
@@ -298,10 +309,13 @@ json_t *spec_to_json(const job_spec *spec)
     for (int i = 0; layers && i < spec->n_layers; i++)
         json_array_append_new(layers, layer_json(&spec->layers[i], i));
     const spec_resources *r = &spec->resources;
-    return json_pack("{s:s,s:{s:o,s:o},s:o,s:o,s:o,s:{s:i,s:i,s:I,s:i}}", "name", spec->name,
+    json_t *o = json_pack("{s:s,s:{s:o,s:o},s:o,s:o,s:o,s:{s:i,s:i,s:I,s:i}}", "name", spec->name,
                      "model", "input", shape_json(&spec->input), "layers", layers, "data",
                      data_json(&spec->data), "training", training_json(&spec->training),
                      "distributed", distributed_json(&spec->distributed), "resources", "gpus",
                      r->gpus, "threads_per_worker", r->threads_per_worker, "time_limit_s",
                      (json_int_t)r->time_limit_s, "priority", r->priority);
+    if (o && spec->task == TASK_PREDICT)
+        json_object_set_new(o, "task", json_string("predict"));
+    return o;
 }

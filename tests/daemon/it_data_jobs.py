@@ -208,6 +208,16 @@ def predict(d):
                  404, "bob predicts with alice's job")
     proc = punch(d, "bob", "predict", jid, infile, "-o", outfile + ".bob")
     check(proc.returncode == 5 and not os.path.exists(outfile + ".bob"), proc.stderr)
+    # Large inputs: a job with "task": "predict" over an upload.
+    spec = job(train=None)
+    spec["task"] = "predict"
+    spec["training"]["init_from"] = {"job": jid}
+    tid = d.submit_id("alice", spec)
+    end = d.wait_state("alice", tid, punchtest.FINAL_STATES, timeout=90)
+    check(end["state"] == "succeeded", "predict job: %s %s" % (end, d.train_log(tid)))
+    r = d.req("GET", "/api/v1/jobs/%s/files/predictions.npy" % tid, "alice")
+    check(r.status_code == 200 and np.array_equal(np.load(io.BytesIO(r.content)), p),
+          "the predict job's predictions.npy = the request's")
     left = os.listdir(os.path.join(d.data_dir, "tmp"))
     check(not left, "temporary files left: %s" % left)
 

@@ -139,6 +139,18 @@ def predict(tmp, ref, xt, yt):
     acc = float((probs.argmax(1) == yt).mean())
     check(probs.shape == (200, 4) and abs(acc - hist["test"]["accuracy"]) < 1e-9,
           "predicted accuracy %s vs test %s" % (acc, hist["test"]["accuracy"]))
+    # A predict task: the same for data.test's inputs (x only, no labels).
+    xonly = os.path.join(tmp, "xonly.npz")
+    np.savez(xonly, x=xt[..., None])
+    task = job(xonly, xonly)
+    task["task"] = "predict"
+    del task["data"]["train"]
+    task["training"]["init_from"] = {"dataset": "@" + os.path.join(ref, "weights.safetensors")}
+    p, task_out = run(tmp, "task", task)
+    check(p.returncode == 0, "predict task: %s" % p.stderr)
+    if p.returncode == 0:
+        check(np.array_equal(np.load(os.path.join(task_out, "predictions.npy")), probs),
+              "the predict task's output differs from --predict's")
     np.save(inp, np.zeros((3, 7), np.uint8))
     p = subprocess.run([EXE, spec, "--out", out, "--weights",
                         os.path.join(ref, "weights.safetensors"), "--predict", inp],
