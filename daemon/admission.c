@@ -104,3 +104,28 @@ bool admission_memory(const daemon_ctx *d, const memest *m, const char **field, 
              memest_format(d->host_memory, b[7], sizeof b[7]));
     return false;
 }
+
+bool admission_limits(const daemon_ctx *d, const job_spec *spec, const char **field, char *why,
+                      size_t cap)
+{
+    int threads = spec->resources.threads_per_worker;
+    /* Under Slurm, Slurm knows its nodes' cores (sbatch refuses). */
+    if (!config_slurm(&d->cfg) && d->host_cores > 0 && threads > d->host_cores) {
+        *field = "resources.threads_per_worker";
+        snprintf(why, cap,
+                 "resources.threads_per_worker: %d threads per worker, but a host of this "
+                 "cluster has at most %d cores",
+                 threads, d->host_cores);
+        return false;
+    }
+    long limit = spec->resources.time_limit_s, max = d->cfg.max_time_limit_s;
+    if (max > 0 && limit > max) {
+        *field = "resources.time_limit_s";
+        snprintf(why, cap,
+                 "resources.time_limit_s: %ld s is longer than this site allows (%ld s, "
+                 "max_time_limit_s)",
+                 limit, max);
+        return false;
+    }
+    return true;
+}
