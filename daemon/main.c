@@ -56,8 +56,9 @@ static int main_prepare_data_dir(const config *cfg, char *err, size_t errlen)
      * directory (and so what root reads and signals). */
     struct stat st;
     if (stat(cfg->data_dir, &st) != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))) {
-        snprintf(err, errlen, "--data-dir %s is writable by its group or by others (mode %03o): "
-                              "another user could replace the queue or a job's files; chmod go-w it",
+        snprintf(err, errlen,
+                 "--data-dir %s is writable by its group or by others (mode %03o): another "
+                 "user could replace the queue or a job's files; chmod go-w it",
                  cfg->data_dir, (unsigned)(st.st_mode & 0777));
         return -1;
     }
