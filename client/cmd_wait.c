@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "jobtext.h"
 #include "progress.h"
 #include "remote.h"
 #include "timeutil/timeutil.h"
@@ -129,6 +130,7 @@ static void wait_show_state(wait_view *v, const json_t *job)
     const char *name = json_string_value(json_object_get(job, "name"));
     snprintf(line, sizeof line, "job %s%s%s%s: %s", v->id, name ? " (" : "", name ? name : "",
              name ? ")" : "", strcmp(state, "running") == 0 ? "running" : what);
+    jobtext_clean(line);
     wait_print(v, line);
 }
 

@@ -43,10 +43,34 @@ static void jobtext_format_time(const json_t *when, double now, char *buf, size_
     snprintf(buf, len, "%s (%s)", stamp, age);
 }
 
+void jobtext_clean(char *s)
+{
+    char *w = s;
+    for (const unsigned char *r = (const unsigned char *)s; *r; r++) {
+        if (r[0] == 0xc2 && r[1] >= 0x80 && r[1] <= 0x9f) {
+            *w++ = '?'; /* C1, two bytes in UTF-8 */
+            r++;
+        } else {
+            *w++ = *r < 0x20 || *r == 0x7f ? '?' : (char)*r;
+        }
+    }
+    *w = '\0';
+}
+
+/* A job's string field made safe to print (jobtext_clean), "-" if absent.
+ * The copy lives in one of a few rotating buffers, enough for the fields
+ * of one printf. */
 static const char *jobtext_str(const json_t *job, const char *key)
 {
+    static char bufs[8][1024];
+    static unsigned next;
     const char *s = json_string_value(json_object_get(job, key));
-    return s ? s : "-";
+    if (!s)
+        return "-";
+    char *b = bufs[next++ % 8];
+    snprintf(b, sizeof bufs[0], "%s", s);
+    jobtext_clean(b);
+    return b;
 }
 
 void jobtext_format_summary(const json_t *job, char *buf, size_t len)
@@ -56,6 +80,7 @@ void jobtext_format_summary(const json_t *job, char *buf, size_t len)
     const char *error = json_string_value(json_object_get(job, "error"));
     if (error != NULL && strcmp(state, "succeeded") != 0) {
         snprintf(buf, len, "%s", error);
+        jobtext_clean(buf);
         return;
     }
     if (json_object_size(result) > 0) {
@@ -71,6 +96,7 @@ void jobtext_format_summary(const json_t *job, char *buf, size_t len)
         }
         if (pos == 0)
             snprintf(buf, len, "-");
+        jobtext_clean(buf);
         return;
     }
     const json_t *p = json_object_get(job, "progress");
@@ -125,17 +151,19 @@ void jobtext_print_detail(const json_t *job, double now, FILE *out)
         const json_t *v;
         fprintf(out, "result    ");
         json_object_foreach((json_t *)result, key, v) {
-            if (json_is_number(v))
-                fprintf(out, " %s %.4f", key, json_number_value(v));
+            if (json_is_number(v)) {
+                snprintf(buf, sizeof buf, "%s", key);
+                jobtext_clean(buf);
+                fprintf(out, " %s %.4f", buf, json_number_value(v));
+            }
         }
         fprintf(out, "\n");
     }
     const json_t *exit_code = json_object_get(job, "exit_code");
     if (json_is_integer(exit_code))
         fprintf(out, "exit code  %lld\n", (long long)json_integer_value(exit_code));
-    const char *error = json_string_value(json_object_get(job, "error"));
-    if (error != NULL)
-        fprintf(out, "error      %s\n", error);
+    if (json_is_string(json_object_get(job, "error")))
+        fprintf(out, "error      %s\n", jobtext_str(job, "error"));
 }
 
 void jobtext_print_table(const json_t *jobs, double now, FILE *out)

@@ -97,10 +97,36 @@ bool admission_memory(const daemon_ctx *d, const memest *m, const char **field, 
              "data %s), but a host has %s for jobs (host_memory_mb); it could never run",
              memest_format(need, b[0], sizeof b[0]), on_host, on_host == 1 ? "" : "s",
              memest_format(m->per_rank, b[1], sizeof b[1]),
-             memest_format(m->params, b[2], sizeof b[2]), memest_format(m->grads, b[3], sizeof b[3]),
+             memest_format(m->params, b[2], sizeof b[2]),
+             memest_format(m->grads, b[3], sizeof b[3]),
              memest_format(m->optimizer, b[4], sizeof b[4]),
              memest_format(m->activations + m->batch, b[5], sizeof b[5]),
              memest_format(m->data, b[6], sizeof b[6]),
              memest_format(d->host_memory, b[7], sizeof b[7]));
     return false;
+}
+
+bool admission_limits(const daemon_ctx *d, const job_spec *spec, const char **field, char *why,
+                      size_t cap)
+{
+    int threads = spec->resources.threads_per_worker;
+    /* Under Slurm, Slurm knows its nodes' cores (sbatch refuses). */
+    if (!config_slurm(&d->cfg) && d->host_cores > 0 && threads > d->host_cores) {
+        *field = "resources.threads_per_worker";
+        snprintf(why, cap,
+                 "resources.threads_per_worker: %d threads per worker, but a host of this "
+                 "cluster has at most %d cores",
+                 threads, d->host_cores);
+        return false;
+    }
+    long limit = spec->resources.time_limit_s, max = d->cfg.max_time_limit_s;
+    if (max > 0 && limit > max) {
+        *field = "resources.time_limit_s";
+        snprintf(why, cap,
+                 "resources.time_limit_s: %ld s is longer than this site allows (%ld s, "
+                 "max_time_limit_s)",
+                 limit, max);
+        return false;
+    }
+    return true;
 }

@@ -41,4 +41,12 @@ bool admission_check(const daemon_ctx *d, int ranks, int gpus_per_worker, int wo
 bool admission_memory(const daemon_ctx *d, const memest *m, const char **field, char *why,
                       size_t cap);
 
+/* True if the job's resources stay within the site's limits: no more
+ * threads_per_worker than a host has cores (d->host_cores, when known) and
+ * no longer time_limit_s than max_time_limit_s (when set); under
+ * scheduler = slurm the cores are Slurm's to check. Otherwise false
+ * with *field the resources.* field and why the message. Pure. */
+bool admission_limits(const daemon_ctx *d, const job_spec *spec, const char **field, char *why,
+                      size_t cap);
+
 #endif

@@ -108,6 +108,47 @@ enum MHD_Result api_reply_error(api_request *r, int status, const char *field, c
 
 /* Check the dataset names the spec library accepted once more, here at the
  * edge that turns them into paths under --datasets. */
+/* Does s hold a control character: C0 (ESC, BEL, CR, LF...), DEL, or C1
+ * (U+0080..U+009F, two bytes in UTF-8)? Such a string would reach logs and
+ * other users' terminals as escape sequences. */
+static bool api_has_control(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p < 0x20 || *p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f))
+            return true;
+    return false;
+}
+
+/* The JSON path (into path) of the first key or string of v holding a
+ * control character; false if there is none. */
+static bool api_find_control(const json_t *v, const char *at, char *path, size_t cap)
+{
+    char sub[200];
+    if (json_is_string(v) && api_has_control(json_string_value(v))) {
+        snprintf(path, cap, "%s", at[0] ? at : "(top level)");
+        return true;
+    }
+    if (json_is_object(v)) {
+        const char *key;
+        const json_t *item;
+        json_object_foreach((json_t *)v, key, item) {
+            snprintf(sub, sizeof sub, "%s%s%s", at, at[0] ? "." : "", key);
+            if (api_has_control(key)) {
+                snprintf(path, cap, "%s", at[0] ? at : "(top level)");
+                return true;
+            }
+            if (api_find_control(item, sub, path, cap))
+                return true;
+        }
+    }
+    for (size_t i = 0; json_is_array(v) && i < json_array_size(v); i++) {
+        snprintf(sub, sizeof sub, "%s[%zu]", at, i);
+        if (api_find_control(json_array_get(v, i), sub, path, cap))
+            return true;
+    }
+    return false;
+}
+
 static bool api_datasets_ok(const job_spec *spec, const char **field, const char **why)
 {
     const char *names[3] = {spec->data.train, spec->data.test, spec->data.validation};
@@ -148,7 +189,8 @@ enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t le
     }
     memest mem;
     memest_job(spec, &mem);
-    if (!admission_memory(d, &mem, &field, too_big, sizeof too_big)) {
+    if (!admission_memory(d, &mem, &field, too_big, sizeof too_big) ||
+        !admission_limits(d, spec, &field, too_big, sizeof too_big)) {
         spec_free(spec);
         return api_reply_error(r, MHD_HTTP_BAD_REQUEST, field, "%s", too_big);
     }
@@ -165,6 +207,16 @@ enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t le
                                    memest_format(quota, b[1], sizeof b[1]));
         }
     }
+    json_t *doc = json_loadb(spec_text, len, 0, NULL);
+    char where[200];
+    if (doc && api_find_control(doc, "", where, sizeof where)) {
+        json_decref(doc);
+        spec_free(spec);
+        return api_reply_error(r, MHD_HTTP_BAD_REQUEST, where,
+                               "%s: control characters (ESC, BEL, CR, LF, DEL, C1...) are not "
+                               "allowed", where);
+    }
+    json_decref(doc);
     char *resolved = NULL, *warm = NULL, msg[1024];
     if (datasets_resolve_spec(d->st, d->cfg.data_dir, r->caller.identity, spec_text, len,
                               &resolved, &field, msg, sizeof msg) < 0 ||
@@ -186,7 +238,7 @@ enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t le
     /* Stored compacted: whitespace padding is not kept (the spec parsed,
      * so the text is JSON). */
     const char *text = resolved ? resolved : spec_text;
-    json_t *doc = json_loadb(text, resolved ? strlen(resolved) : len, 0, NULL);
+    doc = json_loadb(text, resolved ? strlen(resolved) : len, 0, NULL);
     char *compact = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
     json_decref(doc);
     store_new_job nj = {
@@ -198,7 +250,12 @@ enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t le
         .ranks = ranks,
         .workers = spec->distributed.workers,
         .threads = spec->resources.threads_per_worker > 0 ? spec->resources.threads_per_worker : 1,
-        .time_limit_s = spec->resources.time_limit_s,
+        /* A job that asks for no limit runs for the site's longest (under
+         * Slurm, for its partition's: a --time past the partition's
+         * MaxTime would be refused). */
+        .time_limit_s = spec->resources.time_limit_s > 0 || config_slurm(&d->cfg)
+                            ? spec->resources.time_limit_s
+                            : d->cfg.max_time_limit_s,
         .gpus = spec->resources.gpus * spec->distributed.workers,
         .mem_per_rank = mem.per_rank,
     };

@@ -70,6 +70,7 @@ static const opt_def opts[] = {
     NUM(disk_min_free_pct, OPT_INT, 0, 100, "PCT", "/healthz reports degraded when the data dir's file system has less free (default 5)"),
     STR(run_as, "USER", "unprivileged account jobs run as (needs punchcardd started as root; default: punchcardd's own)"),
     NUM(allow_root_jobs, OPT_BOOL, 0, 1, NULL, "started as root without --run-as: run jobs as root anyway (refused otherwise)"),
+    NUM(max_time_limit_s, OPT_LONG, 0, 1L << 40, "SECONDS", "longest time limit a job may ask for; a job asking none gets it; 0 = no maximum (default 604800: 7 days)"),
     NUM(hold, OPT_BOOL, 0, 1, NULL, "accept and queue jobs but start none (maintenance)"),
     NUM(retention_days, OPT_INT, 0, 36500, "DAYS", "forget finished jobs (rows, events, run directories) DAYS after they ended, 0 = keep them (default 0)"),
     NUM(verbose, OPT_BOOL, 0, 1, NULL, "log debug lines too"),
@@ -102,6 +103,7 @@ void config_defaults(config *c)
     c->job_output_quota_mb = 10240;
     c->user_quota_mb = 51200;
     c->disk_min_free_pct = 5;
+    c->max_time_limit_s = 7 * 24 * 3600;
     snprintf(c->scheduler, sizeof c->scheduler, "local");
 }
 

@@ -28,6 +28,7 @@ typedef struct daemon_ctx {
     int hosts;         /* 1 without a hostfile */
     int total_gpus;    /* cfg.gpus on each host */
     double host_memory; /* bytes of a host that jobs may use (memest_host_memory) */
+    int host_cores;     /* cores of the largest host (threads_per_worker's bound) */
     uid_t run_uid;      /* cfg.run_as's account, owner of run directories; */
     gid_t run_gid;      /* 0 without run_as (which is never root) */
     char probe_cmd[CONFIG_PATH_MAX]; /* cluster_probe_command() of cfg.host_probe */

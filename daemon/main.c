@@ -55,6 +55,16 @@ static int main_prepare_data_dir(const config *cfg, char *err, size_t errlen)
     char path[CONFIG_PATH_MAX + 32];
     if (!main_mkdirs(cfg->data_dir, err, errlen))
         return -1;
+    /* Whoever can write the data dir can replace the queue or a job's run
+     * directory (and so what root reads and signals). */
+    struct stat st;
+    if (stat(cfg->data_dir, &st) != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+        snprintf(err, errlen,
+                 "--data-dir %s is writable by its group or by others (mode %03o): another "
+                 "user could replace the queue or a job's files; chmod go-w it",
+                 cfg->data_dir, (unsigned)(st.st_mode & 0777));
+        return -1;
+    }
     snprintf(path, sizeof path, "%s/runs", cfg->data_dir);
     if (mkdir(path, 0700) != 0 && errno != EEXIST) {
         snprintf(err, errlen, "--data-dir %s: cannot create runs/: %s", cfg->data_dir,
@@ -259,6 +269,20 @@ static bool main_resources(daemon_ctx *d, char *err, size_t errlen)
     d->total_slots = cluster_total_slots(d->cl);
     d->total_gpus = d->cfg.gpus * d->hosts;
     d->host_memory = memest_host_memory(d->cfg.host_memory_mb);
+    /* Cores: this machine's, or with a hostfile the largest host's slots
+     * (other hosts' cores are not known here; slots count them). */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    d->host_cores = cores > 0 ? (int)cores : 0;
+    if (d->cfg.hostfile[0]) {
+        placement_cluster *cap = malloc(sizeof *cap);
+        d->host_cores = 0;
+        if (cap) {
+            cluster_capacity(d->cl, cap, false);
+            for (int h = 0; h < cap->n_hosts; h++)
+                d->host_cores = cap->slots[h] > d->host_cores ? cap->slots[h] : d->host_cores;
+        }
+        free(cap);
+    }
     char mem[32];
     if (d->host_memory > 0)
         log_info("jobs may use %s of each host's memory (host_memory_mb %s)",
@@ -367,6 +391,9 @@ int main(int argc, char **argv)
         log_set_level(LOG_DEBUG);
     daemon_wake_register(getpid());
     signal(SIGPIPE, SIG_IGN);
+    /* Everything punchcardd creates (the store, run directories, logs) is
+     * its own: other users read jobs through the API only. */
+    umask(077);
     /* Block the signals the loop collects before any thread exists, so every
      * thread inherits the mask. */
     sigset_t set;
@@ -396,6 +423,14 @@ int main(int argc, char **argv)
     snprintf(db, sizeof db, "%s/punchcard.db", d.cfg.data_dir);
     /* A connection each for the HTTP threads and the main thread, and a
      * spare: under WAL, readers never wait for the writer or each other. */
+    /* A store made before the umask (or by hand) may be readable by all:
+     * it holds every user's jobs. */
+    for (int i = 0; i < 3; i++) {
+        char f[CONFIG_PATH_MAX + 40];
+        snprintf(f, sizeof f, "%s%s", db, (const char *[]){"", "-wal", "-shm"}[i]);
+        if (chmod(f, 0600) != 0 && errno != ENOENT)
+            log_warn("%s: cannot make it private (chmod 600): %s", f, strerror(errno));
+    }
     d.st = store_open(db, d.cfg.http_threads + 2, err, sizeof err);
     if (!d.st)
         goto fail;

@@ -63,6 +63,43 @@ void monitor_cleanup(void)
     n_term_sent = cap_term_sent = 0;
 }
 
+/* Replace each `from` in s (of capacity cap) with `to`. */
+static void monitor_replace(char *s, size_t cap, const char *from, const char *to)
+{
+    size_t lf = strlen(from), lt = strlen(to);
+    char *p = lf ? strstr(s, from) : NULL;
+    while (p) {
+        size_t tail = strlen(p + lf);
+        if ((size_t)(p - s) + lt + tail + 1 > cap)
+            return;
+        memmove(p + lt, p + lf, tail + 1);
+        memcpy(p, to, lt);
+        p = strstr(p + lt, from);
+    }
+}
+
+/* A job's error is read by its user: paths in the run directory become
+ * relative to it ("./checkpoints/ckpt.bin"), data set paths relative to
+ * their root, so no server path (data dir, dataset roots) shows. */
+static void monitor_relative_paths(const daemon_ctx *d, const char *dir, char *error,
+                                   size_t cap)
+{
+    char with_slash[4200];
+    snprintf(with_slash, sizeof with_slash, "%s/", dir);
+    monitor_replace(error, cap, with_slash, "./");
+    monitor_replace(error, cap, dir, "the run directory");
+    char roots[sizeof d->cfg.datasets];
+    snprintf(roots, sizeof roots, "%s", d->cfg.datasets);
+    char *save = NULL;
+    for (char *root = strtok_r(roots, ":", &save); root; root = strtok_r(NULL, ":", &save)) {
+        snprintf(with_slash, sizeof with_slash, "%s/", root);
+        monitor_replace(error, cap, with_slash, "");
+        monitor_replace(error, cap, root, "the dataset root");
+    }
+    snprintf(with_slash, sizeof with_slash, "%s/", d->cfg.data_dir);
+    monitor_replace(error, cap, with_slash, "");
+}
+
 /* Keep an error message printable ASCII: it goes into JSON and logs. */
 static void monitor_sanitize(char *s)
 {
@@ -190,6 +227,7 @@ void monitor_settle(daemon_ctx *d, const store_job *job, const char *dir, const 
     } else if (final_state == JOB_FAILED) {
         monitor_blame_host(d, job, log_path, error, sizeof error);
     }
+    monitor_relative_paths(d, dir, error, sizeof error);
     monitor_sanitize(error);
     monitor_prune_checkpoints(job, dir);
     char *progress = json_dumps(p.progress, JSON_COMPACT | JSON_REAL_PRECISION(15));
@@ -411,10 +449,12 @@ void monitor_list_free(job_list *l)
  * monitor_check_job settles it as failed after MONITOR_LAUNCH_GRACE_S. */
 static void monitor_fail_start(daemon_ctx *d, const store_job *job, const char *why)
 {
-    char msg[600];
+    char msg[600], dir[4096];
     snprintf(msg, sizeof msg, "could not start: %s", why);
     monitor_sanitize(msg);
     log_error("job %s (%s): %s", job->id, job->owner, msg);
+    if (rundir_path(dir, sizeof dir, d->cfg.data_dir, job->id, NULL))
+        monitor_relative_paths(d, dir, msg, sizeof msg);
     if (store_job_finish(d->st, job->id, JOB_FAILED, NULL, msg, "{}", NULL, daemon_now()) ==
         STORE_ERROR)
         log_error("job %s (%s): could not record the failure; it fails later as a job "

@@ -2,6 +2,7 @@
 #include "supervisor.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
@@ -111,6 +112,13 @@ int supervisor_main(int argc, char **argv)
         else
             supervisor_say("no memory ceiling for this job: %s", why);
     }
+    /* The child says when its session exists: supervisor.json names the
+     * session only then, so a stop that follows at once finds it. */
+    int ready[2];
+    if (pipe2(ready, O_CLOEXEC) != 0) {
+        supervisor_say("pipe: %s", strerror(errno));
+        return supervisor_write_exit(rundir, 127, 0);
+    }
     pid_t child = fork();
     if (child < 0) {
         supervisor_say("fork: %s", strerror(errno));
@@ -118,6 +126,10 @@ int supervisor_main(int argc, char **argv)
     }
     if (child == 0) {
         setsid();
+        close(ready[0]);
+        if (write(ready[1], "s", 1) != 1)
+            _exit(127);
+        close(ready[1]);
         if (cg.dir[0] && !cgroup_job_enter(&cg))
             fprintf(stderr, "punchcardd supervisor: cannot enter cgroup %s: %s; the job runs "
                             "without a memory ceiling\n", cg.dir, strerror(errno));
@@ -133,6 +145,11 @@ int supervisor_main(int argc, char **argv)
         fprintf(stderr, "punchcardd supervisor: cannot run %s: %s\n", cmd[0], strerror(errno));
         _exit(127);
     }
+    close(ready[1]);
+    char byte;
+    while (read(ready[0], &byte, 1) < 0 && errno == EINTR)
+        ;
+    close(ready[0]);
     /* mpirun is our child and is not reaped until the end, so its pid (the
      * session id) stays its own while we read its start time. */
     long long self_start = -1, child_start = -1;

@@ -180,6 +180,36 @@ static void test_job_summaries(void **state)
     json_decref(running);
 }
 
+/* Another user's job name or an error must not reach the terminal as an
+ * escape sequence: C0 (ESC, BEL, CR, LF), DEL and C1 (CSI in UTF-8) print
+ * as '?'; other UTF-8 stays. */
+static void test_control_characters_escaped(void **state)
+{
+    (void)state;
+    char s[] = "a\x1b[31mb\x07\r\n\xc2\x9b\x7f \xc3\xa9\xc2\xa0z";
+    jobtext_clean(s);
+    assert_string_equal(s, "a?[31mb????? \xc3\xa9\xc2\xa0z");
+    json_t *job = json_pack("{s:s, s:s, s:s, s:s}", "id", "0123456789ab", "name",
+                            "x\x1b]0;owned\x07", "state", "failed", "error", "bad\x1b[2Jline");
+    char buf[256];
+    jobtext_format_summary(job, buf, sizeof buf);
+    assert_string_equal(buf, "bad?[2Jline");
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_non_null(out);
+    jobtext_print_detail(job, 0, out);
+    json_t *jobs = json_pack("[O]", job);
+    jobtext_print_table(jobs, 0, out);
+    fclose(out);
+    assert_null(strchr(text, '\x1b'));
+    assert_null(strchr(text, '\x07'));
+    assert_non_null(strstr(text, "x?]0;owned?"));
+    free(text);
+    json_decref(jobs);
+    json_decref(job);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -191,6 +221,7 @@ int main(void)
         cmocka_unit_test(test_epoch_line_from_history),
         cmocka_unit_test(test_durations_and_rates),
         cmocka_unit_test(test_job_summaries),
+        cmocka_unit_test(test_control_characters_escaped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -50,14 +50,14 @@ static void test_mlp_by_hand(void **state)
     spec_free(s);
     /* Plain SGD keeps no state; SGD with momentum one slot. */
     s = parse("{\"model\": {\"input\": [4], \"layers\": [{\"type\": \"dense\", \"units\": 2}]},"
-              " \"data\": {\"format\": \"synthetic\", \"num_classes\": 2}, \"training\": {\"optimizer\": "
-              "{\"name\": \"sgd\"}}}");
+              " \"data\": {\"format\": \"synthetic\", \"num_classes\": 2},"
+              " \"training\": {\"optimizer\": {\"name\": \"sgd\"}}}");
     memest_job(s, &m);
     assert_true(m.optimizer == 0);
     spec_free(s);
     s = parse("{\"model\": {\"input\": [4], \"layers\": [{\"type\": \"dense\", \"units\": 2}]},"
-              " \"data\": {\"format\": \"synthetic\", \"num_classes\": 2}, \"training\": {\"optimizer\": "
-              "{\"name\": \"sgd\", \"momentum\": 0.9}}}");
+              " \"data\": {\"format\": \"synthetic\", \"num_classes\": 2},"
+              " \"training\": {\"optimizer\": {\"name\": \"sgd\", \"momentum\": 0.9}}}");
     memest_job(s, &m);
     assert_true(m.optimizer == m.params);
     spec_free(s);
@@ -66,8 +66,9 @@ static void test_mlp_by_hand(void **state)
 static void test_vgg16(void **state)
 {
     (void)state;
-    job_spec *s = parse("{\"model\": {\"preset\": \"vgg16_cifar10\", \"input\": [3, 32, 32]}, \"data\": {\"format\": "
-                        "\"synthetic\", \"synthetic_train\": 1, \"synthetic_test\": 1}}");
+    job_spec *s = parse("{\"model\": {\"preset\": \"vgg16_cifar10\", \"input\": [3, 32, 32]},"
+                        " \"data\": {\"format\": \"synthetic\", \"synthetic_train\": 1,"
+                        " \"synthetic_test\": 1}}");
     memest m;
     memest_job(s, &m);
     assert_true(m.params == 15245130.0 * 4);

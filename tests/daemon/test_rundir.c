@@ -1,8 +1,10 @@
 /* test_rundir.c — reading the run directory: the progress tail (latest
  * step/epoch merged with the last epoch's val_* metrics, partial last lines,
  * the end line's result and error), exit/supervisor records, atomic writes,
- * safetensors weights as JSON (and malformed ones refused), removal, and the
- * line of train.log quoted in a failed job's error. */
+ * safetensors weights as JSON (and malformed ones refused), removal, the
+ * line of train.log quoted in a failed job's error, and checkpoint retention
+ * (the newest model_checkpoint saves kept, ensemble members with their
+ * epoch, files being written and ckpt.bin never touched). */
 #include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -280,6 +282,40 @@ static void test_failure_line(void **state)
     assert_string_equal(line, "");
 }
 
+static bool exists(const char *dir, const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/checkpoints/%s", dir, name);
+    return access(path, F_OK) == 0;
+}
+
+static void test_prune_checkpoints(void **state)
+{
+    const char *dir = *state;
+    assert_int_equal(rundir_prune_checkpoints(dir, 1), 0); /* no checkpoints/ */
+    char sub[512];
+    snprintf(sub, sizeof sub, "%s/checkpoints", dir);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    assert_int_equal(rundir_prune_checkpoints(dir, 1), 0); /* empty */
+    const char *names[] = {"weights-epoch-001.safetensors", "weights-epoch-001.npz",
+                           "weights-epoch-002.member-0.safetensors",
+                           "weights-epoch-002.member-1.safetensors",
+                           "weights-epoch-010.safetensors", "weights-epoch-010.npz",
+                           "weights-epoch-001.safetensors.tmp42", "ckpt.bin", "notes.txt"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        put(sub, names[i], "x", 1);
+    assert_int_equal(rundir_prune_checkpoints(dir, 0), 0); /* 0 keeps all */
+    assert_int_equal(rundir_prune_checkpoints(dir, 2), 2); /* epochs 10 and 2 stay */
+    assert_false(exists(dir, "weights-epoch-001.safetensors"));
+    assert_false(exists(dir, "weights-epoch-001.npz"));
+    assert_true(exists(dir, "weights-epoch-002.member-1.safetensors"));
+    assert_int_equal(rundir_prune_checkpoints(dir, 1), 2); /* the members of epoch 2 */
+    assert_true(exists(dir, "weights-epoch-010.safetensors") &&
+                exists(dir, "weights-epoch-010.npz"));
+    assert_true(exists(dir, "weights-epoch-001.safetensors.tmp42") && exists(dir, "ckpt.bin") &&
+                exists(dir, "notes.txt"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -290,6 +326,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_weights_model, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_and_remove, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failure_line, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prune_checkpoints, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
