@@ -10,7 +10,9 @@
   const $ = (id) => document.getElementById(id);
   const S = { secret: sessionStorage.getItem(KEY), admin: false, view: null, jobId: null,
               jobs: new Map(), stream: null, lastEventId: null, pollTimer: null,
-              logOffset: 0, logTimer: null, historyEpoch: -1 };
+              logOffset: 0, logTimer: null, logGen: 0, historyEpoch: -1 };
+  const FINAL = ['succeeded', 'failed', 'cancelled', 'timeout'];
+  const RESUMABLE = ['failed', 'cancelled', 'timeout'];
 
   /* ---- helpers ---------------------------------------------------------- */
 
@@ -41,6 +43,13 @@
   function fmtNum(x, digits) {
     if (typeof x !== 'number' || !isFinite(x)) return '';
     return Math.abs(x) >= 1000 ? Math.round(x).toLocaleString() : x.toFixed(digits);
+  }
+  function fmtBytes(n) {
+    if (typeof n !== 'number') return '';
+    const u = ['B', 'KiB', 'MiB', 'GiB'];
+    let i = 0;
+    while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }
+    return (i ? n.toFixed(1) : String(n)) + ' ' + u[i];
   }
   function fmtDur(s) {
     if (typeof s !== 'number' || !isFinite(s)) return '';
@@ -233,10 +242,11 @@
       fact(dl, 'Test', r.map(([k, v]) => k.slice(5) + ' ' + fmtNum(v, 4)).join(', '));
     }
     renderJobProgress(j);
-    const done = ['succeeded', 'failed', 'cancelled', 'timeout'].includes(j.state);
+    const done = FINAL.includes(j.state);
     const cancel = $('job-cancel');
     cancel.disabled = done || j.cancel_requested;
     cancel.textContent = j.cancel_requested && !done ? 'Cancel requested' : 'Cancel job';
+    $('job-resume').hidden = !RESUMABLE.includes(j.state);
   }
 
   function renderJobProgress(j) {
@@ -255,17 +265,27 @@
     box.append(dl);
   }
 
+  /* Empties what a job's page accumulates (log, curves), for a new page or
+   * a job that went back in the queue (resumed), whose log continues. */
+  function resetJob() {
+    stopLog();
+    S.historyEpoch = -1;
+    S.logOffset = 0;
+    $('job-log').textContent = '';
+    $('job-charts').replaceChildren(el('p', { class: 'hint', text: 'No epoch finished yet.' }));
+  }
+
   async function loadJob(fresh) {
     const id = S.jobId;
     if (fresh) {
-      S.historyEpoch = -1;
-      S.logOffset = 0;
-      $('job-log').textContent = '';
+      resetJob();
       $('job-spec').textContent = '';
       $('job-events').replaceChildren();
-      $('job-charts').replaceChildren(el('p', { class: 'hint', text: 'No epoch finished yet.' }));
-      $('job-action-msg').textContent = '';
+      $('job-files').tBodies[0].replaceChildren();
+      $('job-files-note').textContent = '';
+      say('');
     }
+    const was = S.jobs.get(id);
     let j;
     try {
       j = await api('/api/v1/jobs/' + id);
@@ -276,17 +296,42 @@
       return;
     }
     if (S.jobId !== id) return;
+    const resumed = !fresh && was && FINAL.includes(was.state) && !FINAL.includes(j.state);
+    if (resumed) resetJob();
     S.jobs.set(id, j);
     renderJob(j);
     loadEvents(id);
+    loadFiles(id);
     maybeHistory(j);
     if (fresh) {
       api('/api/v1/jobs/' + id + '/spec', { raw: true }).then((r) => r.text()).then((t) => {
         try { t = JSON.stringify(JSON.parse(t), null, 2); } catch (e) { /* shown as sent */ }
         if (S.jobId === id) $('job-spec').textContent = t;
       }).catch((e) => { $('job-spec').textContent = e.message; });
-      pollLog(id);
     }
+    if (fresh || resumed) pollLog(id);
+  }
+
+  /* Every file of the run directory, each a button that downloads it (a
+   * plain link could not send the Authorization header). Reloaded with the
+   * job, so on every state change. */
+  async function loadFiles(id) {
+    let body;
+    try {
+      body = await api('/api/v1/jobs/' + id + '/files');
+    } catch (e) {
+      if (S.jobId === id) $('job-files-note').textContent = e.message;
+      return;
+    }
+    if (S.jobId !== id) return;
+    $('job-files').tBodies[0].replaceChildren(...body.files.map((f) => el('tr', {},
+      el('td', {}, el('button', { type: 'button', class: 'link', 'data-file': f.path, text: f.path,
+                                  onclick: () => download('files/' + f.path.split('/')
+                                    .map(encodeURIComponent).join('/')) })),
+      el('td', { class: 'num', title: f.bytes + ' bytes', text: fmtBytes(f.bytes) }),
+      el('td', { text: fmtTime(f.mtime) }))));
+    $('job-files-note').textContent = !body.files.length ? 'No files yet.'
+      : body.truncated ? 'Only the first ' + body.files.length + ' files are listed.' : '';
   }
 
   async function loadEvents(id) {
@@ -309,7 +354,7 @@
 
   async function maybeHistory(j) {
     const done = epochsDone(j);
-    const final = ['succeeded', 'failed', 'cancelled', 'timeout'].includes(j.state);
+    const final = FINAL.includes(j.state);
     /* No history.json before the first epoch ends: asking would be a 404. */
     if (done < 1 || S.historyEpoch === Infinity || (done <= S.historyEpoch && !final)) return;
     S.historyEpoch = final ? Infinity : done;
@@ -391,20 +436,24 @@
 
   /* ---- the log ---------------------------------------------------------- */
 
+  /* Each poll belongs to a generation; stopping starts a new one, so a
+   * response still in flight from before a reset is dropped. */
   function stopLog() {
     clearTimeout(S.logTimer);
     S.logTimer = null;
+    S.logGen++;
   }
 
   async function pollLog(id) {
     stopLog();
+    const gen = S.logGen;
     if (S.jobId !== id || !S.secret) return;
     let state = 'running';
     try {
       const r = await api('/api/v1/jobs/' + id + '/logs?offset=' + S.logOffset, { raw: true });
       const text = await r.text();
       state = r.headers.get('X-Job-State') || state;
-      if (S.jobId !== id) return;
+      if (S.jobId !== id || S.logGen !== gen) return;
       S.logOffset = Number(r.headers.get('X-Log-Offset')) || S.logOffset;
       if (text) {
         const pre = $('job-log');
@@ -412,13 +461,11 @@
         if ($('log-follow').checked) pre.scrollTop = pre.scrollHeight;
       }
     } catch (e) { /* retried below */ }
-    const done = ['succeeded', 'failed', 'cancelled', 'timeout'].includes(state);
-    if (!done) S.logTimer = setTimeout(() => pollLog(id), 1000);
+    if (!FINAL.includes(state) && S.logGen === gen) S.logTimer = setTimeout(() => pollLog(id), 1000);
   }
 
   async function download(what) {
     const id = S.jobId;
-    const msg = $('job-action-msg');
     try {
       const r = await api('/api/v1/jobs/' + id + '/' + what, { raw: true });
       const blob = await r.blob();
@@ -431,10 +478,17 @@
       a.click();
       a.remove();
       setTimeout(() => URL.revokeObjectURL(url), 10000);
-      msg.textContent = 'downloaded ' + name;
+      say('downloaded ' + name);
     } catch (e) {
-      msg.textContent = e.message;
+      say(e.message, true);
     }
+  }
+
+  /* The outcome of a job page's action, an error in red and as sent. */
+  function say(text, error) {
+    const msg = $('job-action-msg');
+    msg.textContent = text;
+    msg.classList.toggle('error', !!error);
   }
 
   async function cancelJob() {
@@ -442,10 +496,33 @@
     if (!j || !window.confirm('Cancel job ' + j.name + ' (' + j.id + ')?')) return;
     try {
       renderJob(await api('/api/v1/jobs/' + j.id, { method: 'DELETE' }));
-      $('job-action-msg').textContent = 'cancel requested';
+      say('cancel requested');
     } catch (e) {
-      $('job-action-msg').textContent = e.message;
+      say(e.message, true);
     }
+  }
+
+  /* Back in the queue under the same id, continuing from its checkpoint. */
+  async function resumeJob() {
+    const j = S.jobs.get(S.jobId);
+    if (!j || !window.confirm('Resume job ' + j.name + ' (' + j.id + ')? It goes back in the ' +
+                              'queue and continues from its last checkpoint.')) return;
+    let r;
+    try {
+      r = await api('/api/v1/jobs/' + j.id + '/resume', { method: 'POST' });
+    } catch (e) {
+      say('cannot resume: ' + e.message, true);
+      return;
+    }
+    if (S.jobId !== j.id) return;
+    resetJob();
+    S.jobs.set(j.id, r);
+    renderJob(r);
+    loadEvents(j.id);
+    loadFiles(j.id);
+    pollLog(j.id);
+    say('resumed: ' + r.state);
+    $('job-cancel').focus();
   }
 
   /* ---- submit ----------------------------------------------------------- */
@@ -611,6 +688,7 @@
     $('signout').addEventListener('click', () => signOut(''));
     $('state-filter').addEventListener('change', loadJobs);
     $('job-cancel').addEventListener('click', cancelJob);
+    $('job-resume').addEventListener('click', resumeJob);
     for (const b of document.querySelectorAll('[data-download]'))
       b.addEventListener('click', () => download(b.getAttribute('data-download')));
     $('log-follow').addEventListener('change', () => {

@@ -2,8 +2,9 @@
 punchcardd and punch-train, one browser session for every case: sign in with
 the secret; a running job's progress moves in the list and its loss curve
 grows on its page; a finished job's weights download byte for byte as the
-API serves them; a bad spec shows the server's field-named error; a job is
-cancelled from its page; another user sees none of the first user's jobs;
+API serves them, and so does one of its run files; a bad spec shows the
+server's field-named error; a job is cancelled from its page, then resumed
+from it with the keyboard; another user sees none of the first user's jobs;
 the admin sees everyone's, with owners, the state filter and the cluster.
 Throughout: no request leaves the origin and the console has no errors
 (beyond the API's expected refusals). Screenshots of the list and the job
@@ -25,6 +26,7 @@ try:
     from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import Select
 except ImportError:
     webdriver = None
@@ -124,8 +126,11 @@ def cases():
                 jid = punchtest.case("progress moves in the list", list_progress, p, shots)
                 if jid:
                     punchtest.case("the curve grows; cancel from the page", growing, p, jid, shots)
+                    punchtest.case("resume from the page", resume, p, jid)
                 punchtest.case("a finished job's page", finished, p, quick)
                 punchtest.case("weights download as the API serves them", weights, p, quick,
+                               downloads)
+                punchtest.case("a run file downloads as the API serves it", run_file, p, quick,
                                downloads)
                 punchtest.case("another user sees none of alice's jobs", other_user, p)
                 punchtest.case("the admin sees everyone's", admin, p)
@@ -212,6 +217,29 @@ def growing(p, jid, shots):
     p.collect_console()
 
 
+def resume(p, jid):
+    """The cancelled job's page offers Resume (Enter, then confirmed): the
+    job is back in the queue under its id, the page follows it, and its
+    events say who resumed it. The API then cancels it again, to free the
+    slots for the cases after this one."""
+    button = p.wait(lambda: p.find("#job-resume").is_displayed() and p.find("#job-resume"),
+                    "the Resume button")
+    button.send_keys(Keys.ENTER)
+    alert = p.wait(lambda: _alert(p.drv), "the confirmation")
+    check(jid in alert.text, "the confirmation names the job: %r" % alert.text)
+    alert.accept()
+    again = ("queued", "starting", "running")
+    state = p.wait(lambda: p.text("#job-state") in again and p.text("#job-state"),
+                   lambda _: "the page to show the job %s again (shows %r)" % (
+                       "/".join(again), p.text("#job-state")))
+    check(p.d.job("alice", jid)["state"] in again + ("succeeded",), "the API agrees (%s)" % state)
+    p.wait(lambda: "resumed by alice" in p.text("#job-events"), "the resume in the events")
+    check(not p.find("#job-resume").is_displayed(), "Resume is offered only for an ended job")
+    p.d.req("DELETE", "/api/v1/jobs/" + jid, "alice")
+    p.d.wait_state("alice", jid, FINAL_STATES, timeout=120)
+    p.collect_console()
+
+
 def finished(p, jid):
     """A succeeded job: its curve has every epoch, its events, spec and log."""
     p.d.wait_state("alice", jid, FINAL_STATES, timeout=120)
@@ -240,6 +268,27 @@ def weights(p, jid, downloads):
     with open(path, "rb") as f:
         got = f.read()
     check(got == api, "downloaded %d bytes, the API serves %d" % (len(got), len(api)))
+    p.collect_console()
+
+
+def run_file(p, jid, downloads):
+    """The page lists the run directory as the API does; one file, fetched
+    with the keyboard, arrives byte for byte as the API serves it."""
+    files = p.d.req("GET", "/api/v1/jobs/%s/files" % jid, "alice").json()["files"]
+    shown = lambda: [b.get_attribute("data-file") for b in p.finds("#job-files button")]
+    p.wait(lambda: shown() == [f["path"] for f in files],
+           lambda _: "the run files %s (shown: %s)" % ([f["path"] for f in files], shown()))
+    taken = set(os.listdir(downloads))
+    pick = next(f["path"] for f in files
+                if f["bytes"] > 0 and os.path.basename(f["path"]) not in taken)
+    p.find('#job-files button[data-file="%s"]' % pick).send_keys(Keys.ENTER)
+    path = os.path.join(downloads, os.path.basename(pick))
+    p.wait(lambda: os.path.exists(path) and not os.path.exists(path + ".crdownload") and
+           os.path.getsize(path) > 0, "the downloaded " + path)
+    api = p.d.req("GET", "/api/v1/jobs/%s/files/%s" % (jid, pick), "alice").content
+    with open(path, "rb") as f:
+        got = f.read()
+    check(got == api, "%s: downloaded %d bytes, the API serves %d" % (pick, len(got), len(api)))
     p.collect_console()
 
 
