@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * file (memfd) per slot (0..FUZZ_FILE_SLOTS-1), rewritten to hold exactly
  * data[0..size), reached as /proc/self/fd/N. No disk I/O, nothing left
  * behind. Aborts if the kernel refuses (the run would prove nothing). */
-#define FUZZ_FILE_SLOTS 4
+#define FUZZ_FILE_SLOTS 2
 const char *fuzz_file(int slot, const uint8_t *data, size_t size);
 
 /* A stream for output the target does not look at ("/dev/null"). */

@@ -16,7 +16,8 @@
  * "{id}" in TARGET becomes the id of the job the last 201 created, so the
  * job routes are reached. The secrets are those of secrets_json below.
  * The daemon's state (its store, its jobs) carries over from one input to
- * the next, as a server's does. */
+ * the next, as a server's does, for FUZZ_GENERATION inputs; then it starts
+ * afresh, so the store stays small and the inputs fast. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,7 @@
 #include "store.h"
 
 #define FUZZ_MAX_FIELDS 32
+#define FUZZ_GENERATION 4096
 
 static const char secrets_json[] =
     "[{\"secret\": \"alice-secret\", \"identity\": \"alice\"},"
@@ -65,10 +67,14 @@ static void fuzz_die(const char *what, const char *why)
 
 static void fuzz_http_teardown(void)
 {
+    if (fuzz_daemon.st == NULL)
+        return;
     store_close(fuzz_daemon.st);
     cluster_close(fuzz_daemon.cl);
     auth_close(fuzz_daemon.au);
     rundir_remove(fuzz_dir);
+    fuzz_daemon = (daemon_ctx){0};
+    snprintf(fuzz_last_id, sizeof fuzz_last_id, "none");
 }
 
 /* The daemon as test_api.c sets it up, without the HTTP server: a data
@@ -100,7 +106,10 @@ static void fuzz_http_setup(void)
     snprintf(path, sizeof path, "%s/punchcard.db", fuzz_dir);
     if (!(d->st = store_open(path, 2, err, sizeof err)))
         fuzz_die("store_open", err);
-    atexit(fuzz_http_teardown);
+    static bool cleanup_registered;
+    if (!cleanup_registered && atexit(fuzz_http_teardown) != 0)
+        fuzz_die("atexit", "cannot register the cleanup");
+    cleanup_registered = true;
 }
 
 const char *__wrap_MHD_lookup_connection_value(struct MHD_Connection *connection,
@@ -168,8 +177,11 @@ static char *fuzz_target(const char *target)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (fuzz_daemon.st == NULL)
+    static long inputs;
+    if (inputs++ % FUZZ_GENERATION == 0) {
+        fuzz_http_teardown(); /* the previous generation's, if any */
         fuzz_http_setup();
+    }
     /* Headers end at the first empty line; the body is the rest. */
     const char *text = (const char *)data;
     const char *end = memmem(text, size, "\n\n", 2);

@@ -18,7 +18,7 @@ static void fuzz_die(const char *what)
 
 const char *fuzz_file(int slot, const uint8_t *data, size_t size)
 {
-    static int fds[FUZZ_FILE_SLOTS] = {-1, -1, -1, -1};
+    static int fds[FUZZ_FILE_SLOTS] = {-1, -1};
     static char paths[FUZZ_FILE_SLOTS][32];
     if (slot < 0 || slot >= FUZZ_FILE_SLOTS)
         fuzz_die("fuzz_file: slot out of range");
