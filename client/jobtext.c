@@ -33,11 +33,16 @@ static void jobtext_format_time(const json_t *when, double now, char *buf, size_
         snprintf(buf, len, "-");
         return;
     }
-    time_t t = (time_t)json_number_value(when);
-    struct tm tm;
+    double v = json_number_value(when);
     char stamp[64] = "?";
-    if (localtime_r(&t, &tm) != NULL)
-        strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &tm);
+    /* A time no time_t holds (a broken server's) stays "?": converting it
+     * would be undefined. */
+    if (v > -1e15 && v < 1e15) {
+        time_t t = (time_t)v;
+        struct tm tm;
+        if (localtime_r(&t, &tm) != NULL)
+            strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &tm);
+    }
     char age[32];
     jobtext_format_age(when, now, age, sizeof age);
     snprintf(buf, len, "%s (%s)", stamp, age);

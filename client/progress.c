@@ -154,11 +154,21 @@ static bool progress_read_report(const json_t *job, char *buf, size_t len, progr
     return true;
 }
 
+/* Cut the line in buf at width columns (none when width <= 0), so a
+ * narrow terminal never wraps, whatever the server sent. */
+static void progress_cut(char *buf, size_t len, int width)
+{
+    if (len > 0 && width > 0 && strlen(buf) > (size_t)width)
+        buf[width] = '\0';
+}
+
 void progress_format_bar(const json_t *job, int width, char *buf, size_t len)
 {
     progress_report r;
-    if (!progress_read_report(job, buf, len, &r))
+    if (!progress_read_report(job, buf, len, &r)) {
+        progress_cut(buf, len, width);
         return;
+    }
     char prefix[64];
     snprintf(prefix, sizeof prefix, "epoch %.0f/%.0f ", r.epoch, r.epochs);
     char suffix[512];
@@ -180,7 +190,7 @@ void progress_format_bar(const json_t *job, int width, char *buf, size_t len)
         suffix[0] = '\0';
 
     /* The bar takes what the text leaves, within [10, 30] cells; then the
-     * whole line is cut at width so a narrow terminal never wraps. */
+     * whole line is cut at width. */
     int cells = width - (int)strlen(prefix) - (int)strlen(suffix) - 2;
     cells = cells < 10 ? 10 : cells > 30 ? 30 : cells;
     double fraction = r.steps > 0 ? r.step / r.steps : 0.0;
@@ -191,8 +201,7 @@ void progress_format_bar(const json_t *job, int width, char *buf, size_t len)
         bar[i] = i < filled ? '=' : (i == filled ? '>' : ' ');
     bar[cells] = '\0';
     snprintf(buf, len, "%s[%s]%s", prefix, bar, suffix);
-    if (width > 0 && strlen(buf) > (size_t)width)
-        buf[width] = '\0';
+    progress_cut(buf, len, width);
 }
 
 void progress_format_line(const json_t *job, char *buf, size_t len)

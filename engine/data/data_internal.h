@@ -65,6 +65,10 @@ int data_stream_read(data_stream *s, void *dst, size_t n, size_t *got, char *err
 /* Pass over n bytes (plain files: a seek); *skipped short only at the end. */
 int data_stream_skip(data_stream *s, uint64_t n, uint64_t *skipped, char *err,
                      size_t errlen);
+/* The most (uncompressed) bytes the file can hold: its size, or for gzip
+ * its size times deflate's largest ratio (1032:1). A loader checks a
+ * header's claim against it before allocating for it. */
+uint64_t data_stream_max_size(const data_stream *s);
 /* Read to the end: *total is the whole (uncompressed) length and
  * *truncated whether a gzip stream ended before its trailer; fails on
  * corrupt gzip data and on a gzip stream without data. */

@@ -46,6 +46,15 @@ static int stream_fail(data_stream *s, int zrc, char *err, size_t errlen)
                    s->zs.msg ? s->zs.msg : "inflate failed");
 }
 
+/* Deflate codes a run of 258 bytes in as little as a quarter byte, so no
+ * stream inflates beyond 1032 times its size (zlib's "technical details"). */
+#define STREAM_MAX_RATIO 1032
+
+uint64_t data_stream_max_size(const data_stream *s)
+{
+    return s->gz ? s->file_size * STREAM_MAX_RATIO : s->file_size;
+}
+
 int data_stream_open(const char *path, data_stream **out, char *err, size_t errlen)
 {
     *out = NULL;

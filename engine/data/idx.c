@@ -138,7 +138,7 @@ int data_idx_load(const char *images_path, const char *labels_path, int num_clas
                    &n, err, errlen) != 0)
         goto fail_img;
     uint32_t rows = idx_be32(img.p + 8), cols = idx_be32(img.p + 12);
-    if (rows == 0 || cols == 0 || (long)rows * cols > IDX_MAX_PIXELS) {
+    if (rows == 0 || cols == 0 || (uint64_t)rows * cols > IDX_MAX_PIXELS) {
         io_errf(err, errlen, "%s: implausible image size %ux%u", iname, rows, cols);
         goto fail_img;
     }
@@ -202,7 +202,7 @@ static int idx_open_images(const char *path, data_stream **st, uint32_t *n, uint
     }
     *rows = idx_be32(head + 8);
     *cols = idx_be32(head + 12);
-    if (*rows == 0 || *cols == 0 || (long)*rows * *cols > IDX_MAX_PIXELS) {
+    if (*rows == 0 || *cols == 0 || (uint64_t)*rows * *cols > IDX_MAX_PIXELS) {
         snprintf(why, sizeof why, "%s: implausible image size %ux%u", iname, *rows, *cols);
         idx_stream_fail(*st, why, err, errlen);
         goto fail;
@@ -319,8 +319,11 @@ int data_idx_load_pick(const char *images_path, const char *labels_path, int num
     size_t pixels = (size_t)rows * cols;
     /* A pick past the header's count: the file's own faults first. */
     bool beyond = malformed || data_pick_end(pick) > (long)n;
+    /* Nor is memory taken for records a short (or forged) file cannot
+     * hold: the body check below reports it as the whole load does. */
+    bool unheld = !beyond && 16 + (uint64_t)data_pick_end(pick) * pixels > data_stream_max_size(st);
     data_pick none = {0};
-    const data_pick *use = beyond ? &none : pick;
+    const data_pick *use = beyond || unheld ? &none : pick;
     long count = data_pick_count(use);
     if (data_pick_alloc(use, out, count, (long)pixels) != 0) {
         data_stream_close(st);

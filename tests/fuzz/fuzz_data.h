@@ -1,0 +1,26 @@
+/* fuzz_data.h — what the dataset reader targets (IDX, CSV, CIFAR-10 of
+ * engine/data) share: cutting one input into files and checking what a
+ * loader returned. */
+#ifndef PUNCH_FUZZ_DATA_H
+#define PUNCH_FUZZ_DATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "data/dataset.h"
+
+/* Cut the input in two files: a u16 little-endian length L, then L bytes
+ * (clamped to what is there) for slot 0 and the rest for slot 1. */
+void fuzz_data_split(const uint8_t *data, size_t size, const char **first,
+                     const char **second);
+
+/* A range [*lo, *hi) within [0, n) chosen by two bytes of the input. */
+void fuzz_data_range(const uint8_t **data, size_t *size, long n, long *lo, long *hi);
+
+/* Abort unless d is a whole dataset of want_n samples (-1: any number):
+ * features = the shape's size, x and y of that size (both ends read), and
+ * every label in [0, num_classes) when num_classes > 0 (the
+ * loaders check no range otherwise). Then free it. */
+void fuzz_data_check(dataset *d, long want_n, int num_classes);
+
+#endif
