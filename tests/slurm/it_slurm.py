@@ -4,13 +4,14 @@ a 2-rank allreduce job is written a batch script, submitted with sbatch
 (its Slurm id, comment and events recorded), runs under Slurm's allocation
 and succeeds with its weights downloadable; a job waiting in Slurm shows
 Slurm's reason; two users' waiting jobs run in Slurm's order; cancel while
-pending and while running reaches Slurm (scancel); kill -9 of punchcardd and a restart re-attach a running and a
-pending job by their stored Slurm ids; slurmctld stopped: submits get 503,
-and once it is back the jobs are followed again and a new job runs;
-`scontrol requeue` of a running job: queued again with an event saying so,
-then it resumes from its checkpoint and succeeds.
-Not covered here: a time limit (Slurm's smallest is one minute) and jobs
-spanning nodes (one node in this machine's namespace; it_slurm_cluster.py)."""
+pending and while running reaches Slurm (scancel); kill -9 of punchcardd
+and a restart re-attach a running and a pending job by their stored Slurm
+ids; slurmctld stopped: submits get 503, and once it is back the jobs are
+followed again and a new job runs; `scontrol requeue` of a running job:
+queued again with an event saying so, then it resumes from its checkpoint
+and succeeds; a job past Slurm's time limit ends as timeout (normal build
+only: Slurm's smallest limit is a minute). Not covered here: jobs spanning
+nodes (one node in this machine's namespace; it_slurm_cluster.py)."""
 import json
 import os
 import time
@@ -41,6 +42,8 @@ def cases():
             punchtest.case("slurmctld down: 503 on submit; followed again when it is back",
                            ctld_down, d, slurm)
             slurm_s = punchtest.case("submit to first rank under Slurm", latency, d)
+            if os.environ.get("PUNCH_SLURM_TIME_LIMIT") == "1":
+                punchtest.case("Slurm's time limit ends a job as timeout", time_limit, d, slurm)
         with Daemon() as d:
             local_s = punchtest.case("submit to first rank, local scheduler", latency, d)
         if slurm_s and local_s:
@@ -194,6 +197,22 @@ def latency(d):
         check(d.wait_state("alice", a, FINAL_STATES, timeout=90)["state"] == "succeeded",
               "job %s succeeded" % a)
     return sorted(took)[1]
+
+
+def time_limit(d, slurm):
+    """Slurm's smallest limit is a minute, and slurmctld looks for jobs past
+    theirs about every 30 s: this case waits about 90 s, so meson runs it in
+    the normal build only (PUNCH_SLURM_TIME_LIMIT)."""
+    a = d.submit_id("alice", job_like(LONG_JOB, resources={"threads_per_worker": 1,
+                                                           "time_limit_s": 60}))
+    d.wait_state("alice", a, ("running",), timeout=60)
+    sid = slurm_id(d, a)
+    check("TimeLimit=00:01:00" in slurm.client("scontrol", "show", "job", str(sid)),
+          "sbatch --time of a 60 s limit")
+    j = d.wait_state("alice", a, FINAL_STATES, timeout=180)
+    check(j["state"] == "timeout", "past Slurm's time limit: %s" % j)
+    check(slurm_state(slurm, sid) == "TIMEOUT", "Slurm's state of %d" % sid)
+    check("TIMEOUT" in (j.get("error") or ""), "the error names Slurm's TIMEOUT: %s" % j)
 
 
 def ctld_down(d, slurm):
