@@ -3,6 +3,7 @@
 #include "slurm.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,6 +102,12 @@ char **slurm_sbatch_argv(const slurm_site *site, const slurm_job *job)
     slurm_push(&a, "--job-name=pc-%s", job->id);
     slurm_push(&a, "--ntasks=%d", job->ranks > 0 ? job->ranks : 1);
     slurm_push(&a, "--cpus-per-task=%d", job->threads > 0 ? job->threads : 1);
+    if (job->mem_per_rank > 0) {
+        /* A task is a rank: its memory spread over its CPUs, so Slurm
+         * (with memory a consumable resource) reserves the estimate. */
+        double mib = job->mem_per_rank / (job->threads > 0 ? job->threads : 1) / 1048576.0;
+        slurm_push(&a, "--mem-per-cpu=%.0fM", ceil(mib));
+    }
     if (job->gpus_per_worker > 0)
         slurm_push(&a, "--gres=gpu:%d", job->gpus_per_worker);
     if (job->time_limit_s > 0) {

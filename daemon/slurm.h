@@ -32,6 +32,8 @@ typedef struct slurm_job {
     int gpus_per_worker;   /* --gres=gpu:N when > 0 (per node: one worker a node) */
     long time_limit_s;     /* --time, rounded up to whole minutes; 0: Slurm's default */
     int priority;          /* punchcard's -10..10; below 0 becomes --nice */
+    double mem_per_rank;   /* estimated bytes a rank needs (memest.c): --mem-per-cpu =
+                              it / threads in MiB, rounded up; 0: Slurm's default */
 } slurm_job;
 
 /* Name of the batch script and of Slurm's output file in the run directory. */

@@ -187,7 +187,8 @@ static slurm_job slurmsched_job(const store_job *job, const char *dir)
                        .threads = job->threads,
                        .gpus_per_worker = job->gpus / workers,
                        .time_limit_s = job->time_limit_s,
-                       .priority = job->priority};
+                       .priority = job->priority,
+                       .mem_per_rank = job->mem_per_rank};
 }
 
 static void slurmsched_scancel(daemon_ctx *d, long slurm_id)

@@ -31,12 +31,12 @@ static void test_sbatch_argv_full(void **state)
 {
     (void)state;
     slurm_site site = {"/opt/slurm/bin", "gpu", "ml-lab", "long", " --requeue  --mail-type=NONE "};
-    slurm_job job = {"a1b2", "alice", "/shared/pc/runs/a1b2", 3, 2, 1, 3601, -2};
+    slurm_job job = {"a1b2", "alice", "/shared/pc/runs/a1b2", 3, 2, 1, 3601, -2, 3000.5 * 1048576};
     char **v = slurm_sbatch_argv(&site, &job);
     assert_non_null(v);
     const char *want[] = {
         "/opt/slurm/bin/sbatch", "--parsable", "--job-name=pc-a1b2", "--ntasks=3",
-        "--cpus-per-task=2", "--gres=gpu:1", "--time=0-01:01:00", "--nice=200",
+        "--cpus-per-task=2", "--mem-per-cpu=1501M", "--gres=gpu:1", "--time=0-01:01:00", "--nice=200",
         "--output=/shared/pc/runs/a1b2/slurm.out", "--chdir=/shared/pc/runs/a1b2",
         "--comment=punchcard id=a1b2 user=alice", "--partition=gpu", "--account=ml-lab",
         "--qos=long", "--requeue", "--mail-type=NONE", "/shared/pc/runs/a1b2/slurm.sh",
@@ -67,6 +67,7 @@ static void test_sbatch_argv_minimal(void **state)
         assert_null(strstr(v[i], "--nice"));
         assert_null(strstr(v[i], "--time"));
         assert_null(strstr(v[i], "--gres"));
+        assert_null(strstr(v[i], "--mem"));
     }
     launcher_argv_free(v);
     job.time_limit_s = 2 * 86400 + 59;
