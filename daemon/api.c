@@ -163,6 +163,106 @@ static bool api_datasets_ok(const job_spec *spec, const char **field, const char
     return true;
 }
 
+/* A refusal of a submit: its status, field and message (status 0: none). */
+typedef struct api_refusal {
+    int status;
+    const char *field; /* static, or field_buf */
+    char field_buf[200];
+    char msg[1024];
+} api_refusal;
+
+static bool api_refuse(api_refusal *no, int status, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static bool api_refuse(api_refusal *no, int status, const char *field, const char *fmt, ...)
+{
+    no->status = status;
+    no->field = field;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(no->msg, sizeof no->msg, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+/* Could this user's job ever run here: its dataset names, the cluster's
+ * slots, GPUs and memory, the site's limits, the user's disk quota. */
+static bool api_submit_admit(api_request *r, const job_spec *spec, int ranks, memest *mem,
+                             api_refusal *no)
+{
+    daemon_ctx *d = r->d;
+    const char *field = NULL, *why = NULL;
+    if (!api_datasets_ok(spec, &field, &why))
+        return api_refuse(no, MHD_HTTP_BAD_REQUEST, field, "%s: %s", field,
+                          why ? why : "not a valid dataset name");
+    char too_big[768];
+    memest_job(spec, mem);
+    if (!admission_check(d, ranks, spec->resources.gpus, spec->distributed.workers, &field,
+                         too_big, sizeof too_big) ||
+        !admission_memory(d, mem, &field, too_big, sizeof too_big) ||
+        !admission_limits(d, spec, &field, too_big, sizeof too_big))
+        return api_refuse(no, MHD_HTTP_BAD_REQUEST, field, "%s", too_big);
+    if (d->cfg.user_quota_mb > 0) {
+        double used = quota_user_bytes(d, r->caller.identity);
+        double quota = (double)d->cfg.user_quota_mb * 1024 * 1024;
+        char b[2][32];
+        if (used >= quota)
+            return api_refuse(no, MHD_HTTP_INSUFFICIENT_STORAGE, NULL,
+                              "your jobs' run directories hold %s, at or over your quota of %s "
+                              "(user_quota_mb); delete old jobs to submit more",
+                              memest_format(used, b[0], sizeof b[0]),
+                              memest_format(quota, b[1], sizeof b[1]));
+    }
+    return true;
+}
+
+/* The text the store keeps (heap): the spec as submitted, free of control
+ * characters, with "@NAME" uploads and training.init_from resolved to the
+ * files the engine reads, compacted (whitespace padding is not kept). */
+static char *api_submit_text(api_request *r, const char *spec_text, size_t len,
+                             api_refusal *no)
+{
+    daemon_ctx *d = r->d;
+    json_t *doc = json_loadb(spec_text, len, 0, NULL);
+    bool control = doc && api_find_control(doc, "", no->field_buf, sizeof no->field_buf);
+    json_decref(doc);
+    if (control) {
+        api_refuse(no, MHD_HTTP_BAD_REQUEST, no->field_buf, "%s: control characters (ESC, BEL, "
+                   "CR, LF, DEL, C1...) are not allowed", no->field_buf);
+        return NULL;
+    }
+    char *resolved = NULL, *warm = NULL;
+    const char *field = NULL;
+    if (datasets_resolve_spec(d->st, d->cfg.data_dir, r->caller.identity, spec_text, len,
+                              &resolved, &field, no->msg, sizeof no->msg) < 0 ||
+        initfrom_resolve(d, r->caller.identity, resolved ? resolved : spec_text, &warm, &field,
+                         no->msg, sizeof no->msg) < 0) {
+        free(resolved);
+        no->status = MHD_HTTP_BAD_REQUEST;
+        no->field = field;
+        return NULL;
+    }
+    if (warm) {
+        free(resolved);
+        resolved = warm;
+        if (initfrom_check(d, resolved, no->msg, sizeof no->msg) != 0) {
+            free(resolved);
+            no->status = MHD_HTTP_BAD_REQUEST;
+            no->field = "training.init_from";
+            return NULL;
+        }
+    }
+    const char *text = resolved ? resolved : spec_text;
+    doc = json_loadb(text, resolved ? strlen(resolved) : len, 0, NULL);
+    char *compact = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    json_decref(doc);
+    if (!compact && !resolved)
+        compact = strndup(spec_text, len);
+    if (compact)
+        free(resolved);
+    return compact ? compact : resolved;
+}
+
 enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t len)
 {
     daemon_ctx *d = r->d;
@@ -174,78 +274,22 @@ enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t le
         spec_error_str(&err, msg, sizeof msg);
         return api_reply_error(r, MHD_HTTP_BAD_REQUEST, err.path, "%s", msg);
     }
-    const char *field = NULL, *why = NULL;
-    if (!api_datasets_ok(spec, &field, &why)) {
-        spec_free(spec);
-        return api_reply_error(r, MHD_HTTP_BAD_REQUEST, field, "%s: %s", field,
-                               why ? why : "not a valid dataset name");
-    }
     int ranks = spec_ranks_needed(spec);
-    char too_big[768];
-    if (!admission_check(d, ranks, spec->resources.gpus, spec->distributed.workers, &field,
-                         too_big, sizeof too_big)) {
-        spec_free(spec);
-        return api_reply_error(r, MHD_HTTP_BAD_REQUEST, field, "%s", too_big);
-    }
     memest mem;
-    memest_job(spec, &mem);
-    if (!admission_memory(d, &mem, &field, too_big, sizeof too_big) ||
-        !admission_limits(d, spec, &field, too_big, sizeof too_big)) {
+    api_refusal no = {0};
+    char *text = NULL;
+    if (!api_submit_admit(r, spec, ranks, &mem, &no) ||
+        !(text = api_submit_text(r, spec_text, len, &no))) {
         spec_free(spec);
-        return api_reply_error(r, MHD_HTTP_BAD_REQUEST, field, "%s", too_big);
+        if (!no.status)
+            return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
+        return api_reply_error(r, no.status, no.field, "%s", no.msg);
     }
-    if (d->cfg.user_quota_mb > 0) {
-        double used = quota_user_bytes(d, r->caller.identity);
-        double quota = (double)d->cfg.user_quota_mb * 1024 * 1024;
-        if (used >= quota) {
-            spec_free(spec);
-            char b[2][32];
-            return api_reply_error(r, MHD_HTTP_INSUFFICIENT_STORAGE, NULL,
-                                   "your jobs' run directories hold %s, at or over your quota "
-                                   "of %s (user_quota_mb); delete old jobs to submit more",
-                                   memest_format(used, b[0], sizeof b[0]),
-                                   memest_format(quota, b[1], sizeof b[1]));
-        }
-    }
-    json_t *doc = json_loadb(spec_text, len, 0, NULL);
-    char where[200];
-    if (doc && api_find_control(doc, "", where, sizeof where)) {
-        json_decref(doc);
-        spec_free(spec);
-        return api_reply_error(r, MHD_HTTP_BAD_REQUEST, where,
-                               "%s: control characters (ESC, BEL, CR, LF, DEL, C1...) are not "
-                               "allowed", where);
-    }
-    json_decref(doc);
-    char *resolved = NULL, *warm = NULL, msg[1024];
-    if (datasets_resolve_spec(d->st, d->cfg.data_dir, r->caller.identity, spec_text, len,
-                              &resolved, &field, msg, sizeof msg) < 0 ||
-        initfrom_resolve(d, r->caller.identity, resolved ? resolved : spec_text, &warm, &field,
-                         msg, sizeof msg) < 0) {
-        spec_free(spec);
-        free(resolved);
-        return api_reply_error(r, MHD_HTTP_BAD_REQUEST, field, "%s", msg);
-    }
-    if (warm) {
-        free(resolved);
-        resolved = warm;
-        if (initfrom_check(d, resolved, msg, sizeof msg) != 0) {
-            spec_free(spec);
-            free(resolved);
-            return api_reply_error(r, MHD_HTTP_BAD_REQUEST, "training.init_from", "%s", msg);
-        }
-    }
-    /* Stored compacted: whitespace padding is not kept (the spec parsed,
-     * so the text is JSON). */
-    const char *text = resolved ? resolved : spec_text;
-    doc = json_loadb(text, resolved ? strlen(resolved) : len, 0, NULL);
-    char *compact = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-    json_decref(doc);
     store_new_job nj = {
         .owner = r->caller.identity,
         .name = spec->name ? spec->name : "job",
         .trainer = spec_trainer_name(spec->distributed.trainer),
-        .spec = compact ? compact : text,
+        .spec = text,
         .priority = spec->resources.priority,
         .ranks = ranks,
         .workers = spec->distributed.workers,
@@ -261,8 +305,7 @@ enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t le
     };
     if (config_slurm(&d->cfg) && atomic_load(&d->slurm_down)) {
         spec_free(spec);
-        free(resolved);
-        free(compact);
+        free(text);
         return api_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL,
                                "Slurm is not reachable (slurmctld down?); the job was not "
                                "accepted, submit it again later");
@@ -270,8 +313,7 @@ enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t le
     char id[STORE_ID_LEN + 1];
     store_status rs = store_job_submit(d->st, &nj, d->cfg.max_queued, 0, id);
     spec_free(spec);
-    free(resolved);
-    free(compact);
+    free(text);
     if (rs == STORE_LIMIT)
         return api_reply_error(r, MHD_HTTP_TOO_MANY_REQUESTS, NULL,
                                "%s already has %d queued jobs (the limit); wait for some to "
