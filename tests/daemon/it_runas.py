@@ -18,10 +18,29 @@ def cases():
         punchtest.skip("no account named nobody")
     punchtest.require_engine()
     punchtest.case("as root without run_as it refuses to start", refuses)
+    for program in (punchtest.engine_path(), os.environ["PUNCHCARDD"]):
+        if not can_execute(nobody, program):
+            punchtest.skip("nobody cannot execute %s (a build tree under a private home, "
+                           "e.g. /root): a job as nobody cannot start" % program)
     with Daemon(["--run-as", "nobody"]) as d:
         # The job (as nobody) must be able to reach its run directory.
         os.chmod(d.tmp, 0o711)
         punchtest.case("a job runs as nobody", runs_as, d, nobody)
+
+
+def can_execute(user, path):
+    """Whether `user` may execute `path` (every directory above it included)."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setgid(user.pw_gid)
+            os.setuid(user.pw_uid)
+            os._exit(0 if os.access(path, os.X_OK) else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
 
 
 def refuses():
