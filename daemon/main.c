@@ -2,6 +2,7 @@
  * `punchcardd --supervise ...` is the per-job supervisor (supervisor.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <pwd.h>
 #include <signal.h>
@@ -11,6 +12,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -142,6 +144,25 @@ static bool main_which(const char *name, char *out, size_t cap)
 
 /* The engine: --engine, else ../engine/punch-train next to this binary
  * (the build tree), else punch-train next to it (installed), else PATH. */
+/* Whether uid:gid may execute path (every directory above it included):
+ * asked in a child that becomes that user, as a job will. */
+static bool main_user_can_exec(uid_t uid, gid_t gid, const char *path)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return true; /* cannot tell: the jobs' own errors will say */
+    if (pid == 0) {
+        bool ok = setgroups(0, NULL) == 0 && setgid(gid) == 0 && setuid(uid) == 0 &&
+                  access(path, X_OK) == 0;
+        _exit(ok ? 0 : 1);
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return true;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 static void main_find_programs(daemon_ctx *d)
 {
     ssize_t n = readlink("/proc/self/exe", d->self_exe, sizeof d->self_exe - 1);
@@ -173,6 +194,10 @@ static void main_find_programs(daemon_ctx *d)
     if (access(d->engine, X_OK) != 0)
         log_warn("engine %s is not executable: jobs will fail until it is (set --engine)",
                  d->engine);
+    else if (d->run_uid && !main_user_can_exec(d->run_uid, d->run_gid, d->engine))
+        log_warn("run_as %s cannot execute the engine %s (a directory above it closed to "
+                 "others, e.g. /root?): jobs will fail until it can",
+                 d->cfg.run_as, d->engine);
     if (access(d->mpirun, X_OK) != 0)
         log_warn("mpirun %s is not executable: jobs will fail until it is (set --mpirun)",
                  d->mpirun);
