@@ -141,7 +141,7 @@ enum MHD_Result api_dataset_delete(api_request *r)
     if (!api_dataset_load(r, &ds, &ret))
         return ret;
     char ref[4200], path[4096];
-    if (!datasets_ref(r->d->cfg.data_dir, ds.owner, ds.name, ref, sizeof ref) ||
+    if (!datasets_use_ref(r->d->cfg.data_dir, ds.owner, ds.name, ref, sizeof ref) ||
         !datasets_path(r->d->cfg.data_dir, ds.owner, ds.name, path, sizeof path)) {
         store_dataset_clear(&ds);
         return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "path too long");
@@ -206,7 +206,7 @@ enum MHD_Result api_dataset_put(api_request *r)
     char ref[4200];
     bool replaced = false;
     store_status rs = STORE_ERROR;
-    if (ds.shapes && datasets_ref(r->d->cfg.data_dir, ds.owner, ds.name, ref, sizeof ref))
+    if (ds.shapes && datasets_use_ref(r->d->cfg.data_dir, ds.owner, ds.name, ref, sizeof ref))
         rs = store_dataset_put(r->d->st, &ds, ref, r->d->cfg.upload_quota, api_put_place,
                                &(api_put){s, final}, &replaced);
     enum MHD_Result ret;

@@ -531,6 +531,92 @@ int datasets_check(int fd, datasets_info *info, char *err, size_t errlen)
     return ds_check_csv(fd, false, info, err, errlen);
 }
 
+/* ---- IDX pairs ------------------------------------------------------------- */
+
+/* The naming of an IDX pair, as engine/data/resolve.c reads it under an
+ * admin's dataset root: STEM-images-idx3-ubyte[.gz] with
+ * STEM-labels-idx1-ubyte[.gz] (or the ".idx3-ubyte" style). */
+static const char *const ds_idx_styles[][2] = {
+    {"-images-idx3-ubyte", "-labels-idx1-ubyte"},
+    {"-images.idx3-ubyte", "-labels.idx1-ubyte"},
+};
+
+bool datasets_idx_stem(const char *name, char *stem, size_t len)
+{
+    size_t n = strlen(name);
+    if (n >= len)
+        return false;
+    memcpy(stem, name, n + 1);
+    if (n > 3 && strcmp(stem + n - 3, ".gz") == 0)
+        stem[n -= 3] = 0;
+    for (int s = 0; s < 2; s++) {
+        for (int part = 0; part < 2; part++) {
+            size_t sl = strlen(ds_idx_styles[s][part]);
+            if (n > sl && strcmp(stem + n - sl, ds_idx_styles[s][part]) == 0) {
+                stem[n - sl] = 0;
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+bool datasets_use_ref(const char *data_dir, const char *owner, const char *name, char *buf,
+                      size_t len)
+{
+    char stem[80];
+    if (datasets_idx_stem(name, stem, sizeof stem))
+        return datasets_ref(data_dir, owner, stem, buf, len);
+    return datasets_ref(data_dir, owner, name, buf, len);
+}
+
+/* Does owner have an upload named prefix + suffix[.gz]? */
+static store_status ds_upload_either(store *st, const char *owner, const char *prefix,
+                                     const char *suffix)
+{
+    for (int gz = 0; gz < 2; gz++) {
+        char name[160];
+        snprintf(name, sizeof name, "%s%s%s", prefix, suffix, gz ? ".gz" : "");
+        store_dataset ds;
+        store_status rs = store_dataset_get(st, owner, name, &ds);
+        if (rs == STORE_OK)
+            store_dataset_clear(&ds);
+        if (rs != STORE_NOT_FOUND)
+            return rs;
+    }
+    return STORE_NOT_FOUND;
+}
+
+/* "@NAME" under data.format "idx": the stem of an uploaded pair (NAME
+ * itself, or NAME with the images or labels suffix taken off) into stem.
+ * -1 with a message naming the files wanted when the pair is incomplete. */
+static int ds_idx_pair(store *st, const char *owner, const char *field, const char *name,
+                       char *stem, size_t len, char *msg, size_t msglen)
+{
+    if (!datasets_idx_stem(name, stem, len))
+        snprintf(stem, len, "%s", name);
+    for (int s = 0; s < 2; s++) {
+        store_status rs = ds_upload_either(st, owner, stem, ds_idx_styles[s][0]);
+        if (rs == STORE_NOT_FOUND)
+            continue;
+        if (rs == STORE_OK)
+            rs = ds_upload_either(st, owner, stem, ds_idx_styles[s][1]);
+        if (rs == STORE_OK)
+            return 0;
+        if (rs == STORE_NOT_FOUND)
+            snprintf(msg, msglen, "%s: \"@%s\": you uploaded %s%s[.gz] but not its labels, "
+                     "%s%s[.gz]", field, name, stem, ds_idx_styles[s][0], stem,
+                     ds_idx_styles[s][1]);
+        else
+            snprintf(msg, msglen, "%s: store error", field);
+        return -1;
+    }
+    snprintf(msg, msglen, "%s: you have no uploaded IDX pair \"@%s\": upload %s%s[.gz] and "
+             "%s%s[.gz] (punch data push keeps a file's name; punch data list shows yours)",
+             field, name, stem, ds_idx_styles[0][0], stem, ds_idx_styles[0][1]);
+    return -1;
+}
+
 /* ---- "@NAME" in a submitted spec ------------------------------------------ */
 
 int datasets_resolve_spec(store *st, const char *data_dir, const char *owner,
@@ -544,6 +630,9 @@ int datasets_resolve_spec(store *st, const char *data_dir, const char *owner,
         return 0;
     json_t *spec = json_loadb(spec_text, len, JSON_REJECT_DUPLICATES, NULL);
     json_t *data = json_object_get(spec, "data");
+    /* data.format defaults to idx, whose uploads come as a pair. */
+    const char *format = json_string_value(json_object_get(data, "format"));
+    bool idx = !format || strcmp(format, "idx") == 0;
     bool changed = false;
     for (int i = 0; i < 3; i++) {
         const char *v = json_string_value(json_object_get(data, keys[i]));
@@ -558,8 +647,19 @@ int datasets_resolve_spec(store *st, const char *data_dir, const char *owner,
             json_decref(spec);
             return -1;
         }
+        char stem[80];
+        const char *target = v + 1;
+        if (idx) {
+            if (ds_idx_pair(st, owner, fields[i], v + 1, stem, sizeof stem, msg, msglen) != 0) {
+                json_decref(spec);
+                return -1;
+            }
+            target = stem;
+        }
         store_dataset ds;
-        store_status rs = store_dataset_get(st, owner, v + 1, &ds);
+        store_status rs = idx ? STORE_OK : store_dataset_get(st, owner, v + 1, &ds);
+        if (rs == STORE_OK && !idx)
+            store_dataset_clear(&ds);
         if (rs != STORE_OK) {
             if (rs == STORE_NOT_FOUND)
                 snprintf(msg, msglen, "%s: you have no uploaded dataset \"%s\" (punch data "
@@ -569,9 +669,8 @@ int datasets_resolve_spec(store *st, const char *data_dir, const char *owner,
             json_decref(spec);
             return -1;
         }
-        store_dataset_clear(&ds);
         char ref[4200];
-        if (!datasets_ref(data_dir, owner, v + 1, ref, sizeof ref)) {
+        if (!datasets_ref(data_dir, owner, target, ref, sizeof ref)) {
             snprintf(msg, msglen, "%s: path too long", fields[i]);
             json_decref(spec);
             return -1;

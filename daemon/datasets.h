@@ -31,6 +31,16 @@ bool datasets_path(const char *data_dir, const char *owner, const char *name, ch
  * "\"@PATH\"" (what store_dataset_put/delete match). */
 bool datasets_ref(const char *data_dir, const char *owner, const char *name, char *buf,
                   size_t len);
+/* An upload named as one file of an IDX pair (STEM-images-idx3-ubyte[.gz],
+ * STEM-labels-idx1-ubyte[.gz], or the ".idx3-ubyte" style): its STEM into
+ * stem. A job under data.format "idx" names the pair "@STEM" (or either
+ * file's name); its spec then holds "@" + the owner's directory + "/STEM",
+ * which the engine resolves to the pair as it does an admin's dataset. */
+bool datasets_idx_stem(const char *name, char *stem, size_t len);
+/* What a stored spec holds when a job uses upload `name` (datasets_ref;
+ * the pair's stem for an IDX file): what replace and delete check. */
+bool datasets_use_ref(const char *data_dir, const char *owner, const char *name, char *buf,
+                      size_t len);
 
 /* What the format check found. */
 typedef struct datasets_info {

@@ -13,6 +13,7 @@ int data_alloc(dataset *d, long n, long features)
 {
     d->x = NULL;
     d->y = NULL;
+    d->t = NULL;
     if (n < 0 || features < 0 || (features > 0 && (size_t)n > SIZE_MAX / sizeof(float) / (size_t)features))
         return -1;
     size_t nx = (size_t)n * (size_t)features;
@@ -33,10 +34,12 @@ void dataset_free(dataset *d)
         return;
     free(d->x);
     free(d->y);
+    free(d->t);
     free(d->shift);
     free(d->factor);
     d->x = NULL;
     d->y = NULL;
+    d->t = NULL;
     d->shift = NULL;
     d->factor = NULL;
     d->n = 0;

@@ -138,9 +138,10 @@ int data_synthetic_range(const spec_shape *shape, long n, int num_classes, unsig
 /* npz (npzset.c): the x/y pair of `field` ("data.train", "data.test",
  * "data.validation"; each falls back to x/y): its records, or the pick's
  * (NULL: all), raw, shaped for `input` (NHWC transposed when it says
- * [C, H, W]); labels checked against num_classes (<= 0: no check). */
+ * [C, H, W]); labels checked against data->num_classes, or float y
+ * under data->float_targets kept as regression targets (dataset.t). */
 int data_npz_count(const char *path, const char *field, long *n, char *err, size_t errlen);
-int data_npz_load_pick(const char *path, const char *field, int num_classes,
+int data_npz_load_pick(const char *path, const char *field, const spec_data *data,
                        const spec_shape *input, const data_pick *pick, dataset *out, char *err,
                        size_t errlen);
 

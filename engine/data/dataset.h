@@ -20,6 +20,10 @@ typedef struct dataset {
     int num_classes;
     float *x;          /* (n, features), already scaled */
     int32_t *y;        /* (n,) class labels in [0, num_classes) */
+    /* Regression: (n, num_classes) float targets, the model's wanted
+     * outputs as they are (npz float y under training.loss mse); y then
+     * holds zeros. NULL for class labels. */
+    float *t;
     /* The train set only: the scaling that was applied, per feature, as
      * x' = (x - shift) * factor, so that whoever uses the trained model can
      * prepare new inputs the same way (saved with the weights as

@@ -82,6 +82,10 @@ static void layout_keep_first(dataset *ds, long n)
     int32_t *y = realloc(ds->y, (size_t)n * sizeof(int32_t));
     if (y)
         ds->y = y;
+    float *t = ds->t ? realloc(ds->t, (size_t)n * (size_t)ds->num_classes * sizeof(float))
+                     : NULL;
+    if (t)
+        ds->t = t;
 }
 
 int data_layout_apply(const dataset_layout *lay, dataset *train, dataset *val, dataset *test,
@@ -96,6 +100,14 @@ int data_layout_apply(const dataset_layout *lay, dataset *train, dataset *val, d
         memcpy(val->x, train->x + (size_t)lay->val_first * train->features,
                (size_t)lay->n_val * train->features * sizeof(float));
         memcpy(val->y, train->y + lay->val_first, (size_t)lay->n_val * sizeof(int32_t));
+        if (train->t) {
+            size_t k = (size_t)train->num_classes;
+            val->t = malloc((size_t)(lay->n_val > 0 ? lay->n_val : 1) * k * sizeof(float));
+            if (!val->t)
+                return io_errf(err, errlen, "data.validation_split: out of memory");
+            memcpy(val->t, train->t + (size_t)lay->val_first * k,
+                   (size_t)lay->n_val * k * sizeof(float));
+        }
     }
     layout_keep_first(train, lay->n_train);
     return 0;

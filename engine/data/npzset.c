@@ -5,7 +5,9 @@
  * float (converted to float32; [N, H, W, C] is transposed to the engine's
  * [C, H, W] when model.input says so); y is [N] class ids (integers, or
  * floats holding whole numbers) or [N, K] one-hot (the largest entry's
- * index is the class). The archive is indexed in place (lib/io's
+ * index is the class) or, when training.loss is mse and y is float,
+ * [N] or [N, K] regression targets kept as they are (dataset.t; K is
+ * data.num_classes, the model's outputs). The archive is indexed in place (lib/io's
  * npzarray), so only the records a load keeps are converted; DEFLATED
  * members are inflated through from their start. */
 #include "data_internal.h"
@@ -42,6 +44,7 @@ typedef struct npzset {
     npz_index ix;
     const npz_array *x, *y;
     const char *name;   /* the file's base name, for messages */
+    const char *field;  /* the spec field naming it, for messages */
 } npzset;
 
 static void npzset_close(npzset *s)
@@ -56,6 +59,7 @@ static int npzset_open(npzset *s, const char *path, const char *field, char *err
 {
     memset(s, 0, sizeof *s);
     s->name = io_basename(path);
+    s->field = field;
     s->fd = open(path, O_RDONLY | O_CLOEXEC);
     if (s->fd < 0)
         return io_errf(err, errlen, "%s: cannot open: %s", s->name, strerror(errno));
@@ -124,23 +128,45 @@ static spec_shape npzset_shape(const npz_array *x, const spec_shape *input, bool
     return (spec_shape){3, {(int)d[1], (int)d[2], (int)d[3]}};
 }
 
-/* Labels of records [first, first + count) into y. */
-static int npzset_labels(const npzset *s, long first, long count, int num_classes, int32_t *y,
-                         char *err, size_t errlen)
+/* Does y hold regression targets? Float y under training.loss mse. */
+static bool npzset_targets(const npzset *s, const spec_data *data)
+{
+    return data->float_targets && s->y->h.kind == 'f';
+}
+
+/* Labels of records [first, first + count) into y, or with targets (see
+ * npzset_targets) their count * num_classes floats into t. */
+static int npzset_labels(const npzset *s, long first, long count, const spec_data *data,
+                         int32_t *y, float *t, char *err, size_t errlen)
 {
     const npz_array *a = s->y;
+    int num_classes = data->num_classes;
     long k = a->h.rank == 2 ? a->h.dims[1] : 1;
+    if (t && k != num_classes)
+        return io_errf(err, errlen, "%s: %s: %s holds %ld regression targets per record but "
+                       "data.num_classes (the model's outputs) is %d", s->field, s->name,
+                       a->name, k, num_classes);
     if (k > 1 && num_classes > 0 && k != num_classes)
         return io_errf(err, errlen, "%s: %s is one-hot over %ld classes but data.num_classes "
                        "is %d", s->name, a->name, k, num_classes);
-    float *v = malloc((size_t)(count * k > 0 ? count * k : 1) * sizeof *v);
+    float *v = t ? t : malloc((size_t)(count * k > 0 ? count * k : 1) * sizeof *v);
     if (!v)
         return io_errf(err, errlen, "%s: out of memory", s->name);
     char why[300];
     if (npz_array_floats(&s->ix, a, (uint64_t)(first * k), (uint64_t)(count * k), v, why,
                          sizeof why) != 0) {
-        free(v);
+        if (!t)
+            free(v);
         return io_errf(err, errlen, "%s: %s", s->name, why);
+    }
+    if (t) {
+        for (long i = 0; i < count * k; i++) {
+            if (!isfinite(v[i]))
+                return io_errf(err, errlen, "%s: %s: record %ld: target %g is not finite",
+                               s->name, a->name, first + i / k + 1, (double)v[i]);
+        }
+        memset(y, 0, (size_t)count * sizeof *y);
+        return 0;
     }
     int rc = 0;
     for (long i = 0; i < count && rc == 0; i++) {
@@ -150,8 +176,12 @@ static int npzset_labels(const npzset *s, long first, long count, int num_classe
             if (row[j] > row[best])
                 best = j;
         float label = k > 1 ? (float)best : row[0];
-        if (label != floorf(label) || label < 0 || (num_classes > 0 && label >= num_classes) ||
-            label > 1e9f)
+        if (a->h.kind == 'f' && label != floorf(label))
+            rc = io_errf(err, errlen, "%s: %s: %s: record %ld: %g is not a class id; float "
+                         "targets (regression) need training.loss \"mse\"", s->field, s->name,
+                         a->name, first + i + 1, (double)label);
+        else if (label != floorf(label) || label < 0 ||
+                 (num_classes > 0 && label >= num_classes) || label > 1e9f)
             rc = io_errf(err, errlen, "%s: %s: record %ld: label %g is not a class in [0, %d)",
                          s->name, a->name, first + i + 1, (double)label,
                          num_classes > 0 ? num_classes : 1000000000);
@@ -176,7 +206,7 @@ static void npzset_to_chw(float *x, long n, const spec_shape *s, float *scratch)
     }
 }
 
-int data_npz_load_pick(const char *path, const char *field, int num_classes,
+int data_npz_load_pick(const char *path, const char *field, const spec_data *data,
                        const spec_shape *input, const data_pick *pick, dataset *out, char *err,
                        size_t errlen)
 {
@@ -197,8 +227,10 @@ int data_npz_load_pick(const char *path, const char *field, int num_classes,
     long end = pick ? data_pick_end(pick) : n;
     long first = !pick ? 0 : pick->rows ? (count ? pick->rows[0] : 0) : pick->lo;
     int rc = -1;
-    float *span = NULL, *scratch = NULL;
+    float *span = NULL, *scratch = NULL, *span_t = NULL;
     int32_t *span_y = NULL;
+    bool targets = npzset_targets(&s, data);
+    long k = targets ? data->num_classes : 0;
     if (end > n) {
         io_errf(err, errlen, "%s: %ld records, the load needs %ld", base, n, end);
         goto out;
@@ -214,7 +246,11 @@ int data_npz_load_pick(const char *path, const char *field, int num_classes,
     span = direct ? out->x : malloc((size_t)(len * features > 0 ? len * features : 1) * 4);
     span_y = direct ? out->y : malloc((size_t)(len > 0 ? len : 1) * sizeof *span_y);
     scratch = malloc((size_t)(features > 0 ? features : 1) * sizeof *scratch);
-    if (!span || !span_y || !scratch) {
+    if (targets) {
+        out->t = malloc((size_t)(count > 0 ? count * k : 1) * sizeof *out->t);
+        span_t = direct ? out->t : malloc((size_t)(len > 0 ? len * k : 1) * sizeof *span_t);
+    }
+    if (!span || !span_y || !scratch || (targets && (!out->t || !span_t))) {
         io_errf(err, errlen, "%s: out of memory", base);
         goto out;
     }
@@ -224,26 +260,30 @@ int data_npz_load_pick(const char *path, const char *field, int num_classes,
         io_errf(err, errlen, "%s: %s", base, why);
         goto out;
     }
-    if (npzset_labels(&s, first, len, num_classes, span_y, err, errlen) != 0)
+    if (npzset_labels(&s, first, len, data, span_y, span_t, err, errlen) != 0)
         goto out;
     if (!direct) {
         for (long i = 0; i < count; i++) {
             long r = pick->rows[i] - first;
             memcpy(out->x + i * features, span + r * features, (size_t)features * sizeof(float));
             out->y[i] = span_y[r];
+            if (targets)
+                memcpy(out->t + i * k, span_t + r * k, (size_t)k * sizeof *span_t);
         }
     }
     if (nhwc)
         npzset_to_chw(out->x, count, &shape, scratch);
     out->shape = shape;
     out->features = features;
-    data_set_classes(out, num_classes);
+    data_set_classes(out, data->num_classes);
     rc = 0;
 out:
     if (span && span != out->x)
         free(span);
     if (span_y && span_y != out->y)
         free(span_y);
+    if (span_t && span_t != out->t)
+        free(span_t);
     free(scratch);
     if (rc != 0)
         dataset_free(out);

@@ -49,11 +49,32 @@ static int source_cifar10_path(const char *name, const char *path, const dataset
     return rc;
 }
 
+/* An uploaded IDX pair as punchcardd resolved it ("@/DIR/STEM"): STEM's
+ * images and labels files in DIR, the user's upload directory, found as
+ * dataset_resolve finds an admin's pair under a root. */
+static int source_upload_idx(const char *field, const char *path, char *p1, char *p2,
+                             size_t len, char *err, size_t errlen)
+{
+    char dir[PATH_MAX], why[1024];
+    const char *stem = io_basename(path);
+    size_t dl = (size_t)(stem - path);
+    if (dl < 2 || dl > sizeof dir)
+        return io_errf(err, errlen, "%s: \"@%s\" is not an uploaded IDX pair", field, path);
+    memcpy(dir, path, dl - 1);
+    dir[dl - 1] = 0;
+    const char *const dirs[] = {dir};
+    dataset_roots roots = {dirs, 1};
+    if (dataset_resolve(DATA_IDX, stem, &roots, p1, p2, len, why, sizeof why) != 0)
+        return io_errf(err, errlen, "%s: uploaded IDX pair %s: %s (deleted after the job was "
+                       "submitted?)", field, stem, why);
+    return 0;
+}
+
 /* An uploaded dataset as punchcardd resolved it ("@/PATH"): the file
  * itself, which must be a regular file; an unresolved "@NAME" only
  * punchcardd can resolve. */
 static int source_upload(const spec_data *data, const char *field, const char *name, char *p1,
-                         size_t len, char *err, size_t errlen)
+                         char *p2, size_t len, char *err, size_t errlen)
 {
     const char *why = NULL;
     spec_ref_kind k = spec_dataset_ref_kind(name, &why);
@@ -65,8 +86,7 @@ static int source_upload(const spec_data *data, const char *field, const char *n
         return io_errf(err, errlen, "%s: dataset name \"%.80s\" %s", field, name,
                        why ? why : "is not valid");
     if (data->format == DATA_IDX)
-        return io_errf(err, errlen, "%s: an uploaded IDX file holds images or labels, not "
-                       "both; upload the set as npz (x_train, y_train, ...)", field);
+        return source_upload_idx(field, name + 1, p1, p2, len, err, errlen);
     struct stat st;
     if (stat(name + 1, &st) != 0 || !S_ISREG(st.st_mode))
         return io_errf(err, errlen, "%s: uploaded dataset %s is missing (deleted after the "
@@ -85,7 +105,7 @@ static int source_run(const spec_data *data, const char *field, const char *name
     long features = input ? spec_shape_size(input) : 0;
     p2[0] = 0;
     if (name && name[0] == '@') {
-        if (source_upload(data, field, name, p1, sizeof p1, err, errlen) != 0)
+        if (source_upload(data, field, name, p1, p2, sizeof p1, err, errlen) != 0)
             return -1;
     } else if (dataset_resolve(data->format, name, roots, p1, p2, sizeof p1, why,
                                sizeof why) != 0) {
@@ -108,7 +128,7 @@ static int source_run(const spec_data *data, const char *field, const char *name
     case DATA_NPZ:
         if (op->count)
             return data_npz_count(p1, field, op->count, err, errlen);
-        return data_npz_load_pick(p1, field, data->num_classes, input, op->pick, out, err,
+        return data_npz_load_pick(p1, field, data, input, op->pick, out, err,
                                   errlen);
     default:
         return io_errf(err, errlen, "%s: format %s has no named datasets", field,

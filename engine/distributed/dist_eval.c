@@ -68,13 +68,15 @@ void dist_predict(model *m, const dataset *d, float *out)
     }
 }
 
-/* Per-sample loss of output row y against class `label`, as the backend's
- * losses define it (probabilities clipped like binary_xent). */
-static double dist_sample_loss(spec_loss loss, const float *y, int n, int label)
+/* Per-sample loss of output row y against class `label` (one-hot), or
+ * against the targets `tg` when not NULL, as the backend's losses define
+ * it (probabilities clipped like binary_xent). */
+static double dist_sample_loss(spec_loss loss, const float *y, int n, int label,
+                               const float *tg)
 {
     double sum = 0.0;
     for (int j = 0; j < n; j++) {
-        double t = j == label ? 1.0 : 0.0;
+        double t = tg ? tg[j] : j == label ? 1.0 : 0.0;
         double p = y[j];
         switch (loss) {
         case LOSS_CATEGORICAL_CROSSENTROPY:
@@ -100,16 +102,19 @@ void dist_output_sums(const job_spec *spec, const float *out, int n_out, const d
     for (long i = 0; i < d->n; i++) {
         const float *y = out + i * n_out;
         int label = d->y[i];
-        int best = 0;
+        const float *tg = d->t ? d->t + i * n_out : NULL;
+        int best = 0, want = 0;
         for (int j = 0; j < n_out; j++) {
-            double t = j == label ? 1.0 : 0.0;
+            double t = tg ? tg[j] : j == label ? 1.0 : 0.0;
             s->sq_err += (y[j] - t) * (y[j] - t);
             s->abs_err += fabs(y[j] - t);
             if (y[j] > y[best])
                 best = j;
+            if (tg && tg[j] > tg[want])
+                want = j;
         }
-        s->correct += best == label;
-        s->loss += dist_sample_loss(spec->training.loss, y, n_out, label);
+        s->correct += best == (tg ? want : label);
+        s->loss += dist_sample_loss(spec->training.loss, y, n_out, label, tg);
         s->n += 1;
     }
 }

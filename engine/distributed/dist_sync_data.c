@@ -244,8 +244,16 @@ void dist_data_load(dist_ctx *c)
         c->train.features = got->features;
         c->train.shape = got->shape;
         c->train.num_classes = got->num_classes;
+        if (got->t)
+            dist_data_fail("data.train: regression targets (float y under training.loss "
+                           "\"mse\") need each rank to hold the whole train set: run the "
+                           "asynchronous trainer with PUNCH_DIST_WHOLE_DATA=1, or one worker");
     } else {
         dist_data_load_part(c, DATASET_PART_TRAIN, lo, hi, &c->train);
+        if (c->train.t && !c->whole)
+            dist_data_fail("data.train: regression targets (float y under training.loss "
+                           "\"mse\") need each rank to hold the whole train set: set "
+                           "PUNCH_DIST_WHOLE_DATA=1, or run one rank");
     }
 
     /* Evaluation sets: as dist_eval_sharded slices them, or whole. */

@@ -256,10 +256,21 @@ int model_init_params(model *m, unsigned long seed, char *err, size_t errlen)
     return 0;
 }
 
-/* The one-hot target of row `row` from sample src's label. */
+/* The target of row `row`: sample src's regression targets as they are,
+ * or the one-hot vector of its label. */
 static int model_stage_target(model *m, const dataset *d, long src, int row, char *err,
                               size_t errlen)
 {
+    if (d->t) {
+        if (d->num_classes != m->n_out) {
+            snprintf(err, errlen, "the data has %d targets per sample but the model %d outputs",
+                     d->num_classes, m->n_out);
+            return -1;
+        }
+        memcpy(m->host_t + (long)row * m->n_out, d->t + src * m->n_out,
+               (size_t)m->n_out * sizeof *m->host_t);
+        return 0;
+    }
     int32_t label = d->y[src];
     if (label < 0 || label >= m->n_out) {
         snprintf(err, errlen, "sample %ld: label %d out of range [0, %d)", src, label, m->n_out);

@@ -389,7 +389,7 @@ static bool parse_data(const json_t *d, job_spec *spec, spec_error *err)
         !spec_get_bool(d, "data", "shuffle", &data->shuffle, err) ||
         !spec_get_int(d, "data", "train_samples", 0, 100000000, &data->train_samples, err) ||
         !spec_get_int(d, "data", "test_samples", 0, 100000000, &data->test_samples, err) ||
-        !spec_get_int(d, "data", "num_classes", 2, 100000, &classes, err) ||
+        !spec_get_int(d, "data", "num_classes", 1, 100000, &classes, err) ||
         !spec_get_int(d, "data", "label_column", 0, 1000000, &label_column, err) ||
         !spec_get_bool(d, "data", "header", &data->header, err) ||
         !spec_get_int(d, "data", "synthetic_train", 1, 10000000, &data->synthetic_train, err) ||
@@ -897,7 +897,8 @@ static bool parse_resources(const json_t *r, job_spec *spec, spec_error *err)
 }
 
 /* The last layer must produce one value per class for every loss we
- * have: the targets are one-hot labels. */
+ * have: the targets are one-hot labels (or, for a regression, one value
+ * per target). */
 static bool check_output(const job_spec *spec, spec_error *err)
 {
     const spec_layer *last = &spec->layers[spec->n_layers - 1];
@@ -911,6 +912,9 @@ static bool check_output(const job_spec *spec, spec_error *err)
     if (last->out_shape.dim[0] != spec->data.num_classes)
         return spec_fail(err, p, "the model outputs %d values but data.num_classes is %d",
                          last->out_shape.dim[0], spec->data.num_classes);
+    if (spec->data.num_classes < 2 && spec->training.loss != LOSS_MSE)
+        return spec_fail(err, "data.num_classes", "1 output is a regression: it needs "
+                                                  "training.loss \"mse\" (and float targets)");
     if (last->type == LAYER_DROPOUT)
         return spec_fail(err, p, "a model cannot end with dropout");
     return true;
@@ -980,6 +984,7 @@ job_spec *spec_parse_json(const json_t *root, spec_error *err)
               parse_distributed(field(root, "distributed"), spec, err) &&
               parse_resources(field(root, "resources"), spec, err);
     ok = ok && resolve_training(field(root, "training"), spec, err);
+    spec->data.float_targets = spec->training.loss == LOSS_MSE;
     if (ok && spec->task == TASK_PREDICT &&
         !(spec->training.init_from_job || spec->training.init_from_file))
         ok = spec_fail(err, "training.init_from", "a predict task needs the weights to apply: "

@@ -124,6 +124,9 @@ typedef struct spec_data {
     /* synthetic: random inputs of model.input shape and random labels */
     long synthetic_train;    /* default 60000 */
     long synthetic_test;     /* default 10000 */
+    /* Set from training.loss == mse: float y in an npz file are regression
+     * targets (num_classes of them per record), not class ids. */
+    bool float_targets;
 } spec_data;
 
 typedef enum spec_loss {

@@ -2,15 +2,18 @@
 punch-train: "@NAME" in data.train/test resolves to the submitter's upload
 (another user's name is unknown: 400, nothing queued), an npz trains like
 any other format (uint8 images in NHWC order, one-hot labels, a DEFLATED
-archive), and a dataset a queued or running job uses can be neither
-replaced nor deleted (409) until the job ends."""
+archive), float y under training.loss mse train a regression, an IDX
+pair uploaded as two files (real Fashion-MNIST) is "@STEM" under
+data.format "idx", and a dataset a queued or running job uses (either
+file of a pair too) can be neither replaced nor deleted (409) until the
+job ends."""
 import hashlib
 import io
 import os
 import subprocess
 
 import punchtest
-from punchtest import Daemon, check, expect_error
+from punchtest import Daemon, check, expect_error, require
 
 np = punchtest.require_numpy()
 
@@ -53,8 +56,11 @@ def cases():
         punchtest.case("every run file", files, d)
         punchtest.case("warm start", warm, d)
         punchtest.case("predictions", predict, d)
+        punchtest.case("regression", regression, d)
+        punchtest.case("an IDX pair", idx_pair, d)
     with Daemon(["--hold"]) as d:
         punchtest.case("in use: no replace, no delete", in_use, d)
+        punchtest.case("in use: an IDX pair", idx_in_use, d)
 
 
 def train(d):
@@ -258,6 +264,82 @@ def in_use(d):
     check(put(d, "alice", "fm", npz_bytes(x=x[:10], y=y[:10])).status_code == 200,
           "replace once the job is over")
     check(d.req("DELETE", "/api/v1/datasets/fm", "alice").status_code == 200, "delete")
+
+
+def regression(d):
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(1000, 8)).astype(np.float32)
+    y = (x @ rng.normal(size=(8, 2)) + 0.5 + 0.05 * rng.normal(size=(1000, 2)))
+    y = y.astype(np.float32)
+    blob = npz_bytes(x_train=x[:800], y_train=y[:800], x_test=x[800:], y_test=y[800:])
+    check(put(d, "alice", "reg", blob).status_code == 201, "upload")
+    spec = {"name": "reg", "model": {"input": [8], "layers": [{"type": "dense", "units": 2}]},
+            "data": {"format": "npz", "train": "@reg", "test": "@reg", "num_classes": 2,
+                     "scaling": "none"},
+            "training": {"epochs": 6, "batch_size": 32, "seed": 1, "loss": "mse",
+                         "metrics": ["mae"],
+                         "optimizer": {"name": "adam", "learning_rate": 0.05}}}
+    jid = d.submit_id("alice", spec)
+    end = d.wait_state("alice", jid, punchtest.FINAL_STATES, timeout=90)
+    require(end["state"] == "succeeded", "job: %s\n%s" % (end, d.train_log(jid)))
+    hist = d.req("GET", "/api/v1/jobs/%s/history" % jid, "alice").json()
+    var = float(y.var(axis=0).mean())
+    # Noise of variance 0.0025; the mean alone would score var (about 4).
+    check(hist["loss"][-1] < 0.01 and hist["loss"][-1] < var / 100,
+          "mse %s against the variance of y %.3f" % (hist["loss"], var))
+
+
+FM = os.path.join(punchtest.DATASETS, "fashion-mnist")
+
+
+def fm_upload(d, user, *names):
+    for name in names:
+        with open(os.path.join(FM, name), "rb") as f:
+            r = put(d, user, name, f.read())
+        require(r.status_code in (200, 201), r.text)
+        require(r.json()["format"] == "idx", r.text)
+
+
+def idx_job(train, test, **data):
+    return {"name": "idx", "model": {"input": [1, 28, 28], "layers": [
+        {"type": "flatten"}, {"type": "dense", "units": 32, "activation": "relu"},
+        {"type": "dense", "units": 10, "activation": "softmax"}]},
+        "data": dict({"format": "idx", "train": train, "test": test, "train_samples": 2000,
+                      "test_samples": 500}, **data),
+        "training": {"epochs": 2, "batch_size": 64, "metrics": ["accuracy"],
+                     "optimizer": {"name": "adam"}, "seed": 3}}
+
+
+def idx_pair(d):
+    if not os.path.exists(os.path.join(FM, "t10k-images-idx3-ubyte.gz")):
+        punchtest.skip("no Fashion-MNIST under " + FM)
+    fm_upload(d, "alice", "t10k-images-idx3-ubyte.gz")
+    e = expect_error(d.submit("alice", idx_job("@t10k", "@t10k")), 400, "labels missing")
+    check(e["field"] == "data.train" and "t10k-labels-idx1-ubyte[.gz]" in e["error"], e)
+    fm_upload(d, "alice", "t10k-labels-idx1-ubyte.gz")
+    # The stem, or either file's name, is the pair.
+    jid = d.submit_id("alice", idx_job("@t10k", "@t10k-labels-idx1-ubyte.gz"))
+    end = d.wait_state("alice", jid, punchtest.FINAL_STATES, timeout=120)
+    require(end["state"] == "succeeded", "job: %s\n%s" % (end, d.train_log(jid)))
+    hist = d.req("GET", "/api/v1/jobs/%s/history" % jid, "alice").json()
+    check(hist["accuracy"][-1] > 0.6, "Fashion-MNIST accuracy %s" % hist["accuracy"])
+    e = expect_error(d.submit("bob", idx_job("@t10k", None)), 400, "bob names alice's pair")
+    check(e["field"] == "data.train" and "no uploaded IDX pair" in e["error"], e)
+    e = expect_error(d.submit("alice", idx_job("@fm", None)), 400, "an npz as idx")
+    check("fm-images-idx3-ubyte[.gz]" in e["error"], e)
+
+
+def idx_in_use(d):
+    if not os.path.exists(os.path.join(FM, "t10k-labels-idx1-ubyte.gz")):
+        punchtest.skip("no Fashion-MNIST under " + FM)
+    fm_upload(d, "alice", "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
+    jid = d.submit_id("alice", idx_job("@t10k-images-idx3-ubyte.gz", None))
+    for name in ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"):
+        expect_error(d.req("DELETE", "/api/v1/datasets/" + name, "alice"), 409,
+                     "delete %s in use" % name)
+    check(d.req("DELETE", "/api/v1/jobs/" + jid, "alice").status_code == 200, "cancel")
+    check(d.req("DELETE", "/api/v1/datasets/t10k-labels-idx1-ubyte.gz",
+                "alice").status_code == 200, "delete once the job is over")
 
 
 if __name__ == "__main__":

@@ -38,8 +38,24 @@ static void test_defaults(void **state)
     assert_int_equal(s->distributed.workers, 1);
     assert_int_equal(spec_ranks_needed(s), 1);
     assert_int_equal(s->data.num_classes, 10);
+    assert_false(s->data.float_targets);
     assert_int_equal(s->input.rank, 3);
     assert_int_equal(s->input.dim[1], 28);
+    spec_free(s);
+}
+
+/* A regression: one output under mse, float y read as targets. */
+static void test_regression(void **state)
+{
+    (void)state;
+    spec_error err;
+    job_spec *s = parse("{\"model\":{\"input\":[8],\"layers\":[{\"type\":\"dense\","
+                        "\"units\":1}]},\"data\":{\"format\":\"npz\",\"train\":\"t\","
+                        "\"num_classes\":1},\"training\":{\"loss\":\"mse\","
+                        "\"metrics\":[\"mae\"]}}", &err);
+    assert_non_null(s);
+    assert_int_equal(s->data.num_classes, 1);
+    assert_true(s->data.float_targets);
     spec_free(s);
 }
 
@@ -409,6 +425,8 @@ static const struct bad_case {
      "earlier layer"},
     {"{\"model\":{\"layers\":[{\"type\":\"flatten\"},{\"type\":\"dense\",\"units\":5},"
      "{\"type\":\"add\",\"inputs\":[0,1]}]}," DATA "}", "model.layers[2]", "one shape"},
+    {"{\"model\":{\"input\":[8],\"layers\":[{\"type\":\"dense\",\"units\":1}]},"
+     "\"data\":{\"train\":\"t\",\"num_classes\":1}}", "data.num_classes", "training.loss"},
     {"{\"model\":\"mlp\",\"data\":{\"train\":\"../../etc/passwd\"}}", "data.train", ".."},
     {"{\"model\":\"mlp\",\"data\":{\"train\":\"/etc/passwd\"}}", "data.train", "absolute"},
     {"{\"model\":\"mlp\",\"data\":{\"train\":\"a/.hidden\"}}", "data.train", "\".\""},
@@ -623,6 +641,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),     cmocka_unit_test(test_presets),
+        cmocka_unit_test(test_regression),
         cmocka_unit_test(test_zoo_presets),  cmocka_unit_test(test_zoo_simplecnn_names),
         cmocka_unit_test(test_shapes),       cmocka_unit_test(test_roundtrip),
         cmocka_unit_test(test_ranks),

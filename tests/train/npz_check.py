@@ -6,7 +6,9 @@ ids or one-hot labels, uint8 or float64 inputs, channels first or last);
 x/y pairs that do not fit and bad labels fail naming the file, the array
 and the record; --predict on raw inputs reproduces the test accuracy; and
 training.init_from starts from saved weights or names the tensor whose
-shape differs. Skips (77) without numpy."""
+shape differs; float y under training.loss mse are regression targets
+(a linear map trains to the noise's mse) and are refused, naming the
+field, under a classification loss. Skips (77) without numpy."""
 import os
 import subprocess
 import sys
@@ -82,6 +84,7 @@ def cases():
         punchtest.case("errors", errors, tmp, x, y, save)
         punchtest.case("predict", predict, tmp, ref, xt, yt)
         punchtest.case("init_from", init_from, tmp, ref, base)
+        punchtest.case("regression", regression, tmp)
 
 
 def same(tmp, what, path, want):
@@ -105,7 +108,8 @@ def errors(tmp, x, y, save):
         (save("none", a=x), "no x_train and y_train arrays for data.train (nor x and y)"),
         (save("label", x_train=x, y_train=np.where(np.arange(len(y)) == 7, 9, y)),
          "y_train: record 8: label 9 is not a class in [0, 4)"),
-        (save("frac", x_train=x, y_train=y + 0.5), ".5 is not a class in [0, 4)"),
+        (save("frac", x_train=x, y_train=y + 0.5),
+         ".5 is not a class id; float targets (regression) need training.loss"),
         (save("half", x_train=x), "x_train without y_train"),
         (save("shape", x_train=x.reshape(600, 2, 8), y_train=y), "samples have shape"),
     ]
@@ -171,6 +175,50 @@ def init_from(tmp, ref, base):
     p = subprocess.run([EXE, "--validate", path], capture_output=True, text=True, timeout=60)
     check(p.returncode == 2 and 'tensor "1.dense.weight" is [16, 16]' in p.stderr
           and "needs [16, 8]" in p.stderr, p.stderr)
+
+
+def linear(n, k, seed):
+    """y = x w + 0.5 + noise of variance 0.0025: float32 [n] (k 0) or [n, k]."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 8)).astype(np.float32)
+    w = rng.normal(size=(8, max(k, 1)))
+    y = x @ w + 0.5 + 0.05 * rng.normal(size=(n, max(k, 1)))
+    return x, (y[:, 0] if k == 0 else y).astype(np.float32)
+
+
+def regression_job(path, outputs, loss="mse"):
+    return {"name": "reg", "model": {"input": [8], "layers": [
+        {"type": "dense", "units": outputs}]},
+        "data": {"format": "npz", "train": "@" + path, "test": "@" + path,
+                 "num_classes": outputs, "scaling": "none", "validation_split": 0.2},
+        "training": {"epochs": 8, "batch_size": 32, "seed": 1, "loss": loss,
+                     "metrics": ["mae", "mse"],
+                     "optimizer": {"name": "adam", "learning_rate": 0.05}}}
+
+
+def regression(tmp):
+    for k in (0, 3):
+        x, y = linear(800, k, k)
+        path = os.path.join(tmp, "reg%d.npz" % k)
+        np.savez(path, x_train=x[:600], y_train=y[:600], x_test=x[600:], y_test=y[600:])
+        p, out = run(tmp, "reg%d" % k, regression_job(path, max(k, 1)))
+        check(p.returncode == 0, p.stderr)
+        h = punchtest.read_json(os.path.join(out, "history.json"))
+        var = float(y.var(axis=0).mean())
+        # The noise's variance is 0.0025; predicting the mean would score var.
+        check(h["mse"][-1] < 0.01 and h["mse"][-1] < var / 100 and h["val_mse"][-1] < 0.01,
+              "k=%d: mse %s, val %s, variance of y %.3f" % (k, h["mse"], h["val_mse"], var))
+        check(h["mae"][-1] < 0.1, "k=%d: mae %s" % (k, h["mae"]))
+    x, y = linear(64, 0, 9)
+    path = os.path.join(tmp, "regbad.npz")
+    np.savez(path, x=x, y=y)
+    spec = regression_job(path, 2, "categorical_crossentropy")
+    spec["model"]["layers"][0]["activation"] = "softmax"
+    p, _ = run(tmp, "regbad", spec)
+    check(p.returncode != 0 and "data.train" in p.stderr and "training.loss" in p.stderr
+          and "not a class id" in p.stderr, p.stderr)
+    p, _ = run(tmp, "regwide", regression_job(os.path.join(tmp, "reg3.npz"), 2))
+    check(p.returncode != 0 and "3 regression targets per record" in p.stderr, p.stderr)
 
 
 if __name__ == "__main__":
