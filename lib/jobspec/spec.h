@@ -107,6 +107,16 @@ typedef enum spec_scaling {
     SCALE_NONE,
 } spec_scaling;
 
+/* Augmentation of training samples, PyDTNN's --flip_images and
+ * --crop_images: drawn per sample per epoch from training.seed, never
+ * applied to validation or test data. Images only ({C, H, W} samples). */
+typedef struct spec_augment {
+    double flip_prob;  /* mirror left-right with this probability; 0 = off */
+    int crop_size;     /* keep a random crop_size x crop_size window in place,
+                          zero the rest; 0 = off */
+    double crop_prob;  /* probability of cropping a sample */
+} spec_augment;
+
 typedef struct spec_data {
     spec_data_format format;
     char *train;      /* dataset names relative to a dataset root; NULL = none */
@@ -124,6 +134,7 @@ typedef struct spec_data {
     /* synthetic: random inputs of model.input shape and random labels */
     long synthetic_train;    /* default 60000 */
     long synthetic_test;     /* default 10000 */
+    spec_augment augment;    /* data.augment; all zero = none */
 } spec_data;
 
 typedef enum spec_loss {
