@@ -15,26 +15,6 @@ bool dataset_augment_on(const spec_augment *a)
     return a->flip_prob > 0 || (a->crop_size > 0 && a->crop_prob > 0);
 }
 
-int dataset_augment_check(const spec_augment *a, const spec_shape *shape, char *err,
-                          size_t errlen)
-{
-    if (!dataset_augment_on(a))
-        return 0;
-    if (shape->rank != 3) {
-        snprintf(err, errlen, "data.augment: flips and crops need image samples "
-                              "(model.input [C, H, W]); these have %d dimension%s",
-                 shape->rank, shape->rank == 1 ? "" : "s");
-        return -1;
-    }
-    int h = shape->dim[1], w = shape->dim[2];
-    if (a->crop_size > 0 && (a->crop_size > h || a->crop_size > w)) {
-        snprintf(err, errlen, "data.augment.crop.size: %d is larger than the %dx%d images",
-                 a->crop_size, h, w);
-        return -1;
-    }
-    return 0;
-}
-
 /* A uniform double in [0, 1). */
 static double augment_uniform(data_rng *r)
 {

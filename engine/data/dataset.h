@@ -199,13 +199,9 @@ void dataset_epoch_permutation(long n, unsigned long seed, int epoch, int64_t *p
 /* Whether a asks for any transform. */
 bool dataset_augment_on(const spec_augment *a);
 
-/* 0 when a suits samples of `shape`; -1 with a message naming the field
- * otherwise (transforms need {C, H, W} images, a crop no larger than them). */
-int dataset_augment_check(const spec_augment *a, const spec_shape *shape, char *err,
-                          size_t errlen);
-
-/* Transform one training sample x (shape's floats, already scaled) in
- * place: with probability flip_prob mirror every row left-right, then with
+/* Transform one training sample x (shape's floats, already scaled; the
+ * spec library has checked that shape is {C, H, W} with room for the
+ * crop) in place: with probability flip_prob mirror every row left-right, then with
  * probability crop_prob keep a crop_size square at a uniformly drawn
  * position and set everything outside it to 0. The draws depend on
  * (seed, epoch, sample) alone. */

@@ -175,8 +175,6 @@ model *model_create(const job_spec *spec, backend *be, int max_batch, char *err,
         snprintf(err, errlen, "model: needs at least one layer and a batch of at least 1");
         return NULL;
     }
-    if (dataset_augment_check(&spec->data.augment, &spec->input, err, errlen) != 0)
-        return NULL;
     model *m = calloc(1, sizeof *m);
     if (!m) {
         snprintf(err, errlen, "model: out of memory");

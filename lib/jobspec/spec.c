@@ -941,6 +941,25 @@ static bool parse_resources(const json_t *r, job_spec *spec, spec_error *err)
     return true;
 }
 
+/* data.augment transforms images: it needs [C, H, W] samples, and a crop
+ * no larger than they are. */
+static bool check_augment(const job_spec *spec, spec_error *err)
+{
+    const spec_augment *a = &spec->data.augment;
+    if (a->flip_prob <= 0 && a->crop_size <= 0)
+        return true;
+    const spec_shape *in = &spec->input;
+    if (in->rank != 3)
+        return spec_fail(err, "data.augment", "flips and crops need image samples "
+                                              "(model.input [C, H, W]); these have %d "
+                                              "dimension%s", in->rank,
+                         in->rank == 1 ? "" : "s");
+    if (a->crop_size > in->dim[1] || a->crop_size > in->dim[2])
+        return spec_fail(err, "data.augment.crop.size", "%d is larger than the %dx%d images",
+                         a->crop_size, in->dim[1], in->dim[2]);
+    return true;
+}
+
 /* The last layer must produce one value per class for every loss we
  * have: the targets are one-hot labels. */
 static bool check_output(const job_spec *spec, spec_error *err)
@@ -1041,7 +1060,7 @@ job_spec *spec_parse_json(const json_t *root, spec_error *err)
                                      "\"resnet20_cifar10\", ...: docs/job-spec.md lists them) or "
                                      "give {\"input\": [...], \"layers\": [...]}");
     ok = ok && spec_parse_model(field(root, "model"), spec, err) &&
-         spec_infer_shapes(spec, err) && check_output(spec, err);
+         spec_infer_shapes(spec, err) && check_output(spec, err) && check_augment(spec, err);
     if (ok) {
         spec->name = strdup(name);
         if (!spec->name)

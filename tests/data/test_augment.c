@@ -1,8 +1,8 @@
 /* test_augment.c — data.augment's transforms on tiny images: a flip
  * mirrors every row exactly, a crop keeps one size x size window in place
  * and zeroes the rest, the draws repeat under (seed, epoch, sample) and
- * change across epochs, the probabilities hold, and shapes that cannot be
- * transformed are refused with the field named. */
+ * change across epochs, and the probabilities hold. (Shapes that cannot be
+ * transformed are refused by the spec library: tests/spec.) */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -128,21 +128,6 @@ static void test_probabilities(void **state)
     assert_true(dataset_augment_on(&a));
 }
 
-static void test_check_refuses_bad_shapes(void **state)
-{
-    (void)state;
-    char err[256];
-    spec_augment flip = {.flip_prob = 0.5}, crop = {.crop_size = 5, .crop_prob = 0.5};
-    spec_shape flat = {1, {784}};
-    assert_int_equal(dataset_augment_check(&flip, &flat, err, sizeof err), -1);
-    assert_non_null(strstr(err, "data.augment"));
-    assert_int_equal(dataset_augment_check(&crop, &shape, err, sizeof err), -1);
-    assert_non_null(strstr(err, "data.augment.crop.size: 5 is larger than the 4x5 images"));
-    crop.crop_size = 4;
-    assert_int_equal(dataset_augment_check(&crop, &shape, err, sizeof err), 0);
-    spec_augment none = {0};
-    assert_int_equal(dataset_augment_check(&none, &flat, err, sizeof err), 0);
-}
 
 int main(void)
 {
@@ -151,7 +136,6 @@ int main(void)
         cmocka_unit_test(test_crop_keeps_window_zeroes_rest),
         cmocka_unit_test(test_reproducible_per_epoch),
         cmocka_unit_test(test_probabilities),
-        cmocka_unit_test(test_check_refuses_bad_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

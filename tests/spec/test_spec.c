@@ -596,6 +596,18 @@ static void test_augment(void **state)
         if (strcmp(err.path, bad[i].path) != 0 || !strstr(err.message, bad[i].expect))
             fail_msg("%s: got \"%s\" (path \"%s\")", bad[i].augment, msg, err.path);
     }
+    /* Only images, and a crop that fits them. */
+    memset(&err, 0, sizeof err);
+    assert_null(parse("{\"model\":{\"input\":[784],\"layers\":[{\"type\":\"dense\","
+                      "\"units\":10,\"activation\":\"softmax\"}]},\"data\":{\"format\":"
+                      "\"synthetic\",\"augment\":{\"flip\":{}}}}", &err));
+    assert_string_equal(err.path, "data.augment");
+    assert_non_null(strstr(err.message, "image samples"));
+    memset(&err, 0, sizeof err);
+    assert_null(parse("{\"model\":\"resnet20_cifar10\",\"data\":{\"format\":\"cifar10\","
+                      "\"train\":\"t\",\"augment\":{\"crop\":{\"size\":40}}}}", &err));
+    assert_string_equal(err.path, "data.augment.crop.size");
+    assert_non_null(strstr(err.message, "40 is larger than the 32x32 images"));
 }
 
 static void test_hostile_bytes(void **state)
