@@ -119,7 +119,8 @@ enum MHD_Result api_job_spec(api_request *r);
 enum MHD_Result api_cluster(api_request *r);
 /* The seed's submit: a spec with "secret", or {"secret", "job": spec}, plus
  * the seed's job_name, num_executors, num_processes and data_path mapped
- * onto the spec; its pickled "trainer" refused (400). */
+ * onto the spec; its pickled "trainer" refused (400); 403, as the seed,
+ * while the caller's current job is queued or running. */
 enum MHD_Result api_seed_submit(api_request *r);
 /* r->job's run directory: every regular file (path, bytes, mtime), and
  * one of them by its relative path (symlinks and escapes refused: 404). */
@@ -139,8 +140,15 @@ enum MHD_Result api_dataset_put(api_request *r);
 enum MHD_Result api_dataset_delete(api_request *r);
 /* r->job as the job object plus the seed's job_name and running. */
 enum MHD_Result api_seed_state(api_request *r);
-/* r->job (finished) as {model, history, architecture, job_name}, then
- * forgotten with its run directory. */
+/* The caller's current job (finished) as {model, history, architecture,
+ * job_name}, then forgotten with its run directory; 400, as the seed, when
+ * there is none or it has not finished. Loads the job itself (routes.c
+ * gives it none): "no job" is the seed's 400 here, not a 404. */
 enum MHD_Result api_seed_destroy(api_request *r);
+/* The seed's cancel: 200 in every case, as the seed. The caller's current
+ * job, when queued or running, is cancelled as the v1 DELETE does and the
+ * reply is the job; a finished one is left as it is and answered; with no
+ * job the reply is {"cancelled": false}. */
+enum MHD_Result api_seed_cancel(api_request *r);
 
 #endif

@@ -1,12 +1,14 @@
 /* api_seed.c — the Distributed Keras Punchcard endpoints, kept for its
  * clients: /api/submit, /api/state, /api/cancel and /api/destroy act on the
- * caller's current job (their most recent one, which routes.c loads), with
- * JSON job specs where the seed took pickles. /api/cancel is the v1 cancel;
- * submit, state and destroy are here, speaking the seed's fields beside
- * ours: submit takes job_name, num_executors x num_processes (workers) and
- * data_path (the training set's name); state answers job_name and running;
- * destroy answers the model's architecture with its tensors. The seed's
- * pickled trainer is refused: no code travels in a job. */
+ * caller's current job (their most recent one), with JSON job specs where
+ * the seed took pickles. They speak the seed's fields beside ours: submit
+ * takes job_name, num_executors x num_processes (workers) and data_path
+ * (the training set's name); state answers job_name and running; destroy
+ * answers the model's architecture with its tensors. And its status codes,
+ * which its client tests: 403 from submit while the current job is
+ * unfinished, 200 from cancel whatever the state, 400 from destroy unless
+ * there is a finished job. The seed's pickled trainer is refused: no code
+ * travels in a job. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,7 @@
 #include "jobview.h"
 #include "log.h"
 #include "rundir.h"
+#include "store.h"
 
 /* The seed's submit fields that are not ours, pulled out of the body. */
 typedef struct seed_fields {
@@ -158,6 +161,29 @@ enum MHD_Result api_seed_submit(api_request *r)
         return api_reply_error(r, MHD_HTTP_BAD_REQUEST, field, "%s: %s", field, why);
     if (!text)
         return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "cannot encode the job");
+    /* The seed keeps one job per secret: a second submit is refused while
+     * the first runs (a check then an insert: two submits racing may both
+     * pass, which costs a queued job, nothing else). */
+    store_job cur;
+    store_status rs = store_job_latest(r->d->st, r->caller.identity, &cur);
+    if (rs == STORE_ERROR) {
+        free(text);
+        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "store error");
+    }
+    if (rs == STORE_OK) {
+        bool busy = !job_state_is_final(cur.state);
+        enum MHD_Result ret = MHD_NO;
+        if (busy)
+            ret = api_reply_error(r, MHD_HTTP_FORBIDDEN, NULL,
+                                  "your job %s is %s: one job at a time through /api/submit; "
+                                  "wait for it or /api/cancel it (POST /api/v1/jobs queues "
+                                  "several)", cur.id, job_state_name(cur.state));
+        store_job_clear(&cur);
+        if (busy) {
+            free(text);
+            return ret;
+        }
+    }
     enum MHD_Result ret = api_submit_spec(r, text, strlen(text));
     free(text);
     return ret;
@@ -192,13 +218,44 @@ static json_t *seed_architecture(const char *dir)
     return model ? model : json_null();
 }
 
-enum MHD_Result api_seed_destroy(api_request *r)
+/* The caller's current job into *job: 1; 0 when they have none; -1 after
+ * replying 500 on a store error (*ret). */
+static int seed_current_job(api_request *r, store_job *job, enum MHD_Result *ret)
+{
+    store_status rs = store_job_latest(r->d->st, r->caller.identity, job);
+    if (rs == STORE_OK)
+        return 1;
+    if (rs == STORE_NOT_FOUND)
+        return 0;
+    *ret = api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "store error");
+    return -1;
+}
+
+enum MHD_Result api_seed_cancel(api_request *r)
+{
+    store_job job;
+    enum MHD_Result ret;
+    int have = seed_current_job(r, &job, &ret);
+    if (have < 0)
+        return ret;
+    if (have == 0) {
+        json_t *o = json_pack("{s:b}", "cancelled", 0);
+        if (!o)
+            return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
+        return api_reply_json(r, MHD_HTTP_OK, o);
+    }
+    r->job = &job;
+    /* A finished job stays as it is, answered 200 as the seed does. */
+    ret = job_state_is_final(job.state) ? api_job_get(r) : api_job_cancel(r);
+    r->job = NULL;
+    store_job_clear(&job);
+    return ret;
+}
+
+/* Answer r->job's model and forget it (r->job finished). */
+static enum MHD_Result seed_destroy_job(api_request *r)
 {
     const store_job *job = r->job;
-    if (!job_state_is_final(job->state))
-        return api_reply_error(r, MHD_HTTP_CONFLICT, NULL,
-                               "job %s is %s; cancel it (or wait for it) before destroying it",
-                               job->id, job_state_name(job->state));
     char dir[4096], path[4200], err[512];
     if (!rundir_path(dir, sizeof dir, r->d->cfg.data_dir, job->id, NULL))
         return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "path too long");
@@ -220,4 +277,27 @@ enum MHD_Result api_seed_destroy(api_request *r)
         log_warn("job %s: could not remove its run directory %s", job->id, dir);
     log_info("job %s (%s): destroyed", job->id, job->owner);
     return api_reply_json(r, MHD_HTTP_OK, o);
+}
+
+enum MHD_Result api_seed_destroy(api_request *r)
+{
+    store_job job;
+    enum MHD_Result ret;
+    int have = seed_current_job(r, &job, &ret);
+    if (have < 0)
+        return ret;
+    if (have == 0)
+        return api_reply_error(r, MHD_HTTP_BAD_REQUEST, NULL,
+                               "%s has no job to destroy", r->caller.identity);
+    if (!job_state_is_final(job.state))
+        ret = api_reply_error(r, MHD_HTTP_BAD_REQUEST, NULL,
+                              "job %s is %s; cancel it (or wait for it) before destroying it",
+                              job.id, job_state_name(job.state));
+    else {
+        r->job = &job;
+        ret = seed_destroy_job(r);
+        r->job = NULL;
+    }
+    store_job_clear(&job);
+    return ret;
 }

@@ -198,4 +198,18 @@ int dataset_scaling_tensors(const dataset *train, tensor_entry out[2]);
  * engine/data/rng.c and the Python twin in tests/data/check_numpy.py. */
 void dataset_epoch_permutation(long n, unsigned long seed, int epoch, int64_t *perm);
 
+/* ---- augmentation (data.augment) --------------------------------------- */
+
+/* Whether a asks for any transform. */
+bool dataset_augment_on(const spec_augment *a);
+
+/* Transform one training sample x (shape's floats, already scaled; the
+ * spec library has checked that shape is {C, H, W} with room for the
+ * crop) in place: with probability flip_prob mirror every row left-right, then with
+ * probability crop_prob keep a crop_size square at a uniformly drawn
+ * position and set everything outside it to 0. The draws depend on
+ * (seed, epoch, sample) alone. */
+void dataset_augment_sample(const spec_augment *a, const spec_shape *shape, unsigned long seed,
+                            int epoch, int64_t sample, float *x);
+
 #endif

@@ -316,7 +316,7 @@ static void dist_worker_epoch(dist_worker *w, int epoch, long lo, long hi, long 
         /* dist_data_batch may point c->data elsewhere (dist_async_stream.c's
          * batch of converted bytes): call it before reading c->data. */
         const int64_t *rows = dist_data_batch(c, st, first, b);
-        if (model_load_batch(c->m, c->data, rows, b, err, sizeof err) < 0)
+        if (model_load_train_batch(c->m, c->data, rows, b, epoch, err, sizeof err) < 0)
             dist_die("%s", err);
         batch_metrics bm = {0};
         double loss = dist_worker_step(w, b, &bm);

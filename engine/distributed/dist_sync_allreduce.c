@@ -120,8 +120,8 @@ static void dist_ar_checkpoint(dist_ctx *c, dist_gpu *dg, int epochs_done)
 
 /* One step: this rank's part of the global batch, backward, exchange,
  * update. Adds the local loss and metrics to *run. */
-static void dist_ar_step(dist_ctx *c, dist_grad *g, dist_gpu *dg, long s, long gb, float lr,
-                         dist_sums *run)
+static void dist_ar_step(dist_ctx *c, dist_grad *g, dist_gpu *dg, int epoch, long s, long gb,
+                         float lr, dist_sums *run)
 {
     const int B = c->spec->training.batch_size;
     long lo = s * gb, hi = lo + gb < c->n_train ? lo + gb : c->n_train;
@@ -131,7 +131,7 @@ static void dist_ar_step(dist_ctx *c, dist_grad *g, dist_gpu *dg, long s, long g
     const int64_t *rows = dist_data_batch(c, s, my_lo, b);
     if (b > 0) {
         char err[512];
-        if (model_load_batch(c->m, c->data, rows, b, err, sizeof err) < 0)
+        if (model_load_train_batch(c->m, c->data, rows, b, epoch, err, sizeof err) < 0)
             dist_die("%s", err);
         model_forward(c->m, b, true, c->global_step * (uint64_t)c->size + (uint64_t)c->rank);
         batch_metrics bm = {0};
@@ -203,7 +203,7 @@ int dist_run_allreduce(dist_ctx *c)
         dist_sums run = {0};
         double t0 = MPI_Wtime();
         for (long st = 0; st < steps; st++) {
-            dist_ar_step(c, g, dg, st, gb, lr_used, &run);
+            dist_ar_step(c, g, dg, epoch, st, gb, lr_used, &run);
             if (check)
                 dist_check_identical(c, c->global_step);
             if (c->rank == 0)

@@ -263,7 +263,7 @@ static void dist_rep_epoch(dist_rep *r, int epoch, float lr, dist_sums *run, dou
     for (long st = 0; st < r->steps; st++) {
         long lo = r->lo + st * B;
         int b = (int)(r->hi - lo < B ? r->hi - lo : B);
-        if (model_load_batch(c->m, c->data, dist_data_batch(c, st, lo, b), b, err,
+        if (model_load_train_batch(c->m, c->data, dist_data_batch(c, st, lo, b), b, epoch, err,
                              sizeof err) < 0)
             dist_die("%s", err);
         model_forward(c->m, b, true, c->global_step);

@@ -355,6 +355,25 @@ int model_load_batch(model *m, const dataset *d, const int64_t *idx, int batch, 
     return 0;
 }
 
+int model_load_train_batch(model *m, const dataset *d, const int64_t *idx, int batch,
+                           int epoch, char *err, size_t errlen)
+{
+    const spec_augment *a = &m->spec->data.augment;
+    if (!dataset_augment_on(a))
+        return model_load_batch(m, d, idx, batch, err, errlen);
+    if (model_check_batch(m, d, batch, err, errlen) < 0)
+        return -1;
+    for (int r = 0; r < batch; r++)
+        if (model_stage_target(m, d, (long)idx[r], r, err, errlen) < 0)
+            return -1;
+    model_gather(m, d, idx, 0, batch);
+    for (int r = 0; r < batch; r++)
+        dataset_augment_sample(a, &m->spec->input, m->spec->training.seed, epoch, idx[r],
+                               m->host_x + (long)r * m->in_size);
+    model_upload_batch(m, batch);
+    return 0;
+}
+
 int model_load_range(model *m, const dataset *d, long first, int batch, char *err,
                      size_t errlen)
 {

@@ -89,6 +89,13 @@ int model_init_params(model *m, unsigned long seed, char *err, size_t errlen);
  * target buffers. Labels outside [0, n_out) are an error (-1). */
 int model_load_batch(model *m, const dataset *d, const int64_t *idx, int batch, char *err,
                      size_t errlen);
+/* model_load_batch for training in `epoch`: the samples are transformed
+ * as the spec's data.augment says (dataset_augment_sample, keyed by
+ * training.seed, epoch and each sample's index in d) before they go to
+ * the device; without data.augment it is model_load_batch. Validation,
+ * test and prediction batches never go through it. */
+int model_load_train_batch(model *m, const dataset *d, const int64_t *idx, int batch,
+                           int epoch, char *err, size_t errlen);
 /* Contiguous samples [first, first + batch) of d. */
 int model_load_range(model *m, const dataset *d, long first, int batch, char *err,
                      size_t errlen);

@@ -274,7 +274,7 @@ static int train_step(train_run *r, const int64_t *idx, int batch, float lr, cha
     model_profile *p = m->profile;
     double t[PROFILE_PHASES + 1];
     t[0] = p ? model_profile_now(m) : 0.0;
-    if (model_load_batch(m, &r->train, idx, batch, err, errlen) != 0)
+    if (model_load_train_batch(m, &r->train, idx, batch, (int)r->pos.epoch, err, errlen) != 0)
         return -1;
     t[1] = p ? model_profile_now(m) : 0.0;
     model_forward(m, batch, true, (uint64_t)r->pos.global_step);

@@ -356,12 +356,56 @@ static bool parse_dataset_name(const json_t *obj, const char *path, const char *
     return true;
 }
 
+/* One transform of data.augment: an object of optional fields, present
+ * meaning on with PyDTNN's defaults (probability 0.5, crop size 16). */
+static bool parse_augment_op(const json_t *a, const char *key, const char *const *keys,
+                             double *prob, long *size, spec_error *err)
+{
+    const json_t *o = json_object_get(a, key);
+    if (!o)
+        return true;
+    char path[64];
+    spec_path_key(path, sizeof path, "data.augment", key);
+    if (!json_is_object(o))
+        return spec_fail(err, path, "expected an object (e.g. {\"prob\": 0.5}), got %s",
+                         json_type_name(o));
+    if (!spec_check_keys(o, path, keys, err))
+        return false;
+    *prob = 0.5;
+    if (size)
+        *size = 16;
+    if (!spec_get_double(o, path, "prob", 0, 1, true, false, prob, err))
+        return false;
+    return !size || spec_get_int(o, path, "size", 1, 100000, size, err);
+}
+
+static bool parse_augment(const json_t *a, spec_augment *out, spec_error *err)
+{
+    static const char *const keys[] = {"flip", "crop", NULL};
+    static const char *const flip_keys[] = {"prob", NULL};
+    static const char *const crop_keys[] = {"size", "prob", NULL};
+    memset(out, 0, sizeof *out);
+    if (!a)
+        return true;
+    if (!json_is_object(a))
+        return spec_fail(err, "data.augment", "expected an object (e.g. {\"flip\": "
+                                              "{\"prob\": 0.5}}), got %s", json_type_name(a));
+    if (!spec_check_keys(a, "data.augment", keys, err))
+        return false;
+    long size = 0;
+    if (!parse_augment_op(a, "flip", flip_keys, &out->flip_prob, NULL, err) ||
+        !parse_augment_op(a, "crop", crop_keys, &out->crop_prob, &size, err))
+        return false;
+    out->crop_size = (int)size;
+    return true;
+}
+
 static bool parse_data(const json_t *d, job_spec *spec, spec_error *err)
 {
     static const char *const keys[] = {
         "format", "train", "test", "validation", "validation_split", "scaling", "shuffle",
         "train_samples", "test_samples", "num_classes", "label_column", "header",
-        "synthetic_train", "synthetic_test", NULL};
+        "synthetic_train", "synthetic_test", "augment", NULL};
     spec_data *data = &spec->data;
     data->format = DATA_IDX;
     data->scaling = SCALE_UNIT;
@@ -393,7 +437,8 @@ static bool parse_data(const json_t *d, job_spec *spec, spec_error *err)
         !spec_get_int(d, "data", "label_column", 0, 1000000, &label_column, err) ||
         !spec_get_bool(d, "data", "header", &data->header, err) ||
         !spec_get_int(d, "data", "synthetic_train", 1, 10000000, &data->synthetic_train, err) ||
-        !spec_get_int(d, "data", "synthetic_test", 0, 10000000, &data->synthetic_test, err))
+        !spec_get_int(d, "data", "synthetic_test", 0, 10000000, &data->synthetic_test, err) ||
+        !parse_augment(json_object_get(d, "augment"), &data->augment, err))
         return false;
     data->format = (spec_data_format)fmt;
     data->scaling = (spec_scaling)scaling;
@@ -896,6 +941,25 @@ static bool parse_resources(const json_t *r, job_spec *spec, spec_error *err)
     return true;
 }
 
+/* data.augment transforms images: it needs [C, H, W] samples, and a crop
+ * no larger than they are. */
+static bool check_augment(const job_spec *spec, spec_error *err)
+{
+    const spec_augment *a = &spec->data.augment;
+    if (a->flip_prob <= 0 && a->crop_size <= 0)
+        return true;
+    const spec_shape *in = &spec->input;
+    if (in->rank != 3)
+        return spec_fail(err, "data.augment", "flips and crops need image samples "
+                                              "(model.input [C, H, W]); these have %d "
+                                              "dimension%s", in->rank,
+                         in->rank == 1 ? "" : "s");
+    if (a->crop_size > in->dim[1] || a->crop_size > in->dim[2])
+        return spec_fail(err, "data.augment.crop.size", "%d is larger than the %dx%d images",
+                         a->crop_size, in->dim[1], in->dim[2]);
+    return true;
+}
+
 /* The last layer must produce one value per class for every loss we
  * have: the targets are one-hot labels (or, for a regression, one value
  * per target). */
@@ -1001,7 +1065,7 @@ job_spec *spec_parse_json(const json_t *root, spec_error *err)
                                      "\"resnet20_cifar10\", ...: docs/job-spec.md lists them) or "
                                      "give {\"input\": [...], \"layers\": [...]}");
     ok = ok && spec_parse_model(field(root, "model"), spec, err) &&
-         spec_infer_shapes(spec, err) && check_output(spec, err);
+         spec_infer_shapes(spec, err) && check_output(spec, err) && check_augment(spec, err);
     if (ok) {
         spec->name = strdup(name);
         if (!spec->name)

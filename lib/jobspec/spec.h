@@ -107,6 +107,16 @@ typedef enum spec_scaling {
     SCALE_NONE,
 } spec_scaling;
 
+/* Augmentation of training samples, PyDTNN's --flip_images and
+ * --crop_images: drawn per sample per epoch from training.seed, never
+ * applied to validation or test data. Images only ({C, H, W} samples). */
+typedef struct spec_augment {
+    double flip_prob;  /* mirror left-right with this probability; 0 = off */
+    int crop_size;     /* keep a random crop_size x crop_size window in place,
+                          zero the rest; 0 = off */
+    double crop_prob;  /* probability of cropping a sample */
+} spec_augment;
+
 typedef struct spec_data {
     spec_data_format format;
     char *train;      /* dataset names relative to a dataset root; NULL = none */
@@ -127,6 +137,7 @@ typedef struct spec_data {
     /* Set from training.loss == mse: float y in an npz file are regression
      * targets (num_classes of them per record), not class ids. */
     bool float_targets;
+    spec_augment augment;    /* data.augment; all zero = none */
 } spec_data;
 
 typedef enum spec_loss {

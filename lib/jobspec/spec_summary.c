@@ -233,6 +233,16 @@ static json_t *data_json(const spec_data *d)
         json_object_set_new(o, "synthetic_train", json_integer(d->synthetic_train));
         json_object_set_new(o, "synthetic_test", json_integer(d->synthetic_test));
     }
+    const spec_augment *a = &d->augment;
+    if (a->flip_prob > 0 || a->crop_size > 0) {
+        json_t *aug = json_object();
+        if (aug && a->flip_prob > 0)
+            json_object_set_new(aug, "flip", json_pack("{s:f}", "prob", a->flip_prob));
+        if (aug && a->crop_size > 0)
+            json_object_set_new(aug, "crop", json_pack("{s:i,s:f}", "size", a->crop_size,
+                                                       "prob", a->crop_prob));
+        json_object_set_new(o, "augment", aug);
+    }
     return o;
 }
 

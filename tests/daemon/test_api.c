@@ -600,7 +600,8 @@ static void test_cancel_running(void **state)
                      STORE_OK);
 }
 
-/* A finished job: the 409 still answers when its state cannot be re-read. */
+/* A finished job: the 409 still answers when its state cannot be re-read;
+ * the seed's routes answer as the seed. */
 static void test_cancel_finished(void **state)
 {
     fixture *f = *state;
@@ -615,6 +616,15 @@ static void test_cancel_finished(void **state)
     fault_set(&fl, SQL_GET_JOB, SQL_BY_ID, 1);
     expect_error(f, "DELETE", path, "alice-secret", 409);
     fault_clear(&fl);
+    /* The seed's cancel answers 200 whatever the state, and leaves the
+     * job as it is; its destroy of an unfinished job is a 400. */
+    reply r = call(f, "GET", "/api/cancel", "alice-secret", NULL);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(json_string_value(json_object_get(r.json, "state")), "succeeded");
+    reply_clear(&r);
+    char other[STORE_ID_LEN + 1];
+    submit(f, "alice-secret", other);
+    expect_error(f, "POST", "/api/destroy", "alice-secret", 400);
 }
 
 static void test_events(void **state)

@@ -572,6 +572,62 @@ static void test_pydtnn_options(void **state)
     spec_free(s);
 }
 
+/* data.augment: PyDTNN's defaults when a transform is named, the
+ * resolved spec parses again, and malformed values name their field. */
+static void test_augment(void **state)
+{
+    (void)state;
+    spec_error err;
+    char msg[600];
+    job_spec *s = parse("{\"model\":\"mlp\",\"data\":{\"train\":\"t\",\"augment\":"
+                        "{\"flip\":{},\"crop\":{\"size\":8,\"prob\":0.25}}}}", &err);
+    if (!s)
+        fail_msg("%s", spec_error_str(&err, msg, sizeof msg));
+    assert_true(s->data.augment.flip_prob == 0.5);
+    assert_int_equal(s->data.augment.crop_size, 8);
+    assert_true(s->data.augment.crop_prob == 0.25);
+    assert_roundtrip(s, "augment");
+    spec_free(s);
+    s = parse("{\"model\":\"mlp\"," DATA "}", &err);
+    assert_non_null(s);
+    assert_true(s->data.augment.flip_prob == 0 && s->data.augment.crop_size == 0);
+    spec_free(s);
+    static const struct {
+        const char *augment, *path, *expect;
+    } bad[] = {
+        {"true", "data.augment", "expected an object"},
+        {"{\"rotate\":{}}", "data.augment.rotate", "unknown"},
+        {"{\"flip\":0.5}", "data.augment.flip", "expected an object"},
+        {"{\"flip\":{\"prob\":0}}", "data.augment.flip.prob", ""},
+        {"{\"crop\":{\"size\":0}}", "data.augment.crop.size", ""},
+        {"{\"crop\":{\"pad\":4}}", "data.augment.crop.pad", "unknown"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char json[256];
+        snprintf(json, sizeof json, "{\"data\":{\"train\":\"t\",\"augment\":%s}}",
+                 bad[i].augment);
+        memset(&err, 0, sizeof err);
+        s = parse(json, &err);
+        if (s)
+            fail_msg("accepted: %s", json);
+        spec_error_str(&err, msg, sizeof msg);
+        if (strcmp(err.path, bad[i].path) != 0 || !strstr(err.message, bad[i].expect))
+            fail_msg("%s: got \"%s\" (path \"%s\")", bad[i].augment, msg, err.path);
+    }
+    /* Only images, and a crop that fits them. */
+    memset(&err, 0, sizeof err);
+    assert_null(parse("{\"model\":{\"input\":[784],\"layers\":[{\"type\":\"dense\","
+                      "\"units\":10,\"activation\":\"softmax\"}]},\"data\":{\"format\":"
+                      "\"synthetic\",\"augment\":{\"flip\":{}}}}", &err));
+    assert_string_equal(err.path, "data.augment");
+    assert_non_null(strstr(err.message, "image samples"));
+    memset(&err, 0, sizeof err);
+    assert_null(parse("{\"model\":\"resnet20_cifar10\",\"data\":{\"format\":\"cifar10\","
+                      "\"train\":\"t\",\"augment\":{\"crop\":{\"size\":40}}}}", &err));
+    assert_string_equal(err.path, "data.augment.crop.size");
+    assert_non_null(strstr(err.message, "40 is larger than the 32x32 images"));
+}
+
 static void test_hostile_bytes(void **state)
 {
     (void)state;
@@ -651,6 +707,7 @@ int main(void)
         cmocka_unit_test(test_summary),      cmocka_unit_test(test_schedule_aliases),
         cmocka_unit_test(test_name_aliases),
         cmocka_unit_test(test_pydtnn_options),
+        cmocka_unit_test(test_augment),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -423,6 +423,62 @@ static void test_evaluate_before(void **state)
     spec_free(s);
 }
 
+/* data.augment on CIFAR-shaped synthetic data: training runs, repeats
+ * bit for bit under its seed, changes what is learnt, and leaves the test
+ * set alone (the evaluation before training sees the same data). */
+static job_spec *cifar_job(const char *augment)
+{
+    char json[2048];
+    snprintf(json, sizeof json,
+             "{\"name\": \"aug\", \"model\": {\"input\": [3, 32, 32], \"layers\": ["
+             "{\"type\": \"conv2d\", \"filters\": 4, \"kernel\": 3, \"padding\": \"same\", "
+             "\"activation\": \"relu\"}, {\"type\": \"batchnorm\"}, "
+             "{\"type\": \"maxpool2d\", \"pool\": 4}, {\"type\": \"flatten\"}, "
+             "{\"type\": \"dense\", \"units\": 16, \"activation\": \"relu\"}, "
+             "{\"type\": \"dense\", \"units\": 10, "
+             "\"activation\": \"softmax\"}]}, \"data\": {\"format\": \"synthetic\", "
+             "\"synthetic_train\": 128, \"synthetic_test\": 32%s}, \"training\": "
+             "{\"epochs\": 2, \"batch_size\": 32, \"seed\": 9, \"evaluate\": true}}",
+             augment);
+    return spec_fixture_parse(json);
+}
+
+static double eval_before(const char *dir)
+{
+    int at;
+    json_t *ev = progress_event(dir, "evaluate", &at);
+    assert_non_null(ev);
+    double loss = json_number_value(json_object_get(ev, "test_loss"));
+    json_decref(ev);
+    return loss;
+}
+
+static void test_augment(void **state)
+{
+    (void)state;
+    job_spec *plain = cifar_job("");
+    job_spec *aug = cifar_job(", \"augment\": {\"flip\": {\"prob\": 0.5}, "
+                              "\"crop\": {\"size\": 16, \"prob\": 0.5}}");
+    assert_true(aug->data.augment.flip_prob == 0.5 && aug->data.augment.crop_size == 16);
+    char *a = tempdir(), *b = tempdir(), *p = tempdir();
+    train(aug, a, 1, false);
+    train(aug, b, 1, false);
+    train(plain, p, 1, false);
+    expect_same_weights(a, b);
+    json_t *ha = history(a), *hp = history(p);
+    double la = json_real_value(json_array_get(json_object_get(ha, "loss"), 1));
+    double lp = json_real_value(json_array_get(json_object_get(hp, "loss"), 1));
+    assert_true(isfinite(la) && la > 0 && la != lp);
+    assert_true(eval_before(a) == eval_before(p));
+    json_decref(ha);
+    json_decref(hp);
+    removedir(a);
+    removedir(b);
+    removedir(p);
+    spec_free(aug);
+    spec_free(plain);
+}
+
 /* One plain SGD step moves every weight by -lr * g; with warm_up_batches
  * N the first step runs at lr / N, so the moves of N = 1 (the plain run),
  * 2 and 4 satisfy plain - w2 = 2 (w2 - w4). */
@@ -535,6 +591,7 @@ int main(void)
         cmocka_unit_test(test_evaluate_before),
         cmocka_unit_test(test_warm_up_batches),
         cmocka_unit_test(test_profile),
+        cmocka_unit_test(test_augment),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
