@@ -120,8 +120,24 @@ static bool cgroup_has_file(const char *dir, const char *file)
            access(path, F_OK) == 0;
 }
 
+/* Is `own` already a CGROUP_DAEMON_LEAF (systemd's DelegateSubgroup=daemon,
+ * or an earlier move) whose parent hands, or now can hand, memory down? */
+static bool cgroup_v2_in_leaf(const char *own)
+{
+    const char *slash = strrchr(own, '/');
+    char parent[4096];
+    if (!slash || strcmp(slash + 1, CGROUP_DAEMON_LEAF) != 0 ||
+        snprintf(parent, sizeof parent, "%.*s", (int)(slash - own), own) >= (int)sizeof parent ||
+        !cgroup_has_word(parent, "cgroup.controllers", "memory"))
+        return false;
+    return cgroup_has_word(parent, "cgroup.subtree_control", "memory") ||
+           cgroup_write(parent, "cgroup.subtree_control", "+memory");
+}
+
 bool cgroup_v2_delegate(const char *own, long pid, char *err, size_t cap)
 {
+    if (cgroup_v2_in_leaf(own))
+        return true;
     if (!cgroup_has_word(own, "cgroup.controllers", "memory")) {
         snprintf(err, cap, "the memory controller is not available in %s", own);
         return false;
@@ -160,7 +176,11 @@ bool cgroup_daemon_setup(char *dir, size_t dcap, char *err, size_t cap)
     }
     if (!cgroup_v2_delegate(own, (long)getpid(), err, cap))
         return false;
-    snprintf(dir, dcap, "%s", own);
+    /* Where jobs go: own, or its parent when own was already the leaf. */
+    if (!cgroup_self_dir(2, own, sizeof own) || !cgroup_v2_job_parent(own, dir, dcap)) {
+        snprintf(err, cap, "cannot read back this process's cgroup");
+        return false;
+    }
     return true;
 }
 

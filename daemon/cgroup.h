@@ -33,12 +33,15 @@ typedef struct cgroup_job {
 
 /* At startup: if this process's v2 cgroup offers the memory controller and
  * is writable, move into its leaf CGROUP_DAEMON_LEAF and enable +memory for
- * the cgroup's children; *dir is then that cgroup (where jobs' cgroups go).
+ * the cgroup's children; *dir is then that cgroup (where jobs' cgroups go;
+ * the parent when the process already started in such a leaf).
  * False with *err saying why otherwise (nothing changed). */
 bool cgroup_daemon_setup(char *dir, size_t dcap, char *err, size_t cap);
 
 /* The steps of cgroup_daemon_setup on the v2 cgroup directory `own`, for
- * process `pid`: nothing when own/cgroup.subtree_control already has memory;
+ * process `pid`: when own is already a CGROUP_DAEMON_LEAF (systemd's
+ * DelegateSubgroup=daemon) only "+memory" to its parent's subtree_control if
+ * missing; nothing when own/cgroup.subtree_control already has memory;
  * else mkdir own/daemon, write pid to own/daemon/cgroup.procs, then "+memory"
  * to own/cgroup.subtree_control (moving pid back to own/cgroup.procs and
  * removing own/daemon if that fails). Works on any directory tree laid out

@@ -140,6 +140,28 @@ static void test_no_memory_controller_changes_nothing(void **state)
     assert_true(scratch_remove(own));
 }
 
+/* systemd >= 254's DelegateSubgroup=daemon starts punchcardd in the leaf:
+ * it only enables the controller above it, and moves nothing. */
+static void test_started_in_leaf(void **state)
+{
+    (void)state;
+    char own[SCRATCH_DIR_LEN], leaf[128], err[512], parent[256];
+    assert_true(scratch_create(own, "cgroup"));
+    fake_cgroup(own, "memory\n");
+    snprintf(leaf, sizeof leaf, "%s/daemon", own);
+    fake_cgroup(leaf, "");
+    assert_true(cgroup_v2_delegate(leaf, 4242, err, sizeof err));
+    assert_string_equal(get(own, "cgroup.subtree_control"), "+memory");
+    assert_string_equal(get(leaf, "cgroup.procs"), "");
+    char nested[160];
+    snprintf(nested, sizeof nested, "%s/daemon", leaf);
+    assert_int_equal(access(nested, F_OK), -1);
+    put(own, "cgroup.subtree_control", "memory\n");
+    assert_true(cgroup_v2_job_parent(leaf, parent, sizeof parent));
+    assert_string_equal(parent, own);
+    assert_true(scratch_remove(own));
+}
+
 static void test_leaf_without_delegation_is_own(void **state)
 {
     (void)state;
@@ -243,6 +265,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_delegate_moves_then_enables),
         cmocka_unit_test(test_refused_controller_moves_back),
         cmocka_unit_test(test_no_memory_controller_changes_nothing),
+        cmocka_unit_test(test_started_in_leaf),
         cmocka_unit_test(test_leaf_without_delegation_is_own),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
