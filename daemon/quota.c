@@ -42,7 +42,8 @@ double quota_user_bytes(daemon_ctx *d, const char *owner)
             return -1;
         char dir[4096];
         for (size_t i = 0; i < page.n; i++)
-            if (rundir_path(dir, sizeof dir, d->cfg.data_dir, page.jobs[i].id, NULL))
+            if (!page.jobs[i].files_removed &&
+                rundir_path(dir, sizeof dir, d->cfg.data_dir, page.jobs[i].id, NULL))
                 bytes += quota_dir_bytes(dir);
         bool more = page.more && page.n > 0;
         if (more)
