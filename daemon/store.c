@@ -28,7 +28,7 @@
     "time_limit_s, vstart, submitted_at, started_at, finished_at, exit_code, error, "     \
     "supervisor_pid, supervisor_start, sid, stop_reason, stop_requested_at, killed, "     \
     "progress, result, gpus, gpu_devices, hosts, slurm_id, slurm_reason, mem_per_rank, "  \
-    "files_removed"
+    "files_removed, final_bytes, final_bytes_at"
 
 /* Run order of the queue: priority, fair-share start tag, FIFO. */
 #define QUEUE_ORDER "priority DESC, vstart, seq"
@@ -81,6 +81,7 @@ typedef enum stmt_id {
     ST_PRUNE_JOB,
     ST_FILES_PICK,
     ST_FILES_MARK,
+    ST_SET_FINAL_BYTES,
     ST_DELETE_JOB,
     ST_DELETE_EVENTS,
     ST_EVENTS,
@@ -192,6 +193,9 @@ static const char *const stmt_sql[ST_COUNT_] = {
                       "ORDER BY finished_at LIMIT ?2",
     [ST_FILES_MARK] = "UPDATE jobs SET files_removed = 1 WHERE id = ?1 AND "
                       "state IN ('succeeded', 'failed', 'cancelled', 'timeout')",
+    [ST_SET_FINAL_BYTES] = "UPDATE jobs SET final_bytes = ?2, final_bytes_at = ?3 WHERE id = ?1 "
+                           "AND finished_at = ?3 AND "
+                           "state IN ('succeeded', 'failed', 'cancelled', 'timeout')",
     [ST_DELETE_JOB] = "DELETE FROM jobs WHERE id = ?1",
     [ST_DELETE_EVENTS] = "DELETE FROM events WHERE job_id = ?1",
     [ST_EVENTS] = "SELECT at, from_state, to_state, detail FROM events WHERE job_id = ?1 "
@@ -565,6 +569,10 @@ static void store_row_to_job(sqlite3_stmt *s, store_job *job)
     store_col_copy(s, 29, job->slurm_reason, sizeof job->slurm_reason);
     job->mem_per_rank = sqlite3_column_double(s, 30);
     job->files_removed = sqlite3_column_int(s, 31) != 0;
+    job->final_bytes = sqlite3_column_type(s, 32) != SQLITE_NULL &&
+                               sqlite3_column_double(s, 33) == job->finished_at
+                           ? sqlite3_column_double(s, 32)
+                           : -1;
 }
 
 static bool store_event(store_conn *c, const char *id, double now, const char *from,
@@ -1581,6 +1589,26 @@ store_status store_prune_finished(store *st, double before, int max,
     if (!ok) {
         store_rollback(c);
         *n = 0;
+    }
+    pthread_mutex_unlock(&st->write_lock);
+    store_release(st, c);
+    return ok ? STORE_OK : STORE_ERROR;
+}
+
+store_status store_job_set_final_bytes(store *st, const char *id, double finished_at,
+                                       double bytes)
+{
+    store_conn *c = store_acquire(st);
+    pthread_mutex_lock(&st->write_lock);
+    sqlite3_stmt *s = store_stmt(c, ST_SET_FINAL_BYTES);
+    bool ok = s != NULL;
+    if (ok) {
+        sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+        sqlite3_bind_double(s, 2, bytes);
+        sqlite3_bind_double(s, 3, finished_at);
+        int rc = sqlite3_step(s);
+        store_done(s);
+        ok = store_log_rc(c, rc, "recording a finished job's disk use");
     }
     pthread_mutex_unlock(&st->write_lock);
     store_release(st, c);

@@ -57,6 +57,9 @@ typedef struct store_job {
     char slurm_reason[128];     /* Slurm's reason while it pends there; "" */
     double mem_per_rank;        /* estimated bytes per rank (memest.c); 0: not charged */
     bool files_removed;         /* its run directory was removed by retention */
+    double final_bytes;         /* its run directory's disk use measured since it
+                                   last ended (store_job_set_final_bytes); -1:
+                                   not measured, or not ended */
 } store_job;
 
 void store_job_clear(store_job *job);
@@ -223,6 +226,11 @@ store_status store_prune_finished(store *st, double before, int max,
  * remove their run directories. */
 store_status store_mark_files_removed(store *st, double before, int max,
                                       char (*ids)[STORE_ID_LEN + 1], int *n);
+/* Record `bytes`, the disk use of finished job id's run directory, as
+ * measured for its end at finished_at (ignored if it has ended again since,
+ * or is not finished). */
+store_status store_job_set_final_bytes(store *st, const char *id, double finished_at,
+                                       double bytes);
 /* Forget a job and its events (the seed's destroy). */
 store_status store_job_delete(store *st, const char *id);
 
