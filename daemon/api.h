@@ -47,6 +47,9 @@ enum MHD_Result api_reply_json(api_request *r, int status, json_t *body);
 enum MHD_Result api_reply_error(api_request *r, int status, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 enum MHD_Result api_reply_response(api_request *r, int status, struct MHD_Response *resp);
+/* 410 Gone for r->job, whose run directory retention removed while keeping
+ * its record (retention_keep_records; the job's files_removed). */
+enum MHD_Result api_reply_files_removed(api_request *r);
 
 /* body (ownership taken) as a response: compact JSON with a trailing
  * newline (curl output stays readable) and its Content-Type, for a caller

@@ -79,8 +79,18 @@ static int api_files_cmp(const void *a, const void *b)
     return strcmp(pa, pb);
 }
 
+enum MHD_Result api_reply_files_removed(api_request *r)
+{
+    return api_reply_error(r, MHD_HTTP_GONE, NULL,
+                           "job %s's files were removed by retention (retention_days %d after it "
+                           "ended); its record and events are kept",
+                           r->job->id, r->d->cfg.retention_days);
+}
+
 enum MHD_Result api_job_files(api_request *r)
 {
+    if (r->job->files_removed)
+        return api_reply_files_removed(r);
     char dir[4096];
     if (!rundir_path(dir, sizeof dir, r->d->cfg.data_dir, r->job->id, NULL))
         return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "path too long");
@@ -150,6 +160,8 @@ static int api_files_open(int dfd, const char *rel, struct stat *st)
 
 enum MHD_Result api_job_file(api_request *r)
 {
+    if (r->job->files_removed)
+        return api_reply_files_removed(r);
     char dir[4096];
     if (!rundir_path(dir, sizeof dir, r->d->cfg.data_dir, r->job->id, NULL))
         return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "path too long");

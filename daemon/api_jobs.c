@@ -272,6 +272,8 @@ enum MHD_Result api_job_cancel(api_request *r)
 static enum MHD_Result api_serve_file(api_request *r, const char *file, const char *type,
                                       const char *disposition, const char *what)
 {
+    if (r->job->files_removed)
+        return api_reply_files_removed(r);
     char path[4096];
     if (!rundir_path(path, sizeof path, r->d->cfg.data_dir, r->job->id, file))
         return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "path too long");
@@ -316,6 +318,8 @@ enum MHD_Result api_job_weights(api_request *r)
 
 enum MHD_Result api_job_logs(api_request *r)
 {
+    if (r->job->files_removed)
+        return api_reply_files_removed(r);
     job_state state = r->job->state;
     const char *off_s = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "offset");
     long long offset = 0;

@@ -70,6 +70,8 @@ enum MHD_Result api_job_predict(api_request *r)
     int status = api_stream_status(s, &refusal);
     if (status)
         return api_reply_error(r, status, NULL, "%s", refusal);
+    if (job->files_removed)
+        return api_reply_files_removed(r);
     char spec[4096], weights[4096], out[4096], result[4200];
     struct stat st;
     if (!rundir_path(spec, sizeof spec, d->cfg.data_dir, job->id, "job.json") ||

@@ -24,6 +24,8 @@ enum MHD_Result api_job_resume(api_request *r)
         return api_reply_error(r, MHD_HTTP_CONFLICT, NULL,
                                "job %s is %s; only a failed, cancelled or timed-out job can "
                                "be resumed", job->id, job_state_name(job->state));
+    if (job->files_removed)
+        return api_reply_files_removed(r);
     static const char *const ended[] = {"exit.json", "supervisor.json"};
     for (size_t i = 0; i < sizeof ended / sizeof ended[0]; i++) {
         char path[4096];

@@ -112,27 +112,125 @@ static bool cgroup_self_dir(int version, char *dir, size_t cap)
     return snprintf(dir, cap, "%s%s", mnt, path + rl) < (int)cap;
 }
 
+/* Does dir/file exist (a cgroup's interface file)? */
+static bool cgroup_has_file(const char *dir, const char *file)
+{
+    char path[4200];
+    return snprintf(path, sizeof path, "%s/%s", dir, file) < (int)sizeof path &&
+           access(path, F_OK) == 0;
+}
+
+/* Is `own` already a CGROUP_DAEMON_LEAF (systemd's DelegateSubgroup=daemon,
+ * or an earlier move) whose parent hands, or now can hand, memory down? */
+static bool cgroup_v2_in_leaf(const char *own)
+{
+    const char *slash = strrchr(own, '/');
+    char parent[4096];
+    if (!slash || strcmp(slash + 1, CGROUP_DAEMON_LEAF) != 0 ||
+        snprintf(parent, sizeof parent, "%.*s", (int)(slash - own), own) >= (int)sizeof parent ||
+        !cgroup_has_word(parent, "cgroup.controllers", "memory"))
+        return false;
+    return cgroup_has_word(parent, "cgroup.subtree_control", "memory") ||
+           cgroup_write(parent, "cgroup.subtree_control", "+memory");
+}
+
+bool cgroup_v2_delegate(const char *own, long pid, char *err, size_t cap)
+{
+    if (cgroup_v2_in_leaf(own))
+        return true;
+    if (!cgroup_has_word(own, "cgroup.controllers", "memory")) {
+        snprintf(err, cap, "the memory controller is not available in %s", own);
+        return false;
+    }
+    if (cgroup_has_word(own, "cgroup.subtree_control", "memory"))
+        return true; /* already handed down: jobs go beside the daemon */
+    char leaf[4200], text[32];
+    snprintf(text, sizeof text, "%ld", pid);
+    if (snprintf(leaf, sizeof leaf, "%s/" CGROUP_DAEMON_LEAF, own) >= (int)sizeof leaf ||
+        (mkdir(leaf, 0755) != 0 && errno != EEXIST)) {
+        snprintf(err, cap, "cannot make %s: %s", leaf, strerror(errno));
+        return false;
+    }
+    if (!cgroup_write(leaf, "cgroup.procs", text)) {
+        snprintf(err, cap, "cannot move into %s: %s", leaf, strerror(errno));
+        rmdir(leaf);
+        return false;
+    }
+    if (cgroup_write(own, "cgroup.subtree_control", "+memory"))
+        return true;
+    /* Other processes share the cgroup (a login shell's, say): undo. */
+    int e = errno;
+    cgroup_write(own, "cgroup.procs", text);
+    rmdir(leaf);
+    snprintf(err, cap, "cannot enable the memory controller for %s's children: %s", own,
+             strerror(e));
+    return false;
+}
+
+bool cgroup_daemon_setup(char *dir, size_t dcap, char *err, size_t cap)
+{
+    char own[4096];
+    if (!cgroup_self_dir(2, own, sizeof own) || !cgroup_has_file(own, "cgroup.controllers")) {
+        snprintf(err, cap, "no cgroup v2 hierarchy for this process");
+        return false;
+    }
+    if (!cgroup_v2_delegate(own, (long)getpid(), err, cap))
+        return false;
+    /* Where jobs go: own, or its parent when own was already the leaf. */
+    if (!cgroup_self_dir(2, own, sizeof own) || !cgroup_v2_job_parent(own, dir, dcap)) {
+        snprintf(err, cap, "cannot read back this process's cgroup");
+        return false;
+    }
+    return true;
+}
+
+bool cgroup_v2_job_parent(const char *own, char *parent, size_t cap)
+{
+    const char *slash = strrchr(own, '/');
+    if (slash && strcmp(slash + 1, CGROUP_DAEMON_LEAF) == 0) {
+        int len = (int)(slash - own);
+        if (snprintf(parent, cap, "%.*s", len, own) >= (int)cap)
+            return false;
+        if (cgroup_has_word(parent, "cgroup.subtree_control", "memory"))
+            return true;
+    }
+    return snprintf(parent, cap, "%s", own) < (int)cap;
+}
+
+bool cgroup_v2_job_create(cgroup_job *cg, const char *own, const char *name, double limit_bytes)
+{
+    char parent[4096], limit[32];
+    snprintf(limit, sizeof limit, "%.0f", limit_bytes);
+    cg->dir[0] = '\0';
+    /* The parent must hand the memory controller to its children. */
+    if (!cgroup_v2_job_parent(own, parent, sizeof parent) ||
+        !cgroup_has_word(parent, "cgroup.controllers", "memory") ||
+        (!cgroup_has_word(parent, "cgroup.subtree_control", "memory") &&
+         !cgroup_write(parent, "cgroup.subtree_control", "+memory")) ||
+        snprintf(cg->dir, sizeof cg->dir, "%s/job-%s", parent, name) >= (int)sizeof cg->dir ||
+        (mkdir(cg->dir, 0700) != 0 && errno != EEXIST)) {
+        cg->dir[0] = '\0';
+        return false;
+    }
+    cg->version = 2;
+    if (cgroup_write(cg->dir, "memory.max", limit) &&
+        cgroup_write(cg->dir, "memory.swap.max", "0"))
+        return true;
+    if (cgroup_has_word(cg->dir, "memory.max", limit))
+        return true; /* a host without swap accounting */
+    rmdir(cg->dir);
+    cg->dir[0] = '\0';
+    return false;
+}
+
 bool cgroup_job_create(cgroup_job *cg, const char *name, double limit_bytes, char *err,
                        size_t cap)
 {
-    cg->dir[0] = '\0';
     char parent[4096], limit[32];
     snprintf(limit, sizeof limit, "%.0f", limit_bytes);
-    /* v2: the parent must hand the memory controller to its children. */
     if (cgroup_self_dir(2, parent, sizeof parent) &&
-        cgroup_has_word(parent, "cgroup.controllers", "memory") &&
-        (cgroup_has_word(parent, "cgroup.subtree_control", "memory") ||
-         cgroup_write(parent, "cgroup.subtree_control", "+memory")) &&
-        snprintf(cg->dir, sizeof cg->dir, "%s/%s", parent, name) < (int)sizeof cg->dir &&
-        (mkdir(cg->dir, 0700) == 0 || errno == EEXIST)) {
-        cg->version = 2;
-        if (cgroup_write(cg->dir, "memory.max", limit) &&
-            cgroup_write(cg->dir, "memory.swap.max", "0"))
-            return true;
-        if (cgroup_has_word(cg->dir, "memory.max", limit))
-            return true; /* a host without swap accounting */
-        rmdir(cg->dir);
-    }
+        cgroup_v2_job_create(cg, parent, name, limit_bytes))
+        return true;
     cg->dir[0] = '\0';
     if (cgroup_self_dir(1, parent, sizeof parent) &&
         snprintf(cg->dir, sizeof cg->dir, "%s/%s", parent, name) < (int)sizeof cg->dir &&

@@ -73,6 +73,7 @@ static const opt_def opts[] = {
     NUM(max_time_limit_s, OPT_LONG, 0, 1L << 40, "SECONDS", "longest time limit a job may ask for; a job asking none gets it; 0 = no maximum (default 604800: 7 days)"),
     NUM(hold, OPT_BOOL, 0, 1, NULL, "accept and queue jobs but start none (maintenance)"),
     NUM(retention_days, OPT_INT, 0, 36500, "DAYS", "forget finished jobs (rows, events, run directories) DAYS after they ended, 0 = keep them (default 0)"),
+    NUM(retention_keep_records, OPT_BOOL, 0, 1, NULL, "retention removes only old jobs' run directories and keeps their records (default false: it forgets them)"),
     NUM(verbose, OPT_BOOL, 0, 1, NULL, "log debug lines too"),
 };
 #define N_OPTS (sizeof opts / sizeof opts[0])

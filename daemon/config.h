@@ -58,6 +58,7 @@ typedef struct config {
     bool allow_root_jobs;          /* as root without run_as: run jobs as root anyway */
     bool hold;                     /* accept jobs but start none */
     int retention_days;            /* forget finished jobs this long after they ended; 0: keep */
+    bool retention_keep_records;   /* retention removes run directories only, keeps rows */
     bool verbose;
 } config;
 

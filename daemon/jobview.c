@@ -97,6 +97,7 @@ json_t *jobview_json_with(daemon_ctx *d, const store_job *job, int pos, int owne
                                                            : json_null());
     json_object_set_new(o, "error", job->error ? json_string(job->error) : json_null());
     json_object_set_new(o, "cancel_requested", json_boolean(job->stop_reason[0] == 'c'));
+    json_object_set_new(o, "files_removed", json_boolean(job->files_removed));
     json_object_set_new(o, "progress", progress);
     json_object_set_new(o, "result", result);
     return o;

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "daemon.h"
 #include "events.h"
 #include "http.h"
@@ -359,6 +360,21 @@ static void main_slurm_checks(const daemon_ctx *d)
 
 /* Serve until SIGTERM/SIGINT; SIGHUP reloads the secrets; the tick runs
  * every period and whenever a handler wakes us. */
+/* cgroup v2: move into OWN/daemon so jobs' memory cgroups can go beside it
+ * (cgroup.h). Before any thread starts, though the move takes them all. */
+static void main_cgroup(void)
+{
+    char dir[4096], why[4400];
+    if (cgroup_daemon_setup(dir, sizeof dir, why, sizeof why))
+        log_info("cgroup v2: punchcardd moved into %s/" CGROUP_DAEMON_LEAF
+                 "; each job's memory ceiling is a cgroup beside it",
+                 dir);
+    else
+        log_info("cgroup v2 not delegated (%s): job memory ceilings use cgroup v1's memory "
+                 "hierarchy where writable, else none (Delegate=memory in the systemd unit)",
+                 why);
+}
+
 static void main_loop(daemon_ctx *d, http_server *http, const sigset_t *set)
 {
     struct timespec period = {d->cfg.tick_ms / 1000, (long)(d->cfg.tick_ms % 1000) * 1000000L};
@@ -463,6 +479,8 @@ int main(int argc, char **argv)
     main_find_programs(&d);
     if (config_slurm(&d.cfg))
         main_slurm_checks(&d);
+    else
+        main_cgroup();
     int port = 0;
     int fd = http_listen(d.cfg.listen, &port, err, sizeof err);
     if (fd < 0)

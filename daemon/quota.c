@@ -31,6 +31,24 @@ double quota_dir_bytes(const char *dir)
     return quota_sum;
 }
 
+/* A job's run directory: walked while it may still grow; once it has
+ * ended, measured once and kept in the store (its directory no longer
+ * changes, but for retention, which marks it files_removed). */
+static double quota_job_bytes(daemon_ctx *d, const store_job *job)
+{
+    if (job->files_removed)
+        return 0;
+    if (job_state_is_final(job->state) && job->final_bytes >= 0)
+        return job->final_bytes;
+    char dir[4096];
+    if (!rundir_path(dir, sizeof dir, d->cfg.data_dir, job->id, NULL))
+        return 0;
+    double bytes = quota_dir_bytes(dir);
+    if (job_state_is_final(job->state))
+        store_job_set_final_bytes(d->st, job->id, job->finished_at, bytes); /* logged */
+    return bytes;
+}
+
 double quota_user_bytes(daemon_ctx *d, const char *owner)
 {
     double bytes = 0;
@@ -40,10 +58,8 @@ double quota_user_bytes(daemon_ctx *d, const char *owner)
         store_page page;
         if (store_job_page(d->st, &q, &page) != STORE_OK)
             return -1;
-        char dir[4096];
         for (size_t i = 0; i < page.n; i++)
-            if (rundir_path(dir, sizeof dir, d->cfg.data_dir, page.jobs[i].id, NULL))
-                bytes += quota_dir_bytes(dir);
+            bytes += quota_job_bytes(d, &page.jobs[i]);
         bool more = page.more && page.n > 0;
         if (more)
             q.before = page.jobs[page.n - 1].seq;

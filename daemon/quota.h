@@ -16,7 +16,10 @@
  * does not exist. */
 double quota_dir_bytes(const char *dir);
 
-/* Bytes the run directories of owner's jobs occupy, or -1 on a store error. */
+/* Bytes the run directories of owner's jobs occupy, or -1 on a store error.
+ * A finished job's is measured once and then read from the store
+ * (store_job_set_final_bytes): the walks cost the user's unfinished jobs,
+ * not their history. */
 double quota_user_bytes(daemon_ctx *d, const char *owner);
 
 /* Free and total bytes of the file system holding path (for unprivileged

@@ -1,7 +1,10 @@
 /* retention.c — forgets finished jobs older than retention_days: rows and
  * events first (one transaction), then run directories, so a crash between
  * the two leaves at worst a directory no job refers to, never a job whose
- * files are half gone. */
+ * files are half gone. With retention_keep_records the rows are marked
+ * files_removed instead (also before the directories go): a crash between
+ * leaves a job that says its files are gone while some remain, never one
+ * that offers files it no longer has. */
 #include "retention.h"
 
 #include <stdlib.h>
@@ -20,20 +23,24 @@ int retention_run(daemon_ctx *d, double now, int max)
     }
     double before = now - (double)d->cfg.retention_days * 86400.0;
     int n = 0;
-    if (store_prune_finished(d->st, before, max, ids, &n) != STORE_OK) {
-        log_error("retention: cannot forget old finished jobs; retrying later");
+    bool keep = d->cfg.retention_keep_records;
+    if ((keep ? store_mark_files_removed(d->st, before, max, ids, &n)
+              : store_prune_finished(d->st, before, max, ids, &n)) != STORE_OK) {
+        log_error("retention: cannot %s old finished jobs; retrying later",
+                  keep ? "mark the files removed of" : "forget");
         free(ids);
         return -1;
     }
     for (int i = 0; i < n; i++) {
         char dir[4096];
         if (!rundir_path(dir, sizeof dir, d->cfg.data_dir, ids[i], NULL) || !rundir_remove(dir))
-            log_error("retention: job %s forgotten, but its run directory under %s/runs could "
+            log_error("retention: job %s %s, but its run directory under %s/runs could "
                       "not be removed",
-                      ids[i], d->cfg.data_dir);
+                      ids[i], keep ? "marked files_removed" : "forgotten", d->cfg.data_dir);
     }
     if (n > 0)
-        log_info("retention: forgot %d finished job%s that ended over %d days ago", n,
+        log_info("retention: %s %d finished job%s that ended over %d days ago",
+                 keep ? "removed the run directories (records kept) of" : "forgot", n,
                  n == 1 ? "" : "s", d->cfg.retention_days);
     free(ids);
     return n;

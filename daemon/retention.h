@@ -6,7 +6,9 @@
  * set, a finished job (succeeded, failed, cancelled, timeout) is forgotten
  * that many days after it ended: its row, its events and its run directory.
  * A queued, starting or running job is never touched, whatever its age.
- * The default (0) keeps every job. */
+ * The default (0) keeps every job. With retention_keep_records, only the
+ * run directory goes: the row and events stay, marked files_removed (the
+ * job's file downloads then answer 410 Gone). */
 #ifndef PUNCH_RETENTION_H
 #define PUNCH_RETENTION_H
 
@@ -14,7 +16,8 @@
 
 /* Forget up to `max` finished jobs that ended more than retention_days
  * before `now` (oldest first): their rows and events in one transaction,
- * then their run directories. Returns how many were forgotten, 0 when
+ * then their run directories (retention_keep_records: the rows marked
+ * files_removed instead of deleted). Returns how many were done, 0 when
  * retention is off, -1 on a store error (logged; nothing was forgotten). A
  * run directory that cannot be removed is logged and left behind. */
 int retention_run(daemon_ctx *d, double now, int max);

@@ -27,7 +27,8 @@
     "seq, id, owner, name, state, priority, ranks, trainer, workers, threads, "           \
     "time_limit_s, vstart, submitted_at, started_at, finished_at, exit_code, error, "     \
     "supervisor_pid, supervisor_start, sid, stop_reason, stop_requested_at, killed, "     \
-    "progress, result, gpus, gpu_devices, hosts, slurm_id, slurm_reason, mem_per_rank"
+    "progress, result, gpus, gpu_devices, hosts, slurm_id, slurm_reason, mem_per_rank, "  \
+    "files_removed, final_bytes, final_bytes_at"
 
 /* Run order of the queue: priority, fair-share start tag, FIFO. */
 #define QUEUE_ORDER "priority DESC, vstart, seq"
@@ -78,6 +79,9 @@ typedef enum stmt_id {
     ST_SET_FINISHED,
     ST_PRUNE_PICK,
     ST_PRUNE_JOB,
+    ST_FILES_PICK,
+    ST_FILES_MARK,
+    ST_SET_FINAL_BYTES,
     ST_DELETE_JOB,
     ST_DELETE_EVENTS,
     ST_EVENTS,
@@ -181,6 +185,17 @@ static const char *const stmt_sql[ST_COUNT_] = {
                       "ORDER BY finished_at LIMIT ?2",
     [ST_PRUNE_JOB] = "DELETE FROM jobs WHERE id = ?1 AND "
                      "state IN ('succeeded', 'failed', 'cancelled', 'timeout')",
+    /* retention_keep_records: the same jobs, those whose files are still
+     * there, marked instead of deleted. */
+    [ST_FILES_PICK] = "SELECT id FROM jobs INDEXED BY jobs_finished_files WHERE finished_at < ?1 "
+                      "AND files_removed = 0 AND "
+                      "state IN ('succeeded', 'failed', 'cancelled', 'timeout') "
+                      "ORDER BY finished_at LIMIT ?2",
+    [ST_FILES_MARK] = "UPDATE jobs SET files_removed = 1 WHERE id = ?1 AND "
+                      "state IN ('succeeded', 'failed', 'cancelled', 'timeout')",
+    [ST_SET_FINAL_BYTES] = "UPDATE jobs SET final_bytes = ?2, final_bytes_at = ?3 WHERE id = ?1 "
+                           "AND finished_at = ?3 AND "
+                           "state IN ('succeeded', 'failed', 'cancelled', 'timeout')",
     [ST_DELETE_JOB] = "DELETE FROM jobs WHERE id = ?1",
     [ST_DELETE_EVENTS] = "DELETE FROM events WHERE job_id = ?1",
     [ST_EVENTS] = "SELECT at, from_state, to_state, detail FROM events WHERE job_id = ?1 "
@@ -553,6 +568,11 @@ static void store_row_to_job(sqlite3_stmt *s, store_job *job)
     job->slurm_id = (long)sqlite3_column_int64(s, 28);
     store_col_copy(s, 29, job->slurm_reason, sizeof job->slurm_reason);
     job->mem_per_rank = sqlite3_column_double(s, 30);
+    job->files_removed = sqlite3_column_int(s, 31) != 0;
+    job->final_bytes = sqlite3_column_type(s, 32) != SQLITE_NULL &&
+                               sqlite3_column_double(s, 33) == job->finished_at
+                           ? sqlite3_column_double(s, 32)
+                           : -1;
 }
 
 static bool store_event(store_conn *c, const char *id, double now, const char *from,
@@ -1564,6 +1584,67 @@ store_status store_prune_finished(store *st, double before, int max,
     }
     for (int i = 0; ok && i < *n; i++)
         ok = store_delete_with_events(c, ST_PRUNE_JOB, ids[i]);
+    if (ok)
+        ok = store_commit(c);
+    if (!ok) {
+        store_rollback(c);
+        *n = 0;
+    }
+    pthread_mutex_unlock(&st->write_lock);
+    store_release(st, c);
+    return ok ? STORE_OK : STORE_ERROR;
+}
+
+store_status store_job_set_final_bytes(store *st, const char *id, double finished_at,
+                                       double bytes)
+{
+    store_conn *c = store_acquire(st);
+    pthread_mutex_lock(&st->write_lock);
+    sqlite3_stmt *s = store_stmt(c, ST_SET_FINAL_BYTES);
+    bool ok = s != NULL;
+    if (ok) {
+        sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+        sqlite3_bind_double(s, 2, bytes);
+        sqlite3_bind_double(s, 3, finished_at);
+        int rc = sqlite3_step(s);
+        store_done(s);
+        ok = store_log_rc(c, rc, "recording a finished job's disk use");
+    }
+    pthread_mutex_unlock(&st->write_lock);
+    store_release(st, c);
+    return ok ? STORE_OK : STORE_ERROR;
+}
+
+store_status store_mark_files_removed(store *st, double before, int max,
+                                      char (*ids)[STORE_ID_LEN + 1], int *n)
+{
+    *n = 0;
+    if (max < 1)
+        return STORE_OK;
+    store_conn *c = store_acquire(st);
+    pthread_mutex_lock(&st->write_lock);
+    bool ok = store_begin(c);
+    sqlite3_stmt *s = ok ? store_stmt(c, ST_FILES_PICK) : NULL;
+    ok = s != NULL;
+    if (ok) {
+        sqlite3_bind_double(s, 1, before);
+        sqlite3_bind_int(s, 2, max);
+        int rc;
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW && *n < max)
+            store_col_copy(s, 0, ids[(*n)++], STORE_ID_LEN + 1);
+        store_done(s);
+        ok = store_log_rc(c, rc, "finding finished jobs whose files to remove");
+    }
+    for (int i = 0; ok && i < *n; i++) {
+        s = store_stmt(c, ST_FILES_MARK);
+        ok = s != NULL;
+        if (ok) {
+            sqlite3_bind_text(s, 1, ids[i], -1, SQLITE_STATIC);
+            int rc = sqlite3_step(s);
+            store_done(s);
+            ok = store_log_rc(c, rc, "marking a job's files removed");
+        }
+    }
     if (ok)
         ok = store_commit(c);
     if (!ok) {

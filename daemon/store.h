@@ -56,6 +56,10 @@ typedef struct store_job {
     long slurm_id;              /* its Slurm job (scheduler = slurm); 0: none */
     char slurm_reason[128];     /* Slurm's reason while it pends there; "" */
     double mem_per_rank;        /* estimated bytes per rank (memest.c); 0: not charged */
+    bool files_removed;         /* its run directory was removed by retention */
+    double final_bytes;         /* its run directory's disk use measured since it
+                                   last ended (store_job_set_final_bytes); -1:
+                                   not measured, or not ended */
 } store_job;
 
 void store_job_clear(store_job *job);
@@ -215,6 +219,18 @@ store_status store_job_finish(store *st, const char *id, job_state final_state,
  * run directories. */
 store_status store_prune_finished(store *st, double before, int max,
                                   char (*ids)[STORE_ID_LEN + 1], int *n);
+/* retention_keep_records: mark up to `max` finished jobs that ended before
+ * `before` and whose files are still there (files_removed = 0), oldest
+ * first, as files_removed, in one transaction; rows and events stay. Their
+ * ids go to ids (capacity max), their number to *n, for the caller to
+ * remove their run directories. */
+store_status store_mark_files_removed(store *st, double before, int max,
+                                      char (*ids)[STORE_ID_LEN + 1], int *n);
+/* Record `bytes`, the disk use of finished job id's run directory, as
+ * measured for its end at finished_at (ignored if it has ended again since,
+ * or is not finished). */
+store_status store_job_set_final_bytes(store *st, const char *id, double finished_at,
+                                       double bytes);
 /* Forget a job and its events (the seed's destroy). */
 store_status store_job_delete(store *st, const char *id);
 

@@ -1,8 +1,10 @@
 /* test_retention.c — retention_days: finished jobs that ended longer ago
  * are forgotten (row, events, run directory), oldest first and at most a
  * batch at a time; recent ones, and queued or running jobs of any age, stay
- * with their files; 0 keeps everything; the query that finds them reads an
- * index (EXPLAIN QUERY PLAN), not every job. */
+ * with their files; 0 keeps everything; with retention_keep_records only
+ * the run directory goes (row and events stay, marked files_removed, and
+ * are not picked again); the query that finds them reads an index (EXPLAIN
+ * QUERY PLAN), not every job. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -148,6 +150,58 @@ static void test_old_finished_jobs_go(void **state)
     assert_true(kept(f, running));
 }
 
+/* The run directory of job id is gone, its row (marked files_removed) and
+ * events are not. */
+static void files_removed_only(fixture *f, const char *id)
+{
+    store_job j;
+    assert_int_equal(store_job_get(f->d.st, id, &j), STORE_OK);
+    assert_true(j.files_removed);
+    store_job_clear(&j);
+    int events = 0;
+    assert_int_equal(store_job_events(f->d.st, id, event_seen, &events), STORE_OK);
+    assert_true(events > 0);
+    char dir[512];
+    assert_true(rundir_path(dir, sizeof dir, f->dir, id, NULL));
+    assert_int_equal(access(dir, F_OK), -1);
+}
+
+static void test_keep_records_removes_files_only(void **state)
+{
+    fixture *f = *state;
+    char oldest[STORE_ID_LEN + 1], old[STORE_ID_LEN + 1], recent[STORE_ID_LEN + 1],
+        running[STORE_ID_LEN + 1];
+    job(f, NOW - 100 * DAY, JOB_RUNNING, 0, running);
+    job(f, NOW - 30 * DAY, JOB_SUCCEEDED, NOW - 20 * DAY, oldest);
+    job(f, NOW - 30 * DAY, JOB_FAILED, NOW - 10 * DAY, old);
+    job(f, NOW - 30 * DAY, JOB_TIMEOUT, NOW - 1 * DAY, recent);
+    f->d.cfg.retention_days = 7;
+    f->d.cfg.retention_keep_records = true;
+    store_job j;
+    assert_int_equal(store_job_get(f->d.st, oldest, &j), STORE_OK);
+    assert_false(j.files_removed);
+    store_job_clear(&j);
+
+    assert_int_equal(retention_run(&f->d, NOW, 1), 1);
+    files_removed_only(f, oldest);
+    assert_true(kept(f, old));
+    assert_int_equal(retention_run(&f->d, NOW, 100), 1);
+    files_removed_only(f, old);
+    assert_true(kept(f, recent));
+    assert_true(kept(f, running));
+    /* Done once: the marked jobs are not picked again. */
+    assert_int_equal(retention_run(&f->d, NOW, 100), 0);
+    assert_int_equal(retention_run(&f->d, NOW + 365 * DAY, 100), 1);
+    files_removed_only(f, recent);
+    assert_true(kept(f, running));
+
+    /* Switched back to forgetting, the marked records go too. */
+    f->d.cfg.retention_keep_records = false;
+    assert_int_equal(retention_run(&f->d, NOW + 365 * DAY, 100), 3);
+    assert_false(kept(f, oldest));
+    assert_true(kept(f, running));
+}
+
 /* A store failure forgets nothing: the job and its files stay. */
 static bool fail_all(void *arg, const char *sql)
 {
@@ -183,12 +237,13 @@ static bool record_sql(void *arg, const char *sql)
     return false;
 }
 
-static void test_finds_jobs_by_index(void **state)
+/* Retention's one SELECT reads an index in order, not every job. */
+static void finds_jobs_by_index(fixture *f, bool keep_records)
 {
-    fixture *f = *state;
     char id[STORE_ID_LEN + 1];
     job(f, NOW - 30 * DAY, JOB_SUCCEEDED, NOW - 20 * DAY, id);
     f->d.cfg.retention_days = 7;
+    f->d.cfg.retention_keep_records = keep_records;
     sql_seen seen = {0};
     store_fault_sim(record_sql, &seen);
     assert_int_equal(retention_run(&f->d, NOW, 100), 1);
@@ -210,12 +265,21 @@ static void test_finds_jobs_by_index(void **state)
     free(seen.text[0]);
 }
 
+static void test_finds_jobs_by_index(void **state) { finds_jobs_by_index(*state, false); }
+
+static void test_keep_records_finds_jobs_by_index(void **state)
+{
+    finds_jobs_by_index(*state, true);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_old_finished_jobs_go, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_failure_keeps_everything, setup, teardown),
         cmocka_unit_test_setup_teardown(test_finds_jobs_by_index, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_keep_records_removes_files_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_keep_records_finds_jobs_by_index, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
