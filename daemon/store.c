@@ -1562,8 +1562,25 @@ static bool store_delete_with_events(store_conn *c, stmt_id which, const char *i
     return store_log_rc(c, rc, "deleting a job's events");
 }
 
-store_status store_prune_finished(store *st, double before, int max,
-                                  char (*ids)[STORE_ID_LEN + 1], int *n)
+/* Mark job id's files removed (its row and events stay). */
+static bool store_mark_one_removed(store_conn *c, stmt_id which, const char *id)
+{
+    sqlite3_stmt *s = store_stmt(c, which);
+    if (!s)
+        return false;
+    store_bind_text(s, 1, id);
+    int rc = sqlite3_step(s);
+    store_done(s);
+    return store_log_rc(c, rc, "marking a job's files removed");
+}
+
+/* In one transaction: the ids `pick` finds (bound ?1 = before, ?2 = max),
+ * then `apply(c, act, id)` on each; nothing and *n = 0 on an error. The
+ * two retention passes: forget old jobs, or only their files. */
+static store_status store_pick_apply(store *st, stmt_id pick, stmt_id act,
+                                     bool (*apply)(store_conn *, stmt_id, const char *),
+                                     const char *what, double before, int max,
+                                     char (*ids)[STORE_ID_LEN + 1], int *n)
 {
     *n = 0;
     if (max < 1)
@@ -1571,7 +1588,7 @@ store_status store_prune_finished(store *st, double before, int max,
     store_conn *c = store_acquire(st);
     pthread_mutex_lock(&st->write_lock);
     bool ok = store_begin(c);
-    sqlite3_stmt *s = ok ? store_stmt(c, ST_PRUNE_PICK) : NULL;
+    sqlite3_stmt *s = ok ? store_stmt(c, pick) : NULL;
     ok = s != NULL;
     if (ok) {
         sqlite3_bind_double(s, 1, before);
@@ -1580,10 +1597,10 @@ store_status store_prune_finished(store *st, double before, int max,
         while ((rc = sqlite3_step(s)) == SQLITE_ROW && *n < max)
             store_col_copy(s, 0, ids[(*n)++], STORE_ID_LEN + 1);
         store_done(s);
-        ok = store_log_rc(c, rc, "finding finished jobs to forget");
+        ok = store_log_rc(c, rc, what);
     }
     for (int i = 0; ok && i < *n; i++)
-        ok = store_delete_with_events(c, ST_PRUNE_JOB, ids[i]);
+        ok = apply(c, act, ids[i]);
     if (ok)
         ok = store_commit(c);
     if (!ok) {
@@ -1593,6 +1610,13 @@ store_status store_prune_finished(store *st, double before, int max,
     pthread_mutex_unlock(&st->write_lock);
     store_release(st, c);
     return ok ? STORE_OK : STORE_ERROR;
+}
+
+store_status store_prune_finished(store *st, double before, int max,
+                                  char (*ids)[STORE_ID_LEN + 1], int *n)
+{
+    return store_pick_apply(st, ST_PRUNE_PICK, ST_PRUNE_JOB, store_delete_with_events,
+                            "finding finished jobs to forget", before, max, ids, n);
 }
 
 store_status store_job_set_final_bytes(store *st, const char *id, double finished_at,
@@ -1618,42 +1642,8 @@ store_status store_job_set_final_bytes(store *st, const char *id, double finishe
 store_status store_mark_files_removed(store *st, double before, int max,
                                       char (*ids)[STORE_ID_LEN + 1], int *n)
 {
-    *n = 0;
-    if (max < 1)
-        return STORE_OK;
-    store_conn *c = store_acquire(st);
-    pthread_mutex_lock(&st->write_lock);
-    bool ok = store_begin(c);
-    sqlite3_stmt *s = ok ? store_stmt(c, ST_FILES_PICK) : NULL;
-    ok = s != NULL;
-    if (ok) {
-        sqlite3_bind_double(s, 1, before);
-        sqlite3_bind_int(s, 2, max);
-        int rc;
-        while ((rc = sqlite3_step(s)) == SQLITE_ROW && *n < max)
-            store_col_copy(s, 0, ids[(*n)++], STORE_ID_LEN + 1);
-        store_done(s);
-        ok = store_log_rc(c, rc, "finding finished jobs whose files to remove");
-    }
-    for (int i = 0; ok && i < *n; i++) {
-        s = store_stmt(c, ST_FILES_MARK);
-        ok = s != NULL;
-        if (ok) {
-            sqlite3_bind_text(s, 1, ids[i], -1, SQLITE_STATIC);
-            int rc = sqlite3_step(s);
-            store_done(s);
-            ok = store_log_rc(c, rc, "marking a job's files removed");
-        }
-    }
-    if (ok)
-        ok = store_commit(c);
-    if (!ok) {
-        store_rollback(c);
-        *n = 0;
-    }
-    pthread_mutex_unlock(&st->write_lock);
-    store_release(st, c);
-    return ok ? STORE_OK : STORE_ERROR;
+    return store_pick_apply(st, ST_FILES_PICK, ST_FILES_MARK, store_mark_one_removed,
+                            "finding finished jobs whose files to remove", before, max, ids, n);
 }
 
 /* ---- uploaded datasets (migration 0007) ------------------------------------
