@@ -7,7 +7,6 @@
  * only on the shape, so the same call gives the same bits every time. */
 #include "gpu/gpu_kernels.h"
 
-#include <float.h>
 #include <limits.h>
 
 #define GPU_THREADS GPU_BLOCK_THREADS
@@ -38,7 +37,8 @@ static unsigned gpu_row_blocks(long rows, long cap)
     return (unsigned)(rows < 1 ? 1 : rows < cap ? rows : cap);
 }
 
-/* Sums v over the block into v of thread 0, in a fixed order. */
+/* Sums v over the block in a fixed order (gpu_tree_sum in gpu_math.h is
+ * its host mirror), returned to every thread. */
 __device__ static double gpu_block_sum(double v, double *shared)
 {
     shared[threadIdx.x] = v;
