@@ -35,6 +35,7 @@ typedef struct gpu_ctx {
     cudaEvent_t stage_done[2];           /* last copy through each chunk */
     double *dev_sums;                    /* loss/metric sums, device */
     double *host_sums;                   /* and their pinned landing place */
+    char not_reproducible[256];          /* be->not_reproducible once set (gpu_conv.c) */
 } gpu_ctx;
 
 static inline gpu_ctx *gpu_ctx_of(backend *be)
