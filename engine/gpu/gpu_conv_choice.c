@@ -59,7 +59,6 @@ bool gpu_conv_batches_init(gpu_conv_batches *t, int max_batch, const gpu_conv_al
     if (!t->entry)
         return false;
     t->entry[max_batch].state = GPU_BATCH_SHARED;
-    t->checked = 1;
     return true;
 }
 
@@ -83,7 +82,6 @@ const gpu_conv_algos *gpu_conv_batches_get(gpu_conv_batches *t, int batch,
     size_t need;
     if (!probe->need(probe->ctx, batch, &t->shared, &need))
         return NULL;
-    t->checked++;
     if (need <= t->cap) {
         e->state = GPU_BATCH_SHARED;
         return &t->shared;

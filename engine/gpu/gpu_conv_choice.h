@@ -92,7 +92,6 @@ typedef struct gpu_conv_batches {
         unsigned char state;    /* GPU_BATCH_* in gpu_conv_choice.c */
         gpu_conv_algos own;
     } *entry;                   /* max_batch + 1 entries, [0] unused */
-    int checked;                /* batch sizes checked so far */
 } gpu_conv_batches;
 
 /* Allocates the table (all at prepare, so a training step allocates
