@@ -263,11 +263,22 @@ static bool gpu_conv_probe_need(void *ctx, int batch, const gpu_conv_algos *a, s
            gpu_conv_need(gpu_ctx_of(p->be), p->cv, a, bytes);
 }
 
+/* The heuristics' memory figure is checked against the workspace-size
+ * query the run relies on, so a disagreement cannot overrun the buffer. */
 static bool gpu_conv_probe_pick(void *ctx, int batch, size_t cap, gpu_conv_algos *out)
 {
     gpu_conv_probe_ctx *p = ctx;
-    return gpu_conv_set_batch(p->cv, p->d, batch) &&
-           gpu_conv_choose(gpu_ctx_of(p->be), p->cv, cap, out);
+    gpu_ctx *g = gpu_ctx_of(p->be);
+    size_t bytes;
+    if (!gpu_conv_set_batch(p->cv, p->d, batch) || !gpu_conv_choose(g, p->cv, cap, out) ||
+        !gpu_conv_need(g, p->cv, out, &bytes))
+        return false;
+    if (bytes > cap) {
+        gpu_check_failed("cuDNN's algorithms for this batch size need more workspace than "
+                         "the layer has", "gpu_conv_probe_pick", __FILE__, __LINE__);
+        return false;
+    }
+    return true;
 }
 
 /* Sets the descriptors to `batch` and returns its algorithms, checking
