@@ -26,7 +26,8 @@
  * - Ops are asynchronous as far as the backend likes (a CUDA stream): only
  *   `download`, `synchronize` and the functions returning host values wait.
  * - Reductions are deterministic for a given backend and thread count: the
- *   same inputs give bit-identical outputs run after run.
+ *   same inputs give bit-identical outputs run after run (unless the
+ *   backend says otherwise in `not_reproducible`).
  * - Nothing here allocates after `*_prepare`: workspaces are sized once per
  *   model (see conv2d_prepare) and passed in.
  *
@@ -106,6 +107,12 @@ struct backend {
     bool host_memory;       /* device pointers are host pointers (CPU) */
     int threads;            /* CPU worker threads (1 on CUDA) */
     void *impl;             /* backend-private state */
+    /* NULL while every op prepared so far gives bit-identical results run
+     * after run (always on the CPU); otherwise one line, owned by the
+     * backend, saying which op cannot: the CUDA backend sets it when
+     * cuDNN offers a convolution no usable deterministic algorithm
+     * (gpu/gpu_conv_choice.h). Trainers report it in history.json. */
+    const char *not_reproducible;
 
     /* ---- lifecycle -------------------------------------------------- */
 

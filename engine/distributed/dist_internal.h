@@ -300,6 +300,10 @@ typedef struct dist_epoch_info {
  * MPI_Get_processor_name to rank 0, where dist_report_open records them as
  * history.json's "rank_hosts". */
 void dist_report_gather_hosts(const dist_ctx *c);
+/* Collective over c->comm, once every rank has built its model: whether
+ * each rank's backend is bit-reproducible (backend.h's not_reproducible)
+ * to rank 0, where history.json's "reproducible" reports it. */
+void dist_report_gather_reproducible(const dist_ctx *c);
 dist_report *dist_report_open(const dist_ctx *c, int start_epoch, char *err, size_t errlen);
 void dist_report_free(dist_report *r);
 void dist_report_start(dist_report *r, long steps, long samples);

@@ -3,8 +3,10 @@
  * Keras History shape plus per-worker detail (rewritten atomically after
  * every epoch; on --resume the existing one is cut back to the epochs the
  * checkpoint holds and extended), the weights files, and the failure line
- * a dying rank 0 leaves behind. Also the one collective of this file: every
- * rank's host name, gathered to rank 0 at start for "rank_hosts". */
+ * a dying rank 0 leaves behind. Also the two collectives of this file:
+ * every rank's host name, gathered to rank 0 at start for "rank_hosts",
+ * and whether every rank's backend is bit-reproducible, for
+ * "reproducible". */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -47,6 +49,59 @@ void dist_report_gather_hosts(const dist_ctx *c)
     }
     DIST_MPI(MPI_Gather(mine, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, dist_report_hosts,
                         MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, c->comm));
+}
+
+/* Rank 0: "rank K: <reason>" for the first rank whose backend is not
+ * bit-reproducible once its model is built, from
+ * dist_report_gather_reproducible; "" when every rank's is. */
+static char dist_report_irreproducible[320];
+
+void dist_report_gather_reproducible(const dist_ctx *c)
+{
+    enum { WHY = 256 };
+    char mine[WHY] = {0};
+    if (c->be->not_reproducible)
+        snprintf(mine, sizeof mine, "%s", c->be->not_reproducible);
+    char *all = NULL;
+    if (c->rank == 0) {
+        all = calloc((size_t)c->size, WHY);
+        if (!all)
+            dist_die("out of memory");
+    }
+    DIST_MPI(MPI_Gather(mine, WHY, MPI_CHAR, all, WHY, MPI_CHAR, 0, c->comm));
+    if (c->rank != 0)
+        return;
+    dist_report_irreproducible[0] = '\0';
+    for (int k = 0; k < c->size; k++) {
+        char *why = all + (size_t)k * WHY;
+        why[WHY - 1] = '\0';
+        if (why[0]) {
+            snprintf(dist_report_irreproducible, sizeof dist_report_irreproducible,
+                     "rank %d: %s", k, why);
+            break;
+        }
+    }
+    free(all);
+}
+
+/* "reproducible", and its reason when false: what the ranks said at
+ * start, or what rank 0's own backend has said since (a GPU convolution
+ * may give it up on a batch size it first meets mid-run). */
+static void dist_report_put_reproducible(const dist_report *r)
+{
+    char why[sizeof dist_report_irreproducible + 16];
+    const backend *be = r->c->be;
+    if (dist_report_irreproducible[0])
+        snprintf(why, sizeof why, "%s", dist_report_irreproducible);
+    else if (be && be->not_reproducible)
+        snprintf(why, sizeof why, "rank 0: %s", be->not_reproducible);
+    else
+        why[0] = '\0';
+    json_object_set_new(r->hist, "reproducible", json_boolean(why[0] == '\0'));
+    if (why[0])
+        json_object_set_new(r->hist, "reproducible_reason", json_string(why));
+    else
+        json_object_del(r->hist, "reproducible_reason");
 }
 
 /* A progress line; failing to append one is not worth failing the run. */
@@ -222,6 +277,7 @@ static void dist_report_append_metrics(json_t *h, const job_spec *s, int n_out,
 
 static int dist_report_save(dist_report *r, char *err, size_t errlen)
 {
+    dist_report_put_reproducible(r);
     char *s = json_dumps(r->hist, JSON_INDENT(1) | JSON_REAL_PRECISION(9));
     if (!s) {
         snprintf(err, errlen, "history.json: cannot encode");

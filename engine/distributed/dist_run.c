@@ -125,6 +125,7 @@ int dist_train(const job_spec *spec, const dist_options *opt)
         dist_die("cannot start the watchdog thread");
     dist_watchdog_tick_for("waiting for every rank to load its data",
                            c.watchdog_s > 120 ? c.watchdog_s : 120);
+    dist_report_gather_reproducible(&c);
     if (c.rank == 0)
         spec_print_summary(spec, stdout), fflush(stdout);
 

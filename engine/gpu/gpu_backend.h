@@ -34,6 +34,7 @@ typedef struct gpu_ctx {
     double *dev_sums;                    /* loss/metric sums, device */
     double *dev_partials;                /* their per-block partials (GPU_LOSS_SCRATCH) */
     double *host_sums;                   /* and their pinned landing place */
+    char not_reproducible[256];          /* be->not_reproducible once set (gpu_conv.c) */
 } gpu_ctx;
 
 static inline gpu_ctx *gpu_ctx_of(backend *be)

@@ -1,17 +1,21 @@
 /* gpu_conv.c — 2-D convolution on the CUDA backend through cuDNN.
  *
  * At prepare: descriptors, and one algorithm per direction from cuDNN's
- * heuristics (cudnnGet*Algorithm_v7), preferring deterministic ones (the
- * seam promises bit-identical reruns) in FP32 FMA math (no TF32, so the
- * CPU reference is comparable). The workspace is sized for the chosen
- * algorithms at every batch size up to max_batch, because the last batch of
- * an epoch is short and an algorithm's need can change with the batch.
- * Bias and activation follow the convolution as separate ops. */
+ * heuristics (cudnnGet*Algorithm_v7), chosen by gpu_conv_choice.h's rules:
+ * deterministic (the seam promises bit-identical reruns) FP32 without
+ * tensor cores (no TF32, so the CPU reference is comparable); a
+ * non-deterministic one only when cuDNN offers no deterministic one, and
+ * then the backend says so (be->not_reproducible). One line per layer on
+ * stderr names the three algorithms. The workspace is sized for max_batch;
+ * every other batch size is checked once, when it first occurs
+ * (gpu_conv_batches_get). Bias and activation follow the convolution as
+ * separate ops. */
 #include "gpu/gpu_backend.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "gpu/gpu_conv_choice.h"
 #include "gpu/gpu_kernels.h"
 #include "gpu/gpu_plan.h"
 
@@ -23,9 +27,8 @@ typedef struct gpu_conv {
     cudnnTensorDescriptor_t x, y, bias;
     cudnnFilterDescriptor_t w;
     cudnnConvolutionDescriptor_t conv;
-    cudnnConvolutionFwdAlgo_t fwd;
-    cudnnConvolutionBwdDataAlgo_t bwd_data;
-    cudnnConvolutionBwdFilterAlgo_t bwd_filter;
+    gpu_conv_batches batches;   /* algorithms per batch size */
+    char name[96];              /* "3x32x32 -> 16x32x32, 3x3" for messages */
 } gpu_conv;
 
 static void gpu_conv_free(gpu_conv *cv)
@@ -42,6 +45,7 @@ static void gpu_conv_free(gpu_conv *cv)
         GPU_CHECK(cudnnDestroyFilterDescriptor(cv->w));
     if (cv->conv)
         GPU_CHECK(cudnnDestroyConvolutionDescriptor(cv->conv));
+    gpu_conv_batches_free(&cv->batches);
     free(cv);
 }
 
@@ -55,6 +59,8 @@ static bool gpu_conv_set_batch(gpu_conv *cv, const conv2d_desc *d, int batch)
 static bool gpu_conv_descriptors(gpu_conv *cv, const conv2d_desc *d)
 {
     int n, c, h, w;
+    /* FMA math on the descriptor keeps tensor cores (TF32) out whatever
+     * math a heuristic record reports. */
     if (!GPU_CHECK(cudnnCreateTensorDescriptor(&cv->x)) ||
         !GPU_CHECK(cudnnCreateTensorDescriptor(&cv->y)) ||
         !GPU_CHECK(cudnnCreateTensorDescriptor(&cv->bias)) ||
@@ -80,29 +86,61 @@ static bool gpu_conv_descriptors(gpu_conv *cv, const conv2d_desc *d)
     return true;
 }
 
-/* The first heuristic result that ran and fits the cap, preferring
- * deterministic FP32-FMA algorithms, then deterministic ones, then any.
- * A macro because cuDNN has one perf struct type per direction. */
-#define GPU_CONV_PICK(perf, count, out)                                                  \
-    do {                                                                                 \
-        (out) = -1;                                                                      \
-        for (int pass = 0; pass < 3 && (out) < 0; pass++)                                \
-            for (int i_ = 0; i_ < (count); i_++)                                         \
-                if ((perf)[i_].status == CUDNN_STATUS_SUCCESS &&                         \
-                    (perf)[i_].memory <= GPU_CONV_WS_CAP &&                              \
-                    (pass == 2 || (perf)[i_].determinism == CUDNN_DETERMINISTIC) &&      \
-                    (pass >= 1 || (perf)[i_].mathType == CUDNN_FMA_MATH)) {              \
-                    (out) = i_;                                                          \
-                    break;                                                               \
-                }                                                                        \
+/* ---- algorithm choice -------------------------------------------------- */
+
+static gpu_math gpu_conv_math(cudnnMathType_t m)
+{
+    switch (m) {
+    case CUDNN_DEFAULT_MATH:
+        return GPU_MATH_DEFAULT;
+    case CUDNN_FMA_MATH:
+        return GPU_MATH_FMA;
+    case CUDNN_TENSOR_OP_MATH:
+        return GPU_MATH_TENSOR_OP;
+    default:
+        return GPU_MATH_TENSOR_OP_ALLOW_CONVERSION;
+    }
+}
+
+/* cuDNN's perf results as gpu_conv_choice.h's records. A macro because
+ * cuDNN has one perf struct type per direction. */
+#define GPU_CONV_RECORDS(perf, count, out)                                        \
+    do {                                                                          \
+        for (int i_ = 0; i_ < (count); i_++)                                      \
+            (out)[i_] = (gpu_algo_perf){                                          \
+                .algo = (int)(perf)[i_].algo,                                     \
+                .ok = (perf)[i_].status == CUDNN_STATUS_SUCCESS,                  \
+                .deterministic = (perf)[i_].determinism == CUDNN_DETERMINISTIC,   \
+                .math = gpu_conv_math((perf)[i_].mathType),                       \
+                .memory = (perf)[i_].memory,                                      \
+            };                                                                    \
     } while (0)
 
-static bool gpu_conv_choose(gpu_ctx *g, gpu_conv *cv)
+/* Picks direction `dir` among n records into a; false + message if none. */
+static bool gpu_conv_pick_dir(const gpu_algo_perf *rec, int n, size_t cap, gpu_conv_dir dir,
+                              gpu_conv_algos *a)
+{
+    int i = gpu_conv_algo_pick(rec, n, cap, &a->deterministic[dir]);
+    if (i < 0) {
+        gpu_check_failed("cuDNN offers no usable FP32 algorithm for this convolution",
+                         "cudnnGetConvolution*Algorithm_v7", __FILE__, __LINE__);
+        return false;
+    }
+    a->algo[dir] = rec[i].algo;
+    return true;
+}
+
+/* Algorithms for the batch the descriptors are set to, each needing at
+ * most cap bytes of workspace there. */
+static bool gpu_conv_choose(gpu_ctx *g, gpu_conv *cv, size_t cap, gpu_conv_algos *a)
 {
     cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     cudnnConvolutionBwdDataAlgoPerf_t bd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     cudnnConvolutionBwdFilterAlgoPerf_t bf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-    int nf = 0, nd = 0, nw = 0, pf, pd, pw;
+    gpu_algo_perf rf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    gpu_algo_perf rd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    gpu_algo_perf rw[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    int nf = 0, nd = 0, nw = 0;
     if (!GPU_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
             g->dnn, cv->x, cv->w, cv->conv, cv->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &nf, fwd)) ||
         !GPU_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
@@ -112,47 +150,188 @@ static bool gpu_conv_choose(gpu_ctx *g, gpu_conv *cv)
             g->dnn, cv->x, cv->y, cv->conv, cv->w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &nw,
             bf)))
         return false;
-    GPU_CONV_PICK(fwd, nf, pf);
-    GPU_CONV_PICK(bd, nd, pd);
-    GPU_CONV_PICK(bf, nw, pw);
-    if (pf < 0 || pd < 0 || pw < 0) {
-        gpu_check_failed("cuDNN offers no usable algorithm for this convolution",
-                         "cudnnGetConvolution*Algorithm_v7", __FILE__, __LINE__);
+    GPU_CONV_RECORDS(fwd, nf, rf);
+    GPU_CONV_RECORDS(bd, nd, rd);
+    GPU_CONV_RECORDS(bf, nw, rw);
+    return gpu_conv_pick_dir(rf, nf, cap, GPU_CONV_FWD, a) &&
+           gpu_conv_pick_dir(rd, nd, cap, GPU_CONV_BWD_DATA, a) &&
+           gpu_conv_pick_dir(rw, nw, cap, GPU_CONV_BWD_FILTER, a);
+}
+
+/* The largest workspace a's algorithms need at the batch the descriptors
+ * are set to (host-side queries only, no device work). */
+static bool gpu_conv_need(gpu_ctx *g, gpu_conv *cv, const gpu_conv_algos *a, size_t *bytes)
+{
+    size_t f, dd, w;
+    if (!GPU_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
+            g->dnn, cv->x, cv->w, cv->conv, cv->y,
+            (cudnnConvolutionFwdAlgo_t)a->algo[GPU_CONV_FWD], &f)) ||
+        !GPU_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
+            g->dnn, cv->w, cv->y, cv->conv, cv->x,
+            (cudnnConvolutionBwdDataAlgo_t)a->algo[GPU_CONV_BWD_DATA], &dd)) ||
+        !GPU_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
+            g->dnn, cv->x, cv->y, cv->conv, cv->w,
+            (cudnnConvolutionBwdFilterAlgo_t)a->algo[GPU_CONV_BWD_FILTER], &w)))
         return false;
-    }
-    cv->fwd = fwd[pf].algo;
-    cv->bwd_data = bd[pd].algo;
-    cv->bwd_filter = bf[pw].algo;
+    size_t m = f > dd ? f : dd;
+    *bytes = m > w ? m : w;
     return true;
 }
 
-/* The chosen algorithms' largest workspace over batch sizes 1..max_batch
- * (host-side queries only, no device work). */
-static bool gpu_conv_workspace_bytes(gpu_ctx *g, gpu_conv *cv, const conv2d_desc *d,
-                                     size_t *bytes)
+/* ---- naming and reporting ---------------------------------------------- */
+
+static const char *gpu_conv_algo_name(gpu_conv_dir dir, int algo)
 {
-    *bytes = 0;
-    for (int b = 1; b <= d->max_batch; b++) {
-        size_t f, dd, w;
-        if (!gpu_conv_set_batch(cv, d, b) ||
-            !GPU_CHECK(cudnnGetConvolutionForwardWorkspaceSize(g->dnn, cv->x, cv->w, cv->conv,
-                                                               cv->y, cv->fwd, &f)) ||
-            !GPU_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
-                g->dnn, cv->w, cv->y, cv->conv, cv->x, cv->bwd_data, &dd)) ||
-            !GPU_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
-                g->dnn, cv->x, cv->y, cv->conv, cv->w, cv->bwd_filter, &w)))
-            return false;
-        size_t m = f > dd ? f : dd;
-        m = m > w ? m : w;
-        *bytes = m > *bytes ? m : *bytes;
+    static const char *const fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT] = {
+        [CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM] = "IMPLICIT_GEMM",
+        [CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM] = "IMPLICIT_PRECOMP_GEMM",
+        [CUDNN_CONVOLUTION_FWD_ALGO_GEMM] = "GEMM",
+        [CUDNN_CONVOLUTION_FWD_ALGO_DIRECT] = "DIRECT",
+        [CUDNN_CONVOLUTION_FWD_ALGO_FFT] = "FFT",
+        [CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING] = "FFT_TILING",
+        [CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD] = "WINOGRAD",
+        [CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED] = "WINOGRAD_NONFUSED",
+    };
+    static const char *const bwd_data[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT] = {
+        [CUDNN_CONVOLUTION_BWD_DATA_ALGO_0] = "ALGO_0",
+        [CUDNN_CONVOLUTION_BWD_DATA_ALGO_1] = "ALGO_1",
+        [CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT] = "FFT",
+        [CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING] = "FFT_TILING",
+        [CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD] = "WINOGRAD",
+        [CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED] = "WINOGRAD_NONFUSED",
+    };
+    static const char *const bwd_filter[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT] = {
+        [CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0] = "ALGO_0",
+        [CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1] = "ALGO_1",
+        [CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT] = "FFT",
+        [CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3] = "ALGO_3",
+        [CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD] = "WINOGRAD",
+        [CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED] = "WINOGRAD_NONFUSED",
+        [CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING] = "FFT_TILING",
+    };
+    const char *const *names[GPU_CONV_DIRS] = {fwd, bwd_data, bwd_filter};
+    const int counts[GPU_CONV_DIRS] = {CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                       CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                                       CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT};
+    if (algo < 0 || algo >= counts[dir] || !names[dir][algo])
+        return "?";
+    return names[dir][algo];
+}
+
+/* One line: the layer, the batch it is for, the three algorithms, and
+ * which of them are not deterministic. Also marks the backend as not
+ * reproducible when one is not. */
+static void gpu_conv_report(backend *be, const gpu_conv *cv, const char *what,
+                            const gpu_conv_algos *a)
+{
+    static const char *const dir_name[GPU_CONV_DIRS] = {"forward", "backward-data",
+                                                        "backward-filter"};
+    char line[512];
+    int len = snprintf(line, sizeof line, "cuda: conv2d %s: %s:", cv->name, what);
+    for (int d = 0; d < GPU_CONV_DIRS && len > 0 && (size_t)len < sizeof line; d++)
+        len += snprintf(line + len, sizeof line - (size_t)len, " %s %s%s%s", dir_name[d],
+                        gpu_conv_algo_name((gpu_conv_dir)d, a->algo[d]),
+                        a->deterministic[d] ? "" : " (NOT deterministic)",
+                        d + 1 < GPU_CONV_DIRS ? "," : "");
+    fprintf(stderr, "punch-train: %s\n", line);
+    if (be->not_reproducible)
+        return; /* the first reason is the one reported */
+    for (int d = 0; d < GPU_CONV_DIRS; d++) {
+        if (a->deterministic[d])
+            continue;
+        gpu_ctx *g = gpu_ctx_of(be);
+        snprintf(g->not_reproducible, sizeof g->not_reproducible,
+                 "conv2d %s: cuDNN offers no usable deterministic %s algorithm", cv->name,
+                 dir_name[d]);
+        be->not_reproducible = g->not_reproducible;
+        return;
     }
+}
+
+/* ---- per batch size ----------------------------------------------------- */
+
+typedef struct gpu_conv_probe_ctx {
+    backend *be;
+    gpu_conv *cv;
+    const conv2d_desc *d;
+} gpu_conv_probe_ctx;
+
+static bool gpu_conv_probe_need(void *ctx, int batch, const gpu_conv_algos *a, size_t *bytes)
+{
+    gpu_conv_probe_ctx *p = ctx;
+    return gpu_conv_set_batch(p->cv, p->d, batch) &&
+           gpu_conv_need(gpu_ctx_of(p->be), p->cv, a, bytes);
+}
+
+/* The heuristics' memory figure is checked against the workspace-size
+ * query the run relies on, so a disagreement cannot overrun the buffer. */
+static bool gpu_conv_probe_pick(void *ctx, int batch, size_t cap, gpu_conv_algos *out)
+{
+    gpu_conv_probe_ctx *p = ctx;
+    gpu_ctx *g = gpu_ctx_of(p->be);
+    size_t bytes;
+    if (!gpu_conv_set_batch(p->cv, p->d, batch) || !gpu_conv_choose(g, p->cv, cap, out) ||
+        !gpu_conv_need(g, p->cv, out, &bytes))
+        return false;
+    if (bytes > cap) {
+        gpu_check_failed("cuDNN's algorithms for this batch size need more workspace than "
+                         "the layer has", "gpu_conv_probe_pick", __FILE__, __LINE__);
+        return false;
+    }
+    return true;
+}
+
+/* Sets the descriptors to `batch` and returns its algorithms, checking
+ * the size first if it is new (gpu_conv_batches_get). Exits on failure, as
+ * an op whose convolution cannot run must. */
+static const gpu_conv_algos *gpu_conv_at(backend *be, const conv2d_desc *d, int batch)
+{
+    gpu_conv *cv = d->impl;
+    gpu_conv_probe_ctx ctx = {.be = be, .cv = cv, .d = d};
+    const gpu_conv_probe probe = {gpu_conv_probe_need, gpu_conv_probe_pick, &ctx};
+    bool fresh;
+    const gpu_conv_algos *a = gpu_conv_batches_get(&cv->batches, batch, &probe, &fresh);
+    if (!a || !gpu_conv_set_batch(cv, d, batch))
+        gpu_check_fatal();
+    if (fresh) {
+        char what[96];
+        snprintf(what, sizeof what, "batch %d needs more workspace than batch %d, so it runs",
+                 batch, d->max_batch);
+        gpu_conv_report(be, cv, what, a);
+    }
+    return a;
+}
+
+/* ---- prepare ------------------------------------------------------------ */
+
+/* Algorithms and workspace at max_batch (the descriptors' batch). */
+static bool gpu_conv_plan_algos(backend *be, gpu_conv *cv, const conv2d_desc *d, char *err,
+                                size_t errlen)
+{
+    gpu_ctx *g = gpu_ctx_of(be);
+    gpu_conv_algos a;
+    size_t bytes;
+    if (!gpu_conv_choose(g, cv, GPU_CONV_WS_CAP, &a) || !gpu_conv_need(g, cv, &a, &bytes)) {
+        snprintf(err, errlen, "conv2d: %s", gpu_check_message());
+        return false;
+    }
+    if (!gpu_conv_plan_workspace(&cv->plan, bytes, err, errlen))
+        return false;
+    /* The cap other batch sizes are checked against: what the layer owns. */
+    size_t cap = (size_t)cv->plan.cudnn_floats * sizeof(float);
+    if (!gpu_conv_batches_init(&cv->batches, d->max_batch, &a, cap)) {
+        snprintf(err, errlen, "conv2d: out of host memory");
+        return false;
+    }
+    char what[64];
+    snprintf(what, sizeof what, "batch %d, workspace %zu bytes", d->max_batch, bytes);
+    gpu_conv_report(be, cv, what, &a);
     return true;
 }
 
 long gpu_conv2d_prepare(backend *be, conv2d_desc *d)
 {
-    gpu_ctx *g = gpu_ctx_of(be);
-    char err[256];
+    char err[512];
     if (d->groups <= 0)
         d->groups = 1;
     if (d->c % d->groups != 0 || d->k % d->groups != 0) {
@@ -165,19 +344,19 @@ long gpu_conv2d_prepare(backend *be, conv2d_desc *d)
         fprintf(stderr, "punch-train: cuda: conv2d: out of host memory\n");
         return -1;
     }
+    snprintf(cv->name, sizeof cv->name, "%dx%dx%d -> %dx%dx%d, %dx%d", d->c, d->h, d->w, d->k,
+             d->oh, d->ow, d->kh, d->kw);
     if (!gpu_conv_plan_geometry(d, &cv->plan, err, sizeof err)) {
         fprintf(stderr, "punch-train: cuda: %s\n", err);
         gpu_conv_free(cv);
         return -1;
     }
-    size_t bytes;
-    if (!gpu_conv_descriptors(cv, d) || !gpu_conv_choose(g, cv) ||
-        !gpu_conv_workspace_bytes(g, cv, d, &bytes)) {
+    if (!gpu_conv_descriptors(cv, d)) {
         fprintf(stderr, "punch-train: cuda: conv2d: %s\n", gpu_check_message());
         gpu_conv_free(cv);
         return -1;
     }
-    if (!gpu_conv_plan_workspace(&cv->plan, bytes, err, sizeof err)) {
+    if (!gpu_conv_plan_algos(be, cv, d, err, sizeof err)) {
         fprintf(stderr, "punch-train: cuda: %s\n", err);
         gpu_conv_free(cv);
         return -1;
@@ -212,10 +391,10 @@ void gpu_conv2d_forward(backend *be, const conv2d_desc *d, int batch, const floa
     gpu_ctx *g = gpu_ctx_of(be);
     gpu_conv *cv = d->impl;
     const float one = 1.0f, zero = 0.0f;
-    if (!gpu_conv_set_batch(cv, d, batch))
-        gpu_check_fatal();
+    const gpu_conv_algos *a = gpu_conv_at(be, d, batch);
     const float *xin = gpu_conv_input(g, cv, d, batch, x, workspace);
-    GPU_MUST(cudnnConvolutionForward(g->dnn, &one, cv->x, xin, cv->w, w, cv->conv, cv->fwd,
+    GPU_MUST(cudnnConvolutionForward(g->dnn, &one, cv->x, xin, cv->w, w, cv->conv,
+                                     (cudnnConvolutionFwdAlgo_t)a->algo[GPU_CONV_FWD],
                                      workspace, (size_t)cv->plan.cudnn_floats * sizeof(float),
                                      &zero, cv->y, y));
     long plane = (long)d->oh * d->ow;
@@ -233,26 +412,29 @@ void gpu_conv2d_backward(backend *be, const conv2d_desc *d, int batch, const flo
     gpu_conv *cv = d->impl;
     const float one = 1.0f, zero = 0.0f;
     size_t ws_bytes = (size_t)cv->plan.cudnn_floats * sizeof(float);
-    if (!gpu_conv_set_batch(cv, d, batch))
-        gpu_check_fatal();
+    const gpu_conv_algos *a = gpu_conv_at(be, d, batch);
+    cudnnConvolutionBwdDataAlgo_t bwd_data =
+        (cudnnConvolutionBwdDataAlgo_t)a->algo[GPU_CONV_BWD_DATA];
+    cudnnConvolutionBwdFilterAlgo_t bwd_filter =
+        (cudnnConvolutionBwdFilterAlgo_t)a->algo[GPU_CONV_BWD_FILTER];
     if (db)
         GPU_MUST(cudnnConvolutionBackwardBias(g->dnn, &one, cv->y, dz, &zero, cv->bias, db));
     const float *xin = gpu_conv_input(g, cv, d, batch, x, workspace);
     GPU_MUST(cudnnConvolutionBackwardFilter(g->dnn, &one, cv->x, xin, cv->y, dz, cv->conv,
-                                            cv->bwd_filter, workspace, ws_bytes, &zero, cv->w,
+                                            bwd_filter, workspace, ws_bytes, &zero, cv->w,
                                             dw));
     if (!dx)
         return;
     if (!cv->plan.explicit_pad) {
         const float beta = accumulate ? 1.0f : 0.0f;
         GPU_MUST(cudnnConvolutionBackwardData(g->dnn, &one, cv->w, w, cv->y, dz, cv->conv,
-                                              cv->bwd_data, workspace, ws_bytes, &beta, cv->x,
+                                              bwd_data, workspace, ws_bytes, &beta, cv->x,
                                               dx));
         return;
     }
     float *dxp = workspace + cv->plan.off_dxpad;
     GPU_MUST(cudnnConvolutionBackwardData(g->dnn, &one, cv->w, w, cv->y, dz, cv->conv,
-                                          cv->bwd_data, workspace, ws_bytes, &zero, cv->x,
+                                          bwd_data, workspace, ws_bytes, &zero, cv->x,
                                           dxp));
     GPU_MUST(gpu_k_crop(g->stream, (long)batch * d->c, d->h, d->w, d->pad_top, d->pad_left,
                         cv->plan.in_h, cv->plan.in_w, dxp, dx, accumulate));

@@ -125,6 +125,9 @@ int runlog_write_history(const char *dir, const job_spec *spec, const run_histor
     }
     json_object_set_new(root, "trainer", json_string(spec_trainer_name(spec->distributed.trainer)));
     json_object_set_new(root, "ranks", json_integer(1));
+    json_object_set_new(root, "reproducible", json_boolean(h->not_reproducible == NULL));
+    if (h->not_reproducible)
+        json_object_set_new(root, "reproducible_reason", json_string(h->not_reproducible));
     json_t *worker = json_object();
     json_object_set_new(worker, "rank", json_integer(0));
     history_put_series(worker, h, t, false);

@@ -38,6 +38,9 @@ typedef struct run_history {
     bool has_val;
     bool has_test;
     eval_result test;
+    /* The backend's not_reproducible (backend.h) when the run is written:
+     * NULL, "reproducible": true; else false with this as the reason. */
+    const char *not_reproducible;
 } run_history;
 
 int run_history_init(run_history *h, int epochs);

@@ -221,6 +221,14 @@ static long train_samples_per_epoch(const train_run *r)
     return steps * b < r->train.n ? steps * b : r->train.n;
 }
 
+/* history.json as it stands, with whether the backend has stayed
+ * bit-reproducible (a GPU convolution may have had to give that up). */
+static int train_write_history(train_run *r, char *err, size_t errlen)
+{
+    r->hist.not_reproducible = r->be->not_reproducible;
+    return runlog_write_history(r->opt->out_dir, r->spec, &r->hist, r->host, err, errlen);
+}
+
 static int train_start_event(train_run *r, char *err, size_t errlen)
 {
     json_t *e = json_pack("{s:s,s:i,s:I,s:I,s:i,s:s,s:b,s:I,s:I}", "event", "start", "epochs",
@@ -440,7 +448,7 @@ static int train_finish_epoch(train_run *r, double lr, bool *stop, char *err, si
     if (r->opt->verbose)
         train_print_epoch(r, rec);
     if (train_epoch_event(r, rec, err, errlen) != 0 ||
-        runlog_write_history(r->opt->out_dir, r->spec, &r->hist, r->host, err, errlen) != 0)
+        train_write_history(r, err, errlen) != 0)
         return -1;
 
     epoch_metrics em;
@@ -558,7 +566,7 @@ static int train_finish(train_run *r, char *err, size_t errlen)
             return -1;
         r->hist.has_test = true;
     }
-    if (runlog_write_history(r->opt->out_dir, r->spec, &r->hist, r->host, err, errlen) != 0 ||
+    if (train_write_history(r, err, errlen) != 0 ||
         train_save_weights(r->m, &r->train, r->opt->out_dir, "weights", err, errlen) != 0 ||
         train_write_profile(r, err, errlen) != 0)
         return -1;

@@ -100,6 +100,8 @@ def case_allreduce_equals_single(tmp):
         check(d < 1e-6, "%s differs from single with batch 64 by %g" % (name, d))
         h = history(out)
         check(len(h["workers"]) == n and h["ranks"] == n, "%s: per-worker history" % name)
+        check(h.get("reproducible") is True and "reproducible_reason" not in h,
+              "%s: CPU ranks not reported bit-reproducible" % name)
         check(abs(h["test"]["accuracy"] - history(ref)["test"]["accuracy"]) < 0.005,
               "%s: test accuracy differs from single" % name)
     # learning_rate_scaling: lr *= workers.

@@ -8,7 +8,9 @@
  * seam, and a short training run of a real model (engine/layers and
  * core/model: conv2d incl. asymmetric "same", batchnorm, add, concat, max
  * and average pooling, dropout, dense, softmax) with the engine's own
- * training step, all on the same inputs.
+ * training step, all on the same inputs. Also: conv2d forward and backward
+ * run twice give the same bytes, and the backend reports itself
+ * reproducible (issue 21).
  *
  * Tolerances (|gpu - cpu| <= atol + rtol * |cpu|, element-wise):
  *   element-wise ops, dropout, concat, pooling     rtol 1e-6, atol 1e-6
@@ -328,6 +330,75 @@ static void test_conv2d(void **state)
         cpu->conv2d_release(cpu, &dc);
         gpu->conv2d_release(gpu, &dg);
     }
+}
+
+/* The GPU buffer of b, as the host sees it (caller frees). */
+static float *gpu_bytes(const mbuf *b)
+{
+    float *h = malloc((size_t)b->n * sizeof(float) + 1);
+    assert_non_null(h);
+    gpu->download(gpu, h, b->g, b->n);
+    return h;
+}
+
+/* Forward and backward twice on the same inputs give the same bytes: the
+ * algorithms gpu_conv.c chose are deterministic (issue 21), at the full
+ * batch and at a short one (checked when it first occurs), and the backend
+ * still says it is reproducible. Layers large enough that cuDNN's fastest
+ * choices include non-deterministic algorithms (atomics in backward). */
+static void test_conv2d_deterministic(void **state)
+{
+    (void)state;
+    const conv_case cases[] = {
+        {64, 16, 16, 64, 3, 3, 1, 1, 1, 1, 1, 1},  /* ResNet-like 3x3 */
+        {32, 15, 15, 48, 5, 5, 2, 1, 2, 2, 2, 2},  /* strided 5x5 */
+        {16, 12, 12, 32, 2, 2, 1, 1, 0, 0, 1, 1},  /* explicit padding */
+        {32, 14, 14, 32, 3, 3, 1, 1, 1, 1, 1, 1, 32}, /* depthwise */
+    };
+    const int max_batch = 32;
+    assert_null(cpu->not_reproducible);
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        conv2d_desc dg = conv_desc_of(&cases[ci], max_batch);
+        long wg = gpu->conv2d_prepare(gpu, &dg);
+        assert_true(wg >= 0);
+        float *ws = gpu->alloc(gpu, wg > 0 ? wg : 1);
+        assert_non_null(ws);
+        for (int batch = max_batch; batch >= max_batch - 9; batch -= 9) {
+            long xn = (long)batch * dg.c * dg.h * dg.w, yn = (long)batch * dg.k * dg.oh * dg.ow;
+            mbuf x = mbuf_new(xn, -1, 1), dz = mbuf_new(yn, -1, 1), y = mbuf_new(yn, 0, 0);
+            mbuf w = mbuf_new((long)dg.k * (dg.c / dg.groups) * dg.kh * dg.kw, -.5f, .5f);
+            mbuf dx = mbuf_new(xn, 0, 0), dw = mbuf_new(w.n, 0, 0), db = mbuf_new(dg.k, 0, 0);
+            const mbuf *out[] = {&y, &dx, &dw, &db};
+            float *first[4];
+            for (int run = 0; run < 2; run++) {
+                gpu->zero(gpu, ws, wg > 0 ? wg : 1); /* no stale workspace helps run 2 */
+                gpu->conv2d_forward(gpu, &dg, batch, x.g, w.g, NULL, ACT_NONE, y.g, ws);
+                gpu->conv2d_backward(gpu, &dg, batch, x.g, w.g, dz.g, dx.g, false, dw.g, db.g,
+                                     ws);
+                for (int i = 0; i < 4; i++) {
+                    float *now = gpu_bytes(out[i]);
+                    if (run == 0) {
+                        first[i] = now;
+                        continue;
+                    }
+                    if (memcmp(first[i], now, (size_t)out[i]->n * sizeof(float)) != 0)
+                        fail_msg("conv case %zu batch %d: output %d differs between two runs "
+                                 "(%s)", ci, batch, i,
+                                 gpu->not_reproducible ? gpu->not_reproducible
+                                                       : "backend claims reproducible");
+                    free(first[i]);
+                    free(now);
+                }
+            }
+            mbuf *all[] = {&x, &dz, &y, &w, &dx, &dw, &db};
+            for (size_t i = 0; i < 7; i++)
+                mbuf_free(all[i]);
+        }
+        gpu->free(gpu, ws);
+        gpu->conv2d_release(gpu, &dg);
+    }
+    if (gpu->not_reproducible)
+        fail_msg("the CUDA backend gave up reproducibility: %s", gpu->not_reproducible);
 }
 
 /* ---- pooling ------------------------------------------------------------ */
@@ -1031,6 +1102,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_dense),
         cmocka_unit_test(test_activations),
         cmocka_unit_test(test_conv2d),
+        cmocka_unit_test(test_conv2d_deterministic),
         cmocka_unit_test(test_pool2d),
         cmocka_unit_test(test_batchnorm),
         cmocka_unit_test(test_batchnorm_single),

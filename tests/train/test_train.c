@@ -302,6 +302,9 @@ static void test_run_directory(void **state)
     assert_non_null(json_object_get(test, "accuracy"));
     assert_int_equal(json_integer_value(json_object_get(test, "samples")), 50);
     assert_string_equal(json_string_value(json_object_get(h, "trainer")), "single");
+    /* The CPU backend is bit-reproducible, and says so. */
+    assert_true(json_is_true(json_object_get(h, "reproducible")));
+    assert_null(json_object_get(h, "reproducible_reason"));
     json_decref(h);
 
     /* The weights load back, keys as the run directory contract says. */
