@@ -332,15 +332,6 @@ static void test_conv2d(void **state)
     }
 }
 
-/* The GPU buffer of b, as the host sees it (caller frees). */
-static float *gpu_bytes(const mbuf *b)
-{
-    float *h = malloc((size_t)b->n * sizeof(float) + 1);
-    assert_non_null(h);
-    gpu->download(gpu, h, b->g, b->n);
-    return h;
-}
-
 /* Forward and backward twice on the same inputs give the same bytes: the
  * algorithms gpu_conv.c chose are deterministic (issue 21), at the full
  * batch and at a short one (checked when it first occurs), and the backend
