@@ -7,6 +7,9 @@
 #define PUNCH_CLIENT_COMMANDS_H
 
 #include <stdbool.h>
+#include <stdio.h>
+
+#include <jansson.h>
 
 #include "cli.h"
 #include "httpc.h"
@@ -22,6 +25,7 @@ int cmd_keygen(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 int cmd_resume(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 int cmd_predict(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 int cmd_data(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
+int cmd_profile(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 
 extern const char cmd_submit_usage[];
 extern const char cmd_state_usage[];
@@ -34,6 +38,7 @@ extern const char cmd_keygen_usage[];
 extern const char cmd_resume_usage[];
 extern const char cmd_predict_usage[];
 extern const char cmd_data_usage[];
+extern const char cmd_profile_usage[];
 
 typedef struct submit_args {
     const char *file;
@@ -85,6 +90,16 @@ typedef struct fetch_args {
     bool all;          /* every file of the run directory */
 } fetch_args;
 int fetch_parse_args(int argc, char **argv, fetch_args *args, cli_error *err);
+
+typedef struct profile_args {
+    const char *id;
+    bool json;         /* profile.json as the job wrote it */
+} profile_args;
+int profile_parse_args(int argc, char **argv, profile_args *args, cli_error *err);
+/* A profile.json (engine/model/profile.c's) of job id as a table on out: a
+ * row per layer, then one per step phase. -1, having printed nothing, when
+ * it has no "layers" array or "step_ms" object; -1 too on a write error. */
+int profile_print_table(const char *id, const json_t *profile, FILE *out);
 
 typedef struct keygen_args {
     const char *identity;

@@ -30,6 +30,8 @@ static const char punch_usage[] =
     "  resume ID                            queue a failed/cancelled/timed-out job again,\n"
     "                                       from its last checkpoint\n"
     "  predict ID IN.npy [-o OUT.npy]       the trained model's outputs for new inputs\n"
+    "  profile ID [--json]                  time per layer and step phase of a job run with\n"
+    "                                       training.profile: true (its profile.json)\n"
     "  data push FILE [NAME] | list | rm NAME\n"
     "                                       your uploaded datasets (\"@NAME\" in a job)\n"
     "  keygen --identity NAME [--admin]     make a new secret and its secrets.json entry\n"
@@ -81,6 +83,7 @@ static const punch_command punch_commands[] = {
     {"resume", cmd_resume, cmd_resume_usage, true},
     {"predict", cmd_predict, cmd_predict_usage, true},
     {"data", cmd_data, cmd_data_usage, true},
+    {"profile", cmd_profile, cmd_profile_usage, true},
 };
 
 static const punch_command *punch_find(const char *name)

@@ -327,6 +327,14 @@ struct backend {
                   const float *y,         /* (batch, n) */
                   const float *targets,   /* (batch, n) */
                   float *dy);             /* (batch, n) out */
+    /* Categorical hinge (Keras's and PyDTNN's): with pos = sum_j t_j y_j
+     * and neg = max_j (1 - t_j) y_j, loss_i = max(0, neg - pos + 1);
+     * dy = (-t_j + (1 - t_k) [j == k]) / batch where the margin is not met
+     * (loss_i > 0), k the first j attaining neg, and 0 elsewhere. */
+    double (*categorical_hinge)(backend *be, int batch, int n,
+                                const float *y,       /* (batch, n) */
+                                const float *targets, /* (batch, n) */
+                                float *dy);           /* (batch, n) out */
     /* Metric sums over the batch (host values). */
     void (*metrics)(backend *be, int batch, int n,
                     const float *y,       /* (batch, n) */

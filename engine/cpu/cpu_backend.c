@@ -877,6 +877,7 @@ backend *backend_cpu_create(int threads, char *err, size_t errlen)
         .softmax_xent = cpu_softmax_xent,
         .binary_xent = cpu_binary_xent,
         .mse = cpu_mse,
+        .categorical_hinge = cpu_categorical_hinge,
         .metrics = cpu_metrics,
         .relu_maxpool_forward = cpu_relu_maxpool_forward,
         .relu_maxpool_backward = cpu_relu_maxpool_backward,

@@ -1,6 +1,6 @@
 /* cpu_backend.h — internals shared by the CPU backend's files
- * (cpu_backend.c, cpu_conv.c, cpu_pool.c, cpu_batchnorm.c). Not a public
- * API: layers see only backend.h. */
+ * (cpu_backend.c, cpu_conv.c, cpu_pool.c, cpu_batchnorm.c, cpu_hinge.c).
+ * Not a public API: layers see only backend.h. */
 #ifndef PUNCH_BACKEND_CPU_H
 #define PUNCH_BACKEND_CPU_H
 
@@ -47,6 +47,10 @@ float cpu_sum(const float *x, long n);
 void cpu_activate(spec_activation act, float *y, long n);
 /* In-place softmax of one row of n values. */
 void cpu_softmax_row(float *y, int n);
+
+/* backend.h's categorical_hinge (cpu_hinge.c). */
+double cpu_categorical_hinge(backend *be, int batch, int n, const float *y,
+                             const float *targets, float *dy);
 
 /* The conv and pool ops of backend.h. Their signatures are the seam's, so
  * they repeat gpu/gpu_backend.h's line for line: a deliberate pair, one

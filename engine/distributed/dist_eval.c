@@ -68,12 +68,27 @@ void dist_predict(model *m, const dataset *d, float *out)
     }
 }
 
+/* Categorical hinge of one row, as backend.h's categorical_hinge defines
+ * it: max(0, max_j (1 - t_j) y_j - sum_j t_j y_j + 1). */
+static double dist_sample_hinge(const float *y, int n, int label, const float *tg)
+{
+    double pos = 0.0, neg = -INFINITY;
+    for (int j = 0; j < n; j++) {
+        double t = tg ? tg[j] : j == label ? 1.0 : 0.0;
+        pos += t * y[j];
+        neg = fmax(neg, (1.0 - t) * y[j]);
+    }
+    return fmax(0.0, neg - pos + 1.0);
+}
+
 /* Per-sample loss of output row y against class `label` (one-hot), or
  * against the targets `tg` when not NULL, as the backend's losses define
  * it (probabilities clipped like binary_xent). */
 static double dist_sample_loss(spec_loss loss, const float *y, int n, int label,
                                const float *tg)
 {
+    if (loss == LOSS_CATEGORICAL_HINGE)
+        return dist_sample_hinge(y, n, label, tg);
     double sum = 0.0;
     for (int j = 0; j < n; j++) {
         double t = tg ? tg[j] : j == label ? 1.0 : 0.0;
@@ -89,6 +104,8 @@ static double dist_sample_loss(spec_loss loss, const float *y, int n, int label,
             break;
         case LOSS_MSE:
             sum += (p - t) * (p - t) / n;
+            break;
+        case LOSS_CATEGORICAL_HINGE:
             break;
         }
     }

@@ -13,6 +13,7 @@
 #include "backend/launcher.h"
 #include "gpu/gpu.h"
 #include "gpu/gpu_device.h"
+#include "gpu/gpu_hinge.h"
 #include "gpu/gpu_kernels.h"
 
 bool gpu_tensor_4d(cudnnTensorDescriptor_t t, long n, long c, long h, long w)
@@ -397,6 +398,14 @@ static void gpu_metrics(backend *be, int batch, int n, const float *y, const flo
     out->abs_err = s[2];
 }
 
+static double gpu_categorical_hinge(backend *be, int batch, int n, const float *y,
+                                    const float *targets, float *dy)
+{
+    gpu_ctx *g = gpu_ctx_of(be);
+    GPU_MUST(gpu_k_categorical_hinge(g->stream, batch, n, y, targets, dy, g->dev_sums));
+    return gpu_sums(g, 1)[0];
+}
+
 static void gpu_backend_fill(backend *be)
 {
     be->name = "cuda";
@@ -438,4 +447,5 @@ static void gpu_backend_fill(backend *be)
     be->binary_xent = gpu_binary_xent;
     be->mse = gpu_mse;
     be->metrics = gpu_metrics;
+    be->categorical_hinge = gpu_categorical_hinge;
 }

@@ -410,6 +410,8 @@ double model_loss(model *m, int batch, batch_metrics *metrics)
         loss = be->softmax_xent(be, batch, m->n_out, last->y, m->targets, m->probs, last->dy);
     } else if (m->spec->training.loss == LOSS_BINARY_CROSSENTROPY) {
         loss = be->binary_xent(be, batch, m->n_out, last->y, m->targets, last->dy);
+    } else if (m->spec->training.loss == LOSS_CATEGORICAL_HINGE) {
+        loss = be->categorical_hinge(be, batch, m->n_out, last->y, m->targets, last->dy);
     } else {
         loss = be->mse(be, batch, m->n_out, last->y, m->targets, last->dy);
     }

@@ -21,7 +21,7 @@ _punch_job_ids()
 _punch()
 {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
-    local commands="submit state list wait logs cancel fetch resume predict data keygen help version"
+    local commands="submit state list wait logs cancel fetch resume predict profile data keygen help version"
     local global="--url --secret --help --version"
 
     case $prev in
@@ -70,6 +70,7 @@ _punch()
         fetch)  opts="--output -o --format -f --all -a" ;;
         resume) opts="" ;;
         predict) opts="--output -o" ;;
+        profile) opts="--json" ;;
         data)   opts="" ;;
         keygen) opts="--identity -i --admin" ;;
         help)   COMPREPLY=($(compgen -W "$commands" -- "$cur")); return 0 ;;
@@ -84,7 +85,7 @@ _punch()
         submit)
             compopt -o filenames 2>/dev/null
             COMPREPLY=($(compgen -f -X '!*.json' -- "$cur") $(compgen -d -- "$cur")) ;;
-        state|wait|logs|cancel|fetch|resume|predict)
+        state|wait|logs|cancel|fetch|resume|predict|profile)
             COMPREPLY=($(compgen -W "$(_punch_job_ids)" -- "$cur")) ;;
         data)
             COMPREPLY=($(compgen -W "push list rm" -- "$cur")) ;;

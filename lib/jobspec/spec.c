@@ -680,8 +680,10 @@ static bool parse_metrics(const json_t *m, spec_training *t, spec_error *err)
         int k;
         const char *name = spec_alias_resolve(json_string_value(v), spec_metric_aliases);
         if (strcmp(name, "categorical_hinge") == 0)
-            return spec_fail(err, p, "PyDTNN's categorical_hinge is not computed here; use "
-                                     "accuracy, mse or mae");
+            return spec_fail(err, p, "categorical_hinge is a loss here, not a metric: set "
+                                     "training.loss to it (the history's loss is then "
+                                     "PyDTNN's categorical_hinge), or use accuracy, mse or "
+                                     "mae");
         if (!spec_match_enum(name, p, spec_metric_names, 3, "metric", &k, err))
             return false;
         for (int j = 0; j < t->n_metrics; j++)
@@ -699,7 +701,7 @@ static bool parse_loss(const json_t *obj, int *loss, spec_error *err)
     if (!spec_get_string(obj, "training", "loss", &s, err))
         return false;
     return !s || spec_match_enum(spec_alias_resolve(s, spec_loss_aliases), "training.loss",
-                                 spec_loss_names, 3, "loss", loss, err);
+                                 spec_loss_names, 4, "loss", loss, err);
 }
 
 /* training.init_from: {"job": ID [, "path": "@PATH"]} or

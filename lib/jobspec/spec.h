@@ -144,6 +144,7 @@ typedef enum spec_loss {
     LOSS_CATEGORICAL_CROSSENTROPY,
     LOSS_BINARY_CROSSENTROPY,
     LOSS_MSE,
+    LOSS_CATEGORICAL_HINGE,  /* Keras's and PyDTNN's, on the last layer's output */
 } spec_loss;
 
 typedef enum spec_metric {

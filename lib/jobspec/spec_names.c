@@ -10,8 +10,8 @@ const char *const spec_layer_type_names[LAYER_TYPE_COUNT] = {
     "relu",  "sigmoid", "tanh",     "softmax",   "add",     "concat",
 };
 const char *const spec_activation_names[5] = {"none", "relu", "sigmoid", "tanh", "softmax"};
-const char *const spec_loss_names[3] = {"categorical_crossentropy", "binary_crossentropy",
-                                        "mse"};
+const char *const spec_loss_names[4] = {"categorical_crossentropy", "binary_crossentropy",
+                                        "mse", "categorical_hinge"};
 const char *const spec_metric_names[3] = {"accuracy", "mse", "mae"};
 /* PyDTNN's spellings (its --loss_func and --metrics) and ours; a table
  * ends with a NULL alias. PyDTNN's categorical_ and regression_ error

@@ -5,6 +5,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
@@ -255,6 +257,52 @@ static void test_fetch(void **state)
     assert_non_null(strstr(err.msg, "unknown format \"onnx\""));
 }
 
+/* profile: one id, --json before or after it; and the table of a
+ * profile.json, refused (nothing printed) when it is not one. */
+static void test_profile(void **state)
+{
+    (void)state;
+    cli_error err = {0};
+    profile_args a;
+    char *plain[] = {"profile", "abc", NULL};
+    assert_int_equal(profile_parse_args(ARGC(plain), plain, &a, &err), 0);
+    assert_string_equal(a.id, "abc");
+    assert_false(a.json);
+    char *json[] = {"profile", "abc", "--json", NULL};
+    assert_int_equal(profile_parse_args(ARGC(json), json, &a, &err), 0);
+    assert_true(a.json);
+    char *none[] = {"profile", NULL};
+    assert_int_equal(profile_parse_args(ARGC(none), none, &a, &err), PUNCH_EXIT_USAGE);
+
+    json_t *p = json_loads("{\"steps\": 4, \"layers\": [{\"index\": 0, \"type\": \"dense\", "
+                           "\"forward_ms\": {\"mean\": 1.5, \"max\": 2, \"total\": 6}, "
+                           "\"backward_ms\": {\"mean\": 0.25}}], "
+                           "\"step_ms\": {\"load\": {\"mean\": 0.125, \"max\": 0.5, "
+                           "\"total\": 0.5}}}", 0, NULL);
+    assert_non_null(p);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_non_null(out);
+    assert_int_equal(profile_print_table("j1", p, out), 0);
+    assert_int_equal(fclose(out), 0);
+    assert_non_null(strstr(text, "job j1: 4 training steps profiled; times in ms\n"));
+    assert_non_null(strstr(text, "    0  dense           1.500      2.000      6.000      0.250"
+                                 "          -          -\n"));
+    assert_non_null(strstr(text, "load                   0.125      0.500      0.500\n"));
+    free(text);
+    json_decref(p);
+
+    p = json_loads("{\"steps\": 4}", 0, NULL);
+    out = open_memstream(&text, &len);
+    assert_non_null(out);
+    assert_int_equal(profile_print_table("j1", p, out), -1);
+    assert_int_equal(fclose(out), 0);
+    assert_int_equal(len, 0);
+    free(text);
+    json_decref(p);
+}
+
 static void test_keygen(void **state)
 {
     (void)state;
@@ -298,6 +346,7 @@ int main(void)
         cmocka_unit_test(test_list_knows_every_state),
         cmocka_unit_test(test_first_problem_is_reported),
         cmocka_unit_test(test_fetch),
+        cmocka_unit_test(test_profile),
         cmocka_unit_test(test_keygen),
         cmocka_unit_test(test_wants_help),
     };

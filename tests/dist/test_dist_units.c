@@ -400,6 +400,16 @@ static void test_output_sums(void **state)
     assert_true(fabs(dist_sums_metric(&s, METRIC_ACCURACY, 3) - 0.5) < 1e-12);
     assert_true(fabs(dist_sums_metric(&s, METRIC_MSE, 3) - sq / 6) < 1e-6);
     assert_true(fabs(dist_sums_loss(&s) - s.loss / 2) < 1e-12);
+
+    /* The categorical hinge as the backend computes it: 1 + 0.3 - 0.5 and
+     * 1 + 0.7 - 0.2. */
+    f->spec->training.loss = LOSS_CATEGORICAL_HINGE;
+    dist_output_sums(f->spec, out, 3, &d, &s);
+    float t[6] = {1, 0, 0, 0, 0, 1}, dy[6];
+    double backend_sum = f->be->categorical_hinge(f->be, 2, 3, out, t, dy);
+    assert_true(fabs(s.loss - 2.3) < 1e-6);
+    assert_true(fabs(s.loss - backend_sum) < 1e-6);
+    f->spec->training.loss = LOSS_CATEGORICAL_CROSSENTROPY;
 }
 
 /* Sanitizer builds: Open MPI's own allocations look like leaks at exit

@@ -17,6 +17,7 @@
  *   activations, softmax (device exp/tanh vs libm) rtol 1e-4, atol 1e-5
  *   GEMM, dense, conv2d, batchnorm (sum order)     rtol 1e-4, atol 1e-4
  *   losses (host values, double sums)              rtol 1e-5
+ *   categorical hinge: gradient bit-identical, loss rtol 1e-9
  *   optimizer steps (nvcc contracts to FMA)        rtol 1e-5, atol 1e-7
  *   training runs (40 and 12 steps): losses, weights rtol 1e-3, atol 1e-4
  * Dropout masks must be bit-identical (the seam's counter-based rule).
@@ -762,6 +763,42 @@ static void test_losses_metrics(void **state)
         losses_metrics_case(shapes[s][0], shapes[s][1]);
 }
 
+/* gpu_hinge.cu against cpu_hinge.c: more rows than the kernel's threads,
+ * rows whose margin is met (zero gradient), rows whose non-target outputs
+ * are all negative (neg is the target's own zero), and ties for neg. Rows
+ * are computed with the same roundings on both sides, so the gradient is
+ * bit-identical; the batch sums differ only in their order, and two runs
+ * on the GPU give the same bits. */
+static void test_categorical_hinge(void **state)
+{
+    (void)state;
+    const int batch = 300, n = 10;
+    const long bn = (long)batch * n;
+    mbuf y = mbuf_new(bn, -2, 2), t = mbuf_onehot(batch, n), dy = mbuf_new(bn, 0, 0);
+    for (int r = 0; r < 30; r++) {
+        float *yr = y.host + (long)r * n;
+        const float *tr = t.host + (long)r * n;
+        for (int j = 0; j < n; j++) {
+            if (r % 3 == 0)
+                yr[j] = tr[j] > 0 ? 4.0f : -1.0f - 0.1f * (float)j; /* margin met */
+            else if (r % 3 == 1)
+                yr[j] = tr[j] > 0 ? 0.5f : -0.25f;                  /* neg = 0 */
+            else
+                yr[j] = tr[j] > 0 ? -0.5f : 1.5f;                   /* ties */
+        }
+    }
+    mbuf_push(&y);
+    double lc = cpu->categorical_hinge(cpu, batch, n, y.c, t.c, dy.c);
+    double lg = gpu->categorical_hinge(gpu, batch, n, y.g, t.g, dy.g);
+    expect_close_d("categorical_hinge", lg, lc, 1e-9);
+    expect_close("categorical_hinge dy", &dy, 0.0f, 0.0f);
+    double again = gpu->categorical_hinge(gpu, batch, n, y.g, t.g, dy.g);
+    assert_memory_equal(&again, &lg, sizeof lg);
+    mbuf_free(&y);
+    mbuf_free(&t);
+    mbuf_free(&dy);
+}
+
 /* ---- optimizers ---------------------------------------------------------- */
 
 static spec_optimizer opt_cfg(spec_optimizer_name name, double momentum, bool nesterov)
@@ -1100,6 +1137,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_dropout),
         cmocka_unit_test(test_concat),
         cmocka_unit_test(test_losses_metrics),
+        cmocka_unit_test(test_categorical_hinge),
         cmocka_unit_test(test_optimizers),
         cmocka_unit_test(test_nccl_single_rank),
         cmocka_unit_test(test_training_run),

@@ -40,6 +40,8 @@ expect "--wait " punch submit --w
 expect "--dry-run " punch submit --d
 expect "queued " punch list --state q
 expect "safetensors " punch fetch j-1 --format s
+expect "profile " punch prof
+expect "--json " punch profile j-1 --j
 expect "j-20261125-0001 j-20261125-0002 " punch wait ""
 expect "j-20261125-0002 " punch --url http://h:8080 logs -f j-20261125-0002
 expect "" punch cancel j-20261125-0001 ""

@@ -299,6 +299,20 @@ static void test_losses(void **state)
     expect_near(l, 2.5, 1e-9);
     expect(d, (float[]){1, 2}, 2);
 
+    /* Keras's CategoricalHinge example: rows (0.6, 0.4) against (0, 1)
+     * and (0.4, 0.6) against (0, 0) lose 1.2 and 1.6. */
+    l = be->categorical_hinge(be, 2, 2, (float[]){0.6f, 0.4f, 0.4f, 0.6f},
+                              (float[]){0, 1, 0, 0}, d);
+    expect_near(l, 2.8, 1e-6);
+    expect(d, (float[]){0.5f, -0.5f, 0, 0.5f}, 4);
+    /* Margin met: no loss, no gradient; all other outputs negative: neg
+     * is the target's own 0, and only the target is pushed. */
+    float d6[6];
+    l = be->categorical_hinge(be, 2, 3, (float[]){3, 1, 0.5f, -1, 0.5f, -2},
+                              (float[]){1, 0, 0, 0, 1, 0}, d6);
+    expect_near(l, 0.5, 1e-6);
+    expect(d6, (float[]){0, 0, 0, 0, -0.5f, 0}, 6);
+
     batch_metrics m;
     be->metrics(be, 2, 2, (float[]){0.1f, 0.9f, 0.8f, 0.2f}, (float[]){0, 1, 0, 1}, &m);
     expect_near(m.correct, 1.0, 0);

@@ -181,6 +181,21 @@ static void test_losses_through_model(void **state)
                         "\"activation\": \"softmax\"}]}", "categorical_crossentropy", "3"),
                     4, 1);
     fixture_free(f);
+
+    /* The hinge reads the last layer's output as it is, linear or not. */
+    const char *hinge_tails[] = {"", ", \"activation\": \"tanh\""};
+    for (int i = 0; i < 2; i++) {
+        char job[512];
+        snprintf(job, sizeof job,
+                 JOB("{\"input\": [6], \"layers\": [{\"type\": \"dense\", \"units\": 5, "
+                     "\"activation\": \"relu\"}, {\"type\": \"dense\", \"units\": 4%s}]}",
+                     "categorical_hinge", "4"), hinge_tails[i]);
+        f = fixture_make(job, 6, 2);
+        assert_int_equal(f->m->output_kind, OUTPUT_PLAIN);
+        assert_true(mean_loss(f) > 0.0);
+        gradcheck(f, 2e-3, 2e-2);
+        fixture_free(f);
+    }
 }
 
 static void test_cce_needs_softmax_or_linear(void **state)

@@ -366,7 +366,7 @@ static const struct bad_case {
     {"{\"model\":\"mlp\"," DATA ",\"training\":{\"stop_at_loss\":{\"metric\":\"f1\","
      "\"threshold\":1}}}", "training.stop_at_loss.metric", "unknown metric"},
     {"{\"model\":\"mlp\"," DATA ",\"training\":{\"metrics\":[\"categorical_hinge\"]}}",
-     "training.metrics[0]", "not computed here"},
+     "training.metrics[0]", "a loss here, not a metric"},
     {"{\"model\":\"mlp\"," DATA ",\"training\":{\"metrics\":[\"accuracy\","
      "\"categorical_accuracy\"]}}", "training.metrics[1]", "\"accuracy\" listed twice"},
     {"{\"model\":\"mlp\"," DATA ",\"training\":{\"lr_schedulers\":[{\"name\":"
@@ -533,6 +533,19 @@ static void test_name_aliases(void **state)
     assert_non_null(j);
     assert_string_equal(json_string_value(json_object_get(json_object_get(j, "training"),
                                                           "loss")), "binary_crossentropy");
+    json_decref(j);
+    spec_free(s);
+    /* PyDTNN's categorical_hinge is a loss of its own, by the same name. */
+    s = parse("{\"model\":\"mlp\"," DATA ",\"training\":{\"loss\":\"categorical_hinge\"}}",
+              &err);
+    if (!s)
+        fail_msg("%s", spec_error_str(&err, msg, sizeof msg));
+    assert_int_equal(s->training.loss, LOSS_CATEGORICAL_HINGE);
+    assert_false(s->data.float_targets);
+    j = spec_to_json(s);
+    assert_non_null(j);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(j, "training"),
+                                                          "loss")), "categorical_hinge");
     json_decref(j);
     spec_free(s);
 }

@@ -582,6 +582,29 @@ static void test_profile(void **state)
     spec_free(s);
 }
 
+/* training.loss categorical_hinge through a whole run (softmax outputs,
+ * so every sample loses between 0 and 2): the training loss falls as the
+ * net fits its 240 samples, and the test loss is the same function. */
+static void test_categorical_hinge(void **state)
+{
+    (void)state;
+    job_spec *s = job_with(6, 16, 0.01, ", \"loss\": \"categorical_hinge\"");
+    char *d = tempdir();
+    train(s, d, 1, false);
+    json_t *h = history(d);
+    json_t *loss = json_object_get(h, "loss");
+    assert_int_equal(json_array_size(loss), 6);
+    double first = json_real_value(json_array_get(loss, 0));
+    double last = json_real_value(json_array_get(loss, 5));
+    if (!(first > 0 && first <= 2 && last < first))
+        fail_msg("hinge loss from %g to %g", first, last);
+    double test = json_real_value(json_object_get(json_object_get(h, "test"), "loss"));
+    assert_true(test >= 0 && test <= 2);
+    json_decref(h);
+    removedir(d);
+    spec_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -595,6 +618,7 @@ int main(void)
         cmocka_unit_test(test_warm_up_batches),
         cmocka_unit_test(test_profile),
         cmocka_unit_test(test_augment),
+        cmocka_unit_test(test_categorical_hinge),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
