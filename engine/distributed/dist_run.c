@@ -78,6 +78,7 @@ static void dist_setup_rank(dist_ctx *c)
     if (!c->optim || !c->host_params || !c->host_state)
         dist_die("out of memory for %ld parameters", c->m->n_params);
     schedule_init(&c->sched, &s->training);
+    dist_profile_enable(c);
 }
 
 static void dist_teardown(dist_ctx *c)
@@ -151,6 +152,7 @@ int dist_train(const job_spec *spec, const dist_options *opt)
         dist_die("distributed.trainer %s is not a distributed trainer",
                  spec_trainer_name(spec->distributed.trainer));
     }
+    dist_profile_write(&c);
     dist_watchdog_tick("finishing");
     if (sync)
         dist_heartbeat_stop();

@@ -6,6 +6,7 @@ forward pass. Usage: dist_test.py CASE (see CASES at the bottom).
 
 Environment (set by tests/meson.build's test_env): PUNCH_BUILD_ROOT,
 Open MPI's run-as-root and MCA variables."""
+import json
 import os
 import shutil
 import signal
@@ -800,6 +801,106 @@ def case_failure(tmp):
           "wrong rank count not refused:\n" + p.stderr[-2000:])
 
 
+# ---- PyDTNN's training options in the distributed trainers ---------------
+
+def small_job(trainer, workers, batch=32, **training):
+    """A short job (512 samples, one epoch) with extra training fields."""
+    spec = job(trainer, workers, batch=batch, epochs=1, train_samples=512, test_samples=256,
+               validation_split=0)
+    spec["training"].update(training)
+    return spec
+
+
+def events(out, kind):
+    with open(os.path.join(out, "progress.jsonl")) as f:
+        lines = [json.loads(line) for line in f if line.strip()]
+    return [e for e in lines if e.get("event") == kind], lines
+
+
+def check_evaluate_before(name, out, want_loss, samples):
+    ev, lines = events(out, "evaluate")
+    check(len(ev) == 1, "%s: %d evaluate events" % (name, len(ev)))
+    kinds = [e["event"] for e in lines]
+    check(kinds.index("evaluate") < kinds.index("epoch"),
+          "%s: evaluate after the first epoch: %s" % (name, kinds))
+    e = ev[0]
+    check(e["when"] == "before" and e["samples"] == samples, "%s: %s" % (name, e))
+    print("%s: test_loss before training %.6f (single %.6f)" % (name, e["test_loss"], want_loss))
+    check(abs(e["test_loss"] - want_loss) < 1e-5,
+          "%s: evaluate before training gave %g, single %g" % (name, e["test_loss"], want_loss))
+    check("test_accuracy" in e, "%s: no test_accuracy" % name)
+
+
+def case_evaluate(tmp):
+    """training.evaluate: every trainer starts from the seed's weights, so
+    the evaluation before the first step is the single trainer's."""
+    ref, _ = run(tmp, "single-eval", small_job("single", 1, evaluate=True), None)
+    ev, _ = events(ref, "evaluate")
+    want = ev[0]["test_loss"]
+    for trainer, workers, ranks in (("allreduce", 2, 2), ("downpour", 2, 3),
+                                    ("averaging", 2, 2)):
+        out, _ = run(tmp, trainer + "-eval", small_job(trainer, workers, evaluate=True), ranks)
+        check_evaluate_before(trainer, out, want, 256)
+    out, _ = run(tmp, "ar-noeval", small_job("allreduce", 2), 2)
+    check(not events(out, "evaluate")[0], "an evaluate event without training.evaluate")
+
+
+def case_warm_up(tmp):
+    """training.warm_up_batches: allreduce ramps per global step as single
+    does with the same global batch (equal weights), and a parameter-server
+    worker ramps over its own steps (downpour with one worker and window 1
+    follows single step by step)."""
+    sgd = {"name": "sgd", "learning_rate": 0.05}
+    wu = {"warm_up_batches": 8, "optimizer": sgd}
+    ref_wu = weights(run(tmp, "single-wu", small_job("single", 1, batch=64, **wu), None)[0])
+    ref = weights(run(tmp, "single", small_job("single", 1, batch=64, optimizer=sgd), None)[0])
+    ramp_effect = max_diff(ref_wu, ref)
+    ar = weights(run(tmp, "ar-wu", small_job("allreduce", 2, batch=32, **wu), 2)[0])
+    d = max_diff(ar, ref_wu)
+    print("allreduce: |w - w_single(warm-up)| = %.3g, warm-up's own effect %.3g"
+          % (d, ramp_effect))
+    check(ramp_effect > 1e-3, "warm_up_batches changed nothing on single (%g)" % ramp_effect)
+    check(d < 1e-6, "allreduce with warm-up differs from single by %g" % d)
+    spec = small_job("downpour", 1, batch=64, **wu)
+    spec["distributed"]["communication_window"] = 1
+    dp = weights(run(tmp, "downpour-wu", spec, 2)[0])
+    d = max_diff(dp, ref_wu)
+    print("downpour (1 worker, window 1): |w - w_single(warm-up)| = %.3g" % d)
+    check(d < 1e-4 and d < ramp_effect / 10,
+          "downpour with warm-up differs from single by %g (warm-up's effect %g)"
+          % (d, ramp_effect))
+
+
+def check_profile(name, out, ranks, steps_per_rank):
+    p = read_json(os.path.join(out, "profile.json"))
+    check(p["trainer"] == name, "%s: trainer %s" % (name, p["trainer"]))
+    check([r["rank"] for r in p["ranks"]] == ranks, "%s: ranks %s" % (name, p["ranks"]))
+    check(p["steps"] == steps_per_rank * len(ranks), "%s: %d steps" % (name, p["steps"]))
+    for fig in [p] + p["ranks"]:
+        check(len(fig["layers"]) == 3, "%s: %d layers" % (name, len(fig["layers"])))
+        for layer in fig["layers"]:
+            check(layer["forward_ms"]["total"] > 0 and layer["backward_ms"]["total"] > 0,
+                  "%s: layer %s not timed: %s" % (name, layer["index"], layer))
+        for phase in ("load", "forward", "loss", "backward", "mpi"):
+            check(phase in fig["step_ms"], "%s: no %s in step_ms" % (name, phase))
+    check(p["step_ms"]["mpi"]["total"] > 0, "%s: no time in MPI" % name)
+    print("%s: %d steps, forward %.3f ms/step, mpi %.3f ms/step (max %.3f)" % (
+        name, p["steps"], p["step_ms"]["forward"]["mean"], p["step_ms"]["mpi"]["mean"],
+        p["step_ms"]["mpi"]["max"]))
+
+
+def case_profile(tmp):
+    """training.profile: every training rank times every layer; rank 0
+    writes profile.json with the merged figures, time in MPI per step and
+    each training rank (not the parameter server)."""
+    out, _ = run(tmp, "ar-prof", small_job("allreduce", 2, profile=True), 2)
+    check_profile("allreduce", out, [0, 1], 8)
+    out, _ = run(tmp, "dp-prof", small_job("downpour", 2, profile=True), 3)
+    check_profile("downpour", out, [1, 2], 8)
+    out, _ = run(tmp, "ar-noprof", small_job("allreduce", 2), 2)
+    check(not os.path.exists(os.path.join(out, "profile.json")), "profile.json when off")
+
+
 CASES = {
     "allreduce": case_allreduce_equals_single,
     "averaging": case_averaging,
@@ -811,6 +912,9 @@ CASES = {
     "checkpoints": case_checkpoints,
     "async_data": case_async_data,
     "async_read_failure": case_async_read_failure,
+    "evaluate": case_evaluate,
+    "warm_up": case_warm_up,
+    "profile": case_profile,
 }
 for _t in ASYNC:
     CASES[_t] = (lambda t: lambda tmp: case_async(tmp, t))(_t)
