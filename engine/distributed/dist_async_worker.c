@@ -42,7 +42,7 @@ typedef struct dist_worker {
     spec_trainer t;
     long np, ns;
     float *x;               /* host params + state */
-    float *anchor;          /* params at the last pull (eamsgd: x + m r
+    float *anchor;          /* params at the last pull (eamsgd: x - m r
                                during a step) */
     float *center;          /* the server's center (params + state) */
     float *velocity;        /* eamsgd: dist-keras's r */
@@ -51,8 +51,8 @@ typedef struct dist_worker {
                                (dist_ps_state_floats) */
     bool device;            /* the model lives on a CUDA device */
     gpu_optim *dev_optim;   /* device: the local optimizer */
-    float *dev_x;           /* device, eamsgd: x while params hold x + m r */
-    float *dev_ahead;       /* device, eamsgd: x + m r */
+    float *dev_x;           /* device, eamsgd: x while params hold x - m r */
+    float *dev_ahead;       /* device, eamsgd: x - m r */
     float *dev_velocity;    /* device, eamsgd */
     int64_t clock;          /* the server clock at the last pull */
     int epoch;              /* the epoch being trained (the last, after them) */
