@@ -832,8 +832,9 @@ def check_evaluate_before(name, out, want_loss, samples):
 
 
 def case_evaluate(tmp):
-    """training.evaluate: every trainer starts from the seed's weights, so
-    the evaluation before the first step is the single trainer's."""
+    """training.evaluate: allreduce, averaging and the parameter server's
+    center start from the seed's weights, so the evaluation before the first
+    step is the single trainer's."""
     ref, _ = run(tmp, "single-eval", small_job("single", 1, evaluate=True), None)
     ev, _ = events(ref, "evaluate")
     want = ev[0]["test_loss"]
@@ -841,6 +842,14 @@ def case_evaluate(tmp):
                                     ("averaging", 2, 2)):
         out, _ = run(tmp, trainer + "-eval", small_job(trainer, workers, evaluate=True), ranks)
         check_evaluate_before(trainer, out, want, 256)
+    # An ensemble is scored by its members' mean prediction (member 1 has
+    # its own seed): an event, before the first epoch, of another value.
+    out, _ = run(tmp, "ensemble-eval", small_job("ensemble", 2, evaluate=True), 2)
+    ev, lines = events(out, "evaluate")
+    kinds = [e["event"] for e in lines]
+    check(len(ev) == 1 and ev[0]["samples"] == 256 and
+          kinds.index("evaluate") < kinds.index("epoch"), "ensemble: %s" % ev)
+    check(ev[0]["test_loss"] != want, "ensemble: scored member 0 alone")
     out, _ = run(tmp, "ar-noeval", small_job("allreduce", 2), 2)
     check(not events(out, "evaluate")[0], "an evaluate event without training.evaluate")
 
@@ -901,6 +910,43 @@ def case_profile(tmp):
     check(not os.path.exists(os.path.join(out, "profile.json")), "profile.json when off")
 
 
+def options_on(tmp, gpus):
+    """eamsgd (one worker, window 1: deterministic) and allreduce on one
+    rank, with warm-up, evaluate and profile, on `gpus` devices; their
+    output directories."""
+    sgd = {"name": "sgd", "learning_rate": 0.05}
+    extra = {"warm_up_batches": 4, "evaluate": True, "profile": True, "optimizer": sgd}
+    outs = {}
+    for trainer, ranks in (("eamsgd", 2), ("allreduce", 1)):
+        spec = small_job(trainer, 1, **extra)
+        if trainer == "eamsgd":
+            spec["distributed"].update({"communication_window": 1, "momentum": 0.9})
+        spec["resources"]["gpus"] = gpus
+        outs[trainer] = run(tmp, "%s-gpus%d" % (trainer, gpus), spec, ranks)[0]
+    return outs
+
+
+def case_gpu_options(tmp):
+    """On one CUDA device (skipped without one): an eamsgd worker on the
+    device (its look-ahead x - m r and momentum there) and allreduce on one
+    rank, with warm_up_batches, evaluate and profile, follow the same jobs
+    on the CPU; profile.json times every layer on the device."""
+    smi = shutil.which("nvidia-smi")
+    p = subprocess.run([smi, "-L"], capture_output=True, text=True) if smi else None
+    if not p or p.returncode != 0 or "GPU" not in p.stdout:
+        punchtest.skip("no CUDA device")
+    cpu, gpu = options_on(tmp, 0), options_on(tmp, 1)
+    for trainer, ranks in (("eamsgd", [1]), ("allreduce", [0])):
+        d = max_diff(weights(cpu[trainer]), weights(gpu[trainer]))
+        ev_cpu, ev_gpu = events(cpu[trainer], "evaluate")[0], events(gpu[trainer], "evaluate")[0]
+        print("%s: GPU vs CPU max |dw| = %.3g, test_loss before %.6f / %.6f" % (
+            trainer, d, ev_gpu[0]["test_loss"], ev_cpu[0]["test_loss"]))
+        check(d < 1e-3, "%s: GPU differs from CPU by %g" % (trainer, d))
+        check(abs(ev_gpu[0]["test_loss"] - ev_cpu[0]["test_loss"]) < 1e-4,
+              "%s: evaluate before training differs on the GPU" % trainer)
+        check_profile(trainer, gpu[trainer], ranks, 16)
+
+
 CASES = {
     "allreduce": case_allreduce_equals_single,
     "averaging": case_averaging,
@@ -915,6 +961,7 @@ CASES = {
     "evaluate": case_evaluate,
     "warm_up": case_warm_up,
     "profile": case_profile,
+    "gpu_options": case_gpu_options,
 }
 for _t in ASYNC:
     CASES[_t] = (lambda t: lambda tmp: case_async(tmp, t))(_t)
