@@ -377,6 +377,9 @@ int dist_ps_work(dist_ctx *c, float *center, const dist_ps_start *start, long co
     if (hi <= lo)
         dist_die("worker rank %d has no training samples (%ld samples for %d workers)", c->rank,
                  c->n_train, W);
+    /* The steps this worker took before a resume (checkpoints fall on
+     * epoch ends): warm_up_batches and the per-step seeds go on from there. */
+    c->global_step = (uint64_t)start->epoch * (uint64_t)steps;
     double t0 = MPI_Wtime();
     for (int epoch = (int)start->epoch; epoch < s->training.epochs && !c->sched.stop; epoch++) {
         w.epoch = epoch;
