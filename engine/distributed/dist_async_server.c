@@ -428,6 +428,7 @@ int dist_ps_serve(dist_ctx *c, float *center, const dist_ps_start *start,
     sv.t_epoch = now;
     dist_server_loop(&sv);
     c->train_s = MPI_Wtime() - now;
+    dist_profile_write(c);
     dist_server_finish(&sv);
     free(sv.buf);
     free(sv.commits);

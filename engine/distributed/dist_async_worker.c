@@ -397,6 +397,7 @@ int dist_ps_work(dist_ctx *c, float *center, const dist_ps_start *start, long co
                               c->stream ? dist_stream_read_cpu(c->stream) : 0.0}};
     dist_worker_send(&w, &done, NULL);
     dist_worker_send_state(&w);
+    dist_profile_write(c);
     dist_worker_device_free(&w);
     free(w.x);
     free(w.anchor);

@@ -291,7 +291,8 @@ void dist_profile_enable(dist_ctx *c);
 void dist_profile_begin(dist_ctx *c);
 void dist_profile_mark(dist_ctx *c, profile_phase phase);
 void dist_profile_end(dist_ctx *c);
-/* Collective over c->comm after training: rank 0 gathers every rank's
+/* Collective over c->comm after training, before rank 0 writes the "end"
+ * event (as the single trainer orders them): rank 0 gathers every rank's
  * figures and writes profile.json. Nothing when profiling is off. */
 void dist_profile_write(dist_ctx *c);
 

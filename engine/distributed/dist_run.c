@@ -152,7 +152,6 @@ int dist_train(const job_spec *spec, const dist_options *opt)
         dist_die("distributed.trainer %s is not a distributed trainer",
                  spec_trainer_name(spec->distributed.trainer));
     }
-    dist_profile_write(&c);
     dist_watchdog_tick("finishing");
     if (sync)
         dist_heartbeat_stop();

@@ -264,6 +264,7 @@ int dist_run_allreduce(dist_ctx *c)
     dist_sums test = {0};
     if (c->lay.n_test > 0)
         dist_eval_sharded(c, &c->test, &test);
+    dist_profile_write(c);
     if (c->rank == 0)
         dist_sync_write_final(c, &test);
     dist_grad_free(g);

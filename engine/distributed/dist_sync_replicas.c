@@ -317,6 +317,7 @@ static void dist_rep_finish(dist_rep *r)
         }
         free(all);
     }
+    dist_profile_write(c);
     if (c->rank == 0)
         dist_sync_write_final(c, &test);
 }
