@@ -346,6 +346,24 @@ static void dist_server_finish(dist_server *sv)
         dist_die("%s", err);
 }
 
+/* training.evaluate: the center before any commit (not on resume) on the
+ * test set, before the server answers its first message; the workers'
+ * first exchanges wait for it. */
+static void dist_server_evaluate_before(dist_server *sv, const dist_ps_start *start)
+{
+    dist_ctx *c = sv->c;
+    if (!c->spec->training.evaluate || start->epoch > 0 || start->clock > 0 || c->test.n <= 0)
+        return;
+    dist_watchdog_tick_for("evaluating the center before training",
+                           c->watchdog_s > 120 ? c->watchdog_s : 120);
+    long np = c->m->n_params;
+    model_set_params(c->m, sv->center);
+    model_set_state(c->m, sv->center + np);
+    dist_sums test = {0};
+    dist_eval_range(c->m, &c->test, 0, c->test.n, &test);
+    dist_report_evaluate(c->rep, &test);
+}
+
 int dist_ps_serve(dist_ctx *c, float *center, const dist_ps_start *start,
                   long *worker_commits)
 {
@@ -403,12 +421,14 @@ int dist_ps_serve(dist_ctx *c, float *center, const dist_ps_start *start,
     for (int w = 0; w < W; w++)
         sv.last[w].epoch = -1;
     dist_report_start(c->rep, per * W, c->n_train);
+    dist_server_evaluate_before(&sv, start);
     double now = MPI_Wtime();
     for (int w = 0; w < W; w++)
         sv.last_seen[w] = now;
     sv.t_epoch = now;
     dist_server_loop(&sv);
     c->train_s = MPI_Wtime() - now;
+    dist_profile_write(c);
     dist_server_finish(&sv);
     free(sv.buf);
     free(sv.commits);

@@ -45,7 +45,7 @@ void dist_update_elastic(const float *x, const float *center, long n, float alph
 void dist_update_lookahead(const float *x, const float *r, long n, float m, float *ahead)
 {
     for (long i = 0; i < n; i++)
-        ahead[i] = x[i] + m * r[i];
+        ahead[i] = x[i] - m * r[i];
 }
 
 void dist_update_momentum(float *x, float *r, const float *ahead, const float *after, long n,

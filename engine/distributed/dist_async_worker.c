@@ -11,7 +11,8 @@
  *   dynsgd    as downpour; the server divides by staleness + 1 (Jiang et al.)
  *   aeasgd    pull, e = alpha (x - center), x -= e, commit e   (Zhang et al.)
  *   eamsgd    as aeasgd, and dist-keras's momentum around the local step:
- *             the optimizer steps from x + m r, moving it by d;
+ *             the optimizer steps from the look-ahead x - m r (dist-keras:
+ *             x + m r, see dist_async_update.h), moving it by d;
  *             r = m r - eta d, x -= r                           (Zhang et al.)
  *
  * eta = distributed.learning_rate, alpha = distributed.rho * eta,
@@ -41,7 +42,7 @@ typedef struct dist_worker {
     spec_trainer t;
     long np, ns;
     float *x;               /* host params + state */
-    float *anchor;          /* params at the last pull (eamsgd: x + m r
+    float *anchor;          /* params at the last pull (eamsgd: x - m r
                                during a step) */
     float *center;          /* the server's center (params + state) */
     float *velocity;        /* eamsgd: dist-keras's r */
@@ -50,8 +51,8 @@ typedef struct dist_worker {
                                (dist_ps_state_floats) */
     bool device;            /* the model lives on a CUDA device */
     gpu_optim *dev_optim;   /* device: the local optimizer */
-    float *dev_x;           /* device, eamsgd: x while params hold x + m r */
-    float *dev_ahead;       /* device, eamsgd: x + m r */
+    float *dev_x;           /* device, eamsgd: x while params hold x - m r */
+    float *dev_ahead;       /* device, eamsgd: x - m r */
     float *dev_velocity;    /* device, eamsgd */
     int64_t clock;          /* the server clock at the last pull */
     int epoch;              /* the epoch being trained (the last, after them) */
@@ -212,7 +213,8 @@ static void dist_worker_exchange(dist_worker *w)
 }
 
 /* dist_worker_step on a CUDA device: the same updates, never leaving it. */
-static double dist_worker_step_device(dist_worker *w, int b, batch_metrics *bm, uint64_t step)
+static double dist_worker_step_device(dist_worker *w, int b, batch_metrics *bm, uint64_t step,
+                                      float lr)
 {
     model *m = w->c->m;
     backend *be = m->be;
@@ -220,14 +222,17 @@ static double dist_worker_step_device(dist_worker *w, int b, batch_metrics *bm, 
     const spec_distributed *ds = &w->c->spec->distributed;
     float mom = (float)ds->momentum, eta = (float)ds->learning_rate;
     if (eamsgd) {
+        /* dist_update_lookahead: params = x - m r. */
         be->copy(be, w->dev_x, m->params, w->np);
-        be->axpy(be, w->np, mom, w->dev_velocity, m->params);
+        be->axpy(be, w->np, -mom, w->dev_velocity, m->params);
         be->copy(be, w->dev_ahead, m->params, w->np);
     }
     model_forward(m, b, true, step);
+    dist_profile_mark(w->c, PROFILE_FORWARD);
     double loss = model_loss(m, b, bm);
+    dist_profile_mark(w->c, PROFILE_LOSS);
     model_backward(m, b);
-    gpu_optim_step(w->dev_optim, m->params, m->grads, w->lr);
+    gpu_optim_step(w->dev_optim, m->params, m->grads, lr);
     if (!eamsgd)
         return loss;
     /* dist_update_momentum: params -= ahead leaves the step d. */
@@ -279,8 +284,10 @@ static double dist_worker_step(dist_worker *w, int b, batch_metrics *bm)
     dist_ctx *c = w->c;
     model *m = c->m;
     uint64_t step = c->global_step * (uint64_t)c->workers + (uint64_t)(c->rank - 1);
+    /* training.warm_up_batches: each worker ramps over its own steps. */
+    float lr = schedule_step_lr(&c->spec->training, c->global_step, w->lr);
     if (w->device)
-        return dist_worker_step_device(w, b, bm, step);
+        return dist_worker_step_device(w, b, bm, step, lr);
     bool eamsgd = w->t == TRAINER_EAMSGD;
     const spec_distributed *ds = &c->spec->distributed;
     float mom = (float)ds->momentum;
@@ -290,9 +297,11 @@ static double dist_worker_step(dist_worker *w, int b, batch_metrics *bm)
         model_set_params(m, w->anchor);
     }
     model_forward(m, b, true, step);
+    dist_profile_mark(c, PROFILE_FORWARD);
     double loss = model_loss(m, b, bm);
+    dist_profile_mark(c, PROFILE_LOSS);
     model_backward(m, b);
-    model_optimizer_step(m, c->optim, w->lr);
+    model_optimizer_step(m, c->optim, lr);
     if (!eamsgd)
         return loss;
     model_get_params(m, w->after);
@@ -315,11 +324,14 @@ static void dist_worker_epoch(dist_worker *w, int epoch, long lo, long hi, long 
         int b = (int)(hi - first < B ? hi - first : B);
         /* dist_data_batch may point c->data elsewhere (dist_async_stream.c's
          * batch of converted bytes): call it before reading c->data. */
+        dist_profile_begin(c);
         const int64_t *rows = dist_data_batch(c, st, first, b);
         if (model_load_train_batch(c->m, c->data, rows, b, epoch, err, sizeof err) < 0)
             dist_die("%s", err);
+        dist_profile_mark(c, PROFILE_LOAD);
         batch_metrics bm = {0};
         double loss = dist_worker_step(w, b, &bm);
+        dist_profile_mark(c, PROFILE_BACKWARD);
         dist_sums_add_batch(&run, loss, &bm, b);
         c->global_step++;
         dist_watchdog_tick("training");
@@ -328,9 +340,10 @@ static void dist_worker_epoch(dist_worker *w, int epoch, long lo, long hi, long 
             w->progress.step = st + 1;
             memcpy(w->progress.sums, &run, sizeof run);
             dist_worker_exchange(w);
-            if (c->sched.stop)
-                return;
         }
+        dist_profile_end(c);
+        if (c->sched.stop)
+            return;
     }
     dist_msg h = {.kind = DIST_MSG_EPOCH, .epoch = epoch, .commits = w->commits, .lr = w->lr,
                   .order_hash = dist_data_order_hash(c)};
@@ -364,6 +377,9 @@ int dist_ps_work(dist_ctx *c, float *center, const dist_ps_start *start, long co
     if (hi <= lo)
         dist_die("worker rank %d has no training samples (%ld samples for %d workers)", c->rank,
                  c->n_train, W);
+    /* The steps this worker took before a resume (checkpoints fall on
+     * epoch ends): warm_up_batches and the per-step seeds go on from there. */
+    c->global_step = (uint64_t)start->epoch * (uint64_t)steps;
     double t0 = MPI_Wtime();
     for (int epoch = (int)start->epoch; epoch < s->training.epochs && !c->sched.stop; epoch++) {
         w.epoch = epoch;
@@ -381,6 +397,7 @@ int dist_ps_work(dist_ctx *c, float *center, const dist_ps_start *start, long co
                               c->stream ? dist_stream_read_cpu(c->stream) : 0.0}};
     dist_worker_send(&w, &done, NULL);
     dist_worker_send_state(&w);
+    dist_profile_write(c);
     dist_worker_device_free(&w);
     free(w.x);
     free(w.anchor);

@@ -129,6 +129,10 @@ typedef struct dist_ctx {
     double comm_s;          /* seconds spent in communication */
     double train_s;         /* seconds in training loops */
     double watchdog_s;      /* the watchdog's limit */
+    /* training.profile (dist_profile.c): the current step's last clock
+     * reading and comm_s at its start, and the seconds steps spent in MPI */
+    double prof_t, prof_comm;
+    profile_stat prof_mpi;
 } dist_ctx;
 
 /* ---- data (dist_sync_data.c) ------------------------------------------------ */
@@ -274,6 +278,24 @@ void dist_predict(model *m, const dataset *d, float *out);
 void dist_output_sums(const job_spec *spec, const float *out, int n_out, const dataset *d,
                       dist_sums *s);
 
+/* ---- training.profile (dist_profile.c) --------------------------------- */
+
+/* Turn profiling on for this rank's model when the spec asks (training
+ * ranks only: a parameter server trains nothing). Ends the job when out of
+ * memory. */
+void dist_profile_enable(dist_ctx *c);
+/* Around one training step: begin before loading the batch, mark the end
+ * of each phase (load, forward, loss, backward with the update), end after
+ * the step's communication (the MPI seconds are comm_s's growth since
+ * begin). Each is one branch when profiling is off. */
+void dist_profile_begin(dist_ctx *c);
+void dist_profile_mark(dist_ctx *c, profile_phase phase);
+void dist_profile_end(dist_ctx *c);
+/* Collective over c->comm after training, before rank 0 writes the "end"
+ * event (as the single trainer orders them): rank 0 gathers every rank's
+ * figures and writes profile.json. Nothing when profiling is off. */
+void dist_profile_write(dist_ctx *c);
+
 /* ---- the run directory (rank 0) -------------------------------------- */
 
 typedef struct dist_epoch_info {
@@ -317,6 +339,9 @@ void dist_report_worker_times(dist_report *r, const double *times, int n_workers
 /* Asynchronous workers: the seconds each waited for its epochs' reads and
  * the CPU seconds those reads took (n_workers pairs). */
 void dist_report_reads(dist_report *r, const double *reads, int n_workers);
+/* training.evaluate: the "evaluate" event (when "before", test_ values)
+ * of the model before the first step, as the single trainer writes it. */
+void dist_report_evaluate(dist_report *r, const dist_sums *test);
 int dist_report_end(dist_report *r, bool has_test, const dist_sums *test, double comm_s,
                     double train_s, char *err, size_t errlen);
 void dist_report_failed(const char *out_dir, const char *why);

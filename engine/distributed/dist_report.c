@@ -427,6 +427,18 @@ void dist_report_reads(dist_report *r, const double *reads, int n_workers)
     }
 }
 
+void dist_report_evaluate(dist_report *r, const dist_sums *test)
+{
+    const job_spec *s = r->c->spec;
+    json_t *o = json_object();
+    json_object_set_new(o, "event", json_string("evaluate"));
+    json_object_set_new(o, "when", json_string("before"));
+    json_object_set_new(o, "samples", json_integer((json_int_t)test->n));
+    dist_report_metrics(o, s, r->c->m->n_out, "test_", test);
+    fprintf(stderr, "before training: test loss %.4f\n", dist_sums_loss(test));
+    dist_report_line(r->c->opt->out_dir, o);
+}
+
 int dist_report_end(dist_report *r, bool has_test, const dist_sums *test, double comm_s,
                     double train_s, char *err, size_t errlen)
 {

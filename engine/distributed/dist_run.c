@@ -78,6 +78,7 @@ static void dist_setup_rank(dist_ctx *c)
     if (!c->optim || !c->host_params || !c->host_state)
         dist_die("out of memory for %ld parameters", c->m->n_params);
     schedule_init(&c->sched, &s->training);
+    dist_profile_enable(c);
 }
 
 static void dist_teardown(dist_ctx *c)

@@ -128,16 +128,22 @@ static void dist_ar_step(dist_ctx *c, dist_grad *g, dist_gpu *dg, int epoch, lon
     long my_lo = lo + (long)c->rank * B;
     long my_hi = my_lo + B < hi ? my_lo + B : hi;
     int b = my_hi > my_lo ? (int)(my_hi - my_lo) : 0;
+    dist_profile_begin(c);
     const int64_t *rows = dist_data_batch(c, s, my_lo, b);
     if (b > 0) {
         char err[512];
         if (model_load_train_batch(c->m, c->data, rows, b, epoch, err, sizeof err) < 0)
             dist_die("%s", err);
+        dist_profile_mark(c, PROFILE_LOAD);
         model_forward(c->m, b, true, c->global_step * (uint64_t)c->size + (uint64_t)c->rank);
+        dist_profile_mark(c, PROFILE_FORWARD);
         batch_metrics bm = {0};
         double loss = model_loss(c->m, b, &bm);
         dist_sums_add_batch(run, loss, &bm, b);
+        dist_profile_mark(c, PROFILE_LOSS);
     }
+    /* training.warm_up_batches: every rank ramps alike (global steps). */
+    lr = schedule_step_lr(&c->spec->training, c->global_step, lr);
     if (dg) {
         dist_watchdog_tick("exchanging gradients (NCCL)");
         dist_gpu_backward_allreduce(dg, c->m, b, hi - lo, &c->comm_s);
@@ -147,6 +153,8 @@ static void dist_ar_step(dist_ctx *c, dist_grad *g, dist_gpu *dg, int epoch, lon
         dist_grad_backward_allreduce(g, c->m, b, hi - lo, &c->comm_s);
         model_optimizer_step(c->m, c->optim, lr);
     }
+    dist_profile_mark(c, PROFILE_BACKWARD);
+    dist_profile_end(c);
     c->global_step++;
     dist_watchdog_tick("training");
 }
@@ -160,6 +168,18 @@ static void dist_ar_save_weights(dist_ctx *c, int epochs_done)
     if (dist_write_epoch_weights(c, c->host_params, c->host_state, epochs_done, -1, err,
                                  sizeof err) < 0)
         dist_die("model_checkpoint: %s", err);
+}
+
+/* training.evaluate: the test set before the first step (not on resume),
+ * each rank evaluating its slice of it. */
+static void dist_ar_evaluate_before(dist_ctx *c)
+{
+    if (!c->spec->training.evaluate || c->global_step > 0 || c->lay.n_test <= 0)
+        return;
+    dist_sums test = {0};
+    dist_eval_sharded(c, &c->test, &test);
+    if (c->rank == 0)
+        dist_report_evaluate(c->rep, &test);
 }
 
 int dist_run_allreduce(dist_ctx *c)
@@ -195,6 +215,7 @@ int dist_run_allreduce(dist_ctx *c)
             dist_die("%s", err);
         dist_report_start(c->rep, steps, c->n_train);
     }
+    dist_ar_evaluate_before(c);
     double t_train = MPI_Wtime();
     for (int epoch = start; epoch < s->training.epochs; epoch++) {
         float lr = dist_epoch_lr(c, epoch);
@@ -243,6 +264,7 @@ int dist_run_allreduce(dist_ctx *c)
     dist_sums test = {0};
     if (c->lay.n_test > 0)
         dist_eval_sharded(c, &c->test, &test);
+    dist_profile_write(c);
     if (c->rank == 0)
         dist_sync_write_final(c, &test);
     dist_grad_free(g);

@@ -263,18 +263,26 @@ static void dist_rep_epoch(dist_rep *r, int epoch, float lr, dist_sums *run, dou
     for (long st = 0; st < r->steps; st++) {
         long lo = r->lo + st * B;
         int b = (int)(r->hi - lo < B ? r->hi - lo : B);
+        dist_profile_begin(c);
         if (model_load_train_batch(c->m, c->data, dist_data_batch(c, st, lo, b), b, epoch, err,
                              sizeof err) < 0)
             dist_die("%s", err);
+        dist_profile_mark(c, PROFILE_LOAD);
         model_forward(c->m, b, true, c->global_step);
+        dist_profile_mark(c, PROFILE_FORWARD);
         batch_metrics bm = {0};
         double loss = model_loss(c->m, b, &bm);
         dist_sums_add_batch(run, loss, &bm, b);
+        dist_profile_mark(c, PROFILE_LOSS);
         model_backward(c->m, b);
+        /* training.warm_up_batches: each replica ramps over its own steps. */
+        float step_lr = schedule_step_lr(&c->spec->training, c->global_step, lr);
         if (r->dev_optim)
-            gpu_optim_step(r->dev_optim, c->m->params, c->m->grads, lr);
+            gpu_optim_step(r->dev_optim, c->m->params, c->m->grads, step_lr);
         else
-            model_optimizer_step(c->m, c->optim, lr);
+            model_optimizer_step(c->m, c->optim, step_lr);
+        dist_profile_mark(c, PROFILE_BACKWARD);
+        dist_profile_end(c);
         c->global_step++;
         dist_watchdog_tick("training");
         if (c->rank == 0)
@@ -309,8 +317,21 @@ static void dist_rep_finish(dist_rep *r)
         }
         free(all);
     }
+    dist_profile_write(c);
     if (c->rank == 0)
         dist_sync_write_final(c, &test);
+}
+
+/* training.evaluate: the test set before the first step (not on resume);
+ * an ensemble is scored by its members' mean prediction, as at the end. */
+static void dist_rep_evaluate_before(dist_rep *r)
+{
+    dist_ctx *c = r->c;
+    if (!c->spec->training.evaluate || c->global_step > 0 || c->lay.n_test <= 0)
+        return;
+    dist_sums test = dist_rep_eval(r, &c->test);
+    if (c->rank == 0)
+        dist_report_evaluate(c->rep, &test);
 }
 
 int dist_run_replicas(dist_ctx *c)
@@ -348,6 +369,7 @@ int dist_run_replicas(dist_ctx *c)
             dist_die("%s", err);
         dist_report_start(c->rep, r.steps, c->n_train);
     }
+    dist_rep_evaluate_before(&r);
     int every = s->distributed.sync_every_epochs > 0 ? s->distributed.sync_every_epochs : 1;
     double t_train = MPI_Wtime();
     for (int epoch = start; epoch < s->training.epochs; epoch++) {

@@ -46,7 +46,15 @@ void profile_stat_add(profile_stat *s, double seconds)
         s->max = seconds;
 }
 
-static json_t *profile_stat_json(const profile_stat *s)
+void profile_stat_merge(profile_stat *into, const profile_stat *s)
+{
+    into->total += s->total;
+    into->n += s->n;
+    if (s->max > into->max)
+        into->max = s->max;
+}
+
+json_t *profile_stat_json(const profile_stat *s)
 {
     return json_pack("{s:f,s:f,s:f}", "mean", s->n ? 1e3 * s->total / (double)s->n : 0.0,
                      "max", 1e3 * s->max, "total", 1e3 * s->total);
@@ -54,8 +62,12 @@ static json_t *profile_stat_json(const profile_stat *s)
 
 json_t *model_profile_json(const model *m)
 {
+    return model_profile_json_of(m, m->profile);
+}
+
+json_t *model_profile_json_of(const model *m, const model_profile *p)
+{
     static const char *const phases[PROFILE_PHASES] = {"load", "forward", "loss", "backward"};
-    const model_profile *p = m->profile;
     json_t *layers = json_array(), *steps = json_object();
     for (int i = 0; layers && i < p->n_layers; i++)
         json_array_append_new(

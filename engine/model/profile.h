@@ -41,10 +41,17 @@ void model_profile_free(model_profile *p);
 double model_profile_now(const struct model *m);
 
 void profile_stat_add(profile_stat *s, double seconds);
+/* Add s's times and count to *into (the longest of both stays). */
+void profile_stat_merge(profile_stat *into, const profile_stat *s);
+/* {"mean", "max", "total"} in milliseconds; NULL when out of memory. */
+json_t *profile_stat_json(const profile_stat *s);
 
 /* {"steps", "layers": [{"index", "type", "forward_ms": {mean, max, total},
  * "backward_ms": ...}], "step_ms": {"load": {...}, ...}}; NULL when out of
  * memory. */
 json_t *model_profile_json(const struct model *m);
+/* The same for figures p over m's layers (the distributed trainers merge
+ * their ranks' figures into one). */
+json_t *model_profile_json_of(const struct model *m, const model_profile *p);
 
 #endif

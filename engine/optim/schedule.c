@@ -168,3 +168,11 @@ bool schedule_epoch_end(schedule_state *st, const spec_training *t, int epoch,
         st->stop = true;
     return save;
 }
+
+float schedule_step_lr(const spec_training *t, uint64_t steps_done, float lr)
+{
+    long n = t->warm_up_batches;
+    if (n <= 0 || steps_done >= (uint64_t)n)
+        return lr;
+    return lr * (float)(steps_done + 1) / (float)n;
+}

@@ -11,6 +11,7 @@
 #define PUNCH_SCHEDULE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "jobspec/spec.h"
 
@@ -51,6 +52,12 @@ double schedule_epoch_begin(schedule_state *st, const spec_training *t, int epoc
  * it improved). An empty monitor ("") means none. */
 bool schedule_epoch_end(schedule_state *st, const spec_training *t, int epoch,
                         const epoch_metrics *m);
+
+/* training.warm_up_batches (PyDTNN's --warm_up_batches): the rate of the
+ * step after `steps_done` optimizer steps, ramping lr / N, 2 lr / N, ...
+ * up to lr over the first N steps, then lr. Every trainer applies it per
+ * step of its own (allreduce: per global step; the others per worker). */
+float schedule_step_lr(const spec_training *t, uint64_t steps_done, float lr);
 
 /* Checkpointing: the whole state is plain data (memcpy-able); restoring it
  * and calling schedule_epoch_begin for the next epoch continues exactly as

@@ -322,16 +322,6 @@ static int train_interrupted(train_run *r, char *err, size_t errlen)
     return -1;
 }
 
-/* The rate of the next step: lr, ramped over the first warm_up_batches
- * steps from lr / N (PyDTNN's --warm_up_batches). */
-static float train_step_lr(const train_run *r, float lr)
-{
-    long n = r->spec->training.warm_up_batches;
-    if (n <= 0 || r->pos.global_step >= n)
-        return lr;
-    return lr * (float)(r->pos.global_step + 1) / (float)n;
-}
-
 /* The batches of the epoch in progress, from r->pos.step on. */
 static int train_epoch_steps(train_run *r, float lr, char *err, size_t errlen)
 {
@@ -347,7 +337,9 @@ static int train_epoch_steps(train_run *r, float lr, char *err, size_t errlen)
     while (r->pos.step < steps) {
         long first = r->pos.step * b;
         int batch = (int)(n - first < b ? n - first : b);
-        if (train_step(r, r->perm + first, batch, train_step_lr(r, lr), err, errlen) != 0)
+        /* training.warm_up_batches ramps the rate over the first steps. */
+        float step_lr = schedule_step_lr(&r->spec->training, (uint64_t)r->pos.global_step, lr);
+        if (train_step(r, r->perm + first, batch, step_lr, err, errlen) != 0)
             return -1;
         double now = timeutil_mono_s();
         r->pos.elapsed_s = now - start;

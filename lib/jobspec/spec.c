@@ -998,11 +998,11 @@ static bool check_root_keys(const json_t *root, spec_error *err)
 
 /* The training options that depend on the trainer: global_batch_size
  * (PyDTNN's: the batch of all workers together) becomes the per-worker
- * batch_size; evaluate and warm_up_batches are the single trainer's. */
+ * batch_size. evaluate, warm_up_batches and profile mean something to
+ * every trainer (docs/distributed.md says what). */
 static bool resolve_training(const json_t *t, job_spec *spec, spec_error *err)
 {
     spec_training *tr = &spec->training;
-    spec_trainer trainer = spec->distributed.trainer;
     if (tr->global_batch_size > 0) {
         int w = spec->distributed.workers;
         if (field(t, "batch_size"))
@@ -1015,18 +1015,6 @@ static bool resolve_training(const json_t *t, job_spec *spec, spec_error *err)
                              w);
         tr->batch_size = (int)(tr->global_batch_size / w);
     }
-    if (trainer != TRAINER_SINGLE && tr->evaluate)
-        return spec_fail(err, "training.evaluate",
-                         "trainer \"%s\" does not evaluate before training (only single "
-                         "does); remove it", spec_trainer_names[trainer]);
-    if (trainer != TRAINER_SINGLE && tr->profile)
-        return spec_fail(err, "training.profile",
-                         "trainer \"%s\" does not profile its layers (only single does); "
-                         "remove it", spec_trainer_names[trainer]);
-    if (trainer != TRAINER_SINGLE && tr->warm_up_batches > 0)
-        return spec_fail(err, "training.warm_up_batches",
-                         "trainer \"%s\" sets the rate per epoch (only single ramps it per "
-                         "batch); use the warm_up schedule instead", spec_trainer_names[trainer]);
     return true;
 }
 

@@ -6,6 +6,7 @@ forward pass. Usage: dist_test.py CASE (see CASES at the bottom).
 
 Environment (set by tests/meson.build's test_env): PUNCH_BUILD_ROOT,
 Open MPI's run-as-root and MCA variables."""
+import json
 import os
 import shutil
 import signal
@@ -802,6 +803,152 @@ def case_failure(tmp):
           "wrong rank count not refused:\n" + p.stderr[-2000:])
 
 
+# ---- PyDTNN's training options in the distributed trainers ---------------
+
+def small_job(trainer, workers, batch=32, **training):
+    """A short job (512 samples, one epoch) with extra training fields."""
+    spec = job(trainer, workers, batch=batch, epochs=1, train_samples=512, test_samples=256,
+               validation_split=0)
+    spec["training"].update(training)
+    return spec
+
+
+def events(out, kind):
+    with open(os.path.join(out, "progress.jsonl")) as f:
+        lines = [json.loads(line) for line in f if line.strip()]
+    return [e for e in lines if e.get("event") == kind], lines
+
+
+def check_evaluate_before(name, out, want_loss, samples):
+    ev, lines = events(out, "evaluate")
+    check(len(ev) == 1, "%s: %d evaluate events" % (name, len(ev)))
+    kinds = [e["event"] for e in lines]
+    check(kinds.index("evaluate") < kinds.index("epoch"),
+          "%s: evaluate after the first epoch: %s" % (name, kinds))
+    e = ev[0]
+    check(e["when"] == "before" and e["samples"] == samples, "%s: %s" % (name, e))
+    print("%s: test_loss before training %.6f (single %.6f)" % (name, e["test_loss"], want_loss))
+    check(abs(e["test_loss"] - want_loss) < 1e-5,
+          "%s: evaluate before training gave %g, single %g" % (name, e["test_loss"], want_loss))
+    check("test_accuracy" in e, "%s: no test_accuracy" % name)
+
+
+def case_evaluate(tmp):
+    """training.evaluate: allreduce, averaging and the parameter server's
+    center start from the seed's weights, so the evaluation before the first
+    step is the single trainer's."""
+    ref, _ = run(tmp, "single-eval", small_job("single", 1, evaluate=True), None)
+    ev, _ = events(ref, "evaluate")
+    want = ev[0]["test_loss"]
+    for trainer, workers, ranks in (("allreduce", 2, 2), ("downpour", 2, 3),
+                                    ("averaging", 2, 2)):
+        out, _ = run(tmp, trainer + "-eval", small_job(trainer, workers, evaluate=True), ranks)
+        check_evaluate_before(trainer, out, want, 256)
+    # An ensemble is scored by its members' mean prediction (member 1 has
+    # its own seed): an event, before the first epoch, of another value.
+    out, _ = run(tmp, "ensemble-eval", small_job("ensemble", 2, evaluate=True), 2)
+    ev, lines = events(out, "evaluate")
+    kinds = [e["event"] for e in lines]
+    check(len(ev) == 1 and ev[0]["samples"] == 256 and
+          kinds.index("evaluate") < kinds.index("epoch"), "ensemble: %s" % ev)
+    check(ev[0]["test_loss"] != want, "ensemble: scored member 0 alone")
+    out, _ = run(tmp, "ar-noeval", small_job("allreduce", 2), 2)
+    check(not events(out, "evaluate")[0], "an evaluate event without training.evaluate")
+
+
+def case_warm_up(tmp):
+    """training.warm_up_batches: allreduce ramps per global step as single
+    does with the same global batch (equal weights), and a parameter-server
+    worker ramps over its own steps (downpour with one worker and window 1
+    follows single step by step)."""
+    sgd = {"name": "sgd", "learning_rate": 0.05}
+    wu = {"warm_up_batches": 8, "optimizer": sgd}
+    ref_wu = weights(run(tmp, "single-wu", small_job("single", 1, batch=64, **wu), None)[0])
+    ref = weights(run(tmp, "single", small_job("single", 1, batch=64, optimizer=sgd), None)[0])
+    ramp_effect = max_diff(ref_wu, ref)
+    ar = weights(run(tmp, "ar-wu", small_job("allreduce", 2, batch=32, **wu), 2)[0])
+    d = max_diff(ar, ref_wu)
+    print("allreduce: |w - w_single(warm-up)| = %.3g, warm-up's own effect %.3g"
+          % (d, ramp_effect))
+    check(ramp_effect > 1e-3, "warm_up_batches changed nothing on single (%g)" % ramp_effect)
+    check(d < 1e-6, "allreduce with warm-up differs from single by %g" % d)
+    spec = small_job("downpour", 1, batch=64, **wu)
+    spec["distributed"]["communication_window"] = 1
+    dp = weights(run(tmp, "downpour-wu", spec, 2)[0])
+    d = max_diff(dp, ref_wu)
+    print("downpour (1 worker, window 1): |w - w_single(warm-up)| = %.3g" % d)
+    check(d < 1e-4 and d < ramp_effect / 10,
+          "downpour with warm-up differs from single by %g (warm-up's effect %g)"
+          % (d, ramp_effect))
+
+
+def check_profile(name, out, ranks, steps_per_rank):
+    p = read_json(os.path.join(out, "profile.json"))
+    check(p["trainer"] == name, "%s: trainer %s" % (name, p["trainer"]))
+    check([r["rank"] for r in p["ranks"]] == ranks, "%s: ranks %s" % (name, p["ranks"]))
+    check(p["steps"] == steps_per_rank * len(ranks), "%s: %d steps" % (name, p["steps"]))
+    for fig in [p] + p["ranks"]:
+        check(len(fig["layers"]) == 3, "%s: %d layers" % (name, len(fig["layers"])))
+        for layer in fig["layers"]:
+            check(layer["forward_ms"]["total"] > 0 and layer["backward_ms"]["total"] > 0,
+                  "%s: layer %s not timed: %s" % (name, layer["index"], layer))
+        for phase in ("load", "forward", "loss", "backward", "mpi"):
+            check(phase in fig["step_ms"], "%s: no %s in step_ms" % (name, phase))
+    check(p["step_ms"]["mpi"]["total"] > 0, "%s: no time in MPI" % name)
+    print("%s: %d steps, forward %.3f ms/step, mpi %.3f ms/step (max %.3f)" % (
+        name, p["steps"], p["step_ms"]["forward"]["mean"], p["step_ms"]["mpi"]["mean"],
+        p["step_ms"]["mpi"]["max"]))
+
+
+def case_profile(tmp):
+    """training.profile: every training rank times every layer; rank 0
+    writes profile.json with the merged figures, time in MPI per step and
+    each training rank (not the parameter server)."""
+    out, _ = run(tmp, "ar-prof", small_job("allreduce", 2, profile=True), 2)
+    check_profile("allreduce", out, [0, 1], 8)
+    out, _ = run(tmp, "dp-prof", small_job("downpour", 2, profile=True), 3)
+    check_profile("downpour", out, [1, 2], 8)
+    out, _ = run(tmp, "ar-noprof", small_job("allreduce", 2), 2)
+    check(not os.path.exists(os.path.join(out, "profile.json")), "profile.json when off")
+
+
+def options_on(tmp, gpus):
+    """eamsgd (one worker, window 1: deterministic) and allreduce on one
+    rank, with warm-up, evaluate and profile, on `gpus` devices; their
+    output directories."""
+    sgd = {"name": "sgd", "learning_rate": 0.05}
+    extra = {"warm_up_batches": 4, "evaluate": True, "profile": True, "optimizer": sgd}
+    outs = {}
+    for trainer, ranks in (("eamsgd", 2), ("allreduce", 1)):
+        spec = small_job(trainer, 1, **extra)
+        if trainer == "eamsgd":
+            spec["distributed"].update({"communication_window": 1, "momentum": 0.9})
+        spec["resources"]["gpus"] = gpus
+        outs[trainer] = run(tmp, "%s-gpus%d" % (trainer, gpus), spec, ranks)[0]
+    return outs
+
+
+def case_gpu_options(tmp):
+    """On one CUDA device (skipped without one): an eamsgd worker on the
+    device (its look-ahead x - m r and momentum there) and allreduce on one
+    rank, with warm_up_batches, evaluate and profile, follow the same jobs
+    on the CPU; profile.json times every layer on the device."""
+    smi = shutil.which("nvidia-smi")
+    p = subprocess.run([smi, "-L"], capture_output=True, text=True) if smi else None
+    if not p or p.returncode != 0 or "GPU" not in p.stdout:
+        punchtest.skip("no CUDA device")
+    cpu, gpu = options_on(tmp, 0), options_on(tmp, 1)
+    for trainer, ranks in (("eamsgd", [1]), ("allreduce", [0])):
+        d = max_diff(weights(cpu[trainer]), weights(gpu[trainer]))
+        ev_cpu, ev_gpu = events(cpu[trainer], "evaluate")[0], events(gpu[trainer], "evaluate")[0]
+        print("%s: GPU vs CPU max |dw| = %.3g, test_loss before %.6f / %.6f" % (
+            trainer, d, ev_gpu[0]["test_loss"], ev_cpu[0]["test_loss"]))
+        check(d < 1e-3, "%s: GPU differs from CPU by %g" % (trainer, d))
+        check(abs(ev_gpu[0]["test_loss"] - ev_cpu[0]["test_loss"]) < 1e-4,
+              "%s: evaluate before training differs on the GPU" % trainer)
+        check_profile(trainer, gpu[trainer], ranks, 16)
+
+
 CASES = {
     "allreduce": case_allreduce_equals_single,
     "averaging": case_averaging,
@@ -813,6 +960,10 @@ CASES = {
     "checkpoints": case_checkpoints,
     "async_data": case_async_data,
     "async_read_failure": case_async_read_failure,
+    "evaluate": case_evaluate,
+    "warm_up": case_warm_up,
+    "profile": case_profile,
+    "gpu_options": case_gpu_options,
 }
 for _t in ASYNC:
     CASES[_t] = (lambda t: lambda tmp: case_async(tmp, t))(_t)

@@ -116,9 +116,9 @@ static void test_easgd_elastic_difference(void **state)
         assert_true(x_new[i] - center[i] == (1.0f - 2.0f * alpha) * (x0[i] - c0[i]));
 }
 
-/* EAMSGD as dist-keras's EAMSGDWorker: the worker optimizer steps from the
- * look-ahead x + m r (here SGD, rate 0.25, gradient 2: a step d of -0.5),
- * then r = m r - eta d and x -= r. */
+/* EAMSGD's local step: the worker optimizer steps from the look-ahead
+ * x - m r (here SGD, rate 0.25, gradient 2: a step d of -0.5), then, as
+ * dist-keras's EAMSGDWorker, r = m r - eta d and x -= r. */
 static void test_eamsgd_momentum_step(void **state)
 {
     (void)state;
@@ -126,7 +126,7 @@ static void test_eamsgd_momentum_step(void **state)
     float r[2] = {0.5f, -1.0f};
     float ahead[2];
     dist_update_lookahead(x, r, 2, 0.5f, ahead);
-    const float want_ahead[2] = {1.25f, 1.5f};
+    const float want_ahead[2] = {0.75f, 2.5f};
     assert_floats(ahead, want_ahead, 2);
     const float after[2] = {ahead[0] - 0.25f * 2.0f, ahead[1] - 0.25f * 2.0f};
     dist_update_momentum(x, r, ahead, after, 2, 0.5f, 0.5f);
@@ -135,6 +135,55 @@ static void test_eamsgd_momentum_step(void **state)
     const float want_x[2] = {0.5f, 2.25f};
     assert_floats(r, want_r, 2);
     assert_floats(x, want_x, 2);
+}
+
+/* dist-keras's EAMSGDWorker.optimize, line by line, for one step of SGD
+ * (rate `sgd`) on f(w) = (w1^2 + w2^2) / 2 (gradient w), with the
+ * look-ahead's sign as a parameter: dist-keras adds r_t = m r (sign +1). */
+static void seed_eamsgd_step(float *W, float *r, float m, float lr, float sgd, float sign)
+{
+    for (int i = 0; i < 2; i++) {
+        float r_t = m * r[i];
+        float W_copy = W[i];
+        float ahead = W[i] + sign * r_t;        /* W += r_t */
+        float trained = ahead - sgd * ahead;    /* train_on_batch */
+        float gradient = trained - ahead;       /* get_weights() - W */
+        r[i] = r_t - lr * gradient;
+        W[i] = W_copy - r[i];                   /* W_copy -= r */
+    }
+}
+
+/* The look-ahead departs from dist-keras in its sign only (docs/distributed.md's
+ * departures): on a 2-parameter quadratic, where the gradient depends on
+ * where it is taken, the engine's rules give the seed's formula with x - m r,
+ * and with the look-ahead at x + m r they give the seed's own numbers.
+ * By hand, x = (1, 2), r = (0.5, -1), m = eta = 0.5, SGD rate 0.25:
+ *   engine: ahead (0.75, 2.5), d = -0.25 ahead = (-0.1875, -0.625),
+ *           r = (0.34375, -0.1875), x = (0.65625, 2.1875);
+ *   seed:   ahead (1.25, 1.5), d = (-0.3125, -0.375),
+ *           r = (0.40625, -0.3125), x = (0.59375, 2.3125). */
+static void test_eamsgd_lookahead_against_the_seed(void **state)
+{
+    (void)state;
+    const float m = 0.5f, eta = 0.5f, sgd = 0.25f;
+    for (int seed_sign = 0; seed_sign < 2; seed_sign++) {
+        float x[2] = {1.0f, 2.0f}, r[2] = {0.5f, -1.0f}, ahead[2], after[2];
+        float sx[2] = {1.0f, 2.0f}, sr[2] = {0.5f, -1.0f};
+        dist_update_lookahead(x, r, 2, m, ahead);
+        if (seed_sign)
+            for (int i = 0; i < 2; i++)
+                ahead[i] = x[i] + m * r[i];
+        for (int i = 0; i < 2; i++)
+            after[i] = ahead[i] - sgd * ahead[i];
+        dist_update_momentum(x, r, ahead, after, 2, m, eta);
+        seed_eamsgd_step(sx, sr, m, eta, sgd, seed_sign ? 1.0f : -1.0f);
+        assert_floats(x, sx, 2);
+        assert_floats(r, sr, 2);
+        const float engine_x[2] = {0.65625f, 2.1875f}, engine_r[2] = {0.34375f, -0.1875f};
+        const float seed_x[2] = {0.59375f, 2.3125f}, seed_r[2] = {0.40625f, -0.3125f};
+        assert_floats(x, seed_sign ? seed_x : engine_x, 2);
+        assert_floats(r, seed_sign ? seed_r : engine_r, 2);
+    }
 }
 
 /* Under a constant optimizer step d the momentum r tends to
@@ -165,6 +214,7 @@ int main(void)
         cmocka_unit_test(test_dynsgd_scales_by_staleness),
         cmocka_unit_test(test_easgd_elastic_difference),
         cmocka_unit_test(test_eamsgd_momentum_step),
+        cmocka_unit_test(test_eamsgd_lookahead_against_the_seed),
         cmocka_unit_test(test_eamsgd_momentum_accumulates_optimizer_steps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

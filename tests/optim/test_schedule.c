@@ -405,6 +405,20 @@ static void test_stop_at_loss(void **state)
     }
 }
 
+/* training.warm_up_batches: lr / N, 2 lr / N, ... lr over the first N
+ * steps, then lr; off (0) leaves lr alone. */
+static void test_step_warm_up(void **state)
+{
+    (void)state;
+    spec_training t = training(0.5);
+    t.warm_up_batches = 4;
+    const float want[6] = {0.125f, 0.25f, 0.375f, 0.5f, 0.5f, 0.5f};
+    for (uint64_t k = 0; k < 6; k++)
+        assert_true(schedule_step_lr(&t, k, 0.5f) == want[k]);
+    t.warm_up_batches = 0;
+    assert_true(schedule_step_lr(&t, 0, 0.5f) == 0.5f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -421,6 +435,7 @@ int main(void)
         cmocka_unit_test(test_warm_up_with_reductions),
         cmocka_unit_test(test_state_copy_resumes),
         cmocka_unit_test(test_stop_at_loss),
+        cmocka_unit_test(test_step_warm_up),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

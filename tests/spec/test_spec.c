@@ -352,15 +352,6 @@ static const struct bad_case {
     {"{\"model\":\"mlp\"," DATA ",\"training\":{\"global_batch_size\":100},"
      "\"distributed\":{\"trainer\":\"allreduce\",\"workers\":3}}", "training.global_batch_size",
      "not a multiple of the 3 workers"},
-    {"{\"model\":\"mlp\"," DATA ",\"training\":{\"evaluate\":true},"
-     "\"distributed\":{\"trainer\":\"allreduce\",\"workers\":2}}", "training.evaluate",
-     "trainer \"allreduce\" does not evaluate"},
-    {"{\"model\":\"mlp\"," DATA ",\"training\":{\"profile\":true},"
-     "\"distributed\":{\"trainer\":\"averaging\",\"workers\":2}}", "training.profile",
-     "does not profile"},
-    {"{\"model\":\"mlp\"," DATA ",\"training\":{\"warm_up_batches\":10},"
-     "\"distributed\":{\"trainer\":\"downpour\",\"workers\":2}}",
-     "training.warm_up_batches", "use the warm_up schedule"},
     {"{\"model\":\"mlp\"," DATA ",\"training\":{\"stop_at_loss\":{\"metric\":\"loss\"}}}",
      "training.stop_at_loss", "needs both"},
     {"{\"model\":\"mlp\"," DATA ",\"training\":{\"stop_at_loss\":{\"metric\":\"f1\","
@@ -577,6 +568,23 @@ static void test_pydtnn_options(void **state)
     assert_true(s->training.stop_threshold == 0.7);
     assert_roundtrip(s, "evaluate, warm_up_batches, stop_at_loss");
     spec_free(s);
+    /* Every distributed trainer takes them too (docs/distributed.md). */
+    static const char *const trainers[] = {"allreduce", "averaging", "ensemble", "downpour",
+                                           "adag",      "dynsgd",    "aeasgd",   "eamsgd"};
+    for (size_t i = 0; i < sizeof trainers / sizeof *trainers; i++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "{\"model\":\"mlp\"," DATA ",\"training\":{\"evaluate\":true,"
+                 "\"profile\":true,\"warm_up_batches\":10},\"distributed\":{\"trainer\":"
+                 "\"%s\",\"workers\":2}}", trainers[i]);
+        s = parse(text, &err);
+        if (!s)
+            fail_msg("%s: %s", trainers[i], spec_error_str(&err, msg, sizeof msg));
+        assert_true(s->training.evaluate && s->training.profile);
+        assert_int_equal(s->training.warm_up_batches, 10);
+        assert_roundtrip(s, trainers[i]);
+        spec_free(s);
+    }
     s = parse("{\"model\":\"mlp\"," DATA "}", &err);
     assert_non_null(s);
     assert_false(s->training.evaluate);
