@@ -54,8 +54,15 @@ static bool launcher_args_set_mca(const char *args, const char *name)
     return found;
 }
 
+double launcher_rank_memory_max(double memory_max, int ranks, const char *gpu_devices)
+{
+    if (memory_max <= 0 || ranks < 1 || (gpu_devices && gpu_devices[0]))
+        return 0;
+    return memory_max / ranks;
+}
+
 char **launcher_mpirun_argv(const launcher_config *lc, const char *rundir, int ranks,
-                            int threads, const char *gpu_devices)
+                            int threads, const char *gpu_devices, double rank_memory_max)
 {
     const char *extra = lc->mpirun_args ? lc->mpirun_args : "";
     size_t n_extra = 0;
@@ -93,6 +100,11 @@ char **launcher_mpirun_argv(const launcher_config *lc, const char *rundir, int r
         launcher_push(argv, &n, &ok, "%s", "-x");
         launcher_push(argv, &n, &ok, "%s", "CUDA_VISIBLE_DEVICES");
     }
+    if (rank_memory_max > 0) {
+        launcher_push(argv, &n, &ok, "%s", "-x");
+        snprintf(num, sizeof num, "%.0f", rank_memory_max);
+        launcher_push(argv, &n, &ok, "PUNCH_RANK_MEMORY_MAX=%s", num);
+    }
     char *copy = strdup(extra), *save = NULL;
     ok = ok && copy;
     for (char *tok = copy ? strtok_r(copy, " \t\n", &save) : NULL; tok;
@@ -124,7 +136,8 @@ char **launcher_mpirun_argv(const launcher_config *lc, const char *rundir, int r
 pid_t launcher_start(const launcher_config *lc, const char *rundir, int ranks, int threads,
                      const char *gpu_devices, double memory_max, char *err, size_t errlen)
 {
-    char **mpi = launcher_mpirun_argv(lc, rundir, ranks, threads, gpu_devices);
+    char **mpi = launcher_mpirun_argv(lc, rundir, ranks, threads, gpu_devices,
+                                      launcher_rank_memory_max(memory_max, ranks, gpu_devices));
     bool gpus = gpu_devices && gpu_devices[0];
     char *cuda_env = NULL;
     if (gpus && asprintf(&cuda_env, "CUDA_VISIBLE_DEVICES=%s", gpu_devices) < 0)

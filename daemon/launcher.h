@@ -41,9 +41,12 @@ typedef struct launcher_config {
  * mpirun takes the nodes from Slurm's environment. The words of
  * lc->mpirun_args follow the daemon's own arguments; when they set the btl
  * themselves (`--mca btl ...`), the daemon's is left out, because Open MPI
- * refuses a parameter given twice. Free with launcher_argv_free(). */
+ * refuses a parameter given twice. rank_memory_max > 0: every rank's data
+ * memory ceiling in bytes, exported as PUNCH_RANK_MEMORY_MAX (punch-train
+ * applies it as RLIMIT_DATA, engine/train/memlimit.h), which bounds ranks on
+ * hosts outside the job's cgroup. Free with launcher_argv_free(). */
 char **launcher_mpirun_argv(const launcher_config *lc, const char *rundir, int ranks,
-                            int threads, const char *gpu_devices);
+                            int threads, const char *gpu_devices, double rank_memory_max);
 void launcher_argv_free(char **argv);
 
 /* Fork the supervisor for rundir (which holds job.json); its output and that
@@ -52,10 +55,18 @@ void launcher_argv_free(char **argv);
  * and exit.json, and makes the job's cgroup). A job given GPU devices ("0,1"; NULL or
  * "" for none) runs with CUDA_VISIBLE_DEVICES set to them, so punch-train's
  * ranks choose among those devices only. memory_max > 0: the job's memory
- * ceiling in bytes, which the supervisor enforces with a cgroup (cgroup.h).
+ * ceiling in bytes, which the supervisor enforces with a cgroup (cgroup.h)
+ * on this host, and every rank of a CPU job as its share of it
+ * (launcher_rank_memory_max) wherever it runs. A GPU job's ranks get no
+ * RLIMIT_DATA: the CUDA libraries map pinned and private memory of their
+ * own that no estimate here counts.
  * Returns its pid, or -1 with *err set. */
 pid_t launcher_start(const launcher_config *lc, const char *rundir, int ranks, int threads,
                      const char *gpu_devices, double memory_max, char *err, size_t errlen);
+
+/* Each rank's share of a job's memory ceiling (memory_max / ranks); 0 for
+ * a GPU job (gpu_devices non-empty) or without a ceiling. */
+double launcher_rank_memory_max(double memory_max, int ranks, const char *gpu_devices);
 
 /* Start time (clock ticks since boot) and state letter of a process from
  * /proc/PID/stat; false if it does not exist. */

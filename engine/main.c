@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "train/memlimit.h"
 #include "train/options.h"
 #include "train/predict.h"
 #include "train/train.h"
@@ -270,6 +271,11 @@ int main(int argc, char **argv)
     char err[512];
     if (engine_options_read(&env, launcher_getenv, err, sizeof err) != 0) {
         fprintf(stderr, "punch-train: %s\n", err);
+        spec_free(spec);
+        return 2;
+    }
+    if (env.rank_memory_max > 0 && memlimit_apply(env.rank_memory_max, err, sizeof err) < 0) {
+        fprintf(stderr, "punch-train: PUNCH_RANK_MEMORY_MAX: %s\n", err);
         spec_free(spec);
         return 2;
     }

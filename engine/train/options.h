@@ -21,6 +21,11 @@
  *   PUNCH_DIST_WHOLE_DATA   0 or 1: every training rank loads the whole train
  *                           part instead of its block (asynchronous workers:
  *                           instead of their epoch slices); same results
+ *   PUNCH_RANK_MEMORY_MAX   bytes of data memory this process may hold
+ *                           (RLIMIT_DATA, set by main.c before any work):
+ *                           punchcardd gives every rank of a CPU job its
+ *                           share of the job's ceiling, so a rank on a host
+ *                           without the job's cgroup is bounded too
  *
  * An empty value counts as unset. */
 #ifndef PUNCH_TRAIN_OPTIONS_H
@@ -48,6 +53,7 @@ typedef struct engine_options {
     bool check_sync;          /* PUNCH_DIST_CHECK_SYNC */
     bool replicate;           /* PUNCH_DIST_SHARDING=replicate */
     bool whole_data;          /* PUNCH_DIST_WHOLE_DATA */
+    double rank_memory_max;   /* PUNCH_RANK_MEMORY_MAX, bytes; 0: no limit */
 } engine_options;
 
 /* The values of an empty environment (a process not under a launcher). */

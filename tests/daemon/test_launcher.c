@@ -40,7 +40,7 @@ static void test_local_host(void **state)
 {
     (void)state;
     launcher_config lc = {"/self", "/usr/bin/mpirun", "/bin/punch-train", "", "/data", "", ""};
-    char **argv = launcher_mpirun_argv(&lc, "/runs/abc", 3, 1, NULL);
+    char **argv = launcher_mpirun_argv(&lc, "/runs/abc", 3, 1, NULL, 0);
     assert_non_null(argv);
     assert_string_equal(argv[0], "/usr/bin/mpirun");
     assert_true(find(argv, "-np", "3") > 0);
@@ -52,7 +52,7 @@ static void test_local_host(void **state)
     assert_int_equal(find(argv, "--allow-run-as-root", NULL), -1);
     launcher_argv_free(argv);
     lc.root_jobs = true;
-    argv = launcher_mpirun_argv(&lc, "/runs/abc", 3, 1, NULL);
+    argv = launcher_mpirun_argv(&lc, "/runs/abc", 3, 1, NULL, 0);
     assert_true(find(argv, "--allow-run-as-root", NULL) > 0);
     lc.root_jobs = false;
     assert_int_equal(find(argv, "--map-by", NULL), -1);
@@ -64,7 +64,7 @@ static void test_hosts(void **state)
     (void)state;
     launcher_config lc = {"/self", "mpirun", "/bin/punch-train", "/etc/hosts.all", "/data", "",
                           NULL};
-    char **argv = launcher_mpirun_argv(&lc, "/runs/abc", 4, 2, NULL);
+    char **argv = launcher_mpirun_argv(&lc, "/runs/abc", 4, 2, NULL, 0);
     assert_non_null(argv);
     /* The job's allocation, not the cluster's hostfile. */
     assert_true(find(argv, "--hostfile", "/runs/abc/hostfile") > 0);
@@ -79,7 +79,7 @@ static void test_mpirun_args(void **state)
     (void)state;
     launcher_config lc = {"/self", "mpirun", "/bin/punch-train", "/h", "/data", "",
                           "  --mca btl_tcp_if_include 10.231.0.0/24\t-x  FOO "};
-    char **argv = launcher_mpirun_argv(&lc, "/r", 2, 1, "0,1");
+    char **argv = launcher_mpirun_argv(&lc, "/r", 2, 1, "0,1", 0);
     assert_non_null(argv);
     int extra = find(argv, "btl_tcp_if_include", "10.231.0.0/24");
     assert_true(extra > 0);
@@ -93,15 +93,39 @@ static void test_mpirun_args(void **state)
     launcher_argv_free(argv);
     /* A btl of their own: the daemon passes none. */
     lc.mpirun_args = "--mca btl self,tcp";
-    argv = launcher_mpirun_argv(&lc, "/r", 2, 1, NULL);
+    argv = launcher_mpirun_argv(&lc, "/r", 2, 1, NULL, 0);
     assert_non_null(argv);
     assert_int_equal(count(argv, "btl"), 1);
     assert_true(find(argv, "btl", "self,tcp") > 0);
     launcher_argv_free(argv);
     /* btl as another parameter's value is not a btl setting. */
     lc.mpirun_args = "-x btl";
-    argv = launcher_mpirun_argv(&lc, "/r", 2, 1, NULL);
+    argv = launcher_mpirun_argv(&lc, "/r", 2, 1, NULL, 0);
     assert_true(find(argv, "btl", "self,vader,tcp") > 0);
+    launcher_argv_free(argv);
+}
+
+/* Every rank of a CPU job carries its share of the job's ceiling to any host
+ * (-x PUNCH_RANK_MEMORY_MAX=BYTES, before the engine); a GPU job's and a
+ * job without a ceiling carry none. */
+static void test_rank_memory_max(void **state)
+{
+    (void)state;
+    assert_true(launcher_rank_memory_max(6e9, 3, NULL) == 2e9);
+    assert_true(launcher_rank_memory_max(6e9, 3, "") == 2e9);
+    assert_true(launcher_rank_memory_max(6e9, 3, "0") == 0);
+    assert_true(launcher_rank_memory_max(0, 3, NULL) == 0);
+    launcher_config lc = {"/self", "mpirun", "/bin/punch-train", "/h", "/data", "", ""};
+    char **argv = launcher_mpirun_argv(&lc, "/r", 3, 1, NULL, 2147483648.0);
+    assert_non_null(argv);
+    int at = find(argv, "-x", "PUNCH_RANK_MEMORY_MAX=2147483648");
+    assert_true(at > 0);
+    assert_true(find(argv, "/bin/punch-train", NULL) > at);
+    launcher_argv_free(argv);
+    argv = launcher_mpirun_argv(&lc, "/r", 3, 1, NULL, 0);
+    assert_non_null(argv);
+    for (int i = 0; argv[i]; i++)
+        assert_null(strstr(argv[i], "PUNCH_RANK_MEMORY_MAX"));
     launcher_argv_free(argv);
 }
 
@@ -162,6 +186,7 @@ int main(void)
         cmocka_unit_test(test_local_host),
         cmocka_unit_test(test_hosts),
         cmocka_unit_test(test_mpirun_args),
+        cmocka_unit_test(test_rank_memory_max),
         cmocka_unit_test(test_signals_need_the_start_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
