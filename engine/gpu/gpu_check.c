@@ -2,7 +2,6 @@
  * the PUNCH_GPU_SYNC check after each call; see gpu_check.h. */
 #include "gpu/gpu_check.h"
 
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -13,8 +12,6 @@ static _Thread_local char gpu_check_last[512];
  * synchronise, since synchronising earlier would create a context on
  * device 0 for every rank. */
 static _Thread_local bool gpu_check_armed;
-/* PUNCH_GPU_SYNC, read once: -1 until then, else 0 or 1. */
-static atomic_int gpu_check_sync_state = -1;
 
 void gpu_check_failed(const char *lib_message, const char *call, const char *file, int line)
 {
@@ -40,17 +37,6 @@ bool gpu_check_report(bool ok, const char *when)
     return ok;
 }
 
-bool gpu_check_sync_enabled(void)
-{
-    int v = atomic_load_explicit(&gpu_check_sync_state, memory_order_relaxed);
-    if (v < 0) {
-        /* Two threads racing here compute the same value. */
-        v = gpu_debug_sync_parse(getenv(GPU_SYNC_ENV)) ? 1 : 0;
-        atomic_store_explicit(&gpu_check_sync_state, v, memory_order_relaxed);
-    }
-    return v == 1;
-}
-
 void gpu_check_arm(void)
 {
     gpu_check_armed = true;
@@ -60,7 +46,7 @@ void gpu_check_arm(void)
  * and collect any error its queued work raised, naming this call. */
 static bool gpu_check_after(const char *call, const char *file, int line)
 {
-    if (!gpu_check_armed || !gpu_check_sync_enabled())
+    if (!gpu_check_armed || !gpu_debug_sync())
         return true;
     cudaError_t s = cudaDeviceSynchronize();
     if (s == cudaSuccess)

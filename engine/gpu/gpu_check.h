@@ -32,8 +32,6 @@ void gpu_check_fatal(void);
 /* When !ok, prints the last failure as "punch-train: cuda: <when>: ...";
  * returns ok. */
 bool gpu_check_report(bool ok, const char *when);
-/* Whether PUNCH_GPU_SYNC is on (read from the environment once). */
-bool gpu_check_sync_enabled(void);
 /* Marks the calling thread as having a current device (after
  * cudaSetDevice): PUNCH_GPU_SYNC synchronises only on such threads, so it
  * never creates a context on device 0 before the device is chosen. */

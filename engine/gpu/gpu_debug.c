@@ -1,16 +1,17 @@
-/* gpu_debug.c — PUNCH_GPU_SYNC's value; see gpu_debug.h. */
+/* gpu_debug.c — the PUNCH_GPU_SYNC switch's value; see gpu_debug.h. */
 #include "gpu/gpu_debug.h"
 
-#include <stddef.h>
-#include <strings.h>
+#include <stdatomic.h>
 
-bool gpu_debug_sync_parse(const char *value)
+/* Set once at start-up, read by every check (of any thread). */
+static atomic_bool gpu_debug_sync_on;
+
+void gpu_debug_set_sync(bool on)
 {
-    static const char *const on[] = {"1", "true", "yes", "on"};
-    if (!value)
-        return false;
-    for (size_t i = 0; i < sizeof on / sizeof on[0]; i++)
-        if (strcasecmp(value, on[i]) == 0)
-            return true;
-    return false;
+    atomic_store_explicit(&gpu_debug_sync_on, on, memory_order_relaxed);
+}
+
+bool gpu_debug_sync(void)
+{
+    return atomic_load_explicit(&gpu_debug_sync_on, memory_order_relaxed);
 }

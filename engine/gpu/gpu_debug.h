@@ -1,13 +1,18 @@
 /* gpu_debug.h — the PUNCH_GPU_SYNC debug switch. Plain C with no CUDA
- * dependence, so its parsing is unit-tested on machines without a GPU.
+ * dependence, built in every build, so the engine's start-up sets it
+ * without an #ifdef.
  *
  * CUDA reports a fault inside a kernel at some later call that waits for
  * the device, so the file:line in the message is that later call's, not
- * the kernel's. With PUNCH_GPU_SYNC=1 every checked call (GPU_CHECK and
+ * the kernel's. With the switch on, every checked call (GPU_CHECK and
  * GPU_MUST in gpu_check.h: every kernel launcher, cuBLAS, cuDNN, NCCL and
  * runtime call) is followed by a device synchronisation and
  * cudaGetLastError(), and a failure found there names that call's
- * file:line. Slow: for finding a fault, never for timing. */
+ * file:line. Slow: for finding a fault, never for timing.
+ *
+ * The value comes from the environment once, with the other knobs
+ * (train/options.h reads PUNCH_GPU_SYNC; main.c sets it here); off until
+ * set. */
 #ifndef PUNCH_GPU_DEBUG_H
 #define PUNCH_GPU_DEBUG_H
 
@@ -15,8 +20,7 @@
 
 #define GPU_SYNC_ENV "PUNCH_GPU_SYNC"
 
-/* Whether a PUNCH_GPU_SYNC value turns the switch on: "1", "true", "yes"
- * or "on" (any case). NULL, "", "0" and anything else leave it off. */
-bool gpu_debug_sync_parse(const char *value);
+void gpu_debug_set_sync(bool on);
+bool gpu_debug_sync(void);
 
 #endif

@@ -88,7 +88,8 @@ int engine_options_read(engine_options *o, launcher_lookup lookup, char *err, si
         options_flag(lookup, "PUNCH_DIST_OVERLAP", &overlap, &overlap_set, err, errlen) != 0 ||
         options_flag(lookup, "PUNCH_DIST_CHECK_SYNC", &o->check_sync, NULL, err, errlen) != 0 ||
         options_sharding(lookup, &o->replicate, err, errlen) != 0 ||
-        options_flag(lookup, "PUNCH_DIST_WHOLE_DATA", &o->whole_data, NULL, err, errlen) != 0)
+        options_flag(lookup, "PUNCH_DIST_WHOLE_DATA", &o->whole_data, NULL, err, errlen) != 0 ||
+        options_flag(lookup, "PUNCH_GPU_SYNC", &o->gpu_sync, NULL, err, errlen) != 0)
         return -1;
     if (overlap_set)
         o->overlap = overlap ? ENGINE_OVERLAP_ON : ENGINE_OVERLAP_OFF;

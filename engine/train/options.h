@@ -21,6 +21,10 @@
  *   PUNCH_DIST_WHOLE_DATA   0 or 1: every training rank loads the whole train
  *                           part instead of its block (asynchronous workers:
  *                           instead of their epoch slices); same results
+ *   PUNCH_GPU_SYNC          0 or 1: synchronise and check the device after
+ *                           every CUDA/cuBLAS/cuDNN/NCCL call and kernel
+ *                           launch, so a fault names its own file:line
+ *                           (gpu/gpu_debug.h; slow, for debugging)
  *
  * An empty value counts as unset. */
 #ifndef PUNCH_TRAIN_OPTIONS_H
@@ -48,6 +52,7 @@ typedef struct engine_options {
     bool check_sync;          /* PUNCH_DIST_CHECK_SYNC */
     bool replicate;           /* PUNCH_DIST_SHARDING=replicate */
     bool whole_data;          /* PUNCH_DIST_WHOLE_DATA */
+    bool gpu_sync;            /* PUNCH_GPU_SYNC */
 } engine_options;
 
 /* The values of an empty environment (a process not under a launcher). */

@@ -37,8 +37,10 @@
 #include "model/model.h"
 #include "data/dataset.h"
 #include "gpu/gpu.h"
+#include "gpu/gpu_debug.h"
 #include "io/tensorfile.h"
 #include "optim/optim.h"
+#include "train/options.h"
 #include "train/train.h"
 #include "jobspec/spec.h"
 
@@ -982,6 +984,13 @@ int main(int argc, char **argv)
         printf("SKIP: GPU-vs-CPU suite needs a CUDA device: %s\n", why);
         return 77;
     }
+    /* PUNCH_GPU_SYNC=1 works here as in punch-train. */
+    engine_options env;
+    if (engine_options_read(&env, launcher_getenv, why, sizeof why) != 0) {
+        fprintf(stderr, "%s\n", why);
+        return 1;
+    }
+    gpu_debug_set_sync(env.gpu_sync);
     MPI_Init(&argc, &argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gemm),
