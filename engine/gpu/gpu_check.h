@@ -10,8 +10,8 @@
  * followed by a device synchronisation and cudaGetLastError(), so a fault
  * inside a kernel is reported at the launcher's GPU_MUST, not at a later
  * wait. GPU_TEARDOWN(call) is for release paths: a failure is logged to
- * stderr and the release goes on. C only: the kernels (gpu_kernels.cu) return their launch status to
- * C callers, which check it here. */
+ * stderr and the release goes on. C only: the kernels (gpu_kernels.cu)
+ * return their launch status to C callers, which check it here. */
 #ifndef PUNCH_GPU_CHECK_H
 #define PUNCH_GPU_CHECK_H
 
