@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""bench_torch.py MODEL EPOCHS STEPS THREADS [SEED]: the PyTorch side of scripts/bench-engine.
+"""bench_torch.py MODEL EPOCHS STEPS THREADS [SEED [DEVICE]]: the PyTorch side of
+scripts/bench-engine (DEVICE cpu, the default) and scripts/bench-gpu (DEVICE cuda).
 
 Trains the Punchcard preset MODEL (mlp, simplecnn, convnet) on Fashion-MNIST, or
 (resnet20_cifar10, vgg11_cifar10) on CIFAR-10-shaped random data (3x32x32, random
@@ -11,7 +12,9 @@ benchmark reference only, never a dependency of Punchcard.
 What each figure measures (the same as punch-train's, see scripts/bench-engine):
 train_samples_per_s is samples over the time of the step loop (batch gather,
 forward, loss, backward, Adam), data decoding excluded; infer_samples_per_s is
-the best of three passes over the test set at batch 256 in eval mode.
+the best of three passes over the test set at batch 256 in eval mode. On
+cuda the data sit on the device before timing starts (punch-train uploads
+each batch, so this favours PyTorch slightly) and the timers synchronise.
 STEPS > 0 trims each epoch to its first STEPS batches, like punch-train's
 training.steps_per_epoch. Run it with OPENBLAS_NUM_THREADS=1 (the fast
 configuration on 2 cores); the driver does."""
@@ -106,6 +109,12 @@ def glorot(model):
 def main():
     name, epochs, steps, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     seed = int(sys.argv[5]) if len(sys.argv) > 5 else 1  # other seeds: accuracy spread only
+    dev = torch.device(sys.argv[6] if len(sys.argv) > 6 else "cpu")
+    if dev.type == "cuda":
+        # FP32 as punch-train computes: no TF32 in convolutions or GEMMs.
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     if name in CIFAR:
@@ -116,7 +125,8 @@ def main():
     else:
         xtr, ytr = load("train")
         xte, yte = load("t10k")
-    model = build(name)
+    xtr, ytr, xte, yte = xtr.to(dev), ytr.to(dev), xte.to(dev), yte.to(dev)
+    model = build(name).to(dev)
     glorot(model)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-7)
     lossf = nn.CrossEntropyLoss()
@@ -124,9 +134,10 @@ def main():
     batch, trained, train_time = 64, 0, 0.0
     for _ in range(epochs):
         model.train()
-        perm = torch.randperm(len(xtr), generator=gen)
+        perm = torch.randperm(len(xtr), generator=gen).to(dev)
         full = (len(xtr) + batch - 1) // batch  # the last batch may be short, as in punch-train
         nsteps = full if steps == 0 else min(steps, full)
+        sync()
         t0 = time.perf_counter()
         for s in range(nsteps):
             idx = perm[s * batch:(s + 1) * batch]
@@ -134,6 +145,7 @@ def main():
             loss = lossf(model(xtr[idx]), ytr[idx])
             loss.backward()
             opt.step()
+        sync()
         train_time += time.perf_counter() - t0
         trained += min(nsteps * batch, len(xtr))
     model.eval()
@@ -141,14 +153,17 @@ def main():
     with torch.no_grad():
         for _ in range(3):
             correct = 0
+            sync()
             t0 = time.perf_counter()
             for i in range(0, len(xte), 256):
                 correct += (model(xte[i:i + 256]).argmax(1) == yte[i:i + 256]).sum().item()
+            sync()
             sec = time.perf_counter() - t0
             best = sec if best is None else min(best, sec)
     infer = len(xte) / best
     print(json.dumps({
         "framework": "pytorch " + torch.__version__, "model": name, "threads": threads,
+        "device": str(dev),
         "train_samples_per_s": trained / train_time, "test_accuracy": correct / len(xte),
         "infer_samples_per_s": infer, "steps_per_epoch": nsteps, "epochs": epochs,
         "parameters": sum(p.numel() for p in model.parameters()),

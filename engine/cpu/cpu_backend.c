@@ -689,10 +689,11 @@ typedef struct xent_job {
 } xent_job;
 
 /* Rows [begin, end): probabilities, gradient, and their loss summed in
- * row order into partial[tid]. The row loop is repeated on purpose in
- * gpu/gpu_kernels.cu (k_softmax_xent): this is the CPU reference the CUDA
- * kernel is tested against (test_gpu_vs_cpu), so the two keep the same
- * operations in the same order; change both together. */
+ * row order into partial[tid]. The row's operations are repeated on
+ * purpose in gpu/gpu_kernels.cu (k_softmax_xent), there split over a
+ * block's threads (so its double sums add in a tree's order): this is the
+ * CPU reference the CUDA kernel is tested against (test_gpu_vs_cpu);
+ * change both together. */
 static void xent_rows(void *ctx, long begin, long end, int tid)
 {
     xent_job *j = ctx;

@@ -71,11 +71,6 @@ static void gpu_destroy(backend *be)
          * else still has to be released. */
         if (g->stream)
             GPU_TEARDOWN(cudaStreamSynchronize(g->stream));
-        for (int i = 0; i < 3; i++)
-            if (g->act[i])
-                GPU_TEARDOWN(cudnnDestroyActivationDescriptor(g->act[i]));
-        if (g->view)
-            GPU_TEARDOWN(cudnnDestroyTensorDescriptor(g->view));
         if (g->dnn)
             GPU_TEARDOWN(cudnnDestroy(g->dnn));
         if (g->blas)
@@ -90,6 +85,8 @@ static void gpu_destroy(backend *be)
             GPU_TEARDOWN(cudaFreeHost(g->host_sums));
         if (g->dev_sums)
             GPU_TEARDOWN(cudaFree(g->dev_sums));
+        if (g->dev_partials)
+            GPU_TEARDOWN(cudaFree(g->dev_partials));
         if (g->stream)
             GPU_TEARDOWN(cudaStreamDestroy(g->stream));
         free(g);
@@ -102,12 +99,9 @@ static void gpu_synchronize(backend *be)
     GPU_MUST(cudaStreamSynchronize(gpu_ctx_of(be)->stream));
 }
 
-/* Streams, handles, descriptors and staging on the chosen device. */
+/* Streams, handles and staging on the chosen device. */
 static bool gpu_ctx_init(gpu_ctx *g)
 {
-    static const cudnnActivationMode_t modes[3] = {
-        CUDNN_ACTIVATION_RELU, CUDNN_ACTIVATION_SIGMOID, CUDNN_ACTIVATION_TANH,
-    };
     if (!GPU_CHECK(cudaSetDevice(g->device)))
         return false;
     gpu_check_arm();
@@ -116,20 +110,16 @@ static bool gpu_ctx_init(gpu_ctx *g)
         /* FP32 throughout: no TF32 tensor-op shortcuts, so results track
          * the CPU reference. */
         !GPU_CHECK(cublasSetMathMode(g->blas, CUBLAS_DEFAULT_MATH)) ||
-        !GPU_CHECK(cudnnCreate(&g->dnn)) || !GPU_CHECK(cudnnSetStream(g->dnn, g->stream)) ||
-        !GPU_CHECK(cudnnCreateTensorDescriptor(&g->view)))
+        !GPU_CHECK(cudnnCreate(&g->dnn)) || !GPU_CHECK(cudnnSetStream(g->dnn, g->stream)))
         return false;
-    for (int i = 0; i < 3; i++)
-        if (!GPU_CHECK(cudnnCreateActivationDescriptor(&g->act[i])) ||
-            !GPU_CHECK(cudnnSetActivationDescriptor(g->act[i], modes[i],
-                                                    CUDNN_NOT_PROPAGATE_NAN, 0.0)))
-            return false;
     for (int i = 0; i < 2; i++)
         if (!GPU_CHECK(cudaHostAlloc((void **)&g->stage[i], GPU_STAGE_FLOATS * sizeof(float),
                                      cudaHostAllocDefault)) ||
             !GPU_CHECK(cudaEventCreateWithFlags(&g->stage_done[i], cudaEventDisableTiming)))
             return false;
     return GPU_CHECK(cudaMalloc((void **)&g->dev_sums, 4 * sizeof(double))) &&
+           GPU_CHECK(cudaMalloc((void **)&g->dev_partials,
+                                GPU_LOSS_SCRATCH * sizeof(double))) &&
            GPU_CHECK(cudaHostAlloc((void **)&g->host_sums, 4 * sizeof(double),
                                    cudaHostAllocDefault));
 }
@@ -380,7 +370,7 @@ static double gpu_softmax_xent(backend *be, int batch, int n, const float *logit
 {
     gpu_ctx *g = gpu_ctx_of(be);
     GPU_MUST(gpu_k_softmax_xent(g->stream, batch, n, logits, targets, probs, dlogits,
-                                g->dev_sums));
+                                g->dev_partials, g->dev_sums));
     return gpu_sums(g, 1)[0];
 }
 
@@ -388,7 +378,8 @@ static double gpu_binary_xent(backend *be, int batch, int n, const float *p,
                               const float *targets, float *dp)
 {
     gpu_ctx *g = gpu_ctx_of(be);
-    GPU_MUST(gpu_k_binary_xent(g->stream, batch, n, p, targets, dp, g->dev_sums));
+    GPU_MUST(gpu_k_binary_xent(g->stream, batch, n, p, targets, dp, g->dev_partials,
+                               g->dev_sums));
     return gpu_sums(g, 1)[0];
 }
 
@@ -396,7 +387,7 @@ static double gpu_mse(backend *be, int batch, int n, const float *y, const float
                       float *dy)
 {
     gpu_ctx *g = gpu_ctx_of(be);
-    GPU_MUST(gpu_k_mse(g->stream, batch, n, y, targets, dy, g->dev_sums));
+    GPU_MUST(gpu_k_mse(g->stream, batch, n, y, targets, dy, g->dev_partials, g->dev_sums));
     return gpu_sums(g, 1)[0];
 }
 
@@ -404,7 +395,8 @@ static void gpu_metrics(backend *be, int batch, int n, const float *y, const flo
                         batch_metrics *out)
 {
     gpu_ctx *g = gpu_ctx_of(be);
-    GPU_MUST(gpu_k_metrics(g->stream, batch, n, y, targets, g->dev_sums));
+    GPU_MUST(gpu_k_metrics(g->stream, batch, n, y, targets, g->dev_partials,
+                           g->dev_sums));
     const double *s = gpu_sums(g, 3);
     out->correct = s[0];
     out->sq_err = s[1];

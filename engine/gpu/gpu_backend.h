@@ -30,12 +30,11 @@ typedef struct gpu_ctx {
     cudaStream_t stream;
     cublasHandle_t blas;
     cudnnHandle_t dnn;
-    cudnnTensorDescriptor_t view;        /* per-call (rows, cols) views */
-    cudnnActivationDescriptor_t act[3];  /* relu, sigmoid, tanh */
     float *stage[2];                     /* pinned, GPU_STAGE_FLOATS each */
     cudaEvent_t stage_done[2];           /* last copy through each chunk */
     gpu_stage_seq stage_seq;             /* the chunk the next copy takes */
     double *dev_sums;                    /* loss/metric sums, device */
+    double *dev_partials;                /* their per-block partials (GPU_LOSS_SCRATCH) */
     double *host_sums;                   /* and their pinned landing place */
 } gpu_ctx;
 

@@ -3,12 +3,18 @@
  * statistics per channel over batch and spatial positions. cuDNN's saved
  * statistics are the batch mean and 1/sqrt(biased var + eps), and its
  * running variance uses the unbiased estimate, both as backend.h asks; its
- * exponential-average factor is our 1 - momentum. */
+ * exponential-average factor is our 1 - momentum. A training batch with one
+ * value per channel (batch x spatial == 1: a dense batchnorm's one-sample
+ * last batch, or a rank's one-sample share) goes to an own kernel
+ * instead: cuDNN's unbiased variance divides by N - 1 = 0 there (NaN in
+ * the running variance, or BAD_PARAM), where the CPU takes the variance as
+ * is (gpu_math.h, gpu_bn_single_at). */
 #include "gpu/gpu_backend.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "gpu/gpu_kernels.h"
 #include "gpu/gpu_plan.h"
 
 typedef struct gpu_batchnorm {
@@ -79,6 +85,11 @@ void gpu_batchnorm_forward_train(backend *be, const batchnorm_desc *d, int batch
 {
     (void)workspace;
     gpu_ctx *g = gpu_ctx_of(be);
+    if ((long)batch * d->spatial == 1) {
+        GPU_MUST(gpu_k_bn_single(g->stream, d->c, d->momentum, d->epsilon, x, gamma, beta,
+                                 running_mean, running_var, save_mean, save_invstd, y));
+        return;
+    }
     gpu_batchnorm *b = gpu_batchnorm_at(d, batch);
     const float one = 1.0f, zero = 0.0f;
     GPU_MUST(cudnnBatchNormalizationForwardTraining(

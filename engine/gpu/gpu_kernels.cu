@@ -1,10 +1,15 @@
 /* gpu_kernels.cu — the CUDA backend's element-wise and reduction kernels;
  * see gpu_kernels.h. Element-wise kernels use grid-stride loops so any n
- * fits a bounded grid; reductions run in one block with a fixed tree, so a
- * sum never depends on scheduling. */
+ * fits a bounded grid. Reductions are deterministic: a row (or a block's
+ * share of elements) is reduced by one block, each thread over a fixed
+ * stride of elements and then a fixed shared-memory tree; per-block
+ * partials are summed by one more block in the same way. The grid depends
+ * only on the shape, so the same call gives the same bits every time. */
 #include "gpu/gpu_kernels.h"
 
-#define GPU_THREADS 256
+#include <limits.h>
+
+#define GPU_THREADS GPU_BLOCK_THREADS
 #define GPU_MAX_BLOCKS 4096L
 
 static unsigned gpu_blocks(long n)
@@ -19,7 +24,21 @@ static unsigned gpu_blocks(long n)
     for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
          i += (long)gridDim.x * blockDim.x)
 
-/* Sums v over the block into v of thread 0, in a fixed order. */
+/* Rows handled by one block each: the block's rows are r = blockIdx.x,
+ * blockIdx.x + gridDim.x, ... (every thread of the block loops alike, so
+ * __syncthreads inside is reached by all); within a row, thread t takes
+ * the row's elements t, t + GPU_THREADS, ... */
+#define GPU_FOR_ROWS(r, rows) for (long r = blockIdx.x; r < (rows); r += gridDim.x)
+#define GPU_FOR_COLS(j, cols) for (long j = threadIdx.x; j < (cols); j += GPU_THREADS)
+
+/* Blocks for `rows` rows, one each up to `cap`. */
+static unsigned gpu_row_blocks(long rows, long cap)
+{
+    return (unsigned)(rows < 1 ? 1 : rows < cap ? rows : cap);
+}
+
+/* Sums v over the block in a fixed order (gpu_tree_sum in gpu_math.h is
+ * its host mirror), returned to every thread. */
 __device__ static double gpu_block_sum(double v, double *shared)
 {
     shared[threadIdx.x] = v;
@@ -34,13 +53,92 @@ __device__ static double gpu_block_sum(double v, double *shared)
     return total;
 }
 
-/* gpu_block_sum of v into *out (thread 0 writes it): how every loss
- * kernel ends. */
-__device__ static void gpu_block_store_sum(double v, double *shared, double *out)
+/* The max of v over the block, returned to every thread; -INFINITY from a
+ * thread that saw no element is neutral. */
+__device__ static float gpu_block_max(float v, float *shared)
 {
-    double total = gpu_block_sum(v, shared);
-    if (threadIdx.x == 0)
-        *out = total;
+    shared[threadIdx.x] = v;
+    __syncthreads();
+    for (unsigned stride = GPU_THREADS / 2; stride > 0; stride /= 2) {
+        if (threadIdx.x < stride) {
+            float o = shared[threadIdx.x + stride];
+            shared[threadIdx.x] = o > shared[threadIdx.x] ? o : shared[threadIdx.x];
+        }
+        __syncthreads();
+    }
+    float m = shared[0];
+    __syncthreads();
+    return m;
+}
+
+/* This thread's max over its elements of a row. */
+__device__ static float gpu_thread_max(const float *v, long n)
+{
+    float m = -INFINITY;
+    GPU_FOR_COLS(j, n)
+        m = v[j] > m ? v[j] : m;
+    return m;
+}
+
+/* The first index of the row's maximum, to every thread: the CPU's argmax
+ * (the lowest index among equal maxima). INT_MAX marks a thread without an
+ * element. */
+__device__ static int gpu_block_argmax(const float *v, int n, float *sv, int *si)
+{
+    float best = -INFINITY;
+    int at = INT_MAX;
+    GPU_FOR_COLS(j, n)
+        if (at == INT_MAX || v[j] > best) {
+            best = v[j];
+            at = (int)j;
+        }
+    sv[threadIdx.x] = best;
+    si[threadIdx.x] = at;
+    __syncthreads();
+    for (unsigned stride = GPU_THREADS / 2; stride > 0; stride /= 2) {
+        if (threadIdx.x < stride) {
+            float ov = sv[threadIdx.x + stride], mv = sv[threadIdx.x];
+            int oi = si[threadIdx.x + stride], mi = si[threadIdx.x];
+            bool take = oi != INT_MAX &&
+                        (mi == INT_MAX || ov > mv || (ov == mv && oi < mi));
+            if (take) {
+                sv[threadIdx.x] = ov;
+                si[threadIdx.x] = oi;
+            }
+        }
+        __syncthreads();
+    }
+    int result = si[0];
+    __syncthreads();
+    return result;
+}
+
+/* out[k] = the sum of partials[k * GPU_LOSS_BLOCKS + b] over b < blocks,
+ * for k < count: the batch sums from the per-block partials, one block in
+ * a fixed order. */
+__global__ static void k_sum_partials(int blocks, int count, const double *partials,
+                                      double *out)
+{
+    __shared__ double shared[GPU_THREADS];
+    for (int k = 0; k < count; k++) {
+        double v = 0.0;
+        for (int b = threadIdx.x; b < blocks; b += GPU_THREADS)
+            v += partials[(long)k * GPU_LOSS_BLOCKS + b];
+        double total = gpu_block_sum(v, shared);
+        if (threadIdx.x == 0)
+            out[k] = total;
+    }
+}
+
+/* Queues the second pass after a loss or metric kernel of `blocks` blocks. */
+static cudaError_t gpu_finish_sums(cudaStream_t s, unsigned blocks, int count,
+                                   const double *partials, double *out)
+{
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess)
+        return e;
+    k_sum_partials<<<1, GPU_THREADS, 0, s>>>((int)blocks, count, partials, out);
+    return cudaGetLastError();
 }
 
 /* ---- bias, sums, copies ------------------------------------------------ */
@@ -100,27 +198,92 @@ extern "C" cudaError_t gpu_k_copy2d(cudaStream_t s, long rows, long width, const
     return cudaGetLastError();
 }
 
-/* ---- softmax (one thread per row) ------------------------------------- */
+/* ---- activations ------------------------------------------------------ */
 
+__global__ static void k_act_forward(int act, long n, const float *x, float *y)
+{
+    GPU_FOR(i, n)
+        y[i] = gpu_act_forward_at(act, x[i]);
+}
+
+extern "C" cudaError_t gpu_k_act_forward(cudaStream_t s, int act, long n, const float *x,
+                                         float *y)
+{
+    if (n > 0)
+        k_act_forward<<<gpu_blocks(n), GPU_THREADS, 0, s>>>(act, n, x, y);
+    return cudaGetLastError();
+}
+
+__global__ static void k_act_backward(int act, long n, const float *y, const float *dy,
+                                      float *dx, bool accumulate)
+{
+    GPU_FOR(i, n) {
+        float g = gpu_act_backward_at(act, y[i], dy[i]);
+        dx[i] = accumulate ? dx[i] + g : g;
+    }
+}
+
+extern "C" cudaError_t gpu_k_act_backward(cudaStream_t s, int act, long n, const float *y,
+                                          const float *dy, float *dx, bool accumulate)
+{
+    if (n > 0)
+        k_act_backward<<<gpu_blocks(n), GPU_THREADS, 0, s>>>(act, n, y, dy, dx, accumulate);
+    return cudaGetLastError();
+}
+
+/* ---- softmax (one block per row) --------------------------------------- */
+
+/* gpu_softmax_row (gpu_math.h) is this kernel's host mirror: same
+ * per-thread strides and tree. In place works: every thread has read the
+ * whole row for the max before any writes, and afterwards each thread
+ * reads and writes only its own elements. */
 __global__ static void k_softmax_forward(long rows, long cols, const float *x, float *y)
 {
-    GPU_FOR(r, rows)
-        gpu_softmax_row(x + r * cols, y + r * cols, cols);
+    __shared__ double dsh[GPU_THREADS];
+    __shared__ float fsh[GPU_THREADS];
+    GPU_FOR_ROWS(r, rows) {
+        const float *xr = x + r * cols;
+        float *yr = y + r * cols;
+        float mx = gpu_block_max(gpu_thread_max(xr, cols), fsh);
+        double part = 0.0;
+        GPU_FOR_COLS(j, cols) {
+            float e = expf(xr[j] - mx);
+            yr[j] = e;
+            part += e;
+        }
+        float inv = (float)(1.0 / gpu_block_sum(part, dsh));
+        GPU_FOR_COLS(j, cols)
+            yr[j] *= inv;
+    }
 }
 
 extern "C" cudaError_t gpu_k_softmax_forward(cudaStream_t s, long rows, long cols,
                                              const float *x, float *y)
 {
     if (rows > 0 && cols > 0)
-        k_softmax_forward<<<gpu_blocks(rows), GPU_THREADS, 0, s>>>(rows, cols, x, y);
+        k_softmax_forward<<<gpu_row_blocks(rows, GPU_MAX_BLOCKS), GPU_THREADS, 0, s>>>(
+            rows, cols, x, y);
     return cudaGetLastError();
 }
 
+/* Mirrored by gpu_softmax_row_backward; dx == dy works when not
+ * accumulating, as the dot product is complete before any write. */
 __global__ static void k_softmax_backward(long rows, long cols, const float *y,
                                           const float *dy, float *dx, bool accumulate)
 {
-    GPU_FOR(r, rows)
-        gpu_softmax_row_backward(y + r * cols, dy + r * cols, dx + r * cols, cols, accumulate);
+    __shared__ double dsh[GPU_THREADS];
+    GPU_FOR_ROWS(r, rows) {
+        const float *yr = y + r * cols, *dyr = dy + r * cols;
+        float *dxr = dx + r * cols;
+        double part = 0.0;
+        GPU_FOR_COLS(j, cols)
+            part += (double)dyr[j] * yr[j];
+        float dot = (float)gpu_block_sum(part, dsh);
+        GPU_FOR_COLS(j, cols) {
+            float g = yr[j] * (dyr[j] - dot);
+            dxr[j] = accumulate ? dxr[j] + g : g;
+        }
+    }
 }
 
 extern "C" cudaError_t gpu_k_softmax_backward(cudaStream_t s, long rows, long cols,
@@ -128,8 +291,32 @@ extern "C" cudaError_t gpu_k_softmax_backward(cudaStream_t s, long rows, long co
                                               bool accumulate)
 {
     if (rows > 0 && cols > 0)
-        k_softmax_backward<<<gpu_blocks(rows), GPU_THREADS, 0, s>>>(rows, cols, y, dy, dx,
-                                                                    accumulate);
+        k_softmax_backward<<<gpu_row_blocks(rows, GPU_MAX_BLOCKS), GPU_THREADS, 0, s>>>(
+            rows, cols, y, dy, dx, accumulate);
+    return cudaGetLastError();
+}
+
+/* ---- batch normalisation, one value per channel ------------------------ */
+
+__global__ static void k_bn_single(int c, float momentum, float epsilon, const float *x,
+                                   const float *gamma, const float *beta, float *running_mean,
+                                   float *running_var, float *save_mean, float *save_invstd,
+                                   float *y)
+{
+    GPU_FOR(i, c)
+        gpu_bn_single_at(i, momentum, epsilon, x, gamma, beta, running_mean, running_var,
+                         save_mean, save_invstd, y);
+}
+
+extern "C" cudaError_t gpu_k_bn_single(cudaStream_t s, int c, float momentum, float epsilon,
+                                       const float *x, const float *gamma, const float *beta,
+                                       float *running_mean, float *running_var,
+                                       float *save_mean, float *save_invstd, float *y)
+{
+    if (c > 0)
+        k_bn_single<<<gpu_blocks(c), GPU_THREADS, 0, s>>>(c, momentum, epsilon, x, gamma,
+                                                          beta, running_mean, running_var,
+                                                          save_mean, save_invstd, y);
     return cudaGetLastError();
 }
 
@@ -250,137 +437,157 @@ extern "C" cudaError_t gpu_k_pool_backward(cudaStream_t s, gpu_pool_geom g, int 
 
 /* ---- losses and metrics ------------------------------------------------ */
 
-/* One block; thread t takes rows t, t + GPU_THREADS, ... The row loop
- * repeats the CPU reference on purpose (cpu/cpu_backend.c, xent_rows):
- * test_gpu_vs_cpu checks this kernel against it, so the two keep the same
- * operations in the same order; change both together. */
+/* One block per row, up to GPU_LOSS_BLOCKS blocks; each block adds its
+ * rows' losses in row order into partials[blockIdx.x], and
+ * k_sum_partials adds those. The row's operations are the CPU reference's
+ * (cpu/cpu_backend.c, xent_rows) with its loops split over the block:
+ * test_gpu_vs_cpu checks this kernel against it; change both together. */
 __global__ static void k_softmax_xent(int batch, int n, const float *logits,
                                       const float *targets, float *probs, float *dlogits,
-                                      double *sum)
+                                      double *partials)
 {
-    __shared__ double shared[GPU_THREADS];
+    __shared__ double dsh[GPU_THREADS];
+    __shared__ float fsh[GPU_THREADS];
     float inv_batch = 1.0f / (float)batch;
-    double total = 0.0;
-    for (int r = threadIdx.x; r < batch; r += GPU_THREADS) {
-        const float *z = logits + (long)r * n;
-        const float *t = targets + (long)r * n;
-        float *p = probs + (long)r * n;
-        float *d = dlogits + (long)r * n;
-        float mx = z[0];
-        for (int j = 1; j < n; j++)
-            mx = z[j] > mx ? z[j] : mx;
+    double block_total = 0.0;
+    GPU_FOR_ROWS(r, batch) {
+        const float *z = logits + r * n;
+        const float *t = targets + r * n;
+        float *p = probs + r * n;
+        float *d = dlogits + r * n;
+        float mx = gpu_block_max(gpu_thread_max(z, n), fsh);
         double se = 0.0;
-        for (int j = 0; j < n; j++)
+        GPU_FOR_COLS(j, n)
             se += exp((double)z[j] - mx);
-        double log_sum = log(se);
+        double log_sum = log(gpu_block_sum(se, dsh));
         double loss = 0.0;
-        for (int j = 0; j < n; j++) {
+        GPU_FOR_COLS(j, n) {
             double logp = (double)z[j] - mx - log_sum;
-            p[j] = (float)exp(logp);
+            float pj = (float)exp(logp);
+            p[j] = pj;
             loss -= (double)t[j] * logp;
-            d[j] = (p[j] - t[j]) * inv_batch;
+            d[j] = (pj - t[j]) * inv_batch;
         }
-        total += loss;
+        block_total += gpu_block_sum(loss, dsh);
     }
-    gpu_block_store_sum(total, shared, sum);
+    if (threadIdx.x == 0)
+        partials[blockIdx.x] = block_total;
 }
 
 extern "C" cudaError_t gpu_k_softmax_xent(cudaStream_t s, int batch, int n,
                                           const float *logits, const float *targets,
-                                          float *probs, float *dlogits, double *sum)
+                                          float *probs, float *dlogits, double *partials,
+                                          double *sum)
 {
-    k_softmax_xent<<<1, GPU_THREADS, 0, s>>>(batch, n, logits, targets, probs, dlogits, sum);
-    return cudaGetLastError();
+    unsigned blocks = gpu_row_blocks(batch, GPU_LOSS_BLOCKS);
+    k_softmax_xent<<<blocks, GPU_THREADS, 0, s>>>(batch, n, logits, targets, probs, dlogits,
+                                                  partials);
+    return gpu_finish_sums(s, blocks, 1, partials, sum);
+}
+
+/* The element-wise losses walk the (batch, n) elements with a grid-stride
+ * loop over at most GPU_LOSS_BLOCKS blocks, each block's sum going to
+ * partials[blockIdx.x]. */
+static unsigned gpu_loss_blocks(int batch, int n)
+{
+    long b = gpu_blocks((long)batch * n);
+    return (unsigned)(b < GPU_LOSS_BLOCKS ? b : GPU_LOSS_BLOCKS);
 }
 
 #define GPU_BCE_EPS 1e-7f
 
 __global__ static void k_binary_xent(int batch, int n, const float *p, const float *targets,
-                                     float *dp, double *sum)
+                                     float *dp, double *partials)
 {
     __shared__ double shared[GPU_THREADS];
     float scale = 1.0f / ((float)n * (float)batch);
     double total = 0.0;
-    for (long i = threadIdx.x; i < (long)batch * n; i += GPU_THREADS) {
+    GPU_FOR(i, (long)batch * n) {
         float pc = fminf(fmaxf(p[i], GPU_BCE_EPS), 1.0f - GPU_BCE_EPS);
         float t = targets[i];
         total -= (t * log((double)pc) + (1.0 - t) * log(1.0 - (double)pc)) / n;
         dp[i] = (pc - t) / (pc * (1.0f - pc)) * scale;
     }
-    gpu_block_store_sum(total, shared, sum);
+    total = gpu_block_sum(total, shared);
+    if (threadIdx.x == 0)
+        partials[blockIdx.x] = total;
 }
 
 extern "C" cudaError_t gpu_k_binary_xent(cudaStream_t s, int batch, int n, const float *p,
-                                         const float *targets, float *dp, double *sum)
+                                         const float *targets, float *dp, double *partials,
+                                         double *sum)
 {
-    k_binary_xent<<<1, GPU_THREADS, 0, s>>>(batch, n, p, targets, dp, sum);
-    return cudaGetLastError();
+    unsigned blocks = gpu_loss_blocks(batch, n);
+    k_binary_xent<<<blocks, GPU_THREADS, 0, s>>>(batch, n, p, targets, dp, partials);
+    return gpu_finish_sums(s, blocks, 1, partials, sum);
 }
 
-/* The same one-block walk over every element as k_binary_xent: each loss
- * keeps a kernel of its own, as each has a function of its own in the CPU
- * backend, so the two read side by side with their references. */
+/* The same walk as k_binary_xent: each loss keeps a kernel of its own, as
+ * each has a function of its own in the CPU backend, so the two read side
+ * by side with their references. */
 __global__ static void k_mse(int batch, int n, const float *y, const float *targets,
-                             float *dy, double *sum)
+                             float *dy, double *partials)
 {
     __shared__ double shared[GPU_THREADS];
     float scale = 2.0f / ((float)n * (float)batch);
     double total = 0.0;
-    for (long i = threadIdx.x; i < (long)batch * n; i += GPU_THREADS) {
+    GPU_FOR(i, (long)batch * n) {
         float e = y[i] - targets[i];
         total += (double)e * e / n;
         dy[i] = e * scale;
     }
-    gpu_block_store_sum(total, shared, sum);
+    total = gpu_block_sum(total, shared);
+    if (threadIdx.x == 0)
+        partials[blockIdx.x] = total;
 }
 
 extern "C" cudaError_t gpu_k_mse(cudaStream_t s, int batch, int n, const float *y,
-                                 const float *targets, float *dy, double *sum)
+                                 const float *targets, float *dy, double *partials,
+                                 double *sum)
 {
-    k_mse<<<1, GPU_THREADS, 0, s>>>(batch, n, y, targets, dy, sum);
-    return cudaGetLastError();
+    unsigned blocks = gpu_loss_blocks(batch, n);
+    k_mse<<<blocks, GPU_THREADS, 0, s>>>(batch, n, y, targets, dy, partials);
+    return gpu_finish_sums(s, blocks, 1, partials, sum);
 }
 
-__device__ static int gpu_argmax(const float *v, int n)
-{
-    int best = 0;
-    for (int j = 1; j < n; j++)
-        if (v[j] > v[best])
-            best = j;
-    return best;
-}
-
+/* One block per row as k_softmax_xent; the three sums go to
+ * partials[k * GPU_LOSS_BLOCKS + blockIdx.x], k = correct, sq, abs. */
 __global__ static void k_metrics(int batch, int n, const float *y, const float *targets,
-                                 double *sums)
+                                 double *partials)
 {
-    __shared__ double shared[GPU_THREADS];
+    __shared__ double dsh[GPU_THREADS];
+    __shared__ float fsh[GPU_THREADS];
+    __shared__ int ish[GPU_THREADS];
     double correct = 0.0, sq = 0.0, ab = 0.0;
-    for (int r = threadIdx.x; r < batch; r += GPU_THREADS) {
-        const float *yr = y + (long)r * n;
-        const float *tr = targets + (long)r * n;
-        if (gpu_argmax(yr, n) == gpu_argmax(tr, n))
+    GPU_FOR_ROWS(r, batch) {
+        const float *yr = y + r * n;
+        const float *tr = targets + r * n;
+        int ay = gpu_block_argmax(yr, n, fsh, ish);
+        int at = gpu_block_argmax(tr, n, fsh, ish);
+        if (ay == at)
             correct += 1.0;
-        for (int j = 0; j < n; j++) {
+        double rsq = 0.0, rab = 0.0;
+        GPU_FOR_COLS(j, n) {
             double e = (double)yr[j] - tr[j];
-            sq += e * e;
-            ab += fabs(e);
+            rsq += e * e;
+            rab += fabs(e);
         }
+        sq += gpu_block_sum(rsq, dsh);
+        ab += gpu_block_sum(rab, dsh);
     }
-    correct = gpu_block_sum(correct, shared);
-    sq = gpu_block_sum(sq, shared);
-    ab = gpu_block_sum(ab, shared);
     if (threadIdx.x == 0) {
-        sums[0] = correct;
-        sums[1] = sq;
-        sums[2] = ab;
+        partials[blockIdx.x] = correct;
+        partials[GPU_LOSS_BLOCKS + blockIdx.x] = sq;
+        partials[2 * GPU_LOSS_BLOCKS + blockIdx.x] = ab;
     }
 }
 
 extern "C" cudaError_t gpu_k_metrics(cudaStream_t s, int batch, int n, const float *y,
-                                     const float *targets, double *sums)
+                                     const float *targets, double *partials, double *sums)
 {
-    k_metrics<<<1, GPU_THREADS, 0, s>>>(batch, n, y, targets, sums);
-    return cudaGetLastError();
+    unsigned blocks = gpu_row_blocks(batch, GPU_LOSS_BLOCKS);
+    k_metrics<<<blocks, GPU_THREADS, 0, s>>>(batch, n, y, targets, partials);
+    return gpu_finish_sums(s, blocks, 3, partials, sums);
 }
 
 /* ---- optimizer --------------------------------------------------------- */

@@ -1,7 +1,8 @@
 /* gpu_kernels.h — the CUDA backend's own kernels (gpu_kernels.cu), for
- * what cuBLAS and cuDNN do not cover: bias, column sums, softmax, dropout, padding,
- * strided adds (concat), pooling with asymmetric padding, the fused losses
- * and metrics, and the optimizer step. C-callable launchers: each queues
+ * what cuBLAS and cuDNN do not cover: bias, column sums, activations,
+ * softmax, batchnorm of single values, dropout, padding, strided adds
+ * (concat), pooling with asymmetric padding, the fused losses and metrics,
+ * and the optimizer step. C-callable launchers: each queues
  * its kernel on `s` and returns cudaGetLastError(), which the caller checks
  * with GPU_MUST like any other call. Shapes as in backend.h. */
 #ifndef PUNCH_GPU_KERNELS_H
@@ -31,6 +32,19 @@ cudaError_t gpu_k_col_sum(cudaStream_t s, int rows, int cols,
 cudaError_t gpu_k_copy2d(cudaStream_t s, long rows, long width, const float *src,
                          long src_stride, float *dst, long dst_stride, bool accumulate);
 
+/* y = act(x) and dx (+)= dy * act'(.) from y for act a gpu_act_kind, n
+ * elements (gpu_math.h); x == y, and dx == dy when !accumulate, allowed. */
+cudaError_t gpu_k_act_forward(cudaStream_t s, int act, long n, const float *x, float *y);
+cudaError_t gpu_k_act_backward(cudaStream_t s, int act, long n, const float *y,
+                               const float *dy, float *dx, bool accumulate);
+
+/* Batchnorm training forward when batch x spatial == 1: per channel
+ * gpu_bn_single_at (gpu_math.h); arguments as backend.h's. */
+cudaError_t gpu_k_bn_single(cudaStream_t s, int c, float momentum, float epsilon,
+                            const float *x, const float *gamma, const float *beta,
+                            float *running_mean, float *running_var, float *save_mean,
+                            float *save_invstd, float *y);
+
 /* Softmax per row of a (rows, cols) view, and its backward pass
  * (gpu_math.h); x == y and dy == dx (when !accumulate) allowed. */
 cudaError_t gpu_k_softmax_forward(cudaStream_t s, long rows, long cols, const float *x,
@@ -58,16 +72,21 @@ cudaError_t gpu_k_pool_backward(cudaStream_t s, gpu_pool_geom g, int batch, cons
 
 /* Losses and metrics: per-element work as in backend.h; the batch sum
  * goes to sum[0] (metrics: sum[0..2] = correct, sq_err, abs_err) in
- * device memory, reduced in a fixed order so it is deterministic. */
+ * device memory. Two kernels each: blocks reduce rows (or shares of the
+ * elements) into `partials`, device scratch of GPU_LOSS_SCRATCH doubles,
+ * and one block adds those, both in a fixed order, so the result is the
+ * same bits on every call with the same inputs. */
+#define GPU_LOSS_BLOCKS 1024
+#define GPU_LOSS_SCRATCH (3 * GPU_LOSS_BLOCKS)
 cudaError_t gpu_k_softmax_xent(cudaStream_t s, int batch, int n, const float *logits,
                                const float *targets, float *probs, float *dlogits,
-                               double *sum);
+                               double *partials, double *sum);
 cudaError_t gpu_k_binary_xent(cudaStream_t s, int batch, int n, const float *p,
-                              const float *targets, float *dp, double *sum);
+                              const float *targets, float *dp, double *partials, double *sum);
 cudaError_t gpu_k_mse(cudaStream_t s, int batch, int n, const float *y, const float *targets,
-                      float *dy, double *sum);
+                      float *dy, double *partials, double *sum);
 cudaError_t gpu_k_metrics(cudaStream_t s, int batch, int n, const float *y,
-                          const float *targets, double *sums);
+                          const float *targets, double *partials, double *sums);
 
 /* One optimizer step over n parameters (gpu_math.h's gpu_optim_update). */
 cudaError_t gpu_k_optim_step(cudaStream_t s, gpu_optim_coeffs k, long n, float *params,

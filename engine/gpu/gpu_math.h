@@ -1,8 +1,10 @@
 /* gpu_math.h — per-element formulas shared by the CUDA kernels and the
  * host, so the host's unit tests check exactly what the device computes
- * against the CPU backend: the dropout mask rule of backend.h, pooling with
- * any padding, explicit padding and cropping for convolutions, and the
- * optimizer updates of optim.h.
+ * against the CPU backend: the dropout mask rule of backend.h, relu,
+ * sigmoid and tanh forward and backward, softmax rows in the order a row
+ * block reduces them, batchnorm's running-statistics rule and its
+ * single-value case, pooling with any padding, explicit padding and
+ * cropping for convolutions, and the optimizer updates of optim.h.
  * Compiled as C by the host compiler and as CUDA C++ by nvcc (GPU_HD marks
  * functions for both sides). */
 #ifndef PUNCH_GPU_MATH_H
@@ -33,39 +35,142 @@ GPU_HD static inline int gpu_dropout_keep(uint64_t seed, uint64_t i, float rate)
     return u >= rate;
 }
 
+/* ---- element-wise activations ----------------------------------------- */
+
+/* The activations the backend computes itself, in a form the CUDA compiler
+ * sees without spec.h (gpu_activation.c maps spec_activation onto it). */
+typedef enum gpu_act_kind {
+    GPU_ACT_RELU,
+    GPU_ACT_SIGMOID,
+    GPU_ACT_TANH,
+} gpu_act_kind;
+
+/* act(x): the CPU backend's formulas (cpu_backend.c, cpu_activate). */
+GPU_HD static inline float gpu_act_forward_at(int act, float x)
+{
+    switch (act) {
+    case GPU_ACT_RELU:
+        return x > 0.0f ? x : 0.0f;
+    case GPU_ACT_SIGMOID:
+        return 1.0f / (1.0f + expf(-x));
+    case GPU_ACT_TANH:
+        return tanhf(x);
+    }
+    return x;
+}
+
+/* dy * act'(.) from the forward OUTPUT y, as backend.h defines it and the
+ * CPU backend computes it: relu y > 0, sigmoid y(1 - y), tanh 1 - y^2. */
+GPU_HD static inline float gpu_act_backward_at(int act, float y, float dy)
+{
+    switch (act) {
+    case GPU_ACT_RELU:
+        return y > 0.0f ? dy : 0.0f;
+    case GPU_ACT_SIGMOID:
+        return dy * y * (1.0f - y);
+    case GPU_ACT_TANH:
+        return dy * (1.0f - y * y);
+    }
+    return dy;
+}
+
 /* ---- softmax over rows ------------------------------------------------- */
 
-/* y = softmax(x) over one row of n values; x == y allowed (each element is
- * read before it is written). The CPU backend's formula: max-shifted expf,
- * the sum in double. */
-GPU_HD static inline void gpu_softmax_row(const float *x, float *y, long n)
+/* Threads of a block in the reducing kernels (gpu_kernels.cu); a power of
+ * two, as the halving tree needs. */
+#define GPU_BLOCK_THREADS 256
+
+/* Sums v[0 .. GPU_BLOCK_THREADS) in the order a block's shared-memory tree
+ * does (gpu_kernels.cu, gpu_block_sum): halving strides, v[i] += v[i + s].
+ * v is overwritten. Host only: the mirrors below use it. */
+static inline double gpu_tree_sum(double *v)
+{
+    for (int stride = GPU_BLOCK_THREADS / 2; stride > 0; stride /= 2)
+        for (int i = 0; i < stride; i++)
+            v[i] += v[i + stride];
+    return v[0];
+}
+
+/* Host mirror of the softmax kernel on one row of n values, in its order:
+ * thread t of the row's block takes elements t, t + GPU_BLOCK_THREADS, ...,
+ * the max is exact in any order, each thread sums its expf in double and
+ * the tree adds the threads' sums. The CPU backend's formula otherwise
+ * (max-shifted expf, the sum in double). x == y allowed (each element is
+ * read before it is written). */
+static inline void gpu_softmax_row(const float *x, float *y, long n)
 {
     float mx = x[0];
     for (long j = 1; j < n; j++)
         mx = x[j] > mx ? x[j] : mx;
-    double sum = 0.0;
-    for (long j = 0; j < n; j++) {
-        float e = expf(x[j] - mx);
-        y[j] = e;
-        sum += e;
+    double part[GPU_BLOCK_THREADS];
+    for (long t = 0; t < GPU_BLOCK_THREADS; t++) {
+        part[t] = 0.0;
+        for (long j = t; j < n; j += GPU_BLOCK_THREADS) {
+            float e = expf(x[j] - mx);
+            y[j] = e;
+            part[t] += e;
+        }
     }
-    float inv = (float)(1.0 / sum);
+    float inv = (float)(1.0 / gpu_tree_sum(part));
     for (long j = 0; j < n; j++)
         y[j] *= inv;
 }
 
-/* dx (+)= y * (dy - sum(dy * y)) over one row; dx == dy allowed when not
- * accumulating. */
-GPU_HD static inline void gpu_softmax_row_backward(const float *y, const float *dy, float *dx,
-                                                   long n, bool accumulate)
+/* dx (+)= y * (dy - sum(dy * y)) over one row, the dot product in the
+ * kernel's order as above; dx == dy allowed when not accumulating. */
+static inline void gpu_softmax_row_backward(const float *y, const float *dy, float *dx, long n,
+                                            bool accumulate)
 {
-    double dot = 0.0;
-    for (long j = 0; j < n; j++)
-        dot += (double)dy[j] * y[j];
+    double part[GPU_BLOCK_THREADS];
+    for (long t = 0; t < GPU_BLOCK_THREADS; t++) {
+        part[t] = 0.0;
+        for (long j = t; j < n; j += GPU_BLOCK_THREADS)
+            part[t] += (double)dy[j] * y[j];
+    }
+    float dot = (float)gpu_tree_sum(part);
     for (long j = 0; j < n; j++) {
-        float g = y[j] * (dy[j] - (float)dot);
+        float g = y[j] * (dy[j] - dot);
         dx[j] = accumulate ? dx[j] + g : g;
     }
+}
+
+/* ---- batch normalisation ----------------------------------------------- */
+
+/* The variance the running statistics take from a batch's biased one over
+ * m values: unbiased (m / (m - 1)) when m > 1, as is when m == 1, where
+ * the correction would be 0/0 (cpu_batchnorm.c's rule). */
+GPU_HD static inline double gpu_bn_unbiased(double var, double m)
+{
+    return m > 1.0 ? var * m / (m - 1.0) : var;
+}
+
+/* One running statistic's exponential average, in cpu_batchnorm.c's float
+ * operations. */
+GPU_HD static inline float gpu_bn_running(float momentum, float running, float batch_value)
+{
+    return momentum * running + (1.0f - momentum) * batch_value;
+}
+
+/* Training-mode batchnorm of channel c when the batch holds one value per
+ * channel (batch x spatial == 1): mean x, variance 0, and the CPU's
+ * operations for m == 1 from there. cuDNN's training call is not used for
+ * it: its running variance divides by m - 1. */
+GPU_HD static inline void gpu_bn_single_at(long c, float momentum, float epsilon,
+                                           const float *x, const float *gamma,
+                                           const float *beta, float *running_mean,
+                                           float *running_var, float *save_mean,
+                                           float *save_invstd, float *y)
+{
+    double mean = x[c], var = 0.0;
+    double invstd = 1.0 / sqrt(var + epsilon);
+    save_mean[c] = (float)mean;
+    save_invstd[c] = (float)invstd;
+    running_mean[c] = gpu_bn_running(momentum, running_mean[c], (float)mean);
+    running_var[c] = gpu_bn_running(momentum, running_var[c],
+                                    (float)gpu_bn_unbiased(var, 1.0));
+    float scale = gamma[c] * (float)invstd;
+    float shift = beta[c] - (float)mean * scale;
+    y[c] = x[c] * scale + shift;
 }
 
 /* ---- pooling with any padding (backend.h's semantics) ------------------ */

@@ -5,7 +5,9 @@
  * (gpu_debug.h), device choice, the NCCL bucketing
  * plan and the conv/pool/batchnorm workspace plans; and the per-element
  * formulas the kernels share with the host (gpu_math.h), run here and
- * checked against the CPU backend and engine/optim: softmax rows, pooling
+ * checked against the CPU backend and engine/optim: softmax rows (in a
+ * row block's order), relu/sigmoid/tanh forward and backward from y,
+ * batchnorm's running-statistics rule and its N == 1 case, pooling
  * with any padding, the explicit-padding path of asymmetric convolutions
  * (pad, convolve unpadded, crop), the dropout mask and the optimizer
  * updates. Runs in every build. */
@@ -575,36 +577,167 @@ static void test_pool_formulas(void **state)
     cpu->destroy(cpu);
 }
 
+/* The softmax kernel's host mirror (a row block's order) against the CPU
+ * backend, on rows shorter and longer than a block. */
 static void test_softmax_formulas(void **state)
 {
     (void)state;
     char err[256];
     backend *cpu = backend_cpu_create(1, err, sizeof err);
     assert_non_null(cpu);
-    const long rows = 9, cols = 13, n = rows * cols;
-    float *x = host_random(n), *dy = host_random(n);
-    for (long i = 0; i < n; i++)
-        x[i] *= 8.0f;
-    float *y = cpu->alloc(cpu, n), *yk = malloc((size_t)n * sizeof *yk);
-    cpu->activation_forward(cpu, ACT_SOFTMAX, rows, cols, x, y);
-    memcpy(yk, x, (size_t)n * sizeof *yk);
-    for (long r = 0; r < rows; r++) /* in place, as dense layers use it */
-        gpu_softmax_row(yk + r * cols, yk + r * cols, cols);
-    expect_near(yk, y, n, 1e-6f);
-    for (int acc = 0; acc < 2; acc++) {
-        float *dx = host_random(n), *dxk = malloc((size_t)n * sizeof *dxk);
-        memcpy(dxk, dx, (size_t)n * sizeof *dxk);
-        cpu->activation_backward(cpu, ACT_SOFTMAX, rows, cols, y, dy, dx, acc);
-        for (long r = 0; r < rows; r++)
-            gpu_softmax_row_backward(y + r * cols, dy + r * cols, dxk + r * cols, cols, acc);
-        expect_near(dxk, dx, n, 1e-6f);
-        free(dx);
-        free(dxk);
+    const long shapes[][2] = {{9, 13}, {3, 5000}, {2, GPU_BLOCK_THREADS + 1}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        const long rows = shapes[s][0], cols = shapes[s][1], n = rows * cols;
+        float *x = host_random(n), *dy = host_random(n);
+        for (long i = 0; i < n; i++)
+            x[i] *= 8.0f;
+        float *y = cpu->alloc(cpu, n), *yk = malloc((size_t)n * sizeof *yk);
+        assert_non_null(y);
+        assert_non_null(yk);
+        cpu->activation_forward(cpu, ACT_SOFTMAX, rows, cols, x, y);
+        memcpy(yk, x, (size_t)n * sizeof *yk);
+        for (long r = 0; r < rows; r++) /* in place, as dense layers use it */
+            gpu_softmax_row(yk + r * cols, yk + r * cols, cols);
+        expect_near(yk, y, n, 1e-6f);
+        for (int acc = 0; acc < 2; acc++) {
+            float *dx = host_random(n), *dxk = malloc((size_t)n * sizeof *dxk);
+            assert_non_null(dxk);
+            memcpy(dxk, dx, (size_t)n * sizeof *dxk);
+            cpu->activation_backward(cpu, ACT_SOFTMAX, rows, cols, y, dy, dx, acc);
+            for (long r = 0; r < rows; r++)
+                gpu_softmax_row_backward(y + r * cols, dy + r * cols, dxk + r * cols, cols,
+                                         acc);
+            expect_near(dxk, dx, n, 1e-6f);
+            free(dx);
+            free(dxk);
+        }
+        cpu->free(cpu, y);
+        free(yk);
+        free(x);
+        free(dy);
     }
-    cpu->free(cpu, y);
-    free(yk);
-    free(x);
-    free(dy);
+    cpu->destroy(cpu);
+}
+
+/* relu, sigmoid and tanh: the kernels' per-element formulas against the
+ * CPU backend, forward and backward from y, overwriting, accumulating and
+ * in place (dx == dy). */
+static void test_activation_formulas(void **state)
+{
+    (void)state;
+    char err[256];
+    backend *cpu = backend_cpu_create(1, err, sizeof err);
+    assert_non_null(cpu);
+    static const spec_activation acts[] = {ACT_RELU, ACT_SIGMOID, ACT_TANH};
+    static const gpu_act_kind kinds[] = {GPU_ACT_RELU, GPU_ACT_SIGMOID, GPU_ACT_TANH};
+    const long rows = 7, cols = 41, n = rows * cols;
+    for (size_t a = 0; a < 3; a++) {
+        float *x = host_random(n), *dy = host_random(n);
+        for (long i = 0; i < n; i++)
+            x[i] *= 4.0f;
+        x[0] = 0.0f; /* relu's boundary: y == 0 passes no gradient */
+        float *y = cpu->alloc(cpu, n), *yk = malloc((size_t)n * sizeof *yk);
+        assert_non_null(y);
+        assert_non_null(yk);
+        cpu->activation_forward(cpu, acts[a], rows, cols, x, y);
+        for (long i = 0; i < n; i++)
+            yk[i] = gpu_act_forward_at(kinds[a], x[i]);
+        expect_near(yk, y, n, 1e-6f);
+        for (int acc = 0; acc < 3; acc++) {
+            /* acc 2: overwriting in place, dx == dy. */
+            float *dx = host_random(n), *dxk = malloc((size_t)n * sizeof *dxk);
+            assert_non_null(dxk);
+            if (acc == 2)
+                memcpy(dx, dy, (size_t)n * sizeof *dx);
+            memcpy(dxk, dx, (size_t)n * sizeof *dxk);
+            cpu->activation_backward(cpu, acts[a], rows, cols, y, acc == 2 ? dx : dy, dx,
+                                     acc == 1);
+            for (long i = 0; i < n; i++) {
+                float g = gpu_act_backward_at(kinds[a], y[i], dy[i]);
+                dxk[i] = acc == 1 ? dxk[i] + g : g;
+            }
+            expect_near(dxk, dx, n, 1e-6f);
+            free(dx);
+            free(dxk);
+        }
+        cpu->free(cpu, y);
+        free(yk);
+        free(x);
+        free(dy);
+    }
+    cpu->destroy(cpu);
+}
+
+/* Batchnorm's running statistics: the N == 1 case the GPU computes itself
+ * (gpu_bn_single_at: variance 0 taken as is, no 0/0) and the rule
+ * (gpu_bn_unbiased, gpu_bn_running) for N > 1, against the CPU backend. */
+static void test_batchnorm_running_rule(void **state)
+{
+    (void)state;
+    char err[256];
+    backend *cpu = backend_cpu_create(1, err, sizeof err);
+    assert_non_null(cpu);
+    const int c = 6;
+    const float momentum = 0.5f, eps = 1e-3f;
+    const int shapes[][2] = {{1, 1}, {4, 1}, {1, 3}}; /* batch, spatial */
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        int batch = shapes[s][0], sp = shapes[s][1];
+        long n = (long)batch * c * sp, m = (long)batch * sp;
+        batchnorm_desc d = {.max_batch = batch, .c = c, .spatial = sp, .epsilon = eps,
+                            .momentum = momentum};
+        assert_true(cpu->batchnorm_prepare(cpu, &d) >= 0);
+        float *x = host_random(n), *gamma = host_random(c), *beta = host_random(c);
+        float *rm = host_random(c), *rv = host_random(c);
+        float rm0[6], rv0[6], sm[6], si[6], rmk[6], rvk[6], smk[6], sik[6];
+        float *y = malloc((size_t)n * sizeof *y), *yk = malloc((size_t)n * sizeof *yk);
+        assert_non_null(y);
+        assert_non_null(yk);
+        for (int i = 0; i < c; i++) {
+            rv[i] = fabsf(rv[i]) + 0.5f;
+            rm0[i] = rmk[i] = rm[i];
+            rv0[i] = rvk[i] = rv[i];
+        }
+        cpu->batchnorm_forward_train(cpu, &d, batch, x, gamma, beta, rm, rv, sm, si, y, NULL);
+        if (m == 1) {
+            for (int i = 0; i < c; i++)
+                gpu_bn_single_at(i, momentum, eps, x, gamma, beta, rmk, rvk, smk, sik, yk);
+            expect_near(yk, y, n, 1e-6f);
+            expect_near(smk, sm, c, 1e-6f);
+            expect_near(sik, si, c, 1e-6f);
+        } else {
+            for (int i = 0; i < c; i++) {
+                double mean = 0.0, sq = 0.0;
+                for (int b = 0; b < batch; b++)
+                    for (int k = 0; k < sp; k++)
+                        mean += x[((long)b * c + i) * sp + k];
+                mean /= (double)m;
+                for (int b = 0; b < batch; b++)
+                    for (int k = 0; k < sp; k++) {
+                        double e = x[((long)b * c + i) * sp + k] - mean;
+                        sq += e * e;
+                    }
+                double var = gpu_bn_unbiased(sq / (double)m, (double)m);
+                assert_true(var > sq / (double)m); /* the m / (m - 1) correction */
+                rmk[i] = gpu_bn_running(momentum, rm0[i], (float)mean);
+                rvk[i] = gpu_bn_running(momentum, rv0[i], (float)var);
+            }
+        }
+        expect_near(rmk, rm, c, 1e-6f);
+        expect_near(rvk, rv, c, 1e-6f);
+        for (int i = 0; i < c; i++) {
+            assert_true(isfinite(rv[i]));
+            if (m == 1) /* variance 0: the running variance only decays */
+                assert_true(rv[i] == momentum * rv0[i] + (1.0f - momentum) * 0.0f);
+        }
+        cpu->batchnorm_release(cpu, &d);
+        free(x);
+        free(gamma);
+        free(beta);
+        free(rm);
+        free(rv);
+        free(y);
+        free(yk);
+    }
     cpu->destroy(cpu);
 }
 
@@ -745,6 +878,8 @@ int main(void)
         cmocka_unit_test(test_pool_plan),
         cmocka_unit_test(test_batchnorm_plan),
         cmocka_unit_test(test_softmax_formulas),
+        cmocka_unit_test(test_activation_formulas),
+        cmocka_unit_test(test_batchnorm_running_rule),
         cmocka_unit_test(test_pool_formulas),
         cmocka_unit_test(test_conv_explicit_padding),
         cmocka_unit_test(test_dropout_rule),

@@ -1,7 +1,9 @@
 /* test_gpu_vs_cpu.c — the CUDA backend against the CPU backend, the
  * reference: every op of backend.h forward and backward (GEMM, axpy/scale,
- * dense, activations, conv2d, pooling, batchnorm, dropout, concat, losses,
- * metrics), every optimizer step (gpu_optim vs optim_step), NCCL averaging
+ * dense, activations, conv2d, pooling, batchnorm incl. one value per
+ * channel, dropout, concat, losses, metrics and softmax on rows shorter
+ * and longer than a block, each reduction also repeated for bit-identical
+ * results), every optimizer step (gpu_optim vs optim_step), NCCL averaging
  * on one rank, a short training run of a small MLP written against the
  * seam, and a short training run of a real model (engine/layers and
  * core/model: conv2d incl. asymmetric "same", batchnorm, add, concat, max
@@ -131,6 +133,15 @@ static void expect_close_d(const char *what, double g, double c, double rtol)
         fail_msg("%s: gpu %.12g cpu %.12g", what, g, c);
 }
 
+/* The GPU buffer's bytes, downloaded (caller frees). */
+static float *gpu_bytes(const mbuf *b)
+{
+    float *h = malloc((size_t)b->n * sizeof(float) + 1);
+    assert_non_null(h);
+    gpu->download(gpu, h, b->g, b->n);
+    return h;
+}
+
 /* ---- BLAS and element-wise --------------------------------------------- */
 
 static void test_gemm(void **state)
@@ -208,10 +219,12 @@ static void test_dense(void **state)
         }
 }
 
-static void test_activations(void **state)
+/* Own kernels for all five (grid-stride element-wise, block-per-row
+ * softmax): a small shape and one over many blocks with rows longer than
+ * a block. */
+static void activations_case(long rows, long cols)
 {
-    (void)state;
-    const long rows = 13, cols = 17, n = rows * cols;
+    const long n = rows * cols;
     for (size_t a = 0; a < 5; a++) {
         mbuf x = mbuf_new(n, -3, 3), y = mbuf_new(n, 0, 0);
         cpu->activation_forward(cpu, all_acts[a], rows, cols, x.c, y.c);
@@ -238,6 +251,13 @@ static void test_activations(void **state)
         mbuf_free(&x);
         mbuf_free(&y);
     }
+}
+
+static void test_activations(void **state)
+{
+    (void)state;
+    activations_case(13, 17);
+    activations_case(300, 1001);
 }
 
 /* ---- conv2d ------------------------------------------------------------- */
@@ -426,6 +446,66 @@ static void test_batchnorm(void **state)
     }
 }
 
+/* One value per channel (batch x spatial == 1), the GPU's own kernel: a
+ * dense batchnorm's one-sample last batch after a full one, the running
+ * statistics against the CPU's (no N - 1 division: finite, the variance
+ * only decaying), then inference and backward (cuDNN) at N == 1. */
+static void test_batchnorm_single(void **state)
+{
+    (void)state;
+    const int c = 5, full = 4;
+    batchnorm_desc dc = {.max_batch = full, .c = c, .spatial = 1, .epsilon = 1e-3f,
+                         .momentum = 0.5f};
+    batchnorm_desc dg = dc;
+    long wc = cpu->batchnorm_prepare(cpu, &dc), wg = gpu->batchnorm_prepare(gpu, &dg);
+    assert_true(wc >= 0);
+    assert_true(wg >= 0);
+    float *ws_c = cpu->alloc(cpu, wc > 0 ? wc : 1), *ws_g = gpu->alloc(gpu, wg > 0 ? wg : 1);
+    mbuf x = mbuf_new((long)full * c, -2, 3), gamma = mbuf_new(c, 0.5f, 1.5f);
+    mbuf beta = mbuf_new(c, -1, 1), rmean = mbuf_new(c, -0.1f, 0.1f);
+    mbuf rvar = mbuf_new(c, 0.5f, 1.5f), smean = mbuf_new(c, 0, 0), sinv = mbuf_new(c, 0, 0);
+    mbuf y = mbuf_new((long)full * c, 0, 0), dy = mbuf_new((long)full * c, -1, 1);
+    mbuf dx = mbuf_new((long)full * c, -1, 1), dgamma = mbuf_new(c, 0, 0);
+    mbuf dbeta = mbuf_new(c, 0, 0);
+    static const int batches[] = {full, 1, 1};
+    for (size_t k = 0; k < 3; k++) {
+        int batch = batches[k];
+        cpu->batchnorm_forward_train(cpu, &dc, batch, x.c, gamma.c, beta.c, rmean.c, rvar.c,
+                                     smean.c, sinv.c, y.c, ws_c);
+        gpu->batchnorm_forward_train(gpu, &dg, batch, x.g, gamma.g, beta.g, rmean.g, rvar.g,
+                                     smean.g, sinv.g, y.g, ws_g);
+        expect_close("bn1 y", &y, TOL_SUM);
+        expect_close("bn1 save_mean", &smean, TOL_SUM);
+        expect_close("bn1 save_invstd", &sinv, TOL_SUM);
+        expect_close("bn1 running_mean", &rmean, TOL_SUM);
+        expect_close("bn1 running_var", &rvar, TOL_SUM);
+    }
+    float *rv = gpu_bytes(&rvar);
+    for (int i = 0; i < c; i++)
+        assert_true(isfinite(rv[i]));
+    free(rv);
+    cpu->batchnorm_forward_eval(cpu, &dc, 1, x.c, gamma.c, beta.c, rmean.c, rvar.c, y.c);
+    gpu->batchnorm_forward_eval(gpu, &dg, 1, x.g, gamma.g, beta.g, rmean.g, rvar.g, y.g);
+    expect_close("bn1 eval y", &y, TOL_SUM);
+    for (int acc = 0; acc < 2; acc++) {
+        cpu->batchnorm_backward(cpu, &dc, 1, x.c, dy.c, gamma.c, smean.c, sinv.c, dx.c, acc,
+                                dgamma.c, dbeta.c, ws_c);
+        gpu->batchnorm_backward(gpu, &dg, 1, x.g, dy.g, gamma.g, smean.g, sinv.g, dx.g, acc,
+                                dgamma.g, dbeta.g, ws_g);
+        expect_close("bn1 dx", &dx, TOL_SUM);
+        expect_close("bn1 dgamma", &dgamma, TOL_SUM);
+        expect_close("bn1 dbeta", &dbeta, TOL_SUM);
+    }
+    mbuf *all[] = {&x, &gamma, &beta, &rmean, &rvar, &smean, &sinv, &y, &dy, &dx, &dgamma,
+                   &dbeta};
+    for (size_t i = 0; i < 12; i++)
+        mbuf_free(all[i]);
+    cpu->free(cpu, ws_c);
+    gpu->free(gpu, ws_g);
+    cpu->batchnorm_release(cpu, &dc);
+    gpu->batchnorm_release(gpu, &dg);
+}
+
 /* ---- dropout and concat ------------------------------------------------- */
 
 static void test_dropout(void **state)
@@ -479,42 +559,152 @@ static void test_concat(void **state)
 
 /* ---- losses and metrics ------------------------------------------------- */
 
-static void test_losses_metrics(void **state)
+/* The same GPU call twice gives the same bits: out's contents after each
+ * run of `call` compared byte for byte, and the two returned sums. */
+typedef double (*gpu_call)(void *ctx);
+
+static void expect_deterministic(const char *what, gpu_call call, void *ctx, const mbuf *out)
 {
-    (void)state;
-    const int batch = 23, n = 10;
+    double s1 = call(ctx);
+    float *h1 = gpu_bytes(out);
+    double s2 = call(ctx);
+    float *h2 = gpu_bytes(out);
+    if (memcmp(&s1, &s2, sizeof s1) != 0 || memcmp(h1, h2, (size_t)out->n * sizeof(float)) != 0)
+        fail_msg("%s: two identical calls differ in their bits", what);
+    free(h1);
+    free(h2);
+}
+
+typedef struct loss_case {
+    int batch, n;
+    mbuf *logits, *t, *probs, *grad, *p, *tb;
+} loss_case;
+
+static double call_xent(void *ctx)
+{
+    loss_case *c = ctx;
+    return gpu->softmax_xent(gpu, c->batch, c->n, c->logits->g, c->t->g, c->probs->g,
+                             c->grad->g);
+}
+
+static double call_bce(void *ctx)
+{
+    loss_case *c = ctx;
+    return gpu->binary_xent(gpu, c->batch, c->n, c->p->g, c->tb->g, c->grad->g);
+}
+
+static double call_mse(void *ctx)
+{
+    loss_case *c = ctx;
+    return gpu->mse(gpu, c->batch, c->n, c->logits->g, c->tb->g, c->grad->g);
+}
+
+static double call_softmax(void *ctx)
+{
+    loss_case *c = ctx;
+    gpu->activation_forward(gpu, ACT_SOFTMAX, c->batch, c->n, c->logits->g, c->probs->g);
+    return 0.0;
+}
+
+static double call_softmax_backward(void *ctx)
+{
+    loss_case *c = ctx;
+    gpu->activation_backward(gpu, ACT_SOFTMAX, c->batch, c->n, c->probs->g, c->logits->g,
+                             c->grad->g, false);
+    return 0.0;
+}
+
+/* Losses, metrics and softmax on one (batch, n) shape against the CPU,
+ * and each GPU call repeated for bit-identical results. */
+static void losses_metrics_case(int batch, int n)
+{
     const long bn = (long)batch * n;
     mbuf logits = mbuf_new(bn, -4, 4), t = mbuf_onehot(batch, n);
     mbuf probs = mbuf_new(bn, 0, 0), grad = mbuf_new(bn, 0, 0);
+    mbuf p = mbuf_new(bn, 0.01f, 0.99f), tb = mbuf_new(bn, 0, 1);
+    for (long i = 0; i < bn; i++)
+        tb.host[i] = tb.host[i] < 0.5f ? 0.0f : 1.0f;
+    mbuf_push(&tb);
+    loss_case cs = {batch, n, &logits, &t, &probs, &grad, &p, &tb};
+
+    cpu->activation_forward(cpu, ACT_SOFTMAX, batch, n, logits.c, probs.c);
+    gpu->activation_forward(gpu, ACT_SOFTMAX, batch, n, logits.g, probs.g);
+    expect_close("softmax y", &probs, TOL_ACT);
+    expect_deterministic("softmax", call_softmax, &cs, &probs);
+    for (int acc = 0; acc < 2; acc++) {
+        cpu->activation_backward(cpu, ACT_SOFTMAX, batch, n, probs.c, logits.c, grad.c, acc);
+        gpu->activation_backward(gpu, ACT_SOFTMAX, batch, n, probs.g, logits.g, grad.g, acc);
+        expect_close("softmax dx", &grad, TOL_ACT);
+    }
+    expect_deterministic("softmax backward", call_softmax_backward, &cs, &grad);
+
     double lc = cpu->softmax_xent(cpu, batch, n, logits.c, t.c, probs.c, grad.c);
     double lg = gpu->softmax_xent(gpu, batch, n, logits.g, t.g, probs.g, grad.g);
     expect_close_d("softmax_xent", lg, lc, 1e-5);
     expect_close("softmax_xent probs", &probs, TOL_ACT);
     expect_close("softmax_xent dlogits", &grad, TOL_ACT);
+    expect_deterministic("softmax_xent", call_xent, &cs, &grad);
 
-    mbuf p = mbuf_new(bn, 0.01f, 0.99f), tb = mbuf_new(bn, 0, 1);
-    for (long i = 0; i < bn; i++)
-        tb.host[i] = tb.host[i] < 0.5f ? 0.0f : 1.0f;
-    mbuf_push(&tb);
     lc = cpu->binary_xent(cpu, batch, n, p.c, tb.c, grad.c);
     lg = gpu->binary_xent(gpu, batch, n, p.g, tb.g, grad.g);
     expect_close_d("binary_xent", lg, lc, 1e-5);
     expect_close("binary_xent dp", &grad, TOL_ACT);
+    expect_deterministic("binary_xent", call_bce, &cs, &grad);
 
     lc = cpu->mse(cpu, batch, n, logits.c, tb.c, grad.c);
     lg = gpu->mse(gpu, batch, n, logits.g, tb.g, grad.g);
     expect_close_d("mse", lg, lc, 1e-5);
     expect_close("mse dy", &grad, TOL_EXACT);
+    expect_deterministic("mse", call_mse, &cs, &grad);
 
+    /* probs from the xent above; a copy of a target row ties its argmax
+     * with the target's, a tie at two places tests "first maximum". */
     batch_metrics mc, mg;
+    cpu->softmax_xent(cpu, batch, n, logits.c, t.c, probs.c, grad.c);
+    gpu->softmax_xent(gpu, batch, n, logits.g, t.g, probs.g, grad.g);
     cpu->metrics(cpu, batch, n, probs.c, t.c, &mc);
     gpu->metrics(gpu, batch, n, probs.g, t.g, &mg);
     assert_true(mc.correct == mg.correct);
     expect_close_d("metrics sq_err", mg.sq_err, mc.sq_err, 1e-5);
     expect_close_d("metrics abs_err", mg.abs_err, mc.abs_err, 1e-5);
+    batch_metrics mg2;
+    gpu->metrics(gpu, batch, n, probs.g, t.g, &mg2);
+    if (memcmp(&mg, &mg2, sizeof mg) != 0)
+        fail_msg("metrics: two identical calls differ in their bits");
+    if (n >= 2) {
+        /* Ties: every row of y holds its maximum twice, at the row's
+         * target and at a later place (or an earlier one), so only the
+         * first-maximum rule gives the CPU's count. */
+        for (int r = 0; r < batch; r++) {
+            float *row = probs.host + (long)r * n;
+            const float *tr = t.host + (long)r * n;
+            int hot = 0;
+            for (int j = 0; j < n; j++) {
+                row[j] = 0.25f;
+                hot = tr[j] > 0.5f ? j : hot;
+            }
+            row[hot] = 1.0f;
+            row[r % 2 ? (hot + 1) % n : (hot + n - 1) % n] = 1.0f;
+        }
+        mbuf_push(&probs);
+        cpu->metrics(cpu, batch, n, probs.c, t.c, &mc);
+        gpu->metrics(gpu, batch, n, probs.g, t.g, &mg);
+        assert_true(mc.correct == mg.correct);
+    }
     mbuf *all[] = {&logits, &t, &probs, &grad, &p, &tb};
     for (size_t i = 0; i < 6; i++)
         mbuf_free(all[i]);
+}
+
+/* Rows shorter than a block, longer than a block (5000 > 256 threads),
+ * more rows than the kernels' 1024 blocks (blocks then take several rows),
+ * and a single row. */
+static void test_losses_metrics(void **state)
+{
+    (void)state;
+    static const int shapes[][2] = {{23, 10}, {3, 5000}, {1000, 10}, {2500, 7}, {1, 1}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        losses_metrics_case(shapes[s][0], shapes[s][1]);
 }
 
 /* ---- optimizers ---------------------------------------------------------- */
@@ -1000,6 +1190,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_conv2d),
         cmocka_unit_test(test_pool2d),
         cmocka_unit_test(test_batchnorm),
+        cmocka_unit_test(test_batchnorm_single),
         cmocka_unit_test(test_dropout),
         cmocka_unit_test(test_concat),
         cmocka_unit_test(test_losses_metrics),
