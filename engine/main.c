@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu/gpu_debug.h"
 #include "train/memlimit.h"
 #include "train/options.h"
 #include "train/predict.h"
@@ -279,6 +280,7 @@ int main(int argc, char **argv)
         spec_free(spec);
         return 2;
     }
+    gpu_debug_set_sync(env.gpu_sync);
     const char *dirs[MAX_ROOTS];
     int n = 0;
     char *list = NULL;

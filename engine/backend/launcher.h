@@ -2,7 +2,10 @@
  * the job, read from the environment. The single trainer never initialises
  * MPI (main.c), so it cannot ask a communicator; the GPU device it takes
  * still depends on its node-local rank. One reader, so that the trainer
- * and the CUDA backend agree on which variables count.
+ * and the CUDA backend agree on which variables count. (The distributed
+ * trainers have a communicator and ask MPI itself, with
+ * MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) in dist_run.c, which agrees
+ * with these variables wherever a launcher sets them.)
  *
  * Pure functions of a lookup function (getenv in production, a table in
  * tests); the values are read once at start-up into engine_options

@@ -70,26 +70,26 @@ static void gpu_destroy(backend *be)
     if (g) {
         /* Teardown reports but does not stop at a failure: everything
          * else still has to be released. */
-        if (g->stream && !GPU_CHECK(cudaStreamSynchronize(g->stream)))
-            fprintf(stderr, "punch-train: cuda: %s\n", gpu_check_message());
+        if (g->stream)
+            GPU_TEARDOWN(cudaStreamSynchronize(g->stream));
         if (g->dnn)
-            GPU_CHECK(cudnnDestroy(g->dnn));
+            GPU_TEARDOWN(cudnnDestroy(g->dnn));
         if (g->blas)
-            GPU_CHECK(cublasDestroy(g->blas));
+            GPU_TEARDOWN(cublasDestroy(g->blas));
         for (int i = 0; i < 2; i++) {
             if (g->stage[i])
-                GPU_CHECK(cudaFreeHost(g->stage[i]));
+                GPU_TEARDOWN(cudaFreeHost(g->stage[i]));
             if (g->stage_done[i])
-                GPU_CHECK(cudaEventDestroy(g->stage_done[i]));
+                GPU_TEARDOWN(cudaEventDestroy(g->stage_done[i]));
         }
         if (g->host_sums)
-            GPU_CHECK(cudaFreeHost(g->host_sums));
+            GPU_TEARDOWN(cudaFreeHost(g->host_sums));
         if (g->dev_sums)
-            GPU_CHECK(cudaFree(g->dev_sums));
+            GPU_TEARDOWN(cudaFree(g->dev_sums));
         if (g->dev_partials)
-            GPU_CHECK(cudaFree(g->dev_partials));
+            GPU_TEARDOWN(cudaFree(g->dev_partials));
         if (g->stream)
-            GPU_CHECK(cudaStreamDestroy(g->stream));
+            GPU_TEARDOWN(cudaStreamDestroy(g->stream));
         free(g);
     }
     free(be);
@@ -103,8 +103,10 @@ static void gpu_synchronize(backend *be)
 /* Streams, handles and staging on the chosen device. */
 static bool gpu_ctx_init(gpu_ctx *g)
 {
-    if (!GPU_CHECK(cudaSetDevice(g->device)) ||
-        !GPU_CHECK(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking)) ||
+    if (!GPU_CHECK(cudaSetDevice(g->device)))
+        return false;
+    gpu_check_arm();
+    if (!GPU_CHECK(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking)) ||
         !GPU_CHECK(cublasCreate(&g->blas)) || !GPU_CHECK(cublasSetStream(g->blas, g->stream)) ||
         /* FP32 throughout: no TF32 tensor-op shortcuts, so results track
          * the CPU reference. */
@@ -180,11 +182,12 @@ static float *gpu_alloc(backend *be, long n)
     return p;
 }
 
+/* Called on release paths: a failure is logged, not fatal. */
 static void gpu_free(backend *be, float *p)
 {
     (void)be;
     if (p)
-        GPU_MUST(cudaFree(p));
+        GPU_TEARDOWN(cudaFree(p));
 }
 
 static void gpu_zero(backend *be, float *p, long n)
@@ -203,12 +206,13 @@ static void gpu_copy(backend *be, float *dst, const float *src, long n)
 /* Host memory goes through the pinned chunks: wait until a chunk's last
  * copy is done, fill it, queue its copy. The call returns with the last
  * chunks still in flight, so the host prepares the next batch while the
- * device copies and computes. */
+ * device copies and computes; the next upload starts on the other chunk
+ * (gpu_stage.h), so it does not wait for this one's last copy. */
 static void gpu_upload(backend *be, float *dst_dev, const float *src_host, long n)
 {
     gpu_ctx *g = gpu_ctx_of(be);
-    int slot = 0;
-    for (long off = 0; off < n; off += GPU_STAGE_FLOATS, slot ^= 1) {
+    for (long off = 0; off < n; off += GPU_STAGE_FLOATS) {
+        int slot = gpu_stage_take(&g->stage_seq);
         long len = n - off < GPU_STAGE_FLOATS ? n - off : GPU_STAGE_FLOATS;
         size_t bytes = (size_t)len * sizeof(float);
         GPU_MUST(cudaEventSynchronize(g->stage_done[slot]));
@@ -222,7 +226,7 @@ static void gpu_upload(backend *be, float *dst_dev, const float *src_host, long 
 /* Queues the copy of chunk `index` of src into its pinned chunk. */
 static void gpu_download_issue(gpu_ctx *g, const float *src_dev, long n, long index)
 {
-    int slot = (int)(index & 1);
+    int slot = gpu_stage_slot(&g->stage_seq, index);
     long off = index * GPU_STAGE_FLOATS;
     long len = n - off < GPU_STAGE_FLOATS ? n - off : GPU_STAGE_FLOATS;
     GPU_MUST(cudaEventSynchronize(g->stage_done[slot]));
@@ -231,22 +235,24 @@ static void gpu_download_issue(gpu_ctx *g, const float *src_dev, long n, long in
     GPU_MUST(cudaEventRecord(g->stage_done[slot], g->stream));
 }
 
-/* Chunk k+1 is in flight while the host copies chunk k out. */
+/* Chunk k+1 is in flight while the host copies chunk k out. The chunks
+ * continue the staging sequence, like an upload's. */
 static void gpu_download(backend *be, float *dst_host, const float *src_dev, long n)
 {
     gpu_ctx *g = gpu_ctx_of(be);
-    long chunks = (n + GPU_STAGE_FLOATS - 1) / GPU_STAGE_FLOATS;
+    long chunks = gpu_stage_chunks(n);
     if (chunks > 0)
         gpu_download_issue(g, src_dev, n, 0);
     for (long k = 0; k < chunks; k++) {
         if (k + 1 < chunks)
             gpu_download_issue(g, src_dev, n, k + 1);
-        int slot = (int)(k & 1);
+        int slot = gpu_stage_slot(&g->stage_seq, k);
         long off = k * GPU_STAGE_FLOATS;
         long len = n - off < GPU_STAGE_FLOATS ? n - off : GPU_STAGE_FLOATS;
         GPU_MUST(cudaEventSynchronize(g->stage_done[slot]));
         memcpy(dst_host + off, g->stage[slot], (size_t)len * sizeof(float));
     }
+    gpu_stage_advance(&g->stage_seq, chunks);
 }
 
 /* ---- BLAS -------------------------------------------------------------- */

@@ -18,11 +18,12 @@
 
 #include "backend/backend.h"
 #include "gpu/gpu_check.h"
+#include "gpu/gpu_stage.h"
 
-/* Host staging: pageable host memory is copied through two pinned chunks,
- * so the host fills one while the device copies from the other and the
- * transfers themselves are truly asynchronous. */
-#define GPU_STAGE_FLOATS (1L << 20)
+/* Host staging: pageable host memory is copied through two pinned chunks
+ * (GPU_STAGE_FLOATS each), so the host fills one while the device copies
+ * from the other and the transfers themselves are truly asynchronous;
+ * gpu_stage.h says which chunk each copy takes. */
 
 typedef struct gpu_ctx {
     int device;
@@ -31,6 +32,7 @@ typedef struct gpu_ctx {
     cudnnHandle_t dnn;
     float *stage[2];                     /* pinned, GPU_STAGE_FLOATS each */
     cudaEvent_t stage_done[2];           /* last copy through each chunk */
+    gpu_stage_seq stage_seq;             /* the chunk the next copy takes */
     double *dev_sums;                    /* loss/metric sums, device */
     double *dev_partials;                /* their per-block partials (GPU_LOSS_SCRATCH) */
     double *host_sums;                   /* and their pinned landing place */

@@ -6,8 +6,12 @@
  * process exits, because a step whose kernels failed cannot be trusted.
  *
  * The status type picks the library (_Generic), so one macro serves all
- * four. C only: the kernels (gpu_kernels.cu) return their launch status to
- * C callers, which check it here. */
+ * four. With PUNCH_GPU_SYNC=1 (gpu_debug.h) a call that succeeded is
+ * followed by a device synchronisation and cudaGetLastError(), so a fault
+ * inside a kernel is reported at the launcher's GPU_MUST, not at a later
+ * wait. GPU_TEARDOWN(call) is for release paths: a failure is logged to
+ * stderr and the release goes on. C only: the kernels (gpu_kernels.cu)
+ * return their launch status to C callers, which check it here. */
 #ifndef PUNCH_GPU_CHECK_H
 #define PUNCH_GPU_CHECK_H
 
@@ -25,6 +29,13 @@ void gpu_check_failed(const char *lib_message, const char *call, const char *fil
 const char *gpu_check_message(void);
 /* Prints the last failure as "punch-train: cuda: ..." and exits(1). */
 void gpu_check_fatal(void);
+/* When !ok, prints the last failure as "punch-train: cuda: <when>: ...";
+ * returns ok. */
+bool gpu_check_report(bool ok, const char *when);
+/* Marks the calling thread as having a current device (after
+ * cudaSetDevice): PUNCH_GPU_SYNC synchronises only on such threads, so it
+ * never creates a context on device 0 before the device is chosen. */
+void gpu_check_arm(void);
 
 bool gpu_check_cuda(cudaError_t s, const char *call, const char *file, int line);
 bool gpu_check_cublas(cublasStatus_t s, const char *call, const char *file, int line);
@@ -38,6 +49,7 @@ bool gpu_check_nccl(ncclResult_t s, const char *call, const char *file, int line
              ncclResult_t: gpu_check_nccl)(s, call, file, line)
 
 #define GPU_CHECK(call) gpu_check_status((call), #call, __FILE__, __LINE__)
+#define GPU_TEARDOWN(call) ((void)gpu_check_report(GPU_CHECK(call), "teardown"))
 #define GPU_MUST(call)               \
     do {                             \
         if (!GPU_CHECK(call))        \

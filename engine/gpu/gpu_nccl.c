@@ -86,15 +86,15 @@ void gpu_comm_free(gpu_comm *c)
     if (!c)
         return;
     if (c->stream)
-        GPU_CHECK(cudaStreamSynchronize(c->stream));
+        GPU_TEARDOWN(cudaStreamSynchronize(c->stream));
     if (c->nccl)
-        GPU_CHECK(ncclCommDestroy(c->nccl));
+        GPU_TEARDOWN(ncclCommDestroy(c->nccl));
     if (c->grads_ready)
-        GPU_CHECK(cudaEventDestroy(c->grads_ready));
+        GPU_TEARDOWN(cudaEventDestroy(c->grads_ready));
     if (c->reduced)
-        GPU_CHECK(cudaEventDestroy(c->reduced));
+        GPU_TEARDOWN(cudaEventDestroy(c->reduced));
     if (c->stream)
-        GPU_CHECK(cudaStreamDestroy(c->stream));
+        GPU_TEARDOWN(cudaStreamDestroy(c->stream));
     gpu_bucket_progress_free(&c->progress);
     free(c);
 }

@@ -26,11 +26,11 @@ static void gpu_pool_free(gpu_pool *p)
     if (!p)
         return;
     if (p->pool)
-        GPU_CHECK(cudnnDestroyPoolingDescriptor(p->pool));
+        GPU_TEARDOWN(cudnnDestroyPoolingDescriptor(p->pool));
     if (p->x)
-        GPU_CHECK(cudnnDestroyTensorDescriptor(p->x));
+        GPU_TEARDOWN(cudnnDestroyTensorDescriptor(p->x));
     if (p->y)
-        GPU_CHECK(cudnnDestroyTensorDescriptor(p->y));
+        GPU_TEARDOWN(cudnnDestroyTensorDescriptor(p->y));
     free(p);
 }
 

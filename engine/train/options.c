@@ -90,7 +90,8 @@ int engine_options_read(engine_options *o, launcher_lookup lookup, char *err, si
         options_sharding(lookup, &o->replicate, err, errlen) != 0 ||
         options_flag(lookup, "PUNCH_DIST_WHOLE_DATA", &o->whole_data, NULL, err, errlen) != 0 ||
         options_positive(lookup, "PUNCH_RANK_MEMORY_MAX", "bytes", &o->rank_memory_max, err,
-                         errlen) != 0)
+                         errlen) != 0 ||
+        options_flag(lookup, "PUNCH_GPU_SYNC", &o->gpu_sync, NULL, err, errlen) != 0)
         return -1;
     if (overlap_set)
         o->overlap = overlap ? ENGINE_OVERLAP_ON : ENGINE_OVERLAP_OFF;

@@ -26,6 +26,10 @@
  *                           punchcardd gives every rank of a CPU job its
  *                           share of the job's ceiling, so a rank on a host
  *                           without the job's cgroup is bounded too
+ *   PUNCH_GPU_SYNC          0 or 1: synchronise and check the device after
+ *                           every CUDA/cuBLAS/cuDNN/NCCL call and kernel
+ *                           launch, so a fault names its own file:line
+ *                           (gpu/gpu_debug.h; slow, for debugging)
  *
  * An empty value counts as unset. */
 #ifndef PUNCH_TRAIN_OPTIONS_H
@@ -54,6 +58,7 @@ typedef struct engine_options {
     bool replicate;           /* PUNCH_DIST_SHARDING=replicate */
     bool whole_data;          /* PUNCH_DIST_WHOLE_DATA */
     double rank_memory_max;   /* PUNCH_RANK_MEMORY_MAX, bytes; 0: no limit */
+    bool gpu_sync;            /* PUNCH_GPU_SYNC */
 } engine_options;
 
 /* The values of an empty environment (a process not under a launcher). */

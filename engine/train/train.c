@@ -15,6 +15,7 @@
 
 #include "io/tensorfile.h"
 #include "train/checkpoint.h"
+#include "train/train_optim.h"
 #include "train/warmstart.h"
 #include "train/weights.h"
 #include "timeutil/timeutil.h"
@@ -47,7 +48,7 @@ typedef struct train_run {
     const train_options *opt;
     backend *be;
     model *m;
-    optimizer *optim;
+    train_optim optim;      /* host, or the device's on a GPU */
     dataset train, val, test;
     schedule_state sched;
     run_history hist;
@@ -177,11 +178,8 @@ static int train_open(train_run *r, char *err, size_t errlen)
         snprintf(err, errlen, "profile: out of memory");
         return -1;
     }
-    r->optim = optim_create(&spec->training.optimizer, r->m->n_params);
-    if (!r->optim) {
-        snprintf(err, errlen, "optimizer: out of memory for %ld parameters", r->m->n_params);
+    if (train_optim_open(&r->optim, r->m, &spec->training.optimizer, err, errlen) != 0)
         return -1;
-    }
     if (run_history_init(&r->hist, spec->training.epochs) != 0) {
         snprintf(err, errlen, "history: out of memory");
         return -1;
@@ -197,7 +195,7 @@ static void train_close(train_run *r)
 {
     free(r->perm);
     run_history_free(&r->hist);
-    optim_free(r->optim);
+    train_optim_close(&r->optim);
     model_free(r->m);
     dataset_free(&r->train);
     dataset_free(&r->val);
@@ -290,7 +288,7 @@ static int train_step(train_run *r, const int64_t *idx, int batch, float lr, cha
     batch_metrics b;
     double loss = model_loss(m, batch, &b);
     t[3] = p ? model_profile_now(m) : 0.0;
-    model_backward_step(m, batch, r->optim, lr);
+    train_optim_backward_step(&r->optim, m, batch, lr);
     if (p) {
         t[4] = model_profile_now(m);
         for (int k = 0; k < PROFILE_PHASES; k++)
@@ -310,11 +308,20 @@ static int train_step(train_run *r, const int64_t *idx, int batch, float lr, cha
     return 0;
 }
 
+/* checkpoints/ckpt.bin of the run as it stands; a device optimizer's
+ * state is brought to the host first, in optim.h's layout. */
+static int train_checkpoint(train_run *r, char *err, size_t errlen)
+{
+    if (train_optim_pull(&r->optim, err, errlen) != 0)
+        return -1;
+    return checkpoint_save(r->opt->out_dir, r->spec_hash, &r->pos, &r->sched, &r->hist, r->m,
+                           r->optim.host, err, errlen);
+}
+
 static int train_interrupted(train_run *r, char *err, size_t errlen)
 {
     int sig = (int)train_stop_signal;
-    if (checkpoint_save(r->opt->out_dir, r->spec_hash, &r->pos, &r->sched, &r->hist, r->m,
-                        r->optim, err, errlen) != 0)
+    if (train_checkpoint(r, err, errlen) != 0)
         return -1;
     snprintf(err, errlen, "interrupted by %s at epoch %lld step %lld; checkpoint saved, "
              "continue with --resume", sig == SIGINT ? "SIGINT" : "SIGTERM",
@@ -455,8 +462,7 @@ static int train_finish_epoch(train_run *r, double lr, bool *stop, char *err, si
     }
     r->pos = (train_position){.epoch = r->pos.epoch + 1, .global_step = r->pos.global_step};
     *stop = r->sched.stop;
-    return checkpoint_save(r->opt->out_dir, r->spec_hash, &r->pos, &r->sched, &r->hist, r->m,
-                           r->optim, err, errlen);
+    return train_checkpoint(r, err, errlen);
 }
 
 static int train_resume_or_start(train_run *r, char *err, size_t errlen)
@@ -465,8 +471,8 @@ static int train_resume_or_start(train_run *r, char *err, size_t errlen)
     snprintf(path, sizeof path, "%s/progress.jsonl", r->opt->out_dir);
     if (r->opt->resume) {
         int rc = checkpoint_load(r->opt->out_dir, r->spec_hash, &r->pos, &r->sched, &r->hist,
-                                 r->m, r->optim, err, errlen);
-        if (rc < 0)
+                                 r->m, r->optim.host, err, errlen);
+        if (rc < 0 || (rc == 0 && train_optim_push(&r->optim, err, errlen) != 0))
             return -1;
         if (rc == 0)
             return train_start_event(r, err, errlen);

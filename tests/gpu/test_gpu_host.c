@@ -1,6 +1,8 @@
 /* test_gpu_host.c — the CUDA backend's host-side logic, which needs no
  * GPU: the node-local rank and world size from the launcher's
- * environment (backend/launcher.h), device choice, the NCCL bucketing
+ * environment (backend/launcher.h), the staging slot sequence of
+ * uploads and downloads (gpu_stage.h), the PUNCH_GPU_SYNC switch
+ * (gpu_debug.h), device choice, the NCCL bucketing
  * plan and the conv/pool/batchnorm workspace plans; and the per-element
  * formulas the kernels share with the host (gpu_math.h), run here and
  * checked against the CPU backend and engine/optim: softmax rows (in a
@@ -23,10 +25,12 @@
 #include "backend/backend.h"
 #include "backend/launcher.h"
 #include "gpu/gpu_bucket.h"
+#include "gpu/gpu_debug.h"
 #include "gpu/gpu_device.h"
 #include "gpu/gpu_math.h"
 #include "gpu/gpu_optim_coeffs.h"
 #include "gpu/gpu_plan.h"
+#include "gpu/gpu_stage.h"
 #include "optim/optim.h"
 
 /* ---- device choice --------------------------------------------------- */
@@ -56,11 +60,89 @@ static void test_local_rank(void **state)
                                     NULL};
     const char *const slurm[] = {"SLURM_LOCALID", "5", NULL};
     const char *const negative[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "-1", NULL};
+    /* Precedence with all three set: Open MPI's, then MPICH's, then
+     * Slurm's (an srun-launched job without mpirun has only the last). */
+    const char *const all3[] = {"SLURM_LOCALID", "6", "MPI_LOCALRANKID", "4",
+                                "OMPI_COMM_WORLD_LOCAL_RANK", "1", NULL};
+    const char *const mpich_slurm[] = {"SLURM_LOCALID", "6", "MPI_LOCALRANKID", "4", NULL};
+    const char *const empty_ompi[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "", "SLURM_LOCALID", "2",
+                                      NULL};
+    const char *const bad_all[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "1x", "MPI_LOCALRANKID",
+                                   "99999999999", "SLURM_LOCALID", " ", NULL};
     assert_int_equal(local_rank_with(none), 0);
     assert_int_equal(local_rank_with(ompi), 3);
     assert_int_equal(local_rank_with(bad_ompi), 2);
     assert_int_equal(local_rank_with(slurm), 5);
     assert_int_equal(local_rank_with(negative), 0);
+    assert_int_equal(local_rank_with(all3), 1);
+    assert_int_equal(local_rank_with(mpich_slurm), 4);
+    assert_int_equal(local_rank_with(empty_ompi), 2);
+    assert_int_equal(local_rank_with(bad_all), 0);
+}
+
+/* ---- staging slots and the PUNCH_GPU_SYNC switch ---------------------- */
+
+/* Slots of a copy of `floats` floats issued as gpu_upload does (one take
+ * per chunk), written to out; returns the chunk count. */
+static long stage_upload(gpu_stage_seq *s, long floats, int *out)
+{
+    long chunks = gpu_stage_chunks(floats);
+    for (long k = 0; k < chunks; k++)
+        out[k] = gpu_stage_take(s);
+    return chunks;
+}
+
+static void test_stage_sequence(void **state)
+{
+    (void)state;
+    assert_int_equal(gpu_stage_chunks(0), 0);
+    assert_int_equal(gpu_stage_chunks(-5), 0);
+    assert_int_equal(gpu_stage_chunks(1), 1);
+    assert_int_equal(gpu_stage_chunks(GPU_STAGE_FLOATS), 1);
+    assert_int_equal(gpu_stage_chunks(GPU_STAGE_FLOATS + 1), 2);
+    gpu_stage_seq s = {0};
+    int slots[8];
+    /* A step's inputs then targets, one chunk each: the targets take the
+     * other slot, so their copy does not wait for the inputs'. */
+    assert_int_equal(stage_upload(&s, 1000, slots), 1);
+    assert_int_equal(slots[0], 0);
+    assert_int_equal(stage_upload(&s, 10, slots), 1);
+    assert_int_equal(slots[0], 1);
+    /* The next step's inputs start over on slot 0, and so on. */
+    assert_int_equal(stage_upload(&s, 1000, slots), 1);
+    assert_int_equal(slots[0], 0);
+    /* A three-chunk copy alternates and the next one continues after it. */
+    assert_int_equal(stage_upload(&s, 2 * GPU_STAGE_FLOATS + 1, slots), 3);
+    assert_int_equal(slots[0], 1);
+    assert_int_equal(slots[1], 0);
+    assert_int_equal(slots[2], 1);
+    assert_int_equal(stage_upload(&s, 1, slots), 1);
+    assert_int_equal(slots[0], 0);
+    /* An empty copy takes nothing. */
+    assert_int_equal(stage_upload(&s, 0, slots), 0);
+    assert_int_equal(s.next, 1);
+    /* A download reads slots without taking them chunk by chunk, then
+     * advances once: chunk k's slot is next + k. */
+    assert_int_equal(gpu_stage_slot(&s, 0), 1);
+    assert_int_equal(gpu_stage_slot(&s, 1), 0);
+    assert_int_equal(gpu_stage_slot(&s, 2), 1);
+    gpu_stage_advance(&s, 2);
+    assert_int_equal(s.next, 1);
+    gpu_stage_advance(&s, 3);
+    assert_int_equal(s.next, 0);
+    gpu_stage_advance(&s, 0);
+    assert_int_equal(s.next, 0);
+}
+
+/* Off until start-up sets it (train/options.c parses the variable). */
+static void test_sync_switch(void **state)
+{
+    (void)state;
+    assert_false(gpu_debug_sync());
+    gpu_debug_set_sync(true);
+    assert_true(gpu_debug_sync());
+    gpu_debug_set_sync(false);
+    assert_false(gpu_debug_sync());
 }
 
 static void test_world_size(void **state)
@@ -783,6 +865,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_local_rank),
+        cmocka_unit_test(test_stage_sequence),
+        cmocka_unit_test(test_sync_switch),
         cmocka_unit_test(test_world_size),
         cmocka_unit_test(test_visible_devices),
         cmocka_unit_test(test_device_choose),

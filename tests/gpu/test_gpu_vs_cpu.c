@@ -8,8 +8,10 @@
  * seam, and a short training run of a real model (engine/layers and
  * core/model: conv2d incl. asymmetric "same", batchnorm, add, concat, max
  * and average pooling, dropout, dense, softmax) with the engine's own
- * training step, all on the same inputs. Also: conv2d forward and backward
- * run twice give the same bytes, and the backend reports itself
+ * training step, all on the same inputs; and the single trainer
+ * (train_single, device optimizer) against the CPU, and resumed on the
+ * GPU from a GPU and from a CPU checkpoint. Also: conv2d forward and
+ * backward run twice give the same bytes, and the backend reports itself
  * reproducible (issue 21).
  *
  * Tolerances (|gpu - cpu| <= atol + rtol * |cpu|, element-wise):
@@ -26,6 +28,7 @@
  * the reason and exits 77, which meson reports as skipped. */
 #include <math.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -39,7 +42,11 @@
 #include "model/model.h"
 #include "data/dataset.h"
 #include "gpu/gpu.h"
+#include "gpu/gpu_debug.h"
+#include "io/tensorfile.h"
 #include "optim/optim.h"
+#include "train/options.h"
+#include "train/train.h"
 #include "jobspec/spec.h"
 
 #define TOL_EXACT 1e-6f, 1e-6f
@@ -1092,6 +1099,149 @@ static void test_model_training(void **state)
     spec_free(spec);
 }
 
+/* ---- the single trainer ------------------------------------------------ */
+
+/* Dense, batchnorm and dropout only: every op of this net is
+ * deterministic on the GPU, so a resumed GPU run can be compared bit for
+ * bit. SGD with momentum, so the device optimizer's slots are
+ * checkpointed. */
+static job_spec *trainer_job(int epochs, bool on_gpu)
+{
+    char json[2048];
+    snprintf(json, sizeof json,
+             "{\"name\": \"gpu-single\","
+             " \"model\": {\"input\": [1, 6, 6], \"layers\": ["
+             "  {\"type\": \"flatten\"},"
+             "  {\"type\": \"dense\", \"units\": 16, \"activation\": \"relu\"},"
+             "  {\"type\": \"batchnorm\"},"
+             "  {\"type\": \"dropout\", \"rate\": 0.2},"
+             "  {\"type\": \"dense\", \"units\": 3, \"activation\": \"softmax\"}]},"
+             " \"data\": {\"format\": \"synthetic\", \"synthetic_train\": 200,"
+             "          \"synthetic_test\": 40, \"num_classes\": 3},"
+             " \"resources\": {\"gpus\": %d},"
+             " \"training\": {\"epochs\": %d, \"batch_size\": 32,"
+             "  \"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 0.05,"
+             "                  \"momentum\": 0.9}, \"seed\": 7}}",
+             on_gpu ? 1 : 0, epochs);
+    spec_error serr;
+    job_spec *spec = spec_parse(json, strlen(json), &serr);
+    if (!spec) {
+        char msg[512];
+        fail_msg("spec: %s", spec_error_str(&serr, msg, sizeof msg));
+    }
+    return spec;
+}
+
+static char *trainer_dir(void)
+{
+    char *d = strdup("/tmp/punch-gpu-single-XXXXXX");
+    assert_non_null(d);
+    assert_non_null(mkdtemp(d));
+    return d;
+}
+
+static void trainer_rmdir(char *d)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
+    assert_int_equal(system(cmd), 0);
+    free(d);
+}
+
+/* SIGTERM after step `step` of epoch `epoch` (0-based), as test_train.c. */
+typedef struct trainer_stop {
+    long epoch, step;
+} trainer_stop;
+
+static void trainer_on_step(void *ctx, long epoch, long step)
+{
+    const trainer_stop *at = ctx;
+    if (epoch == at->epoch && step == at->step)
+        assert_int_equal(raise(SIGTERM), 0);
+}
+
+/* train_single into dir; with `stop`, the run must end interrupted. */
+static void trainer_run(const job_spec *s, const char *dir, bool resume, trainer_stop *stop)
+{
+    train_options o = {.out_dir = dir, .threads = 2, .resume = resume,
+                       .on_step = stop ? trainer_on_step : NULL, .on_step_ctx = stop};
+    char err[512];
+    int rc = train_single(s, &o, err, sizeof err);
+    if (stop) {
+        assert_int_equal(rc, -1);
+        if (!strstr(err, "checkpoint saved"))
+            fail_msg("want an interruption, got: %s", err);
+    } else if (rc != 0) {
+        fail_msg("train_single: %s", err);
+    }
+}
+
+/* weights.safetensors of a and b: the same tensors, each element within
+ * atol + rtol * |b| (0, 0: bit for bit). */
+static void expect_weights(const char *a, const char *b, float rtol, float atol)
+{
+    char pa[512], pb[512], err[256];
+    snprintf(pa, sizeof pa, "%s/weights.safetensors", a);
+    snprintf(pb, sizeof pb, "%s/weights.safetensors", b);
+    tensor_entry *ta = NULL, *tb = NULL;
+    int na = 0, nb = 0;
+    assert_int_equal(safetensors_read(pa, &ta, &na, err, sizeof err), 0);
+    assert_int_equal(safetensors_read(pb, &tb, &nb, err, sizeof err), 0);
+    assert_int_equal(na, nb);
+    for (int i = 0; i < na; i++) {
+        assert_string_equal(ta[i].name, tb[i].name);
+        long n = tensor_entry_size(&ta[i]);
+        assert_int_equal(n, tensor_entry_size(&tb[i]));
+        if (rtol == 0.0f && atol == 0.0f) {
+            if (memcmp(ta[i].data, tb[i].data, (size_t)n * sizeof(float)) != 0)
+                fail_msg("%s differs bitwise between %s and %s", ta[i].name, a, b);
+        } else {
+            expect_host_close(ta[i].name, ta[i].data, tb[i].data, n, rtol, atol);
+        }
+    }
+    tensorfile_free(ta, na);
+    tensorfile_free(tb, nb);
+}
+
+/* The single trainer on the GPU steps with the device optimizer and
+ * lands where the CPU run does. */
+static void test_single_trainer(void **state)
+{
+    (void)state;
+    job_spec *sg = trainer_job(2, true), *sc = trainer_job(2, false);
+    char *dg = trainer_dir(), *dc = trainer_dir();
+    trainer_run(sg, dg, false, NULL);
+    trainer_run(sc, dc, false, NULL);
+    expect_weights(dg, dc, 1e-3f, 1e-4f);
+    trainer_rmdir(dg);
+    trainer_rmdir(dc);
+    spec_free(sg);
+    spec_free(sc);
+}
+
+/* Interrupted mid-epoch and resumed on the GPU: bit-identical to the
+ * uninterrupted GPU run. A checkpoint the CPU wrote (optim.h's layout)
+ * resumes on the GPU too, close to the same run. */
+static void test_single_trainer_resume(void **state)
+{
+    (void)state;
+    job_spec *sg = trainer_job(3, true), *sc = trainer_job(3, false);
+    char *full = trainer_dir(), *resumed = trainer_dir(), *from_cpu = trainer_dir();
+    trainer_run(sg, full, false, NULL);
+    trainer_stop mid = {.epoch = 1, .step = 3};
+    trainer_run(sg, resumed, false, &mid);
+    trainer_run(sg, resumed, true, NULL);
+    expect_weights(resumed, full, 0.0f, 0.0f);
+    trainer_run(sc, from_cpu, false, &mid);
+    trainer_run(sg, from_cpu, true, NULL);
+    expect_weights(from_cpu, full, 1e-3f, 1e-4f);
+    trainer_rmdir(full);
+    trainer_rmdir(resumed);
+    trainer_rmdir(from_cpu);
+    spec_free(sg);
+    spec_free(sc);
+}
+
 static int backends_up(void **state)
 {
     (void)state;
@@ -1123,6 +1273,13 @@ int main(int argc, char **argv)
         printf("SKIP: GPU-vs-CPU suite needs a CUDA device: %s\n", why);
         return 77;
     }
+    /* PUNCH_GPU_SYNC=1 works here as in punch-train. */
+    engine_options env;
+    if (engine_options_read(&env, launcher_getenv, why, sizeof why) != 0) {
+        fprintf(stderr, "%s\n", why);
+        return 1;
+    }
+    gpu_debug_set_sync(env.gpu_sync);
     MPI_Init(&argc, &argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gemm),
@@ -1142,6 +1299,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_nccl_single_rank),
         cmocka_unit_test(test_training_run),
         cmocka_unit_test(test_model_training),
+        cmocka_unit_test(test_single_trainer),
+        cmocka_unit_test(test_single_trainer_resume),
     };
     int failed = cmocka_run_group_tests(tests, backends_up, backends_down);
     MPI_Finalize();

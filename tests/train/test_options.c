@@ -45,6 +45,7 @@ static void test_defaults(void **state)
     assert_false(o.check_sync);
     assert_false(o.replicate);
     assert_false(o.whole_data);
+    assert_false(o.gpu_sync);
 }
 
 static void test_every_knob(void **state)
@@ -55,7 +56,7 @@ static void test_every_knob(void **state)
         "PUNCH_DATASETS", "/a:/b", "PUNCH_WATCHDOG_S", "2.5",
         "PUNCH_DIST_EXCHANGE_MB", "0.1", "PUNCH_DIST_OVERLAP", "0",
         "PUNCH_DIST_CHECK_SYNC", "1", "PUNCH_DIST_SHARDING", "replicate",
-        "PUNCH_DIST_WHOLE_DATA", "1", NULL,
+        "PUNCH_DIST_WHOLE_DATA", "1", "PUNCH_GPU_SYNC", "1", NULL,
     };
     engine_options o;
     char err[256];
@@ -66,7 +67,7 @@ static void test_every_knob(void **state)
     assert_true(o.watchdog_s == 2.5);
     assert_true(o.exchange_mb == 0.1);
     assert_int_equal(o.overlap, ENGINE_OVERLAP_OFF);
-    assert_true(o.check_sync && o.replicate && o.whole_data);
+    assert_true(o.check_sync && o.replicate && o.whole_data && o.gpu_sync);
 
     const char *const on[] = {"PUNCH_DIST_OVERLAP", "1", "PUNCH_DIST_SHARDING", "shard", NULL};
     assert_int_equal(read_with(on, &o, err, sizeof err), 0);
@@ -100,6 +101,7 @@ static void test_bad_values(void **state)
     expect_error("PUNCH_DIST_OVERLAP", "yes", "must be 0 or 1");
     expect_error("PUNCH_DIST_CHECK_SYNC", "2", "must be 0 or 1");
     expect_error("PUNCH_DIST_WHOLE_DATA", "true", "must be 0 or 1");
+    expect_error("PUNCH_GPU_SYNC", "yes", "must be 0 or 1");
     expect_error("PUNCH_DIST_SHARDING", "replica", "must be shard or replicate");
 }
 
