@@ -58,7 +58,16 @@ double launcher_rank_memory_max(double memory_max, int ranks, const char *gpu_de
 {
     if (memory_max <= 0 || ranks < 1 || (gpu_devices && gpu_devices[0]))
         return 0;
-    return memory_max / ranks;
+    /* RLIMIT_DATA also counts what no estimate sees: the libraries'
+     * writable segments (about 190 MiB in a CUDA build) and OpenBLAS's
+     * 128 MiB buffer per thread, which it retries forever when malloc
+     * fails. A floor of 2 GiB keeps a rank clear of that; the limit is
+     * there to stop a runaway rank on a host the cgroup does not reach. */
+    const double floor = 2.0 * 1024 * 1024 * 1024;
+    double share = memory_max / ranks;
+    if (share < floor)
+        share = memory_max < floor ? memory_max : floor;
+    return share;
 }
 
 char **launcher_mpirun_argv(const launcher_config *lc, const char *rundir, int ranks,

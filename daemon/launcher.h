@@ -64,8 +64,9 @@ void launcher_argv_free(char **argv);
 pid_t launcher_start(const launcher_config *lc, const char *rundir, int ranks, int threads,
                      const char *gpu_devices, double memory_max, char *err, size_t errlen);
 
-/* Each rank's share of a job's memory ceiling (memory_max / ranks); 0 for
- * a GPU job (gpu_devices non-empty) or without a ceiling. */
+/* Each rank's share of a job's memory ceiling: memory_max / ranks, but at
+ * least 2 GiB (or memory_max when that is less); 0 for a GPU job
+ * (gpu_devices non-empty) or without a ceiling. */
 double launcher_rank_memory_max(double memory_max, int ranks, const char *gpu_devices);
 
 /* Start time (clock ticks since boot) and state letter of a process from

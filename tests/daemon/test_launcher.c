@@ -111,9 +111,13 @@ static void test_mpirun_args(void **state)
 static void test_rank_memory_max(void **state)
 {
     (void)state;
-    assert_true(launcher_rank_memory_max(6e9, 3, NULL) == 2e9);
-    assert_true(launcher_rank_memory_max(6e9, 3, "") == 2e9);
-    assert_true(launcher_rank_memory_max(6e9, 3, "0") == 0);
+    const double gib = 1024.0 * 1024 * 1024;
+    assert_true(launcher_rank_memory_max(12 * gib, 3, NULL) == 4 * gib);
+    assert_true(launcher_rank_memory_max(12 * gib, 3, "") == 4 * gib);
+    /* At least 2 GiB: libraries and OpenBLAS's buffers count too. */
+    assert_true(launcher_rank_memory_max(3 * gib, 3, NULL) == 2 * gib);
+    assert_true(launcher_rank_memory_max(1 * gib, 3, NULL) == 1 * gib);
+    assert_true(launcher_rank_memory_max(12 * gib, 3, "0") == 0);
     assert_true(launcher_rank_memory_max(0, 3, NULL) == 0);
     launcher_config lc = {"/self", "mpirun", "/bin/punch-train", "/h", "/data", "", ""};
     char **argv = launcher_mpirun_argv(&lc, "/r", 3, 1, NULL, 2147483648.0);
