@@ -1,14 +1,15 @@
 /* cpu_conv.c — 2-D convolution on the CPU, samples split across the
  * pool's threads, with the algorithm chosen per layer at prepare time
  * (cpu_conv.h): im2col + sgemm per sample (each thread with its own column
- * buffer, bias and activation fused into the pass after the GEMM), direct
+ * buffer, bias and activation fused into the pass after the GEMM), or per
+ * group of samples for small output planes (cpu_conv_folded.c), direct
  * kernels for few channels (cpu_conv_direct.c), Winograd F(2x2, 5x5)
  * for stride-1 5x5 layers with enough channels (cpu_winograd.c), or, for
  * grouped and depthwise layers, a direct loop (cpu_conv_grouped.c).
  *
  * Workspace layout (floats), per thread t of T:
  *   col[t]  : the algorithm's scratch (im2col: c*kh*kw * oh*ow, the column
- *             of one sample, reused for dcol)
+ *             of one sample, reused for dcol; folded: a group's)
  *   dw[t]   : k*c*kh*kw + k     (this thread's partial dw and db)
  * then, for Winograd, the transformed weights (36, k, c) shared by all.
  * The partials are summed in thread order, so dw is deterministic for a
@@ -16,6 +17,7 @@
  * the sample itself is the column matrix. */
 #include "cpu/cpu_conv.h"
 #include "cpu/cpu_conv_direct.h"
+#include "cpu/cpu_conv_folded.h"
 #include "cpu/cpu_conv_grouped.h"
 #include "cpu/cpu_winograd.h"
 
@@ -23,7 +25,7 @@
 
 /* d->impl points at one of these: the layer's algorithm. */
 static cpu_conv_algo conv_algos[] = {CPU_CONV_IM2COL, CPU_CONV_DIRECT, CPU_CONV_WINOGRAD,
-                                     CPU_CONV_GROUPED};
+                                     CPU_CONV_GROUPED, CPU_CONV_FOLDED};
 
 cpu_conv_algo cpu_conv2d_algo(const conv2d_desc *d)
 {
@@ -38,10 +40,12 @@ cpu_conv_algo cpu_conv_choose(const conv2d_desc *d)
         return CPU_CONV_DIRECT;
     if (cpu_winograd_suits(d))
         return CPU_CONV_WINOGRAD;
+    if (cpu_conv_folded_suits(d))
+        return CPU_CONV_FOLDED;
     return CPU_CONV_IM2COL;
 }
 
-static long conv_col_size(const conv2d_desc *d)
+static long conv_col_size(const conv2d_desc *d, int threads)
 {
     switch (cpu_conv2d_algo(d)) {
     case CPU_CONV_DIRECT:
@@ -50,6 +54,8 @@ static long conv_col_size(const conv2d_desc *d)
         return cpu_winograd_thread_scratch(d);
     case CPU_CONV_GROUPED:
         return 0;
+    case CPU_CONV_FOLDED:
+        return cpu_conv_folded_scratch(d, threads);
     case CPU_CONV_IM2COL:
         break;
     }
@@ -61,9 +67,9 @@ static long conv_wsize(const conv2d_desc *d)
     return (long)d->k * (d->c / d->groups) * d->kh * d->kw;
 }
 
-static long conv_thread_block(const conv2d_desc *d)
+static long conv_thread_block(const conv2d_desc *d, int threads)
 {
-    return conv_col_size(d) + conv_wsize(d) + d->k;
+    return conv_col_size(d, threads) + conv_wsize(d) + d->k;
 }
 
 static bool conv_is_pointwise(const conv2d_desc *d)
@@ -87,7 +93,7 @@ long cpu_conv2d_prepare_algo(backend *be, conv2d_desc *d, cpu_conv_algo algo)
         return -1;
     d->impl = &conv_algos[algo];
     long shared = algo == CPU_CONV_WINOGRAD ? cpu_winograd_weight_size(d) : 0;
-    return conv_thread_block(d) * be->threads + shared;
+    return conv_thread_block(d, be->threads) * be->threads + shared;
 }
 
 long cpu_conv2d_prepare(backend *be, conv2d_desc *d)
@@ -111,15 +117,13 @@ void cpu_conv_range(int ow, int stride, int off, int w, int *lo, int *hi)
         *hi = *lo;
 }
 
-/* col (c*kh*kw, oh*ow) from one sample x (c, h, w). */
-static void conv_im2col(const conv2d_desc *d, const float *x, float *col)
+void cpu_conv_im2col(const conv2d_desc *d, const float *x, float *col, long ld)
 {
-    long ohw = (long)d->oh * d->ow;
     for (int c = 0; c < d->c; c++) {
         const float *xc = x + (long)c * d->h * d->w;
         for (int ki = 0; ki < d->kh; ki++) {
             for (int kj = 0; kj < d->kw; kj++) {
-                float *row = col + ((long)(c * d->kh + ki) * d->kw + kj) * ohw;
+                float *row = col + ((long)(c * d->kh + ki) * d->kw + kj) * ld;
                 int off = -d->pad_left + kj * d->dil_w, lo, hi;
                 cpu_conv_range(d->ow, d->stride_w, off, d->w, &lo, &hi);
                 for (int oy = 0; oy < d->oh; oy++) {
@@ -145,15 +149,13 @@ static void conv_im2col(const conv2d_desc *d, const float *x, float *col)
     }
 }
 
-/* dx (c, h, w) += col (c*kh*kw, oh*ow) scattered back. */
-static void conv_col2im(const conv2d_desc *d, const float *col, float *dx)
+void cpu_conv_col2im(const conv2d_desc *d, const float *col, long ld, float *dx)
 {
-    long ohw = (long)d->oh * d->ow;
     for (int c = 0; c < d->c; c++) {
         float *xc = dx + (long)c * d->h * d->w;
         for (int ki = 0; ki < d->kh; ki++) {
             for (int kj = 0; kj < d->kw; kj++) {
-                const float *row = col + ((long)(c * d->kh + ki) * d->kw + kj) * ohw;
+                const float *row = col + ((long)(c * d->kh + ki) * d->kw + kj) * ld;
                 int off = -d->pad_left + kj * d->dil_w, lo, hi;
                 cpu_conv_range(d->ow, d->stride_w, off, d->w, &lo, &hi);
                 for (int oy = 0; oy < d->oh; oy++) {
@@ -200,13 +202,13 @@ static void conv_job_shape(conv_job *j)
 
 static float *conv_thread_col(const conv_job *j, int tid)
 {
-    return j->ws + (long)tid * conv_thread_block(j->d);
+    return j->ws + (long)tid * conv_thread_block(j->d, j->threads);
 }
 
 /* Winograd's transformed weights, after every thread's block. */
 static float *conv_winograd_u(const conv_job *j)
 {
-    return j->ws + (long)j->threads * conv_thread_block(j->d);
+    return j->ws + (long)j->threads * conv_thread_block(j->d, j->threads);
 }
 
 static void conv_winograd_weights_chunk(void *ctx, long begin, long end, int tid)
@@ -227,6 +229,11 @@ static void conv_forward_chunk(void *ctx, long begin, long end, int tid)
                              j->bias, j->act, j->y + begin * d->k * ohw, col);
         return;
     }
+    if (j->algo == CPU_CONV_FOLDED) {
+        cpu_conv_folded_forward(d, j->threads, (int)(end - begin), j->x + begin * xsize, j->w,
+                                j->bias, j->act, j->y + begin * d->k * ohw, col);
+        return;
+    }
     for (long b = begin; b < end; b++) {
         const float *xb = j->x + b * xsize;
         float *yb = j->y + b * d->k * ohw;
@@ -240,7 +247,7 @@ static void conv_forward_chunk(void *ctx, long begin, long end, int tid)
         }
         const float *src = xb;
         if (!conv_is_pointwise(d)) {
-            conv_im2col(d, xb, col);
+            cpu_conv_im2col(d, xb, col, ohw);
             src = col;
         }
         cpu_sgemm(false, false, d->k, (int)ohw, (int)ckk, 1.0f, j->w, (int)ckk, src,
@@ -275,7 +282,7 @@ static void conv_backward_chunk(void *ctx, long begin, long end, int tid)
     const conv2d_desc *d = j->d;
     long ckk = j->ckk, ohw = j->ohw, xsize = j->xsize;
     float *col = conv_thread_col(j, tid);
-    float *dw = col + conv_col_size(d);
+    float *dw = col + conv_col_size(d, j->threads);
     float *db = dw + conv_wsize(d);
     if (j->algo == CPU_CONV_WINOGRAD) {
         cpu_winograd_backward(d, (int)(end - begin), j->x + begin * xsize, conv_winograd_u(j),
@@ -286,6 +293,13 @@ static void conv_backward_chunk(void *ctx, long begin, long end, int tid)
     }
     if (j->algo == CPU_CONV_DIRECT) {
         cpu_conv_direct_backward(d, (int)(end - begin), j->x + begin * xsize, j->w,
+                                 j->dz + begin * d->k * ohw,
+                                 j->dx ? j->dx + begin * xsize : NULL, j->accumulate, dw, db,
+                                 col);
+        return;
+    }
+    if (j->algo == CPU_CONV_FOLDED) {
+        cpu_conv_folded_backward(d, j->threads, (int)(end - begin), j->x + begin * xsize, j->w,
                                  j->dz + begin * d->k * ohw,
                                  j->dx ? j->dx + begin * xsize : NULL, j->accumulate, dw, db,
                                  col);
@@ -304,7 +318,7 @@ static void conv_backward_chunk(void *ctx, long begin, long end, int tid)
         const float *dzb = j->dz + b * d->k * ohw;
         const float *src = xb;
         if (!pointwise) {
-            conv_im2col(d, xb, col);
+            cpu_conv_im2col(d, xb, col, ohw);
             src = col;
         }
         /* dw (k, ckk) += dz_b (k, ohw) @ col^T (ohw, ckk) */
@@ -325,7 +339,7 @@ static void conv_backward_chunk(void *ctx, long begin, long end, int tid)
                   0.0f, col, (int)ohw);
         if (!j->accumulate)
             memset(dxb, 0, (size_t)xsize * sizeof *dxb);
-        conv_col2im(d, col, dxb);
+        cpu_conv_col2im(d, col, ohw, dxb);
     }
 }
 
@@ -342,7 +356,7 @@ static void conv_reduce_chunk(void *ctx, long begin, long end, int tid)
         /* A thread with no samples never zeroed its partial. */
         if (pool_chunk_begin(j->batch, t + 1, j->threads) !=
             pool_chunk_begin(j->batch, t, j->threads))
-            part[np++] = conv_thread_col(j, t) + conv_col_size(d);
+            part[np++] = conv_thread_col(j, t) + conv_col_size(d, j->threads);
     for (long i = begin; i < end; i++) {
         float s = 0.0f;
         for (int t = 0; t < np; t++)

@@ -2,7 +2,9 @@
  * chosen per layer at prepare time: direct kernels for few channels
  * (cpu_conv_direct.c), Winograd F(2x2, 5x5) for stride-1 5x5 layers with
  * enough channels (cpu_winograd.c), a direct loop for grouped layers
- * (cpu_conv_grouped.c), im2col + GEMM otherwise. Tests force
+ * (cpu_conv_grouped.c), im2col + GEMM otherwise: one GEMM per sample,
+ * or, for small output planes, one per group of samples folded into the
+ * GEMM's columns (cpu_conv_folded.c). Tests force
  * an algorithm to compare them on the same layer. */
 #ifndef PUNCH_CPU_CONV_H
 #define PUNCH_CPU_CONV_H
@@ -14,6 +16,7 @@ typedef enum cpu_conv_algo {
     CPU_CONV_DIRECT,
     CPU_CONV_WINOGRAD,
     CPU_CONV_GROUPED,
+    CPU_CONV_FOLDED,
 } cpu_conv_algo;
 
 /* The algorithm cpu_conv2d_prepare picks for d. */
@@ -28,6 +31,14 @@ long cpu_conv2d_prepare_algo(backend *be, conv2d_desc *d, cpu_conv_algo algo);
 /* The outputs ox in [*lo, *hi) whose input column ox*stride + off falls
  * inside [0, w); the others read padding. */
 void cpu_conv_range(int ow, int stride, int off, int w, int *lo, int *hi);
+
+/* col (c*kh*kw rows of ld floats; the first oh*ow of each written) from
+ * one sample x (c, h, w). */
+void cpu_conv_im2col(const conv2d_desc *d, const float *x, float *col, long ld);
+
+/* dx (c, h, w) += col (c*kh*kw rows of ld floats, the first oh*ow of each
+ * read) scattered back. */
+void cpu_conv_col2im(const conv2d_desc *d, const float *col, long ld, float *dx);
 
 /* The algorithm a prepared d runs with. */
 cpu_conv_algo cpu_conv2d_algo(const conv2d_desc *d);
