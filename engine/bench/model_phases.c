@@ -263,7 +263,7 @@ int main(int argc, char **argv)
         printf("{\"job\":\"%s\",\"gemm\":\"%s\",\"threads\":%d,\"batch\":%d,\"steps\":%d,"
                "\"parameters\":%ld,\"train_samples_per_s\":%.1f,\"step_ms\":{", o.job,
                o.openblas ? "openblas" : "default", o.threads, b, o.steps,
-               s.m->n_params, (double)o.steps * b / total);
+               s.m->n_trainable, (double)o.steps * b / total);
         for (int p = 0; p < PH_COUNT; p++)
             printf("%s\"%s\":%.4f", p ? "," : "", phase_names[p], t[p] / o.steps * 1e3);
         printf("},\"infer_batch\":%d,\"infer_samples\":%ld,\"infer_samples_per_s\":%.1f,"

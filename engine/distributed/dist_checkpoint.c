@@ -13,8 +13,11 @@
  * batchnorm state, and its optimizer state (eamsgd: and its momentum). A
  * checkpoint of theirs with the center alone (n_replicas 1, n_optim 0, as
  * written before workers' replicas existed) still resumes: the workers
- * then restart from the center. The layout is the same either way, so
- * the version stays 1.
+ * then restart from the center. The layout is the same either way.
+ *
+ * Version 2: params and optimizer floats are in the model's aligned
+ * layout (LAYER_PARAM_ALIGN padding between tensors); a version 1 file
+ * (unpadded) is refused with a message rather than misread.
  *
  * Layout (host byte order; the file is read back by the same engine):
  *   "PUNCHDCK" u32 version u32 trainer
@@ -31,7 +34,7 @@
 #include "train/checkpoint_file.h"
 
 #define DIST_CKPT_MAGIC "PUNCHDCK"
-#define DIST_CKPT_VERSION 1u
+#define DIST_CKPT_VERSION 2u
 
 typedef struct dist_ckpt_head {
     char magic[8];
@@ -89,6 +92,11 @@ int dist_ckpt_save(const dist_ctx *c, const dist_ckpt_meta *meta, const dist_rep
 static int dist_ckpt_check(const dist_ctx *c, const dist_ckpt_head *h, size_t len,
                            long n_optim, const char *path, char *err, size_t errlen)
 {
+    if (len >= sizeof *h && memcmp(h->magic, DIST_CKPT_MAGIC, 8) == 0 &&
+        h->version < DIST_CKPT_VERSION)
+        return io_errf(err, errlen, "%s: checkpoint format %u of an older engine (this one "
+                       "reads format %u, with aligned parameters); it cannot resume: remove "
+                       "it or use another --out", path, h->version, DIST_CKPT_VERSION);
     if (len < sizeof *h || memcmp(h->magic, DIST_CKPT_MAGIC, 8) != 0 ||
         h->version != DIST_CKPT_VERSION)
         return io_errf(err, errlen, "%s: not a distributed checkpoint of this engine", path);

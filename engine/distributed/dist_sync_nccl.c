@@ -38,8 +38,10 @@ void dist_param_spans(const model *m, gpu_param_span *spans)
 {
     for (int i = 0; i < m->n_layers; i++) {
         const layer *l = &m->layers[i];
-        long off = l->n_params > 0 ? (long)(l->grads - m->grads) : 0;
-        spans[i] = (gpu_param_span){off, l->n_params};
+        /* The layer's whole slice, alignment padding included, so the
+         * spans tile the buffer. */
+        long off = l->param_span > 0 ? (long)(l->grads - m->grads) : 0;
+        spans[i] = (gpu_param_span){off, l->param_span};
     }
 }
 
@@ -123,8 +125,8 @@ static void dist_gpu_layer_done(void *ctx, int i)
 {
     dist_gpu_hook *h = ctx;
     const layer *l = &h->m->layers[i];
-    if (l->n_params > 0)
-        h->m->be->scale(h->m->be, l->n_params, h->share, l->grads);
+    if (l->param_span > 0)
+        h->m->be->scale(h->m->be, l->param_span, h->share, l->grads);
     gpu_comm_layer_done(h->d->comm, i);
 }
 

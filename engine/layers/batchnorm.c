@@ -28,7 +28,7 @@ static int batchnorm_setup(layer *l, backend *be, char *err, size_t errlen)
     l->n_state = 2 * c;
     l->aux_floats = 2 * c;
     layer_add_tensor(l, "gamma", false, 0, 1, c, 0, 0, 0);
-    layer_add_tensor(l, "beta", false, c, 1, c, 0, 0, 0);
+    layer_add_tensor(l, "beta", false, layer_param_align(c), 1, c, 0, 0, 0);
     layer_add_tensor(l, "running_mean", true, 0, 1, c, 0, 0, 0);
     layer_add_tensor(l, "running_var", true, c, 1, c, 0, 0, 0);
     return 0;
@@ -40,7 +40,7 @@ static void batchnorm_init(const layer *l, float *params, float *state, rng *r)
     long c = l->desc.bn.c;
     for (long i = 0; i < c; i++) {
         params[i] = 1.0f;     /* gamma */
-        params[c + i] = 0.0f; /* beta */
+        params[l->tensors[1].offset + i] = 0.0f; /* beta */
         state[i] = 0.0f;      /* running mean */
         state[c + i] = 1.0f;  /* running var */
     }
@@ -51,12 +51,13 @@ static void batchnorm_forward(layer *l, backend *be, int batch, bool training, u
     (void)seed;
     const batchnorm_desc *d = &l->desc.bn;
     long c = d->c;
+    const float *beta = l->params + l->tensors[1].offset;
     if (training)
-        be->batchnorm_forward_train(be, d, batch, l->x[0], l->params, l->params + c,
+        be->batchnorm_forward_train(be, d, batch, l->x[0], l->params, beta,
                                     l->state, l->state + c, l->aux, l->aux + c, l->y,
                                     l->workspace);
     else
-        be->batchnorm_forward_eval(be, d, batch, l->x[0], l->params, l->params + c, l->state,
+        be->batchnorm_forward_eval(be, d, batch, l->x[0], l->params, beta, l->state,
                                    l->state + c, l->y);
 }
 
@@ -64,8 +65,9 @@ static void batchnorm_backward(layer *l, backend *be, int batch)
 {
     const batchnorm_desc *d = &l->desc.bn;
     long c = d->c;
+    float *dbeta = l->grads + l->tensors[1].offset;
     be->batchnorm_backward(be, d, batch, l->x[0], l->dy, l->params, l->aux, l->aux + c,
-                           l->dx[0], l->dx_accumulate[0], l->grads, l->grads + c,
+                           l->dx[0], l->dx_accumulate[0], l->grads, dbeta,
                            l->workspace);
 }
 

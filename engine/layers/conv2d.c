@@ -46,7 +46,7 @@ static int conv2d_setup(layer *l, backend *be, char *err, size_t errlen)
     l->n_params = wsize + (s->use_bias ? d->k : 0);
     layer_add_tensor(l, "weight", false, 0, 4, d->k, cg, d->kh, d->kw);
     if (s->use_bias)
-        layer_add_tensor(l, "bias", false, wsize, 1, d->k, 0, 0, 0);
+        layer_add_tensor(l, "bias", false, layer_param_align(wsize), 1, d->k, 0, 0, 0);
     return 0;
 }
 
@@ -62,14 +62,12 @@ static void conv2d_init(const layer *l, float *params, float *state, rng *r)
         params[i] = rng_symmetric(r, limit);
     if (l->spec->use_bias)
         for (long i = 0; i < d->k; i++)
-            params[wsize + i] = 0.0f;
+            params[l->tensors[1].offset + i] = 0.0f;
 }
 
 static const float *conv2d_bias(const layer *l)
 {
-    const conv2d_desc *d = &l->desc.conv;
-    return l->spec->use_bias ? l->params + (long)d->k * (d->c / d->groups) * d->kh * d->kw
-                             : NULL;
+    return l->spec->use_bias ? l->params + l->tensors[1].offset : NULL;
 }
 
 static void conv2d_forward(layer *l, backend *be, int batch, bool training, uint64_t seed)
@@ -89,8 +87,7 @@ static void conv2d_backward(layer *l, backend *be, int batch)
     const conv2d_desc *d = &l->desc.conv;
     if (l->act != ACT_NONE)
         be->activation_backward(be, l->act, batch, l->out_size, l->y, l->dy, l->dy, false);
-    long wsize = (long)d->k * (d->c / d->groups) * d->kh * d->kw;
-    float *db = l->spec->use_bias ? l->grads + wsize : NULL;
+    float *db = l->spec->use_bias ? l->grads + l->tensors[1].offset : NULL;
     be->conv2d_backward(be, d, batch, l->x[0], l->params, l->dy, l->dx[0],
                         l->dx_accumulate[0], l->grads, db, l->workspace);
 }

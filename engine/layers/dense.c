@@ -15,7 +15,7 @@ static int dense_setup(layer *l, backend *be, char *err, size_t errlen)
     l->n_params = in * out + (l->spec->use_bias ? out : 0);
     layer_add_tensor(l, "weight", false, 0, 2, in, out, 0, 0);
     if (l->spec->use_bias)
-        layer_add_tensor(l, "bias", false, in * out, 1, out, 0, 0, 0);
+        layer_add_tensor(l, "bias", false, layer_param_align(in * out), 1, out, 0, 0, 0);
     return 0;
 }
 
@@ -28,7 +28,7 @@ static void dense_init(const layer *l, float *params, float *state, rng *r)
         params[i] = rng_symmetric(r, limit);
     if (l->spec->use_bias)
         for (long i = 0; i < out; i++)
-            params[in * out + i] = 0.0f;
+            params[l->tensors[1].offset + i] = 0.0f;
 }
 
 static void dense_forward(layer *l, backend *be, int batch, bool training, uint64_t seed)
@@ -36,7 +36,7 @@ static void dense_forward(layer *l, backend *be, int batch, bool training, uint6
     (void)training;
     (void)seed;
     long in = l->in_size, out = l->out_size;
-    const float *bias = l->spec->use_bias ? l->params + in * out : NULL;
+    const float *bias = l->spec->use_bias ? l->params + l->tensors[1].offset : NULL;
     be->dense_forward(be, batch, (int)in, (int)out, l->x[0], l->params, bias, l->act, l->y);
 }
 
@@ -45,7 +45,7 @@ static void dense_backward(layer *l, backend *be, int batch)
     long in = l->in_size, out = l->out_size;
     if (l->act != ACT_NONE)
         be->activation_backward(be, l->act, batch, out, l->y, l->dy, l->dy, false);
-    float *db = l->spec->use_bias ? l->grads + in * out : NULL;
+    float *db = l->spec->use_bias ? l->grads + l->tensors[1].offset : NULL;
     be->dense_backward(be, batch, (int)in, (int)out, l->x[0], l->params, l->dy, l->dx[0],
                        l->dx_accumulate[0], l->grads, db);
 }
@@ -58,7 +58,7 @@ bool layer_dense_backward_update(layer *l, backend *be, int batch,
     long in = l->in_size, out = l->out_size;
     if (l->act != ACT_NONE)
         be->activation_backward(be, l->act, batch, out, l->y, l->dy, l->dy, false);
-    float *db = l->spec->use_bias ? l->grads + in * out : NULL;
+    float *db = l->spec->use_bias ? l->grads + l->tensors[1].offset : NULL;
     be->dense_backward_update(be, batch, (int)in, (int)out, l->x[0], l->params, l->dy,
                               l->dx[0], l->dx_accumulate[0], l->grads, db, update, ctx);
     return true;

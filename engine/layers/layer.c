@@ -54,6 +54,19 @@ spec_activation layer_final_activation(const spec_layer *s)
     }
 }
 
+long layer_tensor_size(const layer_tensor *t)
+{
+    long size = 1;
+    for (int r = 0; r < t->rank; r++)
+        size *= t->dims[r];
+    return size;
+}
+
+long layer_param_align(long n)
+{
+    return (n + LAYER_PARAM_ALIGN - 1) / LAYER_PARAM_ALIGN * LAYER_PARAM_ALIGN;
+}
+
 void layer_add_tensor(layer *l, const char *name, bool is_state, long offset, int rank,
                       long d0, long d1, long d2, long d3)
 {
@@ -68,6 +81,11 @@ void layer_add_tensor(layer *l, const char *name, bool is_state, long offset, in
     t->dims[1] = d1;
     t->dims[2] = d2;
     t->dims[3] = d3;
+    if (is_state)
+        return;
+    long end = layer_param_align(offset + layer_tensor_size(t));
+    if (end > l->param_span)
+        l->param_span = end;
 }
 
 void layer_pass_gradient(backend *be, const float *dy, float *dx, bool accumulate, long n)

@@ -20,9 +20,16 @@
 #include "jobspec/spec.h"
 
 #define LAYER_MAX_TENSORS 4
+/* Every parameter tensor starts at a multiple of this many floats (256
+ * bytes) of the model's flat buffers, and every layer's slice is a
+ * multiple of it long: cuDNN's kernels and vector loads want aligned
+ * tensors. The padding floats stay zero (model/model.c). */
+#define LAYER_PARAM_ALIGN 64L
 
 /* A named tensor of a layer for weight files: "weight" [in, out] lives at
- * params + offset (or state + offset when is_state). */
+ * params + offset (or state + offset when is_state). Layers find their
+ * parameter tensors through offset: a parameter tensor's offset is a
+ * multiple of LAYER_PARAM_ALIGN. */
 typedef struct layer_tensor {
     const char *name;
     int rank;
@@ -60,8 +67,11 @@ struct layer {
     long in_size;              /* floats per sample of inputs[0] */
     long out_size;             /* floats per sample of the output */
 
-    /* Sizes from setup(). */
+    /* Sizes from setup(). n_params counts the real parameters (the spec's
+     * count); param_span (set by layer_add_tensor) is the floats of the
+     * flat params/grads buffers the layer occupies, padding included. */
     long n_params, n_state, aux_floats, workspace_floats;
+    long param_span;
     layer_tensor tensors[LAYER_MAX_TENSORS];
     int n_tensors;
 
@@ -103,7 +113,12 @@ extern const layer_ops layer_concat_ops;
  * function of an activation layer, ACT_NONE for the rest. */
 spec_activation layer_final_activation(const spec_layer *s);
 
-/* Record a tensor of the layer for weight files. */
+/* Floats of a tensor (the product of its dims). */
+long layer_tensor_size(const layer_tensor *t);
+/* n rounded up to a multiple of LAYER_PARAM_ALIGN. */
+long layer_param_align(long n);
+/* Record a tensor of the layer for weight files; a parameter tensor's
+ * offset must be aligned (layer_param_align) and extends param_span. */
 void layer_add_tensor(layer *l, const char *name, bool is_state, long offset, int rank,
                       long d0, long d1, long d2, long d3);
 /* dx = dy, or dx += dy when accumulating. */

@@ -91,10 +91,11 @@ static int model_allocate(model *m, char *err, size_t errlen)
 {
     backend *be = m->be;
     long act_floats = 0;
-    m->n_params = m->n_state = m->workspace_floats = 0;
+    m->n_params = m->n_trainable = m->n_state = m->workspace_floats = 0;
     for (int i = 0; i < m->n_layers; i++) {
         const layer *l = &m->layers[i];
-        m->n_params += l->n_params;
+        m->n_params += l->param_span;
+        m->n_trainable += l->n_params;
         m->n_state += l->n_state;
         act_floats += 2L * m->max_batch * l->out_size + l->aux_floats;
         if (l->workspace_floats > m->workspace_floats)
@@ -128,6 +129,9 @@ static int model_allocate(model *m, char *err, size_t errlen)
                  m->n_params, act_floats);
         return -1;
     }
+    /* The padding between tensors must start (and so stay) zero. */
+    be->zero(be, m->params, m->n_params);
+    be->zero(be, m->grads, m->n_params);
     /* A layer's output gradient is wanted only when it or a layer upstream
      * has parameters: mlp's first dense layer then skips dz @ w^T, whose
      * result would only flow back through flatten into the model input.
@@ -149,7 +153,7 @@ static int model_allocate(model *m, char *err, size_t errlen)
         l->dy = l->y + nb * l->out_size;
         l->aux = l->dy + nb * l->out_size;
         l->workspace = m->workspace;
-        p += l->n_params;
+        p += l->param_span;
         s += l->n_state;
         a += 2 * nb * l->out_size + l->aux_floats;
         for (int k = 0; k < l->n_in; k++) {
@@ -442,8 +446,9 @@ typedef struct model_update {
     optimizer *opt;
     float *params;
     const float *grads;
-    long offset;
+    long offset;            /* the layer's first float (model_update_layer_range) */
     float lr;
+    const layer *layer;     /* the layer of model_update_layer_range */
 } model_update;
 
 /* The optimizer step split over the backend's host threads in chunks of
@@ -478,11 +483,27 @@ static void model_optim_range(backend *be, const model_update *u, long begin, lo
     be->host_parallel(be, chunks, model_optim_chunk, &j);
 }
 
-/* Range [begin, end) of the current layer's parameters. */
+/* Range [begin, end) of the current layer's parameters counted without
+ * padding (a dense layer's bias right after its weight, as the backend's
+ * fused update counts them), stepped tensor by tensor at their aligned
+ * offsets. */
 static void model_update_layer_range(void *ctx, long begin, long end)
 {
     const model_update *u = ctx;
-    optim_step_range(u->opt, u->params, u->grads, u->offset + begin, u->offset + end, u->lr);
+    const layer *l = u->layer;
+    long packed = 0;
+    for (int t = 0; t < l->n_tensors; t++) {
+        const layer_tensor *lt = &l->tensors[t];
+        if (lt->is_state)
+            continue;
+        long size = layer_tensor_size(lt);
+        long lo = begin > packed ? begin : packed;
+        long hi = end < packed + size ? end : packed + size;
+        long at = u->offset + lt->offset - packed;
+        if (lo < hi)
+            optim_step_range(u->opt, u->params, u->grads, at + lo, at + hi, u->lr);
+        packed += size;
+    }
 }
 
 /* Layer i's backward; with `u`, its parameters are then stepped (inside
@@ -494,7 +515,7 @@ static void model_backward_layer(model *m, int i, int batch, model_update *u)
     if (!m->grad_written[i]) {
         /* Nothing downstream uses this layer's output. */
         if (l->n_params > 0)
-            m->be->zero(m->be, l->grads, l->n_params);
+            m->be->zero(m->be, l->grads, l->param_span);
     } else {
         for (int k = 0; k < l->n_in; k++) {
             int src = l->spec->inputs[k];
@@ -505,6 +526,7 @@ static void model_backward_layer(model *m, int i, int batch, model_update *u)
         }
         if (u && l->spec->type == LAYER_DENSE && l->n_params > 0) {
             u->offset = l->params - m->params;
+            u->layer = l;
             updated = layer_dense_backward_update(l, m->be, batch, model_update_layer_range, u);
         }
         if (!updated)
@@ -512,7 +534,7 @@ static void model_backward_layer(model *m, int i, int batch, model_update *u)
     }
     if (u && !updated && l->n_params > 0) {
         long off = l->params - m->params;
-        model_optim_range(m->be, u, off, off + l->n_params);
+        model_optim_range(m->be, u, off, off + l->param_span);
     }
 }
 

@@ -14,6 +14,12 @@
  * A distributed trainer inserts its gradient exchange on m->grads (n_params
  * floats) between model_backward and model_optimizer_step.
  *
+ * Every parameter tensor starts 256 bytes aligned in the flat buffers
+ * (LAYER_PARAM_ALIGN): n_params counts the buffer with its padding, which
+ * stays zero (no op writes it; every optimizer keeps a zero parameter with
+ * a zero gradient at zero), and n_trainable the real parameters, the count
+ * a user sees. Weight files hold only the tensors (model_tensors).
+ *
  * All buffers are allocated in model_create; nothing is allocated per step. */
 #ifndef PUNCH_MODEL_H
 #define PUNCH_MODEL_H
@@ -44,7 +50,8 @@ typedef struct model {
     int n_layers;
     layer *layers;
 
-    long n_params;          /* floats in params and grads */
+    long n_params;          /* floats in params and grads, padding included */
+    long n_trainable;       /* real parameters (the spec's count) */
     long n_state;           /* floats in state */
     float *params;          /* device: every trainable parameter */
     float *grads;           /* device: same layout as params */
@@ -120,7 +127,7 @@ void model_backward(model *m, int batch);
 
 /* model_backward calling after_layer(ctx, i) once layer i's parameter
  * gradients are final (layers run from the last to the first; gradients
- * of layer i occupy [layers[i].grads - grads, + n_params) of the flat
+ * of layer i occupy [layers[i].grads - grads, + param_span) of the flat
  * buffer, after those of layer i-1), so a distributed trainer can start
  * reducing a bucket while earlier layers still compute. */
 typedef void (*model_layer_hook)(void *ctx, int layer);

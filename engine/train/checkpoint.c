@@ -12,7 +12,10 @@
 #include "train/checkpoint_file.h"
 
 #define CKPT_MAGIC "PUNCHCK1"
-#define CKPT_VERSION 1u
+/* Version 2: the parameter and optimizer floats are in the model's aligned
+ * layout (LAYER_PARAM_ALIGN padding between tensors); a version 1 file
+ * (unpadded) is refused with a message rather than misread. */
+#define CKPT_VERSION 2u
 /* Far above any model this engine trains; a length field beyond it is corruption. */
 #define CKPT_MAX_BYTES ((size_t)16 << 30)
 
@@ -83,6 +86,10 @@ static int checkpoint_check_head(const checkpoint_head *h, size_t len, uint64_t 
                                  const run_history *hist, const model *m, const optimizer *opt,
                                  const char *path, char *err, size_t errlen)
 {
+    if (memcmp(h->magic, CKPT_MAGIC, 8) == 0 && h->version < CKPT_VERSION)
+        return io_errf(err, errlen, "%s: checkpoint format %d of an older punch-train (this one "
+                       "reads format %d, with aligned parameters); it cannot resume: remove "
+                       "it or use another --out", path, (int)h->version, (int)CKPT_VERSION);
     if (memcmp(h->magic, CKPT_MAGIC, 8) != 0 || h->version != CKPT_VERSION)
         return io_errf(err, errlen, "%s: not a punch-train checkpoint (version %d)", path,
                        (int)CKPT_VERSION);

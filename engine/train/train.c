@@ -111,7 +111,7 @@ static int train_save_weights(model *m, const dataset *train, const char *dir,
     model_get_params(m, hp);
     model_get_state(m, hs);
     char stem[4096], params[32];
-    snprintf(params, sizeof params, "%ld", m->n_params);
+    snprintf(params, sizeof params, "%ld", m->n_trainable);
     const char *keys[] = {"format", "job", "parameters"};
     const char *values[] = {"punchcard", m->spec->name ? m->spec->name : "job", params};
     weights_meta meta = {keys, values, 3};
@@ -234,7 +234,7 @@ static int train_start_event(train_run *r, char *err, size_t errlen)
                           "samples", (json_int_t)train_samples_per_epoch(r), "ranks", 1,
                           "trainer", "single", "resumed", r->pos.global_step > 0,
                           "epoch", (json_int_t)r->pos.epoch, "parameters",
-                          (json_int_t)r->m->n_params);
+                          (json_int_t)r->m->n_trainable);
     if (!e) {
         snprintf(err, errlen, "progress.jsonl: out of memory");
         return -1;

@@ -171,8 +171,9 @@ static void test_rank_share(void **state)
 /* The NCCL plan (gpu_bucket.h on dist_param_spans) and the MPI plan
  * (dist_sync_grad.c) must cut the same buckets in the same launch order: the
  * two paths are meant to be the same computation. Sizes chosen for the
- * fixture's layers (91, 14, 40, 18 floats): one bucket, one per layer,
- * and a mix (65 floats: the two last dense layers share one). */
+ * fixture's layers (91, 14, 40, 18 floats; with each tensor padded to a
+ * multiple of 64 floats, slices of 192, 128, 128, 128): one bucket, one
+ * per layer, and a mix (256 floats: the two last dense layers share one). */
 static void test_gpu_plan_matches_mpi(void **state)
 {
     fixture *f = *state;
@@ -189,7 +190,7 @@ static void test_gpu_plan_matches_mpi(void **state)
     }
     assert_int_equal(covered, m->n_params);
 
-    const double sizes[] = {4.0, 1e-5, 65.0 * 4 / (1024.0 * 1024.0)};
+    const double sizes[] = {4.0, 1e-5, 256.0 * 4 / (1024.0 * 1024.0)};
     const int expect_buckets[] = {1, 4, 3};
     for (size_t t = 0; t < sizeof sizes / sizeof *sizes; t++) {
         gpu_bucket_plan plan;
@@ -251,18 +252,23 @@ static void launch_hook(void *ctx, int i)
 static void test_overlap_launches_final_buckets(void **state)
 {
     fixture *f = *state;
-    long n = f->m->n_params;
     float *final = reference_grads(f);
-    const double sizes[] = {4.0, 1e-5, 65.0 * 4 / (1024.0 * 1024.0)};
+    const double sizes[] = {4.0, 1e-5, 256.0 * 4 / (1024.0 * 1024.0)};
     for (size_t t = 0; t < sizeof sizes / sizeof *sizes; t++) {
         gpu_bucket_plan plan;
         char err[256];
         assert_true(dist_gpu_plan(f->m, sizes[t], &plan, err, sizeof err));
         launch_log log = {.plan = &plan, .m = f->m, .final = final};
         assert_true(gpu_bucket_progress_begin(&log.p, &plan));
-        /* Stale gradients: a bucket launched early would be caught. */
-        for (long i = 0; i < n; i++)
-            f->m->grads[i] = -1e30f;
+        /* Stale gradients: a bucket launched early would be caught. Only
+         * the tensors: the alignment padding is zero and never written. */
+        for (int i = 0; i < f->m->n_layers; i++) {
+            const layer *l = &f->m->layers[i];
+            for (int k = 0; k < l->n_tensors; k++)
+                if (!l->tensors[k].is_state)
+                    for (long j = 0; j < layer_tensor_size(&l->tensors[k]); j++)
+                        l->grads[l->tensors[k].offset + j] = -1e30f;
+        }
         forward(f);
         model_backward_hooked(f->m, 8, launch_hook, &log);
         assert_int_equal(log.launched, plan.n_buckets);

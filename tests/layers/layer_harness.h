@@ -60,6 +60,24 @@ static inline float *harness_alloc(harness *h, long n)
     return p;
 }
 
+/* Set the layer's parameters from n floats in tensor order without
+ * padding (a dense layer's weight then bias), each tensor at its aligned
+ * offset. */
+static inline void harness_set_params(harness *h, const float *src, long n)
+{
+    long packed = 0;
+    for (int t = 0; t < h->l.n_tensors && packed < n; t++) {
+        const layer_tensor *lt = &h->l.tensors[t];
+        if (lt->is_state)
+            continue;
+        long size = layer_tensor_size(lt);
+        if (size > n - packed)
+            size = n - packed;
+        memcpy(h->params + lt->offset, src + packed, (size_t)size * sizeof *src);
+        packed += size;
+    }
+}
+
 /* Layer `index` of the spec, batch `batch`, threads `threads`. */
 static inline harness *harness_make(const char *input, const char *layers, int index,
                                     int batch, int threads)
@@ -101,18 +119,24 @@ static inline harness *harness_make(const char *input, const char *layers, int i
     h->dy = harness_alloc(h, batch * l->out_size);
     h->r = harness_alloc(h, batch * l->out_size);
     harness_fill(h->r, batch * l->out_size, &g, -1.0f, 1.0f);
-    h->params = harness_alloc(h, l->n_params);
-    h->grads = harness_alloc(h, l->n_params);
+    /* The layer's slice with its alignment padding, zero like the model's. */
+    h->params = harness_alloc(h, l->param_span);
+    h->grads = harness_alloc(h, l->param_span);
+    h->be->zero(h->be, h->params, l->param_span);
+    h->be->zero(h->be, h->grads, l->param_span);
     h->state = harness_alloc(h, l->n_state);
     h->aux = harness_alloc(h, l->aux_floats);
     h->ws = harness_alloc(h, l->workspace_floats);
     if (l->ops->init)
         l->ops->init(l, h->params, h->state, &g);
     /* Random biases and gammas too, so no parameter sits at a special value. */
-    harness_fill(h->params, l->n_params, &g, -0.5f, 0.5f);
+    for (int t = 0; t < l->n_tensors; t++)
+        if (!l->tensors[t].is_state)
+            harness_fill(h->params + l->tensors[t].offset, layer_tensor_size(&l->tensors[t]),
+                         &g, -0.5f, 0.5f);
     if (s->type == LAYER_BATCHNORM)
         for (long i = 0; i < l->n_params / 2; i++)
-            h->params[i] += 1.0f;
+            h->params[i] += 1.0f; /* gamma, the first tensor */
     l->y = h->y;
     l->dy = h->dy;
     l->params = h->params;
@@ -184,7 +208,7 @@ static inline void harness_check(harness *h, float *v, const float *g, long n, c
 static inline void harness_gradcheck(harness *h, float eps, double atol, double rtol)
 {
     layer *l = &h->l;
-    long np = l->n_params;
+    long np = l->param_span;
     float *g = malloc((size_t)(np + 1) * sizeof *g);
     float *gx[SPEC_MAX_INPUTS] = {0};
     assert_non_null(g);
@@ -195,7 +219,12 @@ static inline void harness_gradcheck(harness *h, float eps, double atol, double 
         assert_non_null(gx[k]);
         memcpy(gx[k], h->dx[k], (size_t)(h->batch * l->x_size[k]) * sizeof(float));
     }
-    harness_check(h, h->params, g, np, "param", eps, atol, rtol);
+    for (int t = 0; t < l->n_tensors; t++) {
+        const layer_tensor *lt = &l->tensors[t];
+        if (!lt->is_state)
+            harness_check(h, h->params + lt->offset, g + lt->offset, layer_tensor_size(lt),
+                          "param", eps, atol, rtol);
+    }
     for (int k = 0; k < l->n_in; k++)
         harness_check(h, h->x[k], gx[k], h->batch * l->x_size[k], "input", eps, atol, rtol);
 

@@ -39,7 +39,7 @@ static void test_dense(void **state)
     (void)state;
     harness *h = harness_make("[2]", "{\"type\": \"dense\", \"units\": 3}", 0, 1, 1);
     set(h->x[0], (float[]){1, 2}, 2);
-    set(h->params, (float[]){1, 2, 3, 4, 5, 6, 0.1f, 0.2f, 0.3f}, 9);
+    harness_set_params(h, (float[]){1, 2, 3, 4, 5, 6, 0.1f, 0.2f, 0.3f}, 9);
     forward(h, true);
     expect(h->y, (float[]){9.1f, 12.2f, 15.3f}, 3);
     harness_free(h);
@@ -47,7 +47,7 @@ static void test_dense(void **state)
     h = harness_make("[2]", "{\"type\": \"dense\", \"units\": 2, \"activation\": \"softmax\"}",
                      0, 1, 2);
     set(h->x[0], (float[]){1, 0}, 2);
-    set(h->params, (float[]){0, logf(2.0f), 0, 0, 0, 0}, 6);
+    harness_set_params(h, (float[]){0, logf(2.0f), 0, 0, 0, 0}, 6);
     forward(h, true);
     expect(h->y, (float[]){1.0f / 3, 2.0f / 3}, 2);
     harness_free(h);
@@ -59,7 +59,7 @@ static void test_conv2d(void **state)
     harness *h = harness_make("[1, 3, 3]", "{\"type\": \"conv2d\", \"filters\": 1, "
                               "\"kernel\": 2}", 0, 1, 1);
     iota(h->x[0], 9, 1);
-    set(h->params, (float[]){1, 1, 1, 1, 0.5f}, 5);
+    harness_set_params(h, (float[]){1, 1, 1, 1, 0.5f}, 5);
     forward(h, true);
     expect(h->y, (float[]){12.5f, 16.5f, 24.5f, 28.5f}, 4);
     harness_free(h);
@@ -69,7 +69,7 @@ static void test_conv2d(void **state)
     iota(h->x[0], 9, 1);
     for (int i = 0; i < 9; i++)
         h->params[i] = 1;
-    h->params[9] = 0;
+    h->params[h->l.tensors[1].offset] = 0;
     forward(h, true);
     expect(h->y, (float[]){12, 21, 16, 27, 45, 33, 24, 39, 28}, 9);
     harness_free(h);
@@ -78,7 +78,7 @@ static void test_conv2d(void **state)
     h = harness_make("[1, 5, 5]", "{\"type\": \"conv2d\", \"filters\": 1, \"kernel\": 2, "
                      "\"dilation\": 2}", 0, 1, 1);
     iota(h->x[0], 25, 0);
-    set(h->params, (float[]){1, 1, 1, 1, 0}, 5);
+    harness_set_params(h, (float[]){1, 1, 1, 1, 0}, 5);
     forward(h, true);
     float want[9];
     for (int oy = 0; oy < 3; oy++)
@@ -91,7 +91,7 @@ static void test_conv2d(void **state)
     h = harness_make("[1, 5, 5]", "{\"type\": \"conv2d\", \"filters\": 1, \"kernel\": 1, "
                      "\"stride\": 2, \"activation\": \"relu\"}", 0, 1, 1);
     iota(h->x[0], 25, 0);
-    set(h->params, (float[]){1, -10}, 2);
+    harness_set_params(h, (float[]){1, -10}, 2);
     forward(h, true);
     expect(h->y, (float[]){0, 0, 0, 0, 2, 4, 10, 12, 14}, 9);
     harness_free(h);
@@ -185,7 +185,7 @@ static void test_batchnorm(void **state)
     (void)state;
     harness *h = harness_make("[2]", "{\"type\": \"batchnorm\"}", 0, 2, 1);
     set(h->x[0], (float[]){1, 10, 3, 30}, 4);
-    set(h->params, (float[]){1, 1, 0, 0}, 4);
+    harness_set_params(h, (float[]){1, 1, 0, 0}, 4);
     set(h->state, (float[]){0, 0, 1, 1}, 4);
     forward(h, true);
     float a = 1.0f / sqrtf(1.0f + 1e-5f), b = 10.0f / sqrtf(100.0f + 1e-5f);

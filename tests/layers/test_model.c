@@ -1,8 +1,9 @@
 /* test_model.c — the model: whole-graph gradients (residual add, concat,
  * batchnorm, dropout, every loss, fused softmax) against finite
  * differences of the mean batch loss, including layers that skip an input
- * gradient nothing trainable needs; the flat parameter layout and the
- * weight-file keys; loading weights back. */
+ * gradient nothing trainable needs; the flat parameter layout (every
+ * tensor 256-byte aligned, the padding zero through training steps) and
+ * the weight-file keys; loading weights back. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -215,7 +216,7 @@ static void test_cce_needs_softmax_or_linear(void **state)
 }
 
 /* mlp: flatten, dense 128 relu, dense 10 softmax — one flat buffer with
- * each tensor where the weight files say it is. */
+ * each tensor where the weight files say it is, at multiples of 64 floats. */
 static void test_mlp_layout(void **state)
 {
     (void)state;
@@ -223,8 +224,10 @@ static void test_mlp_layout(void **state)
                               "\"data\": {\"format\": \"synthetic\"}}", 2,
                               1);
     model *m = f->m;
-    assert_int_equal(m->n_params, 784 * 128 + 128 + 128 * 10 + 10);
-    assert_int_equal(m->n_params, f->spec->n_params);
+    assert_int_equal(m->n_trainable, 784 * 128 + 128 + 128 * 10 + 10);
+    assert_int_equal(m->n_trainable, f->spec->n_params);
+    /* 1280 and 10 floats each round up to a multiple of 64. */
+    assert_int_equal(m->n_params, 784 * 128 + 128 + 1280 + 64);
     tensor_entry *t = NULL;
     int n = model_tensors(m, m->params, m->state, &t);
     assert_int_equal(n, 4);
@@ -243,8 +246,75 @@ static void test_mlp_layout(void **state)
     assert_null(m->layers[1].dx[0]);
     assert_non_null(m->layers[2].dx[0]);
     assert_ptr_equal(m->layers[2].grads, m->grads + 784 * 128 + 128);
+    assert_ptr_equal(m->layers[2].params, m->params + 784 * 128 + 128);
     free(t);
     fixture_free(f);
+}
+
+/* Every parameter tensor of `json`'s model starts at a multiple of
+ * LAYER_PARAM_ALIGN floats, layers tile the buffer, the real count is the
+ * spec's; the padding is zero in params and grads. */
+static void check_aligned(const char *json, int batch)
+{
+    fixture *f = fixture_make(json, batch, 1);
+    model *m = f->m;
+    assert_int_equal(m->n_trainable, f->spec->n_params);
+    assert_int_equal(m->n_params % LAYER_PARAM_ALIGN, 0);
+    char *used = calloc((size_t)m->n_params + 1, 1);
+    assert_non_null(used);
+    long at = 0, real = 0;
+    for (int i = 0; i < m->n_layers; i++) {
+        const layer *l = &m->layers[i];
+        assert_int_equal(l->params - m->params, at);
+        assert_int_equal(l->param_span % LAYER_PARAM_ALIGN, 0);
+        for (int k = 0; k < l->n_tensors; k++) {
+            const layer_tensor *lt = &l->tensors[k];
+            if (lt->is_state)
+                continue;
+            assert_int_equal(lt->offset % LAYER_PARAM_ALIGN, 0);
+            long size = layer_tensor_size(lt);
+            assert_true(lt->offset + size <= l->param_span);
+            memset(used + at + lt->offset, 1, (size_t)size);
+            real += size;
+        }
+        at += l->param_span;
+    }
+    assert_int_equal(at, m->n_params);
+    assert_int_equal(real, m->n_trainable);
+    /* Adam with weight decay keeps zero padding zero through steps. */
+    spec_optimizer cfg = {.name = OPT_ADAM, .learning_rate = 0.01, .beta1 = 0.9,
+                          .beta2 = 0.999, .epsilon = 1e-7, .weight_decay = 0.01};
+    optimizer *opt = optim_create(&cfg, m->n_params);
+    assert_non_null(opt);
+    for (int step = 0; step < 2; step++) {
+        mean_loss(f);
+        model_backward(m, f->batch);
+        model_optimizer_step(m, opt, 0.01f);
+    }
+    for (long i = 0; i < m->n_params; i++)
+        if (!used[i] && (m->params[i] != 0.0f || m->grads[i] != 0.0f))
+            fail_msg("padding float %ld: param %g grad %g", i, (double)m->params[i],
+                     (double)m->grads[i]);
+    optim_free(opt);
+    free(used);
+    fixture_free(f);
+}
+
+static void test_param_alignment(void **state)
+{
+    (void)state;
+    check_aligned("{\"model\": {\"preset\": \"mlp\", \"input\": [1, 28, 28]}, "
+                  "\"data\": {\"format\": \"synthetic\"}}", 2);
+    check_aligned("{\"model\": {\"preset\": \"convnet\", \"input\": [1, 28, 28]}, "
+                  "\"data\": {\"format\": \"synthetic\"}}", 2);
+    check_aligned("{\"model\": {\"preset\": \"resnet20_cifar10\", \"input\": [3, 32, 32]}, "
+                  "\"data\": {\"format\": \"synthetic\"}}", 2);
+    /* Odd sizes everywhere: 3 filters of 3x3 over 3 channels, 5 units. */
+    check_aligned(JOB("{\"input\": [3, 7, 7], \"layers\": ["
+        "{\"type\": \"conv2d\", \"filters\": 3, \"kernel\": 3, \"activation\": \"relu\"},"
+        "{\"type\": \"batchnorm\"}, {\"type\": \"flatten\"},"
+        "{\"type\": \"dense\", \"units\": 5, \"activation\": \"relu\"},"
+        "{\"type\": \"dense\", \"units\": 3}]}", "categorical_crossentropy", "3"), 3);
 }
 
 static void test_init_reproducible_and_reload(void **state)
@@ -291,6 +361,7 @@ int main(void)
         cmocka_unit_test(test_losses_through_model),
         cmocka_unit_test(test_cce_needs_softmax_or_linear),
         cmocka_unit_test(test_mlp_layout),
+        cmocka_unit_test(test_param_alignment),
         cmocka_unit_test(test_init_reproducible_and_reload),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

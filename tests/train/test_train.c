@@ -162,6 +162,18 @@ static void test_resume_equals_uninterrupted(void **state)
     assert_int_equal(train_single(other, &o, err, sizeof err), -1);
     assert_non_null(strstr(err, "different job"));
     spec_free(other);
+
+    /* A format 1 checkpoint (unaligned parameters) is refused by name. */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/checkpoints/ckpt.bin", b);
+    FILE *fp = fopen(path, "r+b");
+    assert_non_null(fp);
+    uint64_t v1 = 1;
+    assert_int_equal(fseek(fp, 8, SEEK_SET), 0);
+    assert_int_equal(fwrite(&v1, sizeof v1, 1, fp), 1);
+    assert_int_equal(fclose(fp), 0);
+    assert_int_equal(train_single(full, &o, err, sizeof err), -1);
+    assert_non_null(strstr(err, "checkpoint format 1"));
     removedir(a);
     removedir(b);
     spec_free(full);

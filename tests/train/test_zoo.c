@@ -39,7 +39,7 @@ static void check_trains(const char *preset, const char *input)
         fail_msg("backend: %s", err);
     model *m = tt_make_model(s, be, BATCH);
     assert_int_equal(m->n_out, 10);
-    assert_int_equal(m->n_params, s->n_params);
+    assert_int_equal(m->n_trainable, s->n_params);
     optimizer *opt = optim_create(&s->training.optimizer, m->n_params);
     assert_non_null(opt);
     dataset d;
