@@ -69,8 +69,9 @@ static bool cgroup_self_path(int version, char *out, size_t cap)
 }
 
 /* Where the hierarchy of `version` is mounted, and the cgroup path its root
- * is (a container may see a subtree), from /proc/self/mountinfo. */
-static bool cgroup_mount(int version, char *mnt, size_t mcap, char *root, size_t rcap)
+ * is (a container may see a subtree), from /proc/self/mountinfo: its
+ * `nth` mount (from 0), since a host may mount a hierarchy more than once. */
+static bool cgroup_mount(int version, int nth, char *mnt, size_t mcap, char *root, size_t rcap)
 {
     FILE *f = fopen("/proc/self/mountinfo", "re");
     if (!f)
@@ -91,6 +92,8 @@ static bool cgroup_mount(int version, char *mnt, size_t mcap, char *root, size_t
             for (char *save = NULL, *t = strtok_r(opts, ",", &save); t && !found;
                  t = strtok_r(NULL, ",", &save))
                 found = strcmp(t, "memory") == 0;
+        if (found && nth-- > 0)
+            found = false;
         if (found)
             found = snprintf(mnt, mcap, "%s", m) < (int)mcap &&
                     snprintf(root, rcap, "%s", r) < (int)rcap;
@@ -99,17 +102,25 @@ static bool cgroup_mount(int version, char *mnt, size_t mcap, char *root, size_t
     return found;
 }
 
-/* The directory of the calling process's own cgroup in hierarchy `version`. */
+/* The directory of the calling process's own cgroup in hierarchy `version`:
+ * under the first of its mounts whose root holds that cgroup and where the
+ * directory exists (a sandbox may mount a hierarchy twice, one of them a
+ * subtree that does not hold it). */
 static bool cgroup_self_dir(int version, char *dir, size_t cap)
 {
     char mnt[2048], root[2048], path[2048];
-    if (!cgroup_mount(version, mnt, sizeof mnt, root, sizeof root) ||
-        !cgroup_self_path(version, path, sizeof path))
+    if (!cgroup_self_path(version, path, sizeof path))
         return false;
-    size_t rl = strcmp(root, "/") == 0 ? 0 : strlen(root);
-    if (rl && strncmp(path, root, rl) != 0)
-        return false;
-    return snprintf(dir, cap, "%s%s", mnt, path + rl) < (int)cap;
+    for (int nth = 0; cgroup_mount(version, nth, mnt, sizeof mnt, root, sizeof root); nth++) {
+        size_t rl = strcmp(root, "/") == 0 ? 0 : strlen(root);
+        struct stat st;
+        if ((rl && strncmp(path, root, rl) != 0) ||
+            snprintf(dir, cap, "%s%s", mnt, path + rl) >= (int)cap || stat(dir, &st) != 0 ||
+            !S_ISDIR(st.st_mode))
+            continue;
+        return true;
+    }
+    return false;
 }
 
 /* Does dir/file exist (a cgroup's interface file)? */
@@ -226,11 +237,13 @@ bool cgroup_v2_job_create(cgroup_job *cg, const char *own, const char *name, dou
 bool cgroup_job_create(cgroup_job *cg, const char *name, double limit_bytes, char *err,
                        size_t cap)
 {
-    char parent[4096], limit[32];
+    char parent[4096], limit[32], v2[4096] = "";
     snprintf(limit, sizeof limit, "%.0f", limit_bytes);
-    if (cgroup_self_dir(2, parent, sizeof parent) &&
-        cgroup_v2_job_create(cg, parent, name, limit_bytes))
-        return true;
+    if (cgroup_self_dir(2, parent, sizeof parent)) {
+        if (cgroup_v2_job_create(cg, parent, name, limit_bytes))
+            return true;
+        snprintf(v2, sizeof v2, "%s", parent);
+    }
     cg->dir[0] = '\0';
     if (cgroup_self_dir(1, parent, sizeof parent) &&
         snprintf(cg->dir, sizeof cg->dir, "%s/%s", parent, name) < (int)sizeof cg->dir &&
@@ -244,9 +257,15 @@ bool cgroup_job_create(cgroup_job *cg, const char *name, double limit_bytes, cha
         }
         rmdir(cg->dir);
     }
-    snprintf(err, cap, "no writable memory cgroup (cgroup v2 with the memory controller "
-                       "delegated, or v1's memory hierarchy) under this process's own: %s",
-             strerror(errno));
+    /* errno is not reported: the last call that failed says little about
+     * which of the two hierarchies was missing. */
+    if (v2[0])
+        snprintf(err, cap, "no writable memory cgroup: the memory controller is not "
+                           "delegated to this process's cgroup v2 %s (nor a v1 memory "
+                           "hierarchy writable)", v2);
+    else
+        snprintf(err, cap, "no writable memory cgroup (cgroup v2 with the memory controller "
+                           "delegated, or v1's memory hierarchy) under this process's own");
     cg->dir[0] = '\0';
     return false;
 }

@@ -109,6 +109,13 @@ char **launcher_mpirun_argv(const launcher_config *lc, const char *rundir, int r
         launcher_push(argv, &n, &ok, "%s", "-x");
         launcher_push(argv, &n, &ok, "%s", "CUDA_VISIBLE_DEVICES");
     }
+    /* The engine runs OpenBLAS on one thread per pool thread and says so
+     * (openblas_set_num_threads(1)), but only after OpenBLAS has started
+     * its own server at load: a thread and a buffer per core, 2.2 GB of
+     * data on a 16-core host, enough to crash a rank under its
+     * RLIMIT_DATA share before main() runs. Set before load, nothing starts. */
+    launcher_push(argv, &n, &ok, "%s", "-x");
+    launcher_push(argv, &n, &ok, "%s", "OPENBLAS_NUM_THREADS=1");
     if (rank_memory_max > 0) {
         launcher_push(argv, &n, &ok, "%s", "-x");
         snprintf(num, sizeof num, "%.0f", rank_memory_max);

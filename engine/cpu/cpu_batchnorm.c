@@ -1,7 +1,11 @@
 /* cpu_batchnorm.c — batch normalisation on the CPU, channels split across
  * the pool's threads. Statistics are accumulated in double, sample by
- * sample in order, so they are deterministic and accurate for large
- * batch * spatial. */
+ * sample in order, each plane over BN_LANES running sums (element i of a
+ * plane into lane i % BN_LANES, the lanes added in index order at the
+ * end): deterministic and independent of the instruction set, accurate
+ * for large batch * spatial, and a vector of doubles wide, so the loops
+ * vectorise; one running sum made every element wait for the previous
+ * add (13% of a resnet20_cifar10 step, measured by perf). */
 #include "cpu/cpu_backend.h"
 
 #include <math.h>
@@ -33,6 +37,83 @@ static const float *bn_plane(const bn_job *j, const float *t, int b, long c)
     return t + ((long)b * j->d->c + c) * j->d->spatial;
 }
 
+#define BN_LANES 8
+
+static double bn_lanes_total(const double *lane)
+{
+    double t = 0.0;
+    for (int k = 0; k < BN_LANES; k++)
+        t += lane[k];
+    return t;
+}
+
+/* lane[i % BN_LANES] += x[i] */
+CPU_SIMD_CLONES
+static void bn_lanes_sum(const float *restrict x, int n, double *restrict lane)
+{
+    int i = 0;
+    for (; i + BN_LANES <= n; i += BN_LANES)
+        for (int k = 0; k < BN_LANES; k++)
+            lane[k] += x[i + k];
+    for (int k = 0; i < n; i++, k++)
+        lane[k] += x[i];
+}
+
+/* lane[i % BN_LANES] += (x[i] - mean)^2 */
+CPU_SIMD_CLONES
+static void bn_lanes_sq(const float *restrict x, int n, double mean, double *restrict lane)
+{
+    int i = 0;
+    for (; i + BN_LANES <= n; i += BN_LANES)
+        for (int k = 0; k < BN_LANES; k++) {
+            double e = x[i + k] - mean;
+            lane[k] += e * e;
+        }
+    for (int k = 0; i < n; i++, k++) {
+        double e = x[i] - mean;
+        lane[k] += e * e;
+    }
+}
+
+/* ldy[i % L] += dy[i]; lxh[i % L] += dy[i] * xhat[i] */
+CPU_SIMD_CLONES
+static void bn_lanes_dy(const float *restrict x, const float *restrict dy, int n, float mean,
+                        float invstd, double *restrict ldy, double *restrict lxh)
+{
+    int i = 0;
+    for (; i + BN_LANES <= n; i += BN_LANES)
+        for (int k = 0; k < BN_LANES; k++) {
+            ldy[k] += dy[i + k];
+            lxh[k] += (double)dy[i + k] * (x[i + k] - mean) * invstd;
+        }
+    for (int k = 0; i < n; i++, k++) {
+        ldy[k] += dy[i];
+        lxh[k] += (double)dy[i] * (x[i] - mean) * invstd;
+    }
+}
+
+/* y = x * scale + shift over one plane. */
+CPU_SIMD_CLONES
+static void bn_affine(const float *restrict x, float *restrict y, int n, float scale,
+                      float shift)
+{
+    for (int i = 0; i < n; i++)
+        y[i] = x[i] * scale + shift;
+}
+
+/* dx (+)= k * (dy - a - xhat * bcoef) over one plane. */
+CPU_SIMD_CLONES
+static void bn_dx(const float *restrict x, const float *restrict dy, float *restrict dx, int n,
+                  float mean, float invstd, float k, float a, float bcoef, bool accumulate)
+{
+    if (accumulate)
+        for (int i = 0; i < n; i++)
+            dx[i] += k * (dy[i] - a - (x[i] - mean) * invstd * bcoef);
+    else
+        for (int i = 0; i < n; i++)
+            dx[i] = k * (dy[i] - a - (x[i] - mean) * invstd * bcoef);
+}
+
 static void bn_train_channels(void *ctx, long begin, long end, int tid)
 {
     (void)tid;
@@ -40,22 +121,14 @@ static void bn_train_channels(void *ctx, long begin, long end, int tid)
     const batchnorm_desc *d = j->d;
     double m = (double)j->batch * d->spatial;
     for (long c = begin; c < end; c++) {
-        double sum = 0.0;
-        for (int b = 0; b < j->batch; b++) {
-            const float *x = bn_plane(j, j->x, b, c);
-            for (int i = 0; i < d->spatial; i++)
-                sum += x[i];
-        }
-        double mean = sum / m;
-        double sq = 0.0;
-        for (int b = 0; b < j->batch; b++) {
-            const float *x = bn_plane(j, j->x, b, c);
-            for (int i = 0; i < d->spatial; i++) {
-                double e = x[i] - mean;
-                sq += e * e;
-            }
-        }
-        double var = sq / m;
+        double lane[BN_LANES] = {0};
+        for (int b = 0; b < j->batch; b++)
+            bn_lanes_sum(bn_plane(j, j->x, b, c), d->spatial, lane);
+        double mean = bn_lanes_total(lane) / m;
+        double lsq[BN_LANES] = {0};
+        for (int b = 0; b < j->batch; b++)
+            bn_lanes_sq(bn_plane(j, j->x, b, c), d->spatial, mean, lsq);
+        double var = bn_lanes_total(lsq) / m;
         double invstd = 1.0 / sqrt(var + d->epsilon);
         j->out_mean[c] = (float)mean;
         j->out_invstd[c] = (float)invstd;
@@ -64,12 +137,9 @@ static void bn_train_channels(void *ctx, long begin, long end, int tid)
         j->running_var[c] = d->momentum * j->running_var[c] + (1.0f - d->momentum) * (float)unbiased;
         float scale = j->gamma[c] * (float)invstd;
         float shift = j->beta[c] - (float)mean * scale;
-        for (int b = 0; b < j->batch; b++) {
-            const float *x = bn_plane(j, j->x, b, c);
-            float *y = (float *)bn_plane(j, j->y, b, c);
-            for (int i = 0; i < d->spatial; i++)
-                y[i] = x[i] * scale + shift;
-        }
+        for (int b = 0; b < j->batch; b++)
+            bn_affine(bn_plane(j, j->x, b, c), (float *)bn_plane(j, j->y, b, c), d->spatial,
+                      scale, shift);
     }
 }
 
@@ -93,12 +163,9 @@ static void bn_eval_channels(void *ctx, long begin, long end, int tid)
     for (long c = begin; c < end; c++) {
         float scale = j->gamma[c] / sqrtf(j->var_in[c] + d->epsilon);
         float shift = j->beta[c] - j->mean_in[c] * scale;
-        for (int b = 0; b < j->batch; b++) {
-            const float *x = bn_plane(j, j->x, b, c);
-            float *y = (float *)bn_plane(j, j->y, b, c);
-            for (int i = 0; i < d->spatial; i++)
-                y[i] = x[i] * scale + shift;
-        }
+        for (int b = 0; b < j->batch; b++)
+            bn_affine(bn_plane(j, j->x, b, c), (float *)bn_plane(j, j->y, b, c), d->spatial,
+                      scale, shift);
     }
 }
 
@@ -121,15 +188,11 @@ static void bn_backward_channels(void *ctx, long begin, long end, int tid)
     double m = (double)j->batch * d->spatial;
     for (long c = begin; c < end; c++) {
         float mean = j->save_mean[c], invstd = j->save_invstd[c];
-        double sum_dy = 0.0, sum_dy_xhat = 0.0;
-        for (int b = 0; b < j->batch; b++) {
-            const float *x = bn_plane(j, j->x, b, c);
-            const float *dy = bn_plane(j, j->dy, b, c);
-            for (int i = 0; i < d->spatial; i++) {
-                sum_dy += dy[i];
-                sum_dy_xhat += (double)dy[i] * (x[i] - mean) * invstd;
-            }
-        }
+        double ldy[BN_LANES] = {0}, lxh[BN_LANES] = {0};
+        for (int b = 0; b < j->batch; b++)
+            bn_lanes_dy(bn_plane(j, j->x, b, c), bn_plane(j, j->dy, b, c), d->spatial, mean,
+                        invstd, ldy, lxh);
+        double sum_dy = bn_lanes_total(ldy), sum_dy_xhat = bn_lanes_total(lxh);
         j->dgamma[c] = (float)sum_dy_xhat;
         j->dbeta[c] = (float)sum_dy;
         if (!j->dx)
@@ -137,16 +200,10 @@ static void bn_backward_channels(void *ctx, long begin, long end, int tid)
         float k = j->gamma[c] * invstd;
         float a = (float)(sum_dy / m);
         float bcoef = (float)(sum_dy_xhat / m);
-        for (int b = 0; b < j->batch; b++) {
-            const float *x = bn_plane(j, j->x, b, c);
-            const float *dy = bn_plane(j, j->dy, b, c);
-            float *dx = (float *)bn_plane(j, j->dx, b, c);
-            for (int i = 0; i < d->spatial; i++) {
-                float xhat = (x[i] - mean) * invstd;
-                float g = k * (dy[i] - a - xhat * bcoef);
-                dx[i] = j->accumulate ? dx[i] + g : g;
-            }
-        }
+        for (int b = 0; b < j->batch; b++)
+            bn_dx(bn_plane(j, j->x, b, c), bn_plane(j, j->dy, b, c),
+                  (float *)bn_plane(j, j->dx, b, c), d->spatial, mean, invstd, k, a, bcoef,
+                  j->accumulate);
     }
 }
 

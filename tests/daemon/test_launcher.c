@@ -133,6 +133,27 @@ static void test_rank_memory_max(void **state)
     launcher_argv_free(argv);
 }
 
+/* OpenBLAS's own thread server never starts in a rank (found on a 16-core
+ * GPU host, where it held 2.2 GB of data and a CPU job crashed under its
+ * 2 GiB RLIMIT_DATA share): every job, with or without a ceiling, GPU or
+ * not, hands -x OPENBLAS_NUM_THREADS=1 to its ranks before the engine. */
+static void test_openblas_one_thread(void **state)
+{
+    (void)state;
+    launcher_config lc = {"/self", "mpirun", "/bin/punch-train", "/h", "/data", "", ""};
+    const double ceilings[] = {0, 2147483648.0};
+    const char *gpus[] = {NULL, "0"};
+    for (int c = 0; c < 2; c++)
+        for (int g = 0; g < 2; g++) {
+            char **argv = launcher_mpirun_argv(&lc, "/r", 3, 1, gpus[g], ceilings[c]);
+            assert_non_null(argv);
+            int at = find(argv, "-x", "OPENBLAS_NUM_THREADS=1");
+            assert_true(at > 0);
+            assert_true(find(argv, "/bin/punch-train", NULL) > at);
+            launcher_argv_free(argv);
+        }
+}
+
 /* A child in a session of its own, with a second process in it; its start time. */
 static pid_t session_child(long long *start)
 {
@@ -191,6 +212,7 @@ int main(void)
         cmocka_unit_test(test_hosts),
         cmocka_unit_test(test_mpirun_args),
         cmocka_unit_test(test_rank_memory_max),
+        cmocka_unit_test(test_openblas_one_thread),
         cmocka_unit_test(test_signals_need_the_start_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
