@@ -39,6 +39,30 @@ static bool cgroup_has_word(const char *dir, const char *file, const char *word)
     return found;
 }
 
+bool cgroup_parse_self_line(const char *text, int version, char *out, size_t cap)
+{
+    char line[4200];
+    if (snprintf(line, sizeof line, "%s", text) >= (int)sizeof line)
+        return false;
+    line[strcspn(line, "\n")] = '\0';
+    char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (!c2)
+        return false;
+    /* Both colons end their fields: "0::/path" is hierarchy "0" with no
+     * controllers (cgroup v2). */
+    *c1 = '\0';
+    *c2 = '\0';
+    char *ctrls = c1 + 1;
+    bool found = false;
+    if (version == 2)
+        found = strcmp(line, "0") == 0 && ctrls[0] == '\0';
+    else
+        for (char *save = NULL, *t = strtok_r(ctrls, ",", &save); t && !found;
+             t = strtok_r(NULL, ",", &save))
+            found = strcmp(t, "memory") == 0;
+    return found && snprintf(out, cap, "%s", c2 + 1) < (int)cap;
+}
+
 /* The calling process's cgroup path for the hierarchy of `version` (1:
  * the one with the memory controller) from /proc/self/cgroup. */
 static bool cgroup_self_path(int version, char *out, size_t cap)
@@ -48,22 +72,8 @@ static bool cgroup_self_path(int version, char *out, size_t cap)
         return false;
     char line[4200];
     bool found = false;
-    while (!found && fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\n")] = '\0';
-        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-        if (!c2)
-            continue;
-        *c2 = '\0';
-        const char *ctrls = c1 + 1;
-        if (version == 2)
-            found = strcmp(line, "0") == 0 && ctrls[0] == '\0';
-        else
-            for (char *save = NULL, *t = strtok_r((char *)ctrls, ",", &save); t && !found;
-                 t = strtok_r(NULL, ",", &save))
-                found = strcmp(t, "memory") == 0;
-        if (found)
-            found = snprintf(out, cap, "%s", c2 + 1) < (int)cap;
-    }
+    while (!found && fgets(line, sizeof line, f))
+        found = cgroup_parse_self_line(line, version, out, cap);
     fclose(f);
     return found;
 }

@@ -53,6 +53,11 @@ bool cgroup_v2_delegate(const char *own, long pid, char *err, size_t cap);
  * setup above), else own itself. False if the path does not fit. */
 bool cgroup_v2_job_parent(const char *own, char *parent, size_t cap);
 
+/* One line of /proc/self/cgroup ("ID:CONTROLLERS:PATH"): true with PATH
+ * in out when it is the v2 hierarchy's (version 2: "0::PATH") or, for
+ * version 1, a hierarchy whose controllers include memory. */
+bool cgroup_parse_self_line(const char *line, int version, char *out, size_t cap);
+
 /* The v2 part of cgroup_job_create for a process in `own`: the cgroup
  * PARENT/job-NAME (PARENT from cgroup_v2_job_parent) with memory.max and
  * memory.swap.max 0. False (nothing left behind) if it cannot. */

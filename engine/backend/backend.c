@@ -9,7 +9,10 @@ backend *backend_create(const job_spec *spec, int threads, int local_rank, char 
 {
     if (spec->resources.gpus > 0) {
 #ifdef PUNCH_HAVE_CUDA
-        return backend_cuda_create(local_rank, err, errlen);
+        backend *be = backend_cuda_create(local_rank, err, errlen);
+        if (be)
+            be->nondeterministic_ok = spec->training.nondeterministic;
+        return be;
 #else
         (void)local_rank;
         snprintf(err, errlen,

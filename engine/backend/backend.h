@@ -113,6 +113,11 @@ struct backend {
      * cuDNN offers a convolution no usable deterministic algorithm
      * (gpu/gpu_conv_choice.h). Trainers report it in history.json. */
     const char *not_reproducible;
+    /* training.deterministic false (set by backend_create): the CUDA
+     * backend may then run non-deterministic convolution algorithms when
+     * cuDNN ranks them fastest, and says so in not_reproducible. The CPU
+     * backend ignores it. */
+    bool nondeterministic_ok;
 
     /* ---- lifecycle -------------------------------------------------- */
 

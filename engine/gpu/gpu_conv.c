@@ -4,8 +4,9 @@
  * heuristics (cudnnGet*Algorithm_v7), chosen by gpu_conv_choice.h's rules:
  * deterministic (the seam promises bit-identical reruns) FP32 without
  * tensor cores (no TF32, so the CPU reference is comparable); a
- * non-deterministic one only when cuDNN offers no deterministic one, and
- * then the backend says so (be->not_reproducible). One line per layer on
+ * non-deterministic one only when cuDNN offers no deterministic one or the
+ * job allows it (training.deterministic false: cuDNN's fastest, as PyTorch
+ * by default), and then the backend says so (be->not_reproducible). One line per layer on
  * stderr names the three algorithms. The workspace is sized for max_batch;
  * every other batch size is checked once, when it first occurs
  * (gpu_conv_batches_get). Bias and activation follow the convolution as
@@ -117,10 +118,10 @@ static gpu_math gpu_conv_math(cudnnMathType_t m)
     } while (0)
 
 /* Picks direction `dir` among n records into a; false + message if none. */
-static bool gpu_conv_pick_dir(const gpu_algo_perf *rec, int n, size_t cap, gpu_conv_dir dir,
-                              gpu_conv_algos *a)
+static bool gpu_conv_pick_dir(const gpu_algo_perf *rec, int n, size_t cap, bool any,
+                              gpu_conv_dir dir, gpu_conv_algos *a)
 {
-    int i = gpu_conv_algo_pick(rec, n, cap, &a->deterministic[dir]);
+    int i = gpu_conv_algo_pick(rec, n, cap, any, &a->deterministic[dir]);
     if (i < 0) {
         gpu_check_failed("cuDNN offers no usable FP32 algorithm for this convolution",
                          "cudnnGetConvolution*Algorithm_v7", __FILE__, __LINE__);
@@ -132,8 +133,10 @@ static bool gpu_conv_pick_dir(const gpu_algo_perf *rec, int n, size_t cap, gpu_c
 
 /* Algorithms for the batch the descriptors are set to, each needing at
  * most cap bytes of workspace there. */
-static bool gpu_conv_choose(gpu_ctx *g, gpu_conv *cv, size_t cap, gpu_conv_algos *a)
+static bool gpu_conv_choose(backend *be, gpu_conv *cv, size_t cap, gpu_conv_algos *a)
 {
+    gpu_ctx *g = gpu_ctx_of(be);
+    bool any = be->nondeterministic_ok;
     cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     cudnnConvolutionBwdDataAlgoPerf_t bd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     cudnnConvolutionBwdFilterAlgoPerf_t bf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
@@ -153,9 +156,9 @@ static bool gpu_conv_choose(gpu_ctx *g, gpu_conv *cv, size_t cap, gpu_conv_algos
     GPU_CONV_RECORDS(fwd, nf, rf);
     GPU_CONV_RECORDS(bd, nd, rd);
     GPU_CONV_RECORDS(bf, nw, rw);
-    return gpu_conv_pick_dir(rf, nf, cap, GPU_CONV_FWD, a) &&
-           gpu_conv_pick_dir(rd, nd, cap, GPU_CONV_BWD_DATA, a) &&
-           gpu_conv_pick_dir(rw, nw, cap, GPU_CONV_BWD_FILTER, a);
+    return gpu_conv_pick_dir(rf, nf, cap, any, GPU_CONV_FWD, a) &&
+           gpu_conv_pick_dir(rd, nd, cap, any, GPU_CONV_BWD_DATA, a) &&
+           gpu_conv_pick_dir(rw, nw, cap, any, GPU_CONV_BWD_FILTER, a);
 }
 
 /* The largest workspace a's algorithms need at the batch the descriptors
@@ -240,9 +243,14 @@ static void gpu_conv_report(backend *be, const gpu_conv *cv, const char *what,
         if (a->deterministic[d])
             continue;
         gpu_ctx *g = gpu_ctx_of(be);
-        snprintf(g->not_reproducible, sizeof g->not_reproducible,
-                 "conv2d %s: cuDNN offers no usable deterministic %s algorithm", cv->name,
-                 dir_name[d]);
+        if (be->nondeterministic_ok)
+            snprintf(g->not_reproducible, sizeof g->not_reproducible,
+                     "training.deterministic is false: conv2d %s runs a non-deterministic "
+                     "%s algorithm", cv->name, dir_name[d]);
+        else
+            snprintf(g->not_reproducible, sizeof g->not_reproducible,
+                     "conv2d %s: cuDNN offers no usable deterministic %s algorithm",
+                     cv->name, dir_name[d]);
         be->not_reproducible = g->not_reproducible;
         return;
     }
@@ -270,7 +278,7 @@ static bool gpu_conv_probe_pick(void *ctx, int batch, size_t cap, gpu_conv_algos
     gpu_conv_probe_ctx *p = ctx;
     gpu_ctx *g = gpu_ctx_of(p->be);
     size_t bytes;
-    if (!gpu_conv_set_batch(p->cv, p->d, batch) || !gpu_conv_choose(g, p->cv, cap, out) ||
+    if (!gpu_conv_set_batch(p->cv, p->d, batch) || !gpu_conv_choose(p->be, p->cv, cap, out) ||
         !gpu_conv_need(g, p->cv, out, &bytes))
         return false;
     if (bytes > cap) {
@@ -311,7 +319,7 @@ static bool gpu_conv_plan_algos(backend *be, gpu_conv *cv, const conv2d_desc *d,
     gpu_ctx *g = gpu_ctx_of(be);
     gpu_conv_algos a;
     size_t bytes;
-    if (!gpu_conv_choose(g, cv, GPU_CONV_WS_CAP, &a) || !gpu_conv_need(g, cv, &a, &bytes)) {
+    if (!gpu_conv_choose(be, cv, GPU_CONV_WS_CAP, &a) || !gpu_conv_need(g, cv, &a, &bytes)) {
         snprintf(err, errlen, "conv2d: %s", gpu_check_message());
         return false;
     }

@@ -16,24 +16,38 @@ static bool gpu_math_fp32(gpu_math m)
     return m == GPU_MATH_FMA || m == GPU_MATH_DEFAULT;
 }
 
-int gpu_conv_algo_pick(const gpu_algo_perf *perf, int n, size_t cap, bool *deterministic)
+/* One pass of gpu_conv_algo_pick: which determinism and math it takes. */
+typedef enum { PICK_DET, PICK_NONDET, PICK_EITHER } pick_kind;
+typedef struct pick_pass {
+    pick_kind kind;
+    gpu_math math;
+} pick_pass;
+
+int gpu_conv_algo_pick(const gpu_algo_perf *perf, int n, size_t cap, bool any_determinism,
+                       bool *deterministic)
 {
-    /* Passes in order of preference: (deterministic, math). */
-    static const struct {
-        bool deterministic;
-        gpu_math math;
-    } pass[] = {
-        {true, GPU_MATH_FMA},
-        {true, GPU_MATH_DEFAULT},
-        {false, GPU_MATH_FMA},
-        {false, GPU_MATH_DEFAULT},
+    /* Passes in order of preference; PICK_EITHER takes both kinds in
+     * cuDNN's order, fastest first. */
+    static const pick_pass strict[] = {
+        {PICK_DET, GPU_MATH_FMA},
+        {PICK_DET, GPU_MATH_DEFAULT},
+        {PICK_NONDET, GPU_MATH_FMA},
+        {PICK_NONDET, GPU_MATH_DEFAULT},
     };
+    static const pick_pass loose[] = {
+        {PICK_EITHER, GPU_MATH_FMA},
+        {PICK_EITHER, GPU_MATH_DEFAULT},
+    };
+    const pick_pass *pass = any_determinism ? loose : strict;
+    size_t passes = any_determinism ? sizeof loose / sizeof loose[0]
+                                    : sizeof strict / sizeof strict[0];
     *deterministic = false;
-    for (size_t p = 0; p < sizeof pass / sizeof pass[0]; p++)
+    for (size_t p = 0; p < passes; p++)
         for (int i = 0; i < n; i++) {
             const gpu_algo_perf *r = &perf[i];
             if (!r->ok || r->memory > cap || !gpu_math_fp32(r->math) ||
-                r->deterministic != pass[p].deterministic || r->math != pass[p].math)
+                (pass[p].kind != PICK_EITHER && r->deterministic != (pass[p].kind == PICK_DET)) ||
+                r->math != pass[p].math)
                 continue;
             *deterministic = r->deterministic;
             return i;

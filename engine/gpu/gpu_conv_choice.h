@@ -4,9 +4,10 @@
  * unit-tested without a GPU (tests/gpu/test_gpu_conv_choice.c); gpu_conv.c
  * does the cuDNN calls.
  *
- * Reproducibility: the seam promises bit-identical reruns (backend.h), and
- * no job knob turns that off, so only deterministic algorithms are taken
- * while one is usable; a non-deterministic one only when cuDNN offers no
+ * Reproducibility: the seam promises bit-identical reruns (backend.h)
+ * unless the job turns that off (training.deterministic false, PyTorch's
+ * default behaviour), so only deterministic algorithms are taken while one
+ * is usable; a non-deterministic one only when cuDNN offers no
  * deterministic one, and the choice says so (the run is then reported as
  * not reproducible, history.json's "reproducible"). Math: FP32 FMA only,
  * never TF32 or other tensor-op conversion, so results stay comparable with
@@ -49,9 +50,12 @@ typedef struct gpu_algo_perf {
 /* The record to run among perf[0..n) (cuDNN's order, fastest first): the
  * first that succeeded, fits in cap bytes and uses DEFAULT or FMA math,
  * taking in turn deterministic FMA, deterministic DEFAULT, and only when
- * none of those exists non-deterministic FMA, then DEFAULT. Its index,
- * with *deterministic saying which kind it is; -1 when none is usable. */
-int gpu_conv_algo_pick(const gpu_algo_perf *perf, int n, size_t cap, bool *deterministic);
+ * none of those exists non-deterministic FMA, then DEFAULT. With
+ * any_determinism (the job's training.deterministic false) determinism
+ * does not matter: the first FMA, then the first DEFAULT. Its index, with
+ * *deterministic saying which kind it is; -1 when none is usable. */
+int gpu_conv_algo_pick(const gpu_algo_perf *perf, int n, size_t cap, bool any_determinism,
+                       bool *deterministic);
 
 /* The three directions of a convolution. */
 typedef enum gpu_conv_dir {

@@ -749,9 +749,10 @@ static bool parse_training(const json_t *t, job_spec *spec, spec_error *err)
                                        "metrics", "optimizer", "lr_schedulers", "seed",
                                        "init_from", "checkpoint_keep", "global_batch_size",
                                        "evaluate", "stop_at_loss", "warm_up_batches", "profile",
-                                       NULL};
+                                       "deterministic", NULL};
     spec_training *tr = &spec->training;
     long epochs = 5, batch = 64, seed = 1, keep = 1;
+    bool deterministic = true;
     int loss = LOSS_CATEGORICAL_CROSSENTROPY;
     if (t && !json_is_object(t))
         return spec_fail(err, "training", "expected an object, got %s", json_type_name(t));
@@ -771,6 +772,7 @@ static bool parse_training(const json_t *t, job_spec *spec, spec_error *err)
                            &tr->global_batch_size, err) &&
               spec_get_bool(obj, "training", "evaluate", &tr->evaluate, err) &&
               spec_get_bool(obj, "training", "profile", &tr->profile, err) &&
+              spec_get_bool(obj, "training", "deterministic", &deterministic, err) &&
               spec_get_int(obj, "training", "warm_up_batches", 0, 1L << 40,
                            &tr->warm_up_batches, err) &&
               parse_stop_at_loss(field(obj, "stop_at_loss"), tr, err) &&
@@ -795,6 +797,7 @@ static bool parse_training(const json_t *t, job_spec *spec, spec_error *err)
     tr->loss = (spec_loss)loss;
     tr->seed = (unsigned long)seed;
     tr->checkpoint_keep = (int)keep;
+    tr->nondeterministic = !deterministic;
     return ok;
 }
 

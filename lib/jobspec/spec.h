@@ -225,6 +225,11 @@ typedef struct spec_training {
                             ...) reaches stop_threshold; "" = off */
     double stop_threshold;
     bool profile;        /* write profile.json: per-layer times (single trainer) */
+    bool nondeterministic;/* "deterministic": false (default true): a GPU may run cuDNN's
+                            fastest convolution algorithms, deterministic or not
+                            (history.json then says "reproducible": false); the CPU is
+                            deterministic either way. Stored negated so a zeroed spec
+                            is the reproducible default. */
     long warm_up_batches;/* ramp the rate from lr/N to lr over the first N steps (single
                             trainer); 0 = off */
 } spec_training;

@@ -264,6 +264,8 @@ static json_t *training_json(const spec_training *t)
         json_object_set_new(o, "evaluate", json_true());
     if (o && t->profile)
         json_object_set_new(o, "profile", json_true());
+    if (o && t->nondeterministic)
+        json_object_set_new(o, "deterministic", json_false());
     if (o && t->warm_up_batches > 0)
         json_object_set_new(o, "warm_up_batches", json_integer(t->warm_up_batches));
     if (o && t->stop_metric[0])

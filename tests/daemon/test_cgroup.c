@@ -176,6 +176,30 @@ static void test_leaf_without_delegation_is_own(void **state)
     assert_true(scratch_remove(own));
 }
 
+/* /proc/self/cgroup's lines. Until 2026-11-26 "0::/path" was never taken
+ * as the v2 hierarchy (the first colon stayed in the ID), so on a pure v2
+ * host (an Ubuntu 24.04 GPU machine) punchcardd never found its own cgroup
+ * and no job got a memory ceiling. */
+static void test_self_line(void **state)
+{
+    (void)state;
+    char out[256];
+    assert_true(cgroup_parse_self_line("0::/process_api/9b65\n", 2, out, sizeof out));
+    assert_string_equal(out, "/process_api/9b65");
+    assert_true(cgroup_parse_self_line("0::/", 2, out, sizeof out));
+    assert_string_equal(out, "/");
+    assert_false(cgroup_parse_self_line("0::/x", 1, out, sizeof out));
+    assert_false(cgroup_parse_self_line("1:name=systemd:/x", 2, out, sizeof out));
+    assert_false(cgroup_parse_self_line("10::/x", 2, out, sizeof out));
+    assert_true(cgroup_parse_self_line("4:memory:/user.slice", 1, out, sizeof out));
+    assert_string_equal(out, "/user.slice");
+    assert_true(cgroup_parse_self_line("7:cpu,memory,pids:/a:b", 1, out, sizeof out));
+    assert_string_equal(out, "/a:b");
+    assert_false(cgroup_parse_self_line("5:cpu,cpuacct:/a", 1, out, sizeof out));
+    assert_false(cgroup_parse_self_line("garbage", 2, out, sizeof out));
+    assert_false(cgroup_parse_self_line("0::/much/too/long", 2, out, 4));
+}
+
 /* ---- the real kernel ---------------------------------------------------- */
 
 static int kernel_skip(const char *why)
@@ -267,6 +291,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_no_memory_controller_changes_nothing),
         cmocka_unit_test(test_started_in_leaf),
         cmocka_unit_test(test_leaf_without_delegation_is_own),
+        cmocka_unit_test(test_self_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

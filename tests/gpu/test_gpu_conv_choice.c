@@ -31,7 +31,7 @@ static void test_deterministic_preferred_over_faster(void **state)
         rec(1, true, true, GPU_MATH_FMA, 128),
     };
     bool det = false;
-    assert_int_equal(gpu_conv_algo_pick(p, N(p), CAP, &det), 2);
+    assert_int_equal(gpu_conv_algo_pick(p, N(p), CAP, false, &det), 2);
     assert_true(det);
 }
 
@@ -43,7 +43,7 @@ static void test_fma_preferred_default_accepted(void **state)
         rec(1, true, true, GPU_MATH_FMA, 0),
     };
     bool det = false;
-    assert_int_equal(gpu_conv_algo_pick(p, N(p), CAP, &det), 1);
+    assert_int_equal(gpu_conv_algo_pick(p, N(p), CAP, false, &det), 1);
     assert_true(det);
     /* cuDNN 9 may report an FP32 FMA kernel as DEFAULT_MATH: taken when it
      * is the only deterministic one. */
@@ -51,7 +51,7 @@ static void test_fma_preferred_default_accepted(void **state)
         rec(0, true, false, GPU_MATH_FMA, 0),
         rec(5, true, true, GPU_MATH_DEFAULT, 0),
     };
-    assert_int_equal(gpu_conv_algo_pick(q, N(q), CAP, &det), 1);
+    assert_int_equal(gpu_conv_algo_pick(q, N(q), CAP, false, &det), 1);
     assert_true(det);
 }
 
@@ -65,13 +65,13 @@ static void test_tensor_op_refused(void **state)
         rec(0, true, false, GPU_MATH_FMA, 0),
     };
     bool det = true;
-    assert_int_equal(gpu_conv_algo_pick(p, N(p), CAP, &det), 2);
+    assert_int_equal(gpu_conv_algo_pick(p, N(p), CAP, false, &det), 2);
     assert_false(det);
     gpu_algo_perf only[] = {
         rec(1, true, true, GPU_MATH_TENSOR_OP, 0),
         rec(2, true, false, GPU_MATH_TENSOR_OP_ALLOW_CONVERSION, 0),
     };
-    assert_int_equal(gpu_conv_algo_pick(only, N(only), CAP, &det), -1);
+    assert_int_equal(gpu_conv_algo_pick(only, N(only), CAP, false, &det), -1);
 }
 
 static void test_failed_and_too_large_skipped(void **state)
@@ -83,11 +83,37 @@ static void test_failed_and_too_large_skipped(void **state)
         rec(1, true, true, GPU_MATH_DEFAULT, CAP), /* exactly the cap fits */
     };
     bool det = false;
-    assert_int_equal(gpu_conv_algo_pick(p, N(p), CAP, &det), 2);
+    assert_int_equal(gpu_conv_algo_pick(p, N(p), CAP, false, &det), 2);
     assert_true(det);
     gpu_algo_perf none[] = {rec(4, false, true, GPU_MATH_FMA, 0)};
-    assert_int_equal(gpu_conv_algo_pick(none, N(none), CAP, &det), -1);
-    assert_int_equal(gpu_conv_algo_pick(none, 0, CAP, &det), -1);
+    assert_int_equal(gpu_conv_algo_pick(none, N(none), CAP, false, &det), -1);
+    assert_int_equal(gpu_conv_algo_pick(none, 0, CAP, false, &det), -1);
+}
+
+/* training.deterministic false: cuDNN's order decides, whatever the
+ * determinism; FP32 and the workspace cap still hold, FMA still first. */
+static void test_any_determinism_takes_fastest(void **state)
+{
+    (void)state;
+    gpu_algo_perf p[] = {
+        rec(0, true, false, GPU_MATH_FMA, 0),
+        rec(3, true, false, GPU_MATH_FMA, 64),
+        rec(1, true, true, GPU_MATH_FMA, 128),
+    };
+    bool det = true;
+    assert_int_equal(gpu_conv_algo_pick(p, N(p), CAP, true, &det), 0);
+    assert_false(det);
+    /* The strict rule on the same records keeps the deterministic one. */
+    assert_int_equal(gpu_conv_algo_pick(p, N(p), CAP, false, &det), 2);
+    assert_true(det);
+    gpu_algo_perf q[] = {
+        rec(1, true, false, GPU_MATH_TENSOR_OP, 0),  /* TF32: never */
+        rec(0, true, false, GPU_MATH_FMA, CAP + 1),  /* over the cap */
+        rec(5, true, false, GPU_MATH_DEFAULT, 0),
+        rec(2, true, true, GPU_MATH_FMA, 0),
+    };
+    assert_int_equal(gpu_conv_algo_pick(q, N(q), CAP, true, &det), 3);
+    assert_true(det);
 }
 
 static void test_fallback_flagged_non_deterministic(void **state)
@@ -101,7 +127,7 @@ static void test_fallback_flagged_non_deterministic(void **state)
         rec(0, true, false, GPU_MATH_FMA, 0),
     };
     bool det = true;
-    assert_int_equal(gpu_conv_algo_pick(p, N(p), CAP, &det), 2);
+    assert_int_equal(gpu_conv_algo_pick(p, N(p), CAP, false, &det), 2);
     assert_false(det);
     gpu_conv_algos a = {.algo = {1, 1, 0}, .deterministic = {true, true, false}};
     assert_false(gpu_conv_algos_deterministic(&a));
@@ -223,6 +249,7 @@ int main(void)
         cmocka_unit_test(test_tensor_op_refused),
         cmocka_unit_test(test_failed_and_too_large_skipped),
         cmocka_unit_test(test_fallback_flagged_non_deterministic),
+        cmocka_unit_test(test_any_determinism_takes_fastest),
         cmocka_unit_test(test_only_occurring_sizes_queried),
         cmocka_unit_test(test_size_over_workspace_gets_own_algorithms),
         cmocka_unit_test(test_batches_errors),

@@ -590,7 +590,25 @@ static void test_pydtnn_options(void **state)
     assert_false(s->training.evaluate);
     assert_int_equal(s->training.warm_up_batches, 0);
     assert_string_equal(s->training.stop_metric, "");
+    assert_false(s->training.nondeterministic); /* reproducible by default */
     spec_free(s);
+    /* training.deterministic: false is kept through the resolved spec;
+     * true is the default; anything else names the field. */
+    s = parse("{\"model\":\"mlp\"," DATA ",\"training\":{\"deterministic\":false}}", &err);
+    if (!s)
+        fail_msg("%s", spec_error_str(&err, msg, sizeof msg));
+    assert_true(s->training.nondeterministic);
+    assert_roundtrip(s, "deterministic false");
+    json_t *j = spec_to_json(s);
+    assert_true(json_is_false(json_object_get(json_object_get(j, "training"), "deterministic")));
+    json_decref(j);
+    spec_free(s);
+    s = parse("{\"model\":\"mlp\"," DATA ",\"training\":{\"deterministic\":true}}", &err);
+    assert_non_null(s);
+    assert_false(s->training.nondeterministic);
+    spec_free(s);
+    assert_null(parse("{\"model\":\"mlp\"," DATA ",\"training\":{\"deterministic\":0}}", &err));
+    assert_string_equal(err.path, "training.deterministic");
 }
 
 /* data.augment: PyDTNN's defaults when a transform is named, the
