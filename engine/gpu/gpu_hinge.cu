@@ -1,12 +1,12 @@
 /* gpu_hinge.cu — the categorical hinge loss on the GPU; see gpu_hinge.h.
  * One block: thread t takes rows t, t + HINGE_THREADS, ..., each row by
- * gpu_math.h's gpu_hinge_row (cpu/cpu_hinge.c's formula, products and sums
- * rounded explicitly so nvcc cannot fuse them into an FMA the CPU does not
- * do); test_gpu_host checks that row against the CPU backend on the host,
- * test_gpu_vs_cpu the kernel on a device. The threads' sums meet in
- * a fixed tree, so the batch sum never depends on scheduling. */
+ * backend/hinge.h's hinge_row (the formula cpu/cpu_hinge.c runs, products
+ * and sums rounded explicitly so nvcc cannot fuse them into an FMA the CPU
+ * does not do); test_gpu_vs_cpu checks the kernel against the CPU on a
+ * device. The threads' sums meet in a fixed tree, so the batch sum never
+ * depends on scheduling. */
 #include "gpu/gpu_hinge.h"
-#include "gpu/gpu_math.h"
+#include "backend/hinge.h"
 
 #define HINGE_THREADS 256
 
@@ -17,7 +17,7 @@ __global__ static void k_categorical_hinge(int batch, int n, const float *y,
     float inv_batch = 1.0f / (float)batch;
     double total = 0.0;
     for (int r = threadIdx.x; r < batch; r += HINGE_THREADS)
-        total += gpu_hinge_row(n, inv_batch, y + (long)r * n, targets + (long)r * n,
+        total += hinge_row(n, inv_batch, y + (long)r * n, targets + (long)r * n,
                            dy + (long)r * n);
     shared[threadIdx.x] = total;
     __syncthreads();

@@ -3,7 +3,7 @@
  * against the CPU backend: the dropout mask rule of backend.h, relu,
  * sigmoid and tanh forward and backward, softmax rows in the order a row
  * block reduces them, batchnorm's running-statistics rule and its
- * single-value case, the categorical hinge's rows, pooling with any padding, explicit padding and
+ * single-value case, pooling with any padding, explicit padding and
  * cropping for convolutions, and the optimizer updates of optim.h.
  * Compiled as C by the host compiler and as CUDA C++ by nvcc (GPU_HD marks
  * functions for both sides). */
@@ -132,53 +132,6 @@ static inline void gpu_softmax_row_backward(const float *y, const float *dy, flo
         float g = y[j] * (dy[j] - dot);
         dx[j] = accumulate ? dx[j] + g : g;
     }
-}
-
-/* ---- categorical hinge ------------------------------------------------ */
-
-/* Products and sums the device must not fuse into an FMA the CPU does not
- * do: rounded explicitly in device code, plain operations on the host. */
-#ifdef __CUDA_ARCH__
-#define GPU_FMUL(a, b) __fmul_rn((a), (b))
-#define GPU_DMUL(a, b) __dmul_rn((a), (b))
-#define GPU_DADD(a, b) __dadd_rn((a), (b))
-#else
-#define GPU_FMUL(a, b) ((a) * (b))
-#define GPU_DMUL(a, b) ((a) * (b))
-#define GPU_DADD(a, b) ((a) + (b))
-#endif
-
-/* One row of backend.h's categorical_hinge (cpu_hinge.c's hinge_row, the
- * same operations in the same order): returns the row's loss and writes
- * its gradient, divided by the batch, to d. The subgradient at the kink
- * (loss exactly 0) is 0; a tie for the largest wrong score goes to the
- * first column. */
-GPU_HD static inline double gpu_hinge_row(int n, float inv_batch, const float *y,
-                                          const float *t, float *d)
-{
-    double pos = 0.0;
-    for (int j = 0; j < n; j++)
-        pos = GPU_DADD(pos, GPU_DMUL((double)t[j], (double)y[j]));
-    int k = 0;
-    float neg = GPU_FMUL(1.0f - t[0], y[0]);
-    for (int j = 1; j < n; j++) {
-        float v = GPU_FMUL(1.0f - t[j], y[j]);
-        if (v > neg) {
-            neg = v;
-            k = j;
-        }
-    }
-    double margin = (double)neg - pos + 1.0;
-    if (margin <= 0.0) {
-        for (int j = 0; j < n; j++)
-            d[j] = 0.0f;
-        return 0.0;
-    }
-    for (int j = 0; j < n; j++) {
-        float g = (j == k ? 1.0f - t[j] : 0.0f) - t[j];
-        d[j] = GPU_FMUL(g, inv_batch);
-    }
-    return margin;
 }
 
 /* ---- batch normalisation ----------------------------------------------- */
