@@ -6,8 +6,8 @@
  * weights on AVX-512) and runs its direct JIT kernels; the engine's NCHW
  * tensors are reordered into and out of them per chunk. Run on the plain
  * NCHW/OIHW tensors instead (cpu_conv_dnnl_force_plain), oneDNN 2.6 falls
- * back to its GEMM-based convolution, which is the engine's own im2col
- * again (measurements below).
+ * back to its GEMM-based convolution, which is slower than the engine's
+ * own im2col (measurements below).
  *
  * Workspace, per thread (bytes rounded to 64): the forward source and
  * destination in the primitives' formats (the destination buffer holds
@@ -24,9 +24,27 @@
  * when a ReLU layer first runs); any other through cpu_activate over the
  * chunk after the primitive. Bias: always in the primitive; a layer
  * without one reads k zeros from the shared workspace. Accumulation into
- * dx: the diff_src reorder carries a sum post-op.
+ * dx: diff_src reordered into the free source region, then added (a sum
+ * post-op on the reorder where that region is too small).
  *
- * When cpu_conv_dnnl_suits picks it: MEASUREMENTS_TBD */
+ * Threads: one oneDNN call over the whole batch of 64 with an OpenMP team
+ * of two ran resnet20's 21 layers in 46-48 ms forward and 89-91 ms
+ * backward against 31-37 and 59-70 ms for a chunk per pool thread with a
+ * team of one (2026-11-26, the 2-core AVX-512 host, two alternations).
+ *
+ * When cpu_conv_dnnl_suits picks it: layer by layer, batch 64 on 2
+ * threads, best of 5, forward + backward, the engine's own choice over
+ * oneDNN's blocked primitives (2026-11-26 23:20 UTC, load average 0.4):
+ * resnet20's 3x3 layers of 16-64 channels 1.77-2.47x (16 to 16 at 32x32:
+ * 8.9 vs 5.0 ms; 64 to 64 at 8x8: 9.8 vs 4.0 ms), its strided 3x3 layers
+ * 1.77-1.86x; vgg11's 64-256 channels at 16x16 and 8x8 1.18-1.61x, 512 at
+ * 4x4 (folded) 1.14-1.17x; but vgg11's first layer (3 to 64 at 32x32)
+ * 0.87x, its 2x2 layers (folded) 0.79x and the 1x1 stride-2 shortcuts
+ * 0.90-1.00x. Hence at least 16 input channels, a kernel wider than 1x1
+ * and a plane of 4x4 or more. (resnet20's 3-to-16 first layer measured
+ * 1.40x but is 1.3% of its convolution time; the rule keeps to one
+ * threshold on channels.) Plain formats ran every one of these layers
+ * slower than the engine's own (all of resnet20: 275 vs 164 ms). */
 #include "cpu/cpu_conv_dnnl.h"
 
 #include <oneapi/dnnl/dnnl.h>
@@ -671,6 +689,13 @@ static bool conv_dnnl_exec_reorder(const cpu_conv_dnnl *s, const conv_dnnl_entry
     return dnnl_primitive_execute(e->p[p], s->streams[tid], 3, args) == dnnl_success;
 }
 
+/* dx += t, n floats. */
+CPU_SIMD_CLONES static void conv_dnnl_add(float *restrict dx, const float *restrict t, long n)
+{
+    for (long i = 0; i < n; i++)
+        dx[i] += t[i];
+}
+
 bool cpu_conv_dnnl_forward(cpu_conv_dnnl *s, int tid, int n, const float *x, const float *w,
                            const float *shared, const float *bias, spec_activation act,
                            float *y, float *scratch)
@@ -761,6 +786,23 @@ bool cpu_conv_dnnl_backward(cpu_conv_dnnl *s, int tid, int n, const float *x, co
         return false;
     if (direct)
         return true;
-    return conv_dnnl_exec_reorder(s, e, tid, accumulate ? P_DSRC2DX : P_DSRC2DXN, M_DSRC, dsrc,
-                                  M_DX, dx, scr);
+    if (!accumulate)
+        return conv_dnnl_exec_reorder(s, e, tid, P_DSRC2DXN, M_DSRC, dsrc, M_DX, dx, scr);
+    long xn = (long)n * s->d.c * s->d.h * s->d.w;
+    if (!e->p[P_DSRC2DXN]) { /* diff_src is plain already */
+        conv_dnnl_add(dx, dsrc, xn);
+        return true;
+    }
+    /* The plain reorder into R_SRC (free once backward weights has run)
+     * and an add: oneDNN's reorder with a sum post-op has no blocked JIT
+     * kernel and measured 3x the plain one (1.0 vs 0.3 ms, resnet20's
+     * 16-channel 32x32 layers, 32 samples). */
+    if ((size_t)xn * sizeof(float) <= s->region[R_SRC]) {
+        float *t = (float *)(void *)conv_dnnl_region(s, scratch, R_SRC);
+        if (!conv_dnnl_exec_reorder(s, e, tid, P_DSRC2DXN, M_DSRC, dsrc, M_DX, t, scr))
+            return false;
+        conv_dnnl_add(dx, t, xn);
+        return true;
+    }
+    return conv_dnnl_exec_reorder(s, e, tid, P_DSRC2DX, M_DSRC, dsrc, M_DX, dx, scr);
 }

@@ -186,6 +186,8 @@ static const dnnl_case cases[] = {
     {16, 32, 8, 8, 1, 2, 0, 1, 5, 2, true, true, false, false, ACT_NONE},
     /* a first layer: three channels, no dx, three threads */
     {3, 16, 10, 10, 3, 1, 1, 1, 5, 3, false, false, true, false, ACT_RELU},
+    /* three channels again, accumulating into dx */
+    {3, 16, 10, 10, 3, 1, 1, 1, 5, 2, true, false, false, false, ACT_NONE},
     /* odd channel counts, even kernel, one more padding bottom/right */
     {5, 7, 7, 6, 2, 1, 0, 1, 4, 2, false, true, false, true, ACT_TANH},
     /* dilation 2, sigmoid, one thread */
