@@ -6,6 +6,7 @@
  *   punch-bench-model JOB.json [--threads N] [--steps S] [--warmup W]
  *                     [--infer-batch B] [--weights FILE] [--datasets DIR]
  *                     [--separate-step] [--gemm default|openblas]
+ *                     [--conv default|own]
  *
  * Training: W untimed steps, then S timed steps of batch training.batch_size
  * over the epoch-0 permutation, each phase (gather the batch, forward,
@@ -19,12 +20,14 @@
  * freshly trained ones; --infer-batch 0 skips it (for profiling training
  * alone). --gemm openblas runs every GEMM in OpenBLAS in a build that has
  * oneDNN (cpu_sgemm_force_openblas), so both libraries compare in one
- * build. Prints one JSON object on stdout. */
+ * build; --conv own keeps convolutions off oneDNN's primitives
+ * (cpu_conv_dnnl_disable), the engine's own algorithms then. Prints one JSON object on stdout. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu/cpu_backend.h"
+#include "cpu/cpu_conv.h"
 #include "train/train.h"
 #include "io/tensorfile.h"
 #include "timeutil/timeutil.h"
@@ -38,6 +41,7 @@ typedef struct bench_opts {
     int threads, steps, warmup, infer_batch;
     int separate; /* model_backward + model_optimizer_step instead of the fused step */
     int openblas; /* --gemm openblas */
+    int conv_own; /* --conv own */
 } bench_opts;
 
 typedef struct bench_state {
@@ -86,6 +90,9 @@ static int bench_parse(int argc, char **argv, bench_opts *o)
         else if (strcmp(a, "--gemm") == 0 &&
                  (strcmp(v, "openblas") == 0 || strcmp(v, "default") == 0))
             o->openblas = strcmp(v, "openblas") == 0;
+        else if (strcmp(a, "--conv") == 0 &&
+                 (strcmp(v, "own") == 0 || strcmp(v, "default") == 0))
+            o->conv_own = strcmp(v, "own") == 0;
         else
             return -1;
         i++;
@@ -240,10 +247,12 @@ int main(int argc, char **argv)
     if (bench_parse(argc, argv, &o) != 0) {
         fprintf(stderr, "usage: punch-bench-model JOB.json [--threads N] [--steps S] "
                 "[--warmup W] [--infer-batch B] [--weights FILE.safetensors] "
-                "[--datasets DIR] [--separate-step] [--gemm default|openblas]\n");
+                "[--datasets DIR] [--separate-step] [--gemm default|openblas] "
+                "[--conv default|own]\n");
         return 2;
     }
     cpu_sgemm_force_openblas(o.openblas);
+    cpu_conv_dnnl_disable(o.conv_own);
     char err[1024];
     bench_state s;
     memset(&s, 0, sizeof s);
@@ -260,10 +269,11 @@ int main(int argc, char **argv)
         for (int p = 0; p < PH_COUNT; p++)
             total += t[p];
         int b = s.spec->training.batch_size;
-        printf("{\"job\":\"%s\",\"gemm\":\"%s\",\"threads\":%d,\"batch\":%d,\"steps\":%d,"
-               "\"parameters\":%ld,\"train_samples_per_s\":%.1f,\"step_ms\":{", o.job,
-               o.openblas ? "openblas" : "default", o.threads, b, o.steps,
-               s.m->n_trainable, (double)o.steps * b / total);
+        printf("{\"job\":\"%s\",\"gemm\":\"%s\",\"conv\":\"%s\",\"threads\":%d,"
+               "\"batch\":%d,\"steps\":%d,\"parameters\":%ld,\"train_samples_per_s\":%.1f,"
+               "\"step_ms\":{", o.job, o.openblas ? "openblas" : "default",
+               o.conv_own ? "own" : "default", o.threads, b, o.steps, s.m->n_trainable,
+               (double)o.steps * b / total);
         for (int p = 0; p < PH_COUNT; p++)
             printf("%s\"%s\":%.4f", p ? "," : "", phase_names[p], t[p] / o.steps * 1e3);
         printf("},\"infer_batch\":%d,\"infer_samples\":%ld,\"infer_samples_per_s\":%.1f,"

@@ -5,13 +5,17 @@
  * group of samples for small output planes (cpu_conv_folded.c), direct
  * kernels for few channels (cpu_conv_direct.c), Winograd F(2x2, 5x5)
  * for stride-1 5x5 layers with enough channels (cpu_winograd.c), or, for
- * grouped and depthwise layers, a direct loop (cpu_conv_grouped.c).
+ * grouped and depthwise layers, a direct loop (cpu_conv_grouped.c), or,
+ * in builds with oneDNN, oneDNN's convolution primitives on each thread's
+ * chunk of samples (cpu_conv_dnnl.c).
  *
  * Workspace layout (floats), per thread t of T:
  *   col[t]  : the algorithm's scratch (im2col: c*kh*kw * oh*ow, the column
  *             of one sample, reused for dcol; folded: a group's)
  *   dw[t]   : k*c*kh*kw + k     (this thread's partial dw and db)
- * then, for Winograd, the transformed weights (36, k, c) shared by all.
+ * then, for Winograd, the transformed weights (36, k, c) shared by all,
+ * for oneDNN the weights in its formats. A oneDNN layer's col is at least
+ * im2col's, so im2col can stand in when oneDNN fails at run time.
  * The partials are summed in thread order, so dw is deterministic for a
  * given thread count. A 1x1, stride-1, unpadded convolution skips im2col:
  * the sample itself is the column matrix. */
@@ -20,19 +24,34 @@
 #include "cpu/cpu_conv_folded.h"
 #include "cpu/cpu_conv_grouped.h"
 #include "cpu/cpu_winograd.h"
+#ifdef PUNCH_HAVE_DNNL
+#include "cpu/cpu_conv_dnnl.h"
+#endif
 
 #include <string.h>
 
-/* d->impl points at one of these: the layer's algorithm. */
+/* d->impl points at one of these: the layer's algorithm; or, for oneDNN,
+ * at the layer's cpu_conv_dnnl, which starts with its algorithm. */
 static cpu_conv_algo conv_algos[] = {CPU_CONV_IM2COL, CPU_CONV_DIRECT, CPU_CONV_WINOGRAD,
                                      CPU_CONV_GROUPED, CPU_CONV_FOLDED};
+
+static bool conv_dnnl_disabled;
+
+void cpu_conv_dnnl_disable(bool on)
+{
+    conv_dnnl_disabled = on;
+}
 
 cpu_conv_algo cpu_conv2d_algo(const conv2d_desc *d)
 {
     return d->impl ? *(const cpu_conv_algo *)d->impl : cpu_conv_choose(d);
 }
 
-cpu_conv_algo cpu_conv_choose(const conv2d_desc *d)
+/* The rule, with oneDNN's primitives among the candidates or not. They
+ * come after the direct kernels and Winograd: those layers have few
+ * channels or 5x5 kernels, and on convnet's 5x5 layer (32 to 64 channels,
+ * 14x14, batch 64) oneDNN only ties with Winograd (cpu_conv_dnnl.c). */
+static cpu_conv_algo conv_choose_rule(const conv2d_desc *d, bool dnnl)
 {
     if (d->groups > 1)
         return CPU_CONV_GROUPED;
@@ -40,9 +59,30 @@ cpu_conv_algo cpu_conv_choose(const conv2d_desc *d)
         return CPU_CONV_DIRECT;
     if (cpu_winograd_suits(d))
         return CPU_CONV_WINOGRAD;
+#ifdef PUNCH_HAVE_DNNL
+    if (dnnl && !conv_dnnl_disabled && cpu_conv_dnnl_suits(d))
+        return CPU_CONV_DNNL;
+#else
+    (void)dnnl;
+#endif
     if (cpu_conv_folded_suits(d))
         return CPU_CONV_FOLDED;
     return CPU_CONV_IM2COL;
+}
+
+cpu_conv_algo cpu_conv_choose(const conv2d_desc *d)
+{
+    return conv_choose_rule(d, true);
+}
+
+static long conv_wsize(const conv2d_desc *d)
+{
+    return (long)d->k * (d->c / d->groups) * d->kh * d->kw;
+}
+
+static long conv_im2col_size(const conv2d_desc *d)
+{
+    return (long)d->c * d->kh * d->kw * d->oh * d->ow;
 }
 
 static long conv_col_size(const conv2d_desc *d, int threads)
@@ -56,15 +96,16 @@ static long conv_col_size(const conv2d_desc *d, int threads)
         return 0;
     case CPU_CONV_FOLDED:
         return cpu_conv_folded_scratch(d, threads);
+    case CPU_CONV_DNNL:
+#ifdef PUNCH_HAVE_DNNL
+        return cpu_conv_dnnl_thread_floats(d->impl, conv_im2col_size(d), conv_wsize(d) + d->k);
+#else
+        break;
+#endif
     case CPU_CONV_IM2COL:
         break;
     }
-    return (long)d->c * d->kh * d->kw * d->oh * d->ow;
-}
-
-static long conv_wsize(const conv2d_desc *d)
-{
-    return (long)d->k * (d->c / d->groups) * d->kh * d->kw;
+    return conv_im2col_size(d);
 }
 
 static long conv_thread_block(const conv2d_desc *d, int threads)
@@ -91,19 +132,41 @@ long cpu_conv2d_prepare_algo(backend *be, conv2d_desc *d, cpu_conv_algo algo)
         return -1;
     if (algo == CPU_CONV_WINOGRAD && !cpu_winograd_can(d))
         return -1;
-    d->impl = &conv_algos[algo];
     long shared = algo == CPU_CONV_WINOGRAD ? cpu_winograd_weight_size(d) : 0;
+    if (algo == CPU_CONV_DNNL) {
+#ifdef PUNCH_HAVE_DNNL
+        cpu_conv_dnnl *s = cpu_conv_dnnl_create(d, be->threads);
+        if (!s)
+            return -1;
+        d->impl = s;
+        return conv_thread_block(d, be->threads) * be->threads + cpu_conv_dnnl_shared_floats(s);
+#else
+        return -1;
+#endif
+    }
+    d->impl = &conv_algos[algo];
     return conv_thread_block(d, be->threads) * be->threads + shared;
 }
 
 long cpu_conv2d_prepare(backend *be, conv2d_desc *d)
 {
-    return cpu_conv2d_prepare_algo(be, d, cpu_conv_choose(d));
+    if (d->groups <= 0)
+        d->groups = 1;
+    cpu_conv_algo algo = cpu_conv_choose(d);
+    long ws = cpu_conv2d_prepare_algo(be, d, algo);
+    /* oneDNN may refuse a shape; the engine's own algorithms run any. */
+    if (ws < 0 && algo == CPU_CONV_DNNL)
+        ws = cpu_conv2d_prepare_algo(be, d, conv_choose_rule(d, false));
+    return ws;
 }
 
 void cpu_conv2d_release(backend *be, conv2d_desc *d)
 {
     (void)be;
+#ifdef PUNCH_HAVE_DNNL
+    if (d->impl && cpu_conv2d_algo(d) == CPU_CONV_DNNL)
+        cpu_conv_dnnl_destroy(d->impl);
+#endif
     d->impl = NULL;
 }
 
@@ -205,11 +268,29 @@ static float *conv_thread_col(const conv_job *j, int tid)
     return j->ws + (long)tid * conv_thread_block(j->d, j->threads);
 }
 
-/* Winograd's transformed weights, after every thread's block. */
-static float *conv_winograd_u(const conv_job *j)
+/* What the threads share, after every thread's block: Winograd's
+ * transformed weights, oneDNN's reordered ones. */
+static float *conv_shared(const conv_job *j)
 {
     return j->ws + (long)j->threads * conv_thread_block(j->d, j->threads);
 }
+
+static float *conv_winograd_u(const conv_job *j)
+{
+    return conv_shared(j);
+}
+
+#ifdef PUNCH_HAVE_DNNL
+/* Readies oneDNN's primitives and weights for the call, or has the call
+ * run im2col instead (oneDNN failed). */
+static void conv_dnnl_ready(conv_job *j, bool backward)
+{
+    cpu_conv_dnnl *s = j->d->impl;
+    if (!cpu_conv_dnnl_ready(s, j->batch, backward, j->act) ||
+        !cpu_conv_dnnl_weights(s, j->w, backward, conv_shared(j)))
+        j->algo = CPU_CONV_IM2COL;
+}
+#endif
 
 static void conv_winograd_weights_chunk(void *ctx, long begin, long end, int tid)
 {
@@ -234,6 +315,15 @@ static void conv_forward_chunk(void *ctx, long begin, long end, int tid)
                                 j->bias, j->act, j->y + begin * d->k * ohw, col);
         return;
     }
+#ifdef PUNCH_HAVE_DNNL
+    /* When oneDNN fails, im2col below takes the chunk. */
+    if (j->algo == CPU_CONV_DNNL && (begin == end ||
+                                     cpu_conv_dnnl_forward(d->impl, tid, (int)(end - begin),
+                                                           j->x + begin * xsize, j->w,
+                                                           conv_shared(j), j->bias, j->act,
+                                                           j->y + begin * d->k * ohw, col)))
+        return;
+#endif
     for (long b = begin; b < end; b++) {
         const float *xb = j->x + b * xsize;
         float *yb = j->y + b * d->k * ohw;
@@ -269,8 +359,12 @@ void cpu_conv2d_forward(backend *be, const conv2d_desc *d, int batch, const floa
                         float *workspace)
 {
     conv_job j = {.d = d, .x = x, .w = w, .bias = bias, .act = act, .y = y,
-                  .ws = workspace, .threads = be->threads};
+                  .ws = workspace, .threads = be->threads, .batch = batch};
     conv_job_shape(&j);
+#ifdef PUNCH_HAVE_DNNL
+    if (j.algo == CPU_CONV_DNNL)
+        conv_dnnl_ready(&j, false);
+#endif
     if (j.algo == CPU_CONV_WINOGRAD)
         pool_run(cpu_pool(be), (long)d->k * d->c, conv_winograd_weights_chunk, &j);
     pool_run(cpu_pool(be), batch, conv_forward_chunk, &j);
@@ -311,6 +405,15 @@ static void conv_backward_chunk(void *ctx, long begin, long end, int tid)
                                   j->dx ? j->dx + begin * xsize : NULL, j->accumulate, dw, db);
         return;
     }
+#ifdef PUNCH_HAVE_DNNL
+    /* When oneDNN fails, im2col below takes the chunk. */
+    if (j->algo == CPU_CONV_DNNL && begin < end &&
+        cpu_conv_dnnl_backward(d->impl, tid, (int)(end - begin), j->x + begin * xsize, j->w,
+                               conv_shared(j), j->dz + begin * d->k * ohw,
+                               j->dx ? j->dx + begin * xsize : NULL, j->accumulate, dw, db,
+                               col))
+        return;
+#endif
     memset(dw, 0, (size_t)(conv_wsize(d) + d->k) * sizeof *dw);
     bool pointwise = conv_is_pointwise(d);
     for (long b = begin; b < end; b++) {
@@ -376,6 +479,10 @@ void cpu_conv2d_backward(backend *be, const conv2d_desc *d, int batch, const flo
                   .ws = workspace, .accumulate = accumulate, .threads = be->threads,
                   .batch = batch};
     conv_job_shape(&j);
+#ifdef PUNCH_HAVE_DNNL
+    if (j.algo == CPU_CONV_DNNL)
+        conv_dnnl_ready(&j, true);
+#endif
     if (dx && j.algo == CPU_CONV_WINOGRAD)
         pool_run(cpu_pool(be), (long)d->k * d->c, conv_winograd_weights_chunk, &j);
     pool_run(cpu_pool(be), batch, conv_backward_chunk, &j);

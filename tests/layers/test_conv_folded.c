@@ -5,7 +5,8 @@
  * stride, padding, 1x1 kernels, accumulation, batches smaller than the
  * prepared one and not divisible by the thread count, and groups capped by
  * the workspace bound; it must give the same bits twice; and the backend
- * must pick it for small planes only. */
+ * must pick it for small planes only (the smallest ones only where oneDNN's
+ * primitives take the others). */
 #include "layer_harness.h"
 
 #include "cpu/cpu_conv.h"
@@ -183,9 +184,18 @@ static void test_folded_chosen_for_small_planes(void **state)
     folded_case big = {64, 64, 16, 16, 3, 1, 1, 64, 64, 2, false, ACT_RELU};
     folded_case one = {64, 64, 4, 4, 3, 1, 1, 1, 1, 2, false, ACT_RELU};
     conv2d_desc ds = case_desc(&small), db = case_desc(&big), d1 = case_desc(&one);
+    /* The rule among the engine's own algorithms: oneDNN's primitives,
+     * where the build has them, take 4x4 planes of 16 channels and up
+     * (test_conv_dnnl.c). */
+    cpu_conv_dnnl_disable(true);
     assert_int_equal(cpu_conv_choose(&ds), CPU_CONV_FOLDED);
     assert_int_equal(cpu_conv_choose(&db), CPU_CONV_IM2COL);
     assert_int_equal(cpu_conv_choose(&d1), CPU_CONV_IM2COL);
+    cpu_conv_dnnl_disable(false);
+    /* A 2x2 plane folds either way. */
+    folded_case tiny = {512, 512, 2, 2, 3, 1, 1, 64, 64, 2, false, ACT_RELU};
+    conv2d_desc dt = case_desc(&tiny);
+    assert_int_equal(cpu_conv_choose(&dt), CPU_CONV_FOLDED);
 }
 
 int main(void)

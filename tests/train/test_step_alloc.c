@@ -12,7 +12,12 @@
  * which the test cannot forbid. It bounds it instead: with the build's
  * default GEMM library, a step allocates at most once per oneDNN call
  * (dnnl_sgemm is interposed and counted like malloc), and nothing without
- * oneDNN. Under AddressSanitizer the wrappers would displace its
+ * oneDNN. Convolutions likewise run the engine's own algorithms here
+ * (cpu_conv_dnnl_disable): oneDNN's primitives allocate their execution
+ * context's argument map on every call. The test bounds that too: with
+ * oneDNN's convolutions on, a step allocates at most CONV_EXEC_ALLOCS
+ * times per primitive run (dnnl_primitive_execute is interposed and
+ * counted). Under AddressSanitizer the wrappers would displace its
  * allocator, so the test is built without them and skips. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -31,6 +36,7 @@
 #endif
 
 #include "cpu/cpu_backend.h"
+#include "cpu/cpu_conv.h"
 #include "model/model.h"
 #include "cpu/threadpool.h"
 #include "train_test_util.h"
@@ -52,6 +58,12 @@ static atomic_long allocations;
 
 /* Calls of oneDNN's sgemm while counting (stays 0 without oneDNN). */
 static atomic_long gemm_calls;
+/* Runs of oneDNN primitives (convolutions and their reorders) likewise. */
+static atomic_long exec_calls;
+
+/* Allocations one primitive run may make (oneDNN 2.6 measured 5 to 6:
+ * the execution context's argument map and its nodes). */
+#define CONV_EXEC_ALLOCS 8
 
 static void alloc_note(void)
 {
@@ -166,6 +178,7 @@ static long count_step_allocations(const char *job, int threads, int batch, int 
         run_step(m, opt, &d, idx, batch, step);
     atomic_store(&allocations, 0);
     atomic_store(&gemm_calls, 0);
+    atomic_store(&exec_calls, 0);
     atomic_store(&counting, true);
     for (int step = 2; step < 2 + steps; step++)
         run_step(m, opt, &d, idx, batch, step);
@@ -205,6 +218,19 @@ dnnl_status_t dnnl_sgemm(char transa, char transb, dnnl_dim_t M, dnnl_dim_t N, d
         atomic_fetch_add_explicit(&gemm_calls, 1, memory_order_relaxed);
     return real_dnnl_sgemm(transa, transb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
+
+typedef dnnl_status_t (*dnnl_execute_fn)(const_dnnl_primitive_t, dnnl_stream_t, int,
+                                         const dnnl_exec_arg_t *);
+static dnnl_execute_fn real_dnnl_execute;
+
+/* As dnnl_sgemm: the engine's primitive runs, counted. */
+dnnl_status_t dnnl_primitive_execute(const_dnnl_primitive_t primitive, dnnl_stream_t stream,
+                                     int nargs, const dnnl_exec_arg_t *args)
+{
+    if (atomic_load_explicit(&counting, memory_order_relaxed))
+        atomic_fetch_add_explicit(&exec_calls, 1, memory_order_relaxed);
+    return real_dnnl_execute(primitive, stream, nargs, args);
+}
 #endif
 
 static int setup(void **state)
@@ -214,8 +240,11 @@ static int setup(void **state)
     /* Resolved before any counting: dlsym may allocate. */
     real_dnnl_sgemm = (dnnl_sgemm_fn)dlsym(RTLD_NEXT, "dnnl_sgemm");
     assert_non_null(real_dnnl_sgemm);
+    real_dnnl_execute = (dnnl_execute_fn)dlsym(RTLD_NEXT, "dnnl_primitive_execute");
+    assert_non_null(real_dnnl_execute);
 #endif
     cpu_sgemm_force_openblas(true);
+    cpu_conv_dnnl_disable(true);
     return 0;
 }
 
@@ -293,12 +322,47 @@ static void test_counter_sees_every_thread(void **state)
                  "%ld oneDNN GEMM calls", n, calls);
 }
 
+/* What oneDNN's convolutions add to a step of convnet (its 5x5 layers
+ * made 3x3, so oneDNN takes the second): some primitive runs, each
+ * allocating at most CONV_EXEC_ALLOCS times; without oneDNN, nothing. */
+static void test_dnnl_conv_bounded(void **state)
+{
+    (void)state;
+    static const char *const conv_model =
+        "{\"input\": [1, 28, 28], \"layers\": ["
+        "{\"type\": \"conv2d\", \"filters\": 32, \"kernel\": 3, \"padding\": \"same\", "
+        "\"activation\": \"relu\"},"
+        "{\"type\": \"maxpool2d\", \"pool\": 2},"
+        "{\"type\": \"conv2d\", \"filters\": 64, \"kernel\": 3, \"padding\": \"same\", "
+        "\"activation\": \"relu\"},"
+        "{\"type\": \"maxpool2d\", \"pool\": 2},"
+        "{\"type\": \"flatten\"},"
+        "{\"type\": \"dense\", \"units\": 10, \"activation\": \"softmax\"}]}";
+    char job[2048];
+    snprintf(job, sizeof job, JOB("%s", "%s"), conv_model, "{\"name\": \"adam\"}");
+    cpu_conv_dnnl_disable(false);
+    long n = count_step_allocations(job, 2, 16, 3);
+    cpu_conv_dnnl_disable(true);
+    long runs = atomic_load(&exec_calls);
+    printf("convnet 3x3 with oneDNN's convolutions: %ld allocations, %ld primitive runs\n", n,
+           runs);
+#ifdef PUNCH_HAVE_DNNL
+    assert_true(runs > 0);
+#else
+    assert_int_equal(runs, 0);
+#endif
+    if (n > CONV_EXEC_ALLOCS * runs)
+        fail_msg("oneDNN convolutions: %ld allocations in 3 steps, more than %d per primitive "
+                 "run (%ld runs)", n, CONV_EXEC_ALLOCS, runs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_presets),
         cmocka_unit_test(test_layers_and_optimizers),
         cmocka_unit_test(test_counter_sees_every_thread),
+        cmocka_unit_test(test_dnnl_conv_bounded),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
