@@ -47,6 +47,19 @@ static inline job_spec *harness_spec(const char *input, const char *layers, cons
     return spec_fixture_parse(json);
 }
 
+/* max |a - ref| / max |ref| (max |a - ref| when ref is all zeros): how the
+ * convolution algorithms' tests compare one algorithm with another. */
+static inline double harness_rel_err(const float *a, const float *ref, long n)
+{
+    double dmax = 0.0, rmax = 0.0;
+    for (long i = 0; i < n; i++) {
+        double diff = fabs((double)a[i] - ref[i]);
+        dmax = diff > dmax ? diff : dmax;
+        rmax = fabs(ref[i]) > rmax ? fabs(ref[i]) : rmax;
+    }
+    return rmax > 0.0 ? dmax / rmax : dmax;
+}
+
 static inline void harness_fill(float *p, long n, rng *g, float lo, float hi)
 {
     for (long i = 0; i < n; i++)

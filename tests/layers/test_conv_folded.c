@@ -45,13 +45,7 @@ static conv2d_desc case_desc(const folded_case *fc)
 static void expect_close(const float *a, const float *ref, long n, const char *what,
                          const folded_case *fc)
 {
-    double dmax = 0.0, rmax = 0.0;
-    for (long i = 0; i < n; i++) {
-        double diff = fabs((double)a[i] - ref[i]);
-        dmax = diff > dmax ? diff : dmax;
-        rmax = fabs(ref[i]) > rmax ? fabs(ref[i]) : rmax;
-    }
-    double e = rmax > 0.0 ? dmax / rmax : dmax;
+    double e = harness_rel_err(a, ref, n);
     if (!(e <= TOL))
         fail_msg("%s: folded vs per-sample relative error %.3g (c %d k %d %dx%d kernel %d "
                  "stride %d pad %d batch %d of %d threads %d)",

@@ -88,22 +88,10 @@ static void run_free(conv_run *r)
     free(r->dx_acc);
 }
 
-/* max |a - ref| / max |ref| */
-static double rel_err(const float *a, const float *ref, long n)
-{
-    double dmax = 0.0, rmax = 0.0;
-    for (long i = 0; i < n; i++) {
-        double diff = fabs((double)a[i] - ref[i]);
-        dmax = diff > dmax ? diff : dmax;
-        rmax = fabs(ref[i]) > rmax ? fabs(ref[i]) : rmax;
-    }
-    return rmax > 0.0 ? dmax / rmax : dmax;
-}
-
 static void expect_close(const float *a, const float *ref, long n, const char *what,
                          const conv_case *cc)
 {
-    double e = rel_err(a, ref, n);
+    double e = harness_rel_err(a, ref, n);
     print_message("%-2s c %2d k %2d %2dx%-2d %-5s batch %2d threads %d: relative error %.2g\n",
                   what, cc->c, cc->k, cc->h, cc->w, cc->same ? "same" : "valid", cc->batch,
                   cc->threads, e);
