@@ -79,9 +79,8 @@ static bool cgroup_self_path(int version, char *out, size_t cap)
 }
 
 /* Where the hierarchy of `version` is mounted, and the cgroup path its root
- * is (a container may see a subtree), from /proc/self/mountinfo: its
- * `nth` mount (from 0), since a host may mount a hierarchy more than once. */
-static bool cgroup_mount(int version, int nth, char *mnt, size_t mcap, char *root, size_t rcap)
+ * is (a container may see a subtree), from /proc/self/mountinfo. */
+static bool cgroup_mount(int version, char *mnt, size_t mcap, char *root, size_t rcap)
 {
     FILE *f = fopen("/proc/self/mountinfo", "re");
     if (!f)
@@ -102,8 +101,6 @@ static bool cgroup_mount(int version, int nth, char *mnt, size_t mcap, char *roo
             for (char *save = NULL, *t = strtok_r(opts, ",", &save); t && !found;
                  t = strtok_r(NULL, ",", &save))
                 found = strcmp(t, "memory") == 0;
-        if (found && nth-- > 0)
-            found = false;
         if (found)
             found = snprintf(mnt, mcap, "%s", m) < (int)mcap &&
                     snprintf(root, rcap, "%s", r) < (int)rcap;
@@ -112,25 +109,17 @@ static bool cgroup_mount(int version, int nth, char *mnt, size_t mcap, char *roo
     return found;
 }
 
-/* The directory of the calling process's own cgroup in hierarchy `version`:
- * under the first of its mounts whose root holds that cgroup and where the
- * directory exists (a sandbox may mount a hierarchy twice, one of them a
- * subtree that does not hold it). */
+/* The directory of the calling process's own cgroup in hierarchy `version`. */
 static bool cgroup_self_dir(int version, char *dir, size_t cap)
 {
     char mnt[2048], root[2048], path[2048];
-    if (!cgroup_self_path(version, path, sizeof path))
+    if (!cgroup_mount(version, mnt, sizeof mnt, root, sizeof root) ||
+        !cgroup_self_path(version, path, sizeof path))
         return false;
-    for (int nth = 0; cgroup_mount(version, nth, mnt, sizeof mnt, root, sizeof root); nth++) {
-        size_t rl = strcmp(root, "/") == 0 ? 0 : strlen(root);
-        struct stat st;
-        if ((rl && strncmp(path, root, rl) != 0) ||
-            snprintf(dir, cap, "%s%s", mnt, path + rl) >= (int)cap || stat(dir, &st) != 0 ||
-            !S_ISDIR(st.st_mode))
-            continue;
-        return true;
-    }
-    return false;
+    size_t rl = strcmp(root, "/") == 0 ? 0 : strlen(root);
+    if (rl && strncmp(path, root, rl) != 0)
+        return false;
+    return snprintf(dir, cap, "%s%s", mnt, path + rl) < (int)cap;
 }
 
 /* Does dir/file exist (a cgroup's interface file)? */
