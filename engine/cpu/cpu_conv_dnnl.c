@@ -98,6 +98,8 @@ struct cpu_conv_dnnl {
     dnnl_primitive_attr_t attr_relu; /* user scratchpad, ReLU post-op */
     dnnl_memory_desc_t wf_md, wd_md;    /* weights as forward and backward data read them */
     dnnl_primitive_t w2wf, w2wd;        /* their reorders (NULL: plain) */
+    dnnl_memory_t w_user, w_fwd, w_bwd; /* the reorders' ends, made once, pointed
+                                         * at the buffers per call */
     size_t region[R_COUNT];             /* bytes reserved per thread */
     size_t wf_bytes, wd_bytes;          /* shared, then k zeros: the bias when
                                          * the layer has none */
@@ -455,6 +457,10 @@ void cpu_conv_dnnl_destroy(cpu_conv_dnnl *s)
         dnnl_primitive_destroy(s->w2wf);
     if (s->w2wd)
         dnnl_primitive_destroy(s->w2wd);
+    dnnl_memory_t ends[] = {s->w_user, s->w_fwd, s->w_bwd};
+    for (size_t i = 0; i < sizeof ends / sizeof *ends; i++)
+        if (ends[i])
+            dnnl_memory_destroy(ends[i]);
     if (s->streams) {
         for (int t = 0; t < s->threads; t++)
             if (s->streams[t])
@@ -515,6 +521,16 @@ static bool conv_dnnl_weight_reorders(cpu_conv_dnnl *s)
         dnnl_primitive_desc_destroy(pd);
     s->wf_bytes = s->w2wf ? conv_dnnl_round(dnnl_memory_desc_get_size(&s->wf_md)) : 0;
     s->wd_bytes = s->w2wd ? conv_dnnl_round(dnnl_memory_desc_get_size(&s->wd_md)) : 0;
+    /* Memory objects cost allocations; made here, a training step only
+     * points them at its buffers. */
+    if (ok && (s->w2wf || s->w2wd))
+        ok = dnnl_memory_create(&s->w_user, &w_md, s->engine, DNNL_MEMORY_NONE) == dnnl_success;
+    if (ok && s->w2wf)
+        ok = dnnl_memory_create(&s->w_fwd, &s->wf_md, s->engine, DNNL_MEMORY_NONE) ==
+             dnnl_success;
+    if (ok && s->w2wd)
+        ok = dnnl_memory_create(&s->w_bwd, &s->wd_md, s->engine, DNNL_MEMORY_NONE) ==
+             dnnl_success;
     return ok;
 }
 
@@ -631,35 +647,24 @@ bool cpu_conv_dnnl_ready(cpu_conv_dnnl *s, int batch, bool backward, spec_activa
 }
 
 /* Runs p on the main thread's stream (the weight reorders). */
-static bool conv_dnnl_run_reorder(cpu_conv_dnnl *s, dnnl_primitive_t p,
-                                  const dnnl_memory_desc_t *from, const void *src,
-                                  const dnnl_memory_desc_t *to, void *dst)
+static bool conv_dnnl_run_reorder(cpu_conv_dnnl *s, dnnl_primitive_t p, dnnl_memory_t a,
+                                  const void *src, dnnl_memory_t b, void *dst)
 {
-    dnnl_memory_t a = NULL, b = NULL;
-    bool ok = dnnl_memory_create(&a, from, s->engine, (void *)src) == dnnl_success &&
-              dnnl_memory_create(&b, to, s->engine, dst) == dnnl_success;
-    if (ok) {
-        dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, a}, {DNNL_ARG_TO, b}};
-        ok = dnnl_primitive_execute(p, s->streams[0], 2, args) == dnnl_success;
-    }
-    if (a)
-        dnnl_memory_destroy(a);
-    if (b)
-        dnnl_memory_destroy(b);
-    return ok;
+    if (dnnl_memory_set_data_handle(a, (void *)src) != dnnl_success ||
+        dnnl_memory_set_data_handle(b, dst) != dnnl_success)
+        return false;
+    dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, a}, {DNNL_ARG_TO, b}};
+    return dnnl_primitive_execute(p, s->streams[0], 2, args) == dnnl_success;
 }
 
 bool cpu_conv_dnnl_weights(cpu_conv_dnnl *s, const float *w, bool backward, float *shared)
 {
-    dnnl_memory_desc_t w_md;
-    if (!conv_dnnl_weights_md(&w_md, &s->d))
-        return false;
     char *base = (char *)shared;
     memset(base + s->wf_bytes + s->wd_bytes, 0, (size_t)s->d.k * sizeof(float));
     if (!backward && s->w2wf)
-        return conv_dnnl_run_reorder(s, s->w2wf, &w_md, w, &s->wf_md, base);
+        return conv_dnnl_run_reorder(s, s->w2wf, s->w_user, w, s->w_fwd, base);
     if (backward && s->w2wd)
-        return conv_dnnl_run_reorder(s, s->w2wd, &w_md, w, &s->wd_md, base + s->wf_bytes);
+        return conv_dnnl_run_reorder(s, s->w2wd, s->w_user, w, s->w_bwd, base + s->wf_bytes);
     return true;
 }
 
