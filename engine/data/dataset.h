@@ -29,6 +29,13 @@ typedef struct dataset {
      * prepare new inputs the same way (saved with the weights as
      * input.shift and input.factor). NULL when data.scaling is none. */
     float *shift, *factor;
+    /* Sequences (shape {T, F}): each sample's real length in [1, T], its
+     * steps from there on zero; NULL when every sample is T long (and for
+     * images and tables). */
+    int32_t *len;
+    /* 1, or T when each step has its own label (data.per_step_labels): y
+     * is then (n, T) with -1 at padding steps, t (n, T, num_classes). */
+    long label_steps;
 } dataset;
 
 /* Roots that dataset names resolve under. */

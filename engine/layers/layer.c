@@ -29,6 +29,15 @@ const layer_ops *layer_ops_for(spec_layer_type type)
         return &layer_add_ops;
     case LAYER_CONCAT:
         return &layer_concat_ops;
+    case LAYER_EMBEDDING:
+    case LAYER_LSTM:
+    case LAYER_GRU:
+    case LAYER_BIDIRECTIONAL:
+    case LAYER_CONV1D:
+    case LAYER_MAXPOOL1D:
+    case LAYER_AVGPOOL1D:
+    case LAYER_GLOBAL_MAXPOOL1D:
+    case LAYER_GLOBAL_AVGPOOL1D:
     case LAYER_TYPE_COUNT:
         break;
     }

@@ -83,6 +83,12 @@ struct layer {
     long x_size[SPEC_MAX_INPUTS];      /* floats per sample of each input */
     float *y, *dy;                     /* (batch, out_size) */
     float *params, *grads, *state, *aux, *workspace;
+    /* Sequences: each sample's real length (host memory, `batch` entries,
+     * each in [1, steps]), set by the model before every forward and
+     * backward; NULL when the model's input is not a sequence. A layer on
+     * a sequence reads its input only at real steps, writes zeros at the
+     * padding steps of y and of dx, and never reads dy there. */
+    const int32_t *lengths;
 
     /* Backend descriptors, by layer type. */
     union {

@@ -30,8 +30,14 @@ typedef struct spec_error {
 
 const char *spec_error_str(const spec_error *err, char *buf, size_t len);
 
-/* A tensor shape without the batch dimension: rank 1 ({features}) or
- * rank 3 ({channels, height, width}). */
+/* A tensor shape without the batch dimension: rank 1 ({features}), rank 3
+ * ({channels, height, width}) or rank 2, a sequence ({steps, features}):
+ * steps is data.max_length, the longest sequence a batch may hold; each
+ * sample has its own length (<= steps) and its steps from that length on
+ * are padding (docs/sequences.md: padding holds zeros in every activation
+ * and every gradient, and no loss, metric or reduction over time reads
+ * it). A model input of token ids is a sequence of 1 feature, the id as a
+ * float (exact below 2^24), with job_spec.input_tokens = the vocabulary. */
 typedef struct spec_shape {
     int rank;
     int dim[3];
@@ -53,6 +59,16 @@ typedef enum spec_layer_type {
     LAYER_SOFTMAX,
     LAYER_ADD,    /* residual: element-wise sum of its inputs */
     LAYER_CONCAT, /* channel concatenation of its inputs */
+    /* Sequence layers: on {steps, features} inputs (Keras's names). */
+    LAYER_EMBEDDING,        /* token ids {T, 1} -> {T, output_dim} */
+    LAYER_LSTM,             /* {T, F} -> {T, units} or {units} (the last real step) */
+    LAYER_GRU,              /* likewise; reset_after as Keras and cuDNN */
+    LAYER_BIDIRECTIONAL,    /* an lstm or gru both ways, merged by merge_mode */
+    LAYER_CONV1D,           /* {T, F} -> {T', filters}, channels last */
+    LAYER_MAXPOOL1D,        /* {T, F} -> {T', F} */
+    LAYER_AVGPOOL1D,
+    LAYER_GLOBAL_MAXPOOL1D, /* {T, F} -> {F} over the real steps */
+    LAYER_GLOBAL_AVGPOOL1D,
     LAYER_TYPE_COUNT
 } spec_layer_type;
 
@@ -64,7 +80,11 @@ typedef enum spec_activation {
     ACT_SOFTMAX,
 } spec_activation;
 
-typedef enum spec_padding { PAD_VALID, PAD_SAME } spec_padding;
+/* causal: conv1d only; pads kernel-1 dilated steps before, none after. */
+typedef enum spec_padding { PAD_VALID, PAD_SAME, PAD_CAUSAL } spec_padding;
+
+/* bidirectional: how the two directions' outputs combine. */
+typedef enum spec_merge_mode { MERGE_CONCAT, MERGE_SUM, MERGE_AVE, MERGE_MUL } spec_merge_mode;
 
 typedef struct spec_layer {
     spec_layer_type type;
@@ -82,6 +102,18 @@ typedef struct spec_layer {
     float rate;                 /* dropout, in [0, 1) */
     float momentum;             /* batchnorm running-stat momentum, default 0.9 */
     float epsilon;              /* batchnorm, default 1e-5 */
+    /* Sequence layers. For conv1d and the 1-d pools, kernel[0], stride[0],
+     * dilation[0] and pad[0] hold the window along time (kernel[1] etc. 1). */
+    int output_dim;             /* embedding */
+    int input_dim;              /* embedding: vocabulary, default job_spec.input_tokens */
+    bool mask_zero;             /* embedding: id 0 is padding (a sample's length ends
+                                 * before its first trailing run of zeros) */
+    bool return_sequences;      /* lstm, gru, bidirectional: default false = the last
+                                 * real step of each sample, {units} */
+    bool go_backwards;          /* lstm, gru: run from the last real step to the first */
+    bool reset_after;           /* gru: default true (Keras 2+, cuDNN) */
+    spec_layer_type rnn;        /* bidirectional: LAYER_LSTM or LAYER_GRU (its "layer") */
+    spec_merge_mode merge_mode; /* bidirectional, default concat */
     /* Indices of the layers feeding this one; -1 is the model input. Every
      * layer but add/concat has exactly one: the previous layer. */
     int inputs[SPEC_MAX_INPUTS];
@@ -98,8 +130,14 @@ typedef enum spec_data_format {
     DATA_CIFAR10,
     DATA_CSV,
     DATA_SYNTHETIC,
-    DATA_NPZ,       /* numpy .npz: x_train/y_train, x_test/y_test or x/y */
+    DATA_NPZ,       /* numpy .npz: x_train/y_train, x_test/y_test or x/y;
+                       sequences: x int [N, T] token ids or float [N, T, F],
+                       optional len_* [N], y [N] or [N, T] (per step) */
+    DATA_CTF,       /* CNTK Text Format: "SEQID |name idx:val ..." lines */
+    DATA_TEXT,      /* UTF-8 text cut into block_size windows (language model) */
 } spec_data_format;
+
+typedef enum spec_tokenizer { TOKENIZER_BYTE, TOKENIZER_CHAR } spec_tokenizer;
 
 typedef enum spec_scaling {
     SCALE_UNIT,     /* divide by the maximum raw value (255 for bytes): [0, 1] */
@@ -138,6 +176,17 @@ typedef struct spec_data {
      * targets (num_classes of them per record), not class ids. */
     bool float_targets;
     spec_augment augment;    /* data.augment; all zero = none */
+    /* Sequences. */
+    int max_length;          /* steps of a sequence input (longer ones are cut);
+                                default 256 */
+    bool bucket_by_length;   /* batches of similar lengths, default true */
+    bool per_step_labels;    /* a label per step (y [N, T]): the last layer's
+                                output is {T, classes}; padding steps excluded
+                                from the loss and the metrics */
+    char *ctf_features;      /* ctf: the input stream's name, default "x" */
+    char *ctf_labels;        /* ctf: the label stream's name, default "y" */
+    spec_tokenizer tokenizer;/* text: byte (256 ids, default) or char */
+    int block_size;          /* text: window length, default = max_length */
 } spec_data;
 
 typedef enum spec_loss {
@@ -283,6 +332,7 @@ typedef struct job_spec {
     spec_task task;
     char *preset;              /* model preset name if the model was one, else NULL */
     spec_shape input;
+    int input_tokens;          /* "input": {"tokens": V}: V; 0 for float inputs */
     spec_layer *layers;
     int n_layers;
     long n_params;             /* total trainable */

@@ -58,9 +58,9 @@ extern const spec_alias spec_metric_aliases[];
 const char *spec_alias_resolve(const char *name, const spec_alias *table);
 extern const char *const spec_schedule_names[5];
 extern const char *const spec_trainer_names[9];
-extern const char *const spec_data_format_names[5];
+extern const char *const spec_data_format_names[7];
 extern const char *const spec_scaling_names[3];
-extern const char *const spec_padding_names[2];
+extern const char *const spec_padding_names[3];
 
 /* Section parsers (spec.c drives them in order: data, model, training,
  * distributed, resources). */

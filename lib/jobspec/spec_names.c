@@ -8,6 +8,8 @@
 const char *const spec_layer_type_names[LAYER_TYPE_COUNT] = {
     "dense", "conv2d", "maxpool2d", "avgpool2d", "dropout", "flatten", "batchnorm",
     "relu",  "sigmoid", "tanh",     "softmax",   "add",     "concat",
+    "embedding", "lstm", "gru", "bidirectional", "conv1d", "maxpool1d", "avgpool1d",
+    "global_maxpool1d", "global_avgpool1d",
 };
 const char *const spec_activation_names[5] = {"none", "relu", "sigmoid", "tanh", "softmax"};
 const char *const spec_loss_names[4] = {"categorical_crossentropy", "binary_crossentropy",
@@ -42,9 +44,10 @@ const char *const spec_schedule_names[5] = {"warm_up", "early_stopping",
 const char *const spec_trainer_names[9] = {"single",  "allreduce", "averaging",
                                            "ensemble", "downpour", "adag",
                                            "dynsgd",  "aeasgd",    "eamsgd"};
-const char *const spec_data_format_names[5] = {"idx", "cifar10", "csv", "synthetic", "npz"};
+const char *const spec_data_format_names[7] = {"idx",       "cifar10", "csv", "synthetic",
+                                                "npz",       "ctf",     "text"};
 const char *const spec_scaling_names[3] = {"unit", "standard", "none"};
-const char *const spec_padding_names[2] = {"valid", "same"};
+const char *const spec_padding_names[3] = {"valid", "same", "causal"};
 
 const char *spec_layer_type_name(spec_layer_type t) { return spec_layer_type_names[t]; }
 const char *spec_activation_name(spec_activation a) { return spec_activation_names[a]; }
