@@ -405,7 +405,7 @@ static bool parse_data(const json_t *d, job_spec *spec, spec_error *err)
     static const char *const keys[] = {
         "format", "train", "test", "validation", "validation_split", "scaling", "shuffle",
         "train_samples", "test_samples", "num_classes", "label_column", "header",
-        "synthetic_train", "synthetic_test", "augment", NULL};
+        "synthetic_train", "synthetic_test", "augment", "max_length", NULL};
     spec_data *data = &spec->data;
     data->format = DATA_IDX;
     data->scaling = SCALE_UNIT;
@@ -413,6 +413,8 @@ static bool parse_data(const json_t *d, job_spec *spec, spec_error *err)
     data->num_classes = 10;
     data->synthetic_train = 60000;
     data->synthetic_test = 10000;
+    data->max_length = 256;
+    data->bucket_by_length = true;
     if (!d)
         return spec_fail(err, "data", "missing; a job needs data (e.g. {\"format\": \"idx\", "
                                       "\"train\": \"fashion-mnist/train\"})");
@@ -421,7 +423,7 @@ static bool parse_data(const json_t *d, job_spec *spec, spec_error *err)
     if (!spec_check_keys(d, "data", keys, err))
         return false;
     int fmt = DATA_IDX, scaling = SCALE_UNIT;
-    long classes = 10, label_column = 0;
+    long classes = 10, label_column = 0, max_length = 256;
     if (!spec_get_enum(d, "data", "format", spec_data_format_names, 5, "data format", &fmt,
                        err) ||
         !parse_dataset_name(d, "data", "train", &data->train, err) ||
@@ -438,8 +440,10 @@ static bool parse_data(const json_t *d, job_spec *spec, spec_error *err)
         !spec_get_bool(d, "data", "header", &data->header, err) ||
         !spec_get_int(d, "data", "synthetic_train", 1, 10000000, &data->synthetic_train, err) ||
         !spec_get_int(d, "data", "synthetic_test", 0, 10000000, &data->synthetic_test, err) ||
-        !parse_augment(json_object_get(d, "augment"), &data->augment, err))
+        !parse_augment(json_object_get(d, "augment"), &data->augment, err) ||
+        !spec_get_int(d, "data", "max_length", 1, 100000, &max_length, err))
         return false;
+    data->max_length = (int)max_length;
     data->format = (spec_data_format)fmt;
     data->scaling = (spec_scaling)scaling;
     data->num_classes = (int)classes;

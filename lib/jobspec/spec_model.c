@@ -7,8 +7,43 @@
 
 #include "jobspec/spec_internal.h"
 
+/* "input": {"sequence": [F]} or {"tokens": V}: a sequence of data.max_length
+ * steps, F features each (a token id is one feature). */
+static bool parse_sequence_input(const json_t *in, job_spec *spec, spec_error *err)
+{
+    static const char *const keys[] = {"sequence", "tokens", NULL};
+    if (!spec_check_keys(in, "model.input", keys, err))
+        return false;
+    const json_t *seq = json_object_get(in, "sequence");
+    const json_t *tok = json_object_get(in, "tokens");
+    int steps = spec->data.max_length;
+    if ((seq != NULL) == (tok != NULL))
+        return spec_fail(err, "model.input", "give either {\"sequence\": [features]} or "
+                                             "{\"tokens\": vocabulary_size}");
+    if (tok) {
+        long v = 0;
+        if (!spec_get_int(in, "model.input", "tokens", 2, 16777216, &v, err))
+            return false;
+        spec->input_tokens = (int)v;
+        spec->input = (spec_shape){2, {steps, 1, 1}};
+        return true;
+    }
+    if (!json_is_array(seq) || json_array_size(seq) != 1 ||
+        !json_is_integer(json_array_get(seq, 0)) ||
+        json_integer_value(json_array_get(seq, 0)) < 1 ||
+        json_integer_value(json_array_get(seq, 0)) > 1000000)
+        return spec_fail(err, "model.input.sequence", "expected [features], features in "
+                                                      "1..1000000");
+    spec->input = (spec_shape){2, {steps, (int)json_integer_value(json_array_get(seq, 0)), 1}};
+    if (spec_shape_size(&spec->input) > 100000000L)
+        return spec_fail(err, "model.input", "more than 100,000,000 values per sample");
+    return true;
+}
+
 static bool parse_input(const json_t *in, job_spec *spec, spec_error *err)
 {
+    if (json_is_object(in))
+        return parse_sequence_input(in, spec, err);
     if (!in) {
         /* The loaders know these shapes; other formats must say. */
         if (spec->data.format == DATA_IDX) {
@@ -24,8 +59,9 @@ static bool parse_input(const json_t *in, job_spec *spec, spec_error *err)
     }
     size_t n = json_is_array(in) ? json_array_size(in) : 0;
     if (n != 1 && n != 3)
-        return spec_fail(err, "model.input", "expected [features] or [channels, height, "
-                                             "width]");
+        return spec_fail(err, "model.input", "expected [features], [channels, height, "
+                                             "width], {\"sequence\": [features]} or "
+                                             "{\"tokens\": vocabulary_size}");
     spec->input.rank = (int)n;
     for (size_t i = 0; i < n; i++) {
         const json_t *v = json_array_get(in, i);
@@ -249,6 +285,8 @@ static void shape_str(const spec_shape *s, char *buf, size_t len)
 {
     if (s->rank == 1)
         snprintf(buf, len, "%d", s->dim[0]);
+    else if (s->rank == 2)
+        snprintf(buf, len, "%d steps x %d", s->dim[0], s->dim[1]);
     else
         snprintf(buf, len, "%dx%dx%d", s->dim[0], s->dim[1], s->dim[2]);
 }

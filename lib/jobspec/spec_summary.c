@@ -9,6 +9,8 @@ static void shape_cell(const spec_shape *s, char *buf, size_t len)
 {
     if (s->rank == 1)
         snprintf(buf, len, "(%d)", s->dim[0]);
+    else if (s->rank == 2)
+        snprintf(buf, len, "(%d steps, %d)", s->dim[0], s->dim[1]);
     else
         snprintf(buf, len, "(%d, %d, %d)", s->dim[0], s->dim[1], s->dim[2]);
 }
@@ -98,12 +100,20 @@ static json_t *pair_json(const int v[2])
     return v[0] == v[1] ? json_integer(v[0]) : json_pack("[i,i]", v[0], v[1]);
 }
 
-static json_t *shape_json(const spec_shape *s)
+/* The model input as written: [F], [C, H, W], {"sequence": [F]} or
+ * {"tokens": V} (the steps are data.max_length). */
+static json_t *input_json(const job_spec *spec)
 {
-    json_t *a = json_array();
-    for (int i = 0; a && i < s->rank; i++)
-        json_array_append_new(a, json_integer(s->dim[i]));
-    return a;
+    const spec_shape *s = &spec->input;
+    if (s->rank != 2) {
+        json_t *a = json_array();
+        for (int i = 0; a && i < s->rank; i++)
+            json_array_append_new(a, json_integer(s->dim[i]));
+        return a;
+    }
+    if (spec->input_tokens > 0)
+        return json_pack("{s:i}", "tokens", spec->input_tokens);
+    return json_pack("{s:[i]}", "sequence", s->dim[1]);
 }
 
 static json_t *layer_json(const spec_layer *l, int index)
@@ -322,12 +332,15 @@ json_t *spec_to_json(const job_spec *spec)
         json_array_append_new(layers, layer_json(&spec->layers[i], i));
     const spec_resources *r = &spec->resources;
     json_t *o = json_pack("{s:s,s:{s:o,s:o},s:o,s:o,s:o,s:{s:i,s:i,s:I,s:i}}", "name", spec->name,
-                     "model", "input", shape_json(&spec->input), "layers", layers, "data",
+                     "model", "input", input_json(spec), "layers", layers, "data",
                      data_json(&spec->data), "training", training_json(&spec->training),
                      "distributed", distributed_json(&spec->distributed), "resources", "gpus",
                      r->gpus, "threads_per_worker", r->threads_per_worker, "time_limit_s",
                      (json_int_t)r->time_limit_s, "priority", r->priority);
     if (o && spec->task == TASK_PREDICT)
         json_object_set_new(o, "task", json_string("predict"));
+    if (o && spec->input.rank == 2)
+        json_object_set_new(json_object_get(o, "data"), "max_length",
+                            json_integer(spec->data.max_length));
     return o;
 }
