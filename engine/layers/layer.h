@@ -19,7 +19,7 @@
 #include "backend/rng.h"
 #include "jobspec/spec.h"
 
-#define LAYER_MAX_TENSORS 4
+#define LAYER_MAX_TENSORS 8 /* bidirectional: kernel, recurrent_kernel, bias each way */
 /* Every parameter tensor starts at a multiple of this many floats (256
  * bytes) of the model's flat buffers, and every layer's slice is a
  * multiple of it long: cuDNN's kernels and vector loads want aligned

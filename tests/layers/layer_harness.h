@@ -34,17 +34,26 @@ typedef struct harness {
 } harness;
 
 /* Parse a job whose model is `layers` (JSON array body) on `input`, with a
- * flatten and a dense 2 appended so the spec validates. */
-static inline job_spec *harness_spec(const char *input, const char *layers, const char *loss)
+ * flatten and a dense 2 appended so the spec validates; sequence inputs
+ * ({"sequence": [F]}, {"tokens": V}) get max_length steps (0: the default). */
+static inline job_spec *harness_spec_steps(const char *input, const char *layers,
+                                           const char *loss, int max_length)
 {
-    char json[4096];
+    char json[4096], steps[48] = "";
+    if (max_length > 0)
+        snprintf(steps, sizeof steps, ", \"max_length\": %d", max_length);
     snprintf(json, sizeof json,
              "{\"model\": {\"input\": %s, \"layers\": [%s, {\"type\": \"flatten\"},"
              " {\"type\": \"dense\", \"units\": 2}]},"
-             " \"data\": {\"format\": \"synthetic\", \"num_classes\": 2},"
+             " \"data\": {\"format\": \"synthetic\", \"num_classes\": 2%s},"
              " \"training\": {\"loss\": \"%s\"}}",
-             input, layers, loss ? loss : "mse");
+             input, layers, steps, loss ? loss : "mse");
     return spec_fixture_parse(json);
+}
+
+static inline job_spec *harness_spec(const char *input, const char *layers, const char *loss)
+{
+    return harness_spec_steps(input, layers, loss, 0);
 }
 
 /* max |a - ref| / max |ref| (max |a - ref| when ref is all zeros): how the
@@ -91,13 +100,17 @@ static inline void harness_set_params(harness *h, const float *src, long n)
     }
 }
 
-/* Layer `index` of the spec, batch `batch`, threads `threads`. */
-static inline harness *harness_make(const char *input, const char *layers, int index,
-                                    int batch, int threads)
+/* Layer `index` of the spec, batch `batch`, threads `threads`; on a
+ * sequence input, max_length steps and each sample's length in lengths
+ * (NULL: all full; the array must outlive the harness), the inputs'
+ * padding steps zeroed as the model keeps them. */
+static inline harness *harness_make_seq(const char *input, const char *layers, int index,
+                                        int batch, int threads, int max_length,
+                                        const int32_t *lengths)
 {
     harness *h = calloc(1, sizeof *h);
     assert_non_null(h);
-    h->spec = harness_spec(input, layers, NULL);
+    h->spec = harness_spec_steps(input, layers, NULL, max_length);
     char err[256];
     h->be = backend_cpu_create(threads, err, sizeof err);
     assert_non_null(h->be);
@@ -125,6 +138,12 @@ static inline harness *harness_make(const char *input, const char *layers, int i
         h->x[k] = harness_alloc(h, batch * l->x_size[k]);
         h->dx[k] = harness_alloc(h, batch * l->x_size[k]);
         harness_fill(h->x[k], batch * l->x_size[k], &g, -1.0f, 1.0f);
+        if (lengths && max_length > 0) {
+            long per_step = l->x_size[k] / max_length;
+            for (int n = 0; n < batch; n++)
+                for (long i = (long)lengths[n] * per_step; i < l->x_size[k]; i++)
+                    h->x[k][n * l->x_size[k] + i] = 0.0f;
+        }
         l->x[k] = h->x[k];
         l->dx[k] = h->dx[k];
     }
@@ -157,7 +176,14 @@ static inline harness *harness_make(const char *input, const char *layers, int i
     l->state = h->state;
     l->aux = h->aux;
     l->workspace = h->ws;
+    l->lengths = lengths;
     return h;
+}
+
+static inline harness *harness_make(const char *input, const char *layers, int index,
+                                    int batch, int threads)
+{
+    return harness_make_seq(input, layers, index, batch, threads, 0, NULL);
 }
 
 static inline void harness_free(harness *h)
