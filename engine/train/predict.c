@@ -39,12 +39,73 @@ typedef struct predict_src {
     const npz_array *a;
 } predict_src;
 
+/* A sequence input ({T, F}: token ids [N, T'] or floats [N, T', F]) as
+ * n x T x F floats in d, each sample zero-padded to the model's T steps
+ * (cut when longer, as data.max_length cuts training data); its length is
+ * T' for floats and, for token ids, the step after its last non-zero id (0
+ * is padding), at least 1. Same returns as predict_dataset. */
+static int predict_sequences(const predict_src *src, const spec_shape *in, bool tokens,
+                             dataset *d, char *err, size_t errlen)
+{
+    const npy_header *h = &src->h;
+    long steps = in->dim[0], feat = in->dim[1];
+    bool ok_rank = tokens ? h->rank == 2 : (h->rank == 3 && h->dims[2] == feat);
+    if (!ok_rank || h->dims[1] < 1) {
+        snprintf(err, errlen, "input: expected %s; got rank %d",
+                 tokens ? "[N, steps] token ids" : "[N, steps, features] with the model's "
+                                                   "features per step",
+                 h->rank);
+        return 2;
+    }
+    long n = h->dims[0], given = h->dims[1];
+    long per = given * feat, used = given < steps ? given : steps;
+    memset(d, 0, sizeof *d);
+    d->x = calloc((size_t)(n > 0 ? n * steps * feat : 1), sizeof *d->x);
+    d->y = calloc((size_t)(n > 0 ? n : 1), sizeof *d->y);
+    d->len = calloc((size_t)(n > 0 ? n : 1), sizeof *d->len);
+    float *row = malloc((size_t)per * sizeof *row);
+    if (!d->x || !d->y || !d->len || !row) {
+        free(row);
+        dataset_free(d);
+        snprintf(err, errlen, "input: out of memory for %ld samples", n);
+        return 1;
+    }
+    char why[300];
+    for (long i = 0; i < n; i++) {
+        if (src->data) {
+            npy_to_floats(h, src->data + (size_t)(i * per) * (size_t)h->itemsize, (size_t)per,
+                          row);
+        } else if (npz_array_floats(src->ix, src->a, (uint64_t)(i * per), (uint64_t)per, row,
+                                    why, sizeof why) != 0) {
+            free(row);
+            dataset_free(d);
+            snprintf(err, errlen, "input: %s", why);
+            return 1;
+        }
+        memcpy(d->x + i * steps * feat, row, (size_t)(used * feat) * sizeof *row);
+        long len = used;
+        if (tokens)
+            while (len > 1 && d->x[i * steps + len - 1] == 0.0f)
+                len--;
+        d->len[i] = (int32_t)len;
+    }
+    free(row);
+    d->n = n;
+    d->features = steps * feat;
+    d->shape = *in;
+    d->label_steps = 1;
+    return 0;
+}
+
 /* src as n x features floats in d, in the model's sample order ([N, H, W,
  * C] transposed for a [C, H, W] input); labels 0. 0, 1 (memory, I/O) or 2
  * (a shape that does not fit model.input). */
-static int predict_dataset(const predict_src *src, const spec_shape *in, dataset *d, char *err,
+static int predict_dataset(const predict_src *src, const job_spec *spec, dataset *d, char *err,
                            size_t errlen)
 {
+    const spec_shape *in = &spec->input;
+    if (in->rank == 2)
+        return predict_sequences(src, in, spec->input_tokens > 0, d, err, errlen);
     const npy_header *h = &src->h;
     long features = spec_shape_size(in);
     long n = h->rank > 0 ? h->dims[0] : 0;
@@ -98,7 +159,7 @@ static int predict_dataset(const predict_src *src, const spec_shape *in, dataset
 }
 
 /* An .npy file's array as a dataset. */
-static int predict_read_input(const char *path, const spec_shape *in, dataset *d, char *err,
+static int predict_read_input(const char *path, const job_spec *spec, dataset *d, char *err,
                               size_t errlen)
 {
     unsigned char *buf = NULL;
@@ -119,7 +180,7 @@ static int predict_read_input(const char *path, const spec_shape *in, dataset *d
         return 2;
     }
     src.data = buf + src.h.data_start;
-    int rc = predict_dataset(&src, in, d, err, errlen);
+    int rc = predict_dataset(&src, spec, d, err, errlen);
     free(buf);
     return rc;
 }
@@ -235,7 +296,7 @@ int train_predict(const job_spec *spec, const train_options *opt, const char *in
     if (predict_out_dir(opt->out_dir, err, errlen) != 0)
         return 1;
     dataset d;
-    int rc = predict_read_input(input, &spec->input, &d, err, errlen);
+    int rc = predict_read_input(input, spec, &d, err, errlen);
     if (rc != 0)
         return rc;
     return predict_run(spec, opt, opt->weights, &d, err, errlen);
@@ -285,7 +346,7 @@ int train_predict_task(const job_spec *spec, const train_options *opt, char *err
         predict_src src = {.h = a->h, .ix = &ix, .a = a};
         if (spec->data.test_samples > 0 && src.h.dims[0] > spec->data.test_samples)
             src.h.dims[0] = spec->data.test_samples;
-        rc = predict_dataset(&src, &spec->input, &d, err, errlen);
+        rc = predict_dataset(&src, spec, &d, err, errlen);
     }
     npz_index_free(&ix);
     close(fd);
