@@ -435,7 +435,12 @@ def case_resume(tmp):
     # window, 32, would leave only the final one, which pulls each worker
     # halfway back to a center that has seen nothing else).
     window = {"communication_window": 4}
-    for trainer in ("downpour", "adag", "dynsgd", "aeasgd", "eamsgd"):
+    # One trainer of each checkpoint shape: the center alone (downpour; adag
+    # and dynsgd checkpoint the same server state) and the center with the
+    # workers' elastic variables (eamsgd; aeasgd the same without momentum).
+    # The other three resume through the same code; the suite's time is
+    # better spent elsewhere (docs/testing.md).
+    for trainer in ("downpour", "eamsgd"):
         part = os.path.join(tmp, trainer + "-part")
         run(tmp, trainer + "-two", job(trainer, 2, epochs=2, extra_dist=window, **small), 3,
             out=part)
