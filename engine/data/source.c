@@ -241,3 +241,19 @@ int data_source_load(const spec_data *data, const char *field, const char *name,
     return 0;
 }
 
+
+int dataset_text_vocab(const spec_data *data, const dataset_roots *roots, uint32_t **chars,
+                       int *n, char *err, size_t errlen)
+{
+    char p1[PATH_MAX], p2[PATH_MAX];
+    *chars = NULL;
+    *n = 0;
+    if (data->format != DATA_TEXT || data->tokenizer != TOKENIZER_CHAR)
+        return 0;
+    if (!data->train)
+        return io_errf(err, errlen, "data.train: no training text named");
+    if (source_paths(data, "data.train", data->train, roots, p1, p2, sizeof p1, err,
+                     errlen) != 0)
+        return -1;
+    return data_text_vocab(p1, chars, n, err, errlen);
+}

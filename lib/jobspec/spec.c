@@ -1082,7 +1082,11 @@ static bool check_output(const job_spec *spec, spec_error *err)
     char p[160];
     spec_path_index(p, sizeof p, "model.layers", (size_t)spec->n_layers - 1);
     /* Per-step labels: one value per class at every step, {T, classes}. */
-    bool per_step = spec->data.per_step_labels && last->out_shape.rank == 2;
+    bool per_step = spec->data.per_step_labels;
+    if (per_step && last->out_shape.rank != 2)
+        return spec_fail(err, p, "data.per_step_labels needs an output at every step "
+                                 "({steps, classes}: a dense layer on a sequence), got %s",
+                         last->out_shape.rank == 1 ? "a flat output" : "an image");
     if (last->out_shape.rank != 1 && !per_step)
         return spec_fail(err, p, "the model's output must be flat (one value per class), got "
                                  "%dx%dx%d; end with flatten and dense",
