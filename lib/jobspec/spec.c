@@ -1173,8 +1173,8 @@ job_spec *spec_parse_json(const json_t *root, spec_error *err)
                                      "\"resnet20_cifar10\", ...: docs/job-spec.md lists them) or "
                                      "give {\"input\": [...], \"layers\": [...]}");
     ok = ok && spec_parse_model(field(root, "model"), spec, err) &&
-         spec_infer_shapes(spec, err) && check_output(spec, err) && check_augment(spec, err) &&
-         check_sequence_data(field(root, "data"), spec, err);
+         spec_infer_shapes(spec, err) && check_sequence_data(field(root, "data"), spec, err) &&
+         check_output(spec, err) && check_augment(spec, err);
     if (ok) {
         spec->name = strdup(name);
         if (!spec->name)
