@@ -14,30 +14,10 @@
 #include <string.h>
 
 #include "io/io_file.h"
-
-/* The next code point of p[0..n) into *cp; bytes used, or 0 for a
- * malformed, overlong or surrogate sequence. */
-static size_t text_utf8_next(const unsigned char *p, size_t n, uint32_t *cp)
-{
-    static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
-    size_t len = p[0] < 0x80 ? 1 : (p[0] & 0xe0) == 0xc0 ? 2 : (p[0] & 0xf0) == 0xe0 ? 3
-               : (p[0] & 0xf8) == 0xf0 ? 4 : 0;
-    if (len == 0 || len > n)
-        return 0;
-    uint32_t c = len == 1 ? p[0] : p[0] & (0x7f >> len);
-    for (size_t i = 1; i < len; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-        c = c << 6 | (p[i] & 0x3f);
-    }
-    if (c < min[len] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-        return 0;
-    *cp = c;
-    return len;
-}
+#include "io/utf8.h"
 
 /* The file's tokens: bytes as they are, or its code points (still to be
- * mapped to ids). *lines_of[i] is token i's line, for messages. */
+ * mapped to ids). line[i] is token i's line, for messages. */
 typedef struct text_tokens {
     uint32_t *v;
     int32_t *line;
@@ -70,7 +50,7 @@ static int text_tokenize(const char *path, spec_tokenizer tok, text_tokens *out,
     for (size_t i = 0; i < b.len;) {
         uint32_t c = b.p[i];
         size_t used = 1;
-        if (tok == TOKENIZER_CHAR && (used = text_utf8_next(b.p + i, b.len - i, &c)) == 0) {
+        if (tok == TOKENIZER_CHAR && (used = utf8_next(b.p + i, b.len - i, &c)) == 0) {
             io_errf(err, errlen, "%s:%d: invalid UTF-8 (byte 0x%02x)", name, (int)line,
                     b.p[i]);
             goto out;
