@@ -154,8 +154,10 @@ typedef enum dataset_part {
  * whole load (structure, gzip integrity, every label), so a range fails
  * with the whole load's message; memory is the range's floats plus small
  * buffers (IDX: seek or streamed gunzip; CIFAR-10: one batch file at a
- * time; CSV: the file's text while parsing). An empty range still gives
- * features, shape and num_classes. */
+ * time; CSV: the file's text while parsing; CTF and text: the whole set
+ * while parsing, a record's place being known only from what precedes
+ * it). Sequences keep their lengths (len) and per-step labels. An empty
+ * range still gives features, shape and num_classes. */
 int dataset_load_part(const spec_data *data, const spec_shape *input,
                       const dataset_roots *roots, unsigned long seed,
                       const dataset_layout *lay, dataset_part part, long lo, long hi,

@@ -1061,6 +1061,15 @@ static bool check_sequence_data(const json_t *d, job_spec *spec, spec_error *err
                                                           "or {\"sequence\": [F]})");
         return true;
     }
+    if (data->per_step_labels && data->format != DATA_NPZ && data->format != DATA_CTF &&
+        data->format != DATA_TEXT)
+        return spec_fail(err, "data.per_step_labels", "data.format %s has one label a sample; "
+                                                      "per-step labels come from npz, ctf or "
+                                                      "text", spec_data_format_name(data->format));
+    /* Synthetic inputs are byte values: as token ids they need V >= 256. */
+    if (data->format == DATA_SYNTHETIC && spec->input_tokens > 0 && spec->input_tokens < 256)
+        return spec_fail(err, "model.input.tokens", "synthetic data draws ids 0..255: %d "
+                                                    "tokens are too few", spec->input_tokens);
     if (!json_object_get(d, "scaling")) {
         data->scaling = SCALE_NONE;
         return true;

@@ -807,6 +807,11 @@ static void test_sequence_data(void **state)
     }
     expect_data_error("{" SEQ_MODEL(300, 3) ",\"data\":{\"format\":\"text\",\"train\":"
                       "\"t\",\"tokenizer\":\"char\"}}", "data.num_classes", "char tokenizer");
+    expect_data_error("{" SEQ_MODEL(300, 3) ",\"data\":{\"format\":\"csv\",\"train\":"
+                      "\"t\",\"num_classes\":3,\"per_step_labels\":true}}",
+                      "data.per_step_labels", "one label a sample");
+    expect_data_error("{" SEQ_MODEL(100, 3) ",\"data\":{\"format\":\"synthetic\","
+                      "\"num_classes\":3}}", "model.input.tokens", "ids 0..255");
     /* CTF and text need a sequence input; text token ids. */
     expect_data_error("{\"model\":{\"input\":[4],\"layers\":[{\"type\":\"dense\",\"units\":"
                       "10}]},\"data\":{\"format\":\"ctf\",\"train\":\"t\"}}",
