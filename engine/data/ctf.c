@@ -41,7 +41,8 @@ typedef struct ctf_reader {
     long steps, feat;     /* T and F */
     int tokens;           /* V under {"tokens": V}, else 0 (dense) */
     float *row;           /* scratch: one dense row, feat or classes floats */
-    long row_cap;
+    long sp_idx;          /* the first sparse entry of the last stream read */
+    double sp_val;
 } ctf_reader;
 
 static bool ctf_space(char c)
@@ -88,12 +89,13 @@ static int ctf_split(const ctf_reader *r, long lineno, const char *p, const char
     return 0;
 }
 
-/* A stream's values into r->row (want of them, zeros where a sparse
- * stream has no entry); *sparse_n counts sparse entries, -1 if dense. */
+/* A stream's values: dense ones into r->row (want of them), or sparse
+ * idx:val entries, *sparse_n of them (-1: dense), the first kept in
+ * r->sp_idx and r->sp_val. A sparse stream is never spread over a row of
+ * want floats, so a large vocabulary costs nothing per line. */
 static int ctf_values(ctf_reader *r, long lineno, const ctf_stream *s, const char *what,
                       long want, long *sparse_n, char *err, size_t errlen)
 {
-    memset(r->row, 0, (size_t)want * sizeof *r->row);
     long n = 0;
     *sparse_n = -1;
     const char *p = s->p;
@@ -125,8 +127,11 @@ static int ctf_values(ctf_reader *r, long lineno, const ctf_stream *s, const cha
             if (e == q || errno == ERANGE || !isfinite(val) || (e < s->end && !ctf_space(*e)))
                 return io_errf(err, errlen, "%s:%ld: |%s: bad sparse entry after %g:",
                                r->name, lineno, what, v);
-            r->row[(long)v] = (float)val;
             *sparse_n = *sparse_n < 0 ? 1 : *sparse_n + 1;
+            if (*sparse_n == 1) {
+                r->sp_idx = (long)v;
+                r->sp_val = val;
+            }
         } else {
             if (n >= want)
                 return io_errf(err, errlen, "%s:%ld: |%s has more than %ld values", r->name,
@@ -163,20 +168,19 @@ static int ctf_features(ctf_reader *r, long lineno, const ctf_line *l, float *x,
     }
     if (sparse != 1)
         return io_errf(err, errlen, "%s:%ld: |%s: model.input {\"tokens\": %d} reads one "
-                       "idx:1 entry a line (sparse multi-hot features are not supported)",
-                       r->name, lineno, what, r->tokens);
-    for (long i = 0; i < r->tokens; i++)
-        if (r->row[i] != 0) {
-            if (r->row[i] != 1)
-                return io_errf(err, errlen, "%s:%ld: |%s: token %ld has value %g, expected 1 "
-                               "(weighted sparse features are not supported)", r->name,
-                               lineno, what, i, (double)r->row[i]);
-            x[0] = (float)i;
-        }
+                       "idx:1 entry a line (%s)", r->name, lineno, what, r->tokens,
+                       sparse < 0 ? "dense values given"
+                                  : "sparse multi-hot features are not supported");
+    if (r->sp_val != 1)
+        return io_errf(err, errlen, "%s:%ld: |%s: token %ld has value %g, expected 1 "
+                       "(weighted sparse features are not supported)", r->name, lineno, what,
+                       r->sp_idx, r->sp_val);
+    x[0] = (float)r->sp_idx;
     return 0;
 }
 
-/* The class of a line's label stream: one-hot dense or one sparse entry. */
+/* The class of a line's label stream: one-hot dense (the largest entry's
+ * index) or one sparse entry. */
 static int ctf_label(ctf_reader *r, long lineno, const ctf_line *l, int32_t *y, char *err,
                      size_t errlen)
 {
@@ -187,6 +191,10 @@ static int ctf_label(ctf_reader *r, long lineno, const ctf_line *l, int32_t *y, 
     if (sparse > 1)
         return io_errf(err, errlen, "%s:%ld: |%s has %ld sparse entries; a label is one",
                        r->name, lineno, what, sparse);
+    if (sparse == 1) {
+        *y = (int32_t)r->sp_idx;
+        return 0;
+    }
     long best = 0;
     for (long i = 1; i < classes; i++)
         if (r->row[i] > r->row[best])
@@ -287,15 +295,14 @@ int data_ctf_load_pick(const char *path, const spec_data *data, const spec_shape
     memset(out, 0, sizeof *out);
     ctf_reader r = {.name = io_basename(path), .data = data, .steps = input->dim[0],
                     .feat = input->dim[1], .tokens = data->input_tokens};
-    long width = r.tokens ? r.tokens : r.feat;
-    r.row_cap = width > data->num_classes ? width : data->num_classes;
+    long row = r.feat > data->num_classes ? r.feat : data->num_classes;
     data_buf b;
     if (data_file_read(path, &b, err, errlen) != 0)
         return -1;
     dataset whole = {0};
     long n = 0;
     int rc = -1;
-    r.row = malloc((size_t)r.row_cap * sizeof *r.row);
+    r.row = malloc((size_t)row * sizeof *r.row);
     if (!r.row) {
         io_errf(err, errlen, "%s: out of memory", r.name);
         goto out;
