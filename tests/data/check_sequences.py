@@ -234,6 +234,10 @@ def ctf_dense(tmp):
 
 
 def ctf_errors(tmp):
+    expect_error(tmp, {"format": "ctf", "train": "nothere", "num_classes": 2},
+                 {"tokens": 5}, "nothere[.ctf][.txt]")
+    expect_error(tmp, {"format": "text", "train": "nothere"}, {"tokens": 256},
+                 "nothere[.txt]")
     cases = [("a |x 1:1 |y 1 0\na |x 2:1 3:1\n", {"tokens": 5}, "bad.ctf:2", "multi-hot"),
              ("a |x 7:1 |y 1 0\n", {"tokens": 5}, "bad.ctf:1", "index 7 is not in [0, 5)"),
              ("a |x 1:1 |y 1 0\nb |x 1:1 |y 0 1\nb |x q:1\n", {"tokens": 5}, "bad.ctf:3",
