@@ -113,7 +113,10 @@ static int text_windows(const text_tokens *t, const spec_data *data, const spec_
                         const char *name, dataset *out, char *err, size_t errlen)
 {
     long b = data->block_size, steps = input->dim[0];
-    long n = t->n > 0 ? (t->n - 1) / b : 0;
+    if (b < 1 || b > steps)
+        return io_errf(err, errlen, "%s: data.block_size %ld is not in [1, %ld] (the steps of "
+                       "model.input)", name, b, steps);
+    long n = (t->n - 1) / b;
     if (n == 0)
         return io_errf(err, errlen, "%s: %ld tokens, a window needs data.block_size + 1 = %ld",
                        name, t->n, b + 1);
