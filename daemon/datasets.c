@@ -20,6 +20,7 @@
 #include "crypto/sha256.h"
 #include "io/io_file.h"
 #include "io/npzarray.h"
+#include "io/utf8.h"
 #include "jobspec/spec.h"
 
 #define DS_CHUNK 65536
@@ -355,15 +356,180 @@ out:
     return rc;
 }
 
-static const char *ds_dtype_name(const npy_header *h)
+/* ---- text uploads: CSV, CTF or plain text -------------------------------- */
+
+typedef enum { DS_TEXT_CSV, DS_TEXT_CTF, DS_TEXT_PLAIN } ds_text_kind;
+
+/* What a text upload holds, from the first lines of its first chunk: CTF
+ * when a line's first token (the sequence id, which may be absent) is
+ * followed by "|name"; CSV when a line of the first two is all numbers (a
+ * header may precede the data), or when there is one line only (the CSV
+ * check then says what is wrong); otherwise plain text, a language
+ * model's corpus. */
+static ds_text_kind ds_text_sniff(const unsigned char *buf, size_t n)
 {
-    static const char *const u[] = {"uint8", "uint16", "", "uint32", "", "", "", "uint64"};
-    static const char *const i[] = {"int8", "int16", "", "int32", "", "", "", "int64"};
-    if (h->kind == 'b')
-        return "bool";
-    if (h->kind == 'f')
-        return h->itemsize == 4 ? "float32" : "float64";
-    return (h->kind == 'u' ? u : i)[h->itemsize - 1];
+    const unsigned char *p = buf, *end = buf + n;
+    int words = 0;
+    while (p < end && words < 2) {
+        const unsigned char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t len = (size_t)((nl ? nl : end) - p);
+        char line[512];
+        size_t k = len < sizeof line - 1 ? len : sizeof line - 1;
+        memcpy(line, p, k);
+        line[k] = 0;
+        p = nl ? nl + 1 : end;
+        line[strcspn(line, "\r")] = 0;
+        const char *t = line + strspn(line, " \t");
+        if (!*t)
+            continue;
+        const char *after = t + strcspn(t, " \t|");
+        after += strspn(after, " \t");
+        if (*after == '|')
+            return DS_TEXT_CTF;
+        long fields;
+        bool numeric;
+        ds_csv_fields(line, &fields, &numeric);
+        if (numeric)
+            return DS_TEXT_CSV;
+        words++;
+    }
+    return words == 2 ? DS_TEXT_PLAIN : DS_TEXT_CSV;
+}
+
+/* Plain text: well-formed UTF-8 without NUL bytes, read in chunks (a
+ * character cut by a chunk's end is carried into the next). */
+static int ds_check_plain(ds_src *s, unsigned char *buf, datasets_info *info, char *err,
+                          size_t errlen)
+{
+    char why[200];
+    size_t carry = 0;
+    long long chars = 0, line = 1;
+    for (;;) {
+        long long got = ds_src_read(s, buf + carry, DS_CHUNK, why, sizeof why);
+        if (got < 0)
+            return io_errf(err, errlen, "text: %s", why);
+        size_t n = carry + (size_t)got, i = 0;
+        while (i < n) {
+            uint32_t c = 0;
+            size_t u = utf8_next(buf + i, n - i, &c);
+            if (u == 0 && got > 0 && n - i < 4)
+                break;  /* perhaps cut by the chunk: read on */
+            if (u == 0)
+                return io_errf(err, errlen, "text: line %lld: invalid UTF-8 (byte 0x%02x)",
+                               line, buf[i]);
+            if (c == 0)
+                return io_errf(err, errlen, "text: line %lld: NUL byte (binary data)", line);
+            line += c == '\n';
+            chars++;
+            i += u;
+        }
+        carry = n - i;
+        memmove(buf, buf + i, carry);
+        if (got == 0)
+            break;
+    }
+    snprintf(info->format, sizeof info->format, "text");
+    info->records = -1;  /* windows: data.block_size decides */
+    info->shapes = json_pack("{s:I}", "chars", (json_int_t)chars);
+    return 0;
+}
+
+/* One CTF line (NUL-terminated): whether it starts a sequence after the
+ * line whose id is prev (updated), or -1 when it is not "[ID] |name ...". */
+static int ds_ctf_line(const char *line, char prev[256], bool first)
+{
+    const char *t = line + strspn(line, " \t");
+    size_t id = strcspn(t, " \t|");
+    const char *bar = t + id + strspn(t + id, " \t");
+    if (*bar != '|' || id >= 256 || bar[1] == 0 || strchr(" \t|", bar[1]))
+        return -1;
+    bool fresh = first || id == 0 || strlen(prev) != id || memcmp(prev, t, id) != 0;
+    memcpy(prev, t, id);
+    prev[id] = 0;
+    return fresh;
+}
+
+/* CNTK Text Format: every non-blank line "[ID] |name values ..."; the
+ * records are the sequences (runs of lines sharing an id). */
+static int ds_check_ctf(ds_src *s, unsigned char *buf, datasets_info *info, char *err,
+                        size_t errlen)
+{
+    char *line = malloc(DS_CSV_MAX_LINE + 1), why[200], prev[256] = "";
+    if (!line)
+        return io_errf(err, errlen, "ctf: out of memory");
+    size_t used = 0;
+    long long lineno = 0, seqs = 0, got;
+    int rc = -1;
+    bool eof = false;
+    while (!eof) {
+        if ((got = ds_src_read(s, buf, DS_CHUNK, why, sizeof why)) < 0) {
+            io_errf(err, errlen, "ctf: %s", why);
+            goto out;
+        }
+        eof = got == 0;
+        for (long long i = 0; i < got || (eof && used > 0 && i == 0); i++) {
+            unsigned char c = eof ? '\n' : buf[i];
+            if (c != '\n') {
+                if (c == 0 || used == DS_CSV_MAX_LINE) {
+                    io_errf(err, errlen, "ctf: line %lld: %s", lineno + 1, c ? "too long"
+                                                                             : "NUL byte");
+                    goto out;
+                }
+                line[used++] = (char)c;
+                continue;
+            }
+            lineno++;
+            line[used] = 0;
+            used = 0;
+            line[strcspn(line, "\r")] = 0;
+            if (!line[strspn(line, " \t")])
+                continue;
+            int fresh = ds_ctf_line(line, prev, seqs == 0);
+            if (fresh < 0) {
+                io_errf(err, errlen, "ctf: line %lld: expected [SEQID] |name values ...",
+                        lineno);
+                goto out;
+            }
+            seqs += fresh;
+        }
+    }
+    snprintf(info->format, sizeof info->format, "ctf");
+    info->records = seqs;
+    info->shapes = json_pack("{s:I, s:I}", "sequences", (json_int_t)seqs, "lines",
+                             (json_int_t)lineno);
+    rc = 0;
+out:
+    free(line);
+    return rc;
+}
+
+/* A text upload (gzipped or not): CSV, CTF or plain text by its start. */
+static int ds_check_text(int fd, bool gz, datasets_info *info, char *err, size_t errlen)
+{
+    ds_src *s = malloc(sizeof *s);
+    unsigned char *buf = malloc(DS_CHUNK + 4);
+    char why[200];
+    int rc = -1;
+    if (!s || !buf || ds_src_open(s, fd, gz) != 0) {
+        free(s);
+        free(buf);
+        return io_errf(err, errlen, "out of memory");
+    }
+    long long got = ds_src_read(s, buf, DS_CHUNK, why, sizeof why);
+    ds_text_kind kind = got > 0 ? ds_text_sniff(buf, (size_t)got) : DS_TEXT_CSV;
+    ds_src_close(s);
+    if (kind == DS_TEXT_CSV) {
+        rc = ds_check_csv(fd, gz, info, err, errlen);
+    } else if (ds_src_open(s, fd, gz) != 0) {
+        io_errf(err, errlen, "out of memory");
+    } else {
+        rc = kind == DS_TEXT_CTF ? ds_check_ctf(s, buf, info, err, errlen)
+                                 : ds_check_plain(s, buf, info, err, errlen);
+        ds_src_close(s);
+    }
+    free(s);
+    free(buf);
+    return rc;
 }
 
 /* One x/y pair of an npz: both or neither, rows equal, dtypes usable. */
@@ -385,10 +551,15 @@ static int ds_npz_pair(const npz_index *ix, const char *xn, const char *yn, long
     if (x->h.dims[0] != y->h.dims[0])
         return io_errf(err, errlen, "npz: %s has %ld rows but %s %ld", xn, x->h.dims[0], yn,
                        y->h.dims[0]);
-    bool x_ok = (x->h.kind == 'u' && x->h.itemsize == 1) || x->h.kind == 'f';
-    if (!x_ok)
-        return io_errf(err, errlen, "npz: %s is %s; inputs must be uint8, float32 or float64",
-                       xn, ds_dtype_name(&x->h));
+    /* Every number dtype is read (converted once on load); x [N, T] and
+     * [N, T, F] are sequences, whose lengths len_* (x's name with "len"
+     * for "x") must give one per row. */
+    char ln[96];
+    snprintf(ln, sizeof ln, "len%s", xn + 1);
+    const npz_array *len = npz_index_find(ix, ln);
+    if (len && (len->h.rank != 1 || len->h.dims[0] != x->h.dims[0]))
+        return io_errf(err, errlen, "npz: %s must be [N] with %s's %ld rows", ln, xn,
+                       x->h.dims[0]);
     *rows = x->h.dims[0];
     return 0;
 }
@@ -522,13 +693,13 @@ int datasets_check(int fd, datasets_info *info, char *err, size_t errlen)
         free(s);
         if (n == 4 && inner[0] == 0 && inner[1] == 0 && inner[2] == 0x08)
             return ds_check_idx(fd, true, info, err, errlen);
-        return ds_check_csv(fd, true, info, err, errlen);
+        return ds_check_text(fd, true, info, err, errlen);
     }
     if (got >= 4 && m[0] == 0 && m[1] == 0 && m[2] == 0x08)
         return ds_check_idx(fd, false, info, err, errlen);
     if (m[0] < 10 && size % DS_CIFAR_RECORD == 0)
         return ds_check_cifar10(fd, size, info, err, errlen);
-    return ds_check_csv(fd, false, info, err, errlen);
+    return ds_check_text(fd, false, info, err, errlen);
 }
 
 /* ---- IDX pairs ------------------------------------------------------------- */

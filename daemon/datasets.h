@@ -44,17 +44,22 @@ bool datasets_use_ref(const char *data_dir, const char *owner, const char *name,
 
 /* What the format check found. */
 typedef struct datasets_info {
-    char format[16];     /* npz, safetensors, idx, cifar10, csv */
-    long long records;   /* samples; -1 for tensor files */
+    char format[16];     /* npz, safetensors, idx, cifar10, csv, ctf, text */
+    long long records;   /* samples (ctf: sequences); -1 for tensor files and
+                            text, whose windows data.block_size decides */
     json_t *shapes;      /* owned: member or part -> shape array */
 } datasets_info;
 
 /* Check the upload open at fd (read with pread; never loaded whole) and
  * describe it. The format is recognised from its content: npz (a ZIP of
  * .npy members; pairs x_train/y_train, x_test/y_test, x_val/y_val, x/y must
- * agree in rows; x uint8, float32 or float64; y integer, bool or float),
- * safetensors, IDX (gzipped or not), CIFAR-10 binary batches, CSV (numbers,
- * an optional header line). 0, or -1 with a message naming the format and
+ * agree in rows; any number dtype, x [N, features...] or a sequence [N, T]
+ * / [N, T, F] with len_* [N] if present), safetensors, IDX (gzipped or
+ * not), CIFAR-10 binary batches, and text files (gzipped or not): CSV
+ * (numbers, an optional header line), CTF ("[SEQID] |name values" lines;
+ * the records are the sequences) or plain UTF-8 text (a corpus for
+ * data.format "text"), told apart by their first lines. 0, or -1 with a
+ * message naming the format and
  * what is wrong ("npz: member x_train: truncated", "npz: x_train has 12000
  * rows but y_train 11999"). */
 int datasets_check(int fd, datasets_info *info, char *err, size_t errlen);

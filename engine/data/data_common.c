@@ -25,6 +25,7 @@ int data_alloc(dataset *d, long n, long features)
     }
     d->n = n;
     d->features = features;
+    d->label_steps = 1;
     return 0;
 }
 
@@ -37,6 +38,8 @@ void dataset_free(dataset *d)
     free(d->t);
     free(d->shift);
     free(d->factor);
+    free(d->len);
+    d->len = NULL;
     d->x = NULL;
     d->y = NULL;
     d->t = NULL;
@@ -110,5 +113,6 @@ int data_pick_alloc(const data_pick *p, dataset *d, long count, long features)
 
 bool dataset_byte_valued(const spec_data *data)
 {
-    return data->format != DATA_CSV && data->format != DATA_NPZ;
+    return data->format == DATA_IDX || data->format == DATA_CIFAR10 ||
+           data->format == DATA_SYNTHETIC;
 }

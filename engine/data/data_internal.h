@@ -145,8 +145,35 @@ int data_npz_load_pick(const char *path, const char *field, const spec_data *dat
                        const spec_shape *input, const data_pick *pick, dataset *out, char *err,
                        size_t errlen);
 
-/* Allocate x (n * features floats) and y (n labels) of d; -1 when out of
- * memory or the sizes overflow. */
+/* Sequences (sequence.c). data_seq_alloc: n samples of shape {T, F}, x
+ * zeroed (padding), len (n), y of n labels or, per_step, n * T; sets
+ * shape, features and label_steps; -1 when out of memory (d freed). */
+int data_seq_alloc(dataset *d, long n, const spec_shape *shape, bool per_step);
+/* Sample i of src into sample j of dst (same shape and label_steps): x,
+ * its labels and its length. */
+void data_seq_copy_sample(const dataset *src, long i, dataset *dst, long j);
+/* The pick's samples of a set loaded whole (pick NULL: all of it, moved);
+ * whole is freed either way; `what` names the file in messages. */
+int data_seq_keep_pick(dataset *whole, const data_pick *pick, const char *what,
+                       dataset *out, char *err, size_t errlen);
+
+/* Text (text.c): the windows of the text at path, all or the pick's;
+ * train_path is the training text, whose characters are the char
+ * tokenizer's vocabulary. data_text_vocab: those characters, ascending
+ * (malloc'd; *n of them). */
+int data_text_load_pick(const char *path, const char *train_path, const spec_data *data,
+                        const spec_shape *input, const data_pick *pick, dataset *out,
+                        char *err, size_t errlen);
+int data_text_vocab(const char *train_path, uint32_t **chars, int *n, char *err,
+                    size_t errlen);
+
+/* CTF (ctf.c): the sequences of a CNTK Text Format file, all or the
+ * pick's. */
+int data_ctf_load_pick(const char *path, const spec_data *data, const spec_shape *input,
+                       const data_pick *pick, dataset *out, char *err, size_t errlen);
+
+/* Allocate x (n * features floats) and y (n labels) of d, label_steps 1;
+ * -1 when out of memory or the sizes overflow. */
 int data_alloc(dataset *d, long n, long features);
 
 /* 1 if path, with every symlink followed, lies inside one of the roots. */
@@ -169,11 +196,13 @@ void data_cifar10_dir_free(char **paths, int n);
 
 /* One named set of the spec (source.c): `name` (data->train, ->test or
  * ->validation) resolved under the roots, `field` ("data.train") naming it
- * in messages. data_source_count counts its records; data_source_load
+ * in messages. data_source_count counts its records (CTF and text, read
+ * whole to count, need model.input); data_source_load
  * reads them, all (pick NULL) or the pick's, raw, and checks the samples
  * against model.input (`input`), whose shape they then take. */
 int data_source_count(const spec_data *data, const char *field, const char *name,
-                      const dataset_roots *roots, long *n, char *err, size_t errlen);
+                      const spec_shape *input, const dataset_roots *roots, long *n, char *err,
+                      size_t errlen);
 int data_source_load(const spec_data *data, const char *field, const char *name,
                      const spec_shape *input, const dataset_roots *roots, const data_pick *pick,
                      dataset *out, char *err, size_t errlen);

@@ -98,7 +98,8 @@ int dataset_synthetic(const spec_shape *shape, long n, int num_classes,
  * full; "-images.idx3-ubyte" naming is accepted too); for CIFAR-10 a
  * directory of data_batch_*.bin (path1 is the directory), a single file
  * NAME[.bin][.gz], or "DIR/train" (DIR's batches) and "DIR/test"
- * (DIR/test_batch.bin); for CSV NAME[.csv][.gz]. Writes real paths (every
+ * (DIR/test_batch.bin); for CSV NAME[.csv][.gz]; npz NAME[.npz]; CTF
+ * NAME[.ctf][.txt]; text NAME[.txt]. Writes real paths (every
  * symlink followed) into path1 (and path2, the IDX labels; "" otherwise);
  * nothing for synthetic data. -1 with a message if the name is unsafe
  * (spec_dataset_name_ok), if what it finds leads outside its root through
@@ -109,6 +110,14 @@ int dataset_resolve(spec_data_format format, const char *name,
                     char *err, size_t errlen);
 
 void dataset_free(dataset *d);
+
+/* The char tokenizer's vocabulary (data.format text, data.tokenizer
+ * char): the distinct code points of data.train in ascending order, token
+ * id i being (*chars)[i]; *chars is malloc'd, *n entries. For any other
+ * data, *chars = NULL and *n = 0. -1 with a message naming the file
+ * (file:line for invalid UTF-8). */
+int dataset_text_vocab(const spec_data *data, const dataset_roots *roots, uint32_t **chars,
+                       int *n, char *err, size_t errlen);
 
 /* ---- the sets in parts ------------------------------------------------
  * A distributed run loads each rank's share instead of whole sets: the
@@ -145,8 +154,10 @@ typedef enum dataset_part {
  * whole load (structure, gzip integrity, every label), so a range fails
  * with the whole load's message; memory is the range's floats plus small
  * buffers (IDX: seek or streamed gunzip; CIFAR-10: one batch file at a
- * time; CSV: the file's text while parsing). An empty range still gives
- * features, shape and num_classes. */
+ * time; CSV: the file's text while parsing; CTF and text: the whole set
+ * while parsing, a record's place being known only from what precedes
+ * it). Sequences keep their lengths (len) and per-step labels. An empty
+ * range still gives features, shape and num_classes. */
 int dataset_load_part(const spec_data *data, const spec_shape *input,
                       const dataset_roots *roots, unsigned long seed,
                       const dataset_layout *lay, dataset_part part, long lo, long hi,

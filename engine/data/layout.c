@@ -79,9 +79,13 @@ static void layout_keep_first(dataset *ds, long n)
     float *x = realloc(ds->x, (size_t)n * (size_t)ds->features * sizeof(float));
     if (x)
         ds->x = x;
-    int32_t *y = realloc(ds->y, (size_t)n * sizeof(int32_t));
+    size_t steps = ds->label_steps > 1 ? (size_t)ds->label_steps : 1;
+    int32_t *y = realloc(ds->y, (size_t)n * steps * sizeof(int32_t));
     if (y)
         ds->y = y;
+    int32_t *len = ds->len ? realloc(ds->len, (size_t)n * sizeof *len) : NULL;
+    if (len)
+        ds->len = len;
     float *t = ds->t ? realloc(ds->t, (size_t)n * (size_t)ds->num_classes * sizeof(float))
                      : NULL;
     if (t)
@@ -92,7 +96,13 @@ int data_layout_apply(const dataset_layout *lay, dataset *train, dataset *val, d
                       char *err, size_t errlen)
 {
     layout_keep_first(test, lay->n_test);
-    if (lay->val_first >= 0) {
+    if (lay->val_first >= 0 && train->len) {
+        if (data_seq_alloc(val, lay->n_val, &train->shape, train->label_steps > 1) != 0)
+            return io_errf(err, errlen, "data.validation_split: out of memory");
+        val->num_classes = train->num_classes;
+        for (long i = 0; i < lay->n_val; i++)
+            data_seq_copy_sample(train, lay->val_first + i, val, i);
+    } else if (lay->val_first >= 0) {
         if (data_alloc(val, lay->n_val, train->features) != 0)
             return io_errf(err, errlen, "data.validation_split: out of memory");
         val->shape = train->shape;
@@ -128,14 +138,14 @@ int dataset_layout_of(const spec_data *data, const spec_shape *input,
     } else {
         if (!data->train)
             return io_errf(err, errlen, "data.train: no training set named");
-        if (data_source_count(data, "data.train", data->train, roots, &n_train, err,
+        if (data_source_count(data, "data.train", data->train, input, roots, &n_train, err,
                               errlen) != 0)
             return -1;
-        if (data->test && data_source_count(data, "data.test", data->test, roots, &n_test,
+        if (data->test && data_source_count(data, "data.test", data->test, input, roots, &n_test,
                                             err, errlen) != 0)
             return -1;
         if (data->validation && data_source_count(data, "data.validation", data->validation,
-                                                  roots, &n_val, err, errlen) != 0)
+                                                  input, roots, &n_val, err, errlen) != 0)
             return -1;
     }
     return data_layout_cut(data, n_train, n_val, n_test, out, err, errlen);

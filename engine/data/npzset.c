@@ -43,6 +43,7 @@ typedef struct npzset {
     int fd;
     npz_index ix;
     const npz_array *x, *y;
+    const npz_array *len;  /* sequences' lengths, len_* or len; NULL: none */
     const char *name;   /* the file's base name, for messages */
     const char *field;  /* the spec field naming it, for messages */
 } npzset;
@@ -87,6 +88,16 @@ static int npzset_open(npzset *s, const char *path, const char *field, char *err
         npzset_close(s);
         return io_errf(err, errlen, "%s: %s without %s", io_basename(path),
                        s->x ? xn : yn, s->x ? yn : xn);
+    }
+    /* x_train's lengths are len_train, x's len. */
+    char ln[96];
+    snprintf(ln, sizeof ln, "len%s", xn + 1);
+    s->len = npz_index_find(&s->ix, ln);
+    if (s->len && (s->len->h.rank != 1 || s->len->h.dims[0] != s->x->h.dims[0])) {
+        io_errf(err, errlen, "%s: %s must be [N] with %s's %ld rows", s->name, ln, xn,
+                s->x->h.dims[0]);
+        npzset_close(s);
+        return -1;
     }
     if (s->x->h.rank < 2 || s->x->h.rank > 4 || s->y->h.rank < 1 || s->y->h.rank > 2 ||
         s->x->h.dims[0] != s->y->h.dims[0]) {
@@ -206,10 +217,195 @@ static void npzset_to_chw(float *x, long n, const spec_shape *s, float *scratch)
     }
 }
 
+/* ---- sequences (model.input {T, F}) ------------------------------------
+ * x is [N, T'] (one feature a step: token ids under {"tokens": V}) or
+ * [N, T', F]; a sample's length is len_*'s entry or, without len_*, one
+ * past its last step holding a non-zero value (0 is padding; an
+ * all-padding sample has length 1, the least a sequence may have). T' >
+ * T (data.max_length) is cut to T, T' < T padded with zeros. y is [N]
+ * (or one-hot [N, K]) per sequence, or, under data.per_step_labels,
+ * [N, T'] per step, -1 from the length on. */
+
+/* What a sequence load reads: the kept records' span and its sizes. */
+typedef struct npzseq {
+    const npzset *s;
+    const spec_data *data;
+    long steps, feat;     /* T and F */
+    long steps_in;        /* the file's T' */
+    int tokens;           /* V, or 0 for float sequences */
+    long first, span;     /* records [first, first + span) are read */
+    float *x, *len, *y;   /* the span's raw values; len, y NULL when absent */
+} npzseq;
+
+static int npzseq_check(const npzseq *q, char *err, size_t errlen)
+{
+    const npz_array *x = q->s->x, *y = q->s->y;
+    long f = x->h.rank == 2 ? 1 : x->h.dims[2];
+    if (x->h.rank > 3 || f != q->feat)
+        return io_errf(err, errlen, "%s: %s is [N, steps] or [N, steps, features] with %ld "
+                       "feature%s a step (model.input); got rank %d%s", q->s->name, x->name,
+                       q->feat, q->feat == 1 ? "" : "s", x->h.rank,
+                       x->h.rank == 3 ? " with another feature count" : "");
+    if (q->data->float_targets && y->h.kind == 'f')
+        return io_errf(err, errlen, "%s: %s: regression targets for sequences are not "
+                       "supported; give class ids", q->s->name, y->name);
+    if (q->data->per_step_labels && (y->h.rank != 2 || y->h.dims[1] != q->steps_in))
+        return io_errf(err, errlen, "%s: per-step labels: %s must be [N, %ld] like %s's steps",
+                       q->s->name, y->name, q->steps_in, x->name);
+    return 0;
+}
+
+/* Read the span's x, lengths and (per-step) labels as floats. */
+static int npzseq_read(npzseq *q, char *err, size_t errlen)
+{
+    const npzset *s = q->s;
+    size_t nx = (size_t)q->span * (size_t)q->steps_in * (size_t)q->feat;
+    size_t ny = (size_t)q->span * (size_t)q->steps_in;
+    q->x = malloc((nx ? nx : 1) * sizeof *q->x);
+    q->len = s->len ? malloc((size_t)(q->span ? q->span : 1) * sizeof *q->len) : NULL;
+    q->y = q->data->per_step_labels ? malloc((ny ? ny : 1) * sizeof *q->y) : NULL;
+    if (!q->x || (s->len && !q->len) || (q->data->per_step_labels && !q->y))
+        return io_errf(err, errlen, "%s: out of memory", s->name);
+    char why[300];
+    uint64_t row = (uint64_t)q->steps_in * (uint64_t)q->feat;
+    if (npz_array_floats(&s->ix, s->x, (uint64_t)q->first * row, nx, q->x, why,
+                         sizeof why) != 0 ||
+        (q->len && npz_array_floats(&s->ix, s->len, (uint64_t)q->first, (uint64_t)q->span,
+                                    q->len, why, sizeof why) != 0) ||
+        (q->y && npz_array_floats(&s->ix, s->y, (uint64_t)q->first * (uint64_t)q->steps_in,
+                                  ny, q->y, why, sizeof why) != 0))
+        return io_errf(err, errlen, "%s: %s", s->name, why);
+    return 0;
+}
+
+/* The length of span record r (1-based record number rec for messages). */
+static int npzseq_length(const npzseq *q, long r, long rec, long *out, char *err,
+                         size_t errlen)
+{
+    if (q->len) {
+        float l = q->len[r];
+        if (l != floorf(l) || l < 1 || l > (float)q->steps_in)
+            return io_errf(err, errlen, "%s: %s: record %ld: length %g is not in [1, %ld]",
+                           q->s->name, q->s->len->name, rec, (double)l, q->steps_in);
+        *out = (long)l;
+    } else {
+        const float *p = q->x + r * q->steps_in * q->feat;
+        long last = 0;
+        for (long i = 0; i < q->steps_in * q->feat; i++)
+            if (p[i] != 0)
+                last = i / q->feat;
+        *out = last + 1;
+    }
+    if (*out > q->steps)
+        *out = q->steps;
+    return 0;
+}
+
+/* Span record r into sample j of out: its first len steps, checked. */
+static int npzseq_place(const npzseq *q, long r, dataset *out, long j, char *err,
+                        size_t errlen)
+{
+    long rec = q->first + r + 1, len = 0;
+    if (npzseq_length(q, r, rec, &len, err, errlen) != 0)
+        return -1;
+    const float *p = q->x + r * q->steps_in * q->feat;
+    for (long i = 0; q->tokens && i < len; i++)
+        if (p[i] != floorf(p[i]) || p[i] < 0 || p[i] >= (float)q->tokens)
+            return io_errf(err, errlen, "%s: %s: record %ld, step %ld: token id %g is not in "
+                           "[0, %d) (model.input tokens)", q->s->name, q->s->x->name, rec,
+                           i + 1, (double)p[i], q->tokens);
+    memcpy(out->x + j * out->features, p, (size_t)(len * q->feat) * sizeof *p);
+    out->len[j] = (int32_t)len;
+    if (!q->y)
+        return 0;
+    int32_t *y = out->y + j * q->steps;
+    const float *v = q->y + r * q->steps_in;
+    int classes = q->data->num_classes;
+    for (long i = 0; i < q->steps; i++) {
+        if (i >= len) {
+            y[i] = -1;
+            continue;
+        }
+        if (v[i] != floorf(v[i]) || v[i] < 0 || v[i] >= (float)classes)
+            return io_errf(err, errlen, "%s: %s: record %ld, step %ld: label %g is not a "
+                           "class in [0, %d)", q->s->name, q->s->y->name, rec, i + 1,
+                           (double)v[i], classes);
+        y[i] = (int32_t)v[i];
+    }
+    return 0;
+}
+
+/* Per-sequence labels of the span, kept for the pick's samples. */
+static int npzseq_labels(const npzseq *q, const data_pick *pick, dataset *out, char *err,
+                         size_t errlen)
+{
+    int32_t *span_y = malloc((size_t)(q->span ? q->span : 1) * sizeof *span_y);
+    if (!span_y)
+        return io_errf(err, errlen, "%s: out of memory", q->s->name);
+    int rc = npzset_labels(q->s, q->first, q->span, q->data, span_y, NULL, err, errlen);
+    for (long j = 0; rc == 0 && j < out->n; j++)
+        out->y[j] = span_y[pick && pick->rows ? pick->rows[j] - q->first : j];
+    free(span_y);
+    return rc;
+}
+
+static int data_npz_load_seq(const char *path, const char *field, const spec_data *data,
+                             const spec_shape *input, const data_pick *pick, dataset *out,
+                             char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    const char *base = io_basename(path);
+    if (pick && pick->bytes)
+        return io_errf(err, errlen, "%s: npz values are not bytes", base);
+    if (pick && data_pick_check(pick, base, err, errlen) != 0)
+        return -1;
+    npzset s;
+    if (npzset_open(&s, path, field, err, errlen) != 0)
+        return -1;
+    long n = s.x->h.dims[0];
+    long count = pick ? data_pick_count(pick) : n;
+    long end = pick ? data_pick_end(pick) : n;
+    npzseq q = {.s = &s, .data = data, .steps = input->dim[0], .feat = input->dim[1],
+                .steps_in = s.x->h.dims[1], .tokens = data->input_tokens};
+    q.first = !pick ? 0 : pick->rows ? (count ? pick->rows[0] : 0) : pick->lo;
+    q.span = end > q.first ? end - q.first : 0;
+    int rc = -1;
+    if (npzseq_check(&q, err, errlen) != 0)
+        goto out;
+    if (end > n) {
+        io_errf(err, errlen, "%s: %ld records, the load needs %ld", base, n, end);
+        goto out;
+    }
+    if (npzseq_read(&q, err, errlen) != 0)
+        goto out;
+    if (data_seq_alloc(out, count, input, data->per_step_labels) != 0) {
+        io_errf(err, errlen, "%s: out of memory for %ld samples", base, count);
+        goto out;
+    }
+    for (long j = 0; j < count; j++)
+        if (npzseq_place(&q, pick && pick->rows ? pick->rows[j] - q.first : j, out, j, err,
+                         errlen) != 0)
+            goto out;
+    if (!data->per_step_labels && npzseq_labels(&q, pick, out, err, errlen) != 0)
+        goto out;
+    out->num_classes = data->num_classes;
+    rc = 0;
+out:
+    free(q.x);
+    free(q.len);
+    free(q.y);
+    if (rc != 0)
+        dataset_free(out);
+    npzset_close(&s);
+    return rc;
+}
+
 int data_npz_load_pick(const char *path, const char *field, const spec_data *data,
                        const spec_shape *input, const data_pick *pick, dataset *out, char *err,
                        size_t errlen)
 {
+    if (input && input->rank == 2)
+        return data_npz_load_seq(path, field, data, input, pick, out, err, errlen);
     memset(out, 0, sizeof *out);
     const char *base = io_basename(path);
     if (pick && pick->bytes)

@@ -25,6 +25,7 @@ int dataset_load_part(const spec_data *data, const spec_shape *input,
         /* No such set: empty, as dataset_load_all leaves it. */
         out->features = spec_shape_size(input);
         out->shape = *input;
+        out->label_steps = input->rank == 2 && data->per_step_labels ? input->dim[0] : 1;
         return 0;
     }
     bool split = part == DATASET_PART_VAL && lay->val_first >= 0;

@@ -106,6 +106,17 @@ static int resolve_idx(const char *root_real, const char *name, char *p1, char *
 
 static const char *const csv_suffixes[] = {"", ".csv", ".csv.gz", ".gz", NULL};
 static const char *const npz_suffixes[] = {"", ".npz", NULL};
+static const char *const ctf_suffixes[] = {"", ".ctf", ".txt", ".ctf.txt", NULL};
+static const char *const text_suffixes[] = {"", ".txt", NULL};
+
+/* The suffixes a single-file format's names may leave out. */
+static const char *const *resolve_suffixes(spec_data_format f)
+{
+    return f == DATA_NPZ ? npz_suffixes
+         : f == DATA_CTF ? ctf_suffixes
+         : f == DATA_TEXT ? text_suffixes
+                          : csv_suffixes;
+}
 static const char *const bin_suffixes[] = {"", ".bin", ".bin.gz", NULL};
 static const char *const dir_suffixes[] = {"", NULL};
 
@@ -149,6 +160,12 @@ static void resolve_looked_for(spec_data_format f, const char *name, char *buf, 
     case DATA_NPZ:
         snprintf(buf, len, "%s[.npz]", name);
         break;
+    case DATA_CTF:
+        snprintf(buf, len, "%s[.ctf][.txt]", name);
+        break;
+    case DATA_TEXT:
+        snprintf(buf, len, "%s[.txt]", name);
+        break;
     default:
         snprintf(buf, len, "%s[.csv][.gz]", name);
         break;
@@ -189,8 +206,7 @@ int dataset_resolve(spec_data_format format, const char *name, const dataset_roo
         else if (format == DATA_CIFAR10)
             rc = resolve_cifar(root_real, name, path1, pathlen, err, errlen);
         else
-            rc = resolve_try(root_real, name, name,
-                             format == DATA_NPZ ? npz_suffixes : csv_suffixes, FOUND_FILE,
+            rc = resolve_try(root_real, name, name, resolve_suffixes(format), FOUND_FILE,
                              path1, pathlen, err, errlen);
         if (rc != 0)
             return rc < 0 ? -1 : 0;

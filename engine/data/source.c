@@ -97,20 +97,66 @@ static int source_upload(const spec_data *data, const char *field, const char *n
     return 0;
 }
 
+/* The file(s) a name stands for: an upload or a name under the roots. */
+static int source_paths(const spec_data *data, const char *field, const char *name,
+                        const dataset_roots *roots, char *p1, char *p2, size_t len, char *err,
+                        size_t errlen)
+{
+    char why[1024];
+    p2[0] = 0;
+    if (name && name[0] == '@')
+        return source_upload(data, field, name, p1, p2, len, err, errlen);
+    if (dataset_resolve(data->format, name, roots, p1, p2, len, why, sizeof why) != 0)
+        return io_errf(err, errlen, "%s: %s", field, why);
+    return 0;
+}
+
+/* A whole load of a format read whole, as a count or the pick's records. */
+static int source_whole(dataset *whole, const source_op *op, dataset *out)
+{
+    if (op->count) {
+        *op->count = whole->n;
+        dataset_free(whole);
+        return 0;
+    }
+    *out = *whole;
+    return 0;
+}
+
+/* Text: windows of the file, with the train text's vocabulary. */
+static int source_text(const spec_data *data, const char *field, const char *path,
+                       const spec_shape *input, const dataset_roots *roots, const source_op *op,
+                       dataset *out, char *err, size_t errlen)
+{
+    char t1[PATH_MAX], t2[PATH_MAX];
+    const char *train = path;
+    if (data->tokenizer == TOKENIZER_CHAR && strcmp(field, "data.train") != 0) {
+        if (!data->train)
+            return io_errf(err, errlen, "%s: the char tokenizer's vocabulary comes from "
+                           "data.train, which is not given", field);
+        if (source_paths(data, "data.train", data->train, roots, t1, t2, sizeof t1, err,
+                         errlen) != 0)
+            return -1;
+        train = t1;
+    }
+    dataset whole;
+    if (data_text_load_pick(path, train, data, input, op->count ? NULL : op->pick, &whole,
+                            err, errlen) != 0)
+        return -1;
+    return source_whole(&whole, op, out);
+}
+
 static int source_run(const spec_data *data, const char *field, const char *name,
                       const spec_shape *input, const dataset_roots *roots, const source_op *op,
                       dataset *out, char *err, size_t errlen)
 {
-    char p1[PATH_MAX], p2[PATH_MAX], why[1024];
+    char p1[PATH_MAX], p2[PATH_MAX];
     long features = input ? spec_shape_size(input) : 0;
-    p2[0] = 0;
-    if (name && name[0] == '@') {
-        if (source_upload(data, field, name, p1, p2, sizeof p1, err, errlen) != 0)
-            return -1;
-    } else if (dataset_resolve(data->format, name, roots, p1, p2, sizeof p1, why,
-                               sizeof why) != 0) {
-        return io_errf(err, errlen, "%s: %s", field, why);
-    }
+    if (source_paths(data, field, name, roots, p1, p2, sizeof p1, err, errlen) != 0)
+        return -1;
+    if ((data->format == DATA_CTF || data->format == DATA_TEXT) && !input)
+        return io_errf(err, errlen, "%s: format %s needs model.input", field,
+                       spec_data_format_name(data->format));
     switch (data->format) {
     case DATA_IDX:
         if (op->count)
@@ -130,6 +176,15 @@ static int source_run(const spec_data *data, const char *field, const char *name
             return data_npz_count(p1, field, op->count, err, errlen);
         return data_npz_load_pick(p1, field, data, input, op->pick, out, err,
                                   errlen);
+    case DATA_TEXT:
+        return source_text(data, field, p1, input, roots, op, out, err, errlen);
+    case DATA_CTF: {
+        dataset whole;
+        if (data_ctf_load_pick(p1, data, input, op->count ? NULL : op->pick, &whole, err,
+                               errlen) != 0)
+            return -1;
+        return source_whole(&whole, op, out);
+    }
     default:
         return io_errf(err, errlen, "%s: format %s has no named datasets", field,
                        spec_data_format_name(data->format));
@@ -165,10 +220,11 @@ static int source_fit(dataset *ds, const char *name, const spec_shape *input, ch
 }
 
 int data_source_count(const spec_data *data, const char *field, const char *name,
-                      const dataset_roots *roots, long *n, char *err, size_t errlen)
+                      const spec_shape *input, const dataset_roots *roots, long *n, char *err,
+                      size_t errlen)
 {
     source_op op = {.count = n};
-    return source_run(data, field, name, NULL, roots, &op, NULL, err, errlen);
+    return source_run(data, field, name, input, roots, &op, NULL, err, errlen);
 }
 
 int data_source_load(const spec_data *data, const char *field, const char *name,
@@ -185,3 +241,19 @@ int data_source_load(const spec_data *data, const char *field, const char *name,
     return 0;
 }
 
+
+int dataset_text_vocab(const spec_data *data, const dataset_roots *roots, uint32_t **chars,
+                       int *n, char *err, size_t errlen)
+{
+    char p1[PATH_MAX], p2[PATH_MAX];
+    *chars = NULL;
+    *n = 0;
+    if (data->format != DATA_TEXT || data->tokenizer != TOKENIZER_CHAR)
+        return 0;
+    if (!data->train)
+        return io_errf(err, errlen, "data.train: no training text named");
+    if (source_paths(data, "data.train", data->train, roots, p1, p2, sizeof p1, err,
+                     errlen) != 0)
+        return -1;
+    return data_text_vocab(p1, chars, n, err, errlen);
+}

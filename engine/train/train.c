@@ -154,6 +154,38 @@ static int train_threads(const job_spec *spec, const train_options *opt)
     return spec->resources.threads_per_worker > 0 ? spec->resources.threads_per_worker : 1;
 }
 
+/* vocab.json for a char tokenizer: token id i is the character of code
+ * point code_points[i], so whoever feeds the trained model text maps it
+ * the same way. Nothing for other data. */
+static int train_write_vocab(const train_run *r, char *err, size_t errlen)
+{
+    uint32_t *chars;
+    int n;
+    if (dataset_text_vocab(&r->spec->data, &r->opt->roots, &chars, &n, err, errlen) != 0)
+        return -1;
+    if (!chars)
+        return 0;
+    json_t *cps = json_array();
+    for (int i = 0; cps && i < n; i++)
+        if (json_array_append_new(cps, json_integer(chars[i])) != 0) {
+            json_decref(cps);
+            cps = NULL;
+        }
+    free(chars);
+    json_t *o = cps ? json_pack("{s:s,s:o}", "tokenizer", "char", "code_points", cps) : NULL;
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (!text) {
+        snprintf(err, errlen, "vocab.json: out of memory");
+        return -1;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/vocab.json", r->opt->out_dir);
+    int rc = atomic_write_file(path, text, strlen(text), err, errlen);
+    free(text);
+    return rc;
+}
+
 /* Backend, data, model, optimizer: everything but the run state. */
 static int train_open(train_run *r, char *err, size_t errlen)
 {
@@ -169,7 +201,8 @@ static int train_open(train_run *r, char *err, size_t errlen)
     if (train_make_dir(ckpt_dir, err, errlen) != 0)
         return -1;
     if (dataset_load_all(&spec->data, &spec->input, &r->opt->roots, spec->training.seed,
-                         &r->train, &r->val, &r->test, err, errlen) != 0)
+                         &r->train, &r->val, &r->test, err, errlen) != 0 ||
+        train_write_vocab(r, err, errlen) != 0)
         return -1;
     r->m = model_create(spec, r->be, spec->training.batch_size, err, errlen);
     if (!r->m || model_init_params(r->m, spec->training.seed, err, errlen) != 0)

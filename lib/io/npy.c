@@ -7,6 +7,7 @@
 
 #include <ctype.h>
 #include <limits.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,7 +120,7 @@ static int npy_descr(const char *d, npy_header *h)
     h->kind = d[1];
     h->itemsize = d[2] - '0';
     h->big_endian = d[0] == '>';
-    if ((h->kind == 'f' && h->itemsize < 4) || (h->kind == 'b' && h->itemsize != 1))
+    if ((h->kind == 'f' && h->itemsize < 2) || (h->kind == 'b' && h->itemsize != 1))
         return -1;
     return 0;
 }
@@ -211,6 +212,16 @@ int npy_parse_header(const unsigned char *p, size_t len, npy_header *h, char *er
     return 0;
 }
 
+/* An IEEE 754 binary16 value as float: exact, every half is a float. */
+static float npy_half(uint16_t h)
+{
+    int exp = (h >> 10) & 0x1f;
+    float mag = exp == 0    ? ldexpf((float)(h & 0x3ff), -24)
+              : exp == 0x1f ? ((h & 0x3ff) ? NAN : INFINITY)
+                            : ldexpf((float)((h & 0x3ff) | 0x400), exp - 25);
+    return (h & 0x8000) ? -mag : mag;
+}
+
 /* One element (itemsize bytes, h's dtype and byte order) as float. */
 static float npy_element(const npy_header *h, const unsigned char *p)
 {
@@ -223,6 +234,8 @@ static float npy_element(const npy_header *h, const unsigned char *p)
         memcpy(&f, &w, 4);
         return f;
     }
+    if (h->kind == 'f' && h->itemsize == 2)
+        return npy_half((uint16_t)u);
     if (h->kind == 'f') {
         double d;
         memcpy(&d, &u, 8);

@@ -36,7 +36,7 @@ int npy_parse_header(const unsigned char *p, size_t len, npy_header *h, char *er
                      size_t errlen);
 
 /* n elements of h's dtype and byte order at src, as float32 (integers and
- * booleans exact up to 2^24, float64 rounded). */
+ * booleans exact up to 2^24, float16 exactly, float64 rounded). */
 void npy_to_floats(const npy_header *h, const unsigned char *src, size_t n, float *dst);
 
 /* Parse a whole .npy member (v1, v2 or v3; '<f4' or '>f4', C order) into

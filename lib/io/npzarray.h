@@ -2,7 +2,7 @@
  * ZIP central directory and each member's .npy header are read through a
  * positional reader (a file descriptor or a memory buffer), so a large
  * upload is checked and read in bounded memory, never loaded whole.
- * Any plain number dtype numpy writes ('|u1', '<i8', '<f4', '>f8', '|b1')
+ * Any plain number dtype numpy writes ('|u1', '<i8', '<f2', '<f4', '>f8', '|b1')
  * is described; npz_array_floats converts a range of elements to float32.
  * Members may be STORED (numpy.savez) or DEFLATED (savez_compressed);
  * every offset and length is checked against the file before use. */
@@ -64,7 +64,7 @@ int npz_array_member(const npz_index *ix, const npz_array *a, unsigned char **ou
                      char *err, size_t errlen);
 
 /* Elements [first, first + n) of the array, converted to float32 (integers
- * and booleans exactly up to 2^24, float64 rounded). 0 or -1 with
+ * and booleans exactly up to 2^24, float16 exactly, float64 rounded). 0 or -1 with
  * "member NAME: reason". */
 int npz_array_floats(const npz_index *ix, const npz_array *a, uint64_t first, uint64_t n,
                      float *dst, char *err, size_t errlen);

@@ -400,12 +400,73 @@ static bool parse_augment(const json_t *a, spec_augment *out, spec_error *err)
     return true;
 }
 
+/* A field that only some formats read: refused elsewhere, so that a
+ * misplaced option is never silently ignored. */
+static bool data_only_for(const json_t *d, const char *key, bool allowed, const char *formats,
+                          spec_error *err)
+{
+    if (allowed || !json_object_get(d, key))
+        return true;
+    char p[64];
+    spec_path_key(p, sizeof p, "data", key);
+    return spec_fail(err, p, "only for data.format %s", formats);
+}
+
+/* The sequence fields of data: CTF stream names, the text tokenizer and
+ * window, length bucketing and per-step labels. A text model predicts
+ * the next token at every step, so its labels are per step, and a byte
+ * tokenizer has 256 classes unless num_classes says otherwise. */
+static bool parse_data_sequences(const json_t *d, spec_data *data, spec_error *err)
+{
+    static const char *const tokenizers[] = {"byte", "char"};
+    const char *features = NULL, *labels = NULL;
+    int tokenizer = TOKENIZER_BYTE;
+    long block = data->max_length;
+    bool ctf = data->format == DATA_CTF, text = data->format == DATA_TEXT;
+    data->per_step_labels = text;
+    if (!spec_get_bool(d, "data", "bucket_by_length", &data->bucket_by_length, err) ||
+        !spec_get_bool(d, "data", "per_step_labels", &data->per_step_labels, err) ||
+        !spec_get_string(d, "data", "features", &features, err) ||
+        !spec_get_string(d, "data", "labels", &labels, err) ||
+        !spec_get_enum(d, "data", "tokenizer", tokenizers, 2, "tokenizer", &tokenizer, err) ||
+        !spec_get_int(d, "data", "block_size", 1, data->max_length, &block, err) ||
+        !data_only_for(d, "features", ctf, "ctf", err) ||
+        !data_only_for(d, "labels", ctf, "ctf", err) ||
+        !data_only_for(d, "tokenizer", text, "text", err) ||
+        !data_only_for(d, "block_size", text, "text", err))
+        return false;
+    if (text && !data->per_step_labels)
+        return spec_fail(err, "data.per_step_labels", "a text dataset's targets are the next "
+                                                      "token at every step: it cannot be false");
+    if (features && (!features[0] || strlen(features) > 64 || strpbrk(features, " \t|")))
+        return spec_fail(err, "data.features", "a CTF stream name: 1 to 64 characters, no "
+                                               "space, tab or '|'");
+    if (labels && (!labels[0] || strlen(labels) > 64 || strpbrk(labels, " \t|")))
+        return spec_fail(err, "data.labels", "a CTF stream name: 1 to 64 characters, no "
+                                             "space, tab or '|'");
+    data->ctf_features = strdup(features ? features : "x");
+    data->ctf_labels = strdup(labels ? labels : "y");
+    if (!data->ctf_features || !data->ctf_labels)
+        return spec_fail(err, "data", "out of memory");
+    data->tokenizer = (spec_tokenizer)tokenizer;
+    data->block_size = (int)block;
+    if (text && data->tokenizer == TOKENIZER_BYTE && !json_object_get(d, "num_classes"))
+        data->num_classes = 256;
+    if (text && data->tokenizer == TOKENIZER_CHAR && !json_object_get(d, "num_classes"))
+        return spec_fail(err, "data.num_classes", "missing; a char tokenizer's vocabulary is "
+                                                  "known only when the text is read: give "
+                                                  "the model's outputs, at least the text's "
+                                                  "distinct characters");
+    return true;
+}
+
 static bool parse_data(const json_t *d, job_spec *spec, spec_error *err)
 {
     static const char *const keys[] = {
         "format", "train", "test", "validation", "validation_split", "scaling", "shuffle",
         "train_samples", "test_samples", "num_classes", "label_column", "header",
-        "synthetic_train", "synthetic_test", "augment", "max_length", NULL};
+        "synthetic_train", "synthetic_test", "augment", "max_length", "bucket_by_length",
+        "per_step_labels", "features", "labels", "tokenizer", "block_size", NULL};
     spec_data *data = &spec->data;
     data->format = DATA_IDX;
     data->scaling = SCALE_UNIT;
@@ -424,7 +485,7 @@ static bool parse_data(const json_t *d, job_spec *spec, spec_error *err)
         return false;
     int fmt = DATA_IDX, scaling = SCALE_UNIT;
     long classes = 10, label_column = 0, max_length = 256;
-    if (!spec_get_enum(d, "data", "format", spec_data_format_names, 5, "data format", &fmt,
+    if (!spec_get_enum(d, "data", "format", spec_data_format_names, 7, "data format", &fmt,
                        err) ||
         !parse_dataset_name(d, "data", "train", &data->train, err) ||
         !parse_dataset_name(d, "data", "test", &data->test, err) ||
@@ -448,6 +509,8 @@ static bool parse_data(const json_t *d, job_spec *spec, spec_error *err)
     data->scaling = (spec_scaling)scaling;
     data->num_classes = (int)classes;
     data->label_column = (int)label_column;
+    if (!parse_data_sequences(d, data, err))
+        return false;
     if (data->format != DATA_SYNTHETIC && !data->train && spec->task != TASK_PREDICT)
         return spec_fail(err, "data.train", "missing; name the training set (e.g. "
                                             "\"fashion-mnist/train\")");
@@ -969,6 +1032,56 @@ static bool check_augment(const job_spec *spec, spec_error *err)
     return true;
 }
 
+/* Sequence data against the model input, which is parsed after data:
+ * sequences are not scaled (a token id divided by the largest one would
+ * no longer name its token, and zero padding must stay zero), so scaling
+ * defaults to none for them and unit or standard are refused; CTF and
+ * text hold sequences, and text token ids. */
+static bool check_sequence_data(const json_t *d, job_spec *spec, spec_error *err)
+{
+    spec_data *data = &spec->data;
+    bool seq = spec->input.rank == 2;
+    data->input_tokens = spec->input_tokens;
+    if (!seq && (data->format == DATA_CTF || data->format == DATA_TEXT))
+        return spec_fail(err, "model.input", "data.format %s holds sequences: give "
+                                             "{\"tokens\": vocabulary_size} or "
+                                             "{\"sequence\": [features]}",
+                         spec_data_format_name(data->format));
+    if (data->format == DATA_TEXT && spec->input_tokens == 0)
+        return spec_fail(err, "model.input", "data.format text holds token ids: give "
+                                             "{\"tokens\": vocabulary_size}");
+    if (data->format == DATA_TEXT && data->tokenizer == TOKENIZER_BYTE &&
+        spec->input_tokens < 256)
+        return spec_fail(err, "model.input.tokens", "%d is fewer than the byte tokenizer's "
+                                                    "256 ids", spec->input_tokens);
+    if (!seq) {
+        if (data->per_step_labels)
+            return spec_fail(err, "data.per_step_labels", "per-step labels need a sequence "
+                                                          "input (model.input {\"tokens\": V} "
+                                                          "or {\"sequence\": [F]})");
+        return true;
+    }
+    if (data->per_step_labels && data->format != DATA_NPZ && data->format != DATA_CTF &&
+        data->format != DATA_TEXT)
+        return spec_fail(err, "data.per_step_labels", "data.format %s has one label a sample; "
+                                                      "per-step labels come from npz, ctf or "
+                                                      "text", spec_data_format_name(data->format));
+    /* Synthetic inputs are byte values: as token ids they need V >= 256. */
+    if (data->format == DATA_SYNTHETIC && spec->input_tokens > 0 && spec->input_tokens < 256)
+        return spec_fail(err, "model.input.tokens", "synthetic data draws ids 0..255: %d "
+                                                    "tokens are too few", spec->input_tokens);
+    if (!json_object_get(d, "scaling")) {
+        data->scaling = SCALE_NONE;
+        return true;
+    }
+    if (data->scaling != SCALE_NONE)
+        return spec_fail(err, "data.scaling", "\"%s\" does not apply to sequences (token ids "
+                                              "and zero padding must keep their values); "
+                                              "use \"none\" or leave it out",
+                         spec_scaling_names[data->scaling]);
+    return true;
+}
+
 /* The last layer must produce one value per class for every loss we
  * have: the targets are one-hot labels (or, for a regression, one value
  * per target). */
@@ -977,14 +1090,21 @@ static bool check_output(const job_spec *spec, spec_error *err)
     const spec_layer *last = &spec->layers[spec->n_layers - 1];
     char p[160];
     spec_path_index(p, sizeof p, "model.layers", (size_t)spec->n_layers - 1);
-    if (last->out_shape.rank != 1)
+    /* Per-step labels: one value per class at every step, {T, classes}. */
+    bool per_step = spec->data.per_step_labels;
+    if (per_step && last->out_shape.rank != 2)
+        return spec_fail(err, p, "data.per_step_labels needs an output at every step "
+                                 "({steps, classes}: a dense layer on a sequence), got %s",
+                         last->out_shape.rank == 1 ? "a flat output" : "an image");
+    if (last->out_shape.rank != 1 && !per_step)
         return spec_fail(err, p, "the model's output must be flat (one value per class), got "
                                  "%dx%dx%d; end with flatten and dense",
                          last->out_shape.dim[0], last->out_shape.dim[1],
                          last->out_shape.dim[2]);
-    if (last->out_shape.dim[0] != spec->data.num_classes)
-        return spec_fail(err, p, "the model outputs %d values but data.num_classes is %d",
-                         last->out_shape.dim[0], spec->data.num_classes);
+    int outputs = last->out_shape.dim[per_step ? 1 : 0];
+    if (outputs != spec->data.num_classes)
+        return spec_fail(err, p, "the model outputs %d values%s but data.num_classes is %d",
+                         outputs, per_step ? " per step" : "", spec->data.num_classes);
     if (spec->data.num_classes < 2 && spec->training.loss != LOSS_MSE)
         return spec_fail(err, "data.num_classes", "1 output is a regression: it needs "
                                                   "training.loss \"mse\" (and float targets)");
@@ -1062,7 +1182,8 @@ job_spec *spec_parse_json(const json_t *root, spec_error *err)
                                      "\"resnet20_cifar10\", ...: docs/job-spec.md lists them) or "
                                      "give {\"input\": [...], \"layers\": [...]}");
     ok = ok && spec_parse_model(field(root, "model"), spec, err) &&
-         spec_infer_shapes(spec, err) && check_output(spec, err) && check_augment(spec, err);
+         spec_infer_shapes(spec, err) && check_sequence_data(field(root, "data"), spec, err) &&
+         check_output(spec, err) && check_augment(spec, err);
     if (ok) {
         spec->name = strdup(name);
         if (!spec->name)
@@ -1122,6 +1243,8 @@ void spec_free(job_spec *spec)
     free(spec->data.train);
     free(spec->data.test);
     free(spec->data.validation);
+    free(spec->data.ctf_features);
+    free(spec->data.ctf_labels);
     free(spec->training.init_from_job);
     free(spec->training.init_from_file);
     free(spec);

@@ -175,6 +175,9 @@ typedef struct spec_data {
     /* Set from training.loss == mse: float y in an npz file are regression
      * targets (num_classes of them per record), not class ids. */
     bool float_targets;
+    /* Set from model.input {"tokens": V}: V, so that the loaders check
+     * every token id against it; 0 for float inputs. */
+    int input_tokens;
     spec_augment augment;    /* data.augment; all zero = none */
     /* Sequences. */
     int max_length;          /* steps of a sequence input (longer ones are cut);

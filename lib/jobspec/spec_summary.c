@@ -239,6 +239,15 @@ static json_t *data_json(const spec_data *d)
     set_name(o, "train", d->train);
     set_name(o, "test", d->test);
     set_name(o, "validation", d->validation);
+    if (d->format == DATA_CTF) {
+        json_object_set_new(o, "features", json_string(d->ctf_features));
+        json_object_set_new(o, "labels", json_string(d->ctf_labels));
+    }
+    if (d->format == DATA_TEXT) {
+        json_object_set_new(o, "tokenizer",
+                            json_string(d->tokenizer == TOKENIZER_CHAR ? "char" : "byte"));
+        json_object_set_new(o, "block_size", json_integer(d->block_size));
+    }
     if (d->format == DATA_SYNTHETIC) {
         json_object_set_new(o, "synthetic_train", json_integer(d->synthetic_train));
         json_object_set_new(o, "synthetic_test", json_integer(d->synthetic_test));
@@ -339,8 +348,11 @@ json_t *spec_to_json(const job_spec *spec)
                      (json_int_t)r->time_limit_s, "priority", r->priority);
     if (o && spec->task == TASK_PREDICT)
         json_object_set_new(o, "task", json_string("predict"));
-    if (o && spec->input.rank == 2)
-        json_object_set_new(json_object_get(o, "data"), "max_length",
-                            json_integer(spec->data.max_length));
+    if (o && spec->input.rank == 2) {
+        json_t *data = json_object_get(o, "data");
+        json_object_set_new(data, "max_length", json_integer(spec->data.max_length));
+        json_object_set_new(data, "bucket_by_length", json_boolean(spec->data.bucket_by_length));
+        json_object_set_new(data, "per_step_labels", json_boolean(spec->data.per_step_labels));
+    }
     return o;
 }

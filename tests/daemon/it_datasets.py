@@ -137,6 +137,14 @@ def broken(d):
     check("empty" in e["error"], e)
     e = expect_error(put(d, "alice", "csvbad", b"1,2,3\n4,5\n"), 400, "ragged csv")
     check(e["error"] == "csv: line 2: 2 fields, expected 3", e)
+    e = expect_error(put(d, "alice", "ctfbad", b"0 |x 1:1 |y 1 0\n0 x 2:1\n"), 400, "bad ctf")
+    check(e["error"] == "ctf: line 2: expected [SEQID] |name values ...", e)
+    e = expect_error(put(d, "alice", "txtbad", b"ab cd\nef gh\n\xff\n"), 400, "bad utf-8")
+    check(e["error"] == "text: line 3: invalid UTF-8 (byte 0xff)", e)
+    e = expect_error(put(d, "alice", "lenbad", npz_bytes(x=np.ones((3, 5), np.int8),
+                                                         y=np.zeros(3), len=np.ones(2))),
+                     400, "npz len")
+    check(e["error"] == "npz: len must be [N] with x's 3 rows", e)
     idx = struct.pack(">IIII", 0x803, 10, 4, 4) + bytes(16 * 9)
     e = expect_error(put(d, "alice", "idxcut", idx), 400, "truncated IDX")
     check(e["error"] == "idx: truncated after 9 of 10 records", e)
@@ -175,6 +183,15 @@ def formats(d):
         "w.safetensors": (safet, "safetensors", None, {"w": [2, 2]}),
         "w.npz": (npz_bytes(dense_kernel=np.zeros((3, 2), np.float32)), "npz", None,
                   {"dense_kernel": [3, 2]}),
+        # Sequences (issue 28): token ids of any integer width, float16
+        # labels, lengths; the CNTK notebook's CTF; a UTF-8 corpus.
+        "tok.npz": (npz_bytes(x=np.ones((4, 7), np.int16), y=np.zeros(4, np.float16),
+                              len=np.full(4, 7, np.uint8)), "npz", 4,
+                    {"x": [4, 7], "y": [4], "len": [4]}),
+        "nb.ctf": (b"0 |x 560:1 |y 1 0\n0 |x 0:1\n\n1 |x 3:1 |y 0 1\n", "ctf", 2,
+                   {"sequences": 2, "lines": 4}),
+        "corpus.txt": ("h\u00e9llo w\u00f6rld\nabc\n".encode(), "text", None, {"chars": 16}),
+        "corpusgz": (gzip.compress(b"one two\nthree\n"), "text", None, {"chars": 14}),
     }
     for name, (blob, fmt, records, shapes) in want.items():
         r = put(d, "bob", name, blob)

@@ -732,6 +732,99 @@ static void test_summary(void **state)
     spec_free(s);
 }
 
+/* A token model for the sequence data tests: tokens -> flatten -> dense. */
+#define SEQ_MODEL(tokens, classes)                                                         \
+    "\"model\":{\"input\":{\"tokens\":" #tokens "},\"layers\":[{\"type\":\"flatten\"},"   \
+    "{\"type\":\"dense\",\"units\":" #classes ",\"activation\":\"softmax\"}]}"
+
+static void expect_data_error(const char *json, const char *path, const char *part)
+{
+    spec_error err;
+    char msg[600];
+    memset(&err, 0, sizeof err);
+    job_spec *s = parse(json, &err);
+    if (s)
+        fail_msg("accepted: %s", json);
+    spec_error_str(&err, msg, sizeof msg);
+    if (strcmp(err.path, path) != 0 || !strstr(err.message, part))
+        fail_msg("%s: got \"%s\" (path \"%s\")", json, msg, err.path);
+}
+
+/* The sequence fields of data: defaults, round trip, and each refusal
+ * naming its field. */
+static void test_sequence_data(void **state)
+{
+    (void)state;
+    spec_error err;
+    char msg[600];
+    job_spec *s = parse("{" SEQ_MODEL(100, 3) ",\"data\":{\"format\":\"ctf\",\"train\":\"t\","
+                        "\"num_classes\":3,\"max_length\":20,\"features\":\"w\"}}", &err);
+    if (!s)
+        fail_msg("%s", spec_error_str(&err, msg, sizeof msg));
+    assert_int_equal(s->data.format, DATA_CTF);
+    assert_string_equal(s->data.ctf_features, "w");
+    assert_string_equal(s->data.ctf_labels, "y");
+    assert_int_equal(s->data.scaling, SCALE_NONE);
+    assert_true(s->data.bucket_by_length);
+    assert_false(s->data.per_step_labels);
+    assert_int_equal(s->data.input_tokens, 100);
+    assert_int_equal(s->data.block_size, 20);
+    assert_roundtrip(s, "ctf");
+    spec_free(s);
+    s = parse("{" SEQ_MODEL(100, 3) ",\"data\":{\"format\":\"npz\",\"train\":\"t\","
+              "\"num_classes\":3,\"bucket_by_length\":false,\"scaling\":\"none\"}}", &err);
+    assert_non_null(s);
+    assert_false(s->data.bucket_by_length);
+    assert_roundtrip(s, "npz sequences");
+    spec_free(s);
+    /* A text model's output is per step: until the model has one, a flat
+     * output is refused with the reason. */
+    expect_data_error("{" SEQ_MODEL(256, 256) ",\"data\":{\"format\":\"text\",\"train\":\"t\"}}",
+                      "model.layers[1]", "needs an output at every step");
+    static const struct {
+        const char *data, *path, *expect;
+    } bad[] = {
+        {"\"format\":\"npz\",\"scaling\":\"unit\"", "data.scaling", "does not apply to sequences"},
+        {"\"format\":\"npz\",\"scaling\":\"standard\"", "data.scaling", "\"standard\""},
+        {"\"format\":\"ctf\",\"features\":\"a b\"", "data.features", "CTF stream name"},
+        {"\"format\":\"ctf\",\"labels\":\"\"", "data.labels", "empty"},
+        {"\"format\":\"ctf\",\"labels\":3", "data.labels", ""},
+        {"\"format\":\"npz\",\"features\":\"x\"", "data.features", "only for data.format ctf"},
+        {"\"format\":\"npz\",\"tokenizer\":\"byte\"", "data.tokenizer", "only for data.format"},
+        {"\"format\":\"text\",\"tokenizer\":\"word\"", "data.tokenizer", "word"},
+        {"\"format\":\"text\",\"block_size\":0", "data.block_size", ""},
+        {"\"format\":\"text\",\"max_length\":8,\"block_size\":9", "data.block_size", ""},
+        {"\"format\":\"text\",\"per_step_labels\":false", "data.per_step_labels", "cannot be"},
+        {"\"format\":\"npz\",\"per_step_labels\":1", "data.per_step_labels", ""},
+        {"\"format\":\"npz\",\"bucket_by_length\":\"yes\"", "data.bucket_by_length", ""},
+        {"\"format\":\"npz\",\"per_step_labels\":true", "model.layers[1]", "every step"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char json[512];
+        snprintf(json, sizeof json, "{" SEQ_MODEL(300, 3) ",\"data\":{\"train\":\"t\","
+                 "\"num_classes\":3,%s}}", bad[i].data);
+        expect_data_error(json, bad[i].path, bad[i].expect);
+    }
+    expect_data_error("{" SEQ_MODEL(300, 3) ",\"data\":{\"format\":\"text\",\"train\":"
+                      "\"t\",\"tokenizer\":\"char\"}}", "data.num_classes", "char tokenizer");
+    expect_data_error("{" SEQ_MODEL(300, 3) ",\"data\":{\"format\":\"csv\",\"train\":"
+                      "\"t\",\"num_classes\":3,\"per_step_labels\":true}}",
+                      "data.per_step_labels", "one label a sample");
+    expect_data_error("{" SEQ_MODEL(100, 3) ",\"data\":{\"format\":\"synthetic\","
+                      "\"num_classes\":3}}", "model.input.tokens", "ids 0..255");
+    /* CTF and text need a sequence input; text token ids. */
+    expect_data_error("{\"model\":{\"input\":[4],\"layers\":[{\"type\":\"dense\",\"units\":"
+                      "10}]},\"data\":{\"format\":\"ctf\",\"train\":\"t\"}}",
+                      "model.input", "holds sequences");
+    expect_data_error("{\"model\":{\"input\":{\"sequence\":[4]},\"layers\":[{\"type\":"
+                      "\"flatten\"},{\"type\":\"dense\",\"units\":256}]},\"data\":{\"format\":"
+                      "\"text\",\"train\":\"t\"}}", "model.input", "token ids");
+    expect_data_error("{" SEQ_MODEL(100, 256) ",\"data\":{\"format\":\"text\",\"train\":\"t\"}}",
+                      "model.input.tokens", "256 ids");
+    expect_data_error("{\"model\":\"mlp\",\"data\":{\"train\":\"t\",\"per_step_labels\":true}}",
+                      "data.per_step_labels", "sequence input");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -747,6 +840,7 @@ int main(void)
         cmocka_unit_test(test_name_aliases),
         cmocka_unit_test(test_pydtnn_options),
         cmocka_unit_test(test_augment),
+        cmocka_unit_test(test_sequence_data),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
