@@ -109,7 +109,9 @@ typedef struct batch_metrics {
  *        (input row, recurrent row); else hh = tanh(x W_h + b_h + (r h') R_h),
  *        bias (3U); h = z h' + (1 - z) hh
  * A sample of length L runs steps 0..L-1 (L-1 down to 0 with go_backwards),
- * from a zero state; its padding is never read. */
+ * from a zero state; no result depends on its padding steps of x or dy,
+ * though x's padding may enter products with zero (the CPU's projection
+ * GEMMs cover all steps), so it must be finite, as the model keeps it. */
 typedef enum rnn_mode { RNN_LSTM, RNN_GRU } rnn_mode;
 
 typedef struct rnn_desc {

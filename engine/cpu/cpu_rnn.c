@@ -5,6 +5,9 @@
  * - The input projection x W of every step of every sample is one GEMM
  *   (batch * T rows) before the recurrence; in backward the kernel gradient
  *   and dx are one GEMM each after it. Only h R must run step by step.
+ *   Padding rows ride along: their projections are never used and their
+ *   gradient rows are zero, so x's padding adds nothing to dw (it is zero,
+ *   or at least finite, by the layers' contract) and dx gets exact zeros.
  * - Samples are ordered by length, longest first (as PyTorch's packed
  *   sequences), so the samples still running at step s are a prefix of
  *   that order: the per-step GEMM covers exactly them, and padding steps
@@ -73,17 +76,10 @@ static int rnn_plan_fill(const rnn_desc *d, int batch, const int32_t *lengths)
     return p->len[p->order[0]];
 }
 
-/* Aux layout for `batch` samples: H (T+1, batch, U), C likewise (lstm),
+/* Aux layout for `batch` samples: H (T+1, batch, U) first, C likewise (lstm),
  * A (T, batch, 4U): per step the activated gates (lstm i f g o; gru z r hh
  * and, in the 4th block, h'R_h + rb_h or r*h'), overwritten by backward
  * with the pre-activation gradients the recurrent GEMMs need. */
-static float *rnn_aux_h(const rnn_desc *d, int batch, float *aux)
-{
-    (void)d;
-    (void)batch;
-    return aux;
-}
-
 static float *rnn_aux_c(const rnn_desc *d, int batch, float *aux)
 {
     return aux + (long)(d->steps + 1) * batch * d->units;
@@ -364,7 +360,7 @@ void cpu_rnn_forward(backend *be, const rnn_desc *d, int batch, const int32_t *l
     const rnn_plan *p = d->impl;
     int T = d->steps, F = d->in, U = d->units, G = rnn_gates(d);
     int steps = rnn_plan_fill(d, batch, lengths);
-    float *h = rnn_aux_h(d, batch, aux), *c = rnn_aux_c(d, batch, aux);
+    float *h = aux, *c = rnn_aux_c(d, batch, aux);
     float *a = rnn_aux_a(d, batch, aux);
     float *pre = workspace;
     long rows = (long)batch * U;
@@ -582,7 +578,7 @@ void cpu_rnn_backward(backend *be, const rnn_desc *d, int batch, const int32_t *
     const rnn_plan *p = d->impl;
     int T = d->steps, F = d->in, U = d->units, G = rnn_gates(d);
     int steps = rnn_plan_fill(d, batch, lengths);
-    float *h = rnn_aux_h(d, batch, aux), *c = rnn_aux_c(d, batch, aux);
+    float *h = aux, *c = rnn_aux_c(d, batch, aux);
     float *a = rnn_aux_a(d, batch, aux);
     long rows = (long)batch * U;
     float *dpre = workspace, *dh = dpre + (long)batch * T * G, *dc = dh + rows;
