@@ -112,8 +112,8 @@ long cpu_rnn_prepare(backend *be, rnn_desc *d)
     d->impl = p;
     int blocks = d->mode == RNN_LSTM ? 2 : 1;
     d->aux_floats = blocks * (T + 1) * B * U + T * B * 4 * U;
-    /* The projections (or their gradients), then dh, dc and a spare row
-     * block for backward. */
+    /* The projections (backward: their gradients), then backward's dh and
+     * dc carries and gru's d(r h'). */
     return B * T * rnn_gates(d) + 3 * B * U;
 }
 
