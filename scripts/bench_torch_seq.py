@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """bench_torch_seq.py NPZ MODEL [--epochs N] [--threads N] [--seed N] [--emb N]
-[--units N] [--filters N]: the PyTorch side of the
+[--units N] [--filters N] [--lr X]: the PyTorch side of the
 sequence-model comparison (scripts/bench-engine --models langid_lstm,...;
 docs/performance.md). PyTorch is a benchmark reference only, never a
 dependency of Punchcard.
@@ -16,7 +16,7 @@ writes it, the model punch-train trains from the same spec:
 
 (defaults emb 32, units 128, filters 64, 4 epochs, 2 threads, seed 1).
 
-Batch 32, Adam (lr 1e-3, Keras's epsilon 1e-7), samples in a seeded shuffled
+Batch 32, Adam (lr 1e-3 unless --lr, Keras's epsilon 1e-7), samples in a seeded shuffled
 order, the recurrent layers on packed sequences (nn.utils.rnn, lengths from
 the padding) so padding costs nothing, as in punch-train. Prints one JSON
 object: train samples/s (the step loop: batch gather, forward, loss,
@@ -77,6 +77,7 @@ def main():
     for name, default in (("epochs", 4), ("threads", 2), ("seed", 1), ("emb", 32),
                           ("units", 128), ("filters", 64), ("batch", 32)):
         ap.add_argument("--" + name, type=int, default=default)
+    ap.add_argument("--lr", type=float, default=1e-3)
     a = ap.parse_args()
     path, kind, epochs, threads, seed = a.npz, a.model, a.epochs, a.threads, a.seed
     torch.manual_seed(seed)
@@ -90,7 +91,7 @@ def main():
     ls = torch.from_numpy(lengths_of(d["x_test"]))
     classes = int(max(yt.max(), ys.max())) + 1
     model = Model(kind, classes, a.emb, a.units, a.filters)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-7)
+    opt = torch.optim.Adam(model.parameters(), lr=a.lr, eps=1e-7)
     loss_fn = nn.CrossEntropyLoss()
     gen = torch.Generator().manual_seed(seed)
     n, batch, seconds, losses = xt.shape[0], a.batch, 0.0, []
@@ -118,7 +119,7 @@ def main():
                       "train_samples_per_s": round(n * epochs / seconds, 1),
                       "test_accuracy": round(correct / xs.shape[0], 4),
                       "losses": [round(v, 4) for v in losses], "threads": threads,
-                      "emb": a.emb, "units": a.units, "epochs": epochs}))
+                      "emb": a.emb, "units": a.units, "epochs": epochs, "lr": a.lr}))
 
 
 if __name__ == "__main__":

@@ -100,6 +100,40 @@ typedef struct batch_metrics {
     double abs_err;         /* sum of |y - t| over all outputs */
 } batch_metrics;
 
+/* A recurrent layer run over whole sequences in one call (as cuDNN's RNN
+ * API), Keras's equations and gate order:
+ *   lstm (G = 4U; i, f, c, o): z = x W + h R + b; i, f, o = sigmoid, g = tanh;
+ *        c = f c' + i g; h = o tanh(c)
+ *   gru  (G = 3U; z, r, h): z, r = sigmoid(x W + h' R + b (+ recurrent bias));
+ *        reset_after: hh = tanh(x W_h + b_h + r * (h' R_h + rb_h)), bias (2, 3U)
+ *        (input row, recurrent row); else hh = tanh(x W_h + b_h + (r h') R_h),
+ *        bias (3U); h = z h' + (1 - z) hh
+ * A sample of length L runs steps 0..L-1 (L-1 down to 0 with go_backwards),
+ * from a zero state; no result depends on its padding steps of x or dy,
+ * though x's padding may enter products with zero (the CPU's projection
+ * GEMMs cover all steps), so it must be finite, as the model keeps it. */
+typedef enum rnn_mode { RNN_LSTM, RNN_GRU } rnn_mode;
+
+typedef struct rnn_desc {
+    rnn_mode mode;
+    int max_batch;
+    int steps;              /* T: time steps of x (and of y with return_sequences) */
+    int in;                 /* F: features per step */
+    int units;              /* U */
+    bool go_backwards;
+    bool reset_after;       /* gru */
+    /* true: y holds the output of every step, (batch, T, ldy) with the
+     * output of processing step s at row s (zeros at rows >= L); false: y
+     * is (batch, ldy), the state after the last processed step. */
+    bool return_sequences;
+    /* go_backwards with return_sequences: write the output of processing
+     * step s at row L-1-s, the input step it read (time order, as
+     * Bidirectional reverses its backward half). */
+    bool time_order;
+    long aux_floats;        /* set by prepare: what forward saves for backward */
+    void *impl;             /* backend-private */
+} rnn_desc;
+
 typedef struct backend backend;
 
 struct backend {
@@ -386,6 +420,47 @@ struct backend {
                                   float *db,        /* (out) or NULL */
                                   void (*update)(void *ctx, long begin, long end),
                                   void *ctx);
+
+    /* ---- recurrent layers (optional) -------------------------------- */
+    /* NULL when the backend has none (CUDA for now); the layers' setup
+     * then fails. G = 4U (lstm) or 3U (gru); see rnn_desc. lengths are
+     * host int32, each in [1, T], NULL when every sample is T long. */
+
+    /* Called once per layer at model build: sets desc->aux_floats (per
+     * call, for max_batch) and returns the workspace floats; -1 on
+     * failure. */
+    long (*rnn_prepare)(backend *be, rnn_desc *desc);
+    void (*rnn_release)(backend *be, rnn_desc *desc);
+    /* y rows are ldy floats apart (>= U), so two directions can write
+     * halves of one concatenated output. */
+    void (*rnn_forward)(backend *be, const rnn_desc *d, int batch, const int32_t *lengths,
+                        const float *x,    /* (batch, T, F) */
+                        const float *w,    /* (F, G) kernel */
+                        const float *r,    /* (U, G) recurrent kernel */
+                        const float *bias, /* (G), or (2, G) for gru reset_after */
+                        float *y, int ldy, /* (batch, T, ldy) or (batch, ldy) */
+                        float *aux,        /* (aux_floats) out, for backward */
+                        float *workspace);
+    /* From dy (read at real steps only; rows as y): dw, dr, dbias
+     * overwritten, dx (+)= (zeros at padding steps). Uses the aux of the
+     * forward call just before, with the same batch and lengths, and
+     * overwrites it. */
+    void (*rnn_backward)(backend *be, const rnn_desc *d, int batch, const int32_t *lengths,
+                         const float *x,    /* (batch, T, F) */
+                         const float *w,    /* (F, G) */
+                         const float *r,    /* (U, G) */
+                         const float *dy, int ldy, /* as y */
+                         float *dx,         /* (batch, T, F) or NULL */
+                         bool accumulate,
+                         float *dw,         /* (F, G) */
+                         float *dr,         /* (U, G) */
+                         float *dbias,      /* as bias */
+                         float *aux,        /* (aux_floats) */
+                         float *workspace);
+    /* y (+)= a * b element-wise (bidirectional's "mul" merge and its
+     * gradient). */
+    void (*mul)(backend *be, long n, const float *a, const float *b, float *y,
+                bool accumulate);
 };
 
 /* Create the CPU backend with `threads` worker threads (the calling thread

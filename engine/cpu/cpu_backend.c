@@ -902,6 +902,11 @@ backend *backend_cpu_create(int threads, char *err, size_t errlen)
         .metrics = cpu_metrics,
         .relu_maxpool_forward = cpu_relu_maxpool_forward,
         .relu_maxpool_backward = cpu_relu_maxpool_backward,
+        .rnn_prepare = cpu_rnn_prepare,
+        .rnn_release = cpu_rnn_release,
+        .rnn_forward = cpu_rnn_forward,
+        .rnn_backward = cpu_rnn_backward,
+        .mul = cpu_mul,
     };
     return be;
 }

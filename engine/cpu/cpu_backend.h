@@ -17,6 +17,17 @@
 #define CPU_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define CPU_SIMD_CLONES
+long cpu_rnn_prepare(backend *be, rnn_desc *d);
+void cpu_rnn_release(backend *be, rnn_desc *d);
+void cpu_rnn_forward(backend *be, const rnn_desc *d, int batch, const int32_t *lengths,
+                     const float *x, const float *w, const float *r, const float *bias,
+                     float *y, int ldy, float *aux, float *workspace);
+void cpu_rnn_backward(backend *be, const rnn_desc *d, int batch, const int32_t *lengths,
+                      const float *x, const float *w, const float *r, const float *dy,
+                      int ldy, float *dx, bool accumulate, float *dw, float *dr,
+                      float *dbias, float *aux, float *workspace);
+void cpu_mul(backend *be, long n, const float *a, const float *b, float *y, bool accumulate);
+
 #endif
 
 typedef struct cpu_backend {
@@ -92,5 +103,16 @@ void cpu_batchnorm_backward(backend *be, const batchnorm_desc *d, int batch,
                             const float *save_mean, const float *save_invstd,
                             float *dx, bool accumulate, float *dgamma, float *dbeta,
                             float *workspace);
+
+long cpu_rnn_prepare(backend *be, rnn_desc *d);
+void cpu_rnn_release(backend *be, rnn_desc *d);
+void cpu_rnn_forward(backend *be, const rnn_desc *d, int batch, const int32_t *lengths,
+                     const float *x, const float *w, const float *r, const float *bias,
+                     float *y, int ldy, float *aux, float *workspace);
+void cpu_rnn_backward(backend *be, const rnn_desc *d, int batch, const int32_t *lengths,
+                      const float *x, const float *w, const float *r, const float *dy,
+                      int ldy, float *dx, bool accumulate, float *dw, float *dr,
+                      float *dbias, float *aux, float *workspace);
+void cpu_mul(backend *be, long n, const float *a, const float *b, float *y, bool accumulate);
 
 #endif

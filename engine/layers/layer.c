@@ -29,10 +29,13 @@ const layer_ops *layer_ops_for(spec_layer_type type)
         return &layer_add_ops;
     case LAYER_CONCAT:
         return &layer_concat_ops;
-    case LAYER_EMBEDDING:
     case LAYER_LSTM:
+        return &layer_lstm_ops;
     case LAYER_GRU:
+        return &layer_gru_ops;
     case LAYER_BIDIRECTIONAL:
+        return &layer_bidirectional_ops;
+    case LAYER_EMBEDDING:
     case LAYER_CONV1D:
     case LAYER_MAXPOOL1D:
     case LAYER_AVGPOOL1D:

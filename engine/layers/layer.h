@@ -95,6 +95,7 @@ struct layer {
         conv2d_desc conv;
         pool2d_desc pool;
         batchnorm_desc bn;
+        rnn_desc rnn[2];   /* lstm, gru: [0]; bidirectional: forward, backward */
     } desc;
 };
 
@@ -112,6 +113,9 @@ extern const layer_ops layer_batchnorm_ops;
 extern const layer_ops layer_activation_ops;
 extern const layer_ops layer_add_ops;
 extern const layer_ops layer_concat_ops;
+extern const layer_ops layer_lstm_ops;           /* rnn.c */
+extern const layer_ops layer_gru_ops;            /* rnn.c */
+extern const layer_ops layer_bidirectional_ops;  /* bidirectional.c */
 
 /* Shared helpers. */
 

@@ -130,7 +130,15 @@ static const char *const *layer_keys(spec_layer_type t)
     static const char *const dropout[] = {"type", "inputs", "rate", NULL};
     static const char *const bn[] = {"type", "inputs", "momentum", "epsilon", NULL};
     static const char *const plain[] = {"type", "inputs", NULL};
+    static const char *const lstm[] = {"type", "inputs", "units", "return_sequences",
+                                       "go_backwards", NULL};
+    static const char *const gru[] = {"type", "inputs", "units", "return_sequences",
+                                      "go_backwards", "reset_after", NULL};
+    static const char *const bidirectional[] = {"type", "inputs", "layer", "merge_mode", NULL};
     switch (t) {
+    case LAYER_LSTM: return lstm;
+    case LAYER_GRU: return gru;
+    case LAYER_BIDIRECTIONAL: return bidirectional;
     case LAYER_DENSE: return dense;
     case LAYER_CONV2D: return conv;
     case LAYER_MAXPOOL2D:
@@ -150,6 +158,68 @@ static bool require(const json_t *l, const char *path, const char *key, const ch
     char p[160];
     spec_path_key(p, sizeof p, path, key);
     return spec_fail(err, p, "missing; %s", example);
+}
+
+/* lstm and gru (also the inner layer of a bidirectional, without
+ * go_backwards there: the wrapper decides the directions). Keras's defaults:
+ * return_sequences false, go_backwards false, reset_after true. */
+static bool parse_rnn_fields(const json_t *l, const char *path, spec_layer *layer,
+                             spec_error *err)
+{
+    long units = 0;
+    layer->reset_after = true;
+    const char *what = layer->type == LAYER_LSTM ? "lstm needs \"units\" (e.g. 128)"
+                                                 : "gru needs \"units\" (e.g. 128)";
+    if (!require(l, path, "units", what, err) ||
+        !spec_get_int(l, path, "units", 1, 1 << 16, &units, err) ||
+        !spec_get_bool(l, path, "return_sequences", &layer->return_sequences, err) ||
+        !spec_get_bool(l, path, "go_backwards", &layer->go_backwards, err) ||
+        !spec_get_bool(l, path, "reset_after", &layer->reset_after, err))
+        return false;
+    layer->units = (int)units;
+    return true;
+}
+
+/* bidirectional: "layer" is {"type": "lstm"|"gru", "units", "return_sequences",
+ * "reset_after"}, copied into this layer's fields with rnn = its type. */
+static bool parse_bidirectional_fields(const json_t *l, const char *path, spec_layer *layer,
+                                       spec_error *err)
+{
+    static const char *const merge_names[] = {"concat", "sum", "ave", "mul"};
+    static const char *const inner_keys[] = {"type", "units", "return_sequences",
+                                             "reset_after", NULL};
+    static const char *const rnn_names[] = {"lstm", "gru"};
+    char p[160];
+    spec_path_key(p, sizeof p, path, "layer");
+    const json_t *inner = json_object_get(l, "layer");
+    if (!inner || json_is_null(inner))
+        return spec_fail(err, p, "missing; bidirectional needs \"layer\": {\"type\": "
+                                 "\"lstm\", \"units\": 64} (an lstm or a gru)");
+    if (!json_is_object(inner))
+        return spec_fail(err, p, "expected {\"type\": \"lstm\" or \"gru\", \"units\": ...}");
+    int rnn = 0, merge = MERGE_CONCAT;
+    char pt[160];
+    spec_path_key(pt, sizeof pt, p, "type");
+    if (!json_object_get(inner, "type"))
+        return spec_fail(err, pt, "missing; \"lstm\" or \"gru\"");
+    if (!spec_get_enum(inner, p, "type", rnn_names, 2, "recurrent layer type", &rnn, err) ||
+        !spec_check_keys(inner, p, inner_keys, err) ||
+        !spec_get_enum(l, path, "merge_mode", merge_names, 4, "merge_mode", &merge, err))
+        return false;
+    layer->rnn = rnn == 0 ? LAYER_LSTM : LAYER_GRU;
+    spec_layer tmp = {.type = layer->rnn};
+    if (rnn == 0 && json_object_get(inner, "reset_after")) {
+        char pr[160];
+        spec_path_key(pr, sizeof pr, p, "reset_after");
+        return spec_fail(err, pr, "only a gru has reset_after");
+    }
+    if (!parse_rnn_fields(inner, p, &tmp, err))
+        return false;
+    layer->units = tmp.units;
+    layer->return_sequences = tmp.return_sequences;
+    layer->reset_after = tmp.reset_after;
+    layer->merge_mode = (spec_merge_mode)merge;
+    return true;
 }
 
 static bool parse_layer_fields(const json_t *l, const char *path, spec_layer *layer,
@@ -208,6 +278,15 @@ static bool parse_layer_fields(const json_t *l, const char *path, spec_layer *la
     case LAYER_BATCHNORM:
         if (!spec_get_double(l, path, "momentum", 0, 1, false, true, &momentum, err) ||
             !spec_get_double(l, path, "epsilon", 0, 1, true, false, &eps, err))
+            return false;
+        break;
+    case LAYER_LSTM:
+    case LAYER_GRU:
+        if (!parse_rnn_fields(l, path, layer, err))
+            return false;
+        break;
+    case LAYER_BIDIRECTIONAL:
+        if (!parse_bidirectional_fields(l, path, layer, err))
             return false;
         break;
     default:
@@ -361,6 +440,36 @@ static bool infer_merge(job_spec *spec, spec_layer *l, const char *path, spec_er
     return true;
 }
 
+/* lstm, gru, bidirectional: {T, F} -> {T, units'} with return_sequences,
+ * else {units'}; units' is 2 * units for a concatenating bidirectional.
+ * Parameters as Keras counts them: kernel F x gU, recurrent kernel U x gU and
+ * a bias of gU (g = 4 for lstm, 3 for gru), gru with reset_after keeping a
+ * second bias for the recurrent side. */
+static bool infer_rnn(spec_layer *l, const char *path, spec_error *err)
+{
+    const spec_shape *in = &l->in_shape;
+    spec_layer_type cell = l->type == LAYER_BIDIRECTIONAL ? l->rnn : l->type;
+    if (in->rank != 2) {
+        char s[64];
+        shape_str(in, s, sizeof s);
+        return spec_fail(err, path, "%s needs a sequence input {steps, features}, got %s",
+                         spec_layer_type_name(l->type), s);
+    }
+    long f = in->dim[1], u = l->units;
+    long n = cell == LAYER_LSTM ? 4 * u * (f + u + 1)
+                                : 3 * u * (f + u + (l->reset_after ? 2 : 1));
+    int out = l->units;
+    if (l->type == LAYER_BIDIRECTIONAL) {
+        n *= 2;
+        if (l->merge_mode == MERGE_CONCAT)
+            out *= 2;
+    }
+    l->n_params = n;
+    l->out_shape = l->return_sequences ? (spec_shape){2, {in->dim[0], out, 1}}
+                                       : (spec_shape){1, {out, 1, 1}};
+    return true;
+}
+
 static bool infer_layer(job_spec *spec, int i, spec_error *err)
 {
     spec_layer *l = &spec->layers[i];
@@ -400,6 +509,10 @@ static bool infer_layer(job_spec *spec, int i, spec_error *err)
     case LAYER_ADD:
     case LAYER_CONCAT:
         return infer_merge(spec, l, path, err);
+    case LAYER_LSTM:
+    case LAYER_GRU:
+    case LAYER_BIDIRECTIONAL:
+        return infer_rnn(l, path, err);
     default:
         l->out_shape = *in;
         return true;

@@ -116,6 +116,29 @@ static json_t *input_json(const job_spec *spec)
     return json_pack("{s:[i]}", "sequence", s->dim[1]);
 }
 
+/* lstm, gru and bidirectional's fields, so the resolved spec parses back
+ * to the same layer. */
+static void rnn_layer_json(const spec_layer *l, json_t *o)
+{
+    static const char *const merge_names[] = {"concat", "sum", "ave", "mul"};
+    spec_layer_type cell = l->type == LAYER_BIDIRECTIONAL ? l->rnn : l->type;
+    json_t *r = l->type == LAYER_BIDIRECTIONAL
+                    ? json_pack("{s:s}", "type", spec_layer_type_name(cell))
+                    : o;
+    if (!r)
+        return;
+    json_object_set_new(r, "units", json_integer(l->units));
+    json_object_set_new(r, "return_sequences", json_boolean(l->return_sequences));
+    if (cell == LAYER_GRU)
+        json_object_set_new(r, "reset_after", json_boolean(l->reset_after));
+    if (l->type != LAYER_BIDIRECTIONAL) {
+        json_object_set_new(o, "go_backwards", json_boolean(l->go_backwards));
+        return;
+    }
+    json_object_set_new(o, "layer", r);
+    json_object_set_new(o, "merge_mode", json_string(merge_names[l->merge_mode]));
+}
+
 static json_t *layer_json(const spec_layer *l, int index)
 {
     json_t *o = json_pack("{s:s}", "type", spec_layer_type_name(l->type));
@@ -152,6 +175,11 @@ static json_t *layer_json(const spec_layer *l, int index)
     case LAYER_BATCHNORM:
         json_object_set_new(o, "momentum", json_real(l->momentum));
         json_object_set_new(o, "epsilon", json_real(l->epsilon));
+        break;
+    case LAYER_LSTM:
+    case LAYER_GRU:
+    case LAYER_BIDIRECTIONAL:
+        rnn_layer_json(l, o);
         break;
     default:
         break;

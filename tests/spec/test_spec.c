@@ -450,6 +450,99 @@ static void test_errors(void **state)
     }
 }
 
+/* lstm, gru and bidirectional (issue 28): Keras's parameter counts,
+ * sequence or last-step shapes, the resolved spec's round trip, and each
+ * bad field named by its path. */
+#define SEQ_JOB(layers)                                                                     \
+    "{\"model\":{\"input\":{\"sequence\":[8]},\"layers\":[" layers                           \
+    ",{\"type\":\"flatten\"},{\"type\":\"dense\",\"units\":2}]},\"data\":{\"format\":"       \
+    "\"synthetic\",\"num_classes\":2,\"max_length\":12}}"
+
+static void test_rnn_layers(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *json;
+        long params;
+        int rank, d0, d1;
+    } good[] = {
+        /* LSTM 4U(F+U+1), GRU 3U(F+U+2) (reset_after) or 3U(F+U+1). */
+        {SEQ_JOB("{\"type\":\"lstm\",\"units\":16}"), 4 * 16 * (8 + 16 + 1), 1, 16, 0},
+        {SEQ_JOB("{\"type\":\"gru\",\"units\":16,\"return_sequences\":true}"),
+         3 * 16 * (8 + 16 + 2), 2, 12, 16},
+        {SEQ_JOB("{\"type\":\"gru\",\"units\":16,\"reset_after\":false,\"go_backwards\":true}"),
+         3 * 16 * (8 + 16 + 1), 1, 16, 0},
+        {SEQ_JOB("{\"type\":\"bidirectional\",\"layer\":{\"type\":\"lstm\",\"units\":5,"
+                 "\"return_sequences\":true}}"), 2 * 4 * 5 * (8 + 5 + 1), 2, 12, 10},
+        {SEQ_JOB("{\"type\":\"bidirectional\",\"merge_mode\":\"mul\",\"layer\":{\"type\":"
+                 "\"gru\",\"units\":5}}"), 2 * 3 * 5 * (8 + 5 + 2), 1, 5, 0},
+        {SEQ_JOB("{\"type\":\"lstm\",\"units\":6,\"return_sequences\":true},"
+                 "{\"type\":\"lstm\",\"units\":3}"), 4 * 6 * (8 + 6 + 1), 2, 12, 6},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        spec_error err;
+        job_spec *s = parse(good[i].json, &err);
+        char msg[600];
+        if (!s)
+            fail_msg("case %zu: %s", i, spec_error_str(&err, msg, sizeof msg));
+        const spec_layer *l = &s->layers[0];
+        assert_int_equal(l->n_params, good[i].params);
+        assert_int_equal(l->out_shape.rank, good[i].rank);
+        assert_int_equal(l->out_shape.dim[0], good[i].d0);
+        if (good[i].rank == 2)
+            assert_int_equal(l->out_shape.dim[1], good[i].d1);
+        assert_roundtrip(s, good[i].json);
+        spec_free(s);
+    }
+    job_spec *d = parse(SEQ_JOB("{\"type\":\"gru\",\"units\":4}"), &(spec_error){0});
+    assert_non_null(d);
+    assert_true(d->layers[0].reset_after);
+    assert_false(d->layers[0].return_sequences);
+    assert_false(d->layers[0].go_backwards);
+    spec_free(d);
+    d = parse(SEQ_JOB("{\"type\":\"bidirectional\",\"layer\":{\"type\":\"gru\",\"units\":4}}"),
+              &(spec_error){0});
+    assert_non_null(d);
+    assert_int_equal(d->layers[0].merge_mode, MERGE_CONCAT);
+    assert_int_equal(d->layers[0].rnn, LAYER_GRU);
+    spec_free(d);
+
+    static const struct bad_case bad[] = {
+        {"{\"model\":{\"input\":[784],\"layers\":[{\"type\":\"lstm\",\"units\":4},"
+         "{\"type\":\"dense\",\"units\":10}]}," DATA "}", "model.layers[0]",
+         "lstm needs a sequence input {steps, features}, got 784"},
+        {SEQ_JOB("{\"type\":\"lstm\"}"), "model.layers[0].units", "missing"},
+        {SEQ_JOB("{\"type\":\"gru\",\"units\":0}"), "model.layers[0].units", ""},
+        {SEQ_JOB("{\"type\":\"lstm\",\"units\":4,\"reset_after\":true}"),
+         "model.layers[0].reset_after", ""},
+        {SEQ_JOB("{\"type\":\"gru\",\"units\":4,\"return_sequences\":1}"),
+         "model.layers[0].return_sequences", ""},
+        {SEQ_JOB("{\"type\":\"bidirectional\"}"), "model.layers[0].layer", "missing"},
+        {SEQ_JOB("{\"type\":\"bidirectional\",\"layer\":{\"type\":\"dense\",\"units\":4}}"),
+         "model.layers[0].layer.type", "lstm"},
+        {SEQ_JOB("{\"type\":\"bidirectional\",\"layer\":{\"units\":4}}"),
+         "model.layers[0].layer.type", "missing"},
+        {SEQ_JOB("{\"type\":\"bidirectional\",\"layer\":{\"type\":\"gru\"}}"),
+         "model.layers[0].layer.units", "missing"},
+        {SEQ_JOB("{\"type\":\"bidirectional\",\"layer\":{\"type\":\"lstm\",\"units\":4,"
+                 "\"go_backwards\":true}}"), "model.layers[0].layer.go_backwards", "unknown key"},
+        {SEQ_JOB("{\"type\":\"bidirectional\",\"merge_mode\":\"max\",\"layer\":{\"type\":"
+                 "\"lstm\",\"units\":4}}"), "model.layers[0].merge_mode", "concat"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        spec_error err;
+        memset(&err, 0, sizeof err);
+        job_spec *s = parse(bad[i].json, &err);
+        if (s)
+            fail_msg("rnn case %zu accepted: %s", i, bad[i].json);
+        char msg[600];
+        spec_error_str(&err, msg, sizeof msg);
+        if (strcmp(err.path, bad[i].path) != 0 || !strstr(err.message, bad[i].expect))
+            fail_msg("rnn case %zu: got \"%s\" (path \"%s\"), want path \"%s\" and \"%s\"", i,
+                     msg, err.path, bad[i].path, bad[i].expect);
+    }
+}
+
 /* PyDTNN's parameter names are aliases: loss_or_metric and metric for
  * monitor, epoch_save_frequency and save_freq for every_epochs; the
  * resolved spec uses this engine's names. */
@@ -841,6 +934,7 @@ int main(void)
         cmocka_unit_test(test_pydtnn_options),
         cmocka_unit_test(test_augment),
         cmocka_unit_test(test_sequence_data),
+        cmocka_unit_test(test_rnn_layers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
