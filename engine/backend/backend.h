@@ -92,6 +92,21 @@ typedef struct batchnorm_desc {
     void *impl;
 } batchnorm_desc;
 
+/* 1-d convolution along time, channels last. Output step t reads input
+ * steps t - pad_before + j * dilation, j in [0, kernel); steps outside a
+ * sample's real length read zeros. Stride is 1 and the output has as
+ * many steps as the input (padding same or causal), so every sample keeps
+ * its length (layers/conv1d.c says why). */
+typedef struct conv1d_desc {
+    int max_batch;
+    int steps;              /* T, input and output */
+    int c;                  /* input features per step */
+    int filters;            /* output features per step */
+    int kernel;
+    int dilation;
+    int pad_before;         /* same: (kernel-1)*dilation/2; causal: (kernel-1)*dilation */
+} conv1d_desc;
+
 /* Per-batch sums for metrics, on the host. Divide by the sample count
  * (accuracy) or sample count * outputs (mse, mae) to get means. */
 typedef struct batch_metrics {
@@ -386,6 +401,72 @@ struct backend {
                                   float *db,        /* (out) or NULL */
                                   void (*update)(void *ctx, long begin, long end),
                                   void *ctx);
+
+    /* ---- sequences (optional) --------------------------------------- */
+    /* A sequence is (batch, steps, features), channels last, each sample
+     * real for its first lengths[n] steps (host int32, each in [1, steps];
+     * NULL: all `steps`) and zero after (docs/sequences.md). Each op below
+     * reads its inputs only at real steps and writes zeros at the padding
+     * steps of its sequence outputs. NULL on a backend without them
+     * (CUDA in this version): model_create then refuses a sequence model. */
+
+    /* x[n, t, :] = 0 for t >= lengths[n]: the padding invariant, applied
+     * by the model to layers that do not know about time. */
+    void (*sequence_mask)(backend *be, int batch, int steps, int features,
+                          const int32_t *lengths,
+                          float *x);           /* (batch, steps, features) */
+    /* y[n, t, :] = table[ids[n, t], :]. ids are whole numbers in
+     * [0, vocab) (checked when the batch was loaded). */
+    void (*embedding_forward)(backend *be, int batch, int steps, int dim,
+                              const int32_t *lengths,
+                              const float *ids,    /* (batch, steps) */
+                              const float *table,  /* (vocab, dim) */
+                              float *y);           /* (batch, steps, dim) */
+    /* dtable = the sum of dy's real rows at their ids (overwritten), in a
+     * fixed order whatever the thread count. */
+    void (*embedding_backward)(backend *be, int batch, int steps, int vocab, int dim,
+                               const int32_t *lengths,
+                               const float *ids,   /* (batch, steps) */
+                               const float *dy,    /* (batch, steps, dim) */
+                               float *dtable);     /* (vocab, dim) */
+    /* y[n, f] = max or mean of x[n, t, f] over the real steps t. */
+    void (*global_pool1d_forward)(backend *be, pool_mode mode, int batch, int steps,
+                                  int features, const int32_t *lengths,
+                                  const float *x,  /* (batch, steps, features) */
+                                  float *y);       /* (batch, features) */
+    /* Max routes dy to the first real step holding the maximum; mean
+     * spreads it evenly over the real steps. */
+    void (*global_pool1d_backward)(backend *be, pool_mode mode, int batch, int steps,
+                                   int features, const int32_t *lengths,
+                                   const float *x,  /* (batch, steps, features) */
+                                   const float *y,  /* (batch, features) */
+                                   const float *dy, /* (batch, features) */
+                                   float *dx,       /* (batch, steps, features) */
+                                   bool accumulate);
+    /* Workspace floats conv1d_forward/backward need (-1: bad geometry). */
+    long (*conv1d_prepare)(backend *be, const conv1d_desc *d);
+    /* y = act(conv(x, w) + bias) along time, cross-correlation, output
+     * steps = input steps (stride 1, padding same or causal). */
+    void (*conv1d_forward)(backend *be, const conv1d_desc *d, int batch,
+                           const int32_t *lengths,
+                           const float *x,    /* (batch, steps, c) */
+                           const float *w,    /* (kernel, c, filters) */
+                           const float *bias, /* (filters) or NULL */
+                           spec_activation act, /* not ACT_SOFTMAX */
+                           float *y,          /* (batch, steps, filters) */
+                           float *workspace);
+    /* From dz = dL/d(pre-activation), zero at padding: dw, db (overwritten),
+     * dx (+)=. */
+    void (*conv1d_backward)(backend *be, const conv1d_desc *d, int batch,
+                            const int32_t *lengths,
+                            const float *x,   /* (batch, steps, c) */
+                            const float *w,   /* (kernel, c, filters) */
+                            const float *dz,  /* (batch, steps, filters) */
+                            float *dx,        /* (batch, steps, c) or NULL */
+                            bool accumulate,
+                            float *dw,        /* (kernel, c, filters) */
+                            float *db,        /* (filters) or NULL */
+                            float *workspace);
 };
 
 /* Create the CPU backend with `threads` worker threads (the calling thread

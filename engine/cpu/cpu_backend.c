@@ -902,6 +902,14 @@ backend *backend_cpu_create(int threads, char *err, size_t errlen)
         .metrics = cpu_metrics,
         .relu_maxpool_forward = cpu_relu_maxpool_forward,
         .relu_maxpool_backward = cpu_relu_maxpool_backward,
+        .sequence_mask = cpu_sequence_mask,
+        .embedding_forward = cpu_embedding_forward,
+        .embedding_backward = cpu_embedding_backward,
+        .global_pool1d_forward = cpu_global_pool1d_forward,
+        .global_pool1d_backward = cpu_global_pool1d_backward,
+        .conv1d_prepare = cpu_conv1d_prepare,
+        .conv1d_forward = cpu_conv1d_forward,
+        .conv1d_backward = cpu_conv1d_backward,
     };
     return be;
 }

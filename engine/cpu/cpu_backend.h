@@ -93,4 +93,25 @@ void cpu_batchnorm_backward(backend *be, const batchnorm_desc *d, int batch,
                             float *dx, bool accumulate, float *dgamma, float *dbeta,
                             float *workspace);
 
+/* The sequence ops of backend.h (cpu_seq.c). */
+void cpu_sequence_mask(backend *be, int batch, int steps, int features,
+                       const int32_t *lengths, float *x);
+void cpu_embedding_forward(backend *be, int batch, int steps, int dim, const int32_t *lengths,
+                           const float *ids, const float *table, float *y);
+void cpu_embedding_backward(backend *be, int batch, int steps, int vocab, int dim,
+                            const int32_t *lengths, const float *ids, const float *dy,
+                            float *dtable);
+void cpu_global_pool1d_forward(backend *be, pool_mode mode, int batch, int steps, int features,
+                               const int32_t *lengths, const float *x, float *y);
+void cpu_global_pool1d_backward(backend *be, pool_mode mode, int batch, int steps,
+                                int features, const int32_t *lengths, const float *x,
+                                const float *y, const float *dy, float *dx, bool accumulate);
+long cpu_conv1d_prepare(backend *be, const conv1d_desc *d);
+void cpu_conv1d_forward(backend *be, const conv1d_desc *d, int batch, const int32_t *lengths,
+                        const float *x, const float *w, const float *bias, spec_activation act,
+                        float *y, float *workspace);
+void cpu_conv1d_backward(backend *be, const conv1d_desc *d, int batch, const int32_t *lengths,
+                         const float *x, const float *w, const float *dz, float *dx,
+                         bool accumulate, float *dw, float *db, float *workspace);
+
 #endif

@@ -30,14 +30,17 @@ const layer_ops *layer_ops_for(spec_layer_type type)
     case LAYER_CONCAT:
         return &layer_concat_ops;
     case LAYER_EMBEDDING:
+        return &layer_embedding_ops;
+    case LAYER_CONV1D:
+        return &layer_conv1d_ops;
+    case LAYER_GLOBAL_MAXPOOL1D:
+    case LAYER_GLOBAL_AVGPOOL1D:
+        return &layer_global_pool1d_ops;
     case LAYER_LSTM:
     case LAYER_GRU:
     case LAYER_BIDIRECTIONAL:
-    case LAYER_CONV1D:
     case LAYER_MAXPOOL1D:
     case LAYER_AVGPOOL1D:
-    case LAYER_GLOBAL_MAXPOOL1D:
-    case LAYER_GLOBAL_AVGPOOL1D:
     case LAYER_TYPE_COUNT:
         break;
     }
@@ -49,6 +52,7 @@ spec_activation layer_final_activation(const spec_layer *s)
     switch (s->type) {
     case LAYER_DENSE:
     case LAYER_CONV2D:
+    case LAYER_CONV1D:
         return s->activation;
     case LAYER_RELU:
         return ACT_RELU;

@@ -112,6 +112,9 @@ extern const layer_ops layer_batchnorm_ops;
 extern const layer_ops layer_activation_ops;
 extern const layer_ops layer_add_ops;
 extern const layer_ops layer_concat_ops;
+extern const layer_ops layer_embedding_ops;
+extern const layer_ops layer_conv1d_ops;
+extern const layer_ops layer_global_pool1d_ops; /* global_maxpool1d, global_avgpool1d */
 
 /* Shared helpers. */
 
