@@ -107,6 +107,31 @@ typedef struct conv1d_desc {
     int pad_before;         /* same: (kernel-1)*dilation/2; causal: (kernel-1)*dilation */
 } conv1d_desc;
 
+/* 1-d pooling along time, channels last. Output step t pools input steps
+ * [t * stride - pad_before, + kernel) that are real steps of its sample;
+ * a sample of length L has pool1d_out_length(d, L) output steps, each
+ * with at least one real step in its window. */
+typedef struct pool1d_desc {
+    int steps;              /* T, input */
+    int out_steps;          /* T' for a full-length sample */
+    int c;                  /* features per step */
+    int kernel;
+    int stride;
+    int pad_before;         /* same: as spec_model.c's window_out; valid: 0 */
+    bool valid;             /* padding valid: only whole windows */
+    pool_mode mode;
+} pool1d_desc;
+
+/* Output steps of a sample of `len` real steps: valid, the windows that
+ * lie inside them (one partial window when len < kernel, so no sample
+ * ends empty); same, the windows that start before len. */
+static inline int pool1d_out_length(const pool1d_desc *d, int len)
+{
+    int n = d->valid ? (len >= d->kernel ? (len - d->kernel) / d->stride + 1 : 1)
+                     : (len + d->pad_before - 1) / d->stride + 1;
+    return n < d->out_steps ? n : d->out_steps;
+}
+
 /* Per-batch sums for metrics, on the host. Divide by the sample count
  * (accuracy) or sample count * outputs (mse, mae) to get means. */
 typedef struct batch_metrics {
@@ -443,6 +468,21 @@ struct backend {
                                    const float *dy, /* (batch, features) */
                                    float *dx,       /* (batch, steps, features) */
                                    bool accumulate);
+    /* y[n, t, :] = max or mean over the real steps of window t, for t
+     * below the sample's output length (pool1d_out_length), 0 after. */
+    void (*pool1d_forward)(backend *be, const pool1d_desc *d, int batch,
+                           const int32_t *lengths, /* input lengths */
+                           const float *x,    /* (batch, steps, c) */
+                           float *y);         /* (batch, out_steps, c) */
+    /* Max routes dy to the window's first real maximum; mean spreads it
+     * over the window's real steps. dy is read at real output steps only. */
+    void (*pool1d_backward)(backend *be, const pool1d_desc *d, int batch,
+                            const int32_t *lengths,
+                            const float *x,   /* (batch, steps, c) */
+                            const float *y,   /* (batch, out_steps, c) */
+                            const float *dy,  /* (batch, out_steps, c) */
+                            float *dx,        /* (batch, steps, c) */
+                            bool accumulate);
     /* Workspace floats conv1d_forward/backward need (-1: bad geometry). */
     long (*conv1d_prepare)(backend *be, const conv1d_desc *d);
     /* y = act(conv(x, w) + bias) along time, cross-correlation, output

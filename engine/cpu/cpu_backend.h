@@ -106,6 +106,11 @@ void cpu_global_pool1d_forward(backend *be, pool_mode mode, int batch, int steps
 void cpu_global_pool1d_backward(backend *be, pool_mode mode, int batch, int steps,
                                 int features, const int32_t *lengths, const float *x,
                                 const float *y, const float *dy, float *dx, bool accumulate);
+void cpu_pool1d_forward(backend *be, const pool1d_desc *d, int batch, const int32_t *lengths,
+                        const float *x, float *y);
+void cpu_pool1d_backward(backend *be, const pool1d_desc *d, int batch, const int32_t *lengths,
+                         const float *x, const float *y, const float *dy, float *dx,
+                         bool accumulate);
 long cpu_conv1d_prepare(backend *be, const conv1d_desc *d);
 void cpu_conv1d_forward(backend *be, const conv1d_desc *d, int batch, const int32_t *lengths,
                         const float *x, const float *w, const float *bias, spec_activation act,

@@ -1,6 +1,6 @@
 /* cpu_seq.c — the sequence ops of backend.h on the CPU: the padding mask,
- * embedding gather and scatter, masked global pooling over time and 1-d
- * convolution (im2col over time + one GEMM per chunk of samples).
+ * embedding gather and scatter, masked pooling over time (global and
+ * windowed) and 1-d convolution (im2col over time + one GEMM per chunk of samples).
  *
  * Sequences are (batch, steps, features) with a real length per sample;
  * every op here reads only real steps and leaves zeros at padding, so a
@@ -186,6 +186,108 @@ void cpu_global_pool1d_backward(backend *be, pool_mode mode, int batch, int step
         return;
     gpool_job j = {mode, steps, features, lengths, x, y, dy, dx, accumulate};
     pool_run_min(cpu_pool(be), batch, 8, gpool_backward_samples, &j);
+}
+
+/* ---- pooling windows over time ------------------------------------ */
+
+typedef struct pool1d_job {
+    const pool1d_desc *d;
+    const int32_t *lengths;
+    const float *x, *y, *dy;
+    float *out;
+    bool accumulate;
+} pool1d_job;
+
+/* The real steps [*t0, *t1) of output step t's window in a sample of len. */
+static void pool1d_window(const pool1d_desc *d, int t, int len, int *t0, int *t1)
+{
+    int start = t * d->stride - d->pad_before;
+    *t0 = start < 0 ? 0 : start;
+    *t1 = start + d->kernel < len ? start + d->kernel : len;
+}
+
+static void pool1d_forward_samples(void *ctx, long begin, long end, int tid)
+{
+    (void)tid;
+    const pool1d_job *j = ctx;
+    const pool1d_desc *d = j->d;
+    for (long n = begin; n < end; n++) {
+        int len = seq_len(j->lengths, (int)n, d->steps);
+        int out_len = pool1d_out_length(d, len);
+        const float *x = j->x + n * d->steps * d->c;
+        float *y = j->out + n * d->out_steps * d->c;
+        for (int t = 0; t < out_len; t++) {
+            int t0, t1;
+            pool1d_window(d, t, len, &t0, &t1);
+            float *yt = y + (long)t * d->c;
+            memcpy(yt, x + (long)t0 * d->c, (size_t)d->c * sizeof *yt);
+            for (int s = t0 + 1; s < t1; s++) {
+                const float *xs = x + (long)s * d->c;
+                for (int k = 0; k < d->c; k++)
+                    yt[k] = d->mode == POOL_MAX ? (xs[k] > yt[k] ? xs[k] : yt[k])
+                                                : yt[k] + xs[k];
+            }
+            if (d->mode == POOL_AVG) {
+                float inv = 1.0f / (float)(t1 - t0);
+                for (int k = 0; k < d->c; k++)
+                    yt[k] *= inv;
+            }
+        }
+        memset(y + (long)out_len * d->c, 0,
+               (size_t)(d->out_steps - out_len) * (size_t)d->c * sizeof *y);
+    }
+}
+
+void cpu_pool1d_forward(backend *be, const pool1d_desc *d, int batch, const int32_t *lengths,
+                        const float *x, float *y)
+{
+    pool1d_job j = {d, lengths, x, NULL, NULL, y, false};
+    pool_run_min(cpu_pool(be), batch, 8, pool1d_forward_samples, &j);
+}
+
+static void pool1d_backward_samples(void *ctx, long begin, long end, int tid)
+{
+    (void)tid;
+    const pool1d_job *j = ctx;
+    const pool1d_desc *d = j->d;
+    for (long n = begin; n < end; n++) {
+        int len = seq_len(j->lengths, (int)n, d->steps);
+        int out_len = pool1d_out_length(d, len);
+        const float *x = j->x + n * d->steps * d->c;
+        const float *y = j->y + n * d->out_steps * d->c;
+        const float *dy = j->dy + n * d->out_steps * d->c;
+        float *dx = j->out + n * d->steps * d->c;
+        if (!j->accumulate)
+            memset(dx, 0, (size_t)d->steps * (size_t)d->c * sizeof *dx);
+        for (int t = 0; t < out_len; t++) {
+            int t0, t1;
+            pool1d_window(d, t, len, &t0, &t1);
+            for (int k = 0; k < d->c; k++) {
+                float g = dy[(long)t * d->c + k];
+                if (d->mode == POOL_AVG) {
+                    g /= (float)(t1 - t0);
+                    for (int s = t0; s < t1; s++)
+                        dx[(long)s * d->c + k] += g;
+                    continue;
+                }
+                for (int s = t0; s < t1; s++)
+                    if (x[(long)s * d->c + k] == y[(long)t * d->c + k]) {
+                        dx[(long)s * d->c + k] += g;
+                        break;
+                    }
+            }
+        }
+    }
+}
+
+void cpu_pool1d_backward(backend *be, const pool1d_desc *d, int batch, const int32_t *lengths,
+                         const float *x, const float *y, const float *dy, float *dx,
+                         bool accumulate)
+{
+    if (!dx)
+        return;
+    pool1d_job j = {d, lengths, x, y, dy, dx, accumulate};
+    pool_run_min(cpu_pool(be), batch, 8, pool1d_backward_samples, &j);
 }
 
 /* ---- conv1d: im2col over time + GEMM ------------------------------ */

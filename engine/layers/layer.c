@@ -36,11 +36,12 @@ const layer_ops *layer_ops_for(spec_layer_type type)
     case LAYER_GLOBAL_MAXPOOL1D:
     case LAYER_GLOBAL_AVGPOOL1D:
         return &layer_global_pool1d_ops;
+    case LAYER_MAXPOOL1D:
+    case LAYER_AVGPOOL1D:
+        return &layer_pool1d_ops;
     case LAYER_LSTM:
     case LAYER_GRU:
     case LAYER_BIDIRECTIONAL:
-    case LAYER_MAXPOOL1D:
-    case LAYER_AVGPOOL1D:
     case LAYER_TYPE_COUNT:
         break;
     }

@@ -195,17 +195,46 @@ static int model_setup_sequences(model *m, char *err, size_t errlen)
                  "dense layer");
         return -1;
     }
+    int windows = 0;
+    pool1d_desc d;
+    for (int i = 0; i < m->n_layers; i++)
+        windows += layer_pool1d_desc(&spec->layers[i], &d);
     m->steps = spec->input.dim[0];
     m->lengths = calloc((size_t)m->max_batch, sizeof *m->lengths);
-    if (!m->lengths) {
+    m->out_lengths = calloc((size_t)m->n_layers, sizeof *m->out_lengths);
+    m->seq_lengths = calloc((size_t)(windows * m->max_batch + 1), sizeof *m->seq_lengths);
+    if (!m->lengths || !m->out_lengths || !m->seq_lengths) {
         snprintf(err, errlen, "model: out of memory");
         return -1;
     }
     for (int r = 0; r < m->max_batch; r++)
         m->lengths[r] = m->steps;
-    for (int i = 0; i < m->n_layers; i++)
-        m->layers[i].lengths = m->lengths;
+    int32_t *next = m->seq_lengths;
+    for (int i = 0; i < m->n_layers; i++) {
+        int src = spec->layers[i].inputs[0];
+        m->layers[i].lengths = src < 0 ? m->lengths : m->out_lengths[src];
+        m->out_lengths[i] = m->layers[i].lengths;
+        if (layer_pool1d_desc(&spec->layers[i], &d)) {
+            m->out_lengths[i] = next;
+            next += m->max_batch;
+        }
+    }
     return 0;
+}
+
+/* Rows [0, batch) of every pooling window's output lengths, from its
+ * input's, in layer order (an input's lengths are final before its
+ * readers'). */
+static void model_window_lengths(model *m, int batch)
+{
+    pool1d_desc d;
+    for (int i = 0; i < m->n_layers; i++) {
+        if (!layer_pool1d_desc(m->layers[i].spec, &d))
+            continue;
+        int32_t *out = (int32_t *)m->out_lengths[i];
+        for (int r = 0; r < batch; r++)
+            out[r] = pool1d_out_length(&d, m->layers[i].lengths[r]);
+    }
 }
 
 model *model_create(const job_spec *spec, backend *be, int max_batch, char *err, size_t errlen)
@@ -265,6 +294,8 @@ void model_free(model *m)
     free(m->layers);
     free(m->grad_written);
     free(m->lengths);
+    free(m->out_lengths);
+    free(m->seq_lengths);
     if (!be->host_memory) {
         free(m->host_x);
         free(m->host_t);
@@ -429,6 +460,7 @@ static int model_stage_lengths(model *m, const dataset *d, const int64_t *idx, l
     }
     m->be->sequence_mask(m->be, batch, m->steps, (int)(m->in_size / m->steps), m->lengths,
                          m->host_x);
+    model_window_lengths(m, batch);
     return 0;
 }
 
@@ -498,7 +530,7 @@ static void model_mask_steps(model *m, const layer *l, float *t, int batch)
 {
     const spec_shape *o = &l->spec->out_shape;
     if (m->lengths && o->rank == 2)
-        m->be->sequence_mask(m->be, batch, o->dim[0], o->dim[1], m->lengths, t);
+        m->be->sequence_mask(m->be, batch, o->dim[0], o->dim[1], m->out_lengths[l->index], t);
 }
 
 void model_forward(model *m, int batch, bool training, uint64_t step)

@@ -67,10 +67,16 @@ typedef struct model {
                                the last layer's output */
     /* Sequences (model.input {"sequence": [F]} or {"tokens": V}): steps =
      * data.max_length, lengths (host, max_batch) each loaded sample's real
-     * steps (dataset.len, or steps when the data has none), shared by
-     * every layer as layer.lengths. steps 0 and lengths NULL otherwise. */
+     * steps (dataset.len, or steps when the data has none). steps 0 and
+     * lengths NULL otherwise. */
     int steps;
     int32_t *lengths;
+    /* Per layer, the lengths of its output: its input's, or for a pooling
+     * window over time (maxpool1d, avgpool1d) its own, computed at every
+     * batch load into seq_lengths (max_batch per such layer). Each layer's
+     * layer.lengths is the array of its first input. */
+    const int32_t **out_lengths;
+    int32_t *seq_lengths;
     model_output_kind output_kind;
 
     /* Internal. */

@@ -497,8 +497,10 @@ static bool infer_conv1d(spec_layer *l, const char *path, const char *in_str, sp
 }
 
 /* Layers defined on one shape family only: sequences for the pools over
- * time, not sequences for batchnorm (whose statistics are per channel of
- * an image or per feature of a table). */
+ * time (a windowed pool shortens each sample by its own amount, which the
+ * engine tracks: engine/layers/pool1d.c), not sequences for batchnorm
+ * (whose statistics are per channel of an image or per feature of a
+ * table). */
 static bool infer_sequence_only(spec_layer *l, const char *path, const char *in_str,
                                 spec_error *err)
 {
@@ -511,9 +513,18 @@ static bool infer_sequence_only(spec_layer *l, const char *path, const char *in_
         l->out_shape = (spec_shape){1, {l->in_shape.dim[1], 1, 1}};
         return true;
     case LAYER_MAXPOOL1D:
-    case LAYER_AVGPOOL1D:
-        return spec_fail(err, path, "%s shortens each sequence, which this version does not "
-                                    "track; use global_%s over the whole sequence", t, t);
+    case LAYER_AVGPOOL1D: {
+        if (l->in_shape.rank != 2)
+            return spec_fail(err, path, "%s needs a sequence input, got %s", t, in_str);
+        int out = window_out(l->in_shape.dim[0], l->kernel[0], l->stride[0], 1, l->padding,
+                             &l->pad[0]);
+        if (out <= 0)
+            return spec_fail(err, path, "pool_size %d does not fit %s with padding \"valid\"",
+                             l->kernel[0], in_str);
+        l->pad[1] = 0;
+        l->out_shape = (spec_shape){2, {out, l->in_shape.dim[1], 1}};
+        return true;
+    }
     default:
         return spec_fail(err, path, "%s is not defined on a sequence (%s)", t, in_str);
     }

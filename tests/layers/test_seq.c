@@ -2,8 +2,9 @@
  * layer's backward against finite differences with mixed and full
  * lengths on one and two threads; masked pooling (padding never wins a
  * max nor counts in a mean); the embedding gradient's bits independent of
- * the thread count; dense and concat per step; a small token model
- * (embedding -> conv1d -> global_maxpool1d -> dense) that learns, whose
+ * the thread count; dense and concat per step; windowed pooling over
+ * time that shortens each sample; a small token model (embedding ->
+ * conv1d -> maxpool1d -> global_maxpool1d -> dense) that learns, whose
  * loss does not move by one bit when padding steps change, and that
  * refuses out-of-range ids; the spec's refusals of what is not built. */
 #include "layer_harness.h"
@@ -110,6 +111,44 @@ static void test_masked_pooling(void **state)
     (void)state;
     check_masked_pool("global_maxpool1d", true);
     check_masked_pool("global_avgpool1d", false);
+}
+
+static void test_pool1d(void **state)
+{
+    (void)state;
+    static const char *const windows[] = {
+        "\"pool_size\": 2", "\"pool_size\": 3, \"strides\": 1",
+        "\"pool\": 3, \"padding\": \"same\"", "\"pool_size\": 4, \"stride\": 2",
+    };
+    for (size_t i = 0; i < sizeof windows / sizeof windows[0]; i++)
+        for (int max = 0; max <= 1; max++) {
+            char layers[160];
+            snprintf(layers, sizeof layers, "{\"type\": \"%s\", %s}",
+                     max ? "maxpool1d" : "avgpool1d", windows[i]);
+            check_all("{\"sequence\": [3]}", layers, 0);
+        }
+}
+
+/* pool_size 4, strides 2 on 6 steps: 2 whole windows; a sample of 2
+ * steps gets one partial window, one of 4 steps one whole one. Padding
+ * holds a huge value that no window may see. */
+static void test_pool1d_masked(void **state)
+{
+    (void)state;
+    harness *h = harness_make_seq("{\"sequence\": [1]}",
+                                  "{\"type\": \"maxpool1d\", \"pool_size\": 4, "
+                                  "\"strides\": 2}", 0, 3, 1, STEPS, MIXED);
+    for (int n = 0; n < 3; n++)
+        for (int t = 0; t < STEPS; t++)
+            h->x[0][n * STEPS + t] = t < MIXED[n] ? (float)(t + 10 * n) : 1e30f;
+    harness_backward(h, false);
+    assert_int_equal(h->spec->layers[0].out_shape.dim[0], 2);
+    /* sample 0: window [0, 2) of its 2 steps; sample 2: [0, 4) only. */
+    assert_true(h->y[0] == 1.0f && h->y[1] == 0.0f);
+    assert_true(h->y[2] == 13.0f && h->y[3] == 15.0f);
+    assert_true(h->y[4] == 23.0f && h->y[5] == 0.0f);
+    assert_padding_zero(h->dx[0], MIXED, 3, STEPS, 1);
+    harness_free(h);
 }
 
 static void test_dense_per_step(void **state)
@@ -226,6 +265,7 @@ static const char *const TOKEN_JOB =
     "{\"type\": \"embedding\", \"output_dim\": 8},"
     "{\"type\": \"conv1d\", \"filters\": 8, \"kernel_size\": 3, \"padding\": \"same\","
     " \"activation\": \"relu\"},"
+    "{\"type\": \"maxpool1d\", \"pool_size\": 2},"
     "{\"type\": \"global_maxpool1d\"},"
     "{\"type\": \"dense\", \"units\": 2}]},"
     " \"data\": {\"format\": \"synthetic\", \"num_classes\": 2, \"max_length\": 12},"
@@ -367,8 +407,9 @@ static void test_token_model_bad_ids(void **state)
 }
 
 /* The whole graph's parameter gradients against finite differences of
- * the mean loss, with mixed lengths: dense and dropout per step (the
- * model masks their padding), conv1d, masked average pooling. */
+ * the mean loss, with mixed lengths: dense per step (the model masks its
+ * padding), conv1d, a strided window (new lengths for the layer after),
+ * masked average pooling. */
 static void test_sequence_model_gradients(void **state)
 {
     (void)state;
@@ -378,6 +419,8 @@ static void test_sequence_model_gradients(void **state)
         "{\"type\": \"dense\", \"units\": 5, \"activation\": \"sigmoid\"},"
         "{\"type\": \"conv1d\", \"filters\": 3, \"kernel_size\": 2, \"padding\": \"causal\","
         " \"activation\": \"tanh\"},"
+        "{\"type\": \"avgpool1d\", \"pool_size\": 3, \"strides\": 2, \"padding\": "
+        "\"same\"},"
         "{\"type\": \"global_avgpool1d\"},"
         "{\"type\": \"dense\", \"units\": 2}]},"
         " \"data\": {\"format\": \"synthetic\", \"num_classes\": 2, \"max_length\": 12},"
@@ -448,8 +491,10 @@ static void test_spec_refusals(void **state)
     snprintf(buf, sizeof buf, "{\"type\": \"conv1d\", \"filters\": 2, \"kernel_size\": 3, "
                               "\"padding\": \"same\", \"strides\": 2}%s", tail);
     expect_refused(buf, "{\"sequence\": [3]}", "strides > 1");
-    snprintf(buf, sizeof buf, "{\"type\": \"maxpool1d\", \"pool_size\": 2}%s", tail);
-    expect_refused(buf, "{\"sequence\": [3]}", "global_maxpool1d");
+    snprintf(buf, sizeof buf, "{\"type\": \"maxpool1d\", \"pool_size\": 9}%s", tail);
+    expect_refused(buf, "{\"sequence\": [3]}", "does not fit");
+    snprintf(buf, sizeof buf, "{\"type\": \"avgpool1d\", \"padding\": \"causal\"}%s", tail);
+    expect_refused(buf, "{\"sequence\": [3]}", "padding");
     snprintf(buf, sizeof buf, "{\"type\": \"conv1d\", \"filters\": 2}%s", tail);
     expect_refused(buf, "{\"sequence\": [3]}", "kernel_size");
     snprintf(buf, sizeof buf, "{\"type\": \"conv1d\", \"filters\": 2, \"kernel_size\": 3, "
@@ -495,6 +540,8 @@ int main(void)
         cmocka_unit_test(test_conv1d_padding_zero),
         cmocka_unit_test(test_global_pools),
         cmocka_unit_test(test_masked_pooling),
+        cmocka_unit_test(test_pool1d),
+        cmocka_unit_test(test_pool1d_masked),
         cmocka_unit_test(test_dense_per_step),
         cmocka_unit_test(test_concat_per_step),
         cmocka_unit_test(test_embedding),
