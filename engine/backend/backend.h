@@ -93,19 +93,34 @@ typedef struct batchnorm_desc {
 } batchnorm_desc;
 
 /* 1-d convolution along time, channels last. Output step t reads input
- * steps t - pad_before + j * dilation, j in [0, kernel); steps outside a
- * sample's real length read zeros. Stride is 1 and the output has as
- * many steps as the input (padding same or causal), so every sample keeps
- * its length (layers/conv1d.c says why). */
+ * steps t * stride - pad_before + j * dilation, j in [0, kernel); steps
+ * outside a sample's real length read zeros. A sample of L real steps has
+ * conv1d_out_length(d, L) output steps (layers/conv1d.c says why). */
 typedef struct conv1d_desc {
     int max_batch;
-    int steps;              /* T, input and output */
+    int steps;              /* T, input */
+    int out_steps;          /* T' for a full-length sample */
     int c;                  /* input features per step */
     int filters;            /* output features per step */
     int kernel;
+    int stride;
     int dilation;
-    int pad_before;         /* same: (kernel-1)*dilation/2; causal: (kernel-1)*dilation */
+    int pad_before;         /* same: as spec_model.c's window_out; causal:
+                             * (kernel-1)*dilation; valid: 0 */
+    bool valid;             /* padding valid: only whole windows */
 } conv1d_desc;
+
+/* Output steps of a sample of `len` real steps, Keras's count for a
+ * sequence of that length alone: valid, the whole windows (one partial
+ * window when len is shorter than the kernel's span, so no sample ends
+ * empty); same and causal, ceil(len / stride). */
+static inline int conv1d_out_length(const conv1d_desc *d, int len)
+{
+    int span = (d->kernel - 1) * d->dilation + 1;
+    int n = d->valid ? (len >= span ? (len - span) / d->stride + 1 : 1)
+                     : (len + d->stride - 1) / d->stride;
+    return n < d->out_steps ? n : d->out_steps;
+}
 
 /* 1-d pooling along time, channels last. Output step t pools input steps
  * [t * stride - pad_before, + kernel) that are real steps of its sample;
@@ -122,13 +137,13 @@ typedef struct pool1d_desc {
     pool_mode mode;
 } pool1d_desc;
 
-/* Output steps of a sample of `len` real steps: valid, the windows that
- * lie inside them (one partial window when len < kernel, so no sample
- * ends empty); same, the windows that start before len. */
+/* Output steps of a sample of `len` real steps, as conv1d_out_length:
+ * valid, the whole windows (one partial one when len < kernel); same,
+ * ceil(len / stride), every such window holding a real step. */
 static inline int pool1d_out_length(const pool1d_desc *d, int len)
 {
     int n = d->valid ? (len >= d->kernel ? (len - d->kernel) / d->stride + 1 : 1)
-                     : (len + d->pad_before - 1) / d->stride + 1;
+                     : (len + d->stride - 1) / d->stride;
     return n < d->out_steps ? n : d->out_steps;
 }
 
@@ -485,23 +500,23 @@ struct backend {
                             bool accumulate);
     /* Workspace floats conv1d_forward/backward need (-1: bad geometry). */
     long (*conv1d_prepare)(backend *be, const conv1d_desc *d);
-    /* y = act(conv(x, w) + bias) along time, cross-correlation, output
-     * steps = input steps (stride 1, padding same or causal). */
+    /* y = act(conv(x, w) + bias) along time, cross-correlation, at each
+     * sample's conv1d_out_length output steps, 0 after. */
     void (*conv1d_forward)(backend *be, const conv1d_desc *d, int batch,
                            const int32_t *lengths,
                            const float *x,    /* (batch, steps, c) */
                            const float *w,    /* (kernel, c, filters) */
                            const float *bias, /* (filters) or NULL */
                            spec_activation act, /* not ACT_SOFTMAX */
-                           float *y,          /* (batch, steps, filters) */
+                           float *y,          /* (batch, out_steps, filters) */
                            float *workspace);
-    /* From dz = dL/d(pre-activation), zero at padding: dw, db (overwritten),
-     * dx (+)=. */
+    /* From dz = dL/d(pre-activation): dw, db (overwritten), dx (+)=. dz's
+     * padding rows are zeroed first (whatever they held is never used). */
     void (*conv1d_backward)(backend *be, const conv1d_desc *d, int batch,
                             const int32_t *lengths,
                             const float *x,   /* (batch, steps, c) */
                             const float *w,   /* (kernel, c, filters) */
-                            const float *dz,  /* (batch, steps, filters) */
+                            float *dz,        /* (batch, out_steps, filters) */
                             float *dx,        /* (batch, steps, c) or NULL */
                             bool accumulate,
                             float *dw,        /* (kernel, c, filters) */

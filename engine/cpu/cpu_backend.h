@@ -116,7 +116,7 @@ void cpu_conv1d_forward(backend *be, const conv1d_desc *d, int batch, const int3
                         const float *x, const float *w, const float *bias, spec_activation act,
                         float *y, float *workspace);
 void cpu_conv1d_backward(backend *be, const conv1d_desc *d, int batch, const int32_t *lengths,
-                         const float *x, const float *w, const float *dz, float *dx,
+                         const float *x, const float *w, float *dz, float *dx,
                          bool accumulate, float *dw, float *db, float *workspace);
 
 #endif

@@ -300,7 +300,7 @@ void cpu_pool1d_backward(backend *be, const pool1d_desc *d, int batch, const int
 /* Samples per chunk: the whole batch when its columns fit the cap. */
 static int conv1d_chunk(const conv1d_desc *d)
 {
-    long per = (long)d->steps * d->kernel * d->c;
+    long per = (long)d->out_steps * d->kernel * d->c;
     long fit = CPU_CONV1D_COLS_MAX / (per > 0 ? per : 1);
     if (fit < 1)
         fit = 1;
@@ -310,10 +310,10 @@ static int conv1d_chunk(const conv1d_desc *d)
 long cpu_conv1d_prepare(backend *be, const conv1d_desc *d)
 {
     (void)be;
-    if (d->steps < 1 || d->c < 1 || d->filters < 1 || d->kernel < 1 || d->dilation < 1 ||
-        d->pad_before < 0 || d->max_batch < 1)
+    if (d->steps < 1 || d->out_steps < 1 || d->c < 1 || d->filters < 1 || d->kernel < 1 ||
+        d->stride < 1 || d->dilation < 1 || d->pad_before < 0 || d->max_batch < 1)
         return -1;
-    return (long)conv1d_chunk(d) * d->steps * d->kernel * d->c;
+    return (long)conv1d_chunk(d) * d->out_steps * d->kernel * d->c;
 }
 
 typedef struct conv1d_job {
@@ -328,7 +328,8 @@ typedef struct conv1d_job {
 
 /* Rows of the chunk's column matrix, one per (sample, output step), each
  * kernel * c floats: the window's input steps one after the other, zero
- * where the window leaves the sample's real steps; padding rows all zero. */
+ * where the window leaves the sample's real steps; rows past the sample's
+ * output length all zero. */
 static void conv1d_im2col(void *ctx, long begin, long end, int tid)
 {
     (void)tid;
@@ -338,14 +339,15 @@ static void conv1d_im2col(void *ctx, long begin, long end, int tid)
     for (long s = begin; s < end; s++) {
         int n = j->first + (int)s;
         int len = seq_len(j->lengths, n, d->steps);
+        int out_len = conv1d_out_length(d, len);
         const float *x = j->x + (long)n * d->steps * d->c;
-        float *cols = j->cols + s * d->steps * row;
-        for (int t = 0; t < d->steps; t++) {
+        float *cols = j->cols + s * d->out_steps * row;
+        for (int t = 0; t < d->out_steps; t++) {
             float *r = cols + (long)t * row;
             for (int k = 0; k < d->kernel; k++) {
-                int src = t - d->pad_before + k * d->dilation;
+                int src = t * d->stride - d->pad_before + k * d->dilation;
                 float *dst = r + (long)k * d->c;
-                if (t < len && src >= 0 && src < len)
+                if (t < out_len && src >= 0 && src < len)
                     memcpy(dst, x + (long)src * d->c, (size_t)d->c * sizeof *dst);
                 else
                     memset(dst, 0, (size_t)d->c * sizeof *dst);
@@ -365,13 +367,14 @@ static void conv1d_col2im(void *ctx, long begin, long end, int tid)
     for (long s = begin; s < end; s++) {
         int n = j->first + (int)s;
         int len = seq_len(j->lengths, n, d->steps);
+        int out_len = conv1d_out_length(d, len);
         float *dx = j->dx + (long)n * d->steps * d->c;
-        const float *cols = j->cols + s * d->steps * row;
+        const float *cols = j->cols + s * d->out_steps * row;
         if (!j->accumulate)
             memset(dx, 0, (size_t)d->steps * (size_t)d->c * sizeof *dx);
-        for (int t = 0; t < len; t++)
+        for (int t = 0; t < out_len; t++)
             for (int k = 0; k < d->kernel; k++) {
-                int src = t - d->pad_before + k * d->dilation;
+                int src = t * d->stride - d->pad_before + k * d->dilation;
                 if (src < 0 || src >= len)
                     continue;
                 const float *g = cols + (long)t * row + (long)k * d->c;
@@ -388,44 +391,50 @@ void cpu_conv1d_forward(backend *be, const conv1d_desc *d, int batch, const int3
 {
     int chunk = conv1d_chunk(d);
     int kc = d->kernel * d->c;
+    long per = (long)d->out_steps * d->filters;
     for (int first = 0; first < batch; first += chunk) {
         int nb = batch - first < chunk ? batch - first : chunk;
         conv1d_job j = {d, lengths, first, x, workspace, NULL, false};
         pool_run_min(cpu_pool(be), nb, 2, conv1d_im2col, &j);
-        float *yc = y + (long)first * d->steps * d->filters;
-        be->gemm(be, false, false, nb * d->steps, d->filters, kc, 1.0f, workspace, kc, w,
+        float *yc = y + (long)first * per;
+        be->gemm(be, false, false, nb * d->out_steps, d->filters, kc, 1.0f, workspace, kc, w,
                  d->filters, 0.0f, yc, d->filters);
         for (int s = 0; s < nb; s++) {
-            int len = seq_len(lengths, first + s, d->steps);
-            float *ys = yc + (long)s * d->steps * d->filters;
+            int out_len = conv1d_out_length(d, seq_len(lengths, first + s, d->steps));
+            float *ys = yc + (long)s * per;
             if (bias)
-                for (int t = 0; t < len; t++)
+                for (int t = 0; t < out_len; t++)
                     for (int f = 0; f < d->filters; f++)
                         ys[(long)t * d->filters + f] += bias[f];
-            cpu_activate(act, ys, (long)len * d->filters);
-            memset(ys + (long)len * d->filters, 0,
-                   (size_t)(d->steps - len) * (size_t)d->filters * sizeof *ys);
+            cpu_activate(act, ys, (long)out_len * d->filters);
+            memset(ys + (long)out_len * d->filters, 0,
+                   (size_t)(per - (long)out_len * d->filters) * sizeof *ys);
         }
     }
 }
 
 void cpu_conv1d_backward(backend *be, const conv1d_desc *d, int batch, const int32_t *lengths,
-                         const float *x, const float *w, const float *dz, float *dx,
+                         const float *x, const float *w, float *dz, float *dx,
                          bool accumulate, float *dw, float *db, float *workspace)
 {
     int chunk = conv1d_chunk(d);
     int kc = d->kernel * d->c;
+    long per = (long)d->out_steps * d->filters;
+    for (int n = 0; n < batch; n++) {
+        long real = (long)conv1d_out_length(d, seq_len(lengths, n, d->steps)) * d->filters;
+        memset(dz + n * per + real, 0, (size_t)(per - real) * sizeof *dz);
+    }
     if (db) {
-        /* Padding rows of dz are zero, so every row may be summed. */
+        /* Padding rows of dz are zero now, so every row may be summed. */
         memset(db, 0, (size_t)d->filters * sizeof *db);
-        for (long r = 0; r < (long)batch * d->steps; r++)
+        for (long r = 0; r < (long)batch * d->out_steps; r++)
             for (int f = 0; f < d->filters; f++)
                 db[f] += dz[r * d->filters + f];
     }
     for (int first = 0; first < batch; first += chunk) {
         int nb = batch - first < chunk ? batch - first : chunk;
-        int rows = nb * d->steps;
-        const float *dzc = dz + (long)first * d->steps * d->filters;
+        int rows = nb * d->out_steps;
+        const float *dzc = dz + (long)first * per;
         conv1d_job j = {d, lengths, first, x, workspace, dx, accumulate};
         pool_run_min(cpu_pool(be), nb, 2, conv1d_im2col, &j);
         /* dw (kc, filters) = cols^T @ dz, summed over the chunks in order. */

@@ -68,6 +68,21 @@ spec_activation layer_final_activation(const spec_layer *s)
     }
 }
 
+bool layer_seq_length(const spec_layer *s, int *len)
+{
+    pool1d_desc p;
+    if (layer_pool1d_desc(s, &p)) {
+        *len = pool1d_out_length(&p, *len);
+        return true;
+    }
+    if (s->type != LAYER_CONV1D || (s->padding != PAD_VALID && s->stride[0] == 1))
+        return false;
+    conv1d_desc c;
+    layer_conv1d_desc(s, 1, &c);
+    *len = conv1d_out_length(&c, *len);
+    return true;
+}
+
 long layer_tensor_size(const layer_tensor *t)
 {
     long size = 1;

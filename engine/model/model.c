@@ -195,11 +195,12 @@ static int model_setup_sequences(model *m, char *err, size_t errlen)
                  "dense layer");
         return -1;
     }
-    int windows = 0;
-    pool1d_desc d;
-    for (int i = 0; i < m->n_layers; i++)
-        windows += layer_pool1d_desc(&spec->layers[i], &d);
     m->steps = spec->input.dim[0];
+    int windows = 0;
+    for (int i = 0; i < m->n_layers; i++) {
+        int len = m->steps;
+        windows += layer_seq_length(&spec->layers[i], &len);
+    }
     m->lengths = calloc((size_t)m->max_batch, sizeof *m->lengths);
     m->out_lengths = calloc((size_t)m->n_layers, sizeof *m->out_lengths);
     m->seq_lengths = calloc((size_t)(windows * m->max_batch + 1), sizeof *m->seq_lengths);
@@ -214,7 +215,8 @@ static int model_setup_sequences(model *m, char *err, size_t errlen)
         int src = spec->layers[i].inputs[0];
         m->layers[i].lengths = src < 0 ? m->lengths : m->out_lengths[src];
         m->out_lengths[i] = m->layers[i].lengths;
-        if (layer_pool1d_desc(&spec->layers[i], &d)) {
+        int len = m->steps;
+        if (layer_seq_length(&spec->layers[i], &len)) {
             m->out_lengths[i] = next;
             next += m->max_batch;
         }
@@ -222,18 +224,19 @@ static int model_setup_sequences(model *m, char *err, size_t errlen)
     return 0;
 }
 
-/* Rows [0, batch) of every pooling window's output lengths, from its
- * input's, in layer order (an input's lengths are final before its
- * readers'). */
+/* Rows [0, batch) of the output lengths of every layer that shortens
+ * sequences, from its input's, in layer order (an input's lengths are
+ * final before its readers'). */
 static void model_window_lengths(model *m, int batch)
 {
-    pool1d_desc d;
     for (int i = 0; i < m->n_layers; i++) {
-        if (!layer_pool1d_desc(m->layers[i].spec, &d))
+        if (m->out_lengths[i] == m->layers[i].lengths)
             continue;
         int32_t *out = (int32_t *)m->out_lengths[i];
-        for (int r = 0; r < batch; r++)
-            out[r] = pool1d_out_length(&d, m->layers[i].lengths[r]);
+        for (int r = 0; r < batch; r++) {
+            out[r] = m->layers[i].lengths[r];
+            layer_seq_length(m->layers[i].spec, &out[r]);
+        }
     }
 }
 

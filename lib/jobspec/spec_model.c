@@ -474,24 +474,23 @@ static bool infer_embedding(const job_spec *spec, spec_layer *l, const char *pat
     return true;
 }
 
-/* conv1d keeps each sample's length: stride 1 with padding same or
- * causal. A valid window or a stride shortens every sequence by its own
- * amount, and the layers after would need each sample's new length; this
- * version does not track lengths per layer (engine/layers/conv1d.c). */
+/* conv1d: Keras's output steps for a full-length sequence (causal pads
+ * the whole span before and counts like same); each sample's own length
+ * follows in the engine (engine/layers/conv1d.c). */
 static bool infer_conv1d(spec_layer *l, const char *path, const char *in_str, spec_error *err)
 {
     const spec_shape *in = &l->in_shape;
     if (in->rank != 2)
         return spec_fail(err, path, "conv1d needs a sequence input, got %s", in_str);
-    if (l->padding == PAD_VALID || l->stride[0] != 1)
-        return spec_fail(err, path, "conv1d with padding \"valid\" or strides > 1 changes "
-                                    "each sequence's length, which this version does not "
-                                    "track; use \"padding\": \"same\" or \"causal\" with "
-                                    "strides 1");
-    int span = (l->kernel[0] - 1) * l->dilation[0];
-    l->pad[0] = l->padding == PAD_CAUSAL ? span : span / 2;
+    int out = window_out(in->dim[0], l->kernel[0], l->stride[0], l->dilation[0],
+                         l->padding == PAD_VALID ? PAD_VALID : PAD_SAME, &l->pad[0]);
+    if (l->padding == PAD_CAUSAL)
+        l->pad[0] = (l->kernel[0] - 1) * l->dilation[0];
+    if (out <= 0)
+        return spec_fail(err, path, "kernel_size %d (dilation %d) does not fit %s with "
+                                    "padding \"valid\"", l->kernel[0], l->dilation[0], in_str);
     l->pad[1] = 0;
-    l->out_shape = (spec_shape){2, {in->dim[0], l->filters, 1}};
+    l->out_shape = (spec_shape){2, {out, l->filters, 1}};
     l->n_params = (long)l->kernel[0] * in->dim[1] * l->filters + (l->use_bias ? l->filters : 0);
     return true;
 }

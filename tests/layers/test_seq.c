@@ -59,6 +59,34 @@ static void test_conv1d(void **state)
     check_all("{\"sequence\": [2]}",
               "{\"type\": \"conv1d\", \"filters\": 3, \"kernel_size\": 4, \"padding\": "
               "\"same\", \"use_bias\": false}", 0);
+    /* Windows that shorten each sample by its own amount. */
+    check_all("{\"sequence\": [2]}",
+              "{\"type\": \"conv1d\", \"filters\": 3, \"kernel_size\": 3}", 0);
+    check_all("{\"sequence\": [2]}",
+              "{\"type\": \"conv1d\", \"filters\": 2, \"kernel_size\": 2, \"strides\": 2,"
+              " \"padding\": \"same\", \"activation\": \"sigmoid\"}", 0);
+    check_all("{\"sequence\": [2]}",
+              "{\"type\": \"conv1d\", \"filters\": 2, \"kernel_size\": 3, \"stride\": 2,"
+              " \"padding\": \"causal\"}", 0);
+}
+
+/* A valid window of 3 on samples of 2, 6 and 4 steps: 1 partial, 4 and 2
+ * output steps; the rest of each output is padding (zero). */
+static void test_conv1d_lengths(void **state)
+{
+    (void)state;
+    harness *h = harness_make_seq("{\"sequence\": [2]}",
+                                  "{\"type\": \"conv1d\", \"filters\": 3, \"kernel_size\": 3}",
+                                  0, 3, 1, STEPS, MIXED);
+    static const int32_t out[3] = {1, 4, 2};
+    assert_int_equal(h->spec->layers[0].out_shape.dim[0], 4);
+    int len = 2;
+    assert_true(layer_seq_length(&h->spec->layers[0], &len));
+    assert_int_equal(len, 1);
+    harness_backward(h, false);
+    assert_padding_zero(h->y, out, 3, 4, 3);
+    assert_padding_zero(h->dx[0], MIXED, 3, STEPS, 2);
+    harness_free(h);
 }
 
 static void test_conv1d_padding_zero(void **state)
@@ -408,8 +436,8 @@ static void test_token_model_bad_ids(void **state)
 
 /* The whole graph's parameter gradients against finite differences of
  * the mean loss, with mixed lengths: dense per step (the model masks its
- * padding), conv1d, a strided window (new lengths for the layer after),
- * masked average pooling. */
+ * padding), conv1d causal then valid and strided and a pooling window
+ * (new lengths for the layers after), masked average pooling. */
 static void test_sequence_model_gradients(void **state)
 {
     (void)state;
@@ -419,6 +447,7 @@ static void test_sequence_model_gradients(void **state)
         "{\"type\": \"dense\", \"units\": 5, \"activation\": \"sigmoid\"},"
         "{\"type\": \"conv1d\", \"filters\": 3, \"kernel_size\": 2, \"padding\": \"causal\","
         " \"activation\": \"tanh\"},"
+        "{\"type\": \"conv1d\", \"filters\": 3, \"kernel_size\": 2, \"strides\": 2},"
         "{\"type\": \"avgpool1d\", \"pool_size\": 3, \"strides\": 2, \"padding\": "
         "\"same\"},"
         "{\"type\": \"global_avgpool1d\"},"
@@ -485,12 +514,9 @@ static void test_spec_refusals(void **state)
     (void)state;
     const char *tail = ", {\"type\": \"global_maxpool1d\"}, {\"type\": \"dense\", \"units\": 2}";
     char buf[512];
-    snprintf(buf, sizeof buf, "{\"type\": \"conv1d\", \"filters\": 2, \"kernel_size\": 3}%s",
-             tail);
-    expect_refused(buf, "{\"sequence\": [3]}", "does not track");
-    snprintf(buf, sizeof buf, "{\"type\": \"conv1d\", \"filters\": 2, \"kernel_size\": 3, "
-                              "\"padding\": \"same\", \"strides\": 2}%s", tail);
-    expect_refused(buf, "{\"sequence\": [3]}", "strides > 1");
+    snprintf(buf, sizeof buf, "{\"type\": \"conv1d\", \"filters\": 2, \"kernel_size\": 5, "
+                              "\"dilation_rate\": 2}%s", tail);
+    expect_refused(buf, "{\"sequence\": [3]}", "does not fit");
     snprintf(buf, sizeof buf, "{\"type\": \"maxpool1d\", \"pool_size\": 9}%s", tail);
     expect_refused(buf, "{\"sequence\": [3]}", "does not fit");
     snprintf(buf, sizeof buf, "{\"type\": \"avgpool1d\", \"padding\": \"causal\"}%s", tail);
@@ -538,6 +564,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv1d),
         cmocka_unit_test(test_conv1d_padding_zero),
+        cmocka_unit_test(test_conv1d_lengths),
         cmocka_unit_test(test_global_pools),
         cmocka_unit_test(test_masked_pooling),
         cmocka_unit_test(test_pool1d),
