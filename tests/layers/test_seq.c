@@ -537,6 +537,50 @@ static void test_spec_refusals(void **state)
                    "{\"sequence\": [3]}", "not defined on a sequence");
 }
 
+/* The resolved spec of every new layer parses back to the same layers. */
+static void test_spec_round_trip(void **state)
+{
+    (void)state;
+    job_spec *a = spec_fixture_parse(
+        "{\"model\": {\"input\": {\"tokens\": 30}, \"layers\": ["
+        "{\"type\": \"embedding\", \"output_dim\": 6, \"input_dim\": 32, \"mask_zero\": true},"
+        "{\"type\": \"conv1d\", \"filters\": 5, \"kernel_size\": 3, \"strides\": 2,"
+        " \"dilation_rate\": 1, \"padding\": \"causal\", \"activation\": \"relu\","
+        " \"use_bias\": false},"
+        "{\"type\": \"avgpool1d\", \"pool_size\": 3, \"padding\": \"same\"},"
+        "{\"type\": \"dense\", \"units\": 4},"
+        "{\"type\": \"global_maxpool1d\"},"
+        "{\"type\": \"dense\", \"units\": 2}]},"
+        " \"data\": {\"format\": \"synthetic\", \"num_classes\": 2, \"max_length\": 20}}");
+    json_t *j = spec_to_json(a);
+    assert_non_null(j);
+    spec_error e;
+    job_spec *b = spec_parse_json(j, &e);
+    json_decref(j);
+    assert_non_null(b);
+    assert_int_equal(a->n_layers, b->n_layers);
+    assert_int_equal(a->n_params, b->n_params);
+    for (int i = 0; i < a->n_layers; i++) {
+        const spec_layer *x = &a->layers[i], *y = &b->layers[i];
+        assert_int_equal(x->type, y->type);
+        assert_memory_equal(&x->out_shape, &y->out_shape, sizeof x->out_shape);
+        assert_int_equal(x->kernel[0], y->kernel[0]);
+        assert_int_equal(x->stride[0], y->stride[0]);
+        assert_int_equal(x->pad[0], y->pad[0]);
+        assert_int_equal(x->padding, y->padding);
+        assert_int_equal(x->activation, y->activation);
+        assert_int_equal(x->use_bias, y->use_bias);
+        assert_int_equal(x->mask_zero, y->mask_zero);
+        assert_int_equal(x->input_dim, y->input_dim);
+    }
+    /* 20 steps -> causal stride 2: 10 -> pool 3 same, stride 3: 4. */
+    assert_int_equal(a->layers[1].out_shape.dim[0], 10);
+    assert_int_equal(a->layers[2].out_shape.dim[0], 4);
+    assert_int_equal(a->layers[0].n_params, 32 * 6);
+    spec_free(a);
+    spec_free(b);
+}
+
 /* Per-step labels (data.per_step_labels, from the data section) are not
  * wired to the losses yet: the model refuses them with a message saying
  * what to do instead. */
@@ -578,6 +622,7 @@ int main(void)
         cmocka_unit_test(test_token_model_bad_ids),
         cmocka_unit_test(test_sequence_model_gradients),
         cmocka_unit_test(test_spec_refusals),
+        cmocka_unit_test(test_spec_round_trip),
         cmocka_unit_test(test_per_step_labels_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
