@@ -461,8 +461,10 @@ static int model_stage_lengths(model *m, const dataset *d, const int64_t *idx, l
                                errlen) < 0)
             return -1;
     }
-    m->be->sequence_mask(m->be, batch, m->steps, (int)(m->in_size / m->steps), m->lengths,
-                         m->host_x);
+    long per_step = m->in_size / m->steps;
+    for (int r = 0; r < batch; r++)
+        memset(m->host_x + (long)r * m->in_size + m->lengths[r] * per_step, 0,
+               (size_t)((m->steps - m->lengths[r]) * per_step) * sizeof *m->host_x);
     model_window_lengths(m, batch);
     return 0;
 }
