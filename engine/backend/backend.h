@@ -92,6 +92,61 @@ typedef struct batchnorm_desc {
     void *impl;
 } batchnorm_desc;
 
+/* 1-d convolution along time, channels last. Output step t reads input
+ * steps t * stride - pad_before + j * dilation, j in [0, kernel); steps
+ * outside a sample's real length read zeros. A sample of L real steps has
+ * conv1d_out_length(d, L) output steps (layers/conv1d.c says why). */
+typedef struct conv1d_desc {
+    int max_batch;
+    int steps;              /* T, input */
+    int out_steps;          /* T' for a full-length sample */
+    int c;                  /* input features per step */
+    int filters;            /* output features per step */
+    int kernel;
+    int stride;
+    int dilation;
+    int pad_before;         /* same: as spec_model.c's window_out; causal:
+                             * (kernel-1)*dilation; valid: 0 */
+    bool valid;             /* padding valid: only whole windows */
+} conv1d_desc;
+
+/* Output steps of a sample of `len` real steps, Keras's count for a
+ * sequence of that length alone: valid, the whole windows (one partial
+ * window when len is shorter than the kernel's span, so no sample ends
+ * empty); same and causal, ceil(len / stride). */
+static inline int conv1d_out_length(const conv1d_desc *d, int len)
+{
+    int span = (d->kernel - 1) * d->dilation + 1;
+    int n = d->valid ? (len >= span ? (len - span) / d->stride + 1 : 1)
+                     : (len + d->stride - 1) / d->stride;
+    return n < d->out_steps ? n : d->out_steps;
+}
+
+/* 1-d pooling along time, channels last. Output step t pools input steps
+ * [t * stride - pad_before, + kernel) that are real steps of its sample;
+ * a sample of length L has pool1d_out_length(d, L) output steps, each
+ * with at least one real step in its window. */
+typedef struct pool1d_desc {
+    int steps;              /* T, input */
+    int out_steps;          /* T' for a full-length sample */
+    int c;                  /* features per step */
+    int kernel;
+    int stride;
+    int pad_before;         /* same: as spec_model.c's window_out; valid: 0 */
+    bool valid;             /* padding valid: only whole windows */
+    pool_mode mode;
+} pool1d_desc;
+
+/* Output steps of a sample of `len` real steps, as conv1d_out_length:
+ * valid, the whole windows (one partial one when len < kernel); same,
+ * ceil(len / stride), every such window holding a real step. */
+static inline int pool1d_out_length(const pool1d_desc *d, int len)
+{
+    int n = d->valid ? (len >= d->kernel ? (len - d->kernel) / d->stride + 1 : 1)
+                     : (len + d->stride - 1) / d->stride;
+    return n < d->out_steps ? n : d->out_steps;
+}
+
 /* Per-batch sums for metrics, on the host. Divide by the sample count
  * (accuracy) or sample count * outputs (mse, mae) to get means. */
 typedef struct batch_metrics {
@@ -461,6 +516,87 @@ struct backend {
      * gradient). */
     void (*mul)(backend *be, long n, const float *a, const float *b, float *y,
                 bool accumulate);
+
+    /* ---- sequences (optional) --------------------------------------- */
+    /* A sequence is (batch, steps, features), channels last, each sample
+     * real for its first lengths[n] steps (host int32, each in [1, steps];
+     * NULL: all `steps`) and zero after (docs/sequences.md). Each op below
+     * reads its inputs only at real steps and writes zeros at the padding
+     * steps of its sequence outputs. NULL on a backend without them
+     * (CUDA in this version): model_create then refuses a sequence model. */
+
+    /* x[n, t, :] = 0 for t >= lengths[n]: the padding invariant, applied
+     * by the model to layers that do not know about time. */
+    void (*sequence_mask)(backend *be, int batch, int steps, int features,
+                          const int32_t *lengths,
+                          float *x);           /* (batch, steps, features) */
+    /* y[n, t, :] = table[ids[n, t], :]. ids are whole numbers in
+     * [0, vocab) (checked when the batch was loaded). */
+    void (*embedding_forward)(backend *be, int batch, int steps, int dim,
+                              const int32_t *lengths,
+                              const float *ids,    /* (batch, steps) */
+                              const float *table,  /* (vocab, dim) */
+                              float *y);           /* (batch, steps, dim) */
+    /* dtable = the sum of dy's real rows at their ids (overwritten), in a
+     * fixed order whatever the thread count. */
+    void (*embedding_backward)(backend *be, int batch, int steps, int vocab, int dim,
+                               const int32_t *lengths,
+                               const float *ids,   /* (batch, steps) */
+                               const float *dy,    /* (batch, steps, dim) */
+                               float *dtable);     /* (vocab, dim) */
+    /* y[n, f] = max or mean of x[n, t, f] over the real steps t. */
+    void (*global_pool1d_forward)(backend *be, pool_mode mode, int batch, int steps,
+                                  int features, const int32_t *lengths,
+                                  const float *x,  /* (batch, steps, features) */
+                                  float *y);       /* (batch, features) */
+    /* Max routes dy to the first real step holding the maximum; mean
+     * spreads it evenly over the real steps. */
+    void (*global_pool1d_backward)(backend *be, pool_mode mode, int batch, int steps,
+                                   int features, const int32_t *lengths,
+                                   const float *x,  /* (batch, steps, features) */
+                                   const float *y,  /* (batch, features) */
+                                   const float *dy, /* (batch, features) */
+                                   float *dx,       /* (batch, steps, features) */
+                                   bool accumulate);
+    /* y[n, t, :] = max or mean over the real steps of window t, for t
+     * below the sample's output length (pool1d_out_length), 0 after. */
+    void (*pool1d_forward)(backend *be, const pool1d_desc *d, int batch,
+                           const int32_t *lengths, /* input lengths */
+                           const float *x,    /* (batch, steps, c) */
+                           float *y);         /* (batch, out_steps, c) */
+    /* Max routes dy to the window's first real maximum; mean spreads it
+     * over the window's real steps. dy is read at real output steps only. */
+    void (*pool1d_backward)(backend *be, const pool1d_desc *d, int batch,
+                            const int32_t *lengths,
+                            const float *x,   /* (batch, steps, c) */
+                            const float *y,   /* (batch, out_steps, c) */
+                            const float *dy,  /* (batch, out_steps, c) */
+                            float *dx,        /* (batch, steps, c) */
+                            bool accumulate);
+    /* Workspace floats conv1d_forward/backward need (-1: bad geometry). */
+    long (*conv1d_prepare)(backend *be, const conv1d_desc *d);
+    /* y = act(conv(x, w) + bias) along time, cross-correlation, at each
+     * sample's conv1d_out_length output steps, 0 after. */
+    void (*conv1d_forward)(backend *be, const conv1d_desc *d, int batch,
+                           const int32_t *lengths,
+                           const float *x,    /* (batch, steps, c) */
+                           const float *w,    /* (kernel, c, filters) */
+                           const float *bias, /* (filters) or NULL */
+                           spec_activation act, /* not ACT_SOFTMAX */
+                           float *y,          /* (batch, out_steps, filters) */
+                           float *workspace);
+    /* From dz = dL/d(pre-activation): dw, db (overwritten), dx (+)=. dz's
+     * padding rows are zeroed first (whatever they held is never used). */
+    void (*conv1d_backward)(backend *be, const conv1d_desc *d, int batch,
+                            const int32_t *lengths,
+                            const float *x,   /* (batch, steps, c) */
+                            const float *w,   /* (kernel, c, filters) */
+                            float *dz,        /* (batch, out_steps, filters) */
+                            float *dx,        /* (batch, steps, c) or NULL */
+                            bool accumulate,
+                            float *dw,        /* (kernel, c, filters) */
+                            float *db,        /* (filters) or NULL */
+                            float *workspace);
 };
 
 /* Create the CPU backend with `threads` worker threads (the calling thread

@@ -907,6 +907,16 @@ backend *backend_cpu_create(int threads, char *err, size_t errlen)
         .rnn_forward = cpu_rnn_forward,
         .rnn_backward = cpu_rnn_backward,
         .mul = cpu_mul,
+        .sequence_mask = cpu_sequence_mask,
+        .embedding_forward = cpu_embedding_forward,
+        .embedding_backward = cpu_embedding_backward,
+        .global_pool1d_forward = cpu_global_pool1d_forward,
+        .global_pool1d_backward = cpu_global_pool1d_backward,
+        .pool1d_forward = cpu_pool1d_forward,
+        .pool1d_backward = cpu_pool1d_backward,
+        .conv1d_prepare = cpu_conv1d_prepare,
+        .conv1d_forward = cpu_conv1d_forward,
+        .conv1d_backward = cpu_conv1d_backward,
     };
     return be;
 }

@@ -114,5 +114,30 @@ void cpu_rnn_backward(backend *be, const rnn_desc *d, int batch, const int32_t *
                       int ldy, float *dx, bool accumulate, float *dw, float *dr,
                       float *dbias, float *aux, float *workspace);
 void cpu_mul(backend *be, long n, const float *a, const float *b, float *y, bool accumulate);
+/* The sequence ops of backend.h (cpu_seq.c). */
+void cpu_sequence_mask(backend *be, int batch, int steps, int features,
+                       const int32_t *lengths, float *x);
+void cpu_embedding_forward(backend *be, int batch, int steps, int dim, const int32_t *lengths,
+                           const float *ids, const float *table, float *y);
+void cpu_embedding_backward(backend *be, int batch, int steps, int vocab, int dim,
+                            const int32_t *lengths, const float *ids, const float *dy,
+                            float *dtable);
+void cpu_global_pool1d_forward(backend *be, pool_mode mode, int batch, int steps, int features,
+                               const int32_t *lengths, const float *x, float *y);
+void cpu_global_pool1d_backward(backend *be, pool_mode mode, int batch, int steps,
+                                int features, const int32_t *lengths, const float *x,
+                                const float *y, const float *dy, float *dx, bool accumulate);
+void cpu_pool1d_forward(backend *be, const pool1d_desc *d, int batch, const int32_t *lengths,
+                        const float *x, float *y);
+void cpu_pool1d_backward(backend *be, const pool1d_desc *d, int batch, const int32_t *lengths,
+                         const float *x, const float *y, const float *dy, float *dx,
+                         bool accumulate);
+long cpu_conv1d_prepare(backend *be, const conv1d_desc *d);
+void cpu_conv1d_forward(backend *be, const conv1d_desc *d, int batch, const int32_t *lengths,
+                        const float *x, const float *w, const float *bias, spec_activation act,
+                        float *y, float *workspace);
+void cpu_conv1d_backward(backend *be, const conv1d_desc *d, int batch, const int32_t *lengths,
+                         const float *x, const float *w, float *dz, float *dx,
+                         bool accumulate, float *dw, float *db, float *workspace);
 
 #endif

@@ -1,5 +1,6 @@
 /* concat.c — channel concatenation of inputs with the same spatial size
- * (rank-1 inputs concatenate their features). */
+ * (rank-1 inputs concatenate their features; sequences, channels last,
+ * join their features step by step: one "sample" of the op per step). */
 #include "layers/layer.h"
 
 #include <stdio.h>
@@ -9,6 +10,13 @@ static long concat_spatial(const layer *l)
 {
     const spec_shape *o = &l->spec->out_shape;
     return o->rank == 3 ? (long)o->dim[1] * o->dim[2] : 1;
+}
+
+/* Op rows per sample: a sequence's steps, else 1. */
+static int concat_steps(const layer *l)
+{
+    const spec_shape *o = &l->spec->out_shape;
+    return o->rank == 2 ? o->dim[0] : 1;
 }
 
 static int concat_setup(layer *l, backend *be, char *err, size_t errlen)
@@ -35,7 +43,7 @@ static void concat_channels(const layer *l, int *c_in)
 {
     long spatial = concat_spatial(l);
     for (int i = 0; i < l->n_in; i++)
-        c_in[i] = (int)(l->x_size[i] / spatial);
+        c_in[i] = (int)(l->x_size[i] / spatial / concat_steps(l));
 }
 
 static void concat_forward(layer *l, backend *be, int batch, bool training, uint64_t seed)
@@ -44,14 +52,14 @@ static void concat_forward(layer *l, backend *be, int batch, bool training, uint
     (void)seed;
     int c_in[SPEC_MAX_INPUTS];
     concat_channels(l, c_in);
-    be->concat_forward(be, batch, l->n_in, c_in, concat_spatial(l), l->x, l->y);
+    be->concat_forward(be, batch * concat_steps(l), l->n_in, c_in, concat_spatial(l), l->x, l->y);
 }
 
 static void concat_backward(layer *l, backend *be, int batch)
 {
     int c_in[SPEC_MAX_INPUTS];
     concat_channels(l, c_in);
-    be->concat_backward(be, batch, l->n_in, c_in, concat_spatial(l), l->dy, l->dx,
+    be->concat_backward(be, batch * concat_steps(l), l->n_in, c_in, concat_spatial(l), l->dy, l->dx,
                         l->dx_accumulate);
 }
 

@@ -1,14 +1,34 @@
 /* dense.c — fully connected layer: y = act(x @ W + b) on the flattened
- * input. W is (in, out), the layout of the weight files and of the GEMM. */
+ * input. W is (in, out), the layout of the weight files and of the GEMM.
+ * On a sequence {T, F} it applies to every step (Keras): W is (F, units)
+ * and the GEMM's rows are batch * T; padding rows compute bias-only
+ * values that the model zeroes after the forward (model/model.c). */
 #include "layers/dense.h"
 
 #include <stdio.h>
 
+/* Rows per sample: the steps of a sequence, 1 for a flat input. */
+static int dense_steps(const layer *l)
+{
+    return l->spec->in_shape.rank == 2 ? l->spec->in_shape.dim[0] : 1;
+}
+
+/* Inputs and outputs of one row. */
+static long dense_in(const layer *l)
+{
+    return l->in_size / dense_steps(l);
+}
+
+static long dense_out(const layer *l)
+{
+    return l->out_size / dense_steps(l);
+}
+
 static int dense_setup(layer *l, backend *be, char *err, size_t errlen)
 {
     (void)be;
-    long in = l->in_size, out = l->spec->units;
-    if (out <= 0 || l->out_size != out) {
+    long in = dense_in(l), out = l->spec->units;
+    if (out <= 0 || dense_out(l) != out) {
         snprintf(err, errlen, "dense: %ld units but output shape has %ld", out, l->out_size);
         return -1;
     }
@@ -22,7 +42,7 @@ static int dense_setup(layer *l, backend *be, char *err, size_t errlen)
 static void dense_init(const layer *l, float *params, float *state, rng *r)
 {
     (void)state;
-    long in = l->in_size, out = l->out_size;
+    long in = dense_in(l), out = dense_out(l);
     double limit = layer_init_limit(in, out);
     for (long i = 0; i < in * out; i++)
         params[i] = rng_symmetric(r, limit);
@@ -35,18 +55,20 @@ static void dense_forward(layer *l, backend *be, int batch, bool training, uint6
 {
     (void)training;
     (void)seed;
-    long in = l->in_size, out = l->out_size;
+    long in = dense_in(l), out = dense_out(l);
+    int rows = batch * dense_steps(l);
     const float *bias = l->spec->use_bias ? l->params + l->tensors[1].offset : NULL;
-    be->dense_forward(be, batch, (int)in, (int)out, l->x[0], l->params, bias, l->act, l->y);
+    be->dense_forward(be, rows, (int)in, (int)out, l->x[0], l->params, bias, l->act, l->y);
 }
 
 static void dense_backward(layer *l, backend *be, int batch)
 {
-    long in = l->in_size, out = l->out_size;
+    long in = dense_in(l), out = dense_out(l);
+    int rows = batch * dense_steps(l);
     if (l->act != ACT_NONE)
-        be->activation_backward(be, l->act, batch, out, l->y, l->dy, l->dy, false);
+        be->activation_backward(be, l->act, rows, out, l->y, l->dy, l->dy, false);
     float *db = l->spec->use_bias ? l->grads + l->tensors[1].offset : NULL;
-    be->dense_backward(be, batch, (int)in, (int)out, l->x[0], l->params, l->dy, l->dx[0],
+    be->dense_backward(be, rows, (int)in, (int)out, l->x[0], l->params, l->dy, l->dx[0],
                        l->dx_accumulate[0], l->grads, db);
 }
 
@@ -55,11 +77,12 @@ bool layer_dense_backward_update(layer *l, backend *be, int batch,
 {
     if (!be->dense_backward_update)
         return false;
-    long in = l->in_size, out = l->out_size;
+    long in = dense_in(l), out = dense_out(l);
+    int rows = batch * dense_steps(l);
     if (l->act != ACT_NONE)
-        be->activation_backward(be, l->act, batch, out, l->y, l->dy, l->dy, false);
+        be->activation_backward(be, l->act, rows, out, l->y, l->dy, l->dy, false);
     float *db = l->spec->use_bias ? l->grads + l->tensors[1].offset : NULL;
-    be->dense_backward_update(be, batch, (int)in, (int)out, l->x[0], l->params, l->dy,
+    be->dense_backward_update(be, rows, (int)in, (int)out, l->x[0], l->params, l->dy,
                               l->dx[0], l->dx_accumulate[0], l->grads, db, update, ctx);
     return true;
 }

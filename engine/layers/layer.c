@@ -29,18 +29,22 @@ const layer_ops *layer_ops_for(spec_layer_type type)
         return &layer_add_ops;
     case LAYER_CONCAT:
         return &layer_concat_ops;
+    case LAYER_EMBEDDING:
+        return &layer_embedding_ops;
+    case LAYER_CONV1D:
+        return &layer_conv1d_ops;
+    case LAYER_GLOBAL_MAXPOOL1D:
+    case LAYER_GLOBAL_AVGPOOL1D:
+        return &layer_global_pool1d_ops;
+    case LAYER_MAXPOOL1D:
+    case LAYER_AVGPOOL1D:
+        return &layer_pool1d_ops;
     case LAYER_LSTM:
         return &layer_lstm_ops;
     case LAYER_GRU:
         return &layer_gru_ops;
     case LAYER_BIDIRECTIONAL:
         return &layer_bidirectional_ops;
-    case LAYER_EMBEDDING:
-    case LAYER_CONV1D:
-    case LAYER_MAXPOOL1D:
-    case LAYER_AVGPOOL1D:
-    case LAYER_GLOBAL_MAXPOOL1D:
-    case LAYER_GLOBAL_AVGPOOL1D:
     case LAYER_TYPE_COUNT:
         break;
     }
@@ -52,6 +56,7 @@ spec_activation layer_final_activation(const spec_layer *s)
     switch (s->type) {
     case LAYER_DENSE:
     case LAYER_CONV2D:
+    case LAYER_CONV1D:
         return s->activation;
     case LAYER_RELU:
         return ACT_RELU;
@@ -64,6 +69,21 @@ spec_activation layer_final_activation(const spec_layer *s)
     default:
         return ACT_NONE;
     }
+}
+
+bool layer_seq_length(const spec_layer *s, int *len)
+{
+    pool1d_desc p;
+    if (layer_pool1d_desc(s, &p)) {
+        *len = pool1d_out_length(&p, *len);
+        return true;
+    }
+    if (s->type != LAYER_CONV1D || (s->padding != PAD_VALID && s->stride[0] == 1))
+        return false;
+    conv1d_desc c;
+    layer_conv1d_desc(s, 1, &c);
+    *len = conv1d_out_length(&c, *len);
+    return true;
 }
 
 long layer_tensor_size(const layer_tensor *t)

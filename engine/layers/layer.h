@@ -116,6 +116,10 @@ extern const layer_ops layer_concat_ops;
 extern const layer_ops layer_lstm_ops;           /* rnn.c */
 extern const layer_ops layer_gru_ops;            /* rnn.c */
 extern const layer_ops layer_bidirectional_ops;  /* bidirectional.c */
+extern const layer_ops layer_embedding_ops;
+extern const layer_ops layer_conv1d_ops;
+extern const layer_ops layer_global_pool1d_ops; /* global_maxpool1d, global_avgpool1d */
+extern const layer_ops layer_pool1d_ops;        /* maxpool1d, avgpool1d */
 
 /* Shared helpers. */
 
@@ -137,6 +141,17 @@ void layer_pass_gradient(backend *be, const float *dy, float *dx, bool accumulat
 double layer_init_limit(long fan_in, long fan_out);
 /* The total padding "same" needs beyond pad_before, from the output size. */
 int layer_pad_after(int in, int out, int kernel, int stride, int dilation, int pad_before);
+
+/* The window of a maxpool1d/avgpool1d layer into *d, true; false for
+ * every other type. */
+bool layer_pool1d_desc(const spec_layer *s, pool1d_desc *d);
+/* The geometry of a conv1d layer. */
+void layer_conv1d_desc(const spec_layer *s, int max_batch, conv1d_desc *d);
+/* Sequence layers that shorten each sample by its own amount (a windowed
+ * pool; a valid or strided conv1d): true, with *len mapped from the
+ * input's length to the output's. false for every other layer, whose
+ * output keeps its input's lengths. */
+bool layer_seq_length(const spec_layer *s, int *len);
 
 /* Graph fusion, after every layer's setup and before buffers are sized: a
  * conv2d with relu whose only reader is a max pooling hands the relu to

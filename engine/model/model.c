@@ -173,6 +173,73 @@ static int model_allocate(model *m, char *err, size_t errlen)
     return 0;
 }
 
+/* A sequence input: the lengths every layer reads. The backend must have
+ * the sequence ops (the padding mask at least; each layer checks its own),
+ * and the last layer must give one prediction per sample: per-step
+ * outputs (data.per_step_labels) are not wired to the losses yet. */
+static int model_setup_sequences(model *m, char *err, size_t errlen)
+{
+    const job_spec *spec = m->spec;
+    if (spec->input.rank != 2)
+        return 0;
+    if (!m->be->sequence_mask) {
+        snprintf(err, errlen, "model: sequence models run on the CPU backend in this version "
+                 "(backend %s)", m->be->name);
+        return -1;
+    }
+    if (spec->data.per_step_labels ||
+        spec->layers[spec->n_layers - 1].out_shape.rank == 2) {
+        snprintf(err, errlen, "model: per-step outputs (a sequence as the last layer's "
+                 "output, data.per_step_labels) are not supported in this version; end the "
+                 "model with global_maxpool1d, global_avgpool1d or flatten before the last "
+                 "dense layer");
+        return -1;
+    }
+    m->steps = spec->input.dim[0];
+    int windows = 0;
+    for (int i = 0; i < m->n_layers; i++) {
+        int len = m->steps;
+        windows += layer_seq_length(&spec->layers[i], &len);
+    }
+    m->lengths = calloc((size_t)m->max_batch, sizeof *m->lengths);
+    m->out_lengths = calloc((size_t)m->n_layers, sizeof *m->out_lengths);
+    m->seq_lengths = calloc((size_t)(windows * m->max_batch + 1), sizeof *m->seq_lengths);
+    if (!m->lengths || !m->out_lengths || !m->seq_lengths) {
+        snprintf(err, errlen, "model: out of memory");
+        return -1;
+    }
+    for (int r = 0; r < m->max_batch; r++)
+        m->lengths[r] = m->steps;
+    int32_t *next = m->seq_lengths;
+    for (int i = 0; i < m->n_layers; i++) {
+        int src = spec->layers[i].inputs[0];
+        m->layers[i].lengths = src < 0 ? m->lengths : m->out_lengths[src];
+        m->out_lengths[i] = m->layers[i].lengths;
+        int len = m->steps;
+        if (layer_seq_length(&spec->layers[i], &len)) {
+            m->out_lengths[i] = next;
+            next += m->max_batch;
+        }
+    }
+    return 0;
+}
+
+/* Rows [0, batch) of the output lengths of every layer that shortens
+ * sequences, from its input's, in layer order (an input's lengths are
+ * final before its readers'). */
+static void model_window_lengths(model *m, int batch)
+{
+    for (int i = 0; i < m->n_layers; i++) {
+        if (m->out_lengths[i] == m->layers[i].lengths)
+            continue;
+        int32_t *out = (int32_t *)m->out_lengths[i];
+        for (int r = 0; r < batch; r++) {
+            out[r] = m->layers[i].lengths[r];
+            layer_seq_length(m->layers[i].spec, &out[r]);
+        }
+    }
+}
+
 model *model_create(const job_spec *spec, backend *be, int max_batch, char *err, size_t errlen)
 {
     if (spec->n_layers < 1 || max_batch < 1) {
@@ -194,6 +261,10 @@ model *model_create(const job_spec *spec, backend *be, int max_batch, char *err,
     if (!m->layers) {
         snprintf(err, errlen, "model: out of memory");
         free(m);
+        return NULL;
+    }
+    if (model_setup_sequences(m, err, errlen) < 0) {
+        model_free(m);
         return NULL;
     }
     if (m->n_out != spec->data.num_classes) {
@@ -225,6 +296,9 @@ void model_free(model *m)
             be->free(be, bufs[i]);
     free(m->layers);
     free(m->grad_written);
+    free(m->lengths);
+    free(m->out_lengths);
+    free(m->seq_lengths);
     if (!be->host_memory) {
         free(m->host_x);
         free(m->host_t);
@@ -340,6 +414,61 @@ static void model_gather(model *m, const dataset *d, const int64_t *idx, long fi
         model_gather_rows(&j, 0, batch, 0);
 }
 
+/* Sample src's real length, checked against the model's steps. */
+static int model_sample_length(const model *m, const dataset *d, long src, int32_t *out,
+                               char *err, size_t errlen)
+{
+    int32_t len = d->len ? d->len[src] : m->steps;
+    if (len < 1 || len > m->steps) {
+        snprintf(err, errlen, "sample %ld: length %d outside [1, %d] (data.max_length)", src,
+                 len, m->steps);
+        return -1;
+    }
+    *out = len;
+    return 0;
+}
+
+/* A token id at a real step must be a row of the embedding table. */
+static int model_check_tokens(const model *m, const float *ids, int len, long src, char *err,
+                              size_t errlen)
+{
+    int vocab = m->spec->input_tokens;
+    for (int t = 0; t < len; t++) {
+        float id = ids[t];
+        if (!(id >= 0.0f && id < (float)vocab) || id != (float)(int32_t)id) {
+            snprintf(err, errlen, "sample %ld step %d: token id %g outside [0, %d) "
+                     "(model.input.tokens)", src, t, (double)id, vocab);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The lengths of the gathered rows (sample src(r) of d at row r), token
+ * ids checked, padding zeroed: what arrives past a sample's length is
+ * never seen by a layer, whatever the data holds there. */
+static int model_stage_lengths(model *m, const dataset *d, const int64_t *idx, long first,
+                               int batch, char *err, size_t errlen)
+{
+    if (!m->lengths)
+        return 0;
+    for (int r = 0; r < batch; r++) {
+        long src = idx ? (long)idx[r] : first + r;
+        if (model_sample_length(m, d, src, &m->lengths[r], err, errlen) < 0)
+            return -1;
+        if (m->spec->input_tokens > 0 &&
+            model_check_tokens(m, m->host_x + (long)r * m->in_size, m->lengths[r], src, err,
+                               errlen) < 0)
+            return -1;
+    }
+    long per_step = m->in_size / m->steps;
+    for (int r = 0; r < batch; r++)
+        memset(m->host_x + (long)r * m->in_size + m->lengths[r] * per_step, 0,
+               (size_t)((m->steps - m->lengths[r]) * per_step) * sizeof *m->host_x);
+    model_window_lengths(m, batch);
+    return 0;
+}
+
 static void model_upload_batch(model *m, int batch)
 {
     m->be->upload(m->be, m->x, m->host_x, (long)batch * m->in_size);
@@ -355,6 +484,8 @@ int model_load_batch(model *m, const dataset *d, const int64_t *idx, int batch, 
         if (model_stage_target(m, d, (long)idx[r], r, err, errlen) < 0)
             return -1;
     model_gather(m, d, idx, 0, batch);
+    if (model_stage_lengths(m, d, idx, 0, batch, err, errlen) < 0)
+        return -1;
     model_upload_batch(m, batch);
     return 0;
 }
@@ -374,6 +505,8 @@ int model_load_train_batch(model *m, const dataset *d, const int64_t *idx, int b
     for (int r = 0; r < batch; r++)
         dataset_augment_sample(a, &m->spec->input, m->spec->training.seed, epoch, idx[r],
                                m->host_x + (long)r * m->in_size);
+    if (model_stage_lengths(m, d, idx, 0, batch, err, errlen) < 0)
+        return -1;
     model_upload_batch(m, batch);
     return 0;
 }
@@ -387,8 +520,22 @@ int model_load_range(model *m, const dataset *d, long first, int batch, char *er
         if (model_stage_target(m, d, first + r, r, err, errlen) < 0)
             return -1;
     model_gather(m, d, NULL, first, batch);
+    if (model_stage_lengths(m, d, NULL, first, batch, err, errlen) < 0)
+        return -1;
     model_upload_batch(m, batch);
     return 0;
+}
+
+/* The padding invariant for layers that do not know about time (dense,
+ * activations, dropout, add, concat on a sequence compute every step):
+ * their sequence outputs and output gradients are zeroed past each
+ * sample's length. A layer that knows already wrote zeros there; the
+ * mask is cheap beside any layer's work. */
+static void model_mask_steps(model *m, const layer *l, float *t, int batch)
+{
+    const spec_shape *o = &l->spec->out_shape;
+    if (m->lengths && o->rank == 2)
+        m->be->sequence_mask(m->be, batch, o->dim[0], o->dim[1], m->out_lengths[l->index], t);
 }
 
 void model_forward(model *m, int batch, bool training, uint64_t step)
@@ -400,6 +547,7 @@ void model_forward(model *m, int batch, bool training, uint64_t step)
         /* Only training steps are profiled, not evaluations. */
         double t0 = m->profile && training ? model_profile_now(m) : 0.0;
         l->ops->forward(l, m->be, batch, training, seed);
+        model_mask_steps(m, l, l->y, batch);
         if (m->profile && training)
             profile_stat_add(&m->profile->forward[i], model_profile_now(m) - t0);
     }
@@ -524,6 +672,7 @@ static void model_backward_layer(model *m, int i, int batch, model_update *u)
             l->dx_accumulate[k] = m->grad_written[src];
             m->grad_written[src] = true;
         }
+        model_mask_steps(m, l, l->dy, batch);
         if (u && l->spec->type == LAYER_DENSE && l->n_params > 0) {
             u->offset = l->params - m->params;
             u->layer = l;

@@ -65,6 +65,18 @@ typedef struct model {
                                (OUTPUT_SOFTMAX_LOGITS only) */
     const float *output;    /* what metrics and predictions read: probs or
                                the last layer's output */
+    /* Sequences (model.input {"sequence": [F]} or {"tokens": V}): steps =
+     * data.max_length, lengths (host, max_batch) each loaded sample's real
+     * steps (dataset.len, or steps when the data has none). steps 0 and
+     * lengths NULL otherwise. */
+    int steps;
+    int32_t *lengths;
+    /* Per layer, the lengths of its output: its input's, or for a pooling
+     * window over time (maxpool1d, avgpool1d) its own, computed at every
+     * batch load into seq_lengths (max_batch per such layer). Each layer's
+     * layer.lengths is the array of its first input. */
+    const int32_t **out_lengths;
+    int32_t *seq_lengths;
     model_output_kind output_kind;
 
     /* Internal. */
@@ -93,7 +105,11 @@ void model_free(model *m);
 int model_init_params(model *m, unsigned long seed, char *err, size_t errlen);
 
 /* Gather samples idx[0..batch) of d (host) into the input and one-hot
- * target buffers. Labels outside [0, n_out) are an error (-1). */
+ * target buffers. Labels outside [0, n_out) are an error (-1). On a
+ * sequence model it also sets m->lengths from d->len (a length outside
+ * [1, steps] is an error), zeroes each sample's padding steps in the
+ * input, and on a token model refuses an id at a real step that is not a
+ * whole number in [0, model.input.tokens). */
 int model_load_batch(model *m, const dataset *d, const int64_t *idx, int batch, char *err,
                      size_t errlen);
 /* model_load_batch for training in `epoch`: the samples are transformed

@@ -135,6 +135,14 @@ static const char *const *layer_keys(spec_layer_type t)
     static const char *const gru[] = {"type", "inputs", "units", "return_sequences",
                                       "go_backwards", "reset_after", NULL};
     static const char *const bidirectional[] = {"type", "inputs", "layer", "merge_mode", NULL};
+    static const char *const embedding[] = {"type", "inputs", "output_dim", "input_dim",
+                                            "mask_zero", NULL};
+    static const char *const conv1d[] = {"type",    "inputs",        "filters",  "kernel_size",
+                                         "kernel",  "strides",       "stride",   "padding",
+                                         "dilation_rate", "dilation", "activation",
+                                         "use_bias", NULL};
+    static const char *const pool1d[] = {"type",    "inputs", "pool_size", "pool",
+                                         "strides", "stride", "padding",   NULL};
     switch (t) {
     case LAYER_LSTM: return lstm;
     case LAYER_GRU: return gru;
@@ -145,6 +153,10 @@ static const char *const *layer_keys(spec_layer_type t)
     case LAYER_AVGPOOL2D: return pool;
     case LAYER_DROPOUT: return dropout;
     case LAYER_BATCHNORM: return bn;
+    case LAYER_EMBEDDING: return embedding;
+    case LAYER_CONV1D: return conv1d;
+    case LAYER_MAXPOOL1D:
+    case LAYER_AVGPOOL1D: return pool1d;
     default: return plain;
     }
 }
@@ -222,6 +234,70 @@ static bool parse_bidirectional_fields(const json_t *l, const char *path, spec_l
     return true;
 }
 
+/* An integer field Keras spells `keras` and this spec's conv2d `short_`
+ * ("kernel_size" or "kernel"): either may be given, not both. */
+static bool get_int_alias(const json_t *l, const char *path, const char *keras,
+                          const char *short_, long min, long max, long *out, spec_error *err)
+{
+    if (json_object_get(l, keras) && json_object_get(l, short_)) {
+        char p[160];
+        spec_path_key(p, sizeof p, path, short_);
+        return spec_fail(err, p, "give \"%s\" or \"%s\", not both", keras, short_);
+    }
+    const char *key = json_object_get(l, keras) ? keras : short_;
+    return spec_get_int(l, path, key, min, max, out, err);
+}
+
+/* embedding: the vocabulary defaults to the token input's (checked
+ * against it in infer_embedding, which knows the input). */
+static bool parse_embedding(const json_t *l, const char *path, spec_layer *layer,
+                            spec_error *err)
+{
+    long out = 0, in = 0;
+    layer->mask_zero = false;
+    if (!require(l, path, "output_dim", "embedding needs \"output_dim\" (e.g. 64)", err) ||
+        !spec_get_int(l, path, "output_dim", 1, 1 << 20, &out, err) ||
+        !spec_get_int(l, path, "input_dim", 2, 16777216, &in, err) ||
+        !spec_get_bool(l, path, "mask_zero", &layer->mask_zero, err))
+        return false;
+    layer->output_dim = (int)out;
+    layer->input_dim = (int)in; /* 0: model.input.tokens */
+    return true;
+}
+
+/* conv1d and the 1-d pools: the window along time in kernel[0] etc. */
+static bool parse_window1d(const json_t *l, const char *path, spec_layer *layer, int *pad,
+                           spec_error *err)
+{
+    long k = 2, stride = 0, dil = 1, filters = 0;
+    int act = ACT_NONE;
+    bool conv = layer->type == LAYER_CONV1D;
+    if (conv && (!require(l, path, "filters", "conv1d needs \"filters\" (e.g. 64)", err) ||
+                 !spec_get_int(l, path, "filters", 1, 1 << 16, &filters, err)))
+        return false;
+    if (conv && !json_object_get(l, "kernel_size") && !json_object_get(l, "kernel"))
+        return require(l, path, "kernel_size", "conv1d needs \"kernel_size\" (e.g. 3)", err);
+    if (!get_int_alias(l, path, conv ? "kernel_size" : "pool_size", conv ? "kernel" : "pool",
+                       1, 1024, &k, err) ||
+        !get_int_alias(l, path, "strides", "stride", 1, 1024, &stride, err) ||
+        !spec_get_enum(l, path, "padding", spec_padding_names, conv ? 3 : 2, "padding", pad,
+                       err))
+        return false;
+    if (conv && (!get_int_alias(l, path, "dilation_rate", "dilation", 1, 1024, &dil, err) ||
+                 !spec_get_enum(l, path, "activation", spec_activation_names, 5, "activation",
+                                &act, err) ||
+                 !spec_get_bool(l, path, "use_bias", &layer->use_bias, err)))
+        return false;
+    layer->activation = (spec_activation)act;
+    layer->filters = (int)filters;
+    layer->kernel[0] = (int)k;
+    layer->kernel[1] = 1;
+    layer->stride[0] = (int)(stride ? stride : conv ? 1 : k);
+    layer->stride[1] = 1;
+    layer->dilation[0] = (int)dil;
+    return true;
+}
+
 static bool parse_layer_fields(const json_t *l, const char *path, spec_layer *layer,
                                spec_error *err)
 {
@@ -270,6 +346,17 @@ static bool parse_layer_fields(const json_t *l, const char *path, spec_layer *la
             layer->stride[0] = layer->kernel[0];
             layer->stride[1] = layer->kernel[1];
         }
+        break;
+    case LAYER_EMBEDDING:
+        if (!parse_embedding(l, path, layer, err))
+            return false;
+        break;
+    case LAYER_CONV1D:
+    case LAYER_MAXPOOL1D:
+    case LAYER_AVGPOOL1D:
+        if (!parse_window1d(l, path, layer, &pad, err))
+            return false;
+        act = layer->activation;
         break;
     case LAYER_DROPOUT:
         if (!spec_get_double(l, path, "rate", 0, 1, false, true, &rate, err))
@@ -430,6 +517,14 @@ static bool infer_merge(job_spec *spec, spec_layer *l, const char *path, spec_er
                                  b);
             continue;
         }
+        if (s->rank == 2 && out.rank == 2) {
+            /* Sequences join their features step by step (Keras's last axis). */
+            if (s->dim[0] != out.dim[0])
+                return spec_fail(err, path, "concat needs sequences of equal steps, got %s "
+                                            "and %s", a, b);
+            out.dim[1] += s->dim[1];
+            continue;
+        }
         if (s->rank != out.rank || (s->rank == 3 && (s->dim[1] != out.dim[1] ||
                                                      s->dim[2] != out.dim[2])))
             return spec_fail(err, path, "concat needs inputs of equal height and width, got "
@@ -470,6 +565,79 @@ static bool infer_rnn(spec_layer *l, const char *path, spec_error *err)
     return true;
 }
 
+/* embedding reads the model's token ids: its rows are the vocabulary. */
+static bool infer_embedding(const job_spec *spec, spec_layer *l, const char *path,
+                            spec_error *err)
+{
+    if (l->inputs[0] != -1 || spec->input_tokens <= 0)
+        return spec_fail(err, path, "embedding reads token ids: it must be the first layer, "
+                                    "on a model.input of {\"tokens\": vocabulary_size}");
+    if (l->input_dim == 0)
+        l->input_dim = spec->input_tokens;
+    if (l->input_dim < spec->input_tokens)
+        return spec_fail(err, path, "input_dim %d is smaller than the vocabulary of "
+                                    "model.input.tokens (%d)", l->input_dim,
+                         spec->input_tokens);
+    l->out_shape = (spec_shape){2, {l->in_shape.dim[0], l->output_dim, 1}};
+    l->n_params = (long)l->input_dim * l->output_dim;
+    return true;
+}
+
+/* conv1d: Keras's output steps for a full-length sequence (causal pads
+ * the whole span before and counts like same); each sample's own length
+ * follows in the engine (engine/layers/conv1d.c). */
+static bool infer_conv1d(spec_layer *l, const char *path, const char *in_str, spec_error *err)
+{
+    const spec_shape *in = &l->in_shape;
+    if (in->rank != 2)
+        return spec_fail(err, path, "conv1d needs a sequence input, got %s", in_str);
+    int out = window_out(in->dim[0], l->kernel[0], l->stride[0], l->dilation[0],
+                         l->padding == PAD_VALID ? PAD_VALID : PAD_SAME, &l->pad[0]);
+    if (l->padding == PAD_CAUSAL)
+        l->pad[0] = (l->kernel[0] - 1) * l->dilation[0];
+    if (out <= 0)
+        return spec_fail(err, path, "kernel_size %d (dilation %d) does not fit %s with "
+                                    "padding \"valid\"", l->kernel[0], l->dilation[0], in_str);
+    l->pad[1] = 0;
+    l->out_shape = (spec_shape){2, {out, l->filters, 1}};
+    l->n_params = (long)l->kernel[0] * in->dim[1] * l->filters + (l->use_bias ? l->filters : 0);
+    return true;
+}
+
+/* Layers defined on one shape family only: sequences for the pools over
+ * time (a windowed pool shortens each sample by its own amount, which the
+ * engine tracks: engine/layers/pool1d.c), not sequences for batchnorm
+ * (whose statistics are per channel of an image or per feature of a
+ * table). */
+static bool infer_sequence_only(spec_layer *l, const char *path, const char *in_str,
+                                spec_error *err)
+{
+    const char *t = spec_layer_type_name(l->type);
+    switch (l->type) {
+    case LAYER_GLOBAL_MAXPOOL1D:
+    case LAYER_GLOBAL_AVGPOOL1D:
+        if (l->in_shape.rank != 2)
+            return spec_fail(err, path, "%s needs a sequence input, got %s", t, in_str);
+        l->out_shape = (spec_shape){1, {l->in_shape.dim[1], 1, 1}};
+        return true;
+    case LAYER_MAXPOOL1D:
+    case LAYER_AVGPOOL1D: {
+        if (l->in_shape.rank != 2)
+            return spec_fail(err, path, "%s needs a sequence input, got %s", t, in_str);
+        int out = window_out(l->in_shape.dim[0], l->kernel[0], l->stride[0], 1, l->padding,
+                             &l->pad[0]);
+        if (out <= 0)
+            return spec_fail(err, path, "pool_size %d does not fit %s with padding \"valid\"",
+                             l->kernel[0], in_str);
+        l->pad[1] = 0;
+        l->out_shape = (spec_shape){2, {out, l->in_shape.dim[1], 1}};
+        return true;
+    }
+    default:
+        return spec_fail(err, path, "%s is not defined on a sequence (%s)", t, in_str);
+    }
+}
+
 static bool infer_layer(job_spec *spec, int i, spec_error *err)
 {
     spec_layer *l = &spec->layers[i];
@@ -482,6 +650,12 @@ static bool infer_layer(job_spec *spec, int i, spec_error *err)
     shape_str(in, s, sizeof s);
     switch (l->type) {
     case LAYER_DENSE:
+        if (in->rank == 2) {
+            /* Keras: dense on a sequence applies to every step. */
+            l->out_shape = (spec_shape){2, {in->dim[0], l->units, 1}};
+            l->n_params = (long)in->dim[1] * l->units + (l->use_bias ? l->units : 0);
+            return true;
+        }
         if (in->rank != 1)
             return spec_fail(err, path, "dense needs a flat input but gets %s from %s; add "
                                         "{\"type\": \"flatten\"} before it",
@@ -489,6 +663,15 @@ static bool infer_layer(job_spec *spec, int i, spec_error *err)
         l->out_shape = (spec_shape){1, {l->units, 1, 1}};
         l->n_params = (long)in->dim[0] * l->units + (l->use_bias ? l->units : 0);
         return true;
+    case LAYER_EMBEDDING:
+        return infer_embedding(spec, l, path, err);
+    case LAYER_CONV1D:
+        return infer_conv1d(l, path, s, err);
+    case LAYER_MAXPOOL1D:
+    case LAYER_AVGPOOL1D:
+    case LAYER_GLOBAL_MAXPOOL1D:
+    case LAYER_GLOBAL_AVGPOOL1D:
+        return infer_sequence_only(l, path, s, err);
     case LAYER_CONV2D:
     case LAYER_MAXPOOL2D:
     case LAYER_AVGPOOL2D:
@@ -497,6 +680,8 @@ static bool infer_layer(job_spec *spec, int i, spec_error *err)
         l->out_shape = (spec_shape){1, {(int)spec_shape_size(in), 1, 1}};
         return true;
     case LAYER_BATCHNORM:
+        if (in->rank == 2)
+            return infer_sequence_only(l, path, s, err);
         l->out_shape = *in;
         l->n_params = 2L * in->dim[0];
         l->n_state = 2L * in->dim[0];

@@ -46,6 +46,16 @@ static void layer_label(const spec_layer *l, int i, char *buf, size_t len)
                  l->activation ? " " : "",
                  l->activation ? spec_activation_name(l->activation) : "");
         break;
+    case LAYER_MAXPOOL1D:
+    case LAYER_AVGPOOL1D:
+        snprintf(buf, len, "%d.%s %d/%d %s", i, t, l->kernel[0], l->stride[0],
+                 spec_padding_names[l->padding]);
+        break;
+    case LAYER_CONV1D:
+        snprintf(buf, len, "%d.%s %d %s%s%s", i, t, l->kernel[0],
+                 spec_padding_names[l->padding], l->activation ? " " : "",
+                 l->activation ? spec_activation_name(l->activation) : "");
+        break;
     case LAYER_MAXPOOL2D:
     case LAYER_AVGPOOL2D:
         snprintf(buf, len, "%d.%s %dx%d/%d", i, t, l->kernel[0], l->kernel[1], l->stride[0]);
@@ -169,6 +179,24 @@ static json_t *layer_json(const spec_layer *l, int index)
         json_object_set_new(o, "stride", pair_json(l->stride));
         json_object_set_new(o, "padding", json_string(spec_padding_names[l->padding]));
         break;
+    case LAYER_EMBEDDING:
+        json_object_set_new(o, "output_dim", json_integer(l->output_dim));
+        json_object_set_new(o, "input_dim", json_integer(l->input_dim));
+        json_object_set_new(o, "mask_zero", json_boolean(l->mask_zero));
+        break;
+    case LAYER_MAXPOOL1D:
+    case LAYER_AVGPOOL1D:
+        json_object_set_new(o, "pool_size", json_integer(l->kernel[0]));
+        json_object_set_new(o, "strides", json_integer(l->stride[0]));
+        json_object_set_new(o, "padding", json_string(spec_padding_names[l->padding]));
+        break;
+    case LAYER_CONV1D:
+        json_object_set_new(o, "filters", json_integer(l->filters));
+        json_object_set_new(o, "kernel_size", json_integer(l->kernel[0]));
+        json_object_set_new(o, "strides", json_integer(l->stride[0]));
+        json_object_set_new(o, "dilation_rate", json_integer(l->dilation[0]));
+        json_object_set_new(o, "padding", json_string(spec_padding_names[l->padding]));
+        break;
     case LAYER_DROPOUT:
         json_object_set_new(o, "rate", json_real(l->rate));
         break;
@@ -184,7 +212,7 @@ static json_t *layer_json(const spec_layer *l, int index)
     default:
         break;
     }
-    if (l->type == LAYER_DENSE || l->type == LAYER_CONV2D) {
+    if (l->type == LAYER_DENSE || l->type == LAYER_CONV2D || l->type == LAYER_CONV1D) {
         json_object_set_new(o, "activation", json_string(spec_activation_name(l->activation)));
         json_object_set_new(o, "use_bias", json_boolean(l->use_bias));
     }

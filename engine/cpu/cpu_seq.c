@@ -1,0 +1,450 @@
+/* cpu_seq.c — the sequence ops of backend.h on the CPU: the padding mask,
+ * embedding gather and scatter, masked pooling over time (global and
+ * windowed) and 1-d convolution (im2col over time + one GEMM per chunk of samples).
+ *
+ * Sequences are (batch, steps, features) with a real length per sample;
+ * every op here reads only real steps and leaves zeros at padding, so a
+ * sample's result does not depend on what its batch mates' lengths are nor
+ * on anything stored past its end. Work is split over samples (or, for the
+ * embedding gradient, over vocabulary rows): each output element is then
+ * computed by one thread in one fixed order, and the bits do not depend on
+ * the thread count. */
+#include "cpu/cpu_backend.h"
+
+#include <float.h>
+#include <string.h>
+
+/* A sample's real length: lengths[n], or every step when lengths is NULL. */
+static inline int seq_len(const int32_t *lengths, int n, int steps)
+{
+    return lengths ? lengths[n] : steps;
+}
+
+/* ---- padding mask ---------------------------------------------------- */
+
+void cpu_sequence_mask(backend *be, int batch, int steps, int features,
+                       const int32_t *lengths, float *x)
+{
+    (void)be;
+    if (!lengths)
+        return;
+    for (int n = 0; n < batch; n++) {
+        int len = lengths[n];
+        if (len < steps)
+            memset(x + ((long)n * steps + len) * features, 0,
+                   (size_t)(steps - len) * (size_t)features * sizeof *x);
+    }
+}
+
+/* ---- embedding ------------------------------------------------------- */
+
+typedef struct embed_job {
+    int steps, vocab, dim;
+    const int32_t *lengths;
+    const float *ids, *table, *dy;
+    float *out;
+    int batch;
+} embed_job;
+
+static void embed_forward_samples(void *ctx, long begin, long end, int tid)
+{
+    (void)tid;
+    const embed_job *j = ctx;
+    size_t row = (size_t)j->dim * sizeof(float);
+    for (long n = begin; n < end; n++) {
+        int len = seq_len(j->lengths, (int)n, j->steps);
+        float *y = j->out + n * j->steps * j->dim;
+        for (int t = 0; t < len; t++)
+            memcpy(y + (long)t * j->dim, j->table + (long)j->ids[n * j->steps + t] * j->dim,
+                   row);
+        memset(y + (long)len * j->dim, 0, (size_t)(j->steps - len) * row);
+    }
+}
+
+void cpu_embedding_forward(backend *be, int batch, int steps, int dim, const int32_t *lengths,
+                           const float *ids, const float *table, float *y)
+{
+    embed_job j = {steps, 0, dim, lengths, ids, table, NULL, y, batch};
+    pool_run_min(cpu_pool(be), batch, 8, embed_forward_samples, &j);
+}
+
+/* Each thread owns a contiguous range of vocabulary rows and walks the
+ * whole batch in order, adding only the rows it owns: no two threads
+ * write one row, and every row sums its contributions in (sample, step)
+ * order, so the gradient is the same bits on any thread count. The
+ * walk over ids is repeated per thread; it is small beside the adds. */
+static void embed_backward_rows(void *ctx, long begin, long end, int tid)
+{
+    (void)tid;
+    const embed_job *j = ctx;
+    long dim = j->dim;
+    memset(j->out + begin * dim, 0, (size_t)((end - begin) * dim) * sizeof(float));
+    for (int n = 0; n < j->batch; n++) {
+        int len = seq_len(j->lengths, n, j->steps);
+        for (int t = 0; t < len; t++) {
+            long id = (long)j->ids[(long)n * j->steps + t];
+            if (id < begin || id >= end)
+                continue;
+            float *g = j->out + id * dim;
+            const float *d = j->dy + ((long)n * j->steps + t) * dim;
+            for (long k = 0; k < dim; k++)
+                g[k] += d[k];
+        }
+    }
+}
+
+void cpu_embedding_backward(backend *be, int batch, int steps, int vocab, int dim,
+                            const int32_t *lengths, const float *ids, const float *dy,
+                            float *dtable)
+{
+    embed_job j = {steps, vocab, dim, lengths, ids, NULL, dy, dtable, batch};
+    pool_run(cpu_pool(be), vocab, embed_backward_rows, &j);
+}
+
+/* ---- masked global pooling over time ------------------------------- */
+
+typedef struct gpool_job {
+    pool_mode mode;
+    int steps, features;
+    const int32_t *lengths;
+    const float *x, *y, *dy;
+    float *out;
+    bool accumulate;
+} gpool_job;
+
+static void gpool_forward_samples(void *ctx, long begin, long end, int tid)
+{
+    (void)tid;
+    const gpool_job *j = ctx;
+    int f = j->features;
+    for (long n = begin; n < end; n++) {
+        int len = seq_len(j->lengths, (int)n, j->steps);
+        const float *x = j->x + n * j->steps * f;
+        float *y = j->out + n * f;
+        memcpy(y, x, (size_t)f * sizeof *y);
+        for (int t = 1; t < len; t++) {
+            const float *xt = x + (long)t * f;
+            if (j->mode == POOL_MAX)
+                for (int k = 0; k < f; k++)
+                    y[k] = xt[k] > y[k] ? xt[k] : y[k];
+            else
+                for (int k = 0; k < f; k++)
+                    y[k] += xt[k];
+        }
+        if (j->mode == POOL_AVG) {
+            float inv = 1.0f / (float)len;
+            for (int k = 0; k < f; k++)
+                y[k] *= inv;
+        }
+    }
+}
+
+void cpu_global_pool1d_forward(backend *be, pool_mode mode, int batch, int steps, int features,
+                               const int32_t *lengths, const float *x, float *y)
+{
+    gpool_job j = {mode, steps, features, lengths, x, NULL, NULL, y, false};
+    pool_run_min(cpu_pool(be), batch, 8, gpool_forward_samples, &j);
+}
+
+/* Max pooling: dy goes to the first real step equal to the maximum (found
+ * again from x and y, as pool2d does), so ties never split the gradient. */
+static void gpool_backward_samples(void *ctx, long begin, long end, int tid)
+{
+    (void)tid;
+    const gpool_job *j = ctx;
+    int f = j->features;
+    long per = (long)j->steps * f;
+    for (long n = begin; n < end; n++) {
+        int len = seq_len(j->lengths, (int)n, j->steps);
+        const float *x = j->x + n * per;
+        const float *y = j->y + n * f;
+        const float *dy = j->dy + n * f;
+        float *dx = j->out + n * per;
+        if (!j->accumulate)
+            memset(dx, 0, (size_t)per * sizeof *dx);
+        if (j->mode == POOL_AVG) {
+            float inv = 1.0f / (float)len;
+            for (int t = 0; t < len; t++)
+                for (int k = 0; k < f; k++)
+                    dx[(long)t * f + k] += dy[k] * inv;
+            continue;
+        }
+        for (int k = 0; k < f; k++)
+            for (int t = 0; t < len; t++)
+                if (x[(long)t * f + k] == y[k]) {
+                    dx[(long)t * f + k] += dy[k];
+                    break;
+                }
+    }
+}
+
+void cpu_global_pool1d_backward(backend *be, pool_mode mode, int batch, int steps,
+                                int features, const int32_t *lengths, const float *x,
+                                const float *y, const float *dy, float *dx, bool accumulate)
+{
+    if (!dx)
+        return;
+    gpool_job j = {mode, steps, features, lengths, x, y, dy, dx, accumulate};
+    pool_run_min(cpu_pool(be), batch, 8, gpool_backward_samples, &j);
+}
+
+/* ---- pooling windows over time ------------------------------------ */
+
+typedef struct pool1d_job {
+    const pool1d_desc *d;
+    const int32_t *lengths;
+    const float *x, *y, *dy;
+    float *out;
+    bool accumulate;
+} pool1d_job;
+
+/* The real steps [*t0, *t1) of output step t's window in a sample of len. */
+static void pool1d_window(const pool1d_desc *d, int t, int len, int *t0, int *t1)
+{
+    int start = t * d->stride - d->pad_before;
+    *t0 = start < 0 ? 0 : start;
+    *t1 = start + d->kernel < len ? start + d->kernel : len;
+}
+
+static void pool1d_forward_samples(void *ctx, long begin, long end, int tid)
+{
+    (void)tid;
+    const pool1d_job *j = ctx;
+    const pool1d_desc *d = j->d;
+    for (long n = begin; n < end; n++) {
+        int len = seq_len(j->lengths, (int)n, d->steps);
+        int out_len = pool1d_out_length(d, len);
+        const float *x = j->x + n * d->steps * d->c;
+        float *y = j->out + n * d->out_steps * d->c;
+        for (int t = 0; t < out_len; t++) {
+            int t0, t1;
+            pool1d_window(d, t, len, &t0, &t1);
+            float *yt = y + (long)t * d->c;
+            memcpy(yt, x + (long)t0 * d->c, (size_t)d->c * sizeof *yt);
+            for (int s = t0 + 1; s < t1; s++) {
+                const float *xs = x + (long)s * d->c;
+                for (int k = 0; k < d->c; k++)
+                    yt[k] = d->mode == POOL_MAX ? (xs[k] > yt[k] ? xs[k] : yt[k])
+                                                : yt[k] + xs[k];
+            }
+            if (d->mode == POOL_AVG) {
+                float inv = 1.0f / (float)(t1 - t0);
+                for (int k = 0; k < d->c; k++)
+                    yt[k] *= inv;
+            }
+        }
+        memset(y + (long)out_len * d->c, 0,
+               (size_t)(d->out_steps - out_len) * (size_t)d->c * sizeof *y);
+    }
+}
+
+void cpu_pool1d_forward(backend *be, const pool1d_desc *d, int batch, const int32_t *lengths,
+                        const float *x, float *y)
+{
+    pool1d_job j = {d, lengths, x, NULL, NULL, y, false};
+    pool_run_min(cpu_pool(be), batch, 8, pool1d_forward_samples, &j);
+}
+
+static void pool1d_backward_samples(void *ctx, long begin, long end, int tid)
+{
+    (void)tid;
+    const pool1d_job *j = ctx;
+    const pool1d_desc *d = j->d;
+    for (long n = begin; n < end; n++) {
+        int len = seq_len(j->lengths, (int)n, d->steps);
+        int out_len = pool1d_out_length(d, len);
+        const float *x = j->x + n * d->steps * d->c;
+        const float *y = j->y + n * d->out_steps * d->c;
+        const float *dy = j->dy + n * d->out_steps * d->c;
+        float *dx = j->out + n * d->steps * d->c;
+        if (!j->accumulate)
+            memset(dx, 0, (size_t)d->steps * (size_t)d->c * sizeof *dx);
+        for (int t = 0; t < out_len; t++) {
+            int t0, t1;
+            pool1d_window(d, t, len, &t0, &t1);
+            for (int k = 0; k < d->c; k++) {
+                float g = dy[(long)t * d->c + k];
+                if (d->mode == POOL_AVG) {
+                    g /= (float)(t1 - t0);
+                    for (int s = t0; s < t1; s++)
+                        dx[(long)s * d->c + k] += g;
+                    continue;
+                }
+                for (int s = t0; s < t1; s++)
+                    if (x[(long)s * d->c + k] == y[(long)t * d->c + k]) {
+                        dx[(long)s * d->c + k] += g;
+                        break;
+                    }
+            }
+        }
+    }
+}
+
+void cpu_pool1d_backward(backend *be, const pool1d_desc *d, int batch, const int32_t *lengths,
+                         const float *x, const float *y, const float *dy, float *dx,
+                         bool accumulate)
+{
+    if (!dx)
+        return;
+    pool1d_job j = {d, lengths, x, y, dy, dx, accumulate};
+    pool_run_min(cpu_pool(be), batch, 8, pool1d_backward_samples, &j);
+}
+
+/* ---- conv1d: im2col over time + GEMM ------------------------------ */
+
+/* The im2col buffer is capped at this many floats; a chunk is as many
+ * samples as fit (at least one), so the workspace does not grow with the
+ * batch past this. */
+#define CPU_CONV1D_COLS_MAX (1L << 22)
+
+/* Samples per chunk: the whole batch when its columns fit the cap. */
+static int conv1d_chunk(const conv1d_desc *d)
+{
+    long per = (long)d->out_steps * d->kernel * d->c;
+    long fit = CPU_CONV1D_COLS_MAX / (per > 0 ? per : 1);
+    if (fit < 1)
+        fit = 1;
+    return fit < d->max_batch ? (int)fit : d->max_batch;
+}
+
+long cpu_conv1d_prepare(backend *be, const conv1d_desc *d)
+{
+    (void)be;
+    if (d->steps < 1 || d->out_steps < 1 || d->c < 1 || d->filters < 1 || d->kernel < 1 ||
+        d->stride < 1 || d->dilation < 1 || d->pad_before < 0 || d->max_batch < 1)
+        return -1;
+    return (long)conv1d_chunk(d) * d->out_steps * d->kernel * d->c;
+}
+
+typedef struct conv1d_job {
+    const conv1d_desc *d;
+    const int32_t *lengths;
+    int first;              /* first sample of the chunk */
+    const float *x;
+    float *cols;
+    float *dx;
+    bool accumulate;
+} conv1d_job;
+
+/* Rows of the chunk's column matrix, one per (sample, output step), each
+ * kernel * c floats: the window's input steps one after the other, zero
+ * where the window leaves the sample's real steps; rows past the sample's
+ * output length all zero. */
+static void conv1d_im2col(void *ctx, long begin, long end, int tid)
+{
+    (void)tid;
+    const conv1d_job *j = ctx;
+    const conv1d_desc *d = j->d;
+    long row = (long)d->kernel * d->c;
+    for (long s = begin; s < end; s++) {
+        int n = j->first + (int)s;
+        int len = seq_len(j->lengths, n, d->steps);
+        int out_len = conv1d_out_length(d, len);
+        const float *x = j->x + (long)n * d->steps * d->c;
+        float *cols = j->cols + s * d->out_steps * row;
+        for (int t = 0; t < d->out_steps; t++) {
+            float *r = cols + (long)t * row;
+            for (int k = 0; k < d->kernel; k++) {
+                int src = t * d->stride - d->pad_before + k * d->dilation;
+                float *dst = r + (long)k * d->c;
+                if (t < out_len && src >= 0 && src < len)
+                    memcpy(dst, x + (long)src * d->c, (size_t)d->c * sizeof *dst);
+                else
+                    memset(dst, 0, (size_t)d->c * sizeof *dst);
+            }
+        }
+    }
+}
+
+/* The transpose of im2col: each window's column gradient added into dx at
+ * its input steps, per sample in (step, tap) order. */
+static void conv1d_col2im(void *ctx, long begin, long end, int tid)
+{
+    (void)tid;
+    const conv1d_job *j = ctx;
+    const conv1d_desc *d = j->d;
+    long row = (long)d->kernel * d->c;
+    for (long s = begin; s < end; s++) {
+        int n = j->first + (int)s;
+        int len = seq_len(j->lengths, n, d->steps);
+        int out_len = conv1d_out_length(d, len);
+        float *dx = j->dx + (long)n * d->steps * d->c;
+        const float *cols = j->cols + s * d->out_steps * row;
+        if (!j->accumulate)
+            memset(dx, 0, (size_t)d->steps * (size_t)d->c * sizeof *dx);
+        for (int t = 0; t < out_len; t++)
+            for (int k = 0; k < d->kernel; k++) {
+                int src = t * d->stride - d->pad_before + k * d->dilation;
+                if (src < 0 || src >= len)
+                    continue;
+                const float *g = cols + (long)t * row + (long)k * d->c;
+                float *o = dx + (long)src * d->c;
+                for (int c = 0; c < d->c; c++)
+                    o[c] += g[c];
+            }
+    }
+}
+
+void cpu_conv1d_forward(backend *be, const conv1d_desc *d, int batch, const int32_t *lengths,
+                        const float *x, const float *w, const float *bias, spec_activation act,
+                        float *y, float *workspace)
+{
+    int chunk = conv1d_chunk(d);
+    int kc = d->kernel * d->c;
+    long per = (long)d->out_steps * d->filters;
+    for (int first = 0; first < batch; first += chunk) {
+        int nb = batch - first < chunk ? batch - first : chunk;
+        conv1d_job j = {d, lengths, first, x, workspace, NULL, false};
+        pool_run_min(cpu_pool(be), nb, 2, conv1d_im2col, &j);
+        float *yc = y + (long)first * per;
+        be->gemm(be, false, false, nb * d->out_steps, d->filters, kc, 1.0f, workspace, kc, w,
+                 d->filters, 0.0f, yc, d->filters);
+        for (int s = 0; s < nb; s++) {
+            int out_len = conv1d_out_length(d, seq_len(lengths, first + s, d->steps));
+            float *ys = yc + (long)s * per;
+            if (bias)
+                for (int t = 0; t < out_len; t++)
+                    for (int f = 0; f < d->filters; f++)
+                        ys[(long)t * d->filters + f] += bias[f];
+            cpu_activate(act, ys, (long)out_len * d->filters);
+            memset(ys + (long)out_len * d->filters, 0,
+                   (size_t)(per - (long)out_len * d->filters) * sizeof *ys);
+        }
+    }
+}
+
+void cpu_conv1d_backward(backend *be, const conv1d_desc *d, int batch, const int32_t *lengths,
+                         const float *x, const float *w, float *dz, float *dx,
+                         bool accumulate, float *dw, float *db, float *workspace)
+{
+    int chunk = conv1d_chunk(d);
+    int kc = d->kernel * d->c;
+    long per = (long)d->out_steps * d->filters;
+    for (int n = 0; n < batch; n++) {
+        long real = (long)conv1d_out_length(d, seq_len(lengths, n, d->steps)) * d->filters;
+        memset(dz + n * per + real, 0, (size_t)(per - real) * sizeof *dz);
+    }
+    if (db) {
+        /* Padding rows of dz are zero now, so every row may be summed. */
+        memset(db, 0, (size_t)d->filters * sizeof *db);
+        for (long r = 0; r < (long)batch * d->out_steps; r++)
+            for (int f = 0; f < d->filters; f++)
+                db[f] += dz[r * d->filters + f];
+    }
+    for (int first = 0; first < batch; first += chunk) {
+        int nb = batch - first < chunk ? batch - first : chunk;
+        int rows = nb * d->out_steps;
+        const float *dzc = dz + (long)first * per;
+        conv1d_job j = {d, lengths, first, x, workspace, dx, accumulate};
+        pool_run_min(cpu_pool(be), nb, 2, conv1d_im2col, &j);
+        /* dw (kc, filters) = cols^T @ dz, summed over the chunks in order. */
+        be->gemm(be, true, false, kc, d->filters, rows, 1.0f, workspace, kc, dzc, d->filters,
+                 first == 0 ? 0.0f : 1.0f, dw, d->filters);
+        if (!dx)
+            continue;
+        /* The columns are spent: their buffer takes dcols = dz @ w^T. */
+        be->gemm(be, false, true, rows, kc, d->filters, 1.0f, dzc, d->filters, w, d->filters,
+                 0.0f, workspace, kc);
+        pool_run_min(cpu_pool(be), nb, 2, conv1d_col2im, &j);
+    }
+}
