@@ -173,7 +173,7 @@ typedef struct rnn_desc {
     rnn_mode mode;
     int max_batch;
     int steps;              /* T: time steps of x (and of y with return_sequences) */
-    int in;                 /* F: features per step */
+    int in;                 /* F: features per step (one_hot: the vocabulary V) */
     int units;              /* U */
     bool go_backwards;
     bool reset_after;       /* gru */
@@ -185,6 +185,12 @@ typedef struct rnn_desc {
      * step s at row L-1-s, the input step it read (time order, as
      * Bidirectional reverses its backward half). */
     bool time_order;
+    /* x holds one token id per step, (batch, T), read as a one-hot row of
+     * F = V features: the projection x_t W is the row W[id_t], so a sparse
+     * input is never spread out. An id outside [0, V) (the model refuses
+     * them at batch load) projects to zero and adds to no gradient row.
+     * Ids get no gradient: dx is left untouched. */
+    bool one_hot;
     long aux_floats;        /* set by prepare: what forward saves for backward */
     void *impl;             /* backend-private */
 } rnn_desc;
@@ -489,7 +495,7 @@ struct backend {
     /* y rows are ldy floats apart (>= U), so two directions can write
      * halves of one concatenated output. */
     void (*rnn_forward)(backend *be, const rnn_desc *d, int batch, const int32_t *lengths,
-                        const float *x,    /* (batch, T, F) */
+                        const float *x,    /* (batch, T, F); one_hot: (batch, T) */
                         const float *w,    /* (F, G) kernel */
                         const float *r,    /* (U, G) recurrent kernel */
                         const float *bias, /* (G), or (2, G) for gru reset_after */
@@ -501,11 +507,11 @@ struct backend {
      * forward call just before, with the same batch and lengths, and
      * overwrites it. */
     void (*rnn_backward)(backend *be, const rnn_desc *d, int batch, const int32_t *lengths,
-                         const float *x,    /* (batch, T, F) */
+                         const float *x,    /* (batch, T, F); one_hot: (batch, T) */
                          const float *w,    /* (F, G) */
                          const float *r,    /* (U, G) */
                          const float *dy, int ldy, /* as y */
-                         float *dx,         /* (batch, T, F) or NULL */
+                         float *dx,         /* (batch, T, F) or NULL; one_hot: unused */
                          bool accumulate,
                          float *dw,         /* (F, G) */
                          float *dr,         /* (U, G) */

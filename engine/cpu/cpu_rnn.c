@@ -17,7 +17,12 @@
  *   and the recurrent kernel's gradient is a single GEMM over all steps.
  * - The gate arithmetic is one fused pass per step over the running rows,
  *   split over the pool; every element is computed by one thread in a
- *   fixed order, so results are bit-identical run after run. */
+ *   fixed order, so results are bit-identical run after run.
+ * - Token ids (one_hot) replace the projection GEMM with a row gather and
+ *   the kernel's gradient GEMM with a scatter-add of the real steps' rows.
+ *   The scatter splits W's columns over the threads and adds rows in
+ *   sample-then-step order, so each element sums in one order whatever the
+ *   thread count: bit-identical across thread counts, with no atomics. */
 #include "cpu/cpu_backend.h"
 
 #include <math.h>
@@ -353,6 +358,58 @@ static void rnn_output(void *ctx, long begin, long end, int tid)
     }
 }
 
+/* Row of W a token id selects, or -1 for anything outside [0, V) (NaN
+ * included), checked before the conversion so no id can index outside W. */
+static inline long rnn_token(float id, int V)
+{
+    return id >= 0.0f && id < (float)V ? (long)id : -1;
+}
+
+typedef struct rnn_onehot_job {
+    const rnn_desc *d;
+    const rnn_plan *p;
+    int batch;
+    const float *ids; /* (batch, T) */
+    const float *src; /* gather: W (V, G); scatter: dpre (batch, T, G) */
+    float *dst;       /* gather: pre (batch, T, G); scatter: dW (V, G) */
+} rnn_onehot_job;
+
+/* pre rows [begin, end) = W[id]: x W for a one-hot x. */
+static void rnn_gather(void *ctx, long begin, long end, int tid)
+{
+    (void)tid;
+    const rnn_onehot_job *o = ctx;
+    int V = o->d->in;
+    size_t G = (size_t)rnn_gates(o->d);
+    for (long row = begin; row < end; row++) {
+        long id = rnn_token(o->ids[row], V);
+        if (id < 0)
+            memset(o->dst + row * G, 0, G * sizeof(float));
+        else
+            memcpy(o->dst + row * G, o->src + id * G, G * sizeof(float));
+    }
+}
+
+/* dW[:, begin:end) = sum of dpre rows of the real steps into their ids'
+ * rows (x^T dpre for a one-hot x), in a fixed order. */
+static void rnn_scatter(void *ctx, long begin, long end, int tid)
+{
+    (void)tid;
+    const rnn_onehot_job *o = ctx;
+    int T = o->d->steps, V = o->d->in;
+    long G = rnn_gates(o->d);
+    for (int n = 0; n < o->batch; n++)
+        for (int t = 0; t < o->p->len[n]; t++) {
+            long row = (long)n * T + t, id = rnn_token(o->ids[row], V);
+            if (id < 0)
+                continue;
+            const float *src = o->src + row * G;
+            float *dst = o->dst + id * G;
+            for (long g = begin; g < end; g++)
+                dst[g] += src[g];
+        }
+}
+
 void cpu_rnn_forward(backend *be, const rnn_desc *d, int batch, const int32_t *lengths,
                      const float *x, const float *w, const float *r, const float *bias,
                      float *y, int ldy, float *aux, float *workspace)
@@ -364,7 +421,12 @@ void cpu_rnn_forward(backend *be, const rnn_desc *d, int batch, const int32_t *l
     float *a = rnn_aux_a(d, batch, aux);
     float *pre = workspace;
     long rows = (long)batch * U;
-    be->gemm(be, false, false, batch * T, G, F, 1.0f, x, F, w, G, 0.0f, pre, G);
+    if (d->one_hot) {
+        rnn_onehot_job o = {d, p, batch, x, w, pre};
+        rnn_parallel(be, batch * T, G, rnn_gather, &o);
+    } else {
+        be->gemm(be, false, false, batch * T, G, F, 1.0f, x, F, w, G, 0.0f, pre, G);
+    }
     memset(h, 0, (size_t)rows * sizeof *h);
     if (d->mode == RNN_LSTM)
         memset(c, 0, (size_t)rows * sizeof *c);
@@ -602,11 +664,17 @@ void cpu_rnn_backward(backend *be, const rnn_desc *d, int batch, const int32_t *
     } else {
         be->gemm(be, true, false, U, G, (int)k, 1.0f, h, U, a, 4 * U, 0.0f, dr, G);
     }
-    be->gemm(be, true, false, F, G, batch * T, 1.0f, x, F, dpre, G, 0.0f, dw, G);
+    if (d->one_hot) {
+        memset(dw, 0, (size_t)F * G * sizeof *dw);
+        rnn_onehot_job o = {d, p, batch, x, dpre, dw};
+        rnn_parallel(be, G, (int)((long)batch * T), rnn_scatter, &o);
+    } else {
+        be->gemm(be, true, false, F, G, batch * T, 1.0f, x, F, dpre, G, 0.0f, dw, G);
+    }
     rnn_bias_grad(be, (long)batch * T, G, G, dpre, dbias);
     if (d->mode == RNN_GRU && d->reset_after)
         rnn_bias_grad(be, k, G, 4 * U, a, dbias + G);
-    if (dx)
+    if (dx && !d->one_hot)
         be->gemm(be, false, true, batch * T, F, G, 1.0f, dpre, G, w, G,
                  accumulate ? 1.0f : 0.0f, dx, F);
 }

@@ -1,7 +1,9 @@
 /* rnn.c — the lstm and gru layers: Keras's cells over a sequence
  * {T, F} -> {T, U} (return_sequences) or {U} (the state at each sample's
  * last real step), run in one backend call per pass so a whole-sequence
- * kernel (cuDNN's RNN API) can take over. Tensors as Keras saves them:
+ * kernel (cuDNN's RNN API) can take over. On the model's token ids
+ * (spec token_vocab = V) each id is a one-hot row of F = V features the
+ * backend gathers (rnn_desc.one_hot). Tensors as Keras saves them:
  * kernel (F, G), recurrent_kernel (U, G), bias (G) (gru reset_after: (2, G),
  * input then recurrent), G = 4U (gates i, f, c, o) or 3U (z, r, h). */
 #include "layers/rnn.h"
@@ -26,12 +28,13 @@ long layer_rnn_prepare(layer *l, backend *be, rnn_desc *d, spec_layer_type cell,
         .mode = cell == LAYER_LSTM ? RNN_LSTM : RNN_GRU,
         .max_batch = l->max_batch,
         .steps = s->in_shape.dim[0],
-        .in = s->in_shape.dim[1],
+        .in = s->token_vocab > 0 ? s->token_vocab : s->in_shape.dim[1],
         .units = s->units,
         .go_backwards = go_backwards,
         .reset_after = cell == LAYER_GRU && s->reset_after,
         .return_sequences = s->return_sequences,
         .time_order = time_order,
+        .one_hot = s->token_vocab > 0,
     };
     long ws = be->rnn_prepare(be, d);
     if (ws < 0)

@@ -123,6 +123,10 @@ typedef struct spec_layer {
     spec_shape out_shape;
     long n_params;        /* trainable parameters (weights + biases; gamma + beta) */
     long n_state;         /* non-trainable state (batchnorm running mean/var) */
+    /* lstm, gru, bidirectional fed by the model's token ids: V, each id read
+     * as a one-hot row of V features (kernel {V, G}, counted so) without
+     * ever being spread out; 0 otherwise. */
+    int token_vocab;
 } spec_layer;
 
 typedef enum spec_data_format {

@@ -539,8 +539,9 @@ static bool infer_merge(job_spec *spec, spec_layer *l, const char *path, spec_er
  * else {units'}; units' is 2 * units for a concatenating bidirectional.
  * Parameters as Keras counts them: kernel F x gU, recurrent kernel U x gU and
  * a bias of gU (g = 4 for lstm, 3 for gru), gru with reset_after keeping a
- * second bias for the recurrent side. */
-static bool infer_rnn(spec_layer *l, const char *path, spec_error *err)
+ * second bias for the recurrent side. On the model's token ids F is the
+ * vocabulary, as a Keras model fed the same ids one-hot would count it. */
+static bool infer_rnn(const job_spec *spec, spec_layer *l, const char *path, spec_error *err)
 {
     const spec_shape *in = &l->in_shape;
     spec_layer_type cell = l->type == LAYER_BIDIRECTIONAL ? l->rnn : l->type;
@@ -550,7 +551,8 @@ static bool infer_rnn(spec_layer *l, const char *path, spec_error *err)
         return spec_fail(err, path, "%s needs a sequence input {steps, features}, got %s",
                          spec_layer_type_name(l->type), s);
     }
-    long f = in->dim[1], u = l->units;
+    l->token_vocab = l->inputs[0] < 0 ? spec->input_tokens : 0;
+    long f = l->token_vocab > 0 ? l->token_vocab : in->dim[1], u = l->units;
     long n = cell == LAYER_LSTM ? 4 * u * (f + u + 1)
                                 : 3 * u * (f + u + (l->reset_after ? 2 : 1));
     int out = l->units;
@@ -697,7 +699,7 @@ static bool infer_layer(job_spec *spec, int i, spec_error *err)
     case LAYER_LSTM:
     case LAYER_GRU:
     case LAYER_BIDIRECTIONAL:
-        return infer_rnn(l, path, err);
+        return infer_rnn(spec, l, path, err);
     default:
         l->out_shape = *in;
         return true;

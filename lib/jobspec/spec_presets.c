@@ -381,10 +381,17 @@ static void build_mobilenetv1_cifar10(zoo *z)
     zoo_dense(z, z->spec->data.num_classes, "softmax");
 }
 
+/* The model inputs a preset's first layer can read. */
+typedef enum preset_input {
+    PRESET_ANY,      /* whatever its layers' shape inference accepts */
+    PRESET_SEQUENCE, /* {"tokens": V} or {"sequence": [F]} */
+} preset_input;
+
 typedef struct preset {
     const char *name;
     const char *layers;       /* spec JSON with CLASSES replaced, or NULL */
     void (*build)(zoo *z);    /* appends the layers when `layers` is NULL */
+    preset_input input;
 } preset;
 
 /* Every preset is parsed like a user's model, so none can disagree with
@@ -430,6 +437,13 @@ static const preset presets[] = {
     {"densenet121_cifar10", NULL, build_densenet121_cifar10},
     {"googlenet_cifar10", NULL, build_googlenet_cifar10},
     {"mobilenetv1_cifar10", NULL, build_mobilenetv1_cifar10},
+    /* The seed CNTK notebook's Recurrence(LSTM(20)) -> sequence.last ->
+     * Dense, on token ids (read one-hot, as CNTK's sparse input) or
+     * feature sequences. */
+    {"cntk_lstm",
+     "[{\"type\":\"lstm\",\"units\":20},"
+     "{\"type\":\"dense\",\"units\":CLASSES,\"activation\":\"softmax\"}]",
+     NULL, PRESET_SEQUENCE},
 };
 
 static char *substitute_classes(const char *text, int classes)
@@ -441,6 +455,24 @@ static char *substitute_classes(const char *text, int classes)
         return NULL;
     snprintf(out, len, "%.*s%d%s", (int)(at - text), text, classes, at + strlen("CLASSES"));
     return out;
+}
+
+/* The model input as the user would write it, so the preset's layers
+ * parse against the same input: {"tokens": V}, {"sequence": [F]} or the
+ * shape's array. NULL when out of memory. */
+static json_t *preset_input_json(const job_spec *spec)
+{
+    if (spec->input.rank == 2 && spec->input_tokens > 0)
+        return json_pack("{s:i}", "tokens", spec->input_tokens);
+    if (spec->input.rank == 2)
+        return json_pack("{s:[i]}", "sequence", spec->input.dim[1]);
+    json_t *input = json_array();
+    for (int i = 0; input && i < spec->input.rank; i++)
+        if (json_array_append_new(input, json_integer(spec->input.dim[i])) != 0) {
+            json_decref(input);
+            return NULL;
+        }
+    return input;
 }
 
 /* The preset's layers as a JSON array, or NULL when out of memory. */
@@ -478,10 +510,12 @@ bool spec_preset_expand(const char *name, const char *path, job_spec *spec, spec
     int unused;
     if (!p)
         return spec_match_enum(name, path, names, n, "model preset", &unused, err);
+    if (p->input == PRESET_SEQUENCE && spec->input.rank != 2)
+        return spec_fail(err, path, "%s needs a sequence model input, {\"tokens\": "
+                                    "vocabulary_size} or {\"sequence\": [features]}",
+                         name);
     json_t *layers = preset_layers(p, spec);
-    json_t *input = json_array();
-    for (int i = 0; input && i < spec->input.rank; i++)
-        json_array_append_new(input, json_integer(spec->input.dim[i]));
+    json_t *input = preset_input_json(spec);
     json_t *model = layers && input ? json_pack("{s:o,s:o}", "layers", layers, "input", input)
                                     : NULL;
     if (!layers || !input) {

@@ -3,7 +3,9 @@
  * backward against finite differences, with mixed and full lengths, both
  * directions, every merge mode and one and two threads; padding steps of
  * y and dx exactly zero; bit-identical reruns; the refusal on a backend
- * without recurrent ops. */
+ * without recurrent ops; token ids read as one-hot rows (finite
+ * differences, equal to explicit one-hot floats, the kernel gradient's
+ * bits on any thread count, ids out of range). */
 #include "layer_harness.h"
 
 #define EPS 1e-3f
@@ -292,6 +294,167 @@ static void test_init(void **state)
     harness_free(h);
 }
 
+/* Token ids (issue 28): the layer reads each id as a one-hot row. */
+
+#define VOCAB 7
+
+/* Integer ids as floats at the real steps, 0 at padding (as the model
+ * keeps it); every id of the vocabulary appears, some several times. */
+static void fill_ids(harness *h, int T, const int32_t *lengths)
+{
+    for (int n = 0; n < h->batch; n++)
+        for (int t = 0; t < T; t++) {
+            int L = lengths ? lengths[n] : T;
+            h->x[0][n * T + t] = t < L ? (float)((5 * n + 3 * t + 1) % VOCAB) : 0.0f;
+        }
+}
+
+static harness *make_tokens(const char *layer_json, int batch, int threads, int T,
+                            const int32_t *lengths)
+{
+    char input[32];
+    snprintf(input, sizeof input, "{\"tokens\": %d}", VOCAB);
+    harness *h = harness_make_seq(input, layer_json, 0, batch, threads, T, lengths);
+    assert_int_equal(h->l.desc.rnn[0].in, VOCAB);
+    assert_true(h->l.desc.rnn[0].one_hot);
+    fill_ids(h, T, lengths);
+    return h;
+}
+
+/* Parameter gradients against finite differences (ids have none: dx must
+ * come back untouched). */
+static void check_tokens(const char *layer_json, int threads, const int32_t *lengths)
+{
+    harness *h = make_tokens(layer_json, 3, threads, 5, lengths);
+    for (long i = 0; i < 3 * h->l.in_size; i++)
+        h->dx[0][i] = 7.0f;
+    harness_backward(h, false);
+    for (long i = 0; i < 3 * h->l.in_size; i++)
+        assert_true(h->dx[0][i] == 7.0f);
+    for (int t = 0; t < h->l.n_tensors; t++) {
+        const layer_tensor *lt = &h->l.tensors[t];
+        harness_check(h, h->params + lt->offset, h->grads + lt->offset,
+                      layer_tensor_size(lt), lt->name, EPS, ATOL, RTOL);
+    }
+    harness_free(h);
+}
+
+static const char *const token_layers[] = {
+    "{\"type\": \"lstm\", \"units\": 4}",
+    "{\"type\": \"lstm\", \"units\": 4, \"return_sequences\": true, \"go_backwards\": true}",
+    "{\"type\": \"gru\", \"units\": 4, \"return_sequences\": true}",
+    "{\"type\": \"gru\", \"units\": 4, \"reset_after\": false, \"go_backwards\": true}",
+    "{\"type\": \"bidirectional\", \"layer\": {\"type\": \"lstm\", \"units\": 3, "
+    "\"return_sequences\": true}}",
+    "{\"type\": \"bidirectional\", \"merge_mode\": \"mul\", \"layer\": {\"type\": "
+    "\"gru\", \"units\": 3}}",
+};
+
+static void test_tokens_gradients(void **state)
+{
+    (void)state;
+    for (int threads = 1; threads <= 2; threads++)
+        for (size_t k = 0; k < sizeof token_layers / sizeof *token_layers; k++)
+            for (int full = 0; full < 2; full++)
+                check_tokens(token_layers[k], threads, full ? NULL : mixed);
+}
+
+/* The same layer and weights on the ids spread into explicit one-hot
+ * float rows {T, V}: the same outputs and weight gradients. */
+static void test_tokens_match_one_hot(void **state)
+{
+    (void)state;
+    char input[48];
+    snprintf(input, sizeof input, "{\"sequence\": [%d]}", VOCAB);
+    for (int threads = 1; threads <= 2; threads++)
+        for (size_t k = 0; k < sizeof token_layers / sizeof *token_layers; k++) {
+            const int32_t *lengths = k % 2 ? NULL : mixed;
+            harness *a = make_tokens(token_layers[k], 3, threads, 5, lengths);
+            harness *b = harness_make_seq(input, token_layers[k], 0, 3, threads, 5, lengths);
+            assert_false(b->l.desc.rnn[0].one_hot);
+            assert_int_equal(a->l.param_span, b->l.param_span);
+            memcpy(b->params, a->params, (size_t)a->l.param_span * sizeof(float));
+            memcpy(b->r, a->r, (size_t)(3 * a->l.out_size) * sizeof(float));
+            memset(b->x[0], 0, (size_t)(3 * b->l.in_size) * sizeof(float));
+            for (int n = 0; n < 3; n++)
+                for (int t = 0; t < (lengths ? lengths[n] : 5); t++)
+                    b->x[0][(n * 5 + t) * VOCAB + (int)a->x[0][n * 5 + t]] = 1.0f;
+            harness_backward(a, false);
+            harness_backward(b, false);
+            for (long i = 0; i < 3 * a->l.out_size; i++)
+                if (fabsf(a->y[i] - b->y[i]) > 1e-6f)
+                    fail_msg("layer %zu y[%ld]: %.8g, one-hot %.8g", k, i, (double)a->y[i],
+                             (double)b->y[i]);
+            for (long i = 0; i < a->l.param_span; i++)
+                if (fabsf(a->grads[i] - b->grads[i]) > 1e-6f * (1.0f + fabsf(b->grads[i])))
+                    fail_msg("layer %zu grad[%ld]: %.8g, one-hot %.8g", k, i,
+                             (double)a->grads[i], (double)b->grads[i]);
+            harness_free(a);
+            harness_free(b);
+        }
+}
+
+/* The kernel gradient's scatter-add gives the same bits on any thread
+ * count. One step, so nothing upstream of it runs a GEMM whose split could
+ * differ (h R is exactly zero from the zero state); 64 samples over 7 ids
+ * put many rows into each kernel row, and G * samples is past the size
+ * where the scatter goes to the pool. */
+static void test_tokens_thread_bits(void **state)
+{
+    (void)state;
+    const char *json = "{\"type\": \"lstm\", \"units\": 64, \"return_sequences\": true}";
+    harness *ref = make_tokens(json, 64, 1, 1, NULL);
+    harness_backward(ref, false);
+    long n = layer_tensor_size(&ref->l.tensors[0]);
+    const float *dw = ref->grads + ref->l.tensors[0].offset;
+    bool nonzero = false;
+    for (long i = 0; i < n; i++)
+        nonzero = nonzero || dw[i] != 0.0f;
+    assert_true(nonzero);
+    for (int threads = 2; threads <= 3; threads++) {
+        harness *h = make_tokens(json, 64, threads, 1, NULL);
+        harness_backward(h, false);
+        assert_memory_equal(h->grads + h->l.tensors[0].offset, dw, (size_t)n * sizeof(float));
+        harness_free(h);
+    }
+    harness_free(ref);
+}
+
+/* An id outside [0, V) (which the model refuses at batch load) projects
+ * to zero and adds to no row of the kernel's gradient: the same results
+ * as a zero input row, nothing read or written outside the kernel. */
+static void test_tokens_bad_ids(void **state)
+{
+    (void)state;
+    const char *json = "{\"type\": \"gru\", \"units\": 4, \"return_sequences\": true}";
+    harness *h = make_tokens(json, 3, 1, 5, NULL);
+    h->x[0][1] = (float)VOCAB;
+    h->x[0][7] = -1.0f;
+    h->x[0][12] = NAN;
+    h->x[0][13] = 1e30f;
+    harness_backward(h, false);
+    char input[48];
+    snprintf(input, sizeof input, "{\"sequence\": [%d]}", VOCAB);
+    harness *b = harness_make_seq(input, json, 0, 3, 1, 5, NULL);
+    memcpy(b->params, h->params, (size_t)h->l.param_span * sizeof(float));
+    memcpy(b->r, h->r, (size_t)(3 * h->l.out_size) * sizeof(float));
+    memset(b->x[0], 0, (size_t)(3 * b->l.in_size) * sizeof(float));
+    for (int i = 0; i < 15; i++) {
+        float id = h->x[0][i];
+        if (id >= 0.0f && id < (float)VOCAB)
+            b->x[0][i * VOCAB + (int)id] = 1.0f;
+    }
+    harness_backward(b, false);
+    for (long i = 0; i < 3 * h->l.out_size; i++) {
+        assert_true(isfinite(h->y[i]));
+        assert_true(fabsf(h->y[i] - b->y[i]) <= 1e-6f);
+    }
+    for (long i = 0; i < h->l.param_span; i++)
+        assert_true(fabsf(h->grads[i] - b->grads[i]) <= 1e-6f * (1.0f + fabsf(b->grads[i])));
+    harness_free(b);
+    harness_free(h);
+}
+
 /* A backend without the recurrent ops (CUDA today) refuses at setup. */
 static void test_no_backend_ops(void **state)
 {
@@ -323,6 +486,10 @@ int main(void)
         cmocka_unit_test(test_bit_identical),
         cmocka_unit_test(test_init),
         cmocka_unit_test(test_no_backend_ops),
+        cmocka_unit_test(test_tokens_gradients),
+        cmocka_unit_test(test_tokens_match_one_hot),
+        cmocka_unit_test(test_tokens_thread_bits),
+        cmocka_unit_test(test_tokens_bad_ids),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

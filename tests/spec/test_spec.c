@@ -494,7 +494,46 @@ static void test_rnn_layers(void **state)
         assert_roundtrip(s, good[i].json);
         spec_free(s);
     }
-    job_spec *d = parse(SEQ_JOB("{\"type\":\"gru\",\"units\":4}"), &(spec_error){0});
+    /* On token ids the kernel has a row per id, as for a one-hot input. */
+    static const struct {
+        const char *layers;
+        long params;
+    } tok[] = {
+        {"{\"type\":\"lstm\",\"units\":16}", 4 * 16 * (300 + 16 + 1)},
+        {"{\"type\":\"gru\",\"units\":16,\"return_sequences\":true}",
+         3 * 16 * (300 + 16 + 2)},
+        {"{\"type\":\"bidirectional\",\"layer\":{\"type\":\"gru\",\"units\":5,"
+         "\"reset_after\":false}}", 2 * 3 * 5 * (300 + 5 + 1)},
+    };
+    for (size_t i = 0; i < sizeof tok / sizeof *tok; i++) {
+        char json[600], msg[600];
+        snprintf(json, sizeof json,
+                 "{\"model\":{\"input\":{\"tokens\":300},\"layers\":[%s,{\"type\":"
+                 "\"flatten\"},{\"type\":\"dense\",\"units\":2}]},\"data\":{\"format\":"
+                 "\"synthetic\",\"num_classes\":2,\"max_length\":12}}", tok[i].layers);
+        spec_error err;
+        job_spec *s = parse(json, &err);
+        if (!s)
+            fail_msg("token case %zu: %s", i, spec_error_str(&err, msg, sizeof msg));
+        assert_int_equal(s->layers[0].token_vocab, 300);
+        assert_int_equal(s->layers[0].n_params, tok[i].params);
+        assert_int_equal(s->layers[0].in_shape.dim[1], 1);
+        assert_roundtrip(s, json);
+        spec_free(s);
+    }
+    /* Only a layer reading the model input itself reads ids. */
+    job_spec *d = parse("{\"model\":{\"input\":{\"tokens\":300},\"layers\":[{\"type\":"
+                        "\"lstm\",\"units\":6,\"return_sequences\":true},{\"type\":\"lstm\","
+                        "\"units\":3},{\"type\":\"dense\",\"units\":2}]},\"data\":{"
+                        "\"format\":\"synthetic\",\"num_classes\":2,\"max_length\":12}}",
+                        &(spec_error){0});
+    assert_non_null(d);
+    assert_int_equal(d->layers[0].token_vocab, 300);
+    assert_int_equal(d->layers[1].token_vocab, 0);
+    assert_int_equal(d->layers[1].n_params, 4 * 3 * (6 + 3 + 1));
+    spec_free(d);
+    d = parse(SEQ_JOB("{\"type\":\"gru\",\"units\":4}"), &(spec_error){0});
+    assert_int_equal(d->layers[0].token_vocab, 0);
     assert_non_null(d);
     assert_true(d->layers[0].reset_after);
     assert_false(d->layers[0].return_sequences);
@@ -843,6 +882,52 @@ static void expect_data_error(const char *json, const char *path, const char *pa
         fail_msg("%s: got \"%s\" (path \"%s\")", json, msg, err.path);
 }
 
+/* The sequence presets (issue 28): Keras's parameter counts on token and
+ * feature-sequence inputs, the input kept as the user gave it, the
+ * resolved spec's round trip, and a refusal naming model.preset on an
+ * input the preset cannot read. */
+static void test_sequence_presets(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *input, *data;
+        int layers, vocab;
+        long params;
+    } cases[] = {
+        /* The CNTK notebook: 2000-word one-hot input, LSTM(20), 5 classes:
+         * 4 * 20 * (2000 + 20 + 1) + 20 * 5 + 5. */
+        {"cntk_lstm", "{\"tokens\":2000}",
+         "\"format\":\"ctf\",\"train\":\"t\",\"num_classes\":5,\"max_length\":40", 2,
+         2000, 4L * 20 * (2000 + 20 + 1) + 20 * 5 + 5},
+        {"cntk_lstm", "{\"sequence\":[8]}",
+         "\"format\":\"synthetic\",\"num_classes\":5,\"max_length\":12", 2, 0,
+         4L * 20 * (8 + 20 + 1) + 20 * 5 + 5},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char json[512], msg[600];
+        snprintf(json, sizeof json, "{\"model\":{\"preset\":\"%s\",\"input\":%s},"
+                 "\"data\":{%s}}", cases[i].name, cases[i].input, cases[i].data);
+        spec_error err;
+        job_spec *s = parse(json, &err);
+        if (!s)
+            fail_msg("%s: %s", json, spec_error_str(&err, msg, sizeof msg));
+        assert_string_equal(s->preset, cases[i].name);
+        assert_int_equal(s->n_layers, cases[i].layers);
+        assert_int_equal(s->n_params, cases[i].params);
+        assert_int_equal(s->input_tokens, cases[i].vocab);
+        assert_int_equal(s->input.rank, 2);
+        assert_int_equal(s->layers[0].token_vocab, cases[i].vocab);
+        const spec_layer *out = &s->layers[s->n_layers - 1];
+        assert_int_equal(out->out_shape.rank, 1);
+        assert_int_equal(out->out_shape.dim[0], 5);
+        assert_int_equal(out->activation, ACT_SOFTMAX);
+        assert_roundtrip(s, json);
+        spec_free(s);
+    }
+    expect_data_error("{\"model\":{\"preset\":\"cntk_lstm\",\"input\":[784]}," DATA "}",
+                      "model.preset", "cntk_lstm needs a sequence model input");
+}
+
 /* The sequence fields of data: defaults, round trip, and each refusal
  * naming its field. */
 static void test_sequence_data(void **state)
@@ -935,6 +1020,7 @@ int main(void)
         cmocka_unit_test(test_augment),
         cmocka_unit_test(test_sequence_data),
         cmocka_unit_test(test_rnn_layers),
+        cmocka_unit_test(test_sequence_presets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
