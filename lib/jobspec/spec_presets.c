@@ -385,6 +385,7 @@ static void build_mobilenetv1_cifar10(zoo *z)
 typedef enum preset_input {
     PRESET_ANY,      /* whatever its layers' shape inference accepts */
     PRESET_SEQUENCE, /* {"tokens": V} or {"sequence": [F]} */
+    PRESET_TOKENS,   /* {"tokens": V} (its first layer is an embedding) */
 } preset_input;
 
 typedef struct preset {
@@ -444,6 +445,13 @@ static const preset presets[] = {
      "[{\"type\":\"lstm\",\"units\":20},"
      "{\"type\":\"dense\",\"units\":CLASSES,\"activation\":\"softmax\"}]",
      NULL, PRESET_SEQUENCE},
+    /* A text classifier: learned token vectors, one LSTM over the real
+     * steps, a softmax on the last one. */
+    {"lstm_classifier",
+     "[{\"type\":\"embedding\",\"output_dim\":64},"
+     "{\"type\":\"lstm\",\"units\":128},"
+     "{\"type\":\"dense\",\"units\":CLASSES,\"activation\":\"softmax\"}]",
+     NULL, PRESET_TOKENS},
 };
 
 static char *substitute_classes(const char *text, int classes)
@@ -514,6 +522,9 @@ bool spec_preset_expand(const char *name, const char *path, job_spec *spec, spec
         return spec_fail(err, path, "%s needs a sequence model input, {\"tokens\": "
                                     "vocabulary_size} or {\"sequence\": [features]}",
                          name);
+    if (p->input == PRESET_TOKENS && spec->input_tokens <= 0)
+        return spec_fail(err, path, "%s reads token ids: give model.input {\"tokens\": "
+                                    "vocabulary_size}", name);
     json_t *layers = preset_layers(p, spec);
     json_t *input = preset_input_json(spec);
     json_t *model = layers && input ? json_pack("{s:o,s:o}", "layers", layers, "input", input)

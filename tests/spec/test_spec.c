@@ -902,6 +902,11 @@ static void test_sequence_presets(void **state)
         {"cntk_lstm", "{\"sequence\":[8]}",
          "\"format\":\"synthetic\",\"num_classes\":5,\"max_length\":12", 2, 0,
          4L * 20 * (8 + 20 + 1) + 20 * 5 + 5},
+        /* Keras's counts: embedding 256 x 64, LSTM(128) 4 * 128 * (64 + 128 + 1),
+         * dense 128 x 5 + 5; the embedding, not the LSTM, reads the ids. */
+        {"lstm_classifier", "{\"tokens\":256}",
+         "\"format\":\"npz\",\"train\":\"@t\",\"num_classes\":5,\"max_length\":96", 3, 256,
+         256L * 64 + 4L * 128 * (64 + 128 + 1) + 128 * 5 + 5},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char json[512], msg[600];
@@ -916,7 +921,8 @@ static void test_sequence_presets(void **state)
         assert_int_equal(s->n_params, cases[i].params);
         assert_int_equal(s->input_tokens, cases[i].vocab);
         assert_int_equal(s->input.rank, 2);
-        assert_int_equal(s->layers[0].token_vocab, cases[i].vocab);
+        assert_int_equal(s->layers[0].token_vocab,
+                         s->layers[0].type == LAYER_EMBEDDING ? 0 : cases[i].vocab);
         const spec_layer *out = &s->layers[s->n_layers - 1];
         assert_int_equal(out->out_shape.rank, 1);
         assert_int_equal(out->out_shape.dim[0], 5);
@@ -926,6 +932,9 @@ static void test_sequence_presets(void **state)
     }
     expect_data_error("{\"model\":{\"preset\":\"cntk_lstm\",\"input\":[784]}," DATA "}",
                       "model.preset", "cntk_lstm needs a sequence model input");
+    expect_data_error("{\"model\":{\"preset\":\"lstm_classifier\",\"input\":{\"sequence\":"
+                      "[4]}},\"data\":{\"format\":\"synthetic\",\"max_length\":8}}",
+                      "model.preset", "lstm_classifier reads token ids");
 }
 
 /* The sequence fields of data: defaults, round trip, and each refusal
