@@ -16,18 +16,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cgroup.h"
+#include "run/cgroup.h"
 #include "daemon.h"
-#include "events.h"
-#include "http.h"
+#include "api/events.h"
+#include "http/http.h"
 #include "log.h"
-#include "memest.h"
-#include "metrics.h"
-#include "monitor.h"
-#include "pagecache.h"
-#include "retention.h"
-#include "slurm.h"
-#include "supervisor.h"
+#include "sched/memest.h"
+#include "http/metrics.h"
+#include "sched/monitor.h"
+#include "api/pagecache.h"
+#include "run/retention.h"
+#include "sched/slurm.h"
+#include "run/supervisor.h"
 
 /* mkdir -p with mode 0700 for what it creates. */
 static bool main_mkdirs(const char *path, char *err, size_t errlen)

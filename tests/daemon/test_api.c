@@ -24,8 +24,8 @@
 #include <jansson.h>
 
 #include "daemon.h"
-#include "http.h"
-#include "rundir.h"
+#include "http/http.h"
+#include "run/rundir.h"
 
 #define QUICK_JOB                                                                                 \
     "{\"name\": \"quick\", \"model\": {\"input\": [8], \"layers\": [{\"type\": \"dense\", "       \
