@@ -27,6 +27,7 @@ static const char punch_usage[] =
     "  fetch ID [-o DIR] [--format F] [--all]\n"
     "                                       download weights, history.json, write curves.svg\n"
     "                                       (--all: every file of the run directory)\n"
+    "  rm ID...                             delete finished jobs: record and run directory\n"
     "  resume ID                            queue a failed/cancelled/timed-out job again,\n"
     "                                       from its last checkpoint\n"
     "  predict ID IN.npy [-o OUT.npy]       the trained model's outputs for new inputs\n"
@@ -81,6 +82,7 @@ static const punch_command punch_commands[] = {
     {"fetch", cmd_fetch, cmd_fetch_usage, true},
     {"keygen", cmd_keygen, cmd_keygen_usage, false},
     {"resume", cmd_resume, cmd_resume_usage, true},
+    {"rm", cmd_rm, cmd_rm_usage, true},
     {"predict", cmd_predict, cmd_predict_usage, true},
     {"data", cmd_data, cmd_data_usage, true},
     {"profile", cmd_profile, cmd_profile_usage, true},

@@ -291,7 +291,14 @@ int remote_job_cancel(httpc_client *c, const char *id, json_t **job, cli_error *
 {
     char what[200];
     snprintf(what, sizeof what, "cannot cancel job %s", id);
-    return remote_job_json(c, "DELETE", id, "", what, NULL, job, err);
+    return remote_job_json(c, "POST", id, "/cancel", what, NULL, job, err);
+}
+
+int remote_job_delete(httpc_client *c, const char *id, json_t **answer, cli_error *err)
+{
+    char what[200];
+    snprintf(what, sizeof what, "cannot delete job %s", id);
+    return remote_job_json(c, "DELETE", id, "", what, NULL, answer, err);
 }
 
 int remote_job_history(httpc_client *c, const char *id, json_t **history, cli_error *err)

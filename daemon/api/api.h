@@ -112,6 +112,10 @@ enum MHD_Result api_job_get(api_request *r);
 /* Cancel r->job: queued -> cancelled now; starting or running -> stop
  * requested; finished -> 409. Replies with the job. */
 enum MHD_Result api_job_cancel(api_request *r);
+/* DELETE of r->job: a finished job is forgotten (row, events and run
+ * directory; 200 with the bytes freed), any other is cancelled as by
+ * api_job_cancel. */
+enum MHD_Result api_job_delete(api_request *r);
 enum MHD_Result api_job_history(api_request *r);
 enum MHD_Result api_job_weights(api_request *r);
 enum MHD_Result api_job_logs(api_request *r);

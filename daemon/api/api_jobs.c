@@ -267,6 +267,39 @@ enum MHD_Result api_job_cancel(api_request *r)
     return ret;
 }
 
+/* Forget finished job r->job: its row and events, then its run directory
+ * (its uploads are the owner's and stay). The bytes freed are measured
+ * before anything goes, so the answer says what the removal gave back. */
+static enum MHD_Result api_job_forget(api_request *r)
+{
+    const store_job *job = r->job;
+    char dir[4096];
+    if (!rundir_path(dir, sizeof dir, r->d->cfg.data_dir, job->id, NULL))
+        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "path too long");
+    double bytes = job->files_removed ? 0 : quota_dir_bytes(dir);
+    store_status rs = store_job_delete_finished(r->d->st, job->id);
+    if (rs == STORE_NOT_FOUND)
+        return api_reply_error(r, MHD_HTTP_NOT_FOUND, NULL, "no job %s", job->id);
+    if (rs == STORE_CONFLICT)
+        return api_reply_error(r, MHD_HTTP_CONFLICT, NULL,
+                               "job %s was queued again; cancel it before deleting it", job->id);
+    if (rs != STORE_OK)
+        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "store error");
+    if (!job->files_removed && !rundir_remove(dir))
+        log_warn("job %s: could not remove its run directory %s", job->id, dir);
+    log_info("job %s (%s): deleted by %s, %.0f bytes freed", job->id, job->owner,
+             r->caller.identity, bytes);
+    json_t *o = json_pack("{s:s, s:b, s:f}", "id", job->id, "deleted", 1, "bytes_freed", bytes);
+    return api_reply_json(r, MHD_HTTP_OK, o);
+}
+
+enum MHD_Result api_job_delete(api_request *r)
+{
+    if (job_state_is_final(r->job->state))
+        return api_job_forget(r);
+    return api_job_cancel(r);
+}
+
 /* Serve a run-directory file of r->job, or 404 when it does not exist yet.
  * `disposition` adds a Content-Disposition (downloads). */
 static enum MHD_Result api_serve_file(api_request *r, const char *file, const char *type,

@@ -14,7 +14,7 @@ typedef enum metrics_route {
     ROUTE_JOBS_LIST,
     ROUTE_JOBS_SUBMIT,
     ROUTE_JOB_GET,
-    ROUTE_JOB_CANCEL,
+    ROUTE_JOB_DELETE,
     ROUTE_JOB_HISTORY,
     ROUTE_JOB_WEIGHTS,
     ROUTE_JOB_LOGS,
@@ -35,6 +35,7 @@ typedef enum metrics_route {
     ROUTE_UI,
     ROUTE_EVENT_STREAM,
     ROUTE_JOB_SPEC,
+    ROUTE_JOB_CANCEL,
     ROUTE_OTHER,
     ROUTE_COUNT
 } metrics_route;

@@ -142,6 +142,8 @@ const char *const store_stmt_sql[ST_COUNT_] = {
                            "AND finished_at = ?3 AND "
                            "state IN ('succeeded', 'failed', 'cancelled', 'timeout')",
     [ST_DELETE_JOB] = "DELETE FROM jobs WHERE id = ?1",
+    [ST_DELETE_FINISHED_JOB] = "DELETE FROM jobs WHERE id = ?1 AND state IN "
+                               "('succeeded', 'failed', 'cancelled', 'timeout')",
     [ST_DELETE_EVENTS] = "DELETE FROM events WHERE job_id = ?1",
     [ST_EVENTS] = "SELECT at, from_state, to_state, detail FROM events WHERE job_id = ?1 "
                   "ORDER BY id",

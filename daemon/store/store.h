@@ -233,6 +233,11 @@ store_status store_job_set_final_bytes(store *st, const char *id, double finishe
                                        double bytes);
 /* Forget a job and its events (the seed's destroy). */
 store_status store_job_delete(store *st, const char *id);
+/* Forget a finished job and its events (DELETE /api/v1/jobs/{id}), in one
+ * transaction that checks it is still finished: STORE_CONFLICT when it is
+ * not (resumed since it was read), STORE_NOT_FOUND when it is gone. The run
+ * directory is the caller's to remove, after this returns STORE_OK. */
+store_status store_job_delete_finished(store *st, const char *id);
 
 /* A job's events, oldest first. */
 typedef bool (*store_event_cb)(double at, const char *from, const char *to, const char *detail,

@@ -60,6 +60,7 @@ typedef enum stmt_id {
     ST_FILES_MARK,
     ST_SET_FINAL_BYTES,
     ST_DELETE_JOB,
+    ST_DELETE_FINISHED_JOB,
     ST_DELETE_EVENTS,
     ST_EVENTS,
     ST_EVENTS_SINCE,

@@ -554,23 +554,29 @@ store_status store_job_finish(store *st, const char *id, job_state final_state,
                             job_state_name(final_state), error, now);
 }
 
-store_status store_job_delete(store *st, const char *id)
+/* Delete job id with statement `which` (which may add conditions) and, when
+ * a row went, its events: STORE_NOT_FOUND when none did, whose events stay
+ * (a condition may have kept a job that exists). */
+static store_status store_delete_job_by(store *st, stmt_id which, const char *id)
 {
     store_conn *c = store_acquire(st);
     store_status rs = STORE_ERROR;
     pthread_mutex_lock(&st->write_lock);
     sqlite3_stmt *s;
-    if (store_begin(c) && (s = store_stmt(c, ST_DELETE_JOB))) {
+    if (store_begin(c) && (s = store_stmt(c, which))) {
         store_bind_text(s, 1, id);
         int rc = sqlite3_step(s);
         store_done(s);
         bool found = sqlite3_changes(c->db) > 0;
-        if (store_log_rc(c, rc, "deleting a job") && (s = store_stmt(c, ST_DELETE_EVENTS))) {
+        if (!found && store_log_rc(c, rc, "deleting a job") && store_commit(c))
+            rs = STORE_NOT_FOUND;
+        else if (found && store_log_rc(c, rc, "deleting a job") &&
+                 (s = store_stmt(c, ST_DELETE_EVENTS))) {
             store_bind_text(s, 1, id);
             rc = sqlite3_step(s);
             store_done(s);
             if (store_log_rc(c, rc, "deleting a job's events") && store_commit(c))
-                rs = found ? STORE_OK : STORE_NOT_FOUND;
+                rs = STORE_OK;
         }
     }
     if (rs == STORE_ERROR)
@@ -578,6 +584,23 @@ store_status store_job_delete(store *st, const char *id)
     pthread_mutex_unlock(&st->write_lock);
     store_release(st, c);
     return rs;
+}
+
+store_status store_job_delete(store *st, const char *id)
+{
+    return store_delete_job_by(st, ST_DELETE_JOB, id);
+}
+
+store_status store_job_delete_finished(store *st, const char *id)
+{
+    store_status rs = store_delete_job_by(st, ST_DELETE_FINISHED_JOB, id);
+    if (rs != STORE_NOT_FOUND)
+        return rs;
+    job_state state;
+    store_conn *c = store_acquire(st);
+    rs = store_state_of(c, id, &state);
+    store_release(st, c);
+    return rs == STORE_OK ? STORE_CONFLICT : rs;
 }
 
 /* Delete job id's row (statement `which`, bound ?1 = id) and its events. */

@@ -316,6 +316,13 @@ def cancel_flow(d, punch, work):
           [(j["id"], j["state"]) for j in listed])
     check([j["id"] for j in json.loads(punch.run("list", "--state", "cancelled", "--json")
                                        .stdout)] == [jid], "list --state cancelled")
+    run_dir = d.run_dir(jid)
+    r = punch.run("rm", jid, "000000000000", want=5)
+    check(re.search(r"job %s deleted \(\d+\.\d MB freed\)" % jid, r.stdout),
+          "rm says what it freed: %r" % r.stdout)
+    check("000000000000" in r.stderr, "rm names the unknown job: %r" % r.stderr)
+    check(not os.path.exists(run_dir), "rm left the run directory")
+    punch.run("state", jid, want=5)
 
 
 def failed_and_timeout_flow(punch, work):
@@ -503,8 +510,8 @@ def error_paths(d, punch, secret, work):
 def check_help(punch):
     """punch --help lists every command and exit code; CMD --help every option."""
     top = punch.run("--help").stdout
-    commands = ["submit", "state", "list", "wait", "logs", "cancel", "fetch", "keygen", "help",
-                "version"]
+    commands = ["submit", "state", "list", "wait", "logs", "cancel", "rm", "fetch", "keygen",
+                "help", "version"]
     for c in commands:
         check(re.search(r"^  %s\b" % c, top, re.M), "punch --help lacks %s" % c)
     for code in range(10):
@@ -519,6 +526,7 @@ def check_help(punch):
         "wait": ["--interval", "--quiet"],
         "logs": ["--follow", "--interval"],
         "cancel": [],
+        "rm": [],
         "fetch": ["--output", "--format", "safetensors", "npz", "both"],
         "keygen": ["--identity", "--admin"],
     }

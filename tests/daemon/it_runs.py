@@ -76,7 +76,8 @@ def owner_only(d, jid):
         expect_error(d.req("GET", "/api/v1/jobs/%s%s" % (jid, path), "bob"), 404, "bob" + path)
         check(d.req("GET", "/api/v1/jobs/%s%s" % (jid, path), "root").status_code == 200,
               "admin" + path)
-    expect_error(d.req("DELETE", "/api/v1/jobs/" + jid, "alice"), 409, "cancel a finished job")
+    expect_error(d.req("POST", "/api/v1/jobs/%s/cancel" % jid, "alice"), 409,
+                 "cancel a finished job")
 
 
 def allreduce(d, jid2):
