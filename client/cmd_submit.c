@@ -95,7 +95,7 @@ int cmd_submit(const cli_ctx *ctx, int argc, char **argv, cli_error *err)
     spec_error serr;
     job_spec *spec = spec_parse(text, len, &serr);
     if (spec == NULL) {
-        char msg[600];
+        char msg[SPEC_ERROR_STR_MAX];
         free(text);
         return cli_fail(err, PUNCH_EXIT_USAGE, "%s: %s", args.file,
                         spec_error_str(&serr, msg, sizeof msg));

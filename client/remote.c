@@ -113,7 +113,7 @@ static void remote_server_message(const httpc_response *r, char *buf, size_t len
 static int remote_status_error(httpc_client *c, const httpc_response *r, const char *what,
                                const char *notfound, cli_error *err)
 {
-    char msg[1024];
+    char msg[3072];
     remote_server_message(r, msg, sizeof msg);
     const char *url = httpc_client_url(c);
     switch (r->status) {
@@ -349,7 +349,7 @@ int remote_dataset_push(httpc_client *c, const char *name, FILE *src, long long 
     free(path);
     if (rc == 0 && r.status != 200 && r.status != 201) {
         if (r.status == 507) {
-            char msg[1024];
+            char msg[3072];
             remote_server_message(&r, msg, sizeof msg);
             rc = cli_fail(err, PUNCH_EXIT_SERVER, "uploading %s: %s", name, msg);
         } else

@@ -86,7 +86,9 @@ enum MHD_Result api_reply_json(api_request *r, int status, json_t *body)
 
 enum MHD_Result api_reply_error(api_request *r, int status, const char *field, const char *fmt, ...)
 {
-    char msg[1024];
+    /* Room for a whole spec error (SPEC_ERROR_STR_MAX) and its context: our
+     * own messages are never cut. */
+    char msg[3072];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -270,7 +272,7 @@ enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t le
     memset(&err, 0, sizeof err);
     job_spec *spec = spec_parse(spec_text, len, &err);
     if (!spec) {
-        char msg[600];
+        char msg[SPEC_ERROR_STR_MAX];
         spec_error_str(&err, msg, sizeof msg);
         return api_reply_error(r, MHD_HTTP_BAD_REQUEST, err.path, "%s", msg);
     }

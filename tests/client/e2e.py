@@ -451,6 +451,15 @@ def error_paths(d, punch, secret, work):
     # The URL from the environment and the config file are used too.
     Punch(punch.env["HOME"], url=closed, secret=secret).run("list", want=3)
 
+    # A long spec error reaches the user whole (the list of every preset).
+    bad = load_job("mlp-small.json")
+    bad["model"] = {"preset": "no-such-net", "input": [784]}
+    bad_path = os.path.join(work, "unknown-preset.json")
+    with open(bad_path, "w") as f:
+        json.dump(bad, f)
+    r = punch.run("submit", bad_path, want=2)
+    check(r.stderr.rstrip().endswith("mobilenetv1_cifar10"), "cut: %r" % r.stderr[-80:])
+
     # Wrong secret: the server refuses it.
     for args in (["list"], ["state", "0123456789ab"],
                  ["submit", os.path.join(JOBS, "mlp-small.json")]):

@@ -5,7 +5,9 @@ missing and wrong secrets, raw garbage on the socket. Each gets the right
 4xx as JSON, and the daemon stays up (this test also runs in the sanitizer
 build, where any memory error aborts the daemon)."""
 import json
+import os
 import socket
+import subprocess
 
 import punchtest
 from punchtest import QUICK_JOB, SECRETS, Daemon, check, expect_error, job_like
@@ -21,8 +23,31 @@ def cases():
         punchtest.case("secrets", bad_secrets, d)
         punchtest.case("huge bodies", huge_bodies, d)
         punchtest.case("garbage", garbage, d)
+        punchtest.case("long spec errors are not cut", long_errors, d)
         jid = punchtest.case("query strings", query_strings, d)
         punchtest.case("only the valid submit created a job", nothing_created, d, jid)
+
+
+# A preset name no one has: the error lists every preset, longer than the
+# 300-odd characters messages used to be cut at (issue 31 #4).
+UNKNOWN_PRESET = job_like(QUICK_JOB, model={"preset": "no-such-net", "input": [8]})
+
+
+def long_errors(d):
+    """The API's 400 and punch-train --validate give the whole list; its
+    last name is the last preset's."""
+    e = expect_error(d.submit("alice", UNKNOWN_PRESET), 400, "unknown preset")
+    msg = e["error"]
+    check(len(msg) > 400 and msg.endswith("mobilenetv1_cifar10"), "cut: %r" % msg[-80:])
+    check("resnet34_imagenet, resnet50_imagenet" in msg, "a middle of the list: %r" % msg)
+    engine = punchtest.engine_path()
+    if not os.access(engine, os.X_OK):
+        return
+    path = os.path.join(d.tmp, "unknown-preset.json")
+    punchtest.write_json(path, UNKNOWN_PRESET)
+    r = subprocess.run([engine, "--validate", path], capture_output=True, text=True, timeout=60)
+    check(r.returncode == 2 and r.stderr.rstrip().endswith("mobilenetv1_cifar10"),
+          "punch-train --validate: %d %r" % (r.returncode, r.stderr[-80:]))
 
 
 def alive(d, what):
