@@ -10,6 +10,7 @@
 #include "sched/admission.h"
 #include "api/datasets.h"
 #include "api/initfrom.h"
+#include "api/sitedata.h"
 #include "log.h"
 #include "run/quota.h"
 #include "jobspec/spec.h"
@@ -108,8 +109,6 @@ enum MHD_Result api_reply_error(api_request *r, int status, const char *field, c
     return api_reply_json(r, status, body);
 }
 
-/* Check the dataset names the spec library accepted once more, here at the
- * edge that turns them into paths under --datasets. */
 /* Does s hold a control character: C0 (ESC, BEL, CR, LF...), DEL, or C1
  * (U+0080..U+009F, two bytes in UTF-8)? Such a string would reach logs and
  * other users' terminals as escape sequences. */
@@ -151,14 +150,25 @@ static bool api_find_control(const json_t *v, const char *at, char *path, size_t
     return false;
 }
 
-static bool api_datasets_ok(const job_spec *spec, const char **field, const char **why)
+/* Check the dataset names the spec library accepted once more, here at the
+ * edge that turns them into paths under the `datasets` roots, and refuse a
+ * site dataset that is not there (a typo would otherwise fail the job only
+ * after its wait in the queue). */
+static bool api_datasets_ok(const job_spec *spec, const char *roots, const char **field,
+                            const char **name, const char **why)
 {
     const char *names[3] = {spec->data.train, spec->data.test, spec->data.validation};
     const char *fields[3] = {"data.train", "data.test", "data.validation"};
     for (int i = 0; i < 3; i++) {
         /* "@NAME" is an upload (datasets_resolve_spec checks it). */
-        if (names[i] && names[i][0] != '@' && !spec_dataset_name_ok(names[i], why)) {
-            *field = fields[i];
+        if (!names[i] || names[i][0] == '@')
+            continue;
+        *field = fields[i];
+        *name = names[i];
+        if (!spec_dataset_name_ok(names[i], why))
+            return false;
+        if (!sitedata_may_exist(roots, names[i])) {
+            *why = "no such dataset on this server (an upload is named \"@NAME\")";
             return false;
         }
     }
@@ -193,9 +203,9 @@ static bool api_submit_admit(api_request *r, const job_spec *spec, int ranks, me
                              api_refusal *no)
 {
     daemon_ctx *d = r->d;
-    const char *field = NULL, *why = NULL;
-    if (!api_datasets_ok(spec, &field, &why))
-        return api_refuse(no, MHD_HTTP_BAD_REQUEST, field, "%s: %s", field,
+    const char *field = NULL, *name = NULL, *why = NULL;
+    if (!api_datasets_ok(spec, d->cfg.datasets, &field, &name, &why))
+        return api_refuse(no, MHD_HTTP_BAD_REQUEST, field, "%s: \"%.255s\": %s", field, name,
                           why ? why : "not a valid dataset name");
     char too_big[768];
     memest_job(spec, mem);

@@ -24,6 +24,7 @@ def cases():
         punchtest.case("huge bodies", huge_bodies, d)
         punchtest.case("garbage", garbage, d)
         punchtest.case("long spec errors are not cut", long_errors, d)
+        punchtest.case("a site dataset that is not there is refused", missing_site_data, d)
         jid = punchtest.case("query strings", query_strings, d)
         punchtest.case("only the valid submit created a job", nothing_created, d, jid)
 
@@ -48,6 +49,30 @@ def long_errors(d):
     r = subprocess.run([engine, "--validate", path], capture_output=True, text=True, timeout=60)
     check(r.returncode == 2 and r.stderr.rstrip().endswith("mobilenetv1_cifar10"),
           "punch-train --validate: %d %r" % (r.returncode, r.stderr[-80:]))
+
+
+def missing_site_data(d):
+    """A typo in an admin dataset's name is a 400 at submit, as for uploads
+    (issue 31 #6), naming the field and the name but no server path."""
+    idx = {"input": [784], "layers": [{"type": "dense", "units": 10, "activation": "softmax"}]}
+    for data, field in (({"format": "idx", "train": "fashion-mnist/trian"}, "data.train"),
+                        ({"format": "idx", "train": "no-such-set/train"}, "data.train"),
+                        ({"format": "csv", "train": "nothing-here.csv"}, "data.train")):
+        e = expect_error(d.submit("alice", job_like(QUICK_JOB, model=idx, data=data)), 400,
+                         "missing %s" % data["train"])
+        check(e["field"] == field and data["train"] in e["error"], e)
+        check(punchtest.DATASETS not in e["error"], "a server path in %r" % e["error"])
+    if not os.path.isdir(os.path.join(punchtest.DATASETS, "fashion-mnist")):
+        return
+    data = {"format": "idx", "train": "fashion-mnist/train", "test": "fashion-mnist/t10k"}
+    r = d.submit("alice", job_like(QUICK_JOB, model=idx, data=data))
+    check(r.status_code == 201, "an installed dataset: %d %s" % (r.status_code, r.text))
+    if r.status_code == 201:  # cancelled, then deleted: the corpus's count stays exact
+        for _ in range(2):
+            d.req("DELETE", "/api/v1/jobs/" + r.json()["id"], "alice")
+    typo = dict(data, test="fashion-mnist/t10")
+    e = expect_error(d.submit("alice", job_like(QUICK_JOB, model=idx, data=typo)), 400, "t10")
+    check(e["field"] == "data.test", e)
 
 
 def alive(d, what):

@@ -86,11 +86,10 @@ def allreduce(d, jid2):
 
 
 def fails(d):
-    """Valid spec, but the dataset is not under --datasets: fails at run time."""
-    missing = {"name": "missing-data", "model": "mlp",
-               "data": {"format": "idx", "train": "no-such-dataset/train"},
-               "training": {"epochs": 1}}
-    jf = d.wait_state("alice", d.submit_id("alice", missing), ("succeeded", "failed"), timeout=120)
+    """Valid spec, but more samples than the data set has: fails at run time."""
+    short = job_like(QUICK_JOB, name="too-few-samples")
+    short["data"]["train_samples"] = 10 ** 6
+    jf = d.wait_state("alice", d.submit_id("alice", short), ("succeeded", "failed"), timeout=120)
     check(jf["state"] == "failed" and jf["error"] and jf["exit_code"] not in (None, 0), jf)
 
 
