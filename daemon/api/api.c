@@ -297,11 +297,20 @@ enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t le
             return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
         return api_reply_error(r, no.status, no.field, "%s", no.msg);
     }
+    /* Kept as written ("@NAME", 0.2), so GET .../spec gives back text that a
+     * new submit accepts; the resolved text is what runs. */
+    char *written = strndup(spec_text, len);
+    if (!written) {
+        spec_free(spec);
+        free(text);
+        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
+    }
     store_new_job nj = {
         .owner = r->caller.identity,
         .name = spec->name ? spec->name : "job",
         .trainer = spec_trainer_name(spec->distributed.trainer),
         .spec = text,
+        .spec_written = written,
         .priority = spec->resources.priority,
         .ranks = ranks,
         .workers = spec->distributed.workers,
@@ -318,6 +327,7 @@ enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t le
     if (config_slurm(&d->cfg) && atomic_load(&d->slurm_down)) {
         spec_free(spec);
         free(text);
+        free(written);
         return api_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL,
                                "Slurm is not reachable (slurmctld down?); the job was not "
                                "accepted, submit it again later");
@@ -326,6 +336,7 @@ enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t le
     store_status rs = store_job_submit(d->st, &nj, d->cfg.max_queued, 0, id);
     spec_free(spec);
     free(text);
+    free(written);
     if (rs == STORE_LIMIT)
         return api_reply_error(r, MHD_HTTP_TOO_MANY_REQUESTS, NULL,
                                "%s already has %d queued jobs (the limit); wait for some to "

@@ -120,7 +120,8 @@ enum MHD_Result api_job_history(api_request *r);
 enum MHD_Result api_job_weights(api_request *r);
 enum MHD_Result api_job_logs(api_request *r);
 enum MHD_Result api_job_events(api_request *r);
-/* r->job's spec exactly as submitted (application/json). */
+/* r->job's spec as its user wrote it (application/json), resubmittable as
+ * it is; with ?resolved=1 the spec that runs ("@NAME" resolved to paths). */
 enum MHD_Result api_job_spec(api_request *r);
 /* The hosts, their slots, GPUs and state (admins only: routes.c). */
 enum MHD_Result api_cluster(api_request *r);

@@ -420,8 +420,12 @@ enum MHD_Result api_job_events(api_request *r)
 
 enum MHD_Result api_job_spec(api_request *r)
 {
+    const char *resolved = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "resolved");
+    bool want_resolved = resolved && strcmp(resolved, "0") != 0;
     char *spec = NULL;
-    if (store_job_spec(r->d->st, r->job->id, &spec) != STORE_OK)
+    store_status rs = want_resolved ? store_job_spec(r->d->st, r->job->id, &spec)
+                                    : store_job_spec_written(r->d->st, r->job->id, &spec);
+    if (rs != STORE_OK)
         return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "store error");
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(strlen(spec), spec, MHD_RESPMEM_MUST_FREE);

@@ -46,8 +46,8 @@ const char *const store_stmt_sql[ST_COUNT_] = {
     [ST_GET_OWNER_VFINISH] = "SELECT vfinish FROM owners WHERE owner = ?1",
     [ST_INSERT_JOB] =
         "INSERT INTO jobs (id, owner, name, state, priority, ranks, trainer, workers, threads, "
-        "time_limit_s, vstart, spec, submitted_at, gpus, mem_per_rank) "
-        "VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+        "time_limit_s, vstart, spec, submitted_at, gpus, mem_per_rank, spec_written) "
+        "VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
     [ST_UPSERT_OWNER] = "INSERT INTO owners (owner, vfinish) VALUES (?1, ?2) "
                         "ON CONFLICT (owner) DO UPDATE SET vfinish = excluded.vfinish",
     [ST_INSERT_EVENT] = "INSERT INTO events (job_id, at, from_state, to_state, detail) "
@@ -56,6 +56,7 @@ const char *const store_stmt_sql[ST_COUNT_] = {
     [ST_GET_LATEST] =
         "SELECT " JOB_COLUMNS " FROM jobs WHERE owner = ?1 ORDER BY seq DESC LIMIT 1",
     [ST_GET_SPEC] = "SELECT spec FROM jobs WHERE id = ?1",
+    [ST_GET_SPEC_WRITTEN] = "SELECT coalesce(spec_written, spec) FROM jobs WHERE id = ?1",
     /* Jobs ahead of (?1, ?2, ?3) in run order, and jobs behind it, counting
      * at most ?4: each term a range of the covering index jobs_run_order. */
     [ST_QUEUE_AHEAD] =

@@ -68,7 +68,8 @@ typedef struct store_new_job {
     const char *owner;
     const char *name;
     const char *trainer;
-    const char *spec;      /* the submitted JSON text */
+    const char *spec;      /* the JSON text that runs ("@NAME" resolved) */
+    const char *spec_written; /* the spec as the user wrote it; NULL: spec */
     int priority;
     int ranks;
     int workers;
@@ -107,6 +108,9 @@ store_status store_job_get(store *st, const char *id, store_job *job);
 store_status store_job_latest(store *st, const char *owner, store_job *job);
 /* The submitted spec text; caller frees *spec. */
 store_status store_job_spec(store *st, const char *id, char **spec);
+/* The spec as its user wrote it (the resolved one for jobs submitted
+ * before migration 0012); caller frees *spec. */
+store_status store_job_spec_written(store *st, const char *id, char **spec);
 /* 1-based place of a queued job in run order (priority, fair share, FIFO);
  * 0 if the job is not queued; -1 on a store error (logged). */
 int store_queue_position(store *st, const store_job *job);

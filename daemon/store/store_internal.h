@@ -28,6 +28,7 @@ typedef enum stmt_id {
     ST_GET_JOB,
     ST_GET_LATEST,
     ST_GET_SPEC,
+    ST_GET_SPEC_WRITTEN,
     ST_QUEUE_AHEAD,
     ST_QUEUE_BEHIND,
     ST_QUEUED_TOTAL,

@@ -128,6 +128,7 @@ static store_status store_submit_txn(store_conn *c, const store_new_job *nj, int
         sqlite3_bind_double(s, 12, now);
         sqlite3_bind_int(s, 13, nj->gpus);
         sqlite3_bind_double(s, 14, nj->mem_per_rank);
+        store_bind_text(s, 15, nj->spec_written);
         rc = sqlite3_step(s);
         store_done(s);
     }
@@ -275,6 +276,11 @@ store_status store_job_latest(store *st, const char *owner, store_job *job)
 store_status store_job_spec(store *st, const char *id, char **spec)
 {
     return store_read_one(st, ST_GET_SPEC, id, store_read_text, spec);
+}
+
+store_status store_job_spec_written(store *st, const char *id, char **spec)
+{
+    return store_read_one(st, ST_GET_SPEC_WRITTEN, id, store_read_text, spec);
 }
 
 int store_owner_active(store *st, const char *owner)
