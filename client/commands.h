@@ -42,8 +42,12 @@ extern const char cmd_predict_usage[];
 extern const char cmd_data_usage[];
 extern const char cmd_profile_usage[];
 
+#define SUBMIT_MAX_SETS 64
 typedef struct submit_args {
-    const char *file;
+    const char *file;    /* NULL with --from */
+    const char *from;    /* --from ID: that job's spec as written */
+    const char *sets[SUBMIT_MAX_SETS]; /* --set PATH=VALUE, in order */
+    int n_sets;
     bool wait;
     bool quiet;
     bool dry_run;

@@ -17,6 +17,7 @@ static const char punch_usage[] =
     "\n"
     "commands:\n"
     "  submit JOB.json [--wait] [--quiet] [--dry-run]\n"
+    "  submit --from ID [--set PATH=VALUE ...]  a new job from ID's spec, with changes\n"
     "                                       validate a job spec locally, then queue it\n"
     "  state [ID] [--json]                  one job's state and progress (default: your latest)\n"
     "  list [--state S] [--limit N|--all] [--json]\n"

@@ -294,6 +294,19 @@ int remote_job_cancel(httpc_client *c, const char *id, json_t **job, cli_error *
     return remote_job_json(c, "POST", id, "/cancel", what, NULL, job, err);
 }
 
+int remote_job_spec(httpc_client *c, const char *id, char **text, size_t *len, cli_error *err)
+{
+    httpc_response r;
+    if (remote_job_request(c, "GET", id, "/spec", NULL, "getting the job's spec", NULL, &r,
+                           err) != 0)
+        return err->code;
+    *text = r.body;
+    *len = r.len;
+    r.body = NULL;
+    httpc_response_free(&r);
+    return 0;
+}
+
 int remote_job_delete(httpc_client *c, const char *id, json_t **answer, cli_error *err)
 {
     char what[200];

@@ -45,6 +45,9 @@ int remote_job_page(httpc_client *c, const char *state, int limit, const char *a
 int remote_job_get(httpc_client *c, const char *id, json_t **job, cli_error *err);
 /* POST /api/v1/jobs/ID/cancel; 409 (already finished) says so. */
 int remote_job_cancel(httpc_client *c, const char *id, json_t **job, cli_error *err);
+/* GET /api/v1/jobs/ID/spec: the spec as its user wrote it, NUL-terminated
+ * (*len bytes); the caller frees *text. */
+int remote_job_spec(httpc_client *c, const char *id, char **text, size_t *len, cli_error *err);
 /* DELETE /api/v1/jobs/ID: a finished job is forgotten, *answer holds
  * "bytes_freed". (The server cancels an unfinished one instead: callers
  * that mean only to delete check the state first.) */

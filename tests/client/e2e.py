@@ -316,6 +316,20 @@ def cancel_flow(d, punch, work):
           [(j["id"], j["state"]) for j in listed])
     check([j["id"] for j in json.loads(punch.run("list", "--state", "cancelled", "--json")
                                        .stdout)] == [jid], "list --state cancelled")
+    # A clone of it with changes: --dry-run shows them, then it is queued
+    # with the spec as written plus the changes (issue 31 #3).
+    secret = punch.env["PUNCH_SECRET"]
+    written = json.loads(d.req("GET", "/api/v1/jobs/%s/spec" % jid, secret=secret).text)
+    r = punch.run("submit", "--from", jid, "--set", "training.epochs=1", "--set", "name=clone 2",
+                  "--dry-run")
+    check('"clone 2"' in r.stdout and "1 epoch" in r.stdout, "dry run of a clone: %r" % r.stdout)
+    clone = punch.run("submit", "--from", jid, "--set", "training.epochs=1", "--set",
+                      "name=clone 2", "--quiet").stdout.strip()
+    got = json.loads(d.req("GET", "/api/v1/jobs/%s/spec" % clone, secret=secret).text)
+    want = dict(written, name="clone 2", training=dict(written["training"], epochs=1))
+    check(got == want, "the clone's spec: %s, want %s" % (got, want))
+    punch.run("cancel", clone)
+    punch.run("submit", "--set", "a=1", os.path.join(JOBS, "mlp-small.json"), want=2)
     run_dir = d.run_dir(jid)
     r = punch.run("rm", jid, "000000000000", want=5)
     check(re.search(r"job %s deleted \(\d+\.\d MB freed\)" % jid, r.stdout),
@@ -529,7 +543,7 @@ def check_help(punch):
         check(word in top, "punch --help lacks %s" % word)
     check(punch.run("help").stdout == top and punch.run("-h").stdout == top, "help aliases")
     options = {
-        "submit": ["--wait", "--quiet", "--dry-run", "--interval"],
+        "submit": ["--wait", "--quiet", "--dry-run", "--interval", "--from", "--set"],
         "state": ["--json"],
         "list": ["--state", "--json"],
         "wait": ["--interval", "--quiet"],
