@@ -315,8 +315,11 @@ static enum MHD_Result api_serve_file(api_request *r, const char *file, const ch
     if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         if (fd >= 0)
             close(fd);
-        return api_reply_error(r, MHD_HTTP_NOT_FOUND, NULL, "job %s has no %s yet", r->job->id,
-                               what);
+        return job_state_is_final(r->job->state)
+                   ? api_reply_error(r, MHD_HTTP_NOT_FOUND, NULL, "job %s has no %s (it ended %s)",
+                                     r->job->id, what, job_state_name(r->job->state))
+                   : api_reply_error(r, MHD_HTTP_NOT_FOUND, NULL, "job %s has no %s yet",
+                                     r->job->id, what);
     }
     struct MHD_Response *resp = MHD_create_response_from_fd((uint64_t)st.st_size, fd);
     if (!resp) {

@@ -203,7 +203,13 @@ static bool routes_authenticate(api_request *r, routes_auth how, enum MHD_Result
         secret = json_string_value(json_object_get(body, "secret"));
     }
     bool ok = secret && auth_identify(r->d->au, secret, strlen(secret), &r->caller);
-    if (!ok)
+    const char *header =
+        MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!ok && !secret && header)
+        *ret = api_reply_error(r, MHD_HTTP_UNAUTHORIZED, NULL,
+                               "the Authorization header is not \"Bearer SECRET\" (it needs "
+                               "the word Bearer before the secret)");
+    else if (!ok)
         *ret = api_reply_error(r, MHD_HTTP_UNAUTHORIZED, NULL,
                                secret ? "invalid secret"
                                       : "missing secret: send \"Authorization: Bearer SECRET\"");

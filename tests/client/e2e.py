@@ -201,7 +201,8 @@ def job_flow(d, punch, work):
         check(r.stdout == f.read(), "punch logs differs from train.log")
 
     out_dir = os.path.join(work, "results")
-    r = punch.run("fetch", jid, "-o", out_dir, "--format", "both")
+    r = punch.run("fetch", jid, "-o", out_dir + "/", "--format", "both")
+    check("//" not in r.stdout, "fetch -o DIR/ printed a doubled slash: %r" % r.stdout)
     check("test accuracy %.4f\n" % job["result"]["test_accuracy"] in r.stdout and
           "test samples %d\n" % spec["data"]["test_samples"] in r.stdout,
           "fetch reports the test results: %r" % r.stdout)

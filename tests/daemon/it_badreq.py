@@ -204,6 +204,10 @@ def bad_secrets(d):
         check(r.status_code in (401, 431), "auth %r: %d" % (str(headers)[:40], r.status_code))
         if r.status_code == 401:
             expect_error(r, 401, "auth")
+    # A secret without "Bearer" is told what the header lacks (issue 31 #15).
+    e = expect_error(d.req("POST", "/api/v1/jobs", body=text,
+                           headers={"Authorization": SECRETS["alice"]}), 401, "no Bearer")
+    check("Bearer" in e["error"] and "missing secret" not in e["error"], e)
     # The secret in a v1 body is not accepted (only the seed endpoints read it).
     expect_error(d.req("POST", "/api/v1/jobs", body=job_like(QUICK_JOB, secret=SECRETS["alice"])),
                  401, "secret in a v1 body")

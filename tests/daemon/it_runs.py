@@ -91,6 +91,9 @@ def fails(d):
     short["data"]["train_samples"] = 10 ** 6
     jf = d.wait_state("alice", d.submit_id("alice", short), ("succeeded", "failed"), timeout=120)
     check(jf["state"] == "failed" and jf["error"] and jf["exit_code"] not in (None, 0), jf)
+    # It never will have weights: not "yet" (issue 31 #15).
+    e = expect_error(d.req("GET", "/api/v1/jobs/%s/weights" % jf["id"], "alice"), 404, "weights")
+    check("yet" not in e["error"] and "ended failed" in e["error"], e)
 
 
 def seed_round_trip(d):
