@@ -494,9 +494,10 @@ int main(int argc, char **argv)
         goto fail;
     const char *colon = strrchr(d.cfg.listen, ':');
     int host_len = colon ? (int)(colon - d.cfg.listen) : (int)strlen(d.cfg.listen);
-    log_info("punchcardd %s listening on %.*s:%d (port %d); data %s; %d slots; %d GPUs; "
+    log_info("punchcardd %s listening on %s://%.*s:%d (port %d); data %s; %d slots; %d GPUs; "
              "%zu secrets; engine %s%s",
-             DAEMON_VERSION, host_len, d.cfg.listen, port, port, d.cfg.data_dir, d.total_slots,
+             DAEMON_VERSION, d.cfg.tls_cert[0] ? "https" : "http", host_len, d.cfg.listen, port,
+             port, d.cfg.data_dir, d.total_slots,
              d.total_gpus, auth_count(d.au), d.engine, d.cfg.hold ? "; holding the queue" : "");
     main_loop(&d, http, &set);
     status = 0;
