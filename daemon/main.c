@@ -503,7 +503,7 @@ int main(int argc, char **argv)
     status = 0;
     goto out;
 fail:
-    fprintf(stderr, "punchcardd: %s\n", err);
+    /* Once: the log is stderr already (an error is never below its level). */
     log_error("not starting: %s", err);
 out:
     events_stop();
