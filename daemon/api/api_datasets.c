@@ -104,6 +104,18 @@ enum MHD_Result api_datasets_list(api_request *r)
                                     (json_int_t)r->d->cfg.upload_quota));
 }
 
+/* " (job ID)", naming the job that holds a dataset for a 409, or "" when
+ * the store cannot say (it ended meanwhile, or a store error). */
+static void api_dataset_user(api_request *r, const char *owner, const char *ref, char *buf,
+                             size_t len)
+{
+    char id[STORE_ID_LEN + 1];
+    if (store_dataset_user(r->d->st, owner, ref, id) == STORE_OK)
+        snprintf(buf, len, " (job %s)", id);
+    else
+        buf[0] = '\0';
+}
+
 /* The dataset the path names, of the caller; false with the reply queued
  * (400 for a bad name, 404, 500). */
 static bool api_dataset_load(api_request *r, store_dataset *ds, enum MHD_Result *ret)
@@ -149,10 +161,13 @@ enum MHD_Result api_dataset_delete(api_request *r)
     store_status rs = store_dataset_delete(r->d->st, ds.owner, ds.name, ref);
     if (rs != STORE_OK) {
         store_dataset_clear(&ds);
-        if (rs == STORE_CONFLICT)
+        if (rs == STORE_CONFLICT) {
+            char user[48];
+            api_dataset_user(r, ds.owner, ref, user, sizeof user);
             return api_reply_error(r, MHD_HTTP_CONFLICT, NULL,
-                                   "dataset %s is used by a queued or running job; cancel "
-                                   "it or wait for it to end", r->name);
+                                   "dataset %s is used by a queued or running job%s; cancel "
+                                   "it or wait for it to end", r->name, user);
+        }
         if (rs == STORE_NOT_FOUND)
             return api_reply_error(r, MHD_HTTP_NOT_FOUND, NULL, "no dataset %s", r->name);
         return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "store error");
@@ -211,9 +226,11 @@ enum MHD_Result api_dataset_put(api_request *r)
                                &(api_put){s, final}, &replaced);
     enum MHD_Result ret;
     if (rs == STORE_CONFLICT) {
+        char user[48];
+        api_dataset_user(r, ds.owner, ref, user, sizeof user);
         ret = api_reply_error(r, MHD_HTTP_CONFLICT, NULL,
-                              "dataset %s is used by a queued or running job; it cannot be "
-                              "replaced until that job ends", ds.name);
+                              "dataset %s is used by a queued or running job%s; it cannot be "
+                              "replaced until that job ends", ds.name, user);
     } else if (rs == STORE_LIMIT) {
         ret = api_reply_error(r, MHD_HTTP_INSUFFICIENT_STORAGE, NULL,
                               "%s's uploads would exceed the quota of %ld bytes "

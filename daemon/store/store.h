@@ -280,6 +280,10 @@ store_status store_dataset_get(store *st, const char *owner, const char *name,
 typedef bool (*store_dataset_cb)(const store_dataset *ds, void *arg);
 /* owner's datasets by name (every owner's, by owner then name, if NULL). */
 store_status store_dataset_list(store *st, const char *owner, store_dataset_cb cb, void *arg);
+/* The oldest queued or running job of owner that uses ref, into id (for a
+ * 409's message): STORE_NOT_FOUND when none does (any more). */
+store_status store_dataset_user(store *st, const char *owner, const char *ref,
+                                char id[STORE_ID_LEN + 1]);
 /* Forget (owner, name) unless an active job uses ref (STORE_CONFLICT). */
 store_status store_dataset_delete(store *st, const char *owner, const char *name,
                                   const char *ref);

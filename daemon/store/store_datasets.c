@@ -69,6 +69,32 @@ static long long store_dataset_bytes(store_conn *c, const char *owner, const cha
     return n;
 }
 
+store_status store_dataset_user(store *st, const char *owner, const char *ref,
+                                char id[STORE_ID_LEN + 1])
+{
+    store_conn *c = store_acquire(st);
+    store_status rs = STORE_ERROR;
+    sqlite3_stmt *s = store_prepare_once(
+        c, "SELECT id FROM jobs WHERE owner = ?1 AND state IN ('queued', 'starting', "
+           "'running') AND instr(spec, ?2) > 0 ORDER BY seq LIMIT 1");
+    if (s) {
+        store_bind_text(s, 1, owner);
+        store_bind_text(s, 2, ref);
+        int rc = sqlite3_step(s);
+        if (rc == SQLITE_ROW) {
+            store_col_copy(s, 0, id, STORE_ID_LEN + 1);
+            rs = STORE_OK;
+        } else if (rc == SQLITE_DONE) {
+            rs = STORE_NOT_FOUND;
+        } else {
+            store_log_rc(c, rc, "finding a dataset's job");
+        }
+        sqlite3_finalize(s);
+    }
+    store_release(st, c);
+    return rs;
+}
+
 long long store_dataset_usage(store *st, const char *owner)
 {
     store_conn *c = store_acquire(st);
