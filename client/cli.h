@@ -29,7 +29,7 @@ enum punch_exit {
 
 typedef struct cli_error {
     int code;
-    char msg[1536];
+    char msg[4096]; /* a server's message (up to 3 KiB) and our context, uncut */
 } cli_error;
 
 /* Fill *err and return code, so failures read `return cli_fail(err, ...)`. */

@@ -298,6 +298,10 @@ static int fetch_run(httpc_client *c, const fetch_args *args, const char *dir, c
                  "again", args->id, state,
                  have_history ? " (fetched history.json and curves.svg so far)" : "",
                  args->id);
+    else if (rc == PUNCH_EXIT_NOT_FOUND && state != NULL && strcmp(state, "succeeded") != 0)
+        cli_fail(err, rc, "job %s ended %s and has no weights (they are written when training "
+                 "ends normally)%s", args->id, state,
+                 have_history ? "; fetched history.json and curves.svg" : "");
     if (args->all && (rc == 0 || rc == PUNCH_EXIT_NOT_FOUND)) {
         cli_error all_err = {0};
         int all_rc = fetch_all(c, args, dir, &all_err);
@@ -343,10 +347,17 @@ int cmd_fetch(const cli_ctx *ctx, int argc, char **argv, cli_error *err)
     if (args.dir == NULL && (strchr(args.id, '/') != NULL || args.id[0] == '.'))
         return cli_fail(err, PUNCH_EXIT_USAGE,
                         "fetch: \"%s\" cannot name a directory; pass -o DIR", args.id);
+    /* "-o results/" is results: its trailing slashes would double in every
+     * path printed ("results//weights.npz"). */
+    char dir[4096];
+    if (snprintf(dir, sizeof dir, "%s", args.dir ? args.dir : args.id) >= (int)sizeof dir)
+        return cli_fail(err, PUNCH_EXIT_USAGE, "fetch: -o: directory name too long");
+    for (size_t n = strlen(dir); n > 1 && dir[n - 1] == '/'; n--)
+        dir[n - 1] = '\0';
     httpc_client *client = remote_open(ctx, err);
     if (client == NULL)
         return err->code;
-    int rc = fetch_run(client, &args, args.dir ? args.dir : args.id, err);
+    int rc = fetch_run(client, &args, dir, err);
     httpc_client_free(client);
     return rc;
 }

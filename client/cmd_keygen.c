@@ -15,7 +15,7 @@
 
 /* 32 random bytes: 256 bits, as hex. */
 #define KEYGEN_SECRET_BYTES 32
-/* As the daemon's secrets file accepts (daemon/auth.c). */
+/* As the daemon's secrets file accepts (daemon/http/auth.c). */
 #define KEYGEN_IDENTITY_MAX 63
 
 const char cmd_keygen_usage[] =

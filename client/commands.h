@@ -23,6 +23,7 @@ int cmd_cancel(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 int cmd_fetch(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 int cmd_keygen(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 int cmd_resume(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
+int cmd_rm(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 int cmd_predict(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 int cmd_data(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 int cmd_profile(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
@@ -36,12 +37,17 @@ extern const char cmd_cancel_usage[];
 extern const char cmd_fetch_usage[];
 extern const char cmd_keygen_usage[];
 extern const char cmd_resume_usage[];
+extern const char cmd_rm_usage[];
 extern const char cmd_predict_usage[];
 extern const char cmd_data_usage[];
 extern const char cmd_profile_usage[];
 
+#define SUBMIT_MAX_SETS 64
 typedef struct submit_args {
-    const char *file;
+    const char *file;    /* NULL with --from */
+    const char *from;    /* --from ID: that job's spec as written */
+    const char *sets[SUBMIT_MAX_SETS]; /* --set PATH=VALUE, in order */
+    int n_sets;
     bool wait;
     bool quiet;
     bool dry_run;

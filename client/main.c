@@ -17,6 +17,7 @@ static const char punch_usage[] =
     "\n"
     "commands:\n"
     "  submit JOB.json [--wait] [--quiet] [--dry-run]\n"
+    "  submit --from ID [--set PATH=VALUE ...]  a new job from ID's spec, with changes\n"
     "                                       validate a job spec locally, then queue it\n"
     "  state [ID] [--json]                  one job's state and progress (default: your latest)\n"
     "  list [--state S] [--limit N|--all] [--json]\n"
@@ -27,6 +28,7 @@ static const char punch_usage[] =
     "  fetch ID [-o DIR] [--format F] [--all]\n"
     "                                       download weights, history.json, write curves.svg\n"
     "                                       (--all: every file of the run directory)\n"
+    "  rm ID...                             delete finished jobs: record and run directory\n"
     "  resume ID                            queue a failed/cancelled/timed-out job again,\n"
     "                                       from its last checkpoint\n"
     "  predict ID IN.npy [-o OUT.npy]       the trained model's outputs for new inputs\n"
@@ -81,6 +83,7 @@ static const punch_command punch_commands[] = {
     {"fetch", cmd_fetch, cmd_fetch_usage, true},
     {"keygen", cmd_keygen, cmd_keygen_usage, false},
     {"resume", cmd_resume, cmd_resume_usage, true},
+    {"rm", cmd_rm, cmd_rm_usage, true},
     {"predict", cmd_predict, cmd_predict_usage, true},
     {"data", cmd_data, cmd_data_usage, true},
     {"profile", cmd_profile, cmd_profile_usage, true},

@@ -113,7 +113,7 @@ static void remote_server_message(const httpc_response *r, char *buf, size_t len
 static int remote_status_error(httpc_client *c, const httpc_response *r, const char *what,
                                const char *notfound, cli_error *err)
 {
-    char msg[1024];
+    char msg[3072];
     remote_server_message(r, msg, sizeof msg);
     const char *url = httpc_client_url(c);
     switch (r->status) {
@@ -291,7 +291,27 @@ int remote_job_cancel(httpc_client *c, const char *id, json_t **job, cli_error *
 {
     char what[200];
     snprintf(what, sizeof what, "cannot cancel job %s", id);
-    return remote_job_json(c, "DELETE", id, "", what, NULL, job, err);
+    return remote_job_json(c, "POST", id, "/cancel", what, NULL, job, err);
+}
+
+int remote_job_spec(httpc_client *c, const char *id, char **text, size_t *len, cli_error *err)
+{
+    httpc_response r;
+    if (remote_job_request(c, "GET", id, "/spec", NULL, "getting the job's spec", NULL, &r,
+                           err) != 0)
+        return err->code;
+    *text = r.body;
+    *len = r.len;
+    r.body = NULL;
+    httpc_response_free(&r);
+    return 0;
+}
+
+int remote_job_delete(httpc_client *c, const char *id, json_t **answer, cli_error *err)
+{
+    char what[200];
+    snprintf(what, sizeof what, "cannot delete job %s", id);
+    return remote_job_json(c, "DELETE", id, "", what, NULL, answer, err);
 }
 
 int remote_job_history(httpc_client *c, const char *id, json_t **history, cli_error *err)
@@ -342,7 +362,7 @@ int remote_dataset_push(httpc_client *c, const char *name, FILE *src, long long 
     free(path);
     if (rc == 0 && r.status != 200 && r.status != 201) {
         if (r.status == 507) {
-            char msg[1024];
+            char msg[3072];
             remote_server_message(&r, msg, sizeof msg);
             rc = cli_fail(err, PUNCH_EXIT_SERVER, "uploading %s: %s", name, msg);
         } else

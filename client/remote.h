@@ -43,8 +43,15 @@ int remote_job_submit(httpc_client *c, const char *spec, size_t len, json_t **re
 int remote_job_page(httpc_client *c, const char *state, int limit, const char *after,
                     json_t **jobs, char **next, cli_error *err);
 int remote_job_get(httpc_client *c, const char *id, json_t **job, cli_error *err);
-/* DELETE /api/v1/jobs/ID; 409 (already finished) says so. */
+/* POST /api/v1/jobs/ID/cancel; 409 (already finished) says so. */
 int remote_job_cancel(httpc_client *c, const char *id, json_t **job, cli_error *err);
+/* GET /api/v1/jobs/ID/spec: the spec as its user wrote it, NUL-terminated
+ * (*len bytes); the caller frees *text. */
+int remote_job_spec(httpc_client *c, const char *id, char **text, size_t *len, cli_error *err);
+/* DELETE /api/v1/jobs/ID: a finished job is forgotten, *answer holds
+ * "bytes_freed". (The server cancels an unfinished one instead: callers
+ * that mean only to delete check the state first.) */
+int remote_job_delete(httpc_client *c, const char *id, json_t **answer, cli_error *err);
 int remote_job_history(httpc_client *c, const char *id, json_t **history, cli_error *err);
 /* GET /api/v1/jobs/ID/weights?format=F streamed into sink. */
 int remote_job_weights(httpc_client *c, const char *id, const char *format, FILE *sink,

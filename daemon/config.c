@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gpualloc.h"
+#include "sched/gpualloc.h"
 
 typedef enum opt_kind { OPT_STRING, OPT_INT, OPT_LONG, OPT_BOOL } opt_kind;
 

@@ -11,11 +11,11 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "auth.h"
-#include "cluster.h"
+#include "http/auth.h"
+#include "cluster/cluster.h"
 #include "config.h"
-#include "launcher.h"
-#include "store.h"
+#include "run/launcher.h"
+#include "store/store.h"
 
 #define DAEMON_VERSION "0.1.0"
 

@@ -16,18 +16,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cgroup.h"
+#include "run/cgroup.h"
 #include "daemon.h"
-#include "events.h"
-#include "http.h"
+#include "api/events.h"
+#include "http/http.h"
 #include "log.h"
-#include "memest.h"
-#include "metrics.h"
-#include "monitor.h"
-#include "pagecache.h"
-#include "retention.h"
-#include "slurm.h"
-#include "supervisor.h"
+#include "sched/memest.h"
+#include "http/metrics.h"
+#include "sched/monitor.h"
+#include "api/pagecache.h"
+#include "run/retention.h"
+#include "sched/slurm.h"
+#include "run/supervisor.h"
 
 /* mkdir -p with mode 0700 for what it creates. */
 static bool main_mkdirs(const char *path, char *err, size_t errlen)
@@ -494,15 +494,16 @@ int main(int argc, char **argv)
         goto fail;
     const char *colon = strrchr(d.cfg.listen, ':');
     int host_len = colon ? (int)(colon - d.cfg.listen) : (int)strlen(d.cfg.listen);
-    log_info("punchcardd %s listening on %.*s:%d (port %d); data %s; %d slots; %d GPUs; "
+    log_info("punchcardd %s listening on %s://%.*s:%d (port %d); data %s; %d slots; %d GPUs; "
              "%zu secrets; engine %s%s",
-             DAEMON_VERSION, host_len, d.cfg.listen, port, port, d.cfg.data_dir, d.total_slots,
+             DAEMON_VERSION, d.cfg.tls_cert[0] ? "https" : "http", host_len, d.cfg.listen, port,
+             port, d.cfg.data_dir, d.total_slots,
              d.total_gpus, auth_count(d.au), d.engine, d.cfg.hold ? "; holding the queue" : "");
     main_loop(&d, http, &set);
     status = 0;
     goto out;
 fail:
-    fprintf(stderr, "punchcardd: %s\n", err);
+    /* Once: the log is stderr already (an error is never below its level). */
     log_error("not starting: %s", err);
 out:
     events_stop();

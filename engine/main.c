@@ -255,7 +255,7 @@ int main(int argc, char **argv)
     spec_error serr;
     job_spec *spec = spec_load_file(c.job, &serr);
     if (!spec) {
-        char msg[600];
+        char msg[SPEC_ERROR_STR_MAX];
         fprintf(stderr, "punch-train: %s: %s\n", c.job, spec_error_str(&serr, msg, sizeof msg));
         return 2;
     }

@@ -247,6 +247,7 @@
     cancel.disabled = done || j.cancel_requested;
     cancel.textContent = j.cancel_requested && !done ? 'Cancel requested' : 'Cancel job';
     $('job-resume').hidden = !RESUMABLE.includes(j.state);
+    $('job-delete').hidden = !done;
   }
 
   function renderJobProgress(j) {
@@ -495,11 +496,28 @@
     const j = S.jobs.get(S.jobId);
     if (!j || !window.confirm('Cancel job ' + j.name + ' (' + j.id + ')?')) return;
     try {
-      renderJob(await api('/api/v1/jobs/' + j.id, { method: 'DELETE' }));
+      renderJob(await api('/api/v1/jobs/' + j.id + '/cancel', { method: 'POST' }));
       say('cancel requested');
     } catch (e) {
       say(e.message, true);
     }
+  }
+
+  /* A finished job forgotten: its record and run directory (uploads stay). */
+  async function deleteJob() {
+    const j = S.jobs.get(S.jobId);
+    if (!j || !window.confirm('Delete job ' + j.name + ' (' + j.id + ')? Its weights, logs ' +
+                              'and checkpoints are removed for good.')) return;
+    let r;
+    try {
+      r = await api('/api/v1/jobs/' + j.id, { method: 'DELETE' });
+    } catch (e) {
+      say('cannot delete: ' + e.message, true);
+      return;
+    }
+    S.jobs.delete(j.id);
+    location.hash = '#/';
+    say('deleted ' + j.id + ' (' + (r.bytes_freed / 1e6).toFixed(1) + ' MB freed)');
   }
 
   /* Back in the queue under the same id, continuing from its checkpoint. */
@@ -689,6 +707,7 @@
     $('state-filter').addEventListener('change', loadJobs);
     $('job-cancel').addEventListener('click', cancelJob);
     $('job-resume').addEventListener('click', resumeJob);
+    $('job-delete').addEventListener('click', deleteJob);
     for (const b of document.querySelectorAll('[data-download]'))
       b.addEventListener('click', () => download(b.getAttribute('data-download')));
     $('log-follow').addEventListener('change', () => {

@@ -97,7 +97,7 @@ bool spec_check_keys(const json_t *obj, const char *path, const char *const *all
                 known = true;
         if (known)
             continue;
-        char p[160], names[256];
+        char p[160], names[SPEC_MESSAGE_MAX - 64];
         spec_path_key(p, sizeof p, path, key);
         join_names(names, sizeof names, allowed, n);
         return spec_fail(err, p, "unknown key; expected one of %s", names);
@@ -203,7 +203,7 @@ bool spec_match_enum(const char *value, const char *path, const char *const *nam
             return true;
         }
     }
-    char list[256];
+    char list[SPEC_MESSAGE_MAX - 128];
     join_names(list, sizeof list, names, n);
     return spec_fail(err, path, "unknown %s \"%.60s\"; expected one of %s", what, value, list);
 }

@@ -22,10 +22,14 @@
 
 /* An error names the JSON path of the offending field ("training.epochs")
  * and says what was expected. spec_error_str() joins them as
- * "training.epochs: must be >= 1, got -3". */
+ * "training.epochs: must be >= 1, got -3". The message has room for the
+ * longest we write (every model preset, every key of a section), so none is
+ * cut; SPEC_ERROR_STR_MAX holds the joined text. */
+#define SPEC_MESSAGE_MAX 2048
+#define SPEC_ERROR_STR_MAX (160 + 2 + SPEC_MESSAGE_MAX)
 typedef struct spec_error {
     char path[160];
-    char message[352];
+    char message[SPEC_MESSAGE_MAX];
 } spec_error;
 
 const char *spec_error_str(const spec_error *err, char *buf, size_t len);

@@ -201,7 +201,8 @@ def job_flow(d, punch, work):
         check(r.stdout == f.read(), "punch logs differs from train.log")
 
     out_dir = os.path.join(work, "results")
-    r = punch.run("fetch", jid, "-o", out_dir, "--format", "both")
+    r = punch.run("fetch", jid, "-o", out_dir + "/", "--format", "both")
+    check("//" not in r.stdout, "fetch -o DIR/ printed a doubled slash: %r" % r.stdout)
     check("test accuracy %.4f\n" % job["result"]["test_accuracy"] in r.stdout and
           "test samples %d\n" % spec["data"]["test_samples"] in r.stdout,
           "fetch reports the test results: %r" % r.stdout)
@@ -316,6 +317,27 @@ def cancel_flow(d, punch, work):
           [(j["id"], j["state"]) for j in listed])
     check([j["id"] for j in json.loads(punch.run("list", "--state", "cancelled", "--json")
                                        .stdout)] == [jid], "list --state cancelled")
+    # A clone of it with changes: --dry-run shows them, then it is queued
+    # with the spec as written plus the changes (issue 31 #3).
+    secret = punch.env["PUNCH_SECRET"]
+    written = json.loads(d.req("GET", "/api/v1/jobs/%s/spec" % jid, secret=secret).text)
+    r = punch.run("submit", "--from", jid, "--set", "training.epochs=1", "--set", "name=clone 2",
+                  "--dry-run")
+    check('"clone 2"' in r.stdout and "1 epoch" in r.stdout, "dry run of a clone: %r" % r.stdout)
+    clone = punch.run("submit", "--from", jid, "--set", "training.epochs=1", "--set",
+                      "name=clone 2", "--quiet").stdout.strip()
+    got = json.loads(d.req("GET", "/api/v1/jobs/%s/spec" % clone, secret=secret).text)
+    want = dict(written, name="clone 2", training=dict(written["training"], epochs=1))
+    check(got == want, "the clone's spec: %s, want %s" % (got, want))
+    punch.run("cancel", clone)
+    punch.run("submit", "--set", "a=1", os.path.join(JOBS, "mlp-small.json"), want=2)
+    run_dir = d.run_dir(jid)
+    r = punch.run("rm", jid, "000000000000", want=5)
+    check(re.search(r"job %s deleted \(\d+\.\d MB freed\)" % jid, r.stdout),
+          "rm says what it freed: %r" % r.stdout)
+    check("000000000000" in r.stderr, "rm names the unknown job: %r" % r.stderr)
+    check(not os.path.exists(run_dir), "rm left the run directory")
+    punch.run("state", jid, want=5)
 
 
 def failed_and_timeout_flow(punch, work):
@@ -444,6 +466,15 @@ def error_paths(d, punch, secret, work):
     # The URL from the environment and the config file are used too.
     Punch(punch.env["HOME"], url=closed, secret=secret).run("list", want=3)
 
+    # A long spec error reaches the user whole (the list of every preset).
+    bad = load_job("mlp-small.json")
+    bad["model"] = {"preset": "no-such-net", "input": [784]}
+    bad_path = os.path.join(work, "unknown-preset.json")
+    with open(bad_path, "w") as f:
+        json.dump(bad, f)
+    r = punch.run("submit", bad_path, want=2)
+    check(r.stderr.rstrip().endswith("mobilenetv1_cifar10"), "cut: %r" % r.stderr[-80:])
+
     # Wrong secret: the server refuses it.
     for args in (["list"], ["state", "0123456789ab"],
                  ["submit", os.path.join(JOBS, "mlp-small.json")]):
@@ -503,8 +534,8 @@ def error_paths(d, punch, secret, work):
 def check_help(punch):
     """punch --help lists every command and exit code; CMD --help every option."""
     top = punch.run("--help").stdout
-    commands = ["submit", "state", "list", "wait", "logs", "cancel", "fetch", "keygen", "help",
-                "version"]
+    commands = ["submit", "state", "list", "wait", "logs", "cancel", "rm", "fetch", "keygen",
+                "help", "version"]
     for c in commands:
         check(re.search(r"^  %s\b" % c, top, re.M), "punch --help lacks %s" % c)
     for code in range(10):
@@ -513,12 +544,13 @@ def check_help(punch):
         check(word in top, "punch --help lacks %s" % word)
     check(punch.run("help").stdout == top and punch.run("-h").stdout == top, "help aliases")
     options = {
-        "submit": ["--wait", "--quiet", "--dry-run", "--interval"],
+        "submit": ["--wait", "--quiet", "--dry-run", "--interval", "--from", "--set"],
         "state": ["--json"],
         "list": ["--state", "--json"],
         "wait": ["--interval", "--quiet"],
         "logs": ["--follow", "--interval"],
         "cancel": [],
+        "rm": [],
         "fetch": ["--output", "--format", "safetensors", "npz", "both"],
         "keygen": ["--identity", "--admin"],
     }

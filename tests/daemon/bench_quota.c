@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "quota.h"
-#include "rundir.h"
+#include "run/quota.h"
+#include "run/rundir.h"
 
 static double bench_now_ms(void)
 {

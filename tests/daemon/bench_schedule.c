@@ -21,10 +21,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "monitor.h"
-#include "placement.h"
-#include "scheduler.h"
-#include "store.h"
+#include "sched/monitor.h"
+#include "sched/placement.h"
+#include "sched/scheduler.h"
+#include "store/store.h"
 
 static double bench_now_ms(void)
 {

@@ -128,7 +128,7 @@ def cancel(d, jid, jid2):
     r = d.req("DELETE", "/api/v1/jobs/" + jid2, "alice")
     check(r.status_code == 200 and r.json()["state"] == "cancelled", r.text)
     check(r.json()["finished_at"] is not None, r.text)
-    expect_error(d.req("DELETE", "/api/v1/jobs/" + jid2, "alice"), 409, "cancel twice")
+    expect_error(d.req("POST", "/api/v1/jobs/%s/cancel" % jid2, "alice"), 409, "cancel twice")
     check(d.job("alice", jid)["queue_position"] == 1, "position moves up after a cancel")
     ev = d.req("GET", "/api/v1/jobs/%s/events" % jid2, "alice").json()["events"]
     check([(e["from"], e["to"]) for e in ev] == [(None, "queued"), ("queued", "cancelled")], ev)

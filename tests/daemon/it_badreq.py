@@ -5,7 +5,9 @@ missing and wrong secrets, raw garbage on the socket. Each gets the right
 4xx as JSON, and the daemon stays up (this test also runs in the sanitizer
 build, where any memory error aborts the daemon)."""
 import json
+import os
 import socket
+import subprocess
 
 import punchtest
 from punchtest import QUICK_JOB, SECRETS, Daemon, check, expect_error, job_like
@@ -21,8 +23,56 @@ def cases():
         punchtest.case("secrets", bad_secrets, d)
         punchtest.case("huge bodies", huge_bodies, d)
         punchtest.case("garbage", garbage, d)
+        punchtest.case("long spec errors are not cut", long_errors, d)
+        punchtest.case("a site dataset that is not there is refused", missing_site_data, d)
         jid = punchtest.case("query strings", query_strings, d)
         punchtest.case("only the valid submit created a job", nothing_created, d, jid)
+
+
+# A preset name no one has: the error lists every preset, longer than the
+# 300-odd characters messages used to be cut at (issue 31 #4).
+UNKNOWN_PRESET = job_like(QUICK_JOB, model={"preset": "no-such-net", "input": [8]})
+
+
+def long_errors(d):
+    """The API's 400 and punch-train --validate give the whole list; its
+    last name is the last preset's."""
+    e = expect_error(d.submit("alice", UNKNOWN_PRESET), 400, "unknown preset")
+    msg = e["error"]
+    check(len(msg) > 400 and msg.endswith("mobilenetv1_cifar10"), "cut: %r" % msg[-80:])
+    check("resnet34_imagenet, resnet50_imagenet" in msg, "a middle of the list: %r" % msg)
+    engine = punchtest.engine_path()
+    if not os.access(engine, os.X_OK):
+        return
+    path = os.path.join(d.tmp, "unknown-preset.json")
+    punchtest.write_json(path, UNKNOWN_PRESET)
+    r = subprocess.run([engine, "--validate", path], capture_output=True, text=True, timeout=60)
+    check(r.returncode == 2 and r.stderr.rstrip().endswith("mobilenetv1_cifar10"),
+          "punch-train --validate: %d %r" % (r.returncode, r.stderr[-80:]))
+
+
+def missing_site_data(d):
+    """A typo in an admin dataset's name is a 400 at submit, as for uploads
+    (issue 31 #6), naming the field and the name but no server path."""
+    idx = {"input": [784], "layers": [{"type": "dense", "units": 10, "activation": "softmax"}]}
+    for data, field in (({"format": "idx", "train": "fashion-mnist/trian"}, "data.train"),
+                        ({"format": "idx", "train": "no-such-set/train"}, "data.train"),
+                        ({"format": "csv", "train": "nothing-here.csv"}, "data.train")):
+        e = expect_error(d.submit("alice", job_like(QUICK_JOB, model=idx, data=data)), 400,
+                         "missing %s" % data["train"])
+        check(e["field"] == field and data["train"] in e["error"], e)
+        check(punchtest.DATASETS not in e["error"], "a server path in %r" % e["error"])
+    if not os.path.isdir(os.path.join(punchtest.DATASETS, "fashion-mnist")):
+        return
+    data = {"format": "idx", "train": "fashion-mnist/train", "test": "fashion-mnist/t10k"}
+    r = d.submit("alice", job_like(QUICK_JOB, model=idx, data=data))
+    check(r.status_code == 201, "an installed dataset: %d %s" % (r.status_code, r.text))
+    if r.status_code == 201:  # cancelled, then deleted: the corpus's count stays exact
+        for _ in range(2):
+            d.req("DELETE", "/api/v1/jobs/" + r.json()["id"], "alice")
+    typo = dict(data, test="fashion-mnist/t10")
+    e = expect_error(d.submit("alice", job_like(QUICK_JOB, model=idx, data=typo)), 400, "t10")
+    check(e["field"] == "data.test", e)
 
 
 def alive(d, what):
@@ -154,6 +204,10 @@ def bad_secrets(d):
         check(r.status_code in (401, 431), "auth %r: %d" % (str(headers)[:40], r.status_code))
         if r.status_code == 401:
             expect_error(r, 401, "auth")
+    # A secret without "Bearer" is told what the header lacks (issue 31 #15).
+    e = expect_error(d.req("POST", "/api/v1/jobs", body=text,
+                           headers={"Authorization": SECRETS["alice"]}), 401, "no Bearer")
+    check("Bearer" in e["error"] and "missing secret" not in e["error"], e)
     # The secret in a v1 body is not accepted (only the seed endpoints read it).
     expect_error(d.req("POST", "/api/v1/jobs", body=job_like(QUICK_JOB, secret=SECRETS["alice"])),
                  401, "secret in a v1 body")

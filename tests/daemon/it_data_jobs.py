@@ -254,8 +254,9 @@ def in_use(d):
     check(put(d, "alice", "other", blob).status_code == 201, "upload")
     jid = d.submit_id("alice", job(test=None))
     e = expect_error(d.req("DELETE", "/api/v1/datasets/fm", "alice"), 409, "delete in use")
-    check("queued or running job" in e["error"], e)
-    expect_error(put(d, "alice", "fm", npz_bytes(x=x[:10], y=y[:10])), 409, "replace in use")
+    check("queued or running job (job %s)" % jid in e["error"], e)
+    e = expect_error(put(d, "alice", "fm", npz_bytes(x=x[:10], y=y[:10])), 409, "replace in use")
+    check("(job %s)" % jid in e["error"], e)
     check(d.req("GET", "/api/v1/datasets/fm", "alice").json()["records"] == 50,
           "the dataset is unchanged")
     # Only the dataset the job names is held.

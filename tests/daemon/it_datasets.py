@@ -51,8 +51,41 @@ def cases():
         punchtest.case("upload limit and quota", limits, d)
         punchtest.case("delete", delete, d)
         punchtest.case("punch data push, list, rm", punch_data, d)
+        punchtest.case("a job's spec as written, and resolved", spec_round_trip, d)
         punchtest.case("no temporary files left", lambda: check(not leftovers(d),
                                                                 "left: %s" % leftovers(d)))
+
+
+# A spec as a user types it: spacing, key order, a float that binary64
+# cannot hold exactly, an upload by name (issue 31 #3).
+WRITTEN = """{"name": "round-trip",
+  "model": {"input": [2], "layers": [{"type": "dense", "units": 3, "activation": "softmax"}]},
+  "data": {"format": "csv", "train": "@spec-table.csv", "header": true, "num_classes": 3,
+           "validation_split": 0.2},
+  "training": {"epochs": 1, "batch_size": 2}}"""
+
+
+def spec_round_trip(d):
+    """GET .../spec is the text as submitted, which submits again as it is;
+    ?resolved=1 is what runs, the upload's name resolved to its file."""
+    r = put(d, "alice", "spec-table.csv", b"label,a,b\n1,0.5,2\n0,1,-4\n2,3,4\n1,2,2\n0,0,1\n")
+    punchtest.require(r.status_code == 201, "upload: %d %s" % (r.status_code, r.text))
+    r = d.req("POST", "/api/v1/jobs", "alice", body=WRITTEN)
+    punchtest.require(r.status_code == 201, "submit: %d %s" % (r.status_code, r.text))
+    jid = r.json()["id"]
+    r = d.req("GET", "/api/v1/jobs/%s/spec" % jid, "alice")
+    check(r.status_code == 200 and r.text == WRITTEN, "as written: %r" % r.text)
+    check(r.headers["Content-Type"].startswith("application/json"), r.headers)
+    r = d.req("GET", "/api/v1/jobs/%s/spec?resolved=1" % jid, "alice")
+    resolved = r.json()
+    check(resolved["data"]["train"].startswith("@/") and
+          resolved["data"]["train"].endswith("/spec-table.csv"), resolved["data"])
+    again = d.req("POST", "/api/v1/jobs", "alice", body=d.req(
+        "GET", "/api/v1/jobs/%s/spec" % jid, "alice").text)
+    check(again.status_code == 201, "resubmit as written: %d %s" % (again.status_code, again.text))
+    expect_error(d.req("GET", "/api/v1/jobs/%s/spec" % jid, "bob"), 404, "bob reads the spec")
+    for j in [jid] + ([again.json()["id"]] if again.status_code == 201 else []):
+        d.req("POST", "/api/v1/jobs/%s/cancel" % j, "alice")
 
 
 def upload_npz(d):

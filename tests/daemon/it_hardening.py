@@ -72,13 +72,23 @@ def site_limits(d):
 
 
 def relative_paths(d):
-    spec = job_like(QUICK_JOB, model={"input": [784], "layers": [
-        {"type": "dense", "units": 10, "activation": "softmax"}]},
-        data={"format": "idx", "train": "nope/train", "test": "nope/t10k"})
+    """Dataset errors name the dataset, never a server path: at submit (a
+    name nothing matches) and at run time (one that matches a file's start
+    but no dataset: fashion-mnist/train.x)."""
+    model = {"input": [784], "layers": [{"type": "dense", "units": 10, "activation": "softmax"}]}
+    spec = job_like(QUICK_JOB, model=model,
+                    data={"format": "idx", "train": "nope/train", "test": "nope/t10k"})
+    e = expect_error(d.submit("bob", spec), 400, "a dataset that is not there")
+    check("nope/train" in e["error"], e)
+    for server_path in (punchtest.DATASETS, d.data_dir, d.tmp):
+        check(server_path not in e["error"], "error shows %s: %s" % (server_path, e))
+    punchtest.require_dataset("fashion-mnist")
+    spec = job_like(QUICK_JOB, model=model,
+                    data={"format": "idx", "train": "fashion-mnist/train.x"})
     jid = d.submit_id("bob", spec)
     j = d.wait_state("bob", jid, FINAL_STATES, timeout=60)
     error = j.get("error") or ""
-    check(j["state"] == "failed" and "nope/train" in error, "the job's error: %s" % j)
+    check(j["state"] == "failed" and "fashion-mnist/train.x" in error, "the job's error: %s" % j)
     for server_path in (punchtest.DATASETS, d.data_dir, d.tmp):
         check(server_path not in error, "error shows %s: %s" % (server_path, error))
 

@@ -50,6 +50,8 @@ def refuses():
         check(rc != 0, "started as root without run_as or --allow-root-jobs")
         check("--allow-root-jobs" in d.read_log() and "run_as" in d.read_log(),
               "the refusal does not say what to do:\n" + d.read_log())
+        check(d.read_log().count("would run every job as root") == 1,
+              "the refusal is not said once:\n" + d.read_log())
     finally:
         d.cleanup()
 

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "admission.h"
+#include "sched/admission.h"
 
 /* A cluster of `hosts` hosts with `gpus_per_host` GPUs each and `slots` MPI
  * slots in all. */

@@ -24,8 +24,8 @@
 #include <jansson.h>
 
 #include "daemon.h"
-#include "http.h"
-#include "rundir.h"
+#include "http/http.h"
+#include "run/rundir.h"
 
 #define QUICK_JOB                                                                                 \
     "{\"name\": \"quick\", \"model\": {\"input\": [8], \"layers\": [{\"type\": \"dense\", "       \
@@ -42,6 +42,8 @@
 #define SQL_CANCEL_QUEUED "SET state = 'cancelled'"
 #define SQL_SET_STOP "SET stop_reason"
 #define SQL_EVENTS "FROM events WHERE job_id = ?1 ORDER BY id"
+#define SQL_DELETE_FINISHED "DELETE FROM jobs WHERE id = ?1 AND state IN"
+#define SQL_DELETE_EVENTS "DELETE FROM events WHERE job_id = ?1"
 #define SQL_QUEUE_AHEAD "SELECT COUNT(*) FROM (SELECT 1 FROM jobs"
 
 static const char *const secrets_json =
@@ -611,10 +613,10 @@ static void test_cancel_finished(void **state)
     assert_int_equal(store_job_finish(f->d.st, id, JOB_SUCCEEDED, &code, NULL, NULL, NULL,
                                       daemon_now()),
                      STORE_OK);
-    snprintf(path, sizeof path, "/api/v1/jobs/%s", id);
+    snprintf(path, sizeof path, "/api/v1/jobs/%s/cancel", id);
     fault fl;
     fault_set(&fl, SQL_GET_JOB, SQL_BY_ID, 1);
-    expect_error(f, "DELETE", path, "alice-secret", 409);
+    expect_error(f, "POST", path, "alice-secret", 409);
     fault_clear(&fl);
     /* The seed's cancel answers 200 whatever the state, and leaves the
      * job as it is; its destroy of an unfinished job is a 400. */
@@ -625,6 +627,20 @@ static void test_cancel_finished(void **state)
     char other[STORE_ID_LEN + 1];
     submit(f, "alice-secret", other);
     expect_error(f, "POST", "/api/destroy", "alice-secret", 400);
+    /* DELETE of the finished job: a store error on either statement is a
+     * 500 that leaves the job in place; then it is deleted. */
+    snprintf(path, sizeof path, "/api/v1/jobs/%s", id);
+    fault_set(&fl, SQL_DELETE_FINISHED, NULL, 0);
+    expect_500(f, "DELETE", path, "alice-secret");
+    fault_clear(&fl);
+    fault_set(&fl, SQL_DELETE_EVENTS, NULL, 0);
+    expect_500(f, "DELETE", path, "alice-secret");
+    fault_clear(&fl);
+    reply d = call(f, "DELETE", path, "alice-secret", NULL);
+    assert_int_equal(d.status, 200);
+    assert_true(json_is_true(json_object_get(d.json, "deleted")));
+    reply_clear(&d);
+    expect_error(f, "DELETE", path, "alice-secret", 404);
 }
 
 static void test_events(void **state)

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "auth.h"
+#include "http/auth.h"
 
 /* 64 valid hex digits. */
 #define HEX64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"

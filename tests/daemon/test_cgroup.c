@@ -23,7 +23,7 @@
 
 #include <cmocka.h>
 
-#include "cgroup.h"
+#include "run/cgroup.h"
 #include "scratch.h"
 
 /* Write text to dir/file, creating it (the fake tree's "kernel"). */

@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "cluster.h"
+#include "cluster/cluster.h"
 #include "scratch.h"
 
 static char hostfile[SCRATCH_DIR_LEN + 16];

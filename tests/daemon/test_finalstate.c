@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "finalstate.h"
+#include "run/finalstate.h"
 
 static const rundir_exit EXIT_OK = {0, 0, 1.0};
 static const rundir_exit EXIT_3 = {3, 0, 1.0};

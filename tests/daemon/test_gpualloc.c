@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "gpualloc.h"
+#include "sched/gpualloc.h"
 
 static void test_gpualloc_sets(void **state)
 {

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "hostfail.h"
+#include "cluster/hostfail.h"
 
 static const char *const job_hosts[] = {"h2", "h3"};
 

@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "launcher.h"
+#include "run/launcher.h"
 
 /* Index of the first argument equal to a, then b (b NULL: a alone); -1. */
 static int find(char **argv, const char *a, const char *b)

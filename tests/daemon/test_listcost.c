@@ -23,8 +23,8 @@
 #include <sqlite3.h>
 
 #include "daemon.h"
-#include "http.h"
-#include "pagecache.h"
+#include "http/http.h"
+#include "api/pagecache.h"
 #include "scratch.h"
 
 static const char *const secrets_json =

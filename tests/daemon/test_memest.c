@@ -11,8 +11,8 @@
 
 #include <cmocka.h>
 
-#include "admission.h"
-#include "memest.h"
+#include "sched/admission.h"
+#include "sched/memest.h"
 
 static job_spec *parse(const char *text)
 {

@@ -27,10 +27,10 @@
 #include <cmocka.h>
 
 #include "daemon.h"
-#include "monitor.h"
-#include "rundir.h"
+#include "sched/monitor.h"
+#include "run/rundir.h"
 #include "scratch.h"
-#include "supervisor.h"
+#include "run/supervisor.h"
 
 /* The mpirun stand-in. A file "stubborn" in the data dir makes it ignore
  * SIGTERM, so only SIGKILL ends it. */

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "placement.h"
+#include "sched/placement.h"
 
 static const char *const names[] = {"h1", "h2", "h3"};
 

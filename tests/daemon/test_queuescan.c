@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "monitor.h"
-#include "scheduler.h"
+#include "sched/monitor.h"
+#include "sched/scheduler.h"
 #include "scratch.h"
 
 typedef struct fixture {

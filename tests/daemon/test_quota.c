@@ -15,9 +15,9 @@
 
 #include <cmocka.h>
 
-#include "quota.h"
-#include "retention.h"
-#include "rundir.h"
+#include "run/quota.h"
+#include "run/retention.h"
+#include "run/rundir.h"
 #include "scratch.h"
 
 #define NOW 2000000000.0

@@ -18,8 +18,8 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
-#include "retention.h"
-#include "rundir.h"
+#include "run/retention.h"
+#include "run/rundir.h"
 #include "scratch.h"
 
 #define DAY 86400.0

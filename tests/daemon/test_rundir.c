@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "rundir.h"
+#include "run/rundir.h"
 
 static int setup(void **state)
 {

@@ -19,10 +19,10 @@
 
 #include <cmocka.h>
 
-#include "placement.h"
-#include "scheduler.h"
+#include "sched/placement.h"
+#include "sched/scheduler.h"
 #include "scratch.h"
-#include "store.h"
+#include "store/store.h"
 
 enum { MAX_ROWS = 128 };
 

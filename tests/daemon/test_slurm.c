@@ -16,8 +16,8 @@
 
 #include <cmocka.h>
 
-#include "launcher.h"
-#include "slurm.h"
+#include "run/launcher.h"
+#include "sched/slurm.h"
 
 static size_t argv_len(char **v)
 {

@@ -15,7 +15,7 @@
 #include <sqlite3.h>
 
 #include "scratch.h"
-#include "store.h"
+#include "store/store.h"
 #include "store_schema.h"
 
 #define N_MIGRATIONS ((int)(sizeof store_migrations / sizeof store_migrations[0]))

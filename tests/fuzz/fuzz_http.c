@@ -28,13 +28,13 @@
 
 #include <microhttpd.h>
 
-#include "api.h"
+#include "api/api.h"
 #include "daemon.h"
 #include "fuzz.h"
 #include "log.h"
-#include "rundir.h"
-#include "routes.h"
-#include "store.h"
+#include "run/rundir.h"
+#include "http/routes.h"
+#include "store/store.h"
 
 #define FUZZ_MAX_FIELDS 32
 #define FUZZ_GENERATION 4096

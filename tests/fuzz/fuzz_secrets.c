@@ -1,4 +1,4 @@
-/* fuzz_secrets.c — punchcardd's secrets file parser (daemon/auth.c) on any
+/* fuzz_secrets.c — punchcardd's secrets file parser (daemon/http/auth.c) on any
  * bytes; a table it accepts answers lookups, and finds every plain secret
  * it was given under that entry's identity. */
 #include <stdlib.h>
@@ -6,7 +6,7 @@
 
 #include <jansson.h>
 
-#include "auth.h"
+#include "http/auth.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

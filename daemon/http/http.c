@@ -1,0 +1,375 @@
+/* http.c — libmicrohttpd glue: listen socket, request bodies (capped, or
+ * streamed to a file for the routes routes_stream_open names), per-route
+ * metrics; routes.c answers each complete request. */
+#include "http/http.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "http/httpframe.h"
+#include "http/httptls.h"
+#include "http/httpwatch.h"
+#include "log.h"
+#include "http/routes.h"
+#include "timeutil/timeutil.h"
+
+struct http_server {
+    struct MHD_Daemon *mhd;
+    daemon_ctx *d;
+    int listen_fd;
+    httpwatch *watch;
+    httptls *tls; /* NULL: plain HTTP */
+};
+
+/* Per-request state, from the first call of the access handler to the
+ * completion callback. */
+typedef struct http_req {
+    char *body;
+    size_t len, cap;
+    bool too_large;
+    size_t discarded;
+    int refused;             /* 0, or the status the request is refused with */
+    const char *refusal;     /* why, for the client */
+    char tls_why[160];       /* refusal's text for a client certificate */
+    double t0; /* timeutil_mono_s() at the first call */
+    api_stream *stream; /* the body goes here instead (routes_stream_open) */
+} http_req;
+
+/* A body over the cap is read and discarded up to this many bytes past the
+ * cap, so that its client reads the 413 (docs/daemon.md, "Security");
+ * one that goes on longer is cut off. */
+#define HTTP_DISCARD_MAX (8u << 20)
+
+/* The slowest upload (bytes a second) that a streamed body's deadline
+ * allows for beyond --body-timeout: 1 MiB/s, 35 minutes for 2 GiB. */
+#define HTTP_STREAM_MIN_RATE (1ull << 20)
+
+int http_listen(const char *hostport, int *port, char *err, size_t errlen)
+{
+    char host[128];
+    const char *colon = strrchr(hostport, ':');
+    if (!colon || colon == hostport || (size_t)(colon - hostport) >= sizeof host || !colon[1]) {
+        snprintf(err, errlen, "--listen %s: expected HOST:PORT", hostport);
+        return -1;
+    }
+    memcpy(host, hostport, (size_t)(colon - hostport));
+    host[colon - hostport] = '\0';
+    if (host[0] == '[' && host[strlen(host) - 1] == ']') { /* [::1]:8080 */
+        memmove(host, host + 1, strlen(host));
+        host[strlen(host) - 1] = '\0';
+    }
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    int gai = getaddrinfo(host, colon + 1, &hints, &res);
+    if (gai != 0) {
+        snprintf(err, errlen, "--listen %s: %s", hostport, gai_strerror(gai));
+        return -1;
+    }
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int one = 1;
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
+        int saved = errno;
+        snprintf(err, errlen, "--listen %s: %s%s", hostport, strerror(saved),
+                 saved == EADDRINUSE ? " (is another punchcardd or server running there?)" : "");
+        if (fd >= 0)
+            close(fd);
+        freeaddrinfo(res);
+        return -1;
+    }
+    freeaddrinfo(res);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    *port = 0;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
+        char serv[16];
+        if (getnameinfo((struct sockaddr *)&ss, sl, NULL, 0, serv, sizeof serv, NI_NUMERICSERV) == 0)
+            *port = atoi(serv);
+    }
+    return fd;
+}
+
+/* The deadline watch of conn (set when it was accepted), or NULL. */
+static httpwatch_conn *http_watched(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+static enum MHD_Result http_dispatch(http_server *s, struct MHD_Connection *conn, const char *url,
+                                     const char *method, http_req *req)
+{
+    /* The reply is sent under the idle timeout alone. */
+    httpwatch_set(s->watch, http_watched(conn), 0, NULL);
+    api_request r = {0};
+    r.conn = conn;
+    r.d = s->d;
+    r.method = method;
+    r.path = url;
+    r.body = req->body ? req->body : "";
+    r.body_len = req->len;
+    r.route = ROUTE_OTHER;
+    r.body_too_large = req->too_large;
+    r.stream = req->stream;
+    /* A request with a body left unread or unreadable ends its connection. */
+    r.close_connection = req->too_large;
+    enum MHD_Result ret;
+    if (req->refused) {
+        /* Where this request ends is unknown, or this client may send none:
+         * answer and close. */
+        r.close_connection = true;
+        ret = api_reply_error(&r, req->refused, NULL, "%s", req->refusal);
+    } else {
+        ret = routes_dispatch(&r);
+    }
+    double elapsed = timeutil_mono_s() - req->t0;
+    metrics_record(r.route, r.status, elapsed);
+    /* The path only: secrets may ride in the query string. */
+    log_debug("http: %s %.200s -> %d in %.3f ms", method, url, r.status, elapsed * 1e3);
+    return ret;
+}
+
+/* Append a body chunk, enforcing the cap on the running total. */
+static bool http_append(http_req *req, const char *data, size_t n, long max_body)
+{
+    if (req->too_large || req->len + n > (size_t)max_body) {
+        req->too_large = true;
+        req->discarded += n;
+        return req->discarded <= HTTP_DISCARD_MAX;
+    }
+    if (req->len + n + 1 > req->cap) {
+        size_t cap = req->cap ? req->cap : 4096;
+        while (cap < req->len + n + 1)
+            cap *= 2;
+        char *p = realloc(req->body, cap);
+        if (!p)
+            return false;
+        req->body = p;
+        req->cap = cap;
+    }
+    memcpy(req->body + req->len, data, n);
+    req->len += n;
+    req->body[req->len] = '\0';
+    return true;
+}
+
+static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *url,
+                                   const char *method, const char *version,
+                                   const char *upload_data, size_t *upload_data_size,
+                                   void **con_cls)
+{
+    http_server *s = cls;
+    http_req *req = *con_cls;
+    if (!req) {
+        req = calloc(1, sizeof *req);
+        if (!req)
+            return MHD_NO;
+        req->t0 = timeutil_mono_s();
+        *con_cls = req;
+        httpwatch_set(s->watch, http_watched(conn), s->d->cfg.body_timeout, "request body");
+        req->refusal = httpframe_check(conn, version);
+        if (req->refusal) {
+            req->refused = MHD_HTTP_BAD_REQUEST;
+            return http_dispatch(s, conn, url, method, req);
+        }
+        if (!httptls_client_ok(s->tls, conn, req->tls_why, sizeof req->tls_why)) {
+            req->refused = MHD_HTTP_FORBIDDEN;
+            req->refusal = req->tls_why;
+            return http_dispatch(s, conn, url, method, req);
+        }
+        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
+        unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
+        api_request probe = {.conn = conn, .d = s->d, .method = method, .path = url};
+        routes_stream_open_result so = routes_stream_open(&probe, &req->stream);
+        if (so == ROUTES_ANSWER_NOW)
+            return http_dispatch(s, conn, url, method, req);
+        if (so == ROUTES_STREAM) {
+            /* An upload may be large: its deadline grows with its length,
+             * at HTTP_STREAM_MIN_RATE bytes a second. */
+            httpwatch_set(s->watch, http_watched(conn),
+                          s->d->cfg.body_timeout + (double)(declared / HTTP_STREAM_MIN_RATE),
+                          "request body");
+            return MHD_YES;
+        }
+        if (declared <= (unsigned long long)s->d->cfg.max_body)
+            return MHD_YES;
+        /* Over the cap. A client waiting for "100 Continue" has sent none of
+         * its body and gets the 413 now; one sending a body we would not
+         * drain gets it now too and may see a reset instead. Any other body
+         * is read and discarded first, so the client is not cut off in the
+         * middle of sending and reads the 413. */
+        req->too_large = true;
+        const char *expect = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                         MHD_HTTP_HEADER_EXPECT);
+        if ((expect && strcasecmp(expect, "100-continue") == 0) ||
+            declared - (unsigned long long)s->d->cfg.max_body > HTTP_DISCARD_MAX)
+            return http_dispatch(s, conn, url, method, req);
+        return MHD_YES;
+    }
+    if (*upload_data_size > 0 && req->stream) {
+        bool ok = api_stream_write(req->stream, upload_data, *upload_data_size);
+        *upload_data_size = 0;
+        if (!ok) {
+            log_warn("http: %s %.100s: body far over the limit; connection closed", method, url);
+            metrics_record(ROUTE_OTHER, MHD_HTTP_CONTENT_TOO_LARGE, timeutil_mono_s() - req->t0);
+        }
+        return ok ? MHD_YES : MHD_NO;
+    }
+    if (*upload_data_size > 0) {
+        bool ok = http_append(req, upload_data, *upload_data_size, s->d->cfg.max_body);
+        *upload_data_size = 0;
+        if (!ok) {
+            log_warn("http: %s %.100s: body far over the limit; connection closed", method, url);
+            metrics_record(ROUTE_OTHER, MHD_HTTP_CONTENT_TOO_LARGE, timeutil_mono_s() - req->t0);
+            return MHD_NO;
+        }
+        return MHD_YES;
+    }
+    return http_dispatch(s, conn, url, method, req);
+}
+
+static void http_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                           enum MHD_RequestTerminationCode toe)
+{
+    (void)toe;
+    http_server *s = cls;
+    /* A kept-alive connection waits for its next request's header. */
+    httpwatch_set(s->watch, http_watched(conn), s->d->cfg.header_timeout, "request header");
+    http_req *req = *con_cls;
+    if (req) {
+        api_stream_free(req->stream);
+        free(req->body);
+        free(req);
+        *con_cls = NULL;
+    }
+}
+
+/* Connections enter and leave the deadline watch here. */
+static void http_notify_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                                   enum MHD_ConnectionNotificationCode toe)
+{
+    http_server *s = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        httpwatch_close(s->watch, *socket_context);
+        *socket_context = NULL;
+        return;
+    }
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    *socket_context = ci ? httpwatch_open(s->watch, ci->connect_fd, s->d->cfg.header_timeout,
+                                          "request header")
+                         : NULL;
+}
+
+static void http_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    log_debug("libmicrohttpd: %s", msg);
+}
+
+/* Whether listen_fd is bound to a loopback address only. */
+static bool http_loopback_only(int listen_fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (getsockname(listen_fd, (struct sockaddr *)&ss, &sl) != 0)
+        return false;
+    if (ss.ss_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
+        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (ss.ss_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)&ss)->sin6_addr;
+        return IN6_IS_ADDR_LOOPBACK(a) ||
+               (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+    }
+    return false;
+}
+
+http_server *http_start(daemon_ctx *d, int listen_fd, char *err, size_t errlen)
+{
+    http_server *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    s->d = d;
+    s->listen_fd = listen_fd;
+    if (httptls_load(&d->cfg, &s->tls, err, errlen) != 0) {
+        free(s);
+        return NULL;
+    }
+    s->watch = httpwatch_start(err, errlen);
+    if (!s->watch) {
+        httptls_free(s->tls);
+        free(s);
+        return NULL;
+    }
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+                     MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME; /* event streams park */
+    struct MHD_OptionItem tls_opts[HTTPTLS_MAX_OPTIONS + 1];
+    size_t n_tls = s->tls ? httptls_options(s->tls, tls_opts) : 0;
+    tls_opts[n_tls] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    if (s->tls)
+        flags |= MHD_USE_TLS;
+    s->mhd = MHD_start_daemon(
+        flags, 0, NULL, NULL, http_access, s,
+        MHD_OPTION_EXTERNAL_LOGGER, http_mhd_log, s,
+        MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)d->cfg.http_threads,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)d->cfg.connection_timeout,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)d->cfg.connection_limit,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)d->cfg.per_ip_limit,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+        MHD_OPTION_NOTIFY_COMPLETED, http_completed, s,
+        MHD_OPTION_NOTIFY_CONNECTION, http_notify_connection, s,
+        MHD_OPTION_ARRAY, tls_opts,
+        MHD_OPTION_END);
+    if (!s->mhd) {
+        snprintf(err, errlen, "libmicrohttpd failed to start%s (see the log above)",
+                 s->tls ? " with tls_cert and tls_key (do they match?)" : "");
+        httpwatch_stop(s->watch);
+        httptls_free(s->tls);
+        free(s);
+        return NULL;
+    }
+    if (!s->tls && !http_loopback_only(listen_fd))
+        log_warn("listening beyond loopback without TLS: secrets cross the network in clear "
+                 "(set tls_cert and tls_key; docs/daemon.md, \"Security\")");
+    return s;
+}
+
+void http_quiesce(http_server *s)
+{
+    MHD_socket fd = MHD_quiesce_daemon(s->mhd);
+    if (fd != MHD_INVALID_SOCKET) {
+        close(fd);
+        s->listen_fd = -1;
+    }
+}
+
+void http_stop(http_server *s)
+{
+    if (!s)
+        return;
+    /* libmicrohttpd closes the listening socket unless quiesce took it back. */
+    MHD_stop_daemon(s->mhd);
+    httpwatch_stop(s->watch);
+    httptls_free(s->tls);
+    free(s);
+}

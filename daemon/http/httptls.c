@@ -1,0 +1,132 @@
+/* httptls.c — the TLS files and the client-certificate check
+ * (httptls.h). */
+#include "http/httptls.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gnutls/gnutls.h>
+
+#include "io/io_file.h"
+
+/* Certificates and keys are small; a bigger file is a wrong path. */
+#define HTTPTLS_FILE_MAX (1u << 20)
+
+struct httptls {
+    char *cert;      /* PEM, NUL-terminated */
+    char *key;
+    size_t key_len;
+    char *client_ca; /* NULL: no mutual TLS */
+};
+
+/* Read the PEM file of setting `what` into *out. */
+static int httptls_read(const char *what, const char *path, char **out, size_t *len, char *err,
+                        size_t errlen)
+{
+    unsigned char *data = NULL;
+    size_t n = 0;
+    char why[512];
+    if (io_read_file(path, HTTPTLS_FILE_MAX, &data, &n, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s: %s", what, why);
+        return -1;
+    }
+    if (!strstr((char *)data, "-----BEGIN ")) {
+        snprintf(err, errlen, "%s: %s is not a PEM file (no -----BEGIN line)", what, path);
+        free(data);
+        return -1;
+    }
+    *out = (char *)data;
+    if (len)
+        *len = n;
+    return 0;
+}
+
+int httptls_load(const config *cfg, httptls **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!cfg->tls_cert[0] && !cfg->tls_key[0]) {
+        if (cfg->tls_client_ca[0]) {
+            snprintf(err, errlen, "tls_client_ca needs tls_cert and tls_key");
+            return -1;
+        }
+        return 0;
+    }
+    if (!cfg->tls_cert[0] || !cfg->tls_key[0]) {
+        snprintf(err, errlen, "tls_cert and tls_key go together: %s is not set",
+                 cfg->tls_cert[0] ? "tls_key" : "tls_cert");
+        return -1;
+    }
+    if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+        snprintf(err, errlen, "this libmicrohttpd was built without TLS support");
+        return -1;
+    }
+    httptls *t = calloc(1, sizeof *t);
+    if (!t) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (httptls_read("tls_cert", cfg->tls_cert, &t->cert, NULL, err, errlen) != 0 ||
+        httptls_read("tls_key", cfg->tls_key, &t->key, &t->key_len, err, errlen) != 0 ||
+        (cfg->tls_client_ca[0] &&
+         httptls_read("tls_client_ca", cfg->tls_client_ca, &t->client_ca, NULL, err, errlen) != 0)) {
+        httptls_free(t);
+        return -1;
+    }
+    *out = t;
+    return 0;
+}
+
+size_t httptls_options(const httptls *t, struct MHD_OptionItem *items)
+{
+    size_t n = 0;
+    items[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, t->cert};
+    items[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, t->key};
+    if (t->client_ca)
+        items[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0, t->client_ca};
+    return n;
+}
+
+bool httptls_client_ok(const httptls *t, struct MHD_Connection *conn, char *why, size_t whylen)
+{
+    if (!t || !t->client_ca)
+        return true;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    gnutls_session_t session = ci ? (gnutls_session_t)ci->tls_session : NULL;
+    unsigned list_size = 0;
+    if (!session || !gnutls_certificate_get_peers(session, &list_size) || list_size == 0) {
+        snprintf(why, whylen, "a client certificate is required (mutual TLS)");
+        return false;
+    }
+    unsigned status = 0;
+    int rc = gnutls_certificate_verify_peers2(session, &status);
+    if (rc != GNUTLS_E_SUCCESS) {
+        snprintf(why, whylen, "client certificate: %s", gnutls_strerror(rc));
+        return false;
+    }
+    if (status != 0) {
+        gnutls_datum_t text = {0};
+        if (gnutls_certificate_verification_status_print(status, GNUTLS_CRT_X509, &text, 0) ==
+            GNUTLS_E_SUCCESS) {
+            snprintf(why, whylen, "client certificate refused: %s", (char *)text.data);
+            gnutls_free(text.data);
+        } else {
+            snprintf(why, whylen, "client certificate refused");
+        }
+        return false;
+    }
+    return true;
+}
+
+void httptls_free(httptls *t)
+{
+    if (!t)
+        return;
+    if (t->key)
+        explicit_bzero(t->key, t->key_len);
+    free(t->cert);
+    free(t->key);
+    free(t->client_ca);
+    free(t);
+}

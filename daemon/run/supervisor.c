@@ -1,0 +1,216 @@
+/* supervisor.c — runs one job's mpirun and records how it ended. */
+#include "run/supervisor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "run/cgroup.h"
+#include "daemon.h"
+#include "run/launcher.h"
+#include "sched/memest.h"
+#include "run/rundir.h"
+#include "timeutil/timeutil.h"
+
+static void supervisor_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A line in train.log, where the user reads the job's story. */
+static void supervisor_say(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "punchcardd supervisor: ");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+    va_end(ap);
+}
+
+static int supervisor_write_exit(const char *rundir, int code, int sig)
+{
+    char text[160], err[512];
+    snprintf(text, sizeof text, "{\"exit_code\": %d, \"signal\": %d, \"ended_at\": %.3f}\n", code,
+             sig, timeutil_wall_s());
+    if (!rundir_write_atomic(rundir, "exit.json", text, strlen(text), err, sizeof err)) {
+        supervisor_say("cannot record the exit status: %s", err);
+        return 1;
+    }
+    return 0;
+}
+
+/* In mpirun's child: become user `name` for good (groups, gid, uid), with
+ * HOME in the run directory (the account's may not exist or be writable). */
+static bool supervisor_become(const char *name, const char *rundir)
+{
+    const struct passwd *pw = getpwnam(name);
+    if (!pw) {
+        fprintf(stderr, "punchcardd supervisor: run_as %s: no such user\n", name);
+        return false;
+    }
+    if (initgroups(name, pw->pw_gid) != 0 || setgid(pw->pw_gid) != 0 ||
+        setuid(pw->pw_uid) != 0 || setuid(0) == 0) {
+        fprintf(stderr, "punchcardd supervisor: cannot become %s: %s\n", name, strerror(errno));
+        return false;
+    }
+    setenv("HOME", rundir, 1);
+    setenv("USER", name, 1);
+    setenv("LOGNAME", name, 1);
+    return true;
+}
+
+int supervisor_main(int argc, char **argv)
+{
+    /* RUNDIR [--memory-max BYTES] [--run-as USER] [--env NAME=VALUE]... --
+     * COMMAND [ARGS...] */
+    int i = 1;
+    double memory_max = 0;
+    const char *run_as = NULL;
+    if (i + 1 < argc && strcmp(argv[i], "--memory-max") == 0) {
+        memory_max = strtod(argv[i + 1], NULL);
+        i += 2;
+    }
+    if (i + 1 < argc && strcmp(argv[i], "--run-as") == 0) {
+        run_as = argv[i + 1];
+        i += 2;
+    }
+    int first_env = i;
+    while (i + 1 < argc && strcmp(argv[i], "--env") == 0)
+        i += 2;
+    if (argc < i + 2 || strcmp(argv[i], "--") != 0) {
+        fprintf(stderr, "usage: punchcardd --supervise RUNDIR [--memory-max BYTES] "
+                        "[--run-as USER] [--env NAME=VALUE]... -- COMMAND [ARGS...]\n");
+        return 2;
+    }
+    const char *rundir = argv[0];
+    char **cmd = argv + i + 1;
+    int n_env = (i - first_env) / 2;
+    char **env = argv + first_env;
+    /* Signals arrive through sigtimedwait only, so none is lost between a
+     * check and a wait. */
+    sigset_t set;
+    daemon_signal_set(&set);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    cgroup_job cg = {.dir = ""};
+    if (memory_max > 0) {
+        char why[600], mem[32];
+        const char *base = strrchr(rundir, '/');
+        if (cgroup_job_create(&cg, base ? base + 1 : rundir, memory_max, why, sizeof why))
+            supervisor_say("memory ceiling %s (cgroup v%d %s)",
+                           memest_format(memory_max, mem, sizeof mem), cg.version, cg.dir);
+        else
+            supervisor_say("no memory ceiling for this job: %s", why);
+    }
+    /* The child says when its session exists: supervisor.json names the
+     * session only then, so a stop that follows at once finds it. */
+    int ready[2];
+    if (pipe2(ready, O_CLOEXEC) != 0) {
+        supervisor_say("pipe: %s", strerror(errno));
+        return supervisor_write_exit(rundir, 127, 0);
+    }
+    pid_t child = fork();
+    if (child < 0) {
+        supervisor_say("fork: %s", strerror(errno));
+        return supervisor_write_exit(rundir, 127, 0);
+    }
+    if (child == 0) {
+        setsid();
+        close(ready[0]);
+        if (write(ready[1], "s", 1) != 1)
+            _exit(127);
+        close(ready[1]);
+        if (cg.dir[0] && !cgroup_job_enter(&cg))
+            fprintf(stderr, "punchcardd supervisor: cannot enter cgroup %s: %s; the job runs "
+                            "without a memory ceiling\n", cg.dir, strerror(errno));
+        for (int e = 0; e < n_env; e++)
+            putenv(env[2 * e + 1]);
+        if (run_as && !supervisor_become(run_as, rundir))
+            _exit(126);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        signal(SIGPIPE, SIG_DFL);
+        execvp(cmd[0], cmd);
+        fprintf(stderr, "punchcardd supervisor: cannot run %s: %s\n", cmd[0], strerror(errno));
+        _exit(127);
+    }
+    close(ready[1]);
+    char byte;
+    while (read(ready[0], &byte, 1) < 0 && errno == EINTR)
+        ;
+    close(ready[0]);
+    /* mpirun is our child and is not reaped until the end, so its pid (the
+     * session id) stays its own while we read its start time. */
+    long long self_start = -1, child_start = -1;
+    launcher_proc_stat(getpid(), &self_start, NULL, NULL);
+    launcher_proc_stat(child, &child_start, NULL, NULL);
+    char text[200], err[512];
+    snprintf(text, sizeof text,
+             "{\"supervisor_pid\": %d, \"supervisor_start\": %lld, \"sid\": %d, "
+             "\"sid_start\": %lld}\n",
+             (int)getpid(), self_start, (int)child, child_start);
+    if (!rundir_write_atomic(rundir, "supervisor.json", text, strlen(text), err, sizeof err))
+        supervisor_say("%s", err);
+
+    bool forwarded = false;
+    for (;;) {
+        /* WNOWAIT: an ended mpirun stays a zombie, holding the session's
+         * number, until the strays below are killed. */
+        siginfo_t info = {0};
+        int w = waitid(P_PID, (id_t)child, &info, WEXITED | WNOHANG | WNOWAIT);
+        if (w == 0 && info.si_pid == child)
+            break;
+        if (w < 0 && errno != EINTR) {
+            supervisor_say("waitid: %s", strerror(errno));
+            break;
+        }
+        struct timespec tick = {1, 0};
+        int sig = sigtimedwait(&set, NULL, &tick);
+        if ((sig == SIGTERM || sig == SIGINT) && !forwarded) {
+            /* Asked to stop: mpirun forwards SIGTERM to its ranks. */
+            supervisor_say("stop requested: SIGTERM to the job (session %d)", (int)child);
+            launcher_signal_session(child, child_start, SIGTERM);
+            forwarded = true;
+        }
+    }
+    /* mpirun is gone; nothing of the job may outlive it. */
+    int strays = launcher_signal_session(child, child_start, SIGKILL);
+    if (strays > 0)
+        supervisor_say("killed %d stray processes", strays);
+    int status = 0;
+    pid_t reaped;
+    while ((reaped = waitpid(child, &status, 0)) < 0 && errno == EINTR)
+        ;
+    if (reaped != child) {
+        supervisor_say("waitpid: %s", strerror(errno));
+        status = 127 << 8;
+    }
+    int code = 0, sig = 0;
+    if (WIFEXITED(status)) {
+        code = WEXITSTATUS(status);
+    } else if (WIFSIGNALED(status)) {
+        sig = WTERMSIG(status);
+        code = 128 + sig;
+    }
+    supervisor_say("mpirun ended: exit code %d, signal %d", code, sig);
+    /* Last, so the job's error names it (rundir_failure_line). */
+    long ooms = cgroup_job_oom_kills(&cg);
+    if (ooms > 0) {
+        char mem[32];
+        supervisor_say("the job went past its memory ceiling of %s: the kernel killed %ld of "
+                       "its processes", memest_format(memory_max, mem, sizeof mem), ooms);
+    }
+    cgroup_job_remove(&cg);
+    return supervisor_write_exit(rundir, code, sig);
+}
