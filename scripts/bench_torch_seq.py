@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """bench_torch_seq.py NPZ MODEL [--epochs N] [--threads N] [--seed N] [--emb N]
-[--units N] [--filters N] [--lr X]: the PyTorch side of the
+[--units N] [--filters N] [--lr X] [--no-pack]: the PyTorch side of the
 sequence-model comparison (scripts/bench-engine --models langid_lstm,...;
 docs/performance.md). PyTorch is a benchmark reference only, never a
 dependency of Punchcard.
@@ -32,9 +32,9 @@ from torch.nn.utils.rnn import pack_padded_sequence
 
 
 class Model(nn.Module):
-    def __init__(self, kind, classes, emb, units, filters, vocab=256):
+    def __init__(self, kind, classes, emb, units, filters, pack=True, vocab=256):
         super().__init__()
-        self.kind = kind
+        self.kind, self.pack = kind, pack
         self.emb = nn.Embedding(vocab, emb)
         if kind == "lstm":
             self.rnn = nn.LSTM(emb, units, batch_first=True)
@@ -46,6 +46,35 @@ class Model(nn.Module):
             self.conv = nn.Conv1d(emb, filters, 5, padding=2)
             units = filters
         self.out = nn.Linear(units, classes)
+        self.keras_init()
+
+    @torch.no_grad()
+    def keras_init(self):
+        """punch-train's (Keras's) initial-weight scheme, so the comparison
+        is of the engines, not of PyTorch's other defaults: embeddings
+        uniform in +-0.05, kernels Glorot uniform over (fan_in, gates x
+        units), recurrent kernels orthogonal, biases zero but an LSTM's
+        forget gate's 1 (PyTorch's second, recurrent bias stays zero)."""
+        nn.init.uniform_(self.emb.weight, -0.05, 0.05)
+        for name, p in self.named_parameters():
+            if name.startswith("emb"):
+                continue
+            if "bias" in name:
+                p.zero_()
+            elif "weight_hh" in name:
+                gates = p.shape[0] // p.shape[1]
+                for g in range(gates):
+                    nn.init.orthogonal_(p[g * p.shape[1]:(g + 1) * p.shape[1]])
+            elif "weight_ih" in name:
+                limit = (6.0 / (p.shape[1] + p.shape[0])) ** 0.5
+                nn.init.uniform_(p, -limit, limit)
+            else:
+                nn.init.xavier_uniform_(p)
+        if self.kind in ("lstm", "bilstm"):
+            for name, p in self.rnn.named_parameters():
+                if name.startswith("bias_ih"):
+                    units = p.shape[0] // 4
+                    p[units:2 * units] = 1.0
 
     def forward(self, x, lengths):
         e = self.emb(x)
@@ -55,6 +84,16 @@ class Model(nn.Module):
             pad = (steps >= lengths.unsqueeze(1)).unsqueeze(1)
             h = h.masked_fill(pad, float("-inf")).max(dim=2).values
             return self.out(h)
+        if not self.pack:
+            # The whole padded batch through cuDNN-style fused kernels, the
+            # output of each sample's last real step gathered: PyTorch's
+            # fastest CPU path, which computes the padding too.
+            out, _ = self.rnn(e)
+            if self.kind == "bilstm":
+                half = out.shape[2] // 2
+                last = out[torch.arange(x.shape[0]), lengths - 1, :half]
+                return self.out(torch.cat([last, out[:, 0, half:]], dim=1))
+            return self.out(out[torch.arange(x.shape[0]), lengths - 1])
         packed = pack_padded_sequence(e, lengths, batch_first=True, enforce_sorted=False)
         _, state = self.rnn(packed)
         h = state if self.kind == "gru" else state[0]
@@ -78,6 +117,8 @@ def main():
                           ("units", 128), ("filters", 64), ("batch", 32)):
         ap.add_argument("--" + name, type=int, default=default)
     ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--no-pack", action="store_true",
+                    help="run the recurrent layers on the padded batch (not packed)")
     a = ap.parse_args()
     path, kind, epochs, threads, seed = a.npz, a.model, a.epochs, a.threads, a.seed
     torch.manual_seed(seed)
@@ -90,7 +131,7 @@ def main():
         d["y_test"].astype(np.int64))
     ls = torch.from_numpy(lengths_of(d["x_test"]))
     classes = int(max(yt.max(), ys.max())) + 1
-    model = Model(kind, classes, a.emb, a.units, a.filters)
+    model = Model(kind, classes, a.emb, a.units, a.filters, pack=not a.no_pack)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr, eps=1e-7)
     loss_fn = nn.CrossEntropyLoss()
     gen = torch.Generator().manual_seed(seed)
@@ -119,7 +160,8 @@ def main():
                       "train_samples_per_s": round(n * epochs / seconds, 1),
                       "test_accuracy": round(correct / xs.shape[0], 4),
                       "losses": [round(v, 4) for v in losses], "threads": threads,
-                      "emb": a.emb, "units": a.units, "epochs": epochs, "lr": a.lr}))
+                      "emb": a.emb, "units": a.units, "epochs": epochs, "lr": a.lr,
+                      "packed": not a.no_pack}))
 
 
 if __name__ == "__main__":

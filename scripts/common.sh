@@ -3,7 +3,7 @@
 
 PUNCH_PACKAGES="gcc libc6-dev meson ninja-build pkg-config libmicrohttpd-dev libjansson-dev
 libcurl4-openssl-dev libsqlite3-dev libopenmpi-dev openmpi-bin libopenblas-dev libdnnl-dev libcmocka-dev
-zlib1g-dev dataset-fashion-mnist python3 python3-numpy python3-requests python3-jsonschema curl procps
+zlib1g-dev dataset-fashion-mnist fortunes fortunes-de fortunes-es fortunes-it python3 python3-numpy python3-requests python3-jsonschema curl procps
 iproute2 groff-base systemd slurmctld slurmd slurm-client munge
 libgnutls28-dev openssl
 chromium chromium-driver python3-selenium"

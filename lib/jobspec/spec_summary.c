@@ -63,6 +63,19 @@ static void layer_label(const spec_layer *l, int i, char *buf, size_t len)
     case LAYER_DROPOUT:
         snprintf(buf, len, "%d.%s %.2g", i, t, l->rate);
         break;
+    case LAYER_EMBEDDING:
+        snprintf(buf, len, "%d.%s %d", i, t, l->output_dim);
+        break;
+    case LAYER_LSTM:
+    case LAYER_GRU:
+        snprintf(buf, len, "%d.%s %d%s%s", i, t, l->units, l->go_backwards ? " backwards" : "",
+                 l->return_sequences ? " all steps" : "");
+        break;
+    case LAYER_BIDIRECTIONAL:
+        snprintf(buf, len, "%d.%s %s %d %s%s", i, t, spec_layer_type_name(l->rnn), l->units,
+                 (const char *const[]){"concat", "sum", "ave", "mul"}[l->merge_mode],
+                 l->return_sequences ? " all steps" : "");
+        break;
     case LAYER_ADD:
     case LAYER_CONCAT: {
         int o = snprintf(buf, len, "%d.%s", i, t);

@@ -12,7 +12,8 @@ SCHEMA_REFUSES = ["unknown-top-key", "negative-epochs", "zero-batch", "string-lr
                   "unknown-optimizer", "unknown-loss", "unknown-trainer", "dropout-one",
                   "unknown-layer", "unknown-layer-key", "escape-dotdot", "escape-absolute",
                   "workers-zero", "split-one", "bad-padding", "scaling-not-allreduce",
-                  "rho-not-elastic", "rate-not-elastic"]
+                  "rho-not-elastic", "rate-not-elastic", "conv1d-no-kernel",
+                  "conv1d-two-kernels"]
 
 
 def cases():
