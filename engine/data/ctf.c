@@ -15,6 +15,7 @@
 #include "data_internal.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +42,9 @@ typedef struct ctf_reader {
     long steps, feat;     /* T and F */
     int tokens;           /* V under {"tokens": V}, else 0 (dense) */
     float *row;           /* scratch: one dense row, feat or classes floats */
+    long row_cap;         /* floats in row: a dense stream longer than this
+                             (a token stream's V values) is refused before
+                             it is stored */
     long sp_idx;          /* the first sparse entry of the last stream read */
     double sp_val;
 } ctf_reader;
@@ -136,6 +140,13 @@ static int ctf_values(ctf_reader *r, long lineno, const ctf_stream *s, const cha
             if (n >= want)
                 return io_errf(err, errlen, "%s:%ld: |%s has more than %ld values", r->name,
                                lineno, what, want);
+            if (n >= r->row_cap)
+                return io_errf(err, errlen, "%s:%ld: |%s: dense values where one sparse "
+                                            "ID:1 entry a line (a token id) is expected",
+                               r->name, lineno, what);
+            if (fabs(v) > FLT_MAX)
+                return io_errf(err, errlen, "%s:%ld: |%s: %g is out of float32 range",
+                               r->name, lineno, what, v);
             r->row[n] = (float)v;
         }
         n++;
@@ -303,6 +314,7 @@ int data_ctf_load_pick(const char *path, const spec_data *data, const spec_shape
     long n = 0;
     int rc = -1;
     r.row = malloc((size_t)row * sizeof *r.row);
+    r.row_cap = row;
     if (!r.row) {
         io_errf(err, errlen, "%s: out of memory", r.name);
         goto out;

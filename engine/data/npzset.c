@@ -246,6 +246,9 @@ static int npzseq_check(const npzseq *q, char *err, size_t errlen)
                        "feature%s a step (model.input); got rank %d%s", q->s->name, x->name,
                        q->feat, q->feat == 1 ? "" : "s", x->h.rank,
                        x->h.rank == 3 ? " with another feature count" : "");
+    if (q->steps_in < 1)
+        return io_errf(err, errlen, "%s: %s has no steps (shape [N, 0...])", q->s->name,
+                       x->name);
     if (q->data->float_targets && y->h.kind == 'f')
         return io_errf(err, errlen, "%s: %s: regression targets for sequences are not "
                        "supported; give class ids", q->s->name, y->name);

@@ -39,6 +39,23 @@ typedef struct predict_src {
     const npz_array *a;
 } predict_src;
 
+/* A sample's length as the npz loader reads it when no len_* is given:
+ * the step after its last step holding a non-zero value, at least 1. */
+static long predict_length(const float *x, long steps, long feat)
+{
+    long len = steps;
+    while (len > 1) {
+        const float *step = x + (len - 1) * feat;
+        long f = 0;
+        while (f < feat && step[f] == 0.0f)
+            f++;
+        if (f < feat)
+            break;
+        len--;
+    }
+    return len;
+}
+
 /* A sequence input ({T, F}: token ids [N, T'] or floats [N, T', F]) as
  * n x T x F floats in d, each sample zero-padded to the model's T steps
  * (cut when longer, as data.max_length cuts training data); its length is
@@ -83,11 +100,7 @@ static int predict_sequences(const predict_src *src, const spec_shape *in, bool 
             return 1;
         }
         memcpy(d->x + i * steps * feat, row, (size_t)(used * feat) * sizeof *row);
-        long len = used;
-        if (tokens)
-            while (len > 1 && d->x[i * steps + len - 1] == 0.0f)
-                len--;
-        d->len[i] = (int32_t)len;
+        d->len[i] = (int32_t)predict_length(d->x + i * steps * feat, used, feat);
     }
     free(row);
     d->n = n;

@@ -3,6 +3,7 @@
  * span sections (the model's output against the data's classes, the
  * trainer against the worker count). The model section lives in
  * spec_model.c, presets in spec_presets.c. */
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -1061,6 +1062,11 @@ static bool check_sequence_data(const json_t *d, job_spec *spec, spec_error *err
                                                           "or {\"sequence\": [F]})");
         return true;
     }
+    /* A batch's steps are GEMM rows, counted in int by BLAS. */
+    if ((long)spec->training.batch_size * data->max_length > INT_MAX)
+        return spec_fail(err, "data.max_length", "%d steps x batch %d is more rows than a "
+                                                 "GEMM can take (2^31)",
+                         data->max_length, spec->training.batch_size);
     if (data->per_step_labels && data->format != DATA_NPZ && data->format != DATA_CTF &&
         data->format != DATA_TEXT)
         return spec_fail(err, "data.per_step_labels", "data.format %s has one label a sample; "
@@ -1101,6 +1107,14 @@ static bool check_output(const job_spec *spec, spec_error *err)
                                  "%dx%dx%d; end with flatten and dense",
                          last->out_shape.dim[0], last->out_shape.dim[1],
                          last->out_shape.dim[2]);
+    /* The data side reads them, the loss over real steps is not built:
+     * refused here, at submit, rather than after the data are loaded. */
+    if (per_step)
+        return spec_fail(err, spec->data.format == DATA_TEXT ? "data.format"
+                                                              : "data.per_step_labels",
+                         "a label per step (tagging, language models%s) is not trained "
+                         "in this version; see docs/sequences.md",
+                         spec->data.format == DATA_TEXT ? ", format text" : "");
     int outputs = last->out_shape.dim[per_step ? 1 : 0];
     if (outputs != spec->data.num_classes)
         return spec_fail(err, p, "the model outputs %d values%s but data.num_classes is %d",

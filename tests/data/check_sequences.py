@@ -185,6 +185,10 @@ def npz_errors(tmp):
     np.savez(os.path.join(tmp, "bl.npz"), x=x, y=y, len=np.zeros(12, dtype=np.int32))
     expect_error(tmp, {"format": "npz", "train": "bl", "num_classes": 3, "max_length": 9},
                  {"tokens": 60}, "bl.npz", "len: record 1", "length 0")
+    np.savez(os.path.join(tmp, "empty.npz"), x=np.zeros((4, 0), np.int32),
+             y=np.zeros(4, np.int32))
+    expect_error(tmp, {"format": "npz", "train": "empty", "num_classes": 3, "max_length": 9},
+                 {"tokens": 60}, "empty.npz", "has no steps")
 
 
 NOTEBOOK = """0 |x 560:1 |y 1 0 0 0 0
@@ -245,7 +249,11 @@ def ctf_errors(tmp):
              ("a |x 1:1 |y 1 0\na |x 1:1 |y 1 0\n", {"tokens": 5}, "bad.ctf:2",
               "per_step_labels"),
              ("a |x 1 2 3 |y 1 0\n", {"sequence": [2]}, "bad.ctf:1", "more than 2 values"),
-             ("a x 1\n", {"tokens": 5}, "bad.ctf:1", "expected |name")]
+             ("a x 1\n", {"tokens": 5}, "bad.ctf:1", "expected |name"),
+             # Dense values under a token input: refused before any is stored
+             # (they once overran the row buffer, sized for the labels).
+             ("a |x " + " 0" * 4000 + " |y 1 0\n", {"tokens": 5000}, "bad.ctf:1",
+              "sparse ID:1 entry")]
     for text, model_input, *parts in cases:
         with open(os.path.join(tmp, "bad.ctf"), "w") as f:
             f.write(text)
