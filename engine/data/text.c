@@ -57,7 +57,7 @@ static int text_tokenize(const char *path, spec_tokenizer tok, text_tokens *out,
         }
         out->v[out->n] = c;
         out->line[out->n++] = line;
-        line += c == '\n';
+        line += c == '\n' && line < INT32_MAX; /* messages past 2^31 lines say the last */
         i += used;
     }
     rc = 0;
