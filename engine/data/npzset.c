@@ -352,24 +352,17 @@ static int npzseq_labels(const npzseq *q, const data_pick *pick, dataset *out, c
     return rc;
 }
 
-static int data_npz_load_seq(const char *path, const char *field, const spec_data *data,
+/* data_npz_load_pick on a sequence input, from the opened set s (closed
+ * here). */
+static int data_npz_load_seq(npzset *s, const char *base, const spec_data *data,
                              const spec_shape *input, const data_pick *pick, dataset *out,
                              char *err, size_t errlen)
 {
-    memset(out, 0, sizeof *out);
-    const char *base = io_basename(path);
-    if (pick && pick->bytes)
-        return io_errf(err, errlen, "%s: npz values are not bytes", base);
-    if (pick && data_pick_check(pick, base, err, errlen) != 0)
-        return -1;
-    npzset s;
-    if (npzset_open(&s, path, field, err, errlen) != 0)
-        return -1;
-    long n = s.x->h.dims[0];
+    long n = s->x->h.dims[0];
     long count = pick ? data_pick_count(pick) : n;
     long end = pick ? data_pick_end(pick) : n;
-    npzseq q = {.s = &s, .data = data, .steps = input->dim[0], .feat = input->dim[1],
-                .steps_in = s.x->h.dims[1], .tokens = data->input_tokens};
+    npzseq q = {.s = s, .data = data, .steps = input->dim[0], .feat = input->dim[1],
+                .steps_in = s->x->h.dims[1], .tokens = data->input_tokens};
     q.first = !pick ? 0 : pick->rows ? (count ? pick->rows[0] : 0) : pick->lo;
     q.span = end > q.first ? end - q.first : 0;
     int rc = -1;
@@ -399,7 +392,7 @@ out:
     free(q.y);
     if (rc != 0)
         dataset_free(out);
-    npzset_close(&s);
+    npzset_close(s);
     return rc;
 }
 
@@ -407,8 +400,6 @@ int data_npz_load_pick(const char *path, const char *field, const spec_data *dat
                        const spec_shape *input, const data_pick *pick, dataset *out, char *err,
                        size_t errlen)
 {
-    if (input && input->rank == 2)
-        return data_npz_load_seq(path, field, data, input, pick, out, err, errlen);
     memset(out, 0, sizeof *out);
     const char *base = io_basename(path);
     if (pick && pick->bytes)
@@ -418,6 +409,8 @@ int data_npz_load_pick(const char *path, const char *field, const spec_data *dat
     npzset s;
     if (npzset_open(&s, path, field, err, errlen) != 0)
         return -1;
+    if (input && input->rank == 2)
+        return data_npz_load_seq(&s, base, data, input, pick, out, err, errlen);
     long n = s.x->h.dims[0];
     bool nhwc;
     spec_shape shape = npzset_shape(s.x, input, &nhwc);
