@@ -1,5 +1,6 @@
 /* cpu_backend.h — internals shared by the CPU backend's files
- * (cpu_backend.c, cpu_conv.c, cpu_pool.c, cpu_batchnorm.c, cpu_hinge.c).
+ * (cpu_backend.c, cpu_conv.c, cpu_pool.c, cpu_batchnorm.c, cpu_hinge.c,
+ * cpu_rnn.c, cpu_seq.c).
  * Not a public API: layers see only backend.h. */
 #ifndef PUNCH_BACKEND_CPU_H
 #define PUNCH_BACKEND_CPU_H
@@ -17,17 +18,6 @@
 #define CPU_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define CPU_SIMD_CLONES
-long cpu_rnn_prepare(backend *be, rnn_desc *d);
-void cpu_rnn_release(backend *be, rnn_desc *d);
-void cpu_rnn_forward(backend *be, const rnn_desc *d, int batch, const int32_t *lengths,
-                     const float *x, const float *w, const float *r, const float *bias,
-                     float *y, int ldy, float *aux, float *workspace);
-void cpu_rnn_backward(backend *be, const rnn_desc *d, int batch, const int32_t *lengths,
-                      const float *x, const float *w, const float *r, const float *dy,
-                      int ldy, float *dx, bool accumulate, float *dw, float *dr,
-                      float *dbias, float *aux, float *workspace);
-void cpu_mul(backend *be, long n, const float *a, const float *b, float *y, bool accumulate);
-
 #endif
 
 typedef struct cpu_backend {
@@ -104,6 +94,7 @@ void cpu_batchnorm_backward(backend *be, const batchnorm_desc *d, int batch,
                             float *dx, bool accumulate, float *dgamma, float *dbeta,
                             float *workspace);
 
+/* The recurrent ops of backend.h (cpu_rnn.c). */
 long cpu_rnn_prepare(backend *be, rnn_desc *d);
 void cpu_rnn_release(backend *be, rnn_desc *d);
 void cpu_rnn_forward(backend *be, const rnn_desc *d, int batch, const int32_t *lengths,
@@ -114,6 +105,7 @@ void cpu_rnn_backward(backend *be, const rnn_desc *d, int batch, const int32_t *
                       int ldy, float *dx, bool accumulate, float *dw, float *dr,
                       float *dbias, float *aux, float *workspace);
 void cpu_mul(backend *be, long n, const float *a, const float *b, float *y, bool accumulate);
+
 /* The sequence ops of backend.h (cpu_seq.c). */
 void cpu_sequence_mask(backend *be, int batch, int steps, int features,
                        const int32_t *lengths, float *x);

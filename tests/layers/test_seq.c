@@ -337,20 +337,27 @@ static void token_data(dataset *d)
     }
 }
 
-static token_fixture *token_make(int threads)
+/* A model of `json` on `threads` threads, parameters from `seed`, on the
+ * hand-made token set. */
+static token_fixture *token_make_spec(const char *json, int threads, unsigned long seed)
 {
     token_fixture *f = calloc(1, sizeof *f);
     assert_non_null(f);
-    f->spec = spec_fixture_parse(TOKEN_JOB);
+    f->spec = spec_fixture_parse(json);
     char err[256];
     f->be = backend_cpu_create(threads, err, sizeof err);
     assert_non_null(f->be);
     f->m = model_create(f->spec, f->be, N_SEQ, err, sizeof err);
     if (!f->m)
         fail_msg("model_create: %s", err);
-    assert_int_equal(model_init_params(f->m, 3, err, sizeof err), 0);
+    assert_int_equal(model_init_params(f->m, seed, err, sizeof err), 0);
     token_data(&f->d);
     return f;
+}
+
+static token_fixture *token_make(int threads)
+{
+    return token_make_spec(TOKEN_JOB, threads, 3);
 }
 
 static void token_free(token_fixture *f)
@@ -455,17 +462,7 @@ static void test_sequence_model_gradients(void **state)
         " \"data\": {\"format\": \"npz\", \"train\": \"@tokens.npz\", \"num_classes\": 2, \"max_length\": 12},"
         " \"training\": {\"loss\": \"categorical_crossentropy\"}}";
     for (int threads = 1; threads <= 2; threads++) {
-        token_fixture *f = calloc(1, sizeof *f);
-        assert_non_null(f);
-        f->spec = spec_fixture_parse(json);
-        char err[256];
-        f->be = backend_cpu_create(threads, err, sizeof err);
-        assert_non_null(f->be);
-        f->m = model_create(f->spec, f->be, N_SEQ, err, sizeof err);
-        if (!f->m)
-            fail_msg("model_create: %s", err);
-        assert_int_equal(model_init_params(f->m, 4, err, sizeof err), 0);
-        token_data(&f->d);
+        token_fixture *f = token_make_spec(json, threads, 4);
         model *m = f->m;
         token_loss(f);
         model_backward(m, N_SEQ);
