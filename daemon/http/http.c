@@ -179,7 +179,7 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
         req->t0 = timeutil_mono_s();
         *con_cls = req;
         httpwatch_set(s->watch, http_watched(conn), s->d->cfg.body_timeout, "request body");
-        req->refusal = httpframe_check(conn, version);
+        req->refusal = httpframe_check(conn, method, url, version);
         if (req->refusal) {
             req->refused = MHD_HTTP_BAD_REQUEST;
             return http_dispatch(s, conn, url, method, req);
@@ -282,6 +282,20 @@ static void http_mhd_log(void *cls, const char *fmt, va_list ap)
     log_debug("libmicrohttpd: %s", msg);
 }
 
+/* libmicrohttpd's own unescaping, except that a decoded %00 stays visible
+ * (as 0x7F) instead of ending the path there: "/api/v1/jobs%00/x" must not
+ * be routed as "/api/v1/jobs"; httpframe_check refuses it with a 400. */
+static size_t http_unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+    (void)cls;
+    (void)conn;
+    size_t n = MHD_http_unescape(s);
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == '\0')
+            s[i] = 0x7f;
+    return n;
+}
+
 /* Whether listen_fd is bound to a loopback address only. */
 static bool http_loopback_only(int listen_fd)
 {
@@ -330,6 +344,7 @@ http_server *http_start(daemon_ctx *d, int listen_fd, char *err, size_t errlen)
     s->mhd = MHD_start_daemon(
         flags, 0, NULL, NULL, http_access, s,
         MHD_OPTION_EXTERNAL_LOGGER, http_mhd_log, s,
+        MHD_OPTION_UNESCAPE_CALLBACK, http_unescape, NULL,
         MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)d->cfg.http_threads,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)d->cfg.connection_timeout,

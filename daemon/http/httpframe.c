@@ -70,8 +70,32 @@ static enum MHD_Result httpframe_visit(void *cls, enum MHD_ValueKind kind, const
     return MHD_YES;
 }
 
-const char *httpframe_check(struct MHD_Connection *conn, const char *version)
+/* RFC 9110 §5.6.2 tchar. */
+static bool httpframe_token_ok(const char *t)
 {
+    if (!t || !t[0])
+        return false;
+    for (const unsigned char *p = (const unsigned char *)t; *p; p++)
+        if (*p < 0x21 || *p > 0x7e || strchr("\"(),/:;<=>?@[\\]{}", *p))
+            return false;
+    return true;
+}
+
+static bool httpframe_path_ok(const char *url)
+{
+    for (const unsigned char *p = (const unsigned char *)url; p && *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return false;
+    return true;
+}
+
+const char *httpframe_check(struct MHD_Connection *conn, const char *method, const char *url,
+                            const char *version)
+{
+    if (!httpframe_token_ok(method))
+        return "malformed request method (not an RFC 9110 token)";
+    if (!httpframe_path_ok(url))
+        return "the request path contains a control character (%00-%1F or %7F)";
     httpframe_scan s = {0};
     MHD_get_connection_values(conn, MHD_HEADER_KIND, httpframe_visit, &s);
     if (s.bad_name)

@@ -9,12 +9,16 @@
 
 #include <microhttpd.h>
 
-/* NULL when conn's request (HTTP version `version`) is framed unambiguously:
+/* NULL when conn's request (HTTP version `version`) has a method that is an
+ * RFC 9110 token, a path free of control characters (a decoded %00..%1F or
+ * %7F: http.c keeps a %00 visible as 0x7F so the path is not cut short
+ * there) and is framed unambiguously:
  * at most one Content-Length value (repeats must be equal), not both
  * Content-Length and Transfer-Encoding, a Transfer-Encoding of exactly
  * "chunked", no whitespace in a field name (before its colon), and for
  * HTTP/1.1 exactly one Host. Otherwise a static message saying which rule
  * the request breaks. */
-const char *httpframe_check(struct MHD_Connection *conn, const char *version);
+const char *httpframe_check(struct MHD_Connection *conn, const char *method, const char *url,
+                            const char *version);
 
 #endif

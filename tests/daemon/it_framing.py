@@ -2,7 +2,7 @@
 over raw sockets: differing duplicate Content-Length (a smuggled second
 request), Content-Length with Transfer-Encoding, whitespace before a header's
 colon, a missing or duplicated Host in HTTP/1.1, a transfer coding other than
-chunked. Each gets exactly one 400 with a JSON error, and the connection is
+chunked, a control character in the path (%00 included) or the method. Each gets exactly one 400 with a JSON error, and the connection is
 closed after it (nothing after the ambiguous request is parsed); what RFC
 9112 allows still works."""
 import json
@@ -72,6 +72,11 @@ def ambiguous(d):
          b"\r\n0\r\n\r\n"),
         ("two Transfer-Encodings", post + b"Transfer-Encoding: chunked\r\n"
          b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+        # A decoded NUL once ended the path: this was /healthz, 200.
+        ("%00 in the path", b"GET /healthz%00/x HTTP/1.1\r\nHost: x\r\n\r\n"),
+        ("%01 in the path", b"GET /healthz%01 HTTP/1.1\r\nHost: x\r\n\r\n"),
+        # A method that is not a token was answered 405 as if it were one.
+        ("a control character in the method", b"G\x01T /healthz HTTP/1.1\r\nHost: x\r\n\r\n"),
     ]
     for what, payload in cases:
         expect_one_400(d, what, payload)
@@ -79,7 +84,10 @@ def ambiguous(d):
 
 def allowed(d):
     """Equal repeated Content-Lengths, HTTP/1.0 without Host, a chunked
-    body, and two pipelined requests on one connection all still work."""
+    body, two pipelined requests on one connection, and an escaped
+    printable character in the path all still work."""
+    out, _ = exchange(d, b"GET /heal%74hz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    check(out.startswith(b"HTTP/1.1 200 "), "escaped path: %r" % out[:80])
     out, _ = exchange(d, b"POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
                       b"Content-Length: 12\r\nContent-Length: 12\r\n\r\n" + BODY)
     check(out.startswith(b"HTTP/1.1 401 "), "equal Content-Lengths: %r" % out[:80])
