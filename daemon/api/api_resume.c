@@ -7,6 +7,7 @@
  * which continues from the last checkpoint (an epoch's end, or the step a
  * cancel's SIGTERM stopped at); a job that never wrote one starts over. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -36,8 +37,15 @@ enum MHD_Result api_job_resume(api_request *r)
                                    "cannot clear the last run's %s: %s", ended[i],
                                    strerror(errno));
     }
-    char detail[160];
-    snprintf(detail, sizeof detail, "resumed by %s", r->caller.identity);
+    /* Say now, in the events, whether the run continues or starts over: a
+     * job cancelled before its first checkpoint trains from the start. */
+    char ckpt[4096], detail[200];
+    bool from_checkpoint = rundir_path(ckpt, sizeof ckpt, d->cfg.data_dir, job->id,
+                                       "checkpoints/ckpt.bin") &&
+                           access(ckpt, F_OK) == 0;
+    snprintf(detail, sizeof detail, "resumed by %s: %s", r->caller.identity,
+             from_checkpoint ? "continues from its last checkpoint"
+                             : "no checkpoint was written, it starts over");
     store_status rs = store_job_resume(d->st, job->id, d->cfg.max_queued, detail, daemon_now());
     if (rs == STORE_CONFLICT)
         return api_reply_error(r, MHD_HTTP_CONFLICT, NULL, "job %s is no longer resumable",

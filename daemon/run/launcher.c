@@ -318,7 +318,7 @@ bool launcher_signal_verified(pid_t pid, long long start, int sig)
     return ok;
 }
 
-int launcher_signal_session(pid_t sid, long long sid_start, int sig)
+static int launcher_signal_in_session(pid_t sid, long long sid_start, int sig, bool members_only)
 {
     if (sid <= 1 || sid_start < 0)
         return -1;
@@ -339,7 +339,8 @@ int launcher_signal_session(pid_t sid, long long sid_start, int sig)
         pid_t pid = (pid_t)atoi(e->d_name);
         pid_t s;
         char st;
-        if (!launcher_proc_stat(pid, NULL, &st, &s) || s != sid || st == 'Z' || st == 'X')
+        if ((members_only && pid == sid) || !launcher_proc_stat(pid, NULL, &st, &s) ||
+            s != sid || st == 'Z' || st == 'X')
             continue;
         int fd = launcher_pidfd_verified(pid, -1, sid);
         if (fd < 0)
@@ -356,4 +357,14 @@ int launcher_signal_session(pid_t sid, long long sid_start, int sig)
     closedir(d);
     close(leader);
     return count;
+}
+
+int launcher_signal_session(pid_t sid, long long sid_start, int sig)
+{
+    return launcher_signal_in_session(sid, sid_start, sig, false);
+}
+
+int launcher_signal_members(pid_t sid, long long sid_start, int sig)
+{
+    return launcher_signal_in_session(sid, sid_start, sig, true);
 }

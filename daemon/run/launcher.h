@@ -97,4 +97,7 @@ bool launcher_signal_verified(pid_t pid, long long start, int sig);
  * of that id cannot be told from a stranger's): then nothing is signalled. */
 int launcher_signal_session(pid_t sid, long long sid_start, int sig);
 
+/* The same for every process of the session but its leader (mpirun). */
+int launcher_signal_members(pid_t sid, long long sid_start, int sig);
+
 #endif

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "io/tensorfile.h"
 #include "run/cgroup.h"
 #include "daemon.h"
 #include "run/launcher.h"
@@ -50,6 +51,23 @@ static int supervisor_write_exit(const char *rundir, int code, int sig)
 
 /* In mpirun's child: become user `name` for good (groups, gid, uid), with
  * HOME in the run directory (the account's may not exist or be writable). */
+/* No process of the job is left to finish a write: what a killed rank had
+ * half-written (a checkpoint's temporary file, 39 MB for convnet) would
+ * otherwise stay in the run directory for good. */
+static void supervisor_sweep(const char *rundir)
+{
+    static const char *const dirs[] = {"", "/checkpoints"};
+    int removed = 0;
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s%s", rundir, dirs[i]);
+        int n = atomic_write_sweep(path);
+        removed += n > 0 ? n : 0;
+    }
+    if (removed > 0)
+        supervisor_say("removed %d unfinished temporary files of a killed write", removed);
+}
+
 static bool supervisor_become(const char *name, const char *rundir)
 {
     const struct passwd *pw = getpwnam(name);
@@ -178,9 +196,15 @@ int supervisor_main(int argc, char **argv)
         struct timespec tick = {1, 0};
         int sig = sigtimedwait(&set, NULL, &tick);
         if ((sig == SIGTERM || sig == SIGINT) && !forwarded) {
-            /* Asked to stop: mpirun forwards SIGTERM to its ranks. */
+            /* Asked to stop: SIGTERM to the ranks, which end their step and
+             * checkpoint, not to mpirun, which would SIGKILL them a second
+             * later (Open MPI's odls_base_sigkill_timeout; raising it makes
+             * mpirun sleep that long on every abnormal end). mpirun sees
+             * its ranks end and ends. With no rank here (all on other
+             * hosts), mpirun itself is told to stop its job. */
             supervisor_say("stop requested: SIGTERM to the job (session %d)", (int)child);
-            launcher_signal_session(child, child_start, SIGTERM);
+            if (launcher_signal_members(child, child_start, SIGTERM) <= 0)
+                launcher_signal_session(child, child_start, SIGTERM);
             forwarded = true;
         }
     }
@@ -188,6 +212,7 @@ int supervisor_main(int argc, char **argv)
     int strays = launcher_signal_session(child, child_start, SIGKILL);
     if (strays > 0)
         supervisor_say("killed %d stray processes", strays);
+    supervisor_sweep(rundir);
     int status = 0;
     pid_t reaped;
     while ((reaped = waitpid(child, &status, 0)) < 0 && errno == EINTR)

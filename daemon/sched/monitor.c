@@ -189,7 +189,12 @@ static int monitor_signal_job(const store_job *job, const char *dir, int sig)
     rundir_supervisor sup;
     if (job->sid <= 1 || !rundir_read_supervisor(dir, &sup) || sup.sid != job->sid)
         return -1;
-    return launcher_signal_session(job->sid, sup.sid_start, sig);
+    if (sig != SIGTERM)
+        return launcher_signal_session(job->sid, sup.sid_start, sig);
+    /* A stop: the ranks alone, as the supervisor does (supervisor.c says
+     * why mpirun must not get it); mpirun only when no rank is here. */
+    int n = launcher_signal_members(job->sid, sup.sid_start, SIGTERM);
+    return n > 0 ? n : launcher_signal_session(job->sid, sup.sid_start, SIGTERM);
 }
 
 /* The supervisor of a job that ended without exit.json is gone; when its pid

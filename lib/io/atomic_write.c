@@ -5,9 +5,11 @@
  * engine rewrites them. */
 #include "io/tensorfile.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,4 +98,39 @@ int atomic_write_file(const char *path, const void *data, size_t len,
         return io_errf(err, errlen, "%s: %s failed: %s", path, what, strerror(e));
     }
     return atomic_sync_dir(path, err, errlen);
+}
+
+/* Is name one of atomic_write_file's temporaries: "." NAME ".tmp." and the
+ * six characters mkostemp put there? */
+static bool atomic_is_temporary(const char *name)
+{
+    size_t n = strlen(name);
+    if (name[0] != '.' || n < sizeof ".x.tmp.XXXXXX" - 1)
+        return false;
+    const char *tail = name + n - 6;
+    if (strncmp(tail - 5, ".tmp.", 5) != 0)
+        return false;
+    for (const char *p = tail; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
+            return false;
+    return true;
+}
+
+int atomic_write_sweep(const char *dir)
+{
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return errno == ENOENT ? 0 : -1;
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        close(dfd);
+        return -1;
+    }
+    int removed = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (atomic_is_temporary(e->d_name) && unlinkat(dirfd(d), e->d_name, 0) == 0)
+            removed++;
+    }
+    closedir(d);
+    return removed;
 }

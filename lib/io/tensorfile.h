@@ -47,4 +47,11 @@ void tensorfile_free(tensor_entry *t, int n);
 int atomic_write_file(const char *path, const void *data, size_t len,
                       char *err, size_t errlen);
 
+/* Remove the temporary files that atomic_write_file leaves in dir when its
+ * writer is killed mid-write (".NAME.tmp.XXXXXX"). Only for a directory
+ * whose writers are known to be gone (a job's run directory once its
+ * processes have ended). Returns how many were removed, -1 when dir cannot
+ * be read (a missing dir is 0). */
+int atomic_write_sweep(const char *dir);
+
 #endif

@@ -6,6 +6,7 @@ exactly the weights (byte for byte) of the same job run without a break
 checkpoint holds the position inside the epoch). Only the owner may resume,
 and only a failed, cancelled or timed-out job; the events record it; punch
 resume does the same from the command line."""
+import json
 import os
 import subprocess
 
@@ -13,12 +14,19 @@ import punchtest
 from punchtest import MEDIUM_JOB, Daemon, check, expect_error, wait_for
 
 JOB = punchtest.job_like(MEDIUM_JOB, name="resumable")
+# Steps of about 2 s (two 2048-wide layers, batch 2048, on one thread) and
+# a 34 MB checkpoint: longer than the 1 s Open MPI gave a rank between a
+# cancel's SIGTERM and SIGKILL, which once lost the step and the checkpoint.
+SLOW = punchtest.synthetic_job("slow-steps", 2048, [(2048, "relu"), (2048, "relu"),
+                                                   (10, "softmax")], 6144, 64, 1)
+SLOW["training"].update(batch_size=2048, optimizer={"name": "sgd"})
 
 
 def cases():
     punchtest.require_engine()
     with Daemon(["--slots", "2", "--max-running", "2"]) as d:
         punchtest.case("resume after cancel = uninterrupted", same_weights, d)
+        punchtest.case("cancel mid-step: the step ends, its checkpoint is whole", slow_step, d)
 
 
 def weights(d, jid):
@@ -69,10 +77,44 @@ def same_weights(d):
     events = d.req("GET", "/api/v1/jobs/%s/events" % broken, "alice").json()["events"]
     trail = [(e["from"], e["to"]) for e in events]
     check(("cancelled", "queued") in trail, trail)
-    check(any(e["detail"] == "resumed by alice" for e in events), events)
+    check(any(e["detail"] == "resumed by alice: continues from its last checkpoint"
+              for e in events), events)
     check(trail[-1][1] == "succeeded", trail)
     expect_error(d.req("POST", "/api/v1/jobs/%s/resume" % straight, "alice"), 409,
                  "resume a succeeded job")
+
+
+def slow_step(d):
+    jid = d.submit_id("alice", SLOW)
+
+    progress = os.path.join(d.run_dir(jid), "progress.jsonl")
+
+    def first_step():
+        try:
+            with open(progress) as f:
+                return '"event":"step"' in f.read()
+        except OSError:
+            return False
+    # Read from the file, not the job view (which may lag): the cancel must
+    # come right after a step's event, with the next step just begun.
+    wait_for(first_step, "the first step of the slow job", timeout=120, interval=0.02)
+    check(d.req("POST", "/api/v1/jobs/%s/cancel" % jid, "alice").status_code == 200, "cancel")
+    end = d.wait_state("alice", jid, punchtest.FINAL_STATES, timeout=120)
+    check(end["state"] == "cancelled", "%s\n%s" % (end, d.train_log(jid)))
+    log = d.train_log(jid)
+    check("checkpoint saved" in log, "the step in progress and its checkpoint finished:\n" + log)
+    for sub in ("", "checkpoints"):
+        left = [f for f in os.listdir(os.path.join(d.run_dir(jid), sub)) if ".tmp." in f]
+        check(not left, "temporary files left in %s: %s" % (sub or "the run dir", left))
+    check(d.req("POST", "/api/v1/jobs/%s/resume" % jid, "alice").status_code == 200, "resume")
+    end = d.wait_state("alice", jid, punchtest.FINAL_STATES, timeout=180)
+    check(end["state"] == "succeeded", "%s\n%s" % (end, d.train_log(jid)))
+    events = d.req("GET", "/api/v1/jobs/%s/events" % jid, "alice").json()["events"]
+    check(any(e["detail"] == "resumed by alice: continues from its last checkpoint"
+              for e in events), events)
+    with open(progress) as f:
+        starts = [json.loads(line) for line in f if '"start"' in line]
+    check(len(starts) == 2 and starts[1]["resumed"], "start events: %s" % starts)
 
 
 if __name__ == "__main__":

@@ -269,6 +269,31 @@ static void test_atomic_write(void **state)
     closedir(d);
 }
 
+/* What a writer killed mid-write leaves (".NAME.tmp.XXXXXX") is swept;
+ * files that only look alike are kept. */
+static void test_atomic_sweep(void **state)
+{
+    (void)state;
+    char dir[600];
+    strcpy(dir, tu_path(tu_dir, "sweep"));
+    assert_int_equal(mkdir(dir, 0755), 0);
+    tu_write(dir, ".ckpt.bin.tmp.a1B2c3", "half", 4);
+    tu_write(dir, ".weights-epoch-001.safetensors.tmp.ZZZZZZ", "half", 4);
+    tu_write(dir, "ckpt.bin", "whole", 5);
+    tu_write(dir, "notes.tmp.abcdef", "kept: not hidden", 16);
+    tu_write(dir, ".x.tmp.abc", "kept: not six", 13);
+    tu_write(dir, ".x.tmp.abc-ef", "kept: not alphanumeric", 22);
+    assert_int_equal(atomic_write_sweep(dir), 2);
+    assert_int_equal(atomic_write_sweep(dir), 0);
+    int left = 0;
+    DIR *d = opendir(dir);
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        left += e->d_name[0] != '.' || strlen(e->d_name) > 2;
+    closedir(d);
+    assert_int_equal(left, 4);
+    assert_int_equal(atomic_write_sweep(tu_path(tu_dir, "no-such-dir")), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -277,6 +302,7 @@ int main(void)
         cmocka_unit_test(test_damaged_files),
         cmocka_unit_test(test_malformed_safetensors),
         cmocka_unit_test(test_atomic_write),
+        cmocka_unit_test(test_atomic_sweep),
     };
     return cmocka_run_group_tests(tests, setup, tu_dir_teardown);
 }
