@@ -235,12 +235,14 @@ static int ds_check_cifar10(int fd, uint64_t size, datasets_info *info, char *er
     return 0;
 }
 
-/* One CSV line (NUL-terminated, no newline): its field count, and whether
- * every field is a number. */
-static void ds_csv_fields(const char *line, long *fields, bool *numeric)
+/* One CSV line (NUL-terminated, no newline): its field count, and the
+ * first field that is not a number (its column from 0 in *bad_col and its
+ * text in bad), *bad_col -1 when every one is. */
+static void ds_csv_fields(const char *line, long *fields, long *bad_col, char *bad,
+                          size_t badlen)
 {
     *fields = 0;
-    *numeric = true;
+    *bad_col = -1;
     const char *p = line;
     for (;;) {
         const char *end = strchr(p, ',');
@@ -252,15 +254,17 @@ static void ds_csv_fields(const char *line, long *fields, bool *numeric)
         }
         while (n > 0 && isspace((unsigned char)p[n - 1]))
             n--;
-        if (n == 0 || n >= sizeof field) {
-            *numeric = false;
-        } else {
+        bool numeric = n > 0 && n < sizeof field;
+        if (numeric) {
             memcpy(field, p, n);
             field[n] = 0;
             char *stop;
             strtod(field, &stop);
-            if (*stop)
-                *numeric = false;
+            numeric = !*stop;
+        }
+        if (!numeric && *bad_col < 0) {
+            *bad_col = *fields;
+            snprintf(bad, badlen, "%.*s", (int)(n < 40 ? n : 40), p);
         }
         (*fields)++;
         if (!end)
@@ -318,16 +322,18 @@ static int ds_check_csv(int fd, bool gz, datasets_info *info, char *err, size_t 
             used = 0;
             if (!line[strspn(line, " \t")])
                 continue;
-            long fields;
-            bool numeric;
-            ds_csv_fields(line, &fields, &numeric);
-            if (!numeric && lineno == 1) {
+            long fields, bad_col;
+            char bad[48];
+            ds_csv_fields(line, &fields, &bad_col, bad, sizeof bad);
+            if (bad_col >= 0 && records == 0 && !header) {
                 header = true;
                 width = fields;
                 continue;
             }
-            if (!numeric) {
-                io_errf(err, errlen, "csv: line %lld: a field is not a number", lineno);
+            if (bad_col >= 0) {
+                io_errf(err, errlen, "csv: line %lld, column %ld (counted from 0): \"%s\" is "
+                        "not a number; every field must be (class labels are integers 0, "
+                        "1, ...: map class names to numbers first)", lineno, bad_col, bad);
                 goto out;
             }
             if (width >= 0 && fields != width) {
@@ -363,7 +369,8 @@ typedef enum { DS_TEXT_CSV, DS_TEXT_CTF, DS_TEXT_PLAIN } ds_text_kind;
 /* What a text upload holds, from the first lines of its first chunk: CTF
  * when a line's first token (the sequence id, which may be absent) is
  * followed by "|name"; CSV when a line of the first two is all numbers (a
- * header may precede the data), or when there is one line only (the CSV
+ * header may precede the data) or numbers up to a later column (a class
+ * name column), or when there is one line only (the CSV
  * check then says what is wrong); otherwise plain text, a language
  * model's corpus. */
 static ds_text_kind ds_text_sniff(const unsigned char *buf, size_t n)
@@ -386,10 +393,13 @@ static ds_text_kind ds_text_sniff(const unsigned char *buf, size_t n)
         after += strspn(after, " \t");
         if (*after == '|')
             return DS_TEXT_CTF;
-        long fields;
-        bool numeric;
-        ds_csv_fields(line, &fields, &numeric);
-        if (numeric)
+        long fields, bad_col;
+        char bad[48];
+        ds_csv_fields(line, &fields, &bad_col, bad, sizeof bad);
+        /* All numbers, or a table whose first non-number comes after two
+         * numbers (a class name column at the end: the CSV check then
+         * names it, rather than taking the file for prose). */
+        if (bad_col < 0 || (fields >= 3 && bad_col >= 2))
             return DS_TEXT_CSV;
         words++;
     }

@@ -1,11 +1,15 @@
 /* csv.c — numeric CSV as in Distributed Keras's examples: one sample per
- * line, a label column (an integer class) and the features, comma
- * separated, an optional header line. Samples have shape {features}. Any
- * malformed line is reported as FILE:LINE with what was wrong; blank lines
- * are skipped. The file may be gzipped. */
+ * line, a label column (an integer class, or under training.loss mse a
+ * regression target kept as it is) and the features, comma separated, an
+ * optional header line (by default recognised as uploads are: a field of
+ * the first line is not a number). Samples have shape {features}. Any
+ * malformed line is reported as FILE:LINE with what was wrong, columns
+ * counted from 0 as data.label_column counts them; blank lines are
+ * skipped. The file may be gzipped. */
 #include "data_internal.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +29,7 @@ static int csv_fail(const csv_ctx *c, const char *fmt, const char *field, size_t
     size_t n = flen < sizeof shown - 4 ? flen : sizeof shown - 4;
     memcpy(shown, field, n);
     strcpy(shown + n, flen > n ? "..." : "");
-    char why[160];
+    char why[320];
     snprintf(why, sizeof why, fmt, col, shown);
     return io_errf(c->err, c->errlen, "%s:%ld: %s", c->name, c->line, why);
 }
@@ -56,9 +60,26 @@ static size_t csv_fields(const char *s, const char *e)
     return n;
 }
 
-/* Parse one line [s, e) into x (features floats) and *label. */
+/* Is every field of line [s, e) a number? (SPEC_HEADER_AUTO's test.) */
+static bool csv_all_numbers(const char *s, const char *e)
+{
+    for (const char *p = s;;) {
+        const char *q = memchr(p, ',', (size_t)(e - p));
+        if (!q)
+            q = e;
+        double v;
+        if (csv_number(p, q, &v) != 0)
+            return false;
+        if (q == e)
+            return true;
+        p = q + 1;
+    }
+}
+
+/* Parse one line [s, e) into x (features floats) and *label, or with a
+ * target (regression) the label column's value into *target. */
 static int csv_line(const csv_ctx *c, const char *s, const char *e, long label_column,
-                    int num_classes, float *x, int32_t *label)
+                    int num_classes, float *x, int32_t *label, float *target)
 {
     long col = 0, f = 0;
     for (const char *p = s;; col++) {
@@ -67,19 +88,24 @@ static int csv_line(const csv_ctx *c, const char *s, const char *e, long label_c
             q = e;
         double v;
         if (csv_number(p, q, &v) != 0) {
-            if (col == label_column)
-                return csv_fail(c, "label (column %ld) \"%s\" is not a number", p,
-                                (size_t)(q - p), col + 1);
-            return csv_fail(c, "field %ld \"%s\" is not a number", p, (size_t)(q - p), col + 1);
+            if (col == label_column && !target)
+                return csv_fail(c, "label (column %ld) \"%s\" is not a number: class labels "
+                                "are integers 0, 1, ... (map class names to numbers first)",
+                                p, (size_t)(q - p), col);
+            return csv_fail(c, "column %ld \"%s\" is not a number", p, (size_t)(q - p), col);
         }
-        if (col == label_column) {
+        if (col == label_column && target) {
+            *target = (float)v;
+            *label = 0;
+        } else if (col == label_column) {
             char shown[32];
             snprintf(shown, sizeof shown, "%g", v);
             if (v != floor(v))
-                return csv_fail(c, "label (column %ld) %s is not an integer class", shown,
-                                strlen(shown), col + 1);
+                return csv_fail(c, "label (column %ld) %s is not an integer class (a "
+                                "regression target needs training.loss \"mse\")", shown,
+                                strlen(shown), col);
             if (v < 0 || (num_classes > 0 && v >= num_classes) || v > INT32_MAX) {
-                char range[64];
+                char range[128];
                 snprintf(range, sizeof range, "label %s out of range [0, %d)", shown,
                          num_classes > 0 ? num_classes : INT32_MAX);
                 return io_errf(c->err, c->errlen, "%s:%ld: %s", c->name, c->line, range);
@@ -94,7 +120,7 @@ static int csv_line(const csv_ctx *c, const char *s, const char *e, long label_c
     }
 }
 
-int data_csv_load(const char *path, int label_column, bool header, int num_classes,
+int data_csv_load(const char *path, int label_column, int header, int num_classes,
                   long expected_features, dataset *out, char *err, size_t errlen)
 {
     return data_csv_load_range(path, label_column, header, num_classes, expected_features, 0,
@@ -103,14 +129,19 @@ int data_csv_load(const char *path, int label_column, bool header, int num_class
 
 /* Every row is parsed and checked; only the picked rows are kept (pick
  * NULL: all of them). */
-int data_csv_load_pick(const char *path, int label_column, bool header, int num_classes,
-                       long expected_features, const data_pick *pick, dataset *out,
-                       char *err, size_t errlen)
+int data_csv_load_pick(const char *path, int label_column, int header, int num_classes,
+                       bool targets, long expected_features, const data_pick *pick,
+                       dataset *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     csv_ctx c = {io_basename(path), 0, err, errlen};
-    if (label_column < 0)
-        return io_errf(err, errlen, "%s: label column %d is negative", c.name, label_column);
+    if (label_column < -1)
+        return io_errf(err, errlen, "%s: label column %d: counted from 0, or -1 for the last",
+                       c.name, label_column);
+    if (targets && num_classes != 1)
+        return io_errf(err, errlen, "%s: a CSV file has one regression target per row (its "
+                       "label column): data.num_classes must be 1, not %d", c.name,
+                       num_classes);
     if (pick && pick->bytes)
         return io_errf(err, errlen, "%s: CSV values are not bytes", c.name);
     if (pick && pick->rows && data_pick_check(pick, c.name, err, errlen) != 0)
@@ -143,7 +174,9 @@ int data_csv_load_pick(const char *path, int label_column, bool header, int num_
     long cap = pick ? data_pick_count(pick) : lines;
     float *row_x = NULL;    /* scratch for rows outside the range */
     int32_t row_y, max_label = -1;
-    bool seen = false;
+    float row_t;
+    bool seen = false, first = true;
+    long label_at = label_column;
 
     const char *p = (const char *)b.p, *end = p + b.len;
     long features = expected_features, n = 0;
@@ -156,17 +189,22 @@ int data_csv_load_pick(const char *path, int label_column, bool header, int num_
         p = e;
         if (e > s && e[-1] == '\r')
             e--;
-        if (c.line == 1 && header)
+        if (c.line == 1 && header == SPEC_HEADER_YES)
             continue;
         const char *t = s;
         while (t < e && (*t == ' ' || *t == '\t'))
             t++;
         if (t == e)
             continue;
+        bool was_first = first;
+        first = false;
+        if (was_first && header == SPEC_HEADER_AUTO && !csv_all_numbers(s, e))
+            continue;
         long fields = (long)csv_fields(s, e);
-        if (label_column >= fields) {
-            io_errf(err, errlen, "%s:%ld: no label column %d (%ld fields)", c.name, c.line,
-                    label_column + 1, fields);
+        label_at = label_column < 0 ? fields - 1 : label_column;
+        if (label_at >= fields) {
+            io_errf(err, errlen, "%s:%ld: no column %d for data.label_column (the line has "
+                    "columns 0 to %ld)", c.name, c.line, label_column, fields - 1);
             goto fail;
         }
         /* Without an expected count the first row sets it. */
@@ -178,6 +216,8 @@ int data_csv_load_pick(const char *path, int label_column, bool header, int num_
             goto fail;
         }
         if (!seen && (data_alloc(out, cap, features) != 0 ||
+                      (targets && !(out->t = malloc((size_t)(cap > 0 ? cap : 1) *
+                                                     sizeof *out->t))) ||
                       !(row_x = malloc((size_t)(features + 1) * sizeof(float))))) {
             io_errf(err, errlen, "%s: out of memory for %ld rows of %ld features", c.name,
                     cap, features);
@@ -187,7 +227,8 @@ int data_csv_load_pick(const char *path, int label_column, bool header, int num_
         long row = pick ? data_pick_row(pick, n, &cursor) : n;
         float *x = row >= 0 ? out->x + (size_t)row * features : row_x;
         int32_t *y = row >= 0 ? &out->y[row] : &row_y;
-        if (csv_line(&c, s, e, label_column, num_classes, x, y) != 0)
+        float *target = !targets ? NULL : row >= 0 ? &out->t[row] : &row_t;
+        if (csv_line(&c, s, e, label_at, num_classes, x, y, target) != 0)
             goto fail;
         max_label = *y > max_label ? *y : max_label;
         n++;
@@ -219,6 +260,11 @@ int data_csv_load_pick(const char *path, int label_column, bool header, int num_
             out->x = shrunk;
     }
     out->num_classes = num_classes > 0 ? num_classes : max_label + 1;
+    if (targets && out->n < cap && out->n > 0) {
+        float *shrunk = realloc(out->t, (size_t)out->n * sizeof *out->t);
+        if (shrunk)
+            out->t = shrunk;
+    }
     rc = 0;
 fail:
     free(row_x);
@@ -228,40 +274,48 @@ fail:
     return rc;
 }
 
-int data_csv_load_range(const char *path, int label_column, bool header, int num_classes,
+int data_csv_load_range(const char *path, int label_column, int header, int num_classes,
                         long expected_features, long lo, long hi, dataset *out, char *err,
                         size_t errlen)
 {
     data_pick pick = {.lo = lo, .hi = hi};
-    return data_csv_load_pick(path, label_column, header, num_classes, expected_features,
-                              hi < 0 && lo == 0 ? NULL : &pick, out, err, errlen);
+    return data_csv_load_pick(path, label_column, header, num_classes, false,
+                              expected_features, hi < 0 && lo == 0 ? NULL : &pick, out, err,
+                              errlen);
 }
 
-int data_csv_count(const char *path, bool header, long *n, char *err, size_t errlen)
+int data_csv_count(const char *path, int header, long *n, char *err, size_t errlen)
 {
     data_buf b;
     *n = 0;
     if (data_file_read(path, &b, err, errlen) != 0)
         return -1;
     const char *p = (const char *)b.p, *end = p + b.len;
+    bool first = true;
     for (long line = 1; p < end; p++, line++) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *e = nl ? nl : end;
         const char *s = p;
         p = e;
-        if (line == 1 && header)
+        if (line == 1 && header == SPEC_HEADER_YES)
             continue;
         if (e > s && e[-1] == '\r')
             e--;
         while (s < e && (*s == ' ' || *s == '\t'))
             s++;
-        *n += s < e;
+        if (s == e)
+            continue;
+        bool was_first = first;
+        first = false;
+        if (was_first && header == SPEC_HEADER_AUTO && !csv_all_numbers(s, e))
+            continue;
+        (*n)++;
     }
     data_buf_free(&b);
     return 0;
 }
 
-int dataset_load_csv(const char *path, int label_column, bool header, int num_classes,
+int dataset_load_csv(const char *path, int label_column, int header, int num_classes,
                      dataset *out, char *err, size_t errlen)
 {
     return data_csv_load(path, label_column, header, num_classes, 0, out, err, errlen);

@@ -49,7 +49,7 @@ int data_idx_load(const char *images_path, const char *labels_path, int num_clas
                   dataset *out, char *err, size_t errlen);
 int data_cifar10_load(const char *const *paths, int n_paths, int num_classes,
                       dataset *out, char *err, size_t errlen);
-int data_csv_load(const char *path, int label_column, bool header, int num_classes,
+int data_csv_load(const char *path, int label_column, int header, int num_classes,
                   long expected_features, dataset *out, char *err, size_t errlen);
 
 /* A file read sequentially in bounded memory, gunzipped on the fly when
@@ -106,10 +106,12 @@ int data_idx_load_pick(const char *images_path, const char *labels_path, int num
                        const data_pick *pick, dataset *out, char *err, size_t errlen);
 int data_cifar10_load_pick(const char *const *paths, int n_paths, int num_classes,
                            const data_pick *pick, dataset *out, char *err, size_t errlen);
-/* pick NULL: every row. */
-int data_csv_load_pick(const char *path, int label_column, bool header, int num_classes,
-                       long expected_features, const data_pick *pick, dataset *out,
-                       char *err, size_t errlen);
+/* pick NULL: every row. header: SPEC_HEADER_*; label_column -1: the last
+ * column; targets: the label column holds regression targets (dataset.t,
+ * num_classes must be 1), not classes. */
+int data_csv_load_pick(const char *path, int label_column, int header, int num_classes,
+                       bool targets, long expected_features, const data_pick *pick,
+                       dataset *out, char *err, size_t errlen);
 int data_synthetic_pick(const spec_shape *shape, long n, int num_classes, unsigned long seed,
                         const data_pick *pick, dataset *out, char *err, size_t errlen);
 
@@ -127,11 +129,11 @@ int data_cifar10_load_range(const char *const *paths, int n_paths, int num_class
 int data_cifar10_count(const char *const *paths, int n_paths, long *n, char *err,
                        size_t errlen);
 /* hi < 0: every row (data_csv_load). */
-int data_csv_load_range(const char *path, int label_column, bool header, int num_classes,
+int data_csv_load_range(const char *path, int label_column, int header, int num_classes,
                         long expected_features, long lo, long hi, dataset *out, char *err,
                         size_t errlen);
 /* Data rows (non-blank lines after the header); the rows are not parsed. */
-int data_csv_count(const char *path, bool header, long *n, char *err, size_t errlen);
+int data_csv_count(const char *path, int header, long *n, char *err, size_t errlen);
 int data_synthetic_range(const spec_shape *shape, long n, int num_classes, unsigned long seed,
                          long lo, long hi, dataset *out, char *err, size_t errlen);
 

@@ -86,7 +86,7 @@ int dataset_load_idx(const char *images_path, const char *labels_path,
                      dataset *out, char *err, size_t errlen);
 int dataset_load_cifar10(const char *const *batch_paths, int n_paths,
                          dataset *out, char *err, size_t errlen);
-int dataset_load_csv(const char *path, int label_column, bool header,
+int dataset_load_csv(const char *path, int label_column, int header,
                      int num_classes, dataset *out, char *err, size_t errlen);
 int dataset_synthetic(const spec_shape *shape, long n, int num_classes,
                       unsigned long seed, dataset *out, char *err, size_t errlen);

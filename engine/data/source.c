@@ -170,7 +170,7 @@ static int source_run(const spec_data *data, const char *field, const char *name
         if (op->count)
             return data_csv_count(p1, data->header, op->count, err, errlen);
         return data_csv_load_pick(p1, data->label_column, data->header, data->num_classes,
-                                  features, op->pick, out, err, errlen);
+                                  data->float_targets, features, op->pick, out, err, errlen);
     case DATA_NPZ:
         if (op->count)
             return data_npz_count(p1, field, op->count, err, errlen);

@@ -461,6 +461,24 @@ static bool parse_data_sequences(const json_t *d, spec_data *data, spec_error *e
     return true;
 }
 
+/* data.header: true, false or "auto" (the default). */
+static bool parse_csv_header(const json_t *d, int *out, spec_error *err)
+{
+    const json_t *v = json_object_get(d, "header");
+    *out = SPEC_HEADER_AUTO;
+    if (!v)
+        return true;
+    if (json_is_boolean(v)) {
+        *out = json_is_true(v) ? SPEC_HEADER_YES : SPEC_HEADER_NO;
+        return true;
+    }
+    if (json_is_string(v) && strcmp(json_string_value(v), "auto") == 0)
+        return true;
+    return spec_fail(err, "data.header", "expected true, false or \"auto\" (a header when a "
+                     "field of the first line is not a number), got %s",
+                     json_is_string(v) ? json_string_value(v) : json_type_name(v));
+}
+
 static bool parse_data(const json_t *d, job_spec *spec, spec_error *err)
 {
     static const char *const keys[] = {
@@ -498,8 +516,8 @@ static bool parse_data(const json_t *d, job_spec *spec, spec_error *err)
         !spec_get_int(d, "data", "train_samples", 0, 100000000, &data->train_samples, err) ||
         !spec_get_int(d, "data", "test_samples", 0, 100000000, &data->test_samples, err) ||
         !spec_get_int(d, "data", "num_classes", 1, 100000, &classes, err) ||
-        !spec_get_int(d, "data", "label_column", 0, 1000000, &label_column, err) ||
-        !spec_get_bool(d, "data", "header", &data->header, err) ||
+        !spec_get_int(d, "data", "label_column", -1, 1000000, &label_column, err) ||
+        !parse_csv_header(d, &data->header, err) ||
         !spec_get_int(d, "data", "synthetic_train", 1, 10000000, &data->synthetic_train, err) ||
         !spec_get_int(d, "data", "synthetic_test", 0, 10000000, &data->synthetic_test, err) ||
         !parse_augment(json_object_get(d, "augment"), &data->augment, err) ||

@@ -163,6 +163,8 @@ typedef struct spec_augment {
     double crop_prob;  /* probability of cropping a sample */
 } spec_augment;
 
+enum { SPEC_HEADER_NO = 0, SPEC_HEADER_YES = 1, SPEC_HEADER_AUTO = 2 };
+
 typedef struct spec_data {
     spec_data_format format;
     char *train;      /* dataset names relative to a dataset root; NULL = none */
@@ -176,7 +178,10 @@ typedef struct spec_data {
     int num_classes;         /* default 10 */
     /* csv */
     int label_column;        /* default 0 */
-    bool header;             /* skip first line; default false */
+    /* CSV: the first line is a header (SPEC_HEADER_YES), data
+     * (SPEC_HEADER_NO), or a header when a field of it is not a number
+     * (SPEC_HEADER_AUTO, the default: the rule uploads are checked by). */
+    int header;
     /* synthetic: random inputs of model.input shape and random labels */
     long synthetic_train;    /* default 60000 */
     long synthetic_test;     /* default 10000 */

@@ -296,13 +296,14 @@ static void set_name(json_t *o, const char *key, const char *value)
 
 static json_t *data_json(const spec_data *d)
 {
-    json_t *o = json_pack("{s:s,s:f,s:s,s:b,s:I,s:I,s:i,s:i,s:b}", "format",
+    json_t *header = d->header == SPEC_HEADER_AUTO ? json_string("auto")
+                                                   : json_boolean(d->header == SPEC_HEADER_YES);
+    json_t *o = json_pack("{s:s,s:f,s:s,s:b,s:I,s:I,s:i,s:i,s:o}", "format",
                           spec_data_format_name(d->format), "validation_split",
                           d->validation_split, "scaling", spec_scaling_names[d->scaling],
                           "shuffle", d->shuffle, "train_samples", (json_int_t)d->train_samples,
                           "test_samples", (json_int_t)d->test_samples, "num_classes",
-                          d->num_classes, "label_column", d->label_column, "header",
-                          d->header);
+                          d->num_classes, "label_column", d->label_column, "header", header);
     if (!o)
         return NULL;
     set_name(o, "train", d->train);

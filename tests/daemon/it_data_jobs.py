@@ -57,6 +57,7 @@ def cases():
         punchtest.case("warm start", warm, d)
         punchtest.case("predictions", predict, d)
         punchtest.case("regression", regression, d)
+        punchtest.case("CSV regression", csv_regression, d)
         punchtest.case("an IDX pair", idx_pair, d)
     with Daemon(["--hold"]) as d:
         punchtest.case("in use: no replace, no delete", in_use, d)
@@ -288,6 +289,34 @@ def regression(d):
     # Noise of variance 0.0025; the mean alone would score var (about 4).
     check(hist["loss"][-1] < 0.01 and hist["loss"][-1] < var / 100,
           "mse %s against the variance of y %.3f" % (hist["loss"], var))
+
+
+
+def csv_regression(d):
+    """Issue 31 #5 as a user met it: a CSV with a header line and a float
+    target in its last column, submitted without "header" and with
+    label_column -1, trains a regression (it failed at run time with
+    "label (column 1) 2.50737 is not an integer class"). A class-name
+    column is refused at upload, naming its column."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(400, 3))
+    y = x @ np.array([1.5, -2.0, 0.5]) + 1.0
+    text = "a,b,c,price\n" + "".join("%.5f,%.5f,%.5f,%.5f\n" % (*r, t) for r, t in zip(x, y))
+    check(put(d, "alice", "houses.csv", text.encode()).status_code == 201, "upload")
+    spec = {"name": "csv-reg", "model": {"input": [3], "layers": [{"type": "dense", "units": 1}]},
+            "data": {"format": "csv", "train": "@houses.csv", "label_column": -1,
+                     "num_classes": 1, "scaling": "none", "validation_split": 0.25},
+            "training": {"epochs": 8, "batch_size": 16, "seed": 1, "loss": "mse",
+                         "optimizer": {"name": "adam", "learning_rate": 0.05}}}
+    jid = d.submit_id("alice", spec)
+    end = d.wait_state("alice", jid, punchtest.FINAL_STATES, timeout=90)
+    require(end["state"] == "succeeded", "job: %s\n%s" % (end, d.train_log(jid)))
+    hist = d.req("GET", "/api/v1/jobs/%s/history" % jid, "alice").json()
+    # y varies by about 6.5; a fitted line leaves only float rounding.
+    check(hist["val_loss"][-1] < 0.05, "val mse %s (var of y %.2f)" % (hist["val_loss"], y.var()))
+    iris = b"sepal,petal,width,species\n5.1,1.4,0.2,setosa\n7.0,4.7,1.4,versicolor\n"
+    e = expect_error(put(d, "alice", "iris.csv", iris), 400, "class names")
+    check("line 2, column 3 (counted from 0): \"setosa\" is not a number" in e["error"], e)
 
 
 FM = os.path.join(punchtest.DATASETS, "fashion-mnist")

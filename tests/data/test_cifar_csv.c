@@ -149,17 +149,20 @@ static void test_csv_bad_fields(void **state)
         const char *text;
         const char *msg;
     } cases[] = {
-        {"1,2,3\n1,abc,3\n", "bad.csv:2: field 2 \"abc\" is not a number"},
-        {"1,2,3\n1,,3\n", "bad.csv:2: field 2 \"\" is not a number"},
-        {"1,2,nan\n", "bad.csv:1: field 3 \"nan\" is not a number"},
-        {"1,2,1e999\n", "bad.csv:1: field 3 \"1e999\" is not a number"},
-        {"1,2,3\n1,2,3 4\n", "bad.csv:2: field 3 \"3 4\" is not a number"},
-        {"x,2,3\n", "bad.csv:1: label (column 1) \"x\" is not a number"},
-        {"1.5,2,3\n", "bad.csv:1: label (column 1) 1.5 is not an integer class"},
+        {"1,2,3\n1,abc,3\n", "bad.csv:2: column 1 \"abc\" is not a number"},
+        {"1,2,3\n1,,3\n", "bad.csv:2: column 1 \"\" is not a number"},
+        {"1,2,nan\n", "bad.csv:1: column 2 \"nan\" is not a number"},
+        {"1,2,1e999\n", "bad.csv:1: column 2 \"1e999\" is not a number"},
+        {"1,2,3\n1,2,3 4\n", "bad.csv:2: column 2 \"3 4\" is not a number"},
+        {"x,2,3\n", "bad.csv:1: label (column 0) \"x\" is not a number: class labels are "
+                    "integers 0, 1, ... (map class names to numbers first)"},
+        {"1.5,2,3\n", "bad.csv:1: label (column 0) 1.5 is not an integer class (a regression "
+                      "target needs training.loss \"mse\")"},
         {"1,2,3\n10,2,3\n", "bad.csv:2: label 10 out of range [0, 10)"},
         {"-1,2,3\n", "bad.csv:1: label -1 out of range [0, 10)"},
         {"1,2,3\n4,5,6,7\n", "bad.csv:2: 3 features, expected 2"},
-        {"a,b,c\n", "bad.csv:1: label (column 1) \"a\" is not a number"},
+        {"a,b,c\n", "bad.csv:1: label (column 0) \"a\" is not a number: class labels are "
+                    "integers 0, 1, ... (map class names to numbers first)"},
         {"\n\n  \n", "bad.csv: no data rows"},
         {"1,2\0,3\n", "bad.csv:1: NUL byte (binary file?)"},
     };
@@ -181,7 +184,48 @@ static void test_csv_bad_fields(void **state)
     assert_string_equal(err, "hdr.csv: no data rows");
     p = tu_write(tu_dir, "col.csv", "1,2\n", 4);
     assert_int_equal(dataset_load_csv(p, 5, false, 10, &d, err, sizeof err), -1);
-    assert_string_equal(err, "col.csv:1: no label column 6 (2 fields)");
+    assert_string_equal(err, "col.csv:1: no column 5 for data.label_column (the line has columns "
+                             "0 to 1)");
+}
+
+/* Issue 31 #5: a float label column under mse is a regression target; a
+ * header is recognised as uploads recognise it; label_column -1 is the
+ * last column. */
+static void test_csv_regression_header(void **state)
+{
+    (void)state;
+    const char text[] = "price,rooms,area\n2.5,1,2\n\n-0.75,3,4\n";
+    const char *p = tu_write(tu_dir, "reg.csv", text, sizeof text - 1);
+    dataset d;
+    assert_int_equal(data_csv_load_pick(p, 0, SPEC_HEADER_AUTO, 1, true, 0, NULL, &d, err,
+                                        sizeof err), 0);
+    assert_int_equal(d.n, 2);
+    assert_non_null(d.t);
+    assert_true(d.t[0] == 2.5f && d.t[1] == -0.75f);
+    assert_true(d.x[0] == 1 && d.x[1] == 2 && d.x[2] == 3 && d.x[3] == 4);
+    dataset_free(&d);
+    long n = 0;
+    assert_int_equal(data_csv_count(p, SPEC_HEADER_AUTO, &n, err, sizeof err), 0);
+    assert_int_equal(n, 2);
+    /* Said to be data, the header is an error naming its column. */
+    assert_int_equal(data_csv_load_pick(p, 0, SPEC_HEADER_NO, 1, true, 0, NULL, &d, err,
+                                        sizeof err), -1);
+    assert_string_equal(err, "reg.csv:1: column 0 \"price\" is not a number");
+    /* One target column: num_classes 1. */
+    assert_int_equal(data_csv_load_pick(p, 0, SPEC_HEADER_AUTO, 3, true, 0, NULL, &d, err,
+                                        sizeof err), -1);
+    assert_non_null(strstr(err, "data.num_classes must be 1, not 3"));
+    /* auto: an all-number first line is data. */
+    const char plain[] = "1,2,3\n4,5,6\n";
+    p = tu_write(tu_dir, "plain.csv", plain, sizeof plain - 1);
+    assert_int_equal(data_csv_load(p, -1, SPEC_HEADER_AUTO, 10, 0, &d, err, sizeof err), 0);
+    assert_int_equal(d.n, 2);
+    assert_int_equal(d.y[0], 3);
+    assert_int_equal(d.y[1], 6);
+    assert_true(d.x[0] == 1 && d.x[1] == 2 && d.x[2] == 4 && d.x[3] == 5);
+    dataset_free(&d);
+    assert_int_equal(data_csv_count(p, SPEC_HEADER_AUTO, &n, err, sizeof err), 0);
+    assert_int_equal(n, 2);
 }
 
 static void test_csv_corrupt_gzip(void **state)
@@ -275,6 +319,7 @@ int main(void)
         cmocka_unit_test(test_csv_ok),
         cmocka_unit_test(test_csv_short_row),
         cmocka_unit_test(test_csv_bad_fields),
+        cmocka_unit_test(test_csv_regression_header),
         cmocka_unit_test(test_csv_corrupt_gzip),
         cmocka_unit_test(test_csv_random),
         cmocka_unit_test(test_synthetic),

@@ -254,7 +254,7 @@ static void test_csv_ranges(void **state)
     assert_int_equal(data_csv_load(p, 0, true, 3, 2, &whole, err, sizeof err), -1);
     assert_int_equal(data_csv_load_range(p, 0, true, 3, 2, 0, 2, &part, err2, sizeof err2), -1);
     assert_string_equal(err, err2);
-    assert_string_equal(err, "bad.csv:7: field 2 \"x\" is not a number");
+    assert_string_equal(err, "bad.csv:7: column 1 \"x\" is not a number");
 }
 
 static void test_synthetic_ranges(void **state)

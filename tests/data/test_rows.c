@@ -194,7 +194,7 @@ static void test_cifar_rows(void **state)
 
 static int load_csv_pick(const void *ctx, const data_pick *pick, dataset *out)
 {
-    return data_csv_load_pick(ctx, 0, true, 0, 0, pick, out, err, sizeof err);
+    return data_csv_load_pick(ctx, 0, true, 0, false, 0, pick, out, err, sizeof err);
 }
 
 static void test_csv_rows(void **state)
@@ -215,8 +215,8 @@ static void test_csv_rows(void **state)
     strcpy(p, tu_write(tu_dir, "bad.csv", tu_csv_bad_line7, strlen(tu_csv_bad_line7)));
     rows[0] = 1;
     pick.bytes = NULL;
-    assert_int_equal(data_csv_load_pick(p, 0, true, 3, 2, &pick, &part, err2, sizeof err2), -1);
-    assert_string_equal(err2, "bad.csv:7: field 2 \"x\" is not a number");
+    assert_int_equal(data_csv_load_pick(p, 0, true, 3, false, 2, &pick, &part, err2, sizeof err2), -1);
+    assert_string_equal(err2, "bad.csv:7: column 1 \"x\" is not a number");
 }
 
 static int load_synthetic_pick(const void *ctx, const data_pick *pick, dataset *out)
