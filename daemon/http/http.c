@@ -36,6 +36,7 @@ typedef struct http_req {
     char *body;
     size_t len, cap;
     bool too_large;
+    bool draining;           /* answered already in substance: read the body, then reply */
     size_t discarded;
     int refused;             /* 0, or the status the request is refused with */
     const char *refusal;     /* why, for the client */
@@ -44,10 +45,19 @@ typedef struct http_req {
     api_stream *stream; /* the body goes here instead (routes_stream_open) */
 } http_req;
 
-/* A body over the cap is read and discarded up to this many bytes past the
- * cap, so that its client reads the 413 (docs/daemon.md, "Security");
- * one that goes on longer is cut off. */
+/* A body the daemon will not use (over the cap, or of a request refused
+ * from its header alone) is read and discarded, so that a client that
+ * sends it whole before reading (Python's requests does) gets the answer
+ * instead of a broken pipe; at most this much, or the upload limit when
+ * that is larger (docs/daemon.md, "Security"), and within the body's
+ * deadline. One that goes on longer is cut off. */
 #define HTTP_DISCARD_MAX (8u << 20)
+
+static unsigned long long http_discard_max(const http_server *s)
+{
+    unsigned long long up = s->d->cfg.upload_max > 0 ? (unsigned long long)s->d->cfg.upload_max : 0;
+    return up > HTTP_DISCARD_MAX ? up : HTTP_DISCARD_MAX;
+}
 
 /* The slowest upload (bytes a second) that a streamed body's deadline
  * allows for beyond --body-timeout: 1 MiB/s, 35 minutes for 2 GiB. */
@@ -142,12 +152,13 @@ static enum MHD_Result http_dispatch(http_server *s, struct MHD_Connection *conn
 }
 
 /* Append a body chunk, enforcing the cap on the running total. */
-static bool http_append(http_req *req, const char *data, size_t n, long max_body)
+static bool http_append(http_req *req, const char *data, size_t n, long max_body,
+                        unsigned long long discard_max)
 {
     if (req->too_large || req->len + n > (size_t)max_body) {
         req->too_large = true;
         req->discarded += n;
-        return req->discarded <= HTTP_DISCARD_MAX;
+        return req->discarded <= discard_max;
     }
     if (req->len + n + 1 > req->cap) {
         size_t cap = req->cap ? req->cap : 4096;
@@ -163,6 +174,22 @@ static bool http_append(http_req *req, const char *data, size_t n, long max_body
     req->len += n;
     req->body[req->len] = '\0';
     return true;
+}
+
+/* Should a request refused from its header have its body read first? Only
+ * when one comes (a length, or chunked), its client is not waiting for
+ * "100 Continue" (it has sent nothing and reads the answer now), and it is
+ * not longer than http_discard_max. */
+static bool http_may_drain(const http_server *s, struct MHD_Connection *conn,
+                           unsigned long long declared)
+{
+    const char *expect = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_EXPECT);
+    if (expect && strcasecmp(expect, "100-continue") == 0)
+        return false;
+    bool chunked = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                               MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL;
+    return (declared > 0 || chunked) && declared <= http_discard_max(s);
 }
 
 static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *url,
@@ -194,6 +221,15 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
         unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
         api_request probe = {.conn = conn, .d = s->d, .method = method, .path = url};
         routes_stream_open_result so = routes_stream_open(&probe, &req->stream);
+        if (so == ROUTES_ANSWER_NOW && http_may_drain(s, conn, declared)) {
+            /* Refused from the header (a bad name, no secret): the body is
+             * read and dropped first, then the answer goes out. */
+            req->draining = true;
+            httpwatch_set(s->watch, http_watched(conn),
+                          s->d->cfg.body_timeout + (double)(declared / HTTP_STREAM_MIN_RATE),
+                          "request body");
+            return MHD_YES;
+        }
         if (so == ROUTES_ANSWER_NOW)
             return http_dispatch(s, conn, url, method, req);
         if (so == ROUTES_STREAM) {
@@ -215,9 +251,17 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
         const char *expect = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                          MHD_HTTP_HEADER_EXPECT);
         if ((expect && strcasecmp(expect, "100-continue") == 0) ||
-            declared - (unsigned long long)s->d->cfg.max_body > HTTP_DISCARD_MAX)
+            declared - (unsigned long long)s->d->cfg.max_body > http_discard_max(s))
             return http_dispatch(s, conn, url, method, req);
+        httpwatch_set(s->watch, http_watched(conn),
+                      s->d->cfg.body_timeout + (double)(declared / HTTP_STREAM_MIN_RATE),
+                      "request body");
         return MHD_YES;
+    }
+    if (*upload_data_size > 0 && req->draining) {
+        req->discarded += *upload_data_size;
+        *upload_data_size = 0;
+        return req->discarded <= http_discard_max(s) ? MHD_YES : MHD_NO;
     }
     if (*upload_data_size > 0 && req->stream) {
         bool ok = api_stream_write(req->stream, upload_data, *upload_data_size);
@@ -229,7 +273,8 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
         return ok ? MHD_YES : MHD_NO;
     }
     if (*upload_data_size > 0) {
-        bool ok = http_append(req, upload_data, *upload_data_size, s->d->cfg.max_body);
+        bool ok = http_append(req, upload_data, *upload_data_size, s->d->cfg.max_body,
+                              http_discard_max(s));
         *upload_data_size = 0;
         if (!ok) {
             log_warn("http: %s %.100s: body far over the limit; connection closed", method, url);
