@@ -90,9 +90,13 @@ static const routes_entry routes_table[] = {
 };
 #define ROUTES_COUNT (sizeof routes_table / sizeof routes_table[0])
 
+/* The shortest id prefix a user may type instead of a job's whole id
+ * (routes_short_id resolves it). */
+#define ROUTES_MIN_ID_PREFIX 4
+
 static bool routes_is_job_id(const char *s, size_t n)
 {
-    if (n != STORE_ID_LEN)
+    if (n < ROUTES_MIN_ID_PREFIX || n > STORE_ID_LEN)
         return false;
     for (size_t i = 0; i < n; i++)
         if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
@@ -217,6 +221,37 @@ static bool routes_authenticate(api_request *r, routes_auth how, enum MHD_Result
     return ok;
 }
 
+/* r->job_id is not a job: is it the start of exactly one the caller may
+ * see (theirs; any for an admin)? Then r->job_id becomes that job's whole
+ * id (the buffer holds STORE_ID_LEN + 1) and the answer is true. Several:
+ * the 409 naming them is queued in *ret. None, or not an id's start:
+ * false with *ret MHD_NO, and the caller's 404 follows. */
+static bool routes_short_id(api_request *r, enum MHD_Result *ret, store_status *rs)
+{
+    *ret = MHD_NO;
+    size_t n = strlen(r->job_id);
+    if (n < ROUTES_MIN_ID_PREFIX || n >= STORE_ID_LEN ||
+        strspn(r->job_id, "0123456789abcdef") != n)
+        return false;
+    char ids[4][STORE_ID_LEN + 1];
+    int found = 0;
+    const char *owner = r->caller.role == AUTH_ROLE_ADMIN ? NULL : r->caller.identity;
+    if (store_job_ids_by_prefix(r->d->st, owner, r->job_id, ids, 4, &found) != STORE_OK) {
+        *rs = STORE_ERROR;
+        return false;
+    }
+    if (found == 1) {
+        memcpy((char *)r->job_id, ids[0], STORE_ID_LEN + 1);
+        return true;
+    }
+    if (found > 1)
+        *ret = api_reply_error(r, MHD_HTTP_CONFLICT, NULL,
+                               "job id %s is ambiguous: it starts %s, %s%s%s%s; give more of "
+                               "the id", r->job_id, ids[0], ids[1], found > 2 ? ", " : "",
+                               found > 2 ? ids[2] : "", found > 3 ? " and more" : "");
+    return false;
+}
+
 /* Load the job the route acts on into *job. On failure the 404 (no such job,
  * or one the caller may not see) or 500 is queued in *ret. */
 static bool routes_load_job(api_request *r, routes_job which, store_job *job,
@@ -233,6 +268,10 @@ static bool routes_load_job(api_request *r, routes_job which, store_job *job,
         return false;
     }
     store_status rs = store_job_get(r->d->st, r->job_id, job);
+    if (rs == STORE_NOT_FOUND && routes_short_id(r, ret, &rs))
+        rs = store_job_get(r->d->st, r->job_id, job);
+    else if (rs == STORE_NOT_FOUND && *ret != MHD_NO)
+        return false;
     if (rs == STORE_OK &&
         (r->caller.role == AUTH_ROLE_ADMIN || strcmp(job->owner, r->caller.identity) == 0))
         return true;

@@ -106,6 +106,11 @@ store_status store_job_submit(store *st, const store_new_job *nj, int max_queued
 store_status store_job_get(store *st, const char *id, store_job *job);
 /* The owner's most recently submitted job (the seed API's "current job"). */
 store_status store_job_latest(store *st, const char *owner, store_job *job);
+
+/* The ids (in order, at most max) of the jobs whose id starts with prefix:
+ * owner's, or everyone's when owner is NULL. A short id a user types. */
+store_status store_job_ids_by_prefix(store *st, const char *owner, const char *prefix,
+                                     char (*ids)[STORE_ID_LEN + 1], int max, int *n);
 /* The submitted spec text; caller frees *spec. */
 store_status store_job_spec(store *st, const char *id, char **spec);
 /* The spec as its user wrote it (the resolved one for jobs submitted

@@ -273,6 +273,38 @@ store_status store_job_latest(store *st, const char *owner, store_job *job)
     return store_read_one(st, ST_GET_LATEST, owner, store_read_job, job);
 }
 
+store_status store_job_ids_by_prefix(store *st, const char *owner, const char *prefix,
+                                     char (*ids)[STORE_ID_LEN + 1], int max, int *n)
+{
+    *n = 0;
+    char upper[STORE_ID_LEN + 2];
+    if (strlen(prefix) > STORE_ID_LEN)
+        return STORE_OK;
+    /* A range on the primary key: "~" sorts after every id character. */
+    snprintf(upper, sizeof upper, "%s~", prefix);
+    store_conn *c = store_acquire(st);
+    store_status rs = STORE_ERROR;
+    sqlite3_stmt *s = store_prepare_once(
+        c, "SELECT id FROM jobs WHERE id >= ?1 AND id < ?2 AND (?3 IS NULL OR owner = ?3) "
+           "ORDER BY id LIMIT ?4");
+    if (s) {
+        store_bind_text(s, 1, prefix);
+        store_bind_text(s, 2, upper);
+        if (owner)
+            store_bind_text(s, 3, owner);
+        else
+            sqlite3_bind_null(s, 3);
+        sqlite3_bind_int(s, 4, max);
+        int rc;
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW && *n < max)
+            store_col_copy(s, 0, ids[(*n)++], STORE_ID_LEN + 1);
+        rs = store_log_rc(c, rc, "finding jobs by id prefix") ? STORE_OK : STORE_ERROR;
+        sqlite3_finalize(s);
+    }
+    store_release(st, c);
+    return rs;
+}
+
 store_status store_job_spec(store *st, const char *id, char **spec)
 {
     return store_read_one(st, ST_GET_SPEC, id, store_read_text, spec);

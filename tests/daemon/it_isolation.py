@@ -1,6 +1,6 @@
 """it_isolation.py — users cannot see, list, cancel or read each other's jobs:
 another user's job answers exactly like an unknown id (404), so its existence
-does not leak; an admin sees all. Runs with --hold (no engine needed);
+does not leak, nor does a short id's prefix match; an admin sees all. Runs with --hold (no engine needed);
 it_runs.py repeats the download checks on finished jobs with real files."""
 import punchtest
 from punchtest import SECRETS, Daemon, check, expect_error
@@ -13,6 +13,22 @@ def cases():
         punchtest.case("reads answer like an unknown id", reads, d, a, b)
         punchtest.case("lists", lists, d, a, b)
         punchtest.case("seed endpoints", seed, d, a, b)
+        punchtest.case("short ids", short_ids, d, a, b)
+
+
+def short_ids(d, a, b):
+    """Issue 31 #15: the first characters of an id (4 or more) name the
+    caller's job they begin; another user's job stays a 404 like any
+    unknown id, so a prefix probes nothing; an admin's reach all."""
+    for n in (4, 6, 11):
+        j = d.req("GET", "/api/v1/jobs/" + a[:n], "alice")
+        check(j.status_code == 200 and j.json()["id"] == a, "alice, %d chars: %d %s"
+              % (n, j.status_code, j.text[:200]))
+        expect_error(d.req("GET", "/api/v1/jobs/%s/events" % a[:n], "bob"), 404,
+                     "bob, %d chars of alice's id" % n)
+    check(d.req("GET", "/api/v1/jobs/%s/events" % b[:5], "bob").status_code == 200, "bob's own")
+    check(d.req("GET", "/api/v1/jobs/" + a[:6], "root").json()["id"] == a, "admin")
+    expect_error(d.req("GET", "/api/v1/jobs/" + a[:3], "alice"), 404, "3 characters")
 
 
 def reads(d, a, b):

@@ -339,7 +339,7 @@ static void test_routes_refusals(void **state)
     fixture *f = *state;
     char id[STORE_ID_LEN + 1], path[96];
     submit(f, "alice-secret", id);
-    const char *unknown[] = {"/index.html", "/api/v1", "/api/v1/jobs/", "/api/v1/jobs/0123",
+    const char *unknown[] = {"/index.html", "/api/v1", "/api/v1/jobs/", "/api/v1/jobs/012",
                              "/api/v1/jobs/0123456789AB", "/api/v1/jobs/%s/", "/api/v1/jobs/%s/x",
                              "/api/v1/jobs/%s/logs/more", "/healthz/"};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
@@ -350,6 +350,11 @@ static void test_routes_refusals(void **state)
                                "no such route"));
         reply_clear(&r);
     }
+    /* Four characters or more are a short id: no job begins 0000 here. */
+    reply short_id = call(f, "GET", "/api/v1/jobs/0000", "alice-secret", NULL);
+    assert_int_equal(short_id.status, id[0] == '0' && id[1] == '0' && id[2] == '0' &&
+                                          id[3] == '0' ? 200 : 404);
+    reply_clear(&short_id);
     snprintf(path, sizeof path, "/api/v1/jobs/%s/events", id);
     expect_error(f, "GET", path, NULL, 401);
     expect_error(f, "GET", path, "wrong-secret", 401);

@@ -87,6 +87,45 @@ static void test_submit_and_get(void **state)
     assert_int_equal(store_job_latest(f->st, "nobody", &j), STORE_NOT_FOUND);
 }
 
+/* A short id: the jobs whose ids start with it, in id order, the owner's
+ * only unless the owner is NULL (an admin), at most max. */
+static void test_ids_by_prefix(void **state)
+{
+    fixture *f = *state;
+    enum { N = 48 };
+    char ids[N][STORE_ID_LEN + 1];
+    for (int i = 0; i < N; i++)
+        assert_int_equal(submit(f->st, i % 2 ? "bob" : "alice", 0, 1, 0, ids[i]), STORE_OK);
+    for (int digit = 0; digit < 16; digit++) {
+        char prefix[2] = {"0123456789abcdef"[digit], 0};
+        char want[N][STORE_ID_LEN + 1], got[N][STORE_ID_LEN + 1];
+        int n_want = 0, n_all = 0, n = -1;
+        for (int i = 0; i < N; i++) {
+            if (ids[i][0] != prefix[0])
+                continue;
+            n_all++;
+            if (i % 2 == 0)
+                memcpy(want[n_want++], ids[i], STORE_ID_LEN + 1);
+        }
+        qsort(want, (size_t)n_want, sizeof want[0], (int (*)(const void *, const void *))strcmp);
+        assert_int_equal(store_job_ids_by_prefix(f->st, "alice", prefix, got, N, &n), STORE_OK);
+        assert_int_equal(n, n_want);
+        for (int i = 0; i < n; i++)
+            assert_string_equal(got[i], want[i]);
+        assert_int_equal(store_job_ids_by_prefix(f->st, NULL, prefix, got, N, &n), STORE_OK);
+        assert_int_equal(n, n_all);
+        assert_int_equal(store_job_ids_by_prefix(f->st, NULL, prefix, got, 2, &n), STORE_OK);
+        assert_int_equal(n, n_all < 2 ? n_all : 2);
+    }
+    int n = -1;
+    char got[2][STORE_ID_LEN + 1];
+    assert_int_equal(store_job_ids_by_prefix(f->st, NULL, ids[0], got, 2, &n), STORE_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(got[0], ids[0]);
+    assert_int_equal(store_job_ids_by_prefix(f->st, "bob", ids[0], got, 2, &n), STORE_OK);
+    assert_int_equal(n, 0);
+}
+
 static void test_queue_limit(void **state)
 {
     fixture *f = *state;
@@ -630,6 +669,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_submit_and_get, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ids_by_prefix, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_transitions, setup, teardown),
