@@ -2,6 +2,7 @@
 #include "jobtext.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 #include <time.h>
 
@@ -171,6 +172,9 @@ void jobtext_print_detail(const json_t *job, double now, FILE *out)
         fprintf(out, "error      %s\n", jobtext_str(job, "error"));
 }
 
+/* The widest PROGRESS / RESULT cell of a table row. */
+#define JOBTEXT_SUMMARY_MAX 72
+
 void jobtext_print_table(const json_t *jobs, double now, FILE *out)
 {
     if (json_array_size(jobs) == 0) {
@@ -178,21 +182,39 @@ void jobtext_print_table(const json_t *jobs, double now, FILE *out)
         return;
     }
     /* Names vary in length; size the column to the longest (within reason). */
-    int name_w = 4;
+    int name_w = 4, owner_w = 5;
     size_t i;
     const json_t *job;
+    const char *first_owner = NULL;
+    bool owners = false; /* several: an admin's list, which gets an OWNER column */
     json_array_foreach(jobs, i, job) {
         int n = (int)strlen(jobtext_str(job, "name"));
         if (n > name_w)
             name_w = n > 32 ? 32 : n;
+        const char *owner = jobtext_str(job, "owner");
+        n = (int)strlen(owner);
+        if (n > owner_w)
+            owner_w = n > 24 ? 24 : n;
+        if (!first_owner)
+            first_owner = owner;
+        owners |= strcmp(owner, first_owner) != 0;
     }
-    fprintf(out, "%-12s  %-*s  %-9s  %-9s  %s\n", "ID", name_w, "NAME", "STATE", "SUBMITTED",
+    fprintf(out, "%-12s  ", "ID");
+    if (owners)
+        fprintf(out, "%-*s  ", owner_w, "OWNER");
+    fprintf(out, "%-*s  %-9s  %-9s  %s\n", name_w, "NAME", "STATE", "SUBMITTED",
             "PROGRESS / RESULT");
     json_array_foreach(jobs, i, job) {
         char age[32], summary[256];
         jobtext_format_age(json_object_get(job, "submitted_at"), now, age, sizeof age);
         jobtext_format_summary(job, summary, sizeof summary);
-        fprintf(out, "%-12s  %-*.*s  %-9s  %-9s  %s\n", jobtext_str(job, "id"), name_w, name_w,
-                jobtext_str(job, "name"), jobtext_str(job, "state"), age, summary);
+        /* One row a job: a long error is cut; punch state ID has it all. */
+        if (strlen(summary) > JOBTEXT_SUMMARY_MAX)
+            strcpy(summary + JOBTEXT_SUMMARY_MAX - 3, "...");
+        fprintf(out, "%-12s  ", jobtext_str(job, "id"));
+        if (owners)
+            fprintf(out, "%-*.*s  ", owner_w, owner_w, jobtext_str(job, "owner"));
+        fprintf(out, "%-*.*s  %-9s  %-9s  %s\n", name_w, name_w, jobtext_str(job, "name"),
+                jobtext_str(job, "state"), age, summary);
     }
 }

@@ -13,7 +13,8 @@
 void jobtext_print_detail(const json_t *job, double now, FILE *out);
 
 /* A table of jobs (an array of job objects), one row each, with a header;
- * "no jobs" when empty. */
+ * "no jobs" when empty. An OWNER column when the jobs have several owners
+ * (an admin's list); a long error cut to the row. */
 void jobtext_print_table(const json_t *jobs, double now, FILE *out);
 
 /* Make s safe for a terminal, in place: every control character (C0 such

@@ -210,6 +210,39 @@ static void test_control_characters_escaped(void **state)
     json_decref(job);
 }
 
+/* Issue 31 #15: an admin's list has an OWNER column, a user's does not; a
+ * failed job's long error is cut to its row. */
+static void test_table_owner_and_long_error(void **state)
+{
+    (void)state;
+    char long_error[400];
+    memset(long_error, 'e', sizeof long_error - 1);
+    long_error[sizeof long_error - 1] = 0;
+    json_t *jobs = json_pack("[{s:s,s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s}]", "id", "aaaaaaaaaaaa",
+                             "owner", "alice", "name", "a", "state", "failed", "error",
+                             long_error, "id", "bbbbbbbbbbbb", "owner", "bob", "name", "b",
+                             "state", "queued");
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    jobtext_print_table(jobs, 0, out);
+    fclose(out);
+    assert_non_null(strstr(text, "OWNER"));
+    assert_non_null(strstr(text, "alice"));
+    assert_non_null(strstr(text, "eee..."));
+    assert_null(strstr(text, long_error + 300));
+    for (char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+        assert_true(strcspn(line, "\n") < 160);
+    free(text);
+    json_array_remove(jobs, 1);
+    out = open_memstream(&text, &len);
+    jobtext_print_table(jobs, 0, out);
+    fclose(out);
+    assert_null(strstr(text, "OWNER"));
+    free(text);
+    json_decref(jobs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -222,6 +255,7 @@ int main(void)
         cmocka_unit_test(test_durations_and_rates),
         cmocka_unit_test(test_job_summaries),
         cmocka_unit_test(test_control_characters_escaped),
+        cmocka_unit_test(test_table_owner_and_long_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
