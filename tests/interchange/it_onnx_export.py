@@ -14,7 +14,12 @@
            punch-train --predict's outputs within 1e-4. Skips when node,
            npm or the registry is unreachable.
 
-Run one part: it_onnx_export.py presets|runtime."""
+  daemon:  GET /api/v1/jobs/ID/export?format=onnx serves the job's
+           model.onnx, builds it on request for a job without one (an
+           older job), refuses another user (404) and other formats (400);
+           punch fetch --onnx downloads it.
+
+Run one part: it_onnx_export.py presets|runtime|daemon."""
 import json
 import os
 import re
@@ -211,9 +216,58 @@ def case_mlp(engine, modules, tmp):
     train_and_compare(engine, modules, tmp, "mlp", job, xs[:9].astype(np.float32))
 
 
+def punch(d, user, *args):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PUNCH_")}
+    env.update(PUNCH_URL=d.url, PUNCH_SECRET=d.secrets[user], HOME=d.tmp)
+    exe = os.environ.get("PUNCH") or pt.build_path("client", "punch")
+    return run([exe] + list(args), timeout=60, env=env)
+
+
+def case_daemon(tmp):
+    import onnx
+    job = {"name": "export", "model": {"input": [1, 6, 6], "layers": [
+        {"type": "conv2d", "filters": 2, "kernel": [3, 3], "activation": "relu"},
+        {"type": "flatten"}, {"type": "dense", "units": 3, "activation": "softmax"}]},
+        "data": {"format": "synthetic", "synthetic_train": 64, "synthetic_test": 16,
+                 "num_classes": 3},
+        "training": {"epochs": 1, "batch_size": 16}}
+    with pt.Daemon() as d:
+        jid = d.submit_id("alice", job)
+        d.wait_state("alice", jid, ["succeeded"], timeout=120)
+        path = "/api/v1/jobs/%s/export?format=onnx" % jid
+        r = d.req("GET", path, "alice")
+        pt.require(r.status_code == 200, "export: %d %s" % (r.status_code, r.text[:300]))
+        saved = os.path.join(d.run_dir(jid), "model.onnx")
+        with open(saved, "rb") as f:
+            pt.check(r.content == f.read(), "the export is not the run directory's model.onnx")
+        pt.check("model.onnx" in r.headers.get("Content-Disposition", ""),
+                 "Content-Disposition: %r" % r.headers.get("Content-Disposition"))
+        pt.expect_error(d.req("GET", path, "bob"), 404, "bob exports alice's model")
+        pt.expect_error(d.req("GET", "/api/v1/jobs/%s/export?format=tflite" % jid, "alice"),
+                        400, "format tflite")
+        # A job from before the export: no model.onnx; built on request.
+        os.unlink(saved)
+        r = d.req("GET", "/api/v1/jobs/%s/export" % jid, "alice")
+        pt.require(r.status_code == 200, "export built on request: %d %s"
+                   % (r.status_code, r.text[:300]))
+        built = os.path.join(tmp, "built.onnx")
+        with open(built, "wb") as f:
+            f.write(r.content)
+        onnx.checker.check_model(onnx.load(built), full_check=True)
+        pt.check(not os.path.exists(saved), "the daemon wrote into the run directory")
+        out = punch(d, "alice", "fetch", jid, "--onnx", "-o", os.path.join(tmp, "fetched"))
+        pt.check(out.returncode == 0, "punch fetch --onnx: %s %s" % (out.stdout, out.stderr))
+        fetched = os.path.join(tmp, "fetched", "model.onnx")
+        pt.check(os.path.exists(fetched) and "model.onnx" in out.stdout,
+                 "punch fetch --onnx wrote no model.onnx: %s" % out.stdout)
+        if os.path.exists(fetched):
+            with open(fetched, "rb") as f:
+                pt.check(f.read() == r.content, "punch fetch's model.onnx differs")
+
+
 def cases():
     engine = pt.require_engine()
-    parts = sys.argv[1:] or ["presets", "runtime"]
+    parts = sys.argv[1:] or ["presets", "runtime", "daemon"]
     tmp = tempfile.mkdtemp(prefix="punch-onnx-")
     try:
         if "presets" in parts:
@@ -225,6 +279,8 @@ def cases():
             modules = ort_dir()
             pt.case("cnn: onnxruntime gives /predict's outputs", case_cnn, engine, modules, tmp)
             pt.case("mlp: onnxruntime gives /predict's outputs", case_mlp, engine, modules, tmp)
+        if "daemon" in parts:
+            pt.case("daemon: /export and punch fetch --onnx", case_daemon, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
