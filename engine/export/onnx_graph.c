@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/io_file.h"
+
 #define ONNX_ELEM_FLOAT ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT
 #define ONNX_ELEM_INT64 ONNX__TENSOR_PROTO__DATA_TYPE__INT64
 
@@ -203,12 +205,16 @@ const char *onnx_graph_floats(onnx_graph *g, const char *name, const int64_t *di
 {
     Onnx__TensorProto *t = graph_tensor(g, name, dims, rank, ONNX_ELEM_FLOAT);
     size_t n = dims_count(dims, rank);
-    float *copy = t ? graph_alloc(g, n * sizeof *copy) : NULL;
-    if (!copy)
+    /* raw_data (little-endian, as ONNX defines it) rather than float_data:
+     * one copy to pack and one to parse, where a packed repeated field is
+     * walked value by value by protobuf-c and by Python's protobuf. */
+    unsigned char *raw = t ? graph_alloc(g, n * 4) : NULL;
+    if (!raw)
         return "";
-    memcpy(copy, data, n * sizeof *copy);
-    t->n_float_data = n;
-    t->float_data = copy;
+    io_floats_to_le(raw, data, n);
+    t->has_raw_data = true;
+    t->raw_data.len = n * 4;
+    t->raw_data.data = raw;
     return t->name;
 }
 
