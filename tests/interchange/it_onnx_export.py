@@ -121,6 +121,7 @@ def ort_dir():
         os.makedirs(cache, exist_ok=True)
         try:
             out = run([npm, "install", "--ignore-scripts", "--no-audit", "--no-fund",
+                       "--fetch-retries", "1",
                        "--prefix", cache, "onnxruntime-node"], timeout=300)
         except subprocess.TimeoutExpired:
             pt.skip("npm install onnxruntime-node timed out (registry unreachable?)")
