@@ -11,7 +11,9 @@
 
 int onnx_export_initial(const job_spec *spec, const char *path, char *err, size_t errlen)
 {
-    backend *be = backend_create(spec, 1, 0, err, errlen);
+    /* The weights are made on the host: a job asking for GPUs exports on a
+     * machine without one too. */
+    backend *be = backend_cpu_create(1, err, errlen);
     model *m = be ? model_create(spec, be, 1, err, errlen) : NULL;
     float *params = m ? malloc((size_t)(m->n_params + 1) * sizeof *params) : NULL;
     float *state = m ? malloc((size_t)(m->n_state + 1) * sizeof *state) : NULL;
