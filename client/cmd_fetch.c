@@ -13,7 +13,7 @@
 #include "svg.h"
 
 const char cmd_fetch_usage[] =
-    "usage: punch fetch ID [-o DIR] [--format safetensors|npz|both] [--all]\n"
+    "usage: punch fetch ID [-o DIR] [--format safetensors|npz|both] [--onnx] [--all]\n"
     "\n"
     "Download the job's results into DIR (default: ./ID):\n"
     "  weights.safetensors, weights.npz   final weights (float32; keys like\n"
@@ -24,6 +24,8 @@ const char cmd_fetch_usage[] =
     "\n"
     "  -o, --output DIR      where to write (created if missing)\n"
     "  -f, --format F        safetensors, npz or both (default both)\n"
+    "      --onnx            also model.onnx: the model as ONNX, taking the raw inputs\n"
+    "                        /predict takes and giving its outputs\n"
     "  -a, --all             also every other file of the run directory, under\n"
     "                        the same relative paths (checkpoints/, ensemble\n"
     "                        members, train.log, progress.jsonl, ...)\n"
@@ -64,6 +66,7 @@ int fetch_parse_args(int argc, char **argv, fetch_args *args, cli_error *err)
         {.name = "output", .letter = 'o', .dest = &args->dir, .take = fetch_take_dir},
         {.name = "format", .letter = 'f', .dest = &args->format, .take = fetch_take_format},
         {.name = "all", .letter = 'a', .dest = &args->all},
+        {.name = "onnx", .dest = &args->onnx},
         {0},
     };
     if (cli_parse_options(argc, argv, options, err) != 0)
@@ -157,6 +160,16 @@ static int fetch_weights(httpc_client *c, const fetch_args *args, const char *di
     if (fetch_open(dir, name, &file, err) != 0)
         return err->code;
     int rc = remote_job_weights(c, args->id, format, file.f, err);
+    return fetch_close(&file, rc, err);
+}
+
+static int fetch_onnx(httpc_client *c, const fetch_args *args, const char *dir,
+                      cli_error *err)
+{
+    fetch_file file;
+    if (fetch_open(dir, "model.onnx", &file, err) != 0)
+        return err->code;
+    int rc = remote_job_export(c, args->id, file.f, err);
     return fetch_close(&file, rc, err);
 }
 
@@ -293,6 +306,8 @@ static int fetch_run(httpc_client *c, const fetch_args *args, const char *dir, c
         rc = fetch_weights(c, args, dir, formats[i], err);
         have_weights = rc == 0;
     }
+    if (rc == 0 && args->onnx)
+        rc = fetch_onnx(c, args, dir, err);
     if (rc == PUNCH_EXIT_NOT_FOUND && state != NULL && !remote_state_is_final(state))
         cli_fail(err, rc, "job %s is %s: no weights yet%s — run punch wait %s, then fetch "
                  "again", args->id, state,
@@ -317,6 +332,8 @@ static int fetch_run(httpc_client *c, const fetch_args *args, const char *dir, c
                 fetch_report_file(dir, "weights.safetensors");
             if (args->format & FETCH_NPZ)
                 fetch_report_file(dir, "weights.npz");
+            if (args->onnx)
+                fetch_report_file(dir, "model.onnx");
         }
         if (have_history) {
             fetch_report_file(dir, "history.json");

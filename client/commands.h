@@ -94,6 +94,7 @@ typedef struct fetch_args {
     const char *dir;   /* NULL: ./ID */
     fetch_format format;
     bool all;          /* every file of the run directory */
+    bool onnx;         /* also model.onnx (/export?format=onnx) */
 } fetch_args;
 int fetch_parse_args(int argc, char **argv, fetch_args *args, cli_error *err);
 

@@ -333,6 +333,17 @@ int remote_job_weights(httpc_client *c, const char *id, const char *format, FILE
     return 0;
 }
 
+int remote_job_export(httpc_client *c, const char *id, FILE *sink, cli_error *err)
+{
+    httpc_response r;
+    if (remote_job_request(c, "GET", id, "/export?format=onnx", sink, "exporting the model",
+                           "trained model yet (it is exported when training ends)", &r,
+                           err) != 0)
+        return err->code;
+    httpc_response_free(&r);
+    return 0;
+}
+
 int remote_job_resume(httpc_client *c, const char *id, json_t **job, cli_error *err)
 {
     char what[200];

@@ -56,6 +56,8 @@ int remote_job_history(httpc_client *c, const char *id, json_t **history, cli_er
 /* GET /api/v1/jobs/ID/weights?format=F streamed into sink. */
 int remote_job_weights(httpc_client *c, const char *id, const char *format, FILE *sink,
                        cli_error *err);
+/* GET /api/v1/jobs/ID/export?format=onnx (the model as ONNX) into sink. */
+int remote_job_export(httpc_client *c, const char *id, FILE *sink, cli_error *err);
 /* GET /api/v1/jobs/ID/logs?offset=N: resp->body holds the bytes,
  * resp->log_offset the next offset, resp->job_state the job's state. On
  * success the caller frees *resp; on failure there is nothing to free. */

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "export/onnx_export.h"
 #include "gpu/gpu_debug.h"
 #include "train/memlimit.h"
 #include "train/options.h"
@@ -29,6 +30,7 @@ static const char usage_text[] =
     "usage: punch-train JOB.json --out DIR [--datasets DIR[:DIR...]] [--threads N]\n"
     "                   [--resume] [--evaluate-only --weights FILE]\n"
     "                   [--predict INPUT.npy --weights FILE]\n"
+    "       punch-train JOB.json --export-onnx FILE [--weights FILE]\n"
     "       punch-train --validate JOB.json\n"
     "\n"
     "  --out DIR          run directory: progress.jsonl, history.json, weights.*, checkpoints/\n"
@@ -41,6 +43,8 @@ static const char usage_text[] =
     "  --predict IN.npy   the outputs of --weights FILE's model for IN.npy's raw inputs\n"
     "                     (scaled as the training data were) into DIR/predictions.npy,\n"
     "                     float32 [N, outputs]; no data is loaded\n"
+    "  --export-onnx FILE the model as ONNX (docs/interchange.md) with --weights FILE's\n"
+    "                     weights and input scaling, or its initial weights without\n"
     "  --validate         check the job, print its summary, and exit\n";
 
 typedef struct cli {
@@ -49,6 +53,7 @@ typedef struct cli {
     const char *datasets;
     const char *weights;
     const char *predict;
+    const char *export_onnx;
     int threads;
     bool resume, evaluate_only, validate, help;
 } cli;
@@ -105,6 +110,9 @@ static int cli_parse(int argc, char **argv, cli *c)
         } else if (cli_is(a, "--predict")) {
             slot = &c->predict;
             name = "--predict";
+        } else if (cli_is(a, "--export-onnx")) {
+            slot = &c->export_onnx;
+            name = "--export-onnx";
         } else if (cli_is(a, "--threads")) {
             const char *v = cli_value(argc, argv, &i, "--threads");
             char *end = NULL;
@@ -131,6 +139,10 @@ static int cli_parse(int argc, char **argv, cli *c)
     if (!c->job)
         return usage_error("%s", "missing JOB.json");
     if (c->validate)
+        return 0;
+    if (c->export_onnx && (c->predict || c->evaluate_only || c->resume || c->out))
+        return usage_error("%s", "--export-onnx takes only --weights FILE");
+    if (c->export_onnx)
         return 0;
     if (!c->out)
         return usage_error("%s", "missing --out DIR");
@@ -188,6 +200,14 @@ static int run(const cli *c, const engine_options *env, const job_spec *spec,
                const dataset_roots *roots)
 {
     char err[1024];
+    if (c->export_onnx) {
+        int rc = c->weights ? onnx_export_weights_file(spec, c->weights, c->export_onnx, err,
+                                                       sizeof err)
+                            : onnx_export_initial(spec, c->export_onnx, err, sizeof err);
+        if (rc != 0)
+            fprintf(stderr, "punch-train: %s\n", err);
+        return rc != 0 ? 1 : 0;
+    }
     if (spec->task == TASK_PREDICT && !c->predict) {
         train_options o = {.out_dir = c->out, .roots = *roots, .threads = c->threads,
                            .local_rank = env->local_rank};
@@ -216,7 +236,10 @@ static int run(const cli *c, const engine_options *env, const job_spec *spec,
                     "distributed.trainer to \"single\" or evaluate the weights of one rank\n");
             return 2;
         }
-        return dist_train(spec, &d);
+        int rc = dist_train(spec, &d);
+        if (rc == 0)
+            onnx_export_after_job(spec, c->out);
+        return rc;
     }
     if (env->world_size > 1) {
         /* Every rank would train the same model into the same directory. */
@@ -234,6 +257,8 @@ static int run(const cli *c, const engine_options *env, const job_spec *spec,
         spec_print_summary(spec, stdout);
         fflush(stdout);
         rc = train_single(spec, &o, err, sizeof err);
+        if (rc == 0)
+            onnx_export_after_job(spec, c->out);
     }
     if (rc != 0) {
         fprintf(stderr, "punch-train: %s\n", err);

@@ -6,7 +6,8 @@ libcurl4-openssl-dev libsqlite3-dev libopenmpi-dev openmpi-bin libopenblas-dev l
 zlib1g-dev dataset-fashion-mnist fortunes fortunes-de fortunes-es fortunes-it python3 python3-numpy python3-requests python3-jsonschema curl procps
 iproute2 groff-base systemd slurmctld slurmd slurm-client munge
 libgnutls28-dev openssl
-chromium chromium-driver python3-selenium"
+chromium chromium-driver python3-selenium
+libonnx-dev libprotobuf-c-dev protobuf-c-compiler python3-onnx nodejs npm"
 
 say() { printf '==> %s\n' "$*" >&2; }
 

@@ -141,6 +141,11 @@ enum MHD_Result api_job_resume(api_request *r);
  * not fit the model, 413 over predict_max. */
 enum MHD_Result api_job_predict(api_request *r);
 enum MHD_Result api_job_file(api_request *r);
+/* r->job's (succeeded; else 409) model as ONNX (?format=onnx, the only
+ * format): its run directory's model.onnx, or for a job that ended without
+ * one, built from its spec and final weights by punch-train --export-onnx;
+ * 409 naming the layer when the model cannot be exported. */
+enum MHD_Result api_job_export(api_request *r);
 /* /api/v1/datasets[/{name}]: the caller's uploads (admins see all). */
 enum MHD_Result api_datasets_list(api_request *r);
 enum MHD_Result api_dataset_get(api_request *r);

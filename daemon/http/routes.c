@@ -58,6 +58,8 @@ static const routes_entry routes_table[] = {
      ROUTE_JOB_RESUME},
     {"POST", "/api/v1/jobs/{id}/predict", api_job_predict, ROUTES_CALLER, ROUTES_PATH_JOB,
      ROUTE_JOB_PREDICT},
+    {"GET", "/api/v1/jobs/{id}/export", api_job_export, ROUTES_CALLER, ROUTES_PATH_JOB,
+     ROUTE_JOB_EXPORT},
     {"GET", "/api/v1/jobs/{id}/files", api_job_files, ROUTES_CALLER, ROUTES_PATH_JOB,
      ROUTE_JOB_FILES},
     {"GET", "/api/v1/jobs/{id}/files/{path}", api_job_file, ROUTES_CALLER, ROUTES_PATH_JOB,

@@ -67,7 +67,7 @@ _punch()
         wait)   opts="--interval --quiet -q" ;;
         logs)   opts="--follow -f --interval" ;;
         cancel) opts="" ;;
-        fetch)  opts="--output -o --format -f --all -a" ;;
+        fetch)  opts="--output -o --format -f --onnx --all -a" ;;
         resume) opts="" ;;
         predict) opts="--output -o" ;;
         profile) opts="--json" ;;

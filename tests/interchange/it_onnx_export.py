@@ -1,0 +1,296 @@
+"""it_onnx_export.py — the ONNX export (issue 30, docs/interchange.md).
+
+  presets: every feed-forward model preset, at the smallest image input it
+           validates on, exports (punch-train --export-onnx, initial
+           weights) and passes onnx.checker.check_model(full_check=True)
+           (Debian's python3-onnx); a sequence model is refused with a
+           message naming its layer.
+  runtime: a small CNN on byte data (unit scaling: /255 inside the graph;
+           conv with groups and dilation, batchnorm, max and average
+           pooling, add, concat, dropout, dense softmax) and an MLP on
+           float data (standard scaling), trained; the model.onnx each job
+           wrote runs in ONNX Runtime (npm onnxruntime-node, installed with
+           --ignore-scripts into the build directory on first use) to
+           punch-train --predict's outputs within 1e-4. Skips when node,
+           npm or the registry is unreachable.
+
+  daemon:  GET /api/v1/jobs/ID/export?format=onnx serves the job's
+           model.onnx, builds it on request for a job without one (an
+           older job), refuses another user (404) and other formats (400);
+           punch fetch --onnx downloads it.
+
+Run one part: it_onnx_export.py presets|runtime|daemon."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import punchtest as pt
+
+TOL = 1e-4
+QUICK = os.environ.get("PUNCH_ONNX_QUICK") == "1"
+QUICK_PARAMS = 2000000
+SHAPES = ([3, 16, 16], [3, 32, 32], [3, 64, 64], [3, 96, 96])
+
+
+def run(argv, timeout=300, env=None):
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def preset_names(engine, tmp):
+    """Every preset, from the message that refuses an unknown one."""
+    path = os.path.join(tmp, "unknown.json")
+    pt.write_json(path, {"model": {"preset": "no-such-preset", "input": [3, 16, 16]},
+                         "data": {"format": "synthetic"}})
+    out = run([engine, "--validate", path])
+    m = re.search(r"expected one of (.*)$", out.stderr.strip())
+    pt.require(m, "no preset list in: %s" % out.stderr)
+    return [n.strip() for n in m.group(1).split(",")]
+
+
+def spec_for(engine, tmp, name):
+    """A job for preset `name` at the smallest image input it validates on;
+    None for a sequence preset, and under PUNCH_ONNX_QUICK (the sanitizer
+    build) for one over QUICK_PARAMS parameters."""
+    path = os.path.join(tmp, name + ".json")
+    for shape in SHAPES:
+        pt.write_json(path, {"name": name, "model": {"preset": name, "input": shape},
+                             "data": {"format": "synthetic"}})
+        out = run([engine, "--validate", path])
+        if out.returncode == 0:
+            m = re.search(r"Trainable params: ([\d,]+)", out.stdout)
+            if QUICK and m and int(m.group(1).replace(",", "")) > QUICK_PARAMS:
+                return None
+            return path
+        if "model.preset:" in out.stderr:  # a sequence preset: refused on images
+            return None
+    pt.fail("%s validates on none of %s: %s" % (name, SHAPES, out.stderr.strip()))
+
+
+def case_presets(engine, tmp):
+    import onnx
+    names = preset_names(engine, tmp)
+    pt.require(len(names) >= 20, "only %d presets listed" % len(names))
+    exported = 0
+    for name in names:
+        spec = spec_for(engine, tmp, name)
+        if spec is None:
+            continue
+        path = os.path.join(tmp, name + ".onnx")
+        out = run([engine, spec, "--export-onnx", path])
+        if not pt.check(out.returncode == 0, "%s: export failed: %s" % (name, out.stderr)):
+            continue
+        model = onnx.load(path)
+        try:
+            onnx.checker.check_model(model, full_check=True)
+        except Exception as e:  # the checker's own exception types vary by version
+            pt.check(False, "%s: checker: %s" % (name, e))
+            continue
+        pt.check(model.opset_import[0].version == 17, "%s: opset %s" % (name, model.opset_import))
+        dims = model.graph.input[0].type.tensor_type.shape.dim
+        pt.check(dims[0].dim_param == "N", "%s: batch dimension is not dynamic" % name)
+        pt.check([o.name for o in model.graph.output] == ["output"], "%s: outputs" % name)
+        os.unlink(path)
+        exported += 1
+    print("exported and checked %d presets" % exported)
+    pt.check(exported >= (5 if QUICK else 20), "only %d presets exported" % exported)
+
+
+def case_sequence_refused(engine, tmp):
+    spec = os.path.join(tmp, "lstm.json")
+    pt.write_json(spec, {"model": {"preset": "lstm_classifier", "input": {"tokens": 256}},
+                         "data": {"format": "synthetic"}})
+    out = run([engine, spec, "--export-onnx", os.path.join(tmp, "lstm.onnx")])
+    pt.check(out.returncode == 1, "exit %d, expected 1" % out.returncode)
+    pt.check("model.layers[0]: ONNX export does not support embedding" in out.stderr,
+             "message: %r" % out.stderr)
+    pt.check(not os.path.exists(os.path.join(tmp, "lstm.onnx")), "a partial file was left")
+
+
+def ort_dir():
+    """node_modules holding onnxruntime-node, installed on first use; skip
+    when it cannot be."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if not node or not npm:
+        pt.skip("node or npm is not installed (apt-get install nodejs npm)")
+    cache = pt.build_path("onnxruntime-cache")
+    if not os.path.isdir(os.path.join(cache, "node_modules", "onnxruntime-node")):
+        os.makedirs(cache, exist_ok=True)
+        try:
+            out = run([npm, "install", "--ignore-scripts", "--no-audit", "--no-fund",
+                       "--fetch-retries", "1",
+                       "--prefix", cache, "onnxruntime-node"], timeout=300)
+        except subprocess.TimeoutExpired:
+            pt.skip("npm install onnxruntime-node timed out (registry unreachable?)")
+        if out.returncode != 0:
+            pt.skip("npm install onnxruntime-node failed (registry unreachable?): %s"
+                    % out.stderr.strip()[-300:])
+    return os.path.join(cache, "node_modules")
+
+
+def ort_outputs(modules, model, x, tmp):
+    import numpy as np
+    inp, outp = os.path.join(tmp, "ort_in.bin"), os.path.join(tmp, "ort_out.bin")
+    np.ascontiguousarray(x, dtype="<f4").tofile(inp)
+    env = dict(os.environ, NODE_PATH=modules)
+    out = run(["node", pt.source_path("tests", "interchange", "ort_run.js"), model, inp,
+               json.dumps(list(x.shape)), outp], timeout=120, env=env)
+    pt.require(out.returncode == 0, "onnxruntime: %s" % out.stderr)
+    info = json.loads(out.stdout)
+    return np.fromfile(outp, dtype="<f4").reshape(info["dims"])
+
+
+def train_and_compare(engine, modules, tmp, name, job, x):
+    import numpy as np
+    spec, rundir = os.path.join(tmp, name + ".json"), os.path.join(tmp, name)
+    pt.write_json(spec, job)
+    out = run([engine, spec, "--out", rundir, "--threads", "2"])
+    pt.require(out.returncode == 0, "%s: training failed: %s" % (name, out.stderr))
+    model = os.path.join(rundir, "model.onnx")
+    pt.require(os.path.exists(model), "%s: the job wrote no model.onnx: %s" % (name, out.stderr))
+    npy = os.path.join(tmp, name + "_in.npy")
+    np.save(npy, x)
+    pout = os.path.join(tmp, name + "_pred")
+    out = run([engine, spec, "--weights", os.path.join(rundir, "weights.safetensors"),
+               "--predict", npy, "--out", pout])
+    pt.require(out.returncode == 0, "%s: --predict failed: %s" % (name, out.stderr))
+    want = np.load(os.path.join(pout, "predictions.npy"))
+    got = ort_outputs(modules, model, x.astype(np.float32), tmp)
+    pt.require(got.shape == want.shape, "%s: shape %s, /predict's %s" % (name, got.shape,
+                                                                       want.shape))
+    diff = float(np.max(np.abs(got - want)))
+    print("%s: %d samples, max |onnxruntime - predict| = %.3g" % (name, len(x), diff))
+    pt.check(diff <= TOL, "%s: onnxruntime differs from /predict by %g" % (name, diff))
+    # The same model from the weights file, as the daemon builds it for an
+    # older job, is the same graph.
+    again = os.path.join(tmp, name + "_again.onnx")
+    out = run([engine, spec, "--weights", os.path.join(rundir, "weights.safetensors"),
+               "--export-onnx", again])
+    pt.require(out.returncode == 0, "%s: --export-onnx: %s" % (name, out.stderr))
+    with open(again, "rb") as a, open(model, "rb") as b:
+        pt.check(a.read() == b.read(), "%s: --export-onnx differs from the job's model.onnx"
+                 % name)
+
+
+def case_cnn(engine, modules, tmp):
+    import numpy as np
+    layers = [
+        {"type": "conv2d", "filters": 4, "kernel": [3, 3], "padding": "same",
+         "activation": "relu"},
+        {"type": "batchnorm"},
+        {"type": "maxpool2d", "pool": [2, 2]},
+        {"type": "conv2d", "filters": 4, "kernel": [3, 3], "padding": "same", "groups": 2,
+         "dilation": [2, 2]},
+        {"type": "add", "inputs": [2, 3]},
+        {"type": "conv2d", "filters": 4, "kernel": [1, 1], "activation": "tanh"},
+        {"type": "concat", "inputs": [4, 5]},
+        {"type": "avgpool2d", "pool": [3, 3], "stride": [2, 2], "padding": "same"},
+        {"type": "conv2d", "filters": 3, "kernel": [2, 2], "stride": [1, 1],
+         "activation": "sigmoid"},
+        {"type": "flatten"},
+        {"type": "dropout", "rate": 0.25},
+        {"type": "dense", "units": 10, "activation": "softmax"},
+    ]
+    job = {"name": "cnn", "model": {"input": [2, 8, 8], "layers": layers},
+           "data": {"format": "synthetic", "synthetic_train": 512, "synthetic_test": 64},
+           "training": {"epochs": 2, "batch_size": 32}}
+    x = np.random.default_rng(1).integers(0, 256, size=(7, 2, 8, 8)).astype(np.uint8)
+    train_and_compare(engine, modules, tmp, "cnn", job, x)
+
+
+def case_mlp(engine, modules, tmp):
+    import numpy as np
+    rng = np.random.default_rng(2)
+    xs = (rng.normal(size=(300, 6)) * [1, 5, 0.1, 20, 3, 1] + [0, 10, -3, 50, 0, 1])
+    y = (xs[:, 0] + xs[:, 1] / 5 > 2).astype(np.int64) + (xs[:, 3] > 50)
+    data = os.path.join(tmp, "mlp.npz")
+    np.savez(data, x_train=xs[:240].astype(np.float32), y_train=y[:240],
+             x_test=xs[240:].astype(np.float32), y_test=y[240:])
+    layers = [
+        {"type": "dense", "units": 16, "activation": "tanh"},
+        {"type": "batchnorm"},
+        {"type": "dense", "units": 8},
+        {"type": "relu"},
+        {"type": "dense", "units": 3},
+    ]
+    job = {"name": "mlp", "model": {"input": [6], "layers": layers},
+           "data": {"format": "npz", "train": "@" + data, "test": "@" + data,
+                    "scaling": "standard", "num_classes": 3},
+           "training": {"epochs": 3, "batch_size": 16}}
+    train_and_compare(engine, modules, tmp, "mlp", job, xs[:9].astype(np.float32))
+
+
+def punch(d, user, *args):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PUNCH_")}
+    env.update(PUNCH_URL=d.url, PUNCH_SECRET=d.secrets[user], HOME=d.tmp)
+    exe = os.environ.get("PUNCH") or pt.build_path("client", "punch")
+    return run([exe] + list(args), timeout=60, env=env)
+
+
+def case_daemon(tmp):
+    import onnx
+    job = {"name": "export", "model": {"input": [1, 6, 6], "layers": [
+        {"type": "conv2d", "filters": 2, "kernel": [3, 3], "activation": "relu"},
+        {"type": "flatten"}, {"type": "dense", "units": 3, "activation": "softmax"}]},
+        "data": {"format": "synthetic", "synthetic_train": 64, "synthetic_test": 16,
+                 "num_classes": 3},
+        "training": {"epochs": 1, "batch_size": 16}}
+    with pt.Daemon() as d:
+        jid = d.submit_id("alice", job)
+        d.wait_state("alice", jid, ["succeeded"], timeout=120)
+        path = "/api/v1/jobs/%s/export?format=onnx" % jid
+        r = d.req("GET", path, "alice")
+        pt.require(r.status_code == 200, "export: %d %s" % (r.status_code, r.text[:300]))
+        saved = os.path.join(d.run_dir(jid), "model.onnx")
+        with open(saved, "rb") as f:
+            pt.check(r.content == f.read(), "the export is not the run directory's model.onnx")
+        pt.check("model.onnx" in r.headers.get("Content-Disposition", ""),
+                 "Content-Disposition: %r" % r.headers.get("Content-Disposition"))
+        pt.expect_error(d.req("GET", path, "bob"), 404, "bob exports alice's model")
+        pt.expect_error(d.req("GET", "/api/v1/jobs/%s/export?format=tflite" % jid, "alice"),
+                        400, "format tflite")
+        # A job from before the export: no model.onnx; built on request.
+        os.unlink(saved)
+        r = d.req("GET", "/api/v1/jobs/%s/export" % jid, "alice")
+        pt.require(r.status_code == 200, "export built on request: %d %s"
+                   % (r.status_code, r.text[:300]))
+        built = os.path.join(tmp, "built.onnx")
+        with open(built, "wb") as f:
+            f.write(r.content)
+        onnx.checker.check_model(onnx.load(built), full_check=True)
+        pt.check(not os.path.exists(saved), "the daemon wrote into the run directory")
+        out = punch(d, "alice", "fetch", jid, "--onnx", "-o", os.path.join(tmp, "fetched"))
+        pt.check(out.returncode == 0, "punch fetch --onnx: %s %s" % (out.stdout, out.stderr))
+        fetched = os.path.join(tmp, "fetched", "model.onnx")
+        pt.check(os.path.exists(fetched) and "model.onnx" in out.stdout,
+                 "punch fetch --onnx wrote no model.onnx: %s" % out.stdout)
+        if os.path.exists(fetched):
+            with open(fetched, "rb") as f:
+                pt.check(f.read() == r.content, "punch fetch's model.onnx differs")
+
+
+def cases():
+    engine = pt.require_engine()
+    parts = sys.argv[1:] or ["presets", "runtime", "daemon"]
+    tmp = tempfile.mkdtemp(prefix="punch-onnx-")
+    try:
+        if "presets" in parts:
+            pt.case("presets export and pass the checker", case_presets, engine, tmp)
+            pt.case("a sequence model is refused naming its layer", case_sequence_refused,
+                    engine, tmp)
+        if "runtime" in parts:
+            pt.require_numpy()
+            modules = ort_dir()
+            pt.case("cnn: onnxruntime gives /predict's outputs", case_cnn, engine, modules, tmp)
+            pt.case("mlp: onnxruntime gives /predict's outputs", case_mlp, engine, modules, tmp)
+        if "daemon" in parts:
+            pt.case("daemon: /export and punch fetch --onnx", case_daemon, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    pt.main(cases)
