@@ -18,8 +18,11 @@ double optim_grad_norm(const float *g, long n)
 
 double optim_clip_norm(float *g, long n, double max_norm)
 {
+    /* Off: g is not even read (it may be device memory then). */
+    if (!(max_norm > 0.0))
+        return 0.0;
     double norm = optim_grad_norm(g, n);
-    if (!(max_norm > 0.0) || !(norm > max_norm))
+    if (!(norm > max_norm))
         return norm;
     float scale = (float)(max_norm / norm);
     for (long i = 0; i < n; i++)
