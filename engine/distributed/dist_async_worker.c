@@ -288,7 +288,8 @@ static double dist_worker_step(dist_worker *w, int b, batch_metrics *bm)
     /* training.warm_up_batches or cosine: each worker over its own
      * optimizer steps (its epochs all take w->steps micro-batches). */
     long spe = w->steps > 0 ? w->steps : 1;
-    long epoch = (long)(c->global_step / (uint64_t)spe), st = (long)(c->global_step % (uint64_t)spe);
+    long epoch = (long)(c->global_step / (uint64_t)spe);
+    long st = (long)(c->global_step % (uint64_t)spe);
     float lr = dist_optim_lr(c, epoch, st, spe, w->lr);
     if (w->device)
         return dist_worker_step_device(w, b, bm, step, lr);

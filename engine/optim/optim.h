@@ -105,8 +105,8 @@ int optim_set_decay_ranges(optimizer *o, const long *ranges, int n_ranges);
 
 /* training.clip_norm (clip.c): the L2 norm of g[0..n), and g scaled in
  * place so that norm is at most max_norm. Returns the norm before
- * clipping; with max_norm <= 0 (off) returns 0 without reading g. Deterministic: summed in double in
- * index order. */
+ * clipping; with max_norm <= 0 (off) returns 0 without reading g.
+ * Deterministic: summed in double in index order. */
 double optim_grad_norm(const float *g, long n);
 double optim_clip_norm(float *g, long n, double max_norm);
 
