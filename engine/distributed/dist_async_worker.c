@@ -306,9 +306,15 @@ static double dist_worker_step(dist_worker *w, int b, batch_metrics *bm)
     double loss = model_loss(m, b, bm);
     dist_profile_mark(c, PROFILE_LOSS);
     model_backward(m, b);
-    dist_optim_local_step(c, lr, st + 1 == spe);
+    bool stepped = dist_optim_local_step(c, lr, st + 1 == spe);
     if (!eamsgd)
         return loss;
+    if (!stepped) {
+        /* grad_accum_steps: the momentum moves once per optimizer step;
+         * until then every micro-batch looks ahead from the same x. */
+        model_set_params(m, w->x);
+        return loss;
+    }
     model_get_params(m, w->after);
     dist_update_momentum(w->x, w->velocity, w->anchor, w->after, w->np, mom,
                          (float)ds->learning_rate);
