@@ -13,6 +13,7 @@ static int memest_optimizer_slots(const spec_optimizer *o)
         return 1;
     case OPT_ADAM:
     case OPT_NADAM:
+    case OPT_ADAMW:
         return 2;
     }
     return 2;

@@ -60,6 +60,7 @@ typedef struct dist_worker {
     long commits;
     long since;             /* local steps since the last exchange */
     float lr;
+    long steps;             /* micro-batches an epoch (the per-step rate) */
 } dist_worker;
 
 static bool dist_worker_elastic(spec_trainer t)
@@ -284,8 +285,12 @@ static double dist_worker_step(dist_worker *w, int b, batch_metrics *bm)
     dist_ctx *c = w->c;
     model *m = c->m;
     uint64_t step = c->global_step * (uint64_t)c->workers + (uint64_t)(c->rank - 1);
-    /* training.warm_up_batches: each worker ramps over its own steps. */
-    float lr = schedule_step_lr(&c->spec->training, c->global_step, w->lr);
+    /* training.warm_up_batches or cosine: each worker over its own
+     * optimizer steps (its epochs all take w->steps micro-batches). */
+    long spe = w->steps > 0 ? w->steps : 1;
+    long epoch = (long)(c->global_step / (uint64_t)spe);
+    long st = (long)(c->global_step % (uint64_t)spe);
+    float lr = dist_optim_lr(c, epoch, st, spe, w->lr);
     if (w->device)
         return dist_worker_step_device(w, b, bm, step, lr);
     bool eamsgd = w->t == TRAINER_EAMSGD;
@@ -301,9 +306,15 @@ static double dist_worker_step(dist_worker *w, int b, batch_metrics *bm)
     double loss = model_loss(m, b, bm);
     dist_profile_mark(c, PROFILE_LOSS);
     model_backward(m, b);
-    model_optimizer_step(m, c->optim, lr);
+    bool stepped = dist_optim_local_step(c, lr, st + 1 == spe);
     if (!eamsgd)
         return loss;
+    if (!stepped) {
+        /* grad_accum_steps: the momentum moves once per optimizer step;
+         * until then every micro-batch looks ahead from the same x. */
+        model_set_params(m, w->x);
+        return loss;
+    }
     model_get_params(m, w->after);
     dist_update_momentum(w->x, w->velocity, w->anchor, w->after, w->np, mom,
                          (float)ds->learning_rate);
@@ -380,6 +391,7 @@ int dist_ps_work(dist_ctx *c, float *center, const dist_ps_start *start, long co
     /* The steps this worker took before a resume (checkpoints fall on
      * epoch ends): warm_up_batches and the per-step seeds go on from there. */
     c->global_step = (uint64_t)start->epoch * (uint64_t)steps;
+    w.steps = steps;
     double t0 = MPI_Wtime();
     for (int epoch = (int)start->epoch; epoch < s->training.epochs && !c->sched.stop; epoch++) {
         w.epoch = epoch;

@@ -126,6 +126,7 @@ typedef struct dist_ctx {
     schedule_state sched;
     int start_epoch;        /* 0, or the epochs a checkpoint has done */
     uint64_t global_step;   /* optimizer steps taken by this rank's model */
+    grad_accum accum;       /* training.grad_accum_steps (dist_optim.c) */
     double comm_s;          /* seconds spent in communication */
     double train_s;         /* seconds in training loops */
     double watchdog_s;      /* the watchdog's limit */
@@ -427,5 +428,19 @@ void dist_check_identical(dist_ctx *c, uint64_t step);
 int dist_run_allreduce(dist_ctx *c);
 int dist_run_replicas(dist_ctx *c);   /* averaging and ensemble */
 int dist_run_async(dist_ctx *c);      /* downpour, adag, dynsgd, aeasgd, eamsgd */
+
+/* dist_optim.c: accumulation, clipping, the per-step rate and AdamW's
+ * decay ranges around every trainer's host optimizer step. */
+void dist_optim_setup(dist_ctx *c);
+void dist_optim_free(dist_ctx *c);
+/* The rate of the optimizer step at micro-batch `step` of `epoch`. */
+float dist_optim_lr(const dist_ctx *c, long epoch, long step, long steps_per_epoch, float lr);
+/* After model_backward: accumulate; at a group's end (or `last`), clip and
+ * step. True when it stepped. */
+bool dist_optim_local_step(dist_ctx *c, float lr, bool last);
+/* allreduce with grad_accum_steps > 1 on the host: backward of this rank's
+ * `batch` of the micro-step's `total`, accumulated; at a group's end one
+ * MPI_Allreduce of the mean, clipping and the step. True when it stepped. */
+bool dist_optim_reduced_step(dist_ctx *c, int batch, long total, float lr, bool last);
 
 #endif

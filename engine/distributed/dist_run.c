@@ -77,12 +77,14 @@ static void dist_setup_rank(dist_ctx *c)
     c->host_state = malloc((size_t)(c->m->n_state + 1) * sizeof(float));
     if (!c->optim || !c->host_params || !c->host_state)
         dist_die("out of memory for %ld parameters", c->m->n_params);
+    dist_optim_setup(c);
     schedule_init(&c->sched, &s->training);
     dist_profile_enable(c);
 }
 
 static void dist_teardown(dist_ctx *c)
 {
+    dist_optim_free(c);
     optim_free(c->optim);
     model_free(c->m);
     if (c->be)

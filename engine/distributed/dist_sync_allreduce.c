@@ -142,15 +142,22 @@ static void dist_ar_step(dist_ctx *c, dist_grad *g, dist_gpu *dg, int epoch, lon
         dist_sums_add_batch(run, loss, &bm, b);
         dist_profile_mark(c, PROFILE_LOSS);
     }
-    /* training.warm_up_batches: every rank ramps alike (global steps). */
-    lr = schedule_step_lr(&c->spec->training, c->global_step, lr);
+    /* training.warm_up_batches or cosine: every rank alike, per optimizer
+     * step (grad_accum_steps micro-steps make one). */
+    long steps = dist_ar_steps(c, gb);
+    lr = dist_optim_lr(c, epoch, s, steps, lr);
     if (dg) {
         dist_watchdog_tick("exchanging gradients (NCCL)");
         dist_gpu_backward_allreduce(dg, c->m, b, hi - lo, &c->comm_s);
         dist_gpu_optimizer_step(dg, c->m, lr);
+    } else if (c->accum.k > 1) {
+        dist_watchdog_tick("exchanging gradients (MPI_Allreduce)");
+        dist_optim_reduced_step(c, b, hi - lo, lr, s + 1 == steps);
     } else {
         dist_watchdog_tick("exchanging gradients (MPI_Allreduce)");
         dist_grad_backward_allreduce(g, c->m, b, hi - lo, &c->comm_s);
+        /* The reduced gradient is the same on every rank: so is its clip. */
+        optim_clip_norm(c->m->grads, c->m->n_params, c->spec->training.clip_norm);
         model_optimizer_step(c->m, c->optim, lr);
     }
     dist_profile_mark(c, PROFILE_BACKWARD);

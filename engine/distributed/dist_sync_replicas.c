@@ -275,12 +275,13 @@ static void dist_rep_epoch(dist_rep *r, int epoch, float lr, dist_sums *run, dou
         dist_sums_add_batch(run, loss, &bm, b);
         dist_profile_mark(c, PROFILE_LOSS);
         model_backward(c->m, b);
-        /* training.warm_up_batches: each replica ramps over its own steps. */
-        float step_lr = schedule_step_lr(&c->spec->training, c->global_step, lr);
+        /* training.warm_up_batches or cosine: each replica over its own
+         * optimizer steps. */
+        float step_lr = dist_optim_lr(c, epoch, st, r->steps, lr);
         if (r->dev_optim)
             gpu_optim_step(r->dev_optim, c->m->params, c->m->grads, step_lr);
         else
-            model_optimizer_step(c->m, c->optim, step_lr);
+            dist_optim_local_step(c, step_lr, st + 1 == r->steps);
         dist_profile_mark(c, PROFILE_BACKWARD);
         dist_profile_end(c);
         c->global_step++;

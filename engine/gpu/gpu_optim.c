@@ -26,6 +26,11 @@ struct gpu_optim {
 gpu_optim *gpu_optim_create(backend *be, const spec_optimizer *cfg, long n, char *err,
                             size_t errlen)
 {
+    if (cfg->name == OPT_ADAMW) {
+        snprintf(err, errlen, "training.optimizer: adamw is not implemented on the GPU backend "
+                 "yet; run the job on the CPU (resources.gpus 0) or use adam");
+        return NULL;
+    }
     gpu_optim *o = calloc(1, sizeof *o);
     if (!o || n < 0) {
         free(o);

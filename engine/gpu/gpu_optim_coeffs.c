@@ -17,6 +17,8 @@ static gpu_optim_kind gpu_optim_kind_of(const spec_optimizer *cfg)
         return GPU_OPT_ADAM;
     case OPT_NADAM:
         return GPU_OPT_NADAM;
+    case OPT_ADAMW: /* refused by gpu_optim_create */
+        return GPU_OPT_ADAM;
     }
     return GPU_OPT_SGD;
 }

@@ -25,6 +25,7 @@ int optim_slots(const spec_optimizer *cfg)
         return 1;
     case OPT_ADAM:
     case OPT_NADAM:
+    case OPT_ADAMW:
         return 2;
     }
     return -1;
@@ -60,6 +61,7 @@ void optim_free(optimizer *o)
     if (!o)
         return;
     free(o->slots);
+    free(o->decay);
     free(o);
 }
 
@@ -89,6 +91,9 @@ optim_coeffs optim_coeffs_for(const spec_optimizer *cfg, long iterations, float 
     case OPT_NADAM:
         optim_nadam_coeffs(cfg, t, &c);
         break;
+    case OPT_ADAMW:
+        optim_adamw_coeffs(cfg, t, &c);
+        break;
     }
     return c;
 }
@@ -108,6 +113,9 @@ static void optim_dispatch(optimizer *o, float *params, const float *grads, long
         break;
     case OPT_NADAM:
         optim_nadam_step(o, params, grads, begin, end, c);
+        break;
+    case OPT_ADAMW:
+        optim_adamw_step(o, params, grads, begin, end, c);
         break;
     }
 }
@@ -135,6 +143,19 @@ void optim_step(optimizer *o, float *params, const float *grads, long n, float l
     assert(n == o->n);
     optim_step_range(o, params, grads, 0, n, lr);
     optim_step_end(o);
+}
+
+int optim_set_decay_ranges(optimizer *o, const long *ranges, int n_ranges)
+{
+    long *copy = calloc((size_t)(n_ranges > 0 ? 2 * n_ranges : 1), sizeof *copy);
+    if (!copy)
+        return -1;
+    if (n_ranges > 0)
+        memcpy(copy, ranges, (size_t)(2 * n_ranges) * sizeof *copy);
+    free(o->decay);
+    o->decay = copy;
+    o->n_decay = n_ranges > 0 ? n_ranges : 0;
+    return 0;
 }
 
 long optim_iterations(const optimizer *o)

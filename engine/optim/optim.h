@@ -57,6 +57,7 @@ typedef struct optim_coeffs {
     float cg, cm, vscale;         /* nadam, see nadam.c */
     float m_schedule;             /* nadam: the momentum-schedule product
                                      after this step (else the one given) */
+    float keep;                   /* adamw: 1 - lr * weight_decay */
 } optim_coeffs;
 
 /* The coefficients of the step taken after `iterations` steps at schedule
@@ -94,5 +95,37 @@ bool optim_header_load(const float *src, long *iterations, float *m_schedule);
  * read from a file; optim_state_load leaves the optimizer unchanged when
  * the count is not valid. */
 bool optim_state_valid(const optimizer *o, const float *src, long n_floats);
+
+/* adamw: the parameters weight decay applies to, as n_ranges [begin, end)
+ * pairs (ranges[2r], ranges[2r+1]), sorted and disjoint; the rest step
+ * without decay. Without a call every parameter decays. Copies ranges;
+ * -1 on allocation failure. Other optimizers ignore it (their
+ * weight_decay is an L2 term on every gradient, as Keras's). */
+int optim_set_decay_ranges(optimizer *o, const long *ranges, int n_ranges);
+
+/* training.clip_norm (clip.c): the L2 norm of g[0..n), and g scaled in
+ * place so that norm is at most max_norm. Returns the norm before
+ * clipping; with max_norm <= 0 (off) returns 0 without reading g.
+ * Deterministic: summed in double in index order. */
+double optim_grad_norm(const float *g, long n);
+double optim_clip_norm(float *g, long n, double max_norm);
+
+/* training.grad_accum_steps (grad_accum.c): the mean gradient of k
+ * micro-batches. With k = 1 no buffer is made and add returns g itself. */
+typedef struct grad_accum {
+    float *sum;  /* n floats, NULL when k = 1 */
+    long n;
+    int k;
+    int count;   /* micro-batches in sum */
+} grad_accum;
+int grad_accum_init(grad_accum *a, long n, int k); /* -1: out of memory */
+void grad_accum_free(grad_accum *a);
+/* Adds one micro-batch's gradient; when it completes a group of k, returns
+ * the group's mean (a->sum, or g when k = 1) and starts a new group; else
+ * NULL. */
+float *grad_accum_add(grad_accum *a, float *g);
+/* The mean of a partial group (the end of an epoch or run), or NULL when
+ * none is pending; starts a new group. */
+float *grad_accum_mean(grad_accum *a);
 
 #endif

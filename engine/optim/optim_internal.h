@@ -25,6 +25,8 @@ struct optimizer {
     int n_slots;      /* per-parameter state vectors */
     float *slots;     /* n_slots * n floats, slot k at slots + k * n */
     float m_schedule; /* nadam: product of the momentum schedule so far */
+    long *decay;      /* adamw: n_decay [begin, end) pairs that decay; NULL = all */
+    int n_decay;
 };
 
 /* sqrt of x[0 .. len-1] in place, len <= OPTIM_BLOCK. The engine builds
@@ -75,6 +77,7 @@ void optim_sgd_coeffs(const spec_optimizer *cfg, double t, optim_coeffs *c);
 void optim_rmsprop_coeffs(const spec_optimizer *cfg, double t, optim_coeffs *c);
 void optim_adam_coeffs(const spec_optimizer *cfg, double t, optim_coeffs *c);
 void optim_nadam_coeffs(const spec_optimizer *cfg, double t, optim_coeffs *c);
+void optim_adamw_coeffs(const spec_optimizer *cfg, double t, optim_coeffs *c);
 
 /* The step kernels: update params[begin, end) in place from grads and the
  * optimizer's slots (params and grads are the whole buffers) with this
@@ -87,6 +90,8 @@ void optim_rmsprop_step(optimizer *o, float *restrict params, const float *restr
 void optim_adam_step(optimizer *o, float *restrict params, const float *restrict grads,
                      long begin, long end, const optim_coeffs *c);
 void optim_nadam_step(optimizer *o, float *restrict params, const float *restrict grads,
+                      long begin, long end, const optim_coeffs *c);
+void optim_adamw_step(optimizer *o, float *restrict params, const float *restrict grads,
                       long begin, long end, const optim_coeffs *c);
 
 #endif

@@ -130,9 +130,11 @@ bool schedule_epoch_end(schedule_state *st, const spec_training *t, int epoch,
         const spec_schedule *s = &t->schedules[i];
         double value = 0.0;
         bool have = s->kind != SCHED_WARM_UP && s->kind != SCHED_REDUCE_LR_EVERY_NEPOCHS &&
+                    s->kind != SCHED_COSINE &&
                     s->monitor[0] != '\0' && schedule_lookup(m, s->monitor, &value);
         switch (s->kind) {
         case SCHED_WARM_UP:
+        case SCHED_COSINE: /* per step: schedule_step_lr */
             break;
         case SCHED_EARLY_STOPPING:
             if (have && !schedule_track(st, i, s, epoch, value) && st->wait[i] >= s->patience)
@@ -169,10 +171,36 @@ bool schedule_epoch_end(schedule_state *st, const spec_training *t, int epoch,
     return save;
 }
 
-float schedule_step_lr(const spec_training *t, uint64_t steps_done, float lr)
+/* nanoGPT's get_lr, in double (see schedule.h). */
+static double schedule_cosine_lr(const spec_schedule *s, uint64_t it, uint64_t run_steps,
+                                 double lr)
 {
+    double w = (double)s->warmup_steps;
+    double d = (double)(s->decay_steps > 0 ? (uint64_t)s->decay_steps : run_steps);
+    double x = (double)it;
+    if (x < w)
+        return lr * (x + 1.0) / (w + 1.0);
+    if (x > d || d <= w)
+        return s->min_lr;
+    double coeff = 0.5 * (1.0 + cos(M_PI * (x - w) / (d - w)));
+    return s->min_lr + coeff * (lr - s->min_lr);
+}
+
+float schedule_step_lr(const spec_training *t, uint64_t steps_done, uint64_t run_steps,
+                       float lr)
+{
+    for (int i = 0; i < schedule_count(t); i++)
+        if (t->schedules[i].kind == SCHED_COSINE)
+            return (float)schedule_cosine_lr(&t->schedules[i], steps_done, run_steps, lr);
     long n = t->warm_up_batches;
     if (n <= 0 || steps_done >= (uint64_t)n)
         return lr;
     return lr * (float)(steps_done + 1) / (float)n;
+}
+
+uint64_t schedule_opt_steps(long epoch, long step, long steps_per_epoch, int accum)
+{
+    uint64_t k = accum > 1 ? (uint64_t)accum : 1;
+    uint64_t per_epoch = ((uint64_t)steps_per_epoch + k - 1) / k;
+    return (uint64_t)epoch * per_epoch + (uint64_t)step / k;
 }

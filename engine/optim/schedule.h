@@ -53,11 +53,28 @@ double schedule_epoch_begin(schedule_state *st, const spec_training *t, int epoc
 bool schedule_epoch_end(schedule_state *st, const spec_training *t, int epoch,
                         const epoch_metrics *m);
 
-/* training.warm_up_batches (PyDTNN's --warm_up_batches): the rate of the
- * step after `steps_done` optimizer steps, ramping lr / N, 2 lr / N, ...
- * up to lr over the first N steps, then lr. Every trainer applies it per
- * step of its own (allreduce: per global step; the others per worker). */
-float schedule_step_lr(const spec_training *t, uint64_t steps_done, float lr);
+/* The per-step rates, of the step after `steps_done` optimizer steps of a
+ * run of `run_steps` (the default end of cosine's decay; 0 = unknown),
+ * where lr is the epoch's rate (schedule_epoch_begin). Every trainer
+ * applies them per optimizer step of its own (allreduce: per global step;
+ * the others per worker), counting optimizer steps, not micro-batches
+ * (schedule_opt_steps).
+ * - training.warm_up_batches (PyDTNN's --warm_up_batches): lr / N,
+ *   2 lr / N, ... up to lr over the first N steps, then lr.
+ * - the cosine schedule, nanoGPT's get_lr(it) with it = steps_done:
+ *     it < W:  lr * (it + 1) / (W + 1)           (W = warmup_steps)
+ *     it > D:  min_lr                            (D = decay_steps or run_steps)
+ *     else:    min_lr + 0.5 * (1 + cos(pi * (it - W) / (D - W))) * (lr - min_lr). */
+float schedule_step_lr(const spec_training *t, uint64_t steps_done, uint64_t run_steps,
+                       float lr);
+
+/* Optimizer steps taken before micro-batch `step` of 0-based epoch `epoch`
+ * with `accum` micro-batches per step (training.grad_accum_steps), when an
+ * epoch has steps_per_epoch micro-batches and its last, partial group
+ * steps too (ceil(steps_per_epoch / accum) steps an epoch). With
+ * epoch = epochs and step = 0 it is the run's total. Derived from the
+ * checkpointed position, so a resumed run counts on exactly. */
+uint64_t schedule_opt_steps(long epoch, long step, long steps_per_epoch, int accum);
 
 /* Checkpointing: the whole state is plain data (memcpy-able); restoring it
  * and calling schedule_epoch_begin for the next epoch continues exactly as

@@ -211,7 +211,7 @@ static int train_open(train_run *r, char *err, size_t errlen)
         snprintf(err, errlen, "profile: out of memory");
         return -1;
     }
-    if (train_optim_open(&r->optim, r->m, &spec->training.optimizer, err, errlen) != 0)
+    if (train_optim_open(&r->optim, r->m, &spec->training, err, errlen) != 0)
         return -1;
     if (run_history_init(&r->hist, spec->training.epochs) != 0) {
         snprintf(err, errlen, "history: out of memory");
@@ -306,8 +306,8 @@ static int train_step_event(train_run *r, long steps, double elapsed, char *err,
 }
 
 /* One optimisation step on batch idx[0..batch). */
-static int train_step(train_run *r, const int64_t *idx, int batch, float lr, char *err,
-                      size_t errlen)
+static int train_step(train_run *r, const int64_t *idx, int batch, float lr, bool last,
+                      char *err, size_t errlen)
 {
     model *m = r->m;
     model_profile *p = m->profile;
@@ -321,7 +321,7 @@ static int train_step(train_run *r, const int64_t *idx, int batch, float lr, cha
     batch_metrics b;
     double loss = model_loss(m, batch, &b);
     t[3] = p ? model_profile_now(m) : 0.0;
-    train_optim_backward_step(&r->optim, m, batch, lr);
+    train_optim_backward_step(&r->optim, m, batch, lr, last);
     if (p) {
         t[4] = model_profile_now(m);
         for (int k = 0; k < PROFILE_PHASES; k++)
@@ -377,9 +377,15 @@ static int train_epoch_steps(train_run *r, float lr, char *err, size_t errlen)
     while (r->pos.step < steps) {
         long first = r->pos.step * b;
         int batch = (int)(n - first < b ? n - first : b);
-        /* training.warm_up_batches ramps the rate over the first steps. */
-        float step_lr = schedule_step_lr(&r->spec->training, (uint64_t)r->pos.global_step, lr);
-        if (train_step(r, r->perm + first, batch, step_lr, err, errlen) != 0)
+        /* training.warm_up_batches or the cosine schedule: the rate of this
+         * optimizer step (grad_accum_steps micro-batches make one). */
+        const spec_training *tr = &r->spec->training;
+        uint64_t done = schedule_opt_steps((long)r->pos.epoch, r->pos.step, steps,
+                                           tr->grad_accum_steps);
+        uint64_t run = schedule_opt_steps(tr->epochs, 0, steps, tr->grad_accum_steps);
+        float step_lr = schedule_step_lr(tr, done, run, lr);
+        bool last = r->pos.step + 1 == steps;
+        if (train_step(r, r->perm + first, batch, step_lr, last, err, errlen) != 0)
             return -1;
         double now = timeutil_mono_s();
         r->pos.elapsed_s = now - start;

@@ -12,6 +12,7 @@
 #ifndef PUNCH_TRAIN_OPTIM_H
 #define PUNCH_TRAIN_OPTIM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "gpu/gpu.h"
@@ -21,16 +22,34 @@
 typedef struct train_optim {
     optimizer *host;    /* steps on host backends; the checkpoint's state */
     gpu_optim *dev;     /* device backends: steps; NULL on the host */
+    grad_accum acc;     /* training.grad_accum_steps (host backends) */
+    double clip_norm;   /* training.clip_norm; 0 = off */
 } train_optim;
 
-/* The optimizer of `cfg` for m's parameters on m's backend. -1 + message
- * on failure (t is then safe to close). */
-int train_optim_open(train_optim *t, model *m, const spec_optimizer *cfg, char *err,
+/* The optimizer of tr->optimizer for m's parameters on m's backend, with
+ * tr's clipping and accumulation. -1 + message on failure (t is then safe
+ * to close). */
+int train_optim_open(train_optim *t, model *m, const spec_training *tr, char *err,
                      size_t errlen);
 void train_optim_close(train_optim *t);
 
-/* Backward pass of the loaded batch, then one step at rate lr. */
-void train_optim_backward_step(train_optim *t, model *m, int batch, float lr);
+/* Backward pass of the loaded batch, added to the accumulated gradient;
+ * when it completes a group of grad_accum_steps micro-batches, or `last`
+ * says the epoch ends here, one step at rate lr (clipped first). */
+void train_optim_backward_step(train_optim *t, model *m, int batch, float lr, bool last);
+
+/* adamw without decay_all: tells o which of m's parameters decay — the
+ * parameter tensors of rank >= 2 (dense and convolution kernels, recurrent
+ * matrices), not biases (any tensor named "*bias*"), normalisation scales
+ * and shifts (rank 1) nor embeddings (any tensor named "*embedding*").
+ * Every trainer calls it on its host optimizer. 0, or -1 when out of
+ * memory; a no-op for the other optimizers and with decay_all. */
+int train_optim_decay_ranges(optimizer *o, const model *m, const spec_optimizer *cfg);
+
+/* What the device optimizers (gpu_optim) do not implement yet: adamw,
+ * clip_norm and grad_accum_steps. -1 + a message naming the field when tr
+ * asks for one, for trainers about to run on a device backend. */
+int train_optim_device_check(const spec_training *tr, char *err, size_t errlen);
 
 /* Device state -> t->host, before t->host is checkpointed. -1 + message
  * on failure. A no-op on the host. */

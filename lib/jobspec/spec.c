@@ -553,6 +553,8 @@ static bool parse_optimizer(const json_t *o, spec_optimizer *opt, spec_error *er
                                            "rho", "epsilon", NULL};
     static const char *const adam_keys[] = {"name", "learning_rate", "decay", "weight_decay",
                                             "beta1", "beta2", "epsilon", NULL};
+    static const char *const adamw_keys[] = {"name", "learning_rate", "decay", "weight_decay",
+                                             "beta1", "beta2", "epsilon", "decay_all", NULL};
     const char *path = "training.optimizer";
     int name = OPT_ADAM;
     json_t *wrapped = NULL;
@@ -568,7 +570,7 @@ static bool parse_optimizer(const json_t *o, spec_optimizer *opt, spec_error *er
                   json_type_name(o));
         goto out;
     }
-    if (o && !spec_get_enum(o, path, "name", spec_optimizer_names, 4, "optimizer", &name, err))
+    if (o && !spec_get_enum(o, path, "name", spec_optimizer_names, 5, "optimizer", &name, err))
         goto out;
     opt->name = (spec_optimizer_name)name;
     opt->learning_rate = default_lr(opt->name);
@@ -576,12 +578,19 @@ static bool parse_optimizer(const json_t *o, spec_optimizer *opt, spec_error *er
     opt->beta1 = 0.9;
     opt->beta2 = 0.999;
     opt->epsilon = 1e-7;
+    if (opt->name == OPT_ADAMW) {
+        /* torch.optim.AdamW's defaults. */
+        opt->epsilon = 1e-8;
+        opt->weight_decay = 0.01;
+    }
     if (!o) {
         ok = true;
         goto out;
     }
-    const char *const *keys =
-        opt->name == OPT_SGD ? sgd_keys : opt->name == OPT_RMSPROP ? rms_keys : adam_keys;
+    const char *const *keys = opt->name == OPT_SGD       ? sgd_keys
+                              : opt->name == OPT_RMSPROP ? rms_keys
+                              : opt->name == OPT_ADAMW   ? adamw_keys
+                                                         : adam_keys;
     if (!spec_check_keys(o, path, keys, err)) {
         snprintf(err->message + strlen(err->message),
                  sizeof err->message - strlen(err->message), " (for %s)",
@@ -598,7 +607,8 @@ static bool parse_optimizer(const json_t *o, spec_optimizer *opt, spec_error *er
          spec_get_double(o, path, "rho", 0, 1, true, true, &opt->rho, err) &&
          spec_get_double(o, path, "beta1", 0, 1, false, true, &opt->beta1, err) &&
          spec_get_double(o, path, "beta2", 0, 1, false, true, &opt->beta2, err) &&
-         spec_get_double(o, path, "epsilon", 0, 1, true, false, &opt->epsilon, err);
+         spec_get_double(o, path, "epsilon", 0, 1, true, false, &opt->epsilon, err) &&
+         spec_get_bool(o, path, "decay_all", &opt->decay_all, err);
     if (ok && opt->nesterov && opt->momentum == 0)
         ok = spec_fail(err, "training.optimizer.nesterov", "needs momentum > 0");
 out:
@@ -663,6 +673,7 @@ static bool parse_schedule(const json_t *s, const char *path, double lr, spec_sc
         {"name", "factor", "nepochs", "min_lr", NULL},
         {"name", "every_epochs", "epoch_save_frequency", "save_freq", "monitor",
          "loss_or_metric", "metric", NULL},
+        {"name", "warmup_steps", "decay_steps", "min_lr", NULL},
     };
     if (!json_is_object(s))
         return spec_fail(err, path, "expected an object with a \"name\", got %s",
@@ -673,8 +684,8 @@ static bool parse_schedule(const json_t *s, const char *path, double lr, spec_sc
     if (!field(s, "name"))
         return spec_fail(err, p, "missing; expected one of warm_up, early_stopping, "
                                  "reduce_lr_on_plateau, reduce_lr_every_nepochs, "
-                                 "model_checkpoint");
-    if (!spec_get_enum(s, path, "name", spec_schedule_names, 5, "schedule", &kind, err))
+                                 "model_checkpoint, cosine");
+    if (!spec_get_enum(s, path, "name", spec_schedule_names, 6, "schedule", &kind, err))
         return false;
     const char *monitor_key, *every_key;
     if (!spec_check_keys(s, path, keys[kind], err) ||
@@ -702,8 +713,20 @@ static bool parse_schedule(const json_t *s, const char *path, double lr, spec_sc
         !spec_get_double(s, path, "factor", 0, 1, true, true, &out->factor, err) ||
         !spec_get_double(s, path, "min_lr", 0, 10, false, false, &out->min_lr, err) ||
         !spec_get_int(s, path, "nepochs", 1, 100000, &nepochs, err) ||
-        !spec_get_int(s, path, every_key, 1, 100000, &every, err))
+        !spec_get_int(s, path, every_key, 1, 100000, &every, err) ||
+        !spec_get_int(s, path, "warmup_steps", 0, 1L << 40, &out->warmup_steps, err) ||
+        !spec_get_int(s, path, "decay_steps", 1, 1L << 40, &out->decay_steps, err))
         return false;
+    if (kind == SCHED_COSINE && out->min_lr > lr) {
+        spec_path_key(p, sizeof p, path, "min_lr");
+        return spec_fail(err, p, "%g is above training.optimizer.learning_rate %g", out->min_lr,
+                         lr);
+    }
+    if (kind == SCHED_COSINE && out->decay_steps > 0 && out->decay_steps <= out->warmup_steps) {
+        spec_path_key(p, sizeof p, path, "decay_steps");
+        return spec_fail(err, p, "%ld must be above warmup_steps (%ld)", out->decay_steps,
+                         out->warmup_steps);
+    }
     if (monitor) {
         spec_path_key(p, sizeof p, path, monitor_key);
         if (!monitor_resolve(monitor, out->monitor, sizeof out->monitor))
@@ -829,15 +852,35 @@ static bool parse_init_from(const json_t *o, spec_training *tr, spec_error *err)
     return true;
 }
 
+/* A run has one step-driven rate: at most one cosine entry, and not
+ * beside warm_up_batches (both would own the first steps' rate). */
+static bool parse_training_cosine_once(const spec_training *tr, spec_error *err)
+{
+    int seen = -1;
+    for (int i = 0; i < tr->n_schedules; i++) {
+        if (tr->schedules[i].kind != SCHED_COSINE)
+            continue;
+        char p[160];
+        spec_path_index(p, sizeof p, "training.lr_schedulers", (size_t)i);
+        if (seen >= 0)
+            return spec_fail(err, p, "a second cosine schedule; give one");
+        if (tr->warm_up_batches > 0)
+            return spec_fail(err, p, "give either cosine's warmup_steps or "
+                                     "training.warm_up_batches, not both");
+        seen = i;
+    }
+    return true;
+}
+
 static bool parse_training(const json_t *t, job_spec *spec, spec_error *err)
 {
     static const char *const keys[] = {"epochs", "batch_size", "steps_per_epoch", "loss",
                                        "metrics", "optimizer", "lr_schedulers", "seed",
                                        "init_from", "checkpoint_keep", "global_batch_size",
                                        "evaluate", "stop_at_loss", "warm_up_batches", "profile",
-                                       "deterministic", NULL};
+                                       "deterministic", "clip_norm", "grad_accum_steps", NULL};
     spec_training *tr = &spec->training;
-    long epochs = 5, batch = 64, seed = 1, keep = 1;
+    long epochs = 5, batch = 64, seed = 1, keep = 1, accum = 1;
     bool deterministic = true;
     int loss = LOSS_CATEGORICAL_CROSSENTROPY;
     if (t && !json_is_object(t))
@@ -861,6 +904,9 @@ static bool parse_training(const json_t *t, job_spec *spec, spec_error *err)
               spec_get_bool(obj, "training", "deterministic", &deterministic, err) &&
               spec_get_int(obj, "training", "warm_up_batches", 0, 1L << 40,
                            &tr->warm_up_batches, err) &&
+              spec_get_double(obj, "training", "clip_norm", 0, 1e9, false, false,
+                              &tr->clip_norm, err) &&
+              spec_get_int(obj, "training", "grad_accum_steps", 1, 65536, &accum, err) &&
               parse_stop_at_loss(field(obj, "stop_at_loss"), tr, err) &&
               parse_metrics(field(obj, "metrics"), tr, err) &&
               parse_optimizer(field(obj, "optimizer"), &tr->optimizer, err) &&
@@ -877,7 +923,9 @@ static bool parse_training(const json_t *t, job_spec *spec, spec_error *err)
         ok = parse_schedule(json_array_get(scheds, i), p, tr->optimizer.learning_rate,
                             &tr->schedules[tr->n_schedules++], err);
     }
+    ok = ok && parse_training_cosine_once(tr, err);
     json_decref(empty);
+    tr->grad_accum_steps = (int)accum;
     tr->epochs = (int)epochs;
     tr->batch_size = (int)batch;
     tr->loss = (spec_loss)loss;

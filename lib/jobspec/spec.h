@@ -223,6 +223,7 @@ typedef enum spec_optimizer_name {
     OPT_RMSPROP,
     OPT_ADAM,
     OPT_NADAM,
+    OPT_ADAMW,      /* PyTorch's AdamW: decoupled weight decay */
 } spec_optimizer_name;
 
 typedef struct spec_optimizer {
@@ -235,7 +236,11 @@ typedef struct spec_optimizer {
     double beta1;         /* adam/nadam, default 0.9 */
     double beta2;         /* adam/nadam, default 0.999 */
     double epsilon;       /* rmsprop/adam/nadam, default 1e-7 */
-    double weight_decay;  /* L2 added to the gradient, default 0 */
+    double weight_decay;  /* L2 added to the gradient, default 0; adamw: decoupled
+                             (p -= lr * wd * p), default 0.01 */
+    bool decay_all;       /* adamw: decay every parameter, biases, norms and
+                             embeddings too; default false (weight matrices and
+                             kernels only) */
 } spec_optimizer;
 
 typedef enum spec_schedule_kind {
@@ -244,6 +249,7 @@ typedef enum spec_schedule_kind {
     SCHED_REDUCE_LR_ON_PLATEAU,
     SCHED_REDUCE_LR_EVERY_NEPOCHS,
     SCHED_MODEL_CHECKPOINT,
+    SCHED_COSINE,        /* per optimizer step: nanoGPT's warmup + cosine decay */
 } spec_schedule_kind;
 
 /* PyDTNN's callbacks with their parameters. */
@@ -259,6 +265,9 @@ typedef struct spec_schedule {
     double min_lr;       /* default 0 */
     int nepochs;         /* reduce_lr_every_nepochs: default 5 */
     int every_epochs;    /* model_checkpoint: default 1 */
+    long warmup_steps;   /* cosine: default 0 */
+    long decay_steps;    /* cosine: the step where min_lr is reached (counted from
+                            step 0, warm-up included); 0 = the run's last step */
 } spec_schedule;
 
 typedef struct spec_training {
@@ -297,6 +306,8 @@ typedef struct spec_training {
                             is the reproducible default. */
     long warm_up_batches;/* ramp the rate from lr/N to lr over the first N steps (single
                             trainer); 0 = off */
+    double clip_norm;    /* global gradient-norm clipping; 0 = off */
+    int grad_accum_steps;/* micro-batches per optimizer step, default 1 */
 } spec_training;
 
 typedef enum spec_trainer {

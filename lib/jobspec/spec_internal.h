@@ -46,7 +46,7 @@ extern const char *const spec_layer_type_names[LAYER_TYPE_COUNT];
 extern const char *const spec_activation_names[5];
 extern const char *const spec_loss_names[4];
 extern const char *const spec_metric_names[3];
-extern const char *const spec_optimizer_names[4];
+extern const char *const spec_optimizer_names[5];
 
 /* Another system's name for one of ours (PyDTNN's loss and metric names). */
 typedef struct spec_alias {
@@ -56,7 +56,7 @@ extern const spec_alias spec_loss_aliases[];
 extern const spec_alias spec_metric_aliases[];
 /* Our name for `name` when the table has it as an alias, else `name`. */
 const char *spec_alias_resolve(const char *name, const spec_alias *table);
-extern const char *const spec_schedule_names[5];
+extern const char *const spec_schedule_names[6];
 extern const char *const spec_trainer_names[9];
 extern const char *const spec_data_format_names[7];
 extern const char *const spec_scaling_names[3];

@@ -37,10 +37,11 @@ const char *spec_alias_resolve(const char *name, const spec_alias *table)
     return name;
 }
 
-const char *const spec_optimizer_names[4] = {"sgd", "rmsprop", "adam", "nadam"};
-const char *const spec_schedule_names[5] = {"warm_up", "early_stopping",
+const char *const spec_optimizer_names[5] = {"sgd", "rmsprop", "adam", "nadam", "adamw"};
+const char *const spec_schedule_names[6] = {"warm_up", "early_stopping",
                                             "reduce_lr_on_plateau",
-                                            "reduce_lr_every_nepochs", "model_checkpoint"};
+                                            "reduce_lr_every_nepochs", "model_checkpoint",
+                                            "cosine"};
 const char *const spec_trainer_names[9] = {"single",  "allreduce", "averaging",
                                            "ensemble", "downpour", "adag",
                                            "dynsgd",  "aeasgd",    "eamsgd"};

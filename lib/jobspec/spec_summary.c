@@ -263,6 +263,12 @@ static json_t *schedule_json(const spec_schedule *s)
         if (s->monitor[0])
             json_object_set_new(o, "monitor", json_string(s->monitor));
         break;
+    case SCHED_COSINE:
+        json_object_set_new(o, "warmup_steps", json_integer(s->warmup_steps));
+        if (s->decay_steps > 0)
+            json_object_set_new(o, "decay_steps", json_integer(s->decay_steps));
+        json_object_set_new(o, "min_lr", json_real(s->min_lr));
+        break;
     }
     return o;
 }
@@ -285,6 +291,8 @@ static json_t *optimizer_json(const spec_optimizer *o)
         json_object_set_new(j, "beta2", json_real(o->beta2));
         json_object_set_new(j, "epsilon", json_real(o->epsilon));
     }
+    if (o->name == OPT_ADAMW)
+        json_object_set_new(j, "decay_all", json_boolean(o->decay_all));
     return j;
 }
 
@@ -357,6 +365,10 @@ static json_t *training_json(const spec_training *t)
         json_object_set_new(o, "deterministic", json_false());
     if (o && t->warm_up_batches > 0)
         json_object_set_new(o, "warm_up_batches", json_integer(t->warm_up_batches));
+    if (o && t->clip_norm > 0)
+        json_object_set_new(o, "clip_norm", json_real(t->clip_norm));
+    if (o && t->grad_accum_steps > 1)
+        json_object_set_new(o, "grad_accum_steps", json_integer(t->grad_accum_steps));
     if (o && t->stop_metric[0])
         json_object_set_new(o, "stop_at_loss",
                             json_pack("{s:s,s:f}", "metric", t->stop_metric, "threshold",

@@ -887,6 +887,52 @@ def case_warm_up(tmp):
           % (d, ramp_effect))
 
 
+def case_optim_features(tmp):
+    """training.grad_accum_steps, clip_norm, adamw and cosine across the
+    trainers: 2 x 16 accumulated steps as 1 x 32 on the single trainer
+    (sgd, no dropout), allreduce with 2 ranks x 16 x 2 micro-steps as single
+    64; allreduce with clip_norm leaves bit-identical weights on both ranks
+    (PUNCH_DIST_CHECK_SYNC) and equals the single trainer clipped alike;
+    every other trainer runs adamw + cosine + clip + accumulation."""
+    sgd = {"name": "sgd", "learning_rate": 0.1}
+    one = weights(run(tmp, "b32", small_job("single", 1, batch=32, optimizer=sgd), None)[0])
+    acc = weights(run(tmp, "b16x2", small_job("single", 1, batch=16, optimizer=sgd,
+                                              grad_accum_steps=2), None)[0])
+    plain16 = weights(run(tmp, "b16", small_job("single", 1, batch=16, optimizer=sgd),
+                          None)[0])
+    d, effect = max_diff(acc, one), max_diff(plain16, one)
+    print("single: |w(16 x 2) - w(32)| = %.3g (16 without accumulation: %.3g)" % (d, effect))
+    check(d < 1e-5 and effect > 100 * d, "grad_accum 2 x 16 differs from 32 by %g" % d)
+    ref64 = weights(run(tmp, "b64", small_job("single", 1, batch=64, optimizer=sgd), None)[0])
+    ar = weights(run(tmp, "ar16x2", small_job("allreduce", 2, batch=16, optimizer=sgd,
+                                              grad_accum_steps=2), 2)[0])
+    d = max_diff(ar, ref64)
+    print("allreduce 2 ranks x 16 x 2 micro-steps: |w - w_single(64)| = %.3g" % d)
+    check(d < 1e-5, "allreduce with grad_accum differs from single 64 by %g" % d)
+    clip = {"optimizer": sgd, "clip_norm": 0.05}
+    ref_clip = weights(run(tmp, "single-clip", small_job("single", 1, batch=64, **clip),
+                           None)[0])
+    out, p = run(tmp, "ar-clip", small_job("allreduce", 2, batch=32, **clip), 2,
+                 env={"PUNCH_DIST_CHECK_SYNC": "1"})
+    check("weights identical on all 2 ranks" in p.stderr,
+          "allreduce with clip_norm: no identity check in %r" % p.stderr[-300:])
+    d, effect = max_diff(weights(out), ref_clip), max_diff(ref64, ref_clip)
+    print("allreduce clip_norm: |w - w_single(clip)| = %.3g, clipping's own effect %.3g"
+          % (d, effect))
+    check(d < 1e-5 and effect > 1e-3, "allreduce clipped differs from single by %g" % d)
+    full = {"optimizer": {"name": "adamw", "learning_rate": 0.003, "weight_decay": 0.1},
+            "lr_schedulers": [{"name": "cosine", "warmup_steps": 3, "min_lr": 0.0003}],
+            "clip_norm": 1.0, "grad_accum_steps": 2}
+    for trainer in ["single", "allreduce", "averaging", "ensemble"] + list(ASYNC):
+        ranks = None if trainer == "single" else 3 if trainer in ASYNC else 2
+        workers = 1 if trainer == "single" else 2
+        out, _ = run(tmp, "full-" + trainer, small_job(trainer, workers, **full), ranks)
+        loss = history(out)["loss"][-1]
+        print("%s with adamw + cosine + clip_norm + grad_accum: loss %.4f" % (trainer, loss))
+        # Below chance (ln 10 = 2.303) after one short epoch, and finite.
+        check(loss == loss and loss < 2.28, "%s: loss %g" % (trainer, loss))
+
+
 def check_profile(name, out, ranks, steps_per_rank):
     p = read_json(os.path.join(out, "profile.json"))
     check(p["trainer"] == name, "%s: trainer %s" % (name, p["trainer"]))
@@ -967,6 +1013,7 @@ CASES = {
     "async_read_failure": case_async_read_failure,
     "evaluate": case_evaluate,
     "warm_up": case_warm_up,
+    "optim_features": case_optim_features,
     "profile": case_profile,
     "gpu_options": case_gpu_options,
 }

@@ -84,7 +84,8 @@ static void ref_step(const spec_optimizer *c, ref *r, int step)
     double mu_n = c->beta1 * (1.0 - 0.5 * pow(0.96, (t + 1.0) * 0.004));
     double s_t = r->m_schedule * mu_t;
     for (int i = 0; i < N; i++) {
-        double g = (double)(float)grad_at(step, i) + c->weight_decay * r->p[i];
+        double l2 = c->name == OPT_ADAMW ? 0.0 : c->weight_decay;
+        double g = (double)(float)grad_at(step, i) + l2 * r->p[i];
         switch (c->name) {
         case OPT_SGD:
             if (c->momentum == 0.0) {
@@ -113,6 +114,14 @@ static void ref_step(const spec_optimizer *c, ref *r, int step)
             double v_prime = r->s2[i] / (1.0 - pow(c->beta2, t));
             double m_bar = (1.0 - mu_t) * g_prime + mu_n * m_prime;
             r->p[i] -= lr * m_bar / (sqrt(v_prime) + c->epsilon);
+            break;
+        }
+        case OPT_ADAMW: { /* torch.optim.AdamW */
+            r->p[i] *= 1.0 - lr * c->weight_decay;
+            r->s1[i] = c->beta1 * r->s1[i] + (1.0 - c->beta1) * g;
+            r->s2[i] = c->beta2 * r->s2[i] + (1.0 - c->beta2) * g * g;
+            double denom = sqrt(r->s2[i]) / sqrt(1.0 - pow(c->beta2, t)) + c->epsilon;
+            r->p[i] -= lr / (1.0 - pow(c->beta1, t)) * r->s1[i] / denom;
             break;
         }
         }
@@ -352,13 +361,120 @@ static void test_nadam_reference(void **state)
     check_against_reference(c);
 }
 
+static void test_adamw_reference(void **state)
+{
+    (void)state;
+    spec_optimizer c = cfg_default(OPT_ADAMW, 0.05);
+    c.epsilon = 1e-8;
+    c.weight_decay = 0.1;
+    check_against_reference(c);
+    c.beta1 = 0.5;
+    c.epsilon = 1e-3; /* where eps's bias correction shows */
+    c.decay = 0.1;
+    check_against_reference(c);
+}
+
+/* adamw with decay ranges: each element moves to the bit as under an
+ * optimizer decaying everything (inside a range) or nothing (outside),
+ * whole or stepped in parts cutting across the ranges. */
+static void test_adamw_decay_ranges(void **state)
+{
+    (void)state;
+    spec_optimizer c = cfg_default(OPT_ADAMW, 0.05);
+    c.weight_decay = 0.2;
+    spec_optimizer none = c;
+    none.weight_decay = 0.0;
+    const long ranges[] = {2, 7, 10, 19};
+    optimizer *masked = optim_create(&c, N), *split = optim_create(&c, N);
+    optimizer *all = optim_create(&c, N), *nodecay = optim_create(&none, N);
+    assert_non_null(masked);
+    assert_non_null(split);
+    assert_non_null(all);
+    assert_non_null(nodecay);
+    assert_int_equal(optim_set_decay_ranges(masked, ranges, 2), 0);
+    assert_int_equal(optim_set_decay_ranges(split, ranges, 2), 0);
+    float pm[N], ps[N], pa[N], pn[N], g[N];
+    fill_params(pm);
+    fill_params(ps);
+    fill_params(pa);
+    fill_params(pn);
+    for (int s = 0; s < STEPS; s++) {
+        fill_grads(g, s);
+        optim_step(masked, pm, g, N, 0.05f);
+        optim_step(all, pa, g, N, 0.05f);
+        optim_step(nodecay, pn, g, N, 0.05f);
+        optim_step_range(split, ps, g, 5, 12, 0.05f);
+        optim_step_range(split, ps, g, 0, 5, 0.05f);
+        optim_step_range(split, ps, g, 12, N, 0.05f);
+        optim_step_end(split);
+    }
+    for (int i = 0; i < N; i++) {
+        bool in = (i >= 2 && i < 7) || i >= 10;
+        assert_memory_equal(&pm[i], in ? &pa[i] : &pn[i], sizeof(float));
+        assert_memory_equal(&ps[i], &pm[i], sizeof(float));
+    }
+    assert_true(fabs(pa[3] - pn[3]) > 1e-4); /* the decay did something */
+    optim_free(masked);
+    optim_free(split);
+    optim_free(all);
+    optim_free(nodecay);
+}
+
+/* training.clip_norm: a gradient above the bound comes out with exactly
+ * the bound's norm and its direction; one below is untouched. */
+static void test_clip_norm(void **state)
+{
+    (void)state;
+    float g[N], h[N];
+    fill_grads(g, 1);
+    memcpy(h, g, sizeof g);
+    double norm = optim_grad_norm(g, N);
+    assert_true(norm > 0.5);
+    assert_float_equal(optim_clip_norm(g, N, 0.5), norm, 0.0);
+    assert_float_equal(optim_grad_norm(g, N), 0.5, 1e-6 * 0.5);
+    for (int i = 0; i < N; i++)
+        assert_float_equal(g[i], h[i] * 0.5 / norm, 1e-7);
+    memcpy(g, h, sizeof g);
+    optim_clip_norm(g, N, 2.0 * norm);
+    assert_memory_equal(g, h, sizeof g);
+    assert_true(optim_clip_norm(g, N, 0.0) == 0.0); /* off */
+    assert_memory_equal(g, h, sizeof g);
+}
+
+/* training.grad_accum_steps: the group's mean after k micro-batches, a
+ * partial group's mean on demand, and k = 1 passing gradients through. */
+static void test_grad_accum(void **state)
+{
+    (void)state;
+    grad_accum a;
+    float g1[N], g2[N], g3[N];
+    fill_grads(g1, 0);
+    fill_grads(g2, 1);
+    fill_grads(g3, 2);
+    assert_int_equal(grad_accum_init(&a, N, 2), 0);
+    assert_null(grad_accum_add(&a, g1));
+    float *m = grad_accum_add(&a, g2);
+    assert_non_null(m);
+    for (int i = 0; i < N; i++)
+        assert_true(m[i] == (g1[i] + g2[i]) * 0.5f);
+    assert_null(grad_accum_mean(&a)); /* nothing pending */
+    assert_null(grad_accum_add(&a, g3));
+    m = grad_accum_mean(&a);
+    assert_non_null(m);
+    assert_memory_equal(m, g3, sizeof g3);
+    grad_accum_free(&a);
+    assert_int_equal(grad_accum_init(&a, N, 1), 0);
+    assert_ptr_equal(grad_accum_add(&a, g1), g1);
+    grad_accum_free(&a);
+}
+
 /* The 8-wide blocks and the scalar tail must agree to the bit: element i
  * of a long vector (inside a block) moves exactly as a lone element does
  * (always in the tail). */
 static void test_block_equals_tail(void **state)
 {
     (void)state;
-    spec_optimizer_name names[] = { OPT_SGD, OPT_RMSPROP, OPT_ADAM, OPT_NADAM };
+    spec_optimizer_name names[] = { OPT_SGD, OPT_RMSPROP, OPT_ADAM, OPT_NADAM, OPT_ADAMW };
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
         spec_optimizer c = cfg_default(names[k], 0.01);
         c.momentum = 0.9;
@@ -445,6 +561,7 @@ static void test_state_resume_bit_exact(void **state)
     check_resume(cfg_default(OPT_RMSPROP, 0.01));
     check_resume(cfg_default(OPT_ADAM, 0.01));
     check_resume(cfg_default(OPT_NADAM, 0.01));
+    check_resume(cfg_default(OPT_ADAMW, 0.01));
 }
 
 static void test_state_layout(void **state)
@@ -569,6 +686,10 @@ int main(void)
         cmocka_unit_test(test_rmsprop_reference),
         cmocka_unit_test(test_adam_reference),
         cmocka_unit_test(test_nadam_reference),
+        cmocka_unit_test(test_adamw_reference),
+        cmocka_unit_test(test_adamw_decay_ranges),
+        cmocka_unit_test(test_clip_norm),
+        cmocka_unit_test(test_grad_accum),
         cmocka_unit_test(test_block_equals_tail),
         cmocka_unit_test(test_ranges_equal_whole_step),
         cmocka_unit_test(test_state_resume_bit_exact),

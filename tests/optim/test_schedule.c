@@ -414,9 +414,60 @@ static void test_step_warm_up(void **state)
     t.warm_up_batches = 4;
     const float want[6] = {0.125f, 0.25f, 0.375f, 0.5f, 0.5f, 0.5f};
     for (uint64_t k = 0; k < 6; k++)
-        assert_true(schedule_step_lr(&t, k, 0.5f) == want[k]);
+        assert_true(schedule_step_lr(&t, k, 0, 0.5f) == want[k]);
     t.warm_up_batches = 0;
-    assert_true(schedule_step_lr(&t, 0, 0.5f) == 0.5f);
+    assert_true(schedule_step_lr(&t, 0, 0, 0.5f) == 0.5f);
+}
+
+/* nanoGPT's get_lr(it) (train.py), transcribed:
+ *   if it < warmup_iters: return learning_rate * (it + 1) / (warmup_iters + 1)
+ *   if it > lr_decay_iters: return min_lr
+ *   decay_ratio = (it - warmup_iters) / (lr_decay_iters - warmup_iters)
+ *   coeff = 0.5 * (1.0 + math.cos(math.pi * decay_ratio))
+ *   return min_lr + coeff * (learning_rate - min_lr) */
+static double nanogpt_lr(double it, double warm, double decay, double lr, double min_lr)
+{
+    if (it < warm)
+        return lr * (it + 1) / (warm + 1);
+    if (it > decay)
+        return min_lr;
+    double ratio = (it - warm) / (decay - warm);
+    return min_lr + 0.5 * (1.0 + cos(M_PI * ratio)) * (lr - min_lr);
+}
+
+/* The cosine schedule against nanoGPT's formula at chosen steps, the
+ * hand-checkable points (first step, end of warm-up, half way, the end),
+ * decay_steps defaulting to the run's steps, and the step count from a
+ * position with gradient accumulation. */
+static void test_step_cosine(void **state)
+{
+    (void)state;
+    spec_training t = training(6e-4);
+    spec_schedule *c = add(&t, SCHED_COSINE, "");
+    c->warmup_steps = 10;
+    c->decay_steps = 110;
+    c->min_lr = 6e-5;
+    const uint64_t at[] = {0, 1, 5, 9, 10, 11, 37, 60, 99, 109, 110, 111, 500};
+    for (size_t i = 0; i < sizeof at / sizeof *at; i++) {
+        float got = schedule_step_lr(&t, at[i], 999, 6e-4f);
+        double want = nanogpt_lr((double)at[i], 10, 110, (double)6e-4f, 6e-5);
+        if (fabs(got - want) > 1e-6 * want)
+            fail_msg("step %llu: %.9g, nanoGPT %.9g", (unsigned long long)at[i], got, want);
+    }
+    assert_float_equal(schedule_step_lr(&t, 0, 999, 6e-4f), 6e-4 / 11, 1e-10);
+    assert_float_equal(schedule_step_lr(&t, 10, 999, 6e-4f), 6e-4, 1e-10);
+    assert_float_equal(schedule_step_lr(&t, 60, 999, 6e-4f), (6e-4 + 6e-5) / 2, 1e-10);
+    assert_float_equal(schedule_step_lr(&t, 110, 999, 6e-4f), 6e-5, 1e-10);
+    c->decay_steps = 0; /* the run's 210 steps */
+    assert_float_equal(schedule_step_lr(&t, 110, 210, 6e-4f), (6e-4 + 6e-5) / 2, 1e-10);
+    assert_float_equal(schedule_step_lr(&t, 210, 210, 6e-4f), 6e-5, 1e-10);
+    /* 10 micro-batches an epoch, 4 a step: steps of 4, 4, 2 -> 3 an epoch. */
+    assert_int_equal(schedule_opt_steps(0, 3, 10, 4), 0);
+    assert_int_equal(schedule_opt_steps(0, 4, 10, 4), 1);
+    assert_int_equal(schedule_opt_steps(0, 9, 10, 4), 2);
+    assert_int_equal(schedule_opt_steps(2, 5, 10, 4), 7);
+    assert_int_equal(schedule_opt_steps(5, 0, 10, 4), 15);
+    assert_int_equal(schedule_opt_steps(2, 5, 10, 1), 25);
 }
 
 int main(void)
@@ -436,6 +487,7 @@ int main(void)
         cmocka_unit_test(test_state_copy_resumes),
         cmocka_unit_test(test_stop_at_loss),
         cmocka_unit_test(test_step_warm_up),
+        cmocka_unit_test(test_step_cosine),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -327,15 +327,15 @@ static const struct bad_case {
      "expected an integer"},
     {"{\"model\":\"mlp\"," DATA ",\"training\":{\"batch_size\":0}}", "training.batch_size",
      ">= 1"},
-    {"{\"model\":\"mlp\"," DATA ",\"training\":{\"optimizer\":{\"name\":\"adamw\"}}}",
-     "training.optimizer.name", "expected one of sgd, rmsprop, adam, nadam"},
+    {"{\"model\":\"mlp\"," DATA ",\"training\":{\"optimizer\":{\"name\":\"adagrad\"}}}",
+     "training.optimizer.name", "expected one of sgd, rmsprop, adam, nadam, adamw"},
     {"{\"model\":\"mlp\"," DATA ",\"training\":{\"optimizer\":{\"name\":\"adam\","
      "\"momentum\":0.9}}}", "training.optimizer.momentum", "unknown key"},
     {"{\"model\":\"mlp\"," DATA ",\"training\":{\"loss\":\"hinge\"}}", "training.loss",
      "unknown loss"},
     {"{\"model\":\"mlp\"," DATA ",\"training\":{\"metrics\":[\"f1\"]}}", "training.metrics[0]",
      "unknown metric"},
-    {"{\"model\":\"mlp\"," DATA ",\"training\":{\"lr_schedulers\":[{\"name\":\"cosine\"}]}}",
+    {"{\"model\":\"mlp\"," DATA ",\"training\":{\"lr_schedulers\":[{\"name\":\"one_cycle\"}]}}",
      "training.lr_schedulers[0].name", "unknown schedule"},
     {"{\"model\":\"mlp\"," DATA ",\"training\":{\"lr_schedulers\":[{\"name\":"
      "\"early_stopping\",\"monitor\":\"loss\",\"metric\":\"val_loss\"}]}}",
@@ -743,6 +743,82 @@ static void test_pydtnn_options(void **state)
     assert_string_equal(err.path, "training.deterministic");
 }
 
+/* adamw, the cosine schedule, clip_norm and grad_accum_steps: defaults,
+ * the resolved spec parses again to the same spec, and bad values name
+ * their field. */
+static void test_optim_fields(void **state)
+{
+    (void)state;
+    spec_error err;
+    char msg[512];
+    job_spec *s = parse("{\"model\":\"mlp\"," DATA ",\"training\":{\"optimizer\":\"adamw\"}}",
+                        &err);
+    if (!s)
+        fail_msg("%s", spec_error_str(&err, msg, sizeof msg));
+    assert_int_equal(s->training.optimizer.name, OPT_ADAMW);
+    assert_true(s->training.optimizer.weight_decay == 0.01); /* torch's defaults */
+    assert_true(s->training.optimizer.epsilon == 1e-8);
+    assert_false(s->training.optimizer.decay_all);
+    assert_int_equal(s->training.grad_accum_steps, 1);
+    assert_true(s->training.clip_norm == 0.0);
+    assert_roundtrip(s, "adamw defaults");
+    spec_free(s);
+    s = parse("{\"model\":\"mlp\"," DATA ",\"training\":{\"optimizer\":{\"name\":\"adamw\","
+              "\"learning_rate\":6e-4,\"weight_decay\":0.1,\"beta2\":0.95,\"decay_all\":true},"
+              "\"lr_schedulers\":[{\"name\":\"cosine\",\"warmup_steps\":100,"
+              "\"decay_steps\":5000,\"min_lr\":6e-5}],\"clip_norm\":1.0,"
+              "\"grad_accum_steps\":4},\"distributed\":{\"trainer\":\"allreduce\","
+              "\"workers\":2}}", &err);
+    if (!s)
+        fail_msg("%s", spec_error_str(&err, msg, sizeof msg));
+    assert_true(s->training.optimizer.decay_all);
+    assert_true(s->training.optimizer.weight_decay == 0.1);
+    assert_int_equal(s->training.n_schedules, 1);
+    assert_int_equal(s->training.schedules[0].kind, SCHED_COSINE);
+    assert_int_equal(s->training.schedules[0].warmup_steps, 100);
+    assert_int_equal(s->training.schedules[0].decay_steps, 5000);
+    assert_true(s->training.schedules[0].min_lr == 6e-5);
+    assert_true(s->training.clip_norm == 1.0);
+    assert_int_equal(s->training.grad_accum_steps, 4);
+    assert_roundtrip(s, "adamw, cosine, clip_norm, grad_accum_steps");
+    spec_free(s);
+    static const struct {
+        const char *training, *path;
+    } bad[] = {
+        {"\"optimizer\":{\"name\":\"adamw\",\"momentum\":0.9}",
+         "training.optimizer.momentum"},
+        {"\"optimizer\":{\"name\":\"adam\",\"decay_all\":true}",
+         "training.optimizer.decay_all"},
+        {"\"optimizer\":{\"name\":\"adamw\",\"decay_all\":1}", "training.optimizer.decay_all"},
+        {"\"clip_norm\":-1", "training.clip_norm"},
+        {"\"grad_accum_steps\":0", "training.grad_accum_steps"},
+        {"\"grad_accum_steps\":1.5", "training.grad_accum_steps"},
+        {"\"lr_schedulers\":[{\"name\":\"cosine\",\"min_lr\":1}]",
+         "training.lr_schedulers[0].min_lr"},
+        {"\"lr_schedulers\":[{\"name\":\"cosine\",\"warmup_steps\":10,\"decay_steps\":10}]",
+         "training.lr_schedulers[0].decay_steps"},
+        {"\"lr_schedulers\":[{\"name\":\"cosine\",\"warmup_steps\":-1}]",
+         "training.lr_schedulers[0].warmup_steps"},
+        {"\"lr_schedulers\":[{\"name\":\"cosine\",\"patience\":3}]",
+         "training.lr_schedulers[0].patience"},
+        {"\"lr_schedulers\":[{\"name\":\"cosine\"},{\"name\":\"cosine\"}]",
+         "training.lr_schedulers[1]"},
+        {"\"warm_up_batches\":5,\"lr_schedulers\":[{\"name\":\"cosine\"}]",
+         "training.lr_schedulers[0]"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "{\"model\":\"mlp\"," DATA ",\"training\":{%s}}",
+                 bad[i].training);
+        s = parse(text, &err);
+        if (s)
+            fail_msg("accepted %s", bad[i].training);
+        if (strcmp(err.path, bad[i].path) != 0)
+            fail_msg("%s: error at %s (%s), want %s", bad[i].training, err.path, err.message,
+                     bad[i].path);
+    }
+}
+
 /* data.augment: PyDTNN's defaults when a transform is named, the
  * resolved spec parses again, and malformed values name their field. */
 static void test_augment(void **state)
@@ -1037,6 +1113,7 @@ int main(void)
         cmocka_unit_test(test_sequence_data),
         cmocka_unit_test(test_rnn_layers),
         cmocka_unit_test(test_sequence_presets),
+        cmocka_unit_test(test_optim_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -269,6 +269,7 @@ static void test_layers_and_optimizers(void **state)
         "{\"name\": \"sgd\", \"momentum\": 0.9, \"nesterov\": true, \"decay\": 0.01}",
         "{\"name\": \"rmsprop\"}",
         "{\"name\": \"nadam\", \"weight_decay\": 0.001}",
+        "{\"name\": \"adamw\", \"weight_decay\": 0.1}",
     };
     char job[4096];
     for (size_t i = 0; i < sizeof optimizers / sizeof *optimizers; i++) {

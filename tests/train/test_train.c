@@ -180,6 +180,47 @@ static void test_resume_equals_uninterrupted(void **state)
     spec_free(part);
 }
 
+/* adamw with its decay ranges, the cosine schedule, clipping and gradient
+ * accumulation (groups of 3 in 8-batch epochs: 3, 3, 2) resume from an
+ * epoch's checkpoint to the same bits and the same per-epoch rates as the
+ * run that never stopped; the schedule moved the rate. */
+static void test_resume_adamw_cosine(void **state)
+{
+    (void)state;
+    const char *fmt =
+        "{\"name\": \"t\", \"model\": " NET ", \"data\": {\"format\": \"synthetic\", "
+        "\"synthetic_train\": 300, \"synthetic_test\": 50, \"num_classes\": 3, "
+        "\"validation_split\": 0.2}, \"training\": {\"epochs\": %d, \"batch_size\": 32, "
+        "\"optimizer\": {\"name\": \"adamw\", \"learning_rate\": 0.003, "
+        "\"weight_decay\": 0.1}, \"lr_schedulers\": [{\"name\": \"cosine\", "
+        "\"warmup_steps\": 2, \"decay_steps\": 10, \"min_lr\": 0.0003}], "
+        "\"clip_norm\": 0.5, \"grad_accum_steps\": 3, \"seed\": 5}}";
+    char json[4096];
+    snprintf(json, sizeof json, fmt, 4);
+    job_spec *full = spec_fixture_parse(json);
+    snprintf(json, sizeof json, fmt, 2);
+    job_spec *part = spec_fixture_parse(json);
+    char *a = tempdir(), *b = tempdir();
+    train(full, a, 2, false);
+    train(part, b, 2, false);
+    train(full, b, 2, true);
+    expect_same_weights(a, b);
+    json_t *ha = history(a), *hb = history(b);
+    json_t *la = json_object_get(ha, "loss"), *lb = json_object_get(hb, "loss");
+    assert_int_equal(json_array_size(la), 4);
+    for (size_t i = 0; i < 4; i++)
+        assert_true(json_real_value(json_array_get(la, i)) ==
+                    json_real_value(json_array_get(lb, i)));
+    /* Trained: the loss fell from the first epoch to the last. */
+    assert_true(json_real_value(json_array_get(la, 3)) < json_real_value(json_array_get(la, 0)));
+    json_decref(ha);
+    json_decref(hb);
+    removedir(a);
+    removedir(b);
+    spec_free(full);
+    spec_free(part);
+}
+
 /* Where on_step_raise interrupts: SIGTERM after step `step` of 0-based
  * epoch `epoch`, through the trainer's own signal handler. */
 typedef struct stop_at {
@@ -623,6 +664,7 @@ int main(void)
         cmocka_unit_test(test_reproducible),
         cmocka_unit_test(test_resume_equals_uninterrupted),
         cmocka_unit_test(test_resume_mid_epoch),
+        cmocka_unit_test(test_resume_adamw_cosine),
         cmocka_unit_test(test_run_directory),
         cmocka_unit_test(test_early_stopping),
         cmocka_unit_test(test_stop_at_loss),
