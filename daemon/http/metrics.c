@@ -14,7 +14,8 @@ static const char *const route_names[ROUTE_COUNT] = {
     "DELETE /api/v1/datasets/{name}", "/api/v1/jobs/{id}/files",
     "/api/v1/jobs/{id}/files/{path}", "POST /api/v1/jobs/{id}/resume",
     "POST /api/v1/jobs/{id}/predict", "/ (dashboard)", "/api/v1/events",
-    "/api/v1/jobs/{id}/spec", "POST /api/v1/jobs/{id}/cancel", "other",
+    "/api/v1/jobs/{id}/spec", "POST /api/v1/jobs/{id}/cancel",
+    "POST /api/v1/jobs/{id}/generate", "other",
 };
 
 const char *metrics_route_name(metrics_route r)

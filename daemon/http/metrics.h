@@ -36,6 +36,7 @@ typedef enum metrics_route {
     ROUTE_EVENT_STREAM,
     ROUTE_JOB_SPEC,
     ROUTE_JOB_CANCEL,
+    ROUTE_JOB_GENERATE,
     ROUTE_OTHER,
     ROUTE_COUNT
 } metrics_route;
