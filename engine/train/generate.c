@@ -176,12 +176,7 @@ static size_t generate_put_utf8(uint32_t c, char *out)
     return 4;
 }
 
-/* The generated ids as UTF-8 text (at most 4 bytes an id, plus NUL).
- * Bytes: well-formed sequences as they are, each byte of an ill-formed one
- * (and an id past 255) U+FFFD. Chars: an id outside the vocabulary (a
- * class the training text never had) U+FFFD. */
-static char *generate_decode(const int32_t *ids, long n, const uint32_t *vocab, int nv,
-                             size_t *len)
+char *generate_decode(const int32_t *ids, long n, const uint32_t *vocab, int nv, size_t *len)
 {
     char *out = malloc((size_t)n * 4 + 1);
     unsigned char *bytes = vocab ? NULL : malloc((size_t)n + 1);

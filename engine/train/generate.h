@@ -4,6 +4,7 @@
 #define PUNCH_TRAIN_GENERATE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "train/train.h"
 
@@ -21,6 +22,13 @@ typedef struct generate_request {
  * -1 with a message naming the field. Free with generate_request_free. */
 int generate_request_read(const char *path, generate_request *req, char *err, size_t errlen);
 void generate_request_free(generate_request *req);
+
+/* Generated ids as UTF-8 text (malloc'd, NUL-terminated, *len bytes; NULL
+ * when out of memory). vocab NULL: ids are bytes, well-formed UTF-8
+ * sequences kept as they are and each byte of an ill-formed one (or an id
+ * past 255) U+FFFD. Else ids index vocab's nv code points; an id outside
+ * it (a class the training text never had) is U+FFFD. */
+char *generate_decode(const int32_t *ids, long n, const uint32_t *vocab, int nv, size_t *len);
 
 /* The prompt read from `request` (above) encoded with the job's tokenizer
  * (byte; char with the vocab.json beside opt->weights), then

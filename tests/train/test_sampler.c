@@ -160,6 +160,25 @@ static void test_request(void **state)
     }
 }
 
+/* Ids back to text: bytes that are not UTF-8 become U+FFFD one by one. */
+static void test_decode(void **state)
+{
+    (void)state;
+    size_t len;
+    /* "h", "é" (C3 A9), a stray continuation byte, "€" cut short, "!" */
+    const int32_t bytes[] = {'h', 0xC3, 0xA9, 0x80, 0xE2, 0x82, '!', 300};
+    char *s = generate_decode(bytes, 8, NULL, 0, &len);
+    assert_non_null(s);
+    assert_string_equal(s, "h\xC3\xA9\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD!\xEF\xBF\xBD");
+    assert_int_equal(len, strlen(s));
+    free(s);
+    const uint32_t vocab[] = {'\n', 'a', 0x2603};
+    const int32_t chars[] = {1, 2, 0, 7};
+    s = generate_decode(chars, 4, vocab, 3, &len);
+    assert_string_equal(s, "a\xE2\x98\x83\n\xEF\xBF\xBD");
+    free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -168,6 +187,7 @@ int main(void)
         cmocka_unit_test(test_top_k),
         cmocka_unit_test(test_seed),
         cmocka_unit_test(test_request),
+        cmocka_unit_test(test_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
