@@ -138,6 +138,14 @@ enum MHD_Result api_job_generate(api_request *r)
     json_t *req = api_generate_request(r, &reply);
     if (!req)
         return reply;
+    /* DATA_DIR/tmp is made by the first upload or prediction (api_stream.c),
+     * perhaps not yet. */
+    snprintf(dir, sizeof dir, "%s/tmp", d->cfg.data_dir);
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        json_decref(req);
+        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "%s: %s", dir,
+                               strerror(errno));
+    }
     snprintf(dir, sizeof dir, "%s/tmp/generate-XXXXXX", d->cfg.data_dir);
     if (!mkdtemp(dir)) {
         json_decref(req);

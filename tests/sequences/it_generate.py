@@ -1,9 +1,8 @@
 """it_generate.py — text generation from a trained language model through
 a real punchcardd and punch-train (issue 29): a small char LSTM
-(embedding -> lstm return_sequences -> dense softmax) trains for a few
-seconds on the first 6 KB of Debian's fortunes, then POST
+(embedding -> lstm return_sequences -> dense softmax) trains for a second on the first 6 KB of Debian's fortunes, then POST
 /api/v1/jobs/ID/generate gives the same text for the same seed, greedy
-decoding ignores the seed, `punch generate` prints the prompt and the same
+decoding ignores the seed and reads the context's last step, `punch generate` prints the prompt and the same
 text, each bad field is a 400 naming it, a character outside the
 vocabulary is a 400, another user's job a 404 and a job that is not a
 language model a 409.
@@ -30,11 +29,11 @@ def lm_job(vocab):
     return {"name": "charlm",
             "model": {"input": {"tokens": vocab}, "layers": [
                 {"type": "embedding", "output_dim": 16},
-                {"type": "lstm", "units": 32, "return_sequences": True},
+                {"type": "lstm", "units": 64, "return_sequences": True},
                 {"type": "dense", "units": vocab, "activation": "softmax"}]},
             "data": {"format": "text", "train": "@fortunes.txt", "tokenizer": "char",
                      "num_classes": vocab, "max_length": 32},
-            "training": {"epochs": 3, "batch_size": 16,
+            "training": {"epochs": 10, "batch_size": 16,
                          "optimizer": {"name": "adam", "learning_rate": 0.01}, "seed": 1}}
 
 
@@ -75,6 +74,14 @@ def same_seed_same_text(d, jid, vocab):
     g1 = generate(d, jid, prompt="The ", max_new_tokens=20, temperature=0, seed=1).json()
     g2 = generate(d, jid, prompt="The ", max_new_tokens=20, temperature=0, seed=2).json()
     check(g1 == g2, "greedy decoding does not depend on the seed: %r %r" % (g1, g2))
+    # Each token comes from the context's last real step: greedy from "Th"
+    # then its first new character is the same text one step on, and a
+    # prompt with the same first character but another end gives another.
+    a = generate(d, jid, prompt="Th", max_new_tokens=12, temperature=0).json()["text"]
+    b = generate(d, jid, prompt="Th" + a[0], max_new_tokens=11, temperature=0).json()["text"]
+    check(b == a[1:], "greedy from 'Th' %r, from 'Th%s' %r" % (a, a[0], b))
+    c = generate(d, jid, prompt="The man", max_new_tokens=12, temperature=0).json()["text"]
+    check(c != a, "'The man' and 'Th' continue differently: %r %r" % (c, a))
     # A prompt longer than the model's 32 steps: the context is its tail.
     r = generate(d, jid, prompt="A" * 50 + "The ", max_new_tokens=5, top_k=3, seed=3)
     check(r.status_code == 200 and len(r.json()["tokens"]) == 5, r.text[:300])
