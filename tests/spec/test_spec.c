@@ -992,13 +992,20 @@ static void test_sequence_data(void **state)
                  "\"num_classes\":3,%s}}", bad[i].data);
         expect_data_error(json, bad[i].path, bad[i].expect);
     }
-    /* A model with an output per step: refused at submit until the loss
-     * over real steps exists (issue 28). */
-    expect_data_error("{\"model\":{\"input\":{\"tokens\":300},\"layers\":[{\"type\":"
-                      "\"embedding\",\"output_dim\":4},{\"type\":\"dense\",\"units\":3}]},"
-                      "\"data\":{\"format\":\"npz\",\"train\":\"t\",\"num_classes\":3,"
-                      "\"per_step_labels\":true}}",
-                      "data.per_step_labels", "not trained in this version");
+    /* A model with an output per step trains with softmax cross-entropy
+     * and accuracy over real steps; other losses and metrics are refused
+     * at submit, by field. */
+#define STEP_MODEL "\"model\":{\"input\":{\"tokens\":300},\"layers\":[{\"type\":" \
+                   "\"embedding\",\"output_dim\":4},{\"type\":\"dense\",\"units\":3}]}," \
+                   "\"data\":{\"format\":\"npz\",\"train\":\"t\",\"num_classes\":3," \
+                   "\"per_step_labels\":true}"
+    expect_data_error("{" STEP_MODEL ",\"training\":{\"loss\":\"categorical_hinge\"}}",
+                      "training.loss", "categorical_crossentropy only");
+    expect_data_error("{" STEP_MODEL ",\"training\":{\"metrics\":[\"accuracy\",\"mae\"]}}",
+                      "training.metrics", "accuracy over real steps");
+    expect_data_error("{" STEP_MODEL ",\"distributed\":{\"trainer\":\"ensemble\","
+                      "\"workers\":2}}", "distributed.trainer", "ensemble");
+#undef STEP_MODEL
     expect_data_error("{" SEQ_MODEL(300, 3) ",\"data\":{\"format\":\"text\",\"train\":"
                       "\"t\",\"tokenizer\":\"char\"}}", "data.num_classes", "char tokenizer");
     expect_data_error("{" SEQ_MODEL(300, 3) ",\"data\":{\"format\":\"csv\",\"train\":"
