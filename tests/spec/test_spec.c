@@ -907,6 +907,17 @@ static void test_sequence_presets(void **state)
         {"lstm_classifier", "{\"tokens\":256}",
          "\"format\":\"npz\",\"train\":\"@t\",\"num_classes\":5,\"max_length\":96", 3, 256,
          256L * 64 + 4L * 128 * (64 + 128 + 1) + 128 * 5 + 5},
+        /* Per step: a bidirectional LSTM(128) concat (256 per step), then
+         * dense 256 x 5 + 5 at every step. */
+        {"bilstm_tagger", "{\"tokens\":256}",
+         "\"format\":\"npz\",\"train\":\"@t\",\"num_classes\":5,\"max_length\":40,"
+         "\"per_step_labels\":true", 3, 256,
+         256L * 64 + 2 * 4L * 128 * (64 + 128 + 1) + 256 * 5 + 5},
+        /* Two LSTM(256): 4 * 256 * (64 + 256 + 1), 4 * 256 * (256 + 256 + 1). */
+        {"char_lstm_lm", "{\"tokens\":256}",
+         "\"format\":\"npz\",\"train\":\"@t\",\"num_classes\":5,\"max_length\":64,"
+         "\"per_step_labels\":true", 4, 256,
+         256L * 64 + 4L * 256 * (64 + 256 + 1) + 4L * 256 * (256 + 256 + 1) + 256 * 5 + 5},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char json[512], msg[600];
@@ -924,8 +935,8 @@ static void test_sequence_presets(void **state)
         assert_int_equal(s->layers[0].token_vocab,
                          s->layers[0].type == LAYER_EMBEDDING ? 0 : cases[i].vocab);
         const spec_layer *out = &s->layers[s->n_layers - 1];
-        assert_int_equal(out->out_shape.rank, 1);
-        assert_int_equal(out->out_shape.dim[0], 5);
+        assert_int_equal(out->out_shape.rank, s->data.per_step_labels ? 2 : 1);
+        assert_int_equal(out->out_shape.dim[out->out_shape.rank - 1], 5);
         assert_int_equal(out->activation, ACT_SOFTMAX);
         assert_roundtrip(s, json);
         spec_free(s);
