@@ -119,7 +119,9 @@ typedef struct dist_ctx {
     long per_epoch;         /* samples this rank consumes an epoch */
     long send_rows;         /* room in the send buffer */
     float *send_x;
-    int32_t *send_y;
+    int32_t *send_y;        /* per row: its labels (label_steps), then its
+                               length when the data has lengths */
+    int32_t *recv_y;        /* the same, received for the window's rows */
     int64_t *rows;          /* rows of epoch for this rank's samples of the window */
     dataset epoch;          /* the current window's samples */
     const dataset *data;    /* what dist_data_batch's rows index: &train or &epoch */
