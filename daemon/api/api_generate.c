@@ -170,8 +170,11 @@ enum MHD_Result api_job_generate(api_request *r)
     json_t *out = rc == 0 ? api_generate_result(dir) : NULL;
     unlink(reqpath);
     rmdir(dir);
+    /* The engine's refusals that are the prompt's (a character outside the
+     * vocabulary) name it as the field. */
     if (rc == 2)
-        return api_reply_error(r, MHD_HTTP_BAD_REQUEST, NULL, "%s", msg);
+        return api_reply_error(r, MHD_HTTP_BAD_REQUEST,
+                               strncmp(msg, "prompt:", 7) == 0 ? "prompt" : NULL, "%s", msg);
     if (!json_is_object(out)) {
         json_decref(out);
         log_error("job %s (%s): generation failed: %s", job->id, job->owner, msg);
