@@ -25,6 +25,7 @@ int cmd_keygen(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 int cmd_resume(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 int cmd_rm(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 int cmd_predict(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
+int cmd_generate(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 int cmd_data(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 int cmd_profile(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 
@@ -39,6 +40,7 @@ extern const char cmd_keygen_usage[];
 extern const char cmd_resume_usage[];
 extern const char cmd_rm_usage[];
 extern const char cmd_predict_usage[];
+extern const char cmd_generate_usage[];
 extern const char cmd_data_usage[];
 extern const char cmd_profile_usage[];
 

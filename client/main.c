@@ -32,6 +32,8 @@ static const char punch_usage[] =
     "  resume ID                            queue a failed/cancelled/timed-out job again,\n"
     "                                       from its last checkpoint\n"
     "  predict ID IN.npy [-o OUT.npy]       the trained model's outputs for new inputs\n"
+    "  generate ID PROMPT [--max-new-tokens N] [--temperature T] [--top-k K] [--seed S]\n"
+    "                                       a language model's continuation of PROMPT\n"
     "  profile ID [--json]                  time per layer and step phase of a job run with\n"
     "                                       training.profile: true (its profile.json)\n"
     "  data push FILE [NAME] | list | rm NAME\n"
@@ -85,6 +87,7 @@ static const punch_command punch_commands[] = {
     {"resume", cmd_resume, cmd_resume_usage, true},
     {"rm", cmd_rm, cmd_rm_usage, true},
     {"predict", cmd_predict, cmd_predict_usage, true},
+    {"generate", cmd_generate, cmd_generate_usage, true},
     {"data", cmd_data, cmd_data_usage, true},
     {"profile", cmd_profile, cmd_profile_usage, true},
 };

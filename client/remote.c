@@ -421,6 +421,26 @@ int remote_job_predict(httpc_client *c, const char *id, const void *input, size_
     return rc;
 }
 
+int remote_job_generate(httpc_client *c, const char *id, const char *request, json_t **out,
+                        cli_error *err)
+{
+    char *path = remote_job_path(id, "/generate");
+    if (path == NULL)
+        return cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory");
+    httpc_response r;
+    int rc = httpc_request(c, "POST", path, request, strlen(request), NULL, &r, err);
+    free(path);
+    if (rc == 0 && r.status != 200) {
+        char notfound[1024];
+        remote_notfound(c, id, NULL, notfound, sizeof notfound);
+        rc = remote_status_error(c, &r, "generating", notfound, err);
+    }
+    if (rc == 0)
+        rc = remote_parse(c, &r, "generating", out, err);
+    httpc_response_free(&r);
+    return rc;
+}
+
 int remote_job_files(httpc_client *c, const char *id, json_t **files, cli_error *err)
 {
     return remote_job_json(c, "GET", id, "/files", "listing the run directory", NULL, files,

@@ -71,6 +71,10 @@ int remote_dataset_push(httpc_client *c, const char *name, FILE *src, long long 
                         json_t **out, cli_error *err);
 int remote_dataset_list(httpc_client *c, json_t **out, cli_error *err);
 int remote_dataset_delete(httpc_client *c, const char *name, json_t **out, cli_error *err);
+/* POST .../generate with a JSON request; the reply {"text", "tokens"}
+ * into *out. */
+int remote_job_generate(httpc_client *c, const char *id, const char *request, json_t **out,
+                        cli_error *err);
 /* POST .../predict with an .npy body; the .npy of outputs into sink. */
 int remote_job_predict(httpc_client *c, const char *id, const void *input, size_t len,
                        FILE *sink, cli_error *err);

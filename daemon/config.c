@@ -64,6 +64,8 @@ static const opt_def opts[] = {
     NUM(upload_max, OPT_LONG, 1024, LONG_MAX, "BYTES", "largest dataset upload, 413 above (default 2147483648: 2 GiB)"),
     NUM(upload_quota, OPT_LONG, 1024, LONG_MAX, "BYTES", "uploaded datasets per user, 507 above (default 10737418240: 10 GiB)"),
     NUM(predict_max, OPT_LONG, 1024, 1L << 34, "BYTES", "largest input of POST /api/v1/jobs/ID/predict, 413 above (default 67108864: 64 MiB)"),
+    NUM(generate_max_tokens, OPT_LONG, 1, 1L << 20, "N", "most tokens one POST /api/v1/jobs/ID/generate may ask for, 400 above (default 512)"),
+    NUM(generate_max_prompt, OPT_LONG, 1, 1L << 20, "BYTES", "longest prompt of POST /api/v1/jobs/ID/generate, 400 above (default 4096)"),
     NUM(host_memory_mb, OPT_LONG, 0, 1L << 40, "MIB", "memory of each host that jobs may use, for admission and limits (default 0: MemTotal less a tenth, at least 1 GiB)"),
     NUM(job_output_quota_mb, OPT_LONG, 0, 1L << 40, "MIB", "disk a job's run directory may fill; past it the job is stopped and fails, 0 = no limit (default 10240)"),
     NUM(user_quota_mb, OPT_LONG, 0, 1L << 40, "MIB", "disk a user's run directories may fill together; over it a submit gets 507, 0 = no limit (default 51200)"),
@@ -91,6 +93,8 @@ void config_defaults(config *c)
     c->upload_max = 2L << 30;
     c->upload_quota = 10L << 30;
     c->predict_max = 64L << 20;
+    c->generate_max_tokens = 512;
+    c->generate_max_prompt = 4096;
     c->http_threads = 4;
     c->connection_timeout = 30;
     c->connection_limit = 1024;

@@ -49,6 +49,8 @@ typedef struct config {
     long upload_max;               /* bytes of one dataset upload (413 above) */
     long upload_quota;             /* bytes of uploads per user (507 above) */
     long predict_max;              /* bytes of a predict request's input (413 above) */
+    long generate_max_tokens;      /* max_new_tokens of a generate request (400 above) */
+    long generate_max_prompt;      /* bytes of a generate request's prompt (400 above) */
     long host_memory_mb;           /* memory of a host for jobs; 0: MemTotal less headroom */
     long job_output_quota_mb;      /* a job's run directory; 0: no limit */
     long user_quota_mb;            /* all of a user's run directories; 0: no limit */

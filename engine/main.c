@@ -17,6 +17,7 @@
 #include "export/onnx_export.h"
 #include "gpu/gpu_debug.h"
 #include "train/memlimit.h"
+#include "train/generate.h"
 #include "train/options.h"
 #include "train/predict.h"
 #include "train/train.h"
@@ -30,6 +31,7 @@ static const char usage_text[] =
     "usage: punch-train JOB.json --out DIR [--datasets DIR[:DIR...]] [--threads N]\n"
     "                   [--resume] [--evaluate-only --weights FILE]\n"
     "                   [--predict INPUT.npy --weights FILE]\n"
+    "                   [--generate REQUEST.json --weights FILE]\n"
     "       punch-train JOB.json --export-onnx FILE [--weights FILE]\n"
     "       punch-train --validate JOB.json\n"
     "\n"
@@ -43,8 +45,12 @@ static const char usage_text[] =
     "  --predict IN.npy   the outputs of --weights FILE's model for IN.npy's raw inputs\n"
     "                     (scaled as the training data were) into DIR/predictions.npy,\n"
     "                     float32 [N, outputs]; no data is loaded\n"
+    "  --generate REQ     a language model's continuation of REQ's prompt (JSON: prompt,\n"
+    "                     max_new_tokens, temperature, top_k, seed) into\n"
+    "                     DIR/generated.json: {\"text\", \"tokens\"}\n"
     "  --export-onnx FILE the model as ONNX (docs/interchange.md) with --weights FILE's\n"
     "                     weights and input scaling, or its initial weights without\n"
+    "                     --weights\n"
     "  --validate         check the job, print its summary, and exit\n";
 
 typedef struct cli {
@@ -54,6 +60,7 @@ typedef struct cli {
     const char *weights;
     const char *predict;
     const char *export_onnx;
+    const char *generate;
     int threads;
     bool resume, evaluate_only, validate, help;
 } cli;
@@ -113,6 +120,9 @@ static int cli_parse(int argc, char **argv, cli *c)
         } else if (cli_is(a, "--export-onnx")) {
             slot = &c->export_onnx;
             name = "--export-onnx";
+        } else if (cli_is(a, "--generate")) {
+            slot = &c->generate;
+            name = "--generate";
         } else if (cli_is(a, "--threads")) {
             const char *v = cli_value(argc, argv, &i, "--threads");
             char *end = NULL;
@@ -149,6 +159,11 @@ static int cli_parse(int argc, char **argv, cli *c)
     if (c->predict && (c->evaluate_only || c->resume || !c->weights))
         return usage_error("%s", "--predict needs --weights FILE, without --evaluate-only "
                                  "or --resume");
+    if (c->generate && (c->predict || c->evaluate_only || c->resume || !c->weights))
+        return usage_error("%s", "--generate needs --weights FILE, without --predict, "
+                                 "--evaluate-only or --resume");
+    if (c->generate)
+        return 0;
     if (!c->predict && c->evaluate_only != (c->weights != NULL))
         return usage_error("%s", "--evaluate-only and --weights FILE go together");
     if (c->evaluate_only && c->resume)
@@ -224,6 +239,14 @@ static int run(const cli *c, const engine_options *env, const job_spec *spec,
         train_options o = {.out_dir = c->out, .roots = *roots, .threads = c->threads,
                            .local_rank = env->local_rank, .weights = c->weights};
         int rc = train_predict(spec, &o, c->predict, err, sizeof err);
+        if (rc != 0)
+            fprintf(stderr, "punch-train: %s\n", err);
+        return rc;
+    }
+    if (c->generate) {
+        train_options o = {.out_dir = c->out, .roots = *roots, .threads = c->threads,
+                           .local_rank = env->local_rank, .weights = c->weights};
+        int rc = train_generate(spec, &o, c->generate, err, sizeof err);
         if (rc != 0)
             fprintf(stderr, "punch-train: %s\n", err);
         return rc;

@@ -140,6 +140,11 @@ enum MHD_Result api_job_resume(api_request *r);
  * inputs): 200 with an .npy float32 [N, outputs]; 400 when the input does
  * not fit the model, 413 over predict_max. */
 enum MHD_Result api_job_predict(api_request *r);
+/* r->job's (succeeded, data.format "text"; else 409) language model
+ * continuing a prompt: {"prompt", "max_new_tokens", "temperature", "top_k",
+ * "seed"} -> 200 {"text", "tokens"}; 400 naming a bad field
+ * (api_generate.c). */
+enum MHD_Result api_job_generate(api_request *r);
 enum MHD_Result api_job_file(api_request *r);
 /* r->job's (succeeded; else 409) model as ONNX (?format=onnx, the only
  * format): its run directory's model.onnx, or for a job that ended without

@@ -15,7 +15,7 @@ static const char *const route_names[ROUTE_COUNT] = {
     "/api/v1/jobs/{id}/files/{path}", "POST /api/v1/jobs/{id}/resume",
     "POST /api/v1/jobs/{id}/predict", "/ (dashboard)", "/api/v1/events",
     "/api/v1/jobs/{id}/spec", "POST /api/v1/jobs/{id}/cancel",
-    "/api/v1/jobs/{id}/export", "other",
+    "/api/v1/jobs/{id}/export", "POST /api/v1/jobs/{id}/generate", "other",
 };
 
 const char *metrics_route_name(metrics_route r)

@@ -37,6 +37,7 @@ typedef enum metrics_route {
     ROUTE_JOB_SPEC,
     ROUTE_JOB_CANCEL,
     ROUTE_JOB_EXPORT,
+    ROUTE_JOB_GENERATE,
     ROUTE_OTHER,
     ROUTE_COUNT
 } metrics_route;

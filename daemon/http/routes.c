@@ -60,6 +60,8 @@ static const routes_entry routes_table[] = {
      ROUTE_JOB_PREDICT},
     {"GET", "/api/v1/jobs/{id}/export", api_job_export, ROUTES_CALLER, ROUTES_PATH_JOB,
      ROUTE_JOB_EXPORT},
+    {"POST", "/api/v1/jobs/{id}/generate", api_job_generate, ROUTES_CALLER, ROUTES_PATH_JOB,
+     ROUTE_JOB_GENERATE},
     {"GET", "/api/v1/jobs/{id}/files", api_job_files, ROUTES_CALLER, ROUTES_PATH_JOB,
      ROUTE_JOB_FILES},
     {"GET", "/api/v1/jobs/{id}/files/{path}", api_job_file, ROUTES_CALLER, ROUTES_PATH_JOB,

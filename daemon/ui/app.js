@@ -248,6 +248,34 @@
     cancel.textContent = j.cancel_requested && !done ? 'Cancel requested' : 'Cancel job';
     $('job-resume').hidden = !RESUMABLE.includes(j.state);
     $('job-delete').hidden = !done;
+    showGenerate(j);
+  }
+
+  /* The prompt box: only on a finished language model (data.format text),
+   * the jobs POST /generate answers. */
+  function showGenerate(j) {
+    $('job-generate').hidden = !(S.languageModel && j && j.state === 'succeeded');
+  }
+
+  async function generate(e) {
+    e.preventDefault();
+    const out = $('gen-output'), msg = $('gen-error'), btn = $('gen-btn');
+    const num = (name) => Number($(name).value);
+    const body = { prompt: $('gen-prompt').value, max_new_tokens: num('gen-tokens'),
+                   temperature: num('gen-temperature'), top_k: num('gen-top-k'),
+                   seed: num('gen-seed') };
+    msg.textContent = '';
+    btn.disabled = true;
+    try {
+      const r = await api('/api/v1/jobs/' + S.jobId + '/generate',
+                          { method: 'POST', body: JSON.stringify(body),
+                            headers: { 'Content-Type': 'application/json' } });
+      out.replaceChildren(el('strong', { text: body.prompt }), document.createTextNode(r.text));
+    } catch (err) {
+      msg.textContent = (err.field ? err.field + ': ' : '') + err.message;
+    } finally {
+      btn.disabled = false;
+    }
   }
 
   function renderJobProgress(j) {
@@ -281,6 +309,10 @@
     if (fresh) {
       resetJob();
       $('job-spec').textContent = '';
+      S.languageModel = false;
+      $('job-generate').hidden = true;
+      $('gen-output').textContent = '';
+      $('gen-error').textContent = '';
       $('job-events').replaceChildren();
       $('job-files').tBodies[0].replaceChildren();
       $('job-files-note').textContent = '';
@@ -306,8 +338,12 @@
     maybeHistory(j);
     if (fresh) {
       api('/api/v1/jobs/' + id + '/spec', { raw: true }).then((r) => r.text()).then((t) => {
-        try { t = JSON.stringify(JSON.parse(t), null, 2); } catch (e) { /* shown as sent */ }
-        if (S.jobId === id) $('job-spec').textContent = t;
+        let spec = null;
+        try { spec = JSON.parse(t); t = JSON.stringify(spec, null, 2); } catch (e) { /* shown as sent */ }
+        if (S.jobId !== id) return;
+        $('job-spec').textContent = t;
+        S.languageModel = !!(spec && spec.data && spec.data.format === 'text');
+        showGenerate(S.jobs.get(id));
       }).catch((e) => { $('job-spec').textContent = e.message; });
     }
     if (fresh || resumed) pollLog(id);
@@ -708,6 +744,7 @@
     $('job-cancel').addEventListener('click', cancelJob);
     $('job-resume').addEventListener('click', resumeJob);
     $('job-delete').addEventListener('click', deleteJob);
+    $('generate-form').addEventListener('submit', generate);
     for (const b of document.querySelectorAll('[data-download]'))
       b.addEventListener('click', () => download(b.getAttribute('data-download')));
     $('log-follow').addEventListener('change', () => {

@@ -164,14 +164,24 @@ static void dist_data_load_part(dist_ctx *c, dataset_part part, long lo, long hi
         dist_data_fail(err);
 }
 
-/* n samples shaped like `like`. */
+/* The int32s that travel with a sample in the exchange: its labels (one,
+ * or one a step) and, for sequences with lengths, its length. */
+static long dist_label_width(const dataset *d)
+{
+    long steps = d->label_steps > 0 ? d->label_steps : 1;
+    return steps + (d->len ? 1 : 0);
+}
+
+/* n samples shaped like `like` (labels a step and lengths too). */
 static int dist_data_alloc(dataset *d, const dataset *like, long n)
 {
     memset(d, 0, sizeof *d);
-    size_t f = (size_t)like->features;
-    d->x = malloc((size_t)(n > 0 ? n : 1) * f * sizeof(float) + 1);
-    d->y = malloc((size_t)(n > 0 ? n : 1) * sizeof(int32_t));
-    if (!d->x || !d->y) {
+    size_t f = (size_t)like->features, rows = (size_t)(n > 0 ? n : 1);
+    long steps = like->label_steps > 0 ? like->label_steps : 1;
+    d->x = malloc(rows * f * sizeof(float) + 1);
+    d->y = malloc(rows * (size_t)steps * sizeof(int32_t));
+    d->len = like->len ? malloc(rows * sizeof(int32_t)) : NULL;
+    if (!d->x || !d->y || (like->len && !d->len)) {
         dataset_free(d);
         return -1;
     }
@@ -179,6 +189,7 @@ static int dist_data_alloc(dataset *d, const dataset *like, long n)
     d->features = like->features;
     d->shape = like->shape;
     d->num_classes = like->num_classes;
+    d->label_steps = steps;
     return 0;
 }
 
@@ -197,7 +208,8 @@ static void dist_data_plan(dist_ctx *c)
     }
     long rows = c->win_steps * B;
     c->rows = malloc((size_t)rows * sizeof *c->rows);
-    if (!c->rows || dist_data_alloc(&c->epoch, &c->train, rows) != 0)
+    c->recv_y = malloc((size_t)(rows * dist_label_width(&c->train)) * sizeof *c->recv_y);
+    if (!c->rows || !c->recv_y || dist_data_alloc(&c->epoch, &c->train, rows) != 0)
         dist_die("out of memory for the exchange window (%ld samples)", rows);
     /* What the sends of one window can reach: every consumer's window
      * (all of it this rank's when the data is not shuffled), at most the
@@ -317,6 +329,7 @@ void dist_data_free(dist_ctx *c)
     free(c->rows);
     free(c->send_x);
     free(c->send_y);
+    free(c->recv_y);
     free(c->held);
     if (c->hcomm != MPI_COMM_NULL)
         MPI_Comm_free(&c->hcomm);
@@ -367,7 +380,21 @@ static void dist_window_pack(dist_window_pass *ps, int q, int64_t g)
     long f = c->train.features;
     long row = g - c->shard_lo, at = ps->sdisp[q] + ps->fill[q]++;
     memcpy(c->send_x + at * f, c->train.x + row * f, (size_t)f * sizeof(float));
-    c->send_y[at] = c->train.y[row];
+    long w = dist_label_width(&c->train), steps = c->epoch.label_steps;
+    memcpy(c->send_y + at * w, c->train.y + row * steps, (size_t)steps * sizeof(int32_t));
+    if (c->train.len)
+        c->send_y[at * w + steps] = c->train.len[row];
+}
+
+/* The received labels (and lengths) of rows [0, n) into the window. */
+static void dist_window_unpack(dist_ctx *c, long n)
+{
+    long w = dist_label_width(&c->train), steps = c->epoch.label_steps;
+    for (long r = 0; r < n; r++) {
+        memcpy(c->epoch.y + r * steps, c->recv_y + r * w, (size_t)steps * sizeof(int32_t));
+        if (c->epoch.len)
+            c->epoch.len[r] = c->recv_y[r * w + steps];
+    }
 }
 
 static void dist_window_map(dist_window_pass *ps, int q, int64_t g)
@@ -384,11 +411,13 @@ static void dist_data_window(dist_ctx *c, long w)
 {
     int T = c->n_holders, k = c->holder;
     long f = c->train.features, s0 = w * c->win_steps;
-    int *cnt = calloc((size_t)T * 9, sizeof *cnt);
+    int *cnt = calloc((size_t)T * 13, sizeof *cnt);
     if (!cnt)
         dist_die("out of memory");
     int *scount = cnt, *rcount = cnt + T, *sdisp = cnt + 2 * T, *rdisp = cnt + 3 * T;
     int *sxc = cnt + 4 * T, *sxd = cnt + 5 * T, *rxc = cnt + 6 * T, *rxd = cnt + 7 * T;
+    int *syc = cnt + 9 * T, *syd = cnt + 10 * T, *ryc = cnt + 11 * T, *ryd = cnt + 12 * T;
+    int lw = (int)dist_label_width(&c->train);
     dist_window_pass ps = {.c = c, .T = T, .k = k, .scount = scount, .rcount = rcount,
                            .sdisp = sdisp, .rdisp = rdisp, .fill = cnt + 8 * T};
     for (int q = 0; q < T; q++)
@@ -405,15 +434,20 @@ static void dist_data_window(dist_ctx *c, long w)
         sxd[q] = sdisp[q] * (int)f;
         rxc[q] = rcount[q] * (int)f;
         rxd[q] = rdisp[q] * (int)f;
+        syc[q] = scount[q] * lw;
+        syd[q] = sdisp[q] * lw;
+        ryc[q] = rcount[q] * lw;
+        ryd[q] = rdisp[q] * lw;
     }
     for (int q = 0; q < T; q++)
         dist_data_window_walk(&ps, q, s0, dist_window_pack);
     double t0 = MPI_Wtime();
     DIST_MPI(MPI_Alltoallv(c->send_x, sxc, sxd, MPI_FLOAT, c->epoch.x, rxc, rxd, MPI_FLOAT,
                            c->hcomm));
-    DIST_MPI(MPI_Alltoallv(c->send_y, scount, sdisp, MPI_INT32_T, c->epoch.y, rcount, rdisp,
-                           MPI_INT32_T, c->hcomm));
+    DIST_MPI(MPI_Alltoallv(c->send_y, syc, syd, MPI_INT32_T, c->recv_y, ryc, ryd, MPI_INT32_T,
+                           c->hcomm));
     c->comm_s += MPI_Wtime() - t0;
+    dist_window_unpack(c, rdisp[T - 1] + rcount[T - 1]);
     memset(ps.fill, 0, (size_t)T * sizeof *ps.fill);
     dist_data_window_walk(&ps, k, s0, dist_window_map);
     free(cnt);
@@ -457,7 +491,7 @@ static void dist_data_exchange(dist_ctx *c, long w)
     long send = c->send_rows > 0 ? c->send_rows : 1;
     if (!c->send_x) {
         c->send_x = malloc((size_t)send * (size_t)c->train.features * sizeof(float));
-        c->send_y = malloc((size_t)send * sizeof(int32_t));
+        c->send_y = malloc((size_t)(send * dist_label_width(&c->train)) * sizeof(int32_t));
         if (!c->send_x || !c->send_y)
             dist_die("out of memory for the sample exchange (%ld samples)", send);
     }

@@ -21,11 +21,12 @@ _punch_job_ids()
 _punch()
 {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
-    local commands="submit state list wait logs cancel fetch resume predict profile data keygen help version"
+    local commands="submit state list wait logs cancel fetch resume predict generate profile data keygen help version"
     local global="--url --secret --help --version"
 
     case $prev in
         --url|--secret|--interval|-i|--identity) return 0 ;;
+        --max-new-tokens|--temperature|--top-k|--seed) return 0 ;;
         -o|--output)
             COMPREPLY=($(compgen -d -- "$cur")); return 0 ;;
         -s|--state)
@@ -70,6 +71,7 @@ _punch()
         fetch)  opts="--output -o --format -f --onnx --all -a" ;;
         resume) opts="" ;;
         predict) opts="--output -o" ;;
+        generate) opts="--max-new-tokens --temperature --top-k --seed --json" ;;
         profile) opts="--json" ;;
         data)   opts="" ;;
         keygen) opts="--identity -i --admin" ;;
@@ -85,7 +87,7 @@ _punch()
         submit)
             compopt -o filenames 2>/dev/null
             COMPREPLY=($(compgen -f -X '!*.json' -- "$cur") $(compgen -d -- "$cur")) ;;
-        state|wait|logs|cancel|fetch|resume|predict|profile)
+        state|wait|logs|cancel|fetch|resume|predict|generate|profile)
             COMPREPLY=($(compgen -W "$(_punch_job_ids)" -- "$cur")) ;;
         data)
             COMPREPLY=($(compgen -W "push list rm" -- "$cur")) ;;

@@ -5,7 +5,8 @@ grows on its page; a finished job's weights download byte for byte as the
 API serves them, and so does one of its run files; a bad spec shows the
 server's field-named error; a job is cancelled from its page, then resumed
 from it with the keyboard; another user sees none of the first user's jobs;
-the admin sees everyone's, with owners, the state filter and the cluster.
+the admin sees everyone's, with owners, the state filter and the cluster; a
+finished char language model's page generates the text the API gives.
 Throughout: no request leaves the origin and the console has no errors
 (beyond the API's expected refusals). Screenshots of the list and the job
 page go to $PUNCH_SCREENSHOTS.
@@ -141,6 +142,7 @@ def cases():
                                downloads)
                 punchtest.case("another user sees none of alice's jobs", other_user, p)
                 punchtest.case("the admin sees everyone's", admin, p)
+                punchtest.case("a language model's page generates text", language_model, p)
                 punchtest.case("nothing left the origin", same_origin, p)
                 punchtest.case("no console errors", console_clean, p)
             finally:
@@ -258,11 +260,50 @@ def finished(p, jid):
     check("succeeded" in events[-1], "events: %s" % events)
     p.wait(lambda: '"name": "quick"' in p.text("#job-spec"), "the spec, pretty-printed")
     p.wait(lambda: p.text("#job-log"), "the log")
+    check(not p.find("#job-generate").is_displayed(), "no prompt box on a classifier")
     # Hover over the last epoch: the read-out names it.
     last = p.finds("#job-charts svg[data-metric=loss] rect.hover")[-1]
     webdriver.ActionChains(p.drv).move_to_element(last).perform()
     p.wait(lambda: "epoch 2" in p.text("#job-charts svg[data-metric=loss] .readout"),
            "the hover read-out")
+    p.collect_console()
+
+
+def language_model(p):
+    """A finished char language model's page has a prompt box; Generate shows
+    the prompt and the text the API gives for the same request. A classifier's
+    page has none (checked on the way back)."""
+    text = ("the cat sat on the mat.\nthe dog sat on the log!\n" * 12).encode()
+    r = p.d.req("PUT", "/api/v1/datasets/tiny.txt", "alice", body=text,
+                headers={"Content-Type": "application/octet-stream"})
+    check(r.status_code == 201, "upload: %d %s" % (r.status_code, r.text[:200]))
+    vocab = len(set(text.decode()))
+    lm = p.d.submit_id("alice", {
+        "name": "tiny-lm",
+        "model": {"input": {"tokens": vocab}, "layers": [
+            {"type": "embedding", "output_dim": 8},
+            {"type": "lstm", "units": 16, "return_sequences": True},
+            {"type": "dense", "units": vocab, "activation": "softmax"}]},
+        "data": {"format": "text", "train": "@tiny.txt", "tokenizer": "char",
+                 "num_classes": vocab, "max_length": 16},
+        "training": {"epochs": 2, "batch_size": 8, "seed": 1}})
+    end = p.d.wait_state("alice", lm, FINAL_STATES, timeout=120)
+    check(end["state"] == "succeeded", "the language model: %s" % end)
+    p.drv.get(p.d.url + "/#/job/" + lm)
+    p.wait(lambda: p.find("#job-generate").is_displayed(), "the prompt box")
+    p.find("#gen-prompt").send_keys("the ")
+    tokens = p.find("#gen-tokens")
+    tokens.clear()
+    tokens.send_keys("12")
+    temp = p.find("#gen-temperature")
+    temp.clear()
+    temp.send_keys("0")
+    p.find("#gen-btn").click()
+    want = p.d.req("POST", "/api/v1/jobs/%s/generate" % lm, "alice",
+                   body={"prompt": "the ", "max_new_tokens": 12, "temperature": 0,
+                         "top_k": 0, "seed": 0}).json()["text"]
+    p.wait(lambda: p.text("#gen-output") == "the " + want,
+           "the generated text %r" % ("the " + want))
     p.collect_console()
 
 

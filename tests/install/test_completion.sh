@@ -42,6 +42,9 @@ expect "queued " punch list --state q
 expect "safetensors " punch fetch j-1 --format s
 expect "profile " punch prof
 expect "--json " punch profile j-1 --j
+expect "generate " punch gen
+expect "--max-new-tokens " punch generate j-1 --m
+expect "" punch generate j-1 --temperature ""
 expect "j-20261125-0001 j-20261125-0002 " punch wait ""
 expect "j-20261125-0002 " punch --url http://h:8080 logs -f j-20261125-0002
 expect "" punch cancel j-20261125-0001 ""
