@@ -125,6 +125,7 @@ enum MHD_Result api_job_events(api_request *r);
 enum MHD_Result api_job_spec(api_request *r);
 /* The hosts, their slots, GPUs and state (admins only: routes.c). */
 enum MHD_Result api_cluster(api_request *r);
+enum MHD_Result api_whoami(api_request *r);
 /* The seed's submit: a spec with "secret", or {"secret", "job": spec}, plus
  * the seed's job_name, num_executors, num_processes and data_path mapped
  * onto the spec; its pickled "trainer" refused (400); 403, as the seed,

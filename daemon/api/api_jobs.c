@@ -1,4 +1,5 @@
-/* api_jobs.c — the main API: /healthz, /metrics and /api/v1/jobs[/{id}[/...]].
+/* api_jobs.c — the main API: /healthz, /metrics, /api/v1/whoami and
+ * /api/v1/jobs[/{id}[/...]].
  * The seed's /api/state and /api/cancel reuse the job handlers. */
 #include <errno.h>
 #include <fcntl.h>
@@ -43,6 +44,15 @@ enum MHD_Result api_cluster(api_request *r)
     if (!view)
         return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
     return api_reply_json(r, MHD_HTTP_OK, view);
+}
+
+/* Who the secret names, so a client (the dashboard) shows the name and
+ * offers admin views without probing an admin route and meeting a 403. */
+enum MHD_Result api_whoami(api_request *r)
+{
+    return api_reply_json(r, MHD_HTTP_OK,
+                          json_pack("{s:s, s:s}", "identity", r->caller.identity, "role",
+                                    r->caller.role == AUTH_ROLE_ADMIN ? "admin" : "user"));
 }
 
 enum MHD_Result api_metrics(api_request *r)

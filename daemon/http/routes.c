@@ -67,6 +67,7 @@ static const routes_entry routes_table[] = {
     {"GET", "/api/v1/jobs/{id}/files/{path}", api_job_file, ROUTES_CALLER, ROUTES_PATH_JOB,
      ROUTE_JOB_FILE},
     {"GET", "/api/v1/cluster", api_cluster, ROUTES_ADMIN, ROUTES_NO_JOB, ROUTE_CLUSTER},
+    {"GET", "/api/v1/whoami", api_whoami, ROUTES_CALLER, ROUTES_NO_JOB, ROUTE_OTHER},
     {"POST", "/api/submit", api_seed_submit, ROUTES_CALLER_OR_BODY, ROUTES_NO_JOB,
      ROUTE_SEED_SUBMIT},
     {"GET", "/api/state", api_seed_state, ROUTES_CALLER, ROUTES_CURRENT_JOB, ROUTE_SEED_STATE},

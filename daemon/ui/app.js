@@ -93,16 +93,18 @@
       throw e;
     }
     sessionStorage.setItem(KEY, secret);
+    let me = null;
     try {
-      await api('/api/v1/cluster', { signingIn: true });
-      S.admin = true;
+      me = await api('/api/v1/whoami', { signingIn: true });
     } catch (e) {
-      S.admin = false;
+      me = null;
     }
+    S.admin = !!me && me.role === 'admin';
     $('nav').hidden = false;
     $('signout').hidden = false;
     $('nav-cluster').hidden = !S.admin;
-    $('who').textContent = S.admin ? 'signed in (admin)' : 'signed in';
+    $('who').textContent = me ? 'signed in as ' + me.identity + (S.admin ? ' (admin)' : '')
+                              : 'signed in';
     startStream();
     route();
   }
@@ -248,6 +250,13 @@
     cancel.textContent = j.cancel_requested && !done ? 'Cancel requested' : 'Cancel job';
     $('job-resume').hidden = !RESUMABLE.includes(j.state);
     $('job-delete').hidden = !done;
+    /* Weights and the model exist once a job has succeeded; a failed one
+     * never gets them (its history and files stay). */
+    for (const b of document.querySelectorAll('#job-actions [data-download]')) {
+      const what = b.getAttribute('data-download');
+      if (what.startsWith('weights') || what.startsWith('export'))
+        b.hidden = j.state !== 'succeeded';
+    }
     showGenerate(j);
   }
 
