@@ -24,10 +24,23 @@ static long dense_out(const layer *l)
     return l->out_size / dense_steps(l);
 }
 
+/* GELU is not invertible, so its backward needs its input: a dense layer
+ * with gelu keeps the pre-activation x @ W + b in aux and applies the
+ * backend's gelu ops around the plain GEMM. */
+static bool dense_gelu(const layer *l)
+{
+    return l->act == ACT_GELU || l->act == ACT_GELU_EXACT;
+}
+
 static int dense_setup(layer *l, backend *be, char *err, size_t errlen)
 {
-    (void)be;
     long in = dense_in(l), out = l->spec->units;
+    if (dense_gelu(l) && (!be->gelu_forward || !be->gelu_backward)) {
+        snprintf(err, errlen, "dense: gelu runs on the CPU backend in this version");
+        return -1;
+    }
+    if (dense_gelu(l))
+        l->aux_floats = (long)l->max_batch * l->out_size;
     if (out <= 0 || dense_out(l) != out) {
         snprintf(err, errlen, "dense: %ld units but output shape has %ld", out, l->out_size);
         return -1;
@@ -58,15 +71,31 @@ static void dense_forward(layer *l, backend *be, int batch, bool training, uint6
     long in = dense_in(l), out = dense_out(l);
     int rows = batch * dense_steps(l);
     const float *bias = l->spec->use_bias ? l->params + l->tensors[1].offset : NULL;
+    if (dense_gelu(l)) {
+        be->dense_forward(be, rows, (int)in, (int)out, l->x[0], l->params, bias, ACT_NONE,
+                          l->aux);
+        be->gelu_forward(be, l->act == ACT_GELU_EXACT, (long)rows * out, l->aux, l->y);
+        return;
+    }
     be->dense_forward(be, rows, (int)in, (int)out, l->x[0], l->params, bias, l->act, l->y);
+}
+
+/* dy becomes the gradient of the pre-activation (the backend's dense
+ * backward takes that). */
+static void dense_undo_activation(layer *l, backend *be, int rows, long out)
+{
+    if (dense_gelu(l))
+        be->gelu_backward(be, l->act == ACT_GELU_EXACT, (long)rows * out, l->aux, l->dy, l->dy,
+                          false);
+    else if (l->act != ACT_NONE)
+        be->activation_backward(be, l->act, rows, out, l->y, l->dy, l->dy, false);
 }
 
 static void dense_backward(layer *l, backend *be, int batch)
 {
     long in = dense_in(l), out = dense_out(l);
     int rows = batch * dense_steps(l);
-    if (l->act != ACT_NONE)
-        be->activation_backward(be, l->act, rows, out, l->y, l->dy, l->dy, false);
+    dense_undo_activation(l, be, rows, out);
     float *db = l->spec->use_bias ? l->grads + l->tensors[1].offset : NULL;
     be->dense_backward(be, rows, (int)in, (int)out, l->x[0], l->params, l->dy, l->dx[0],
                        l->dx_accumulate[0], l->grads, db);
@@ -79,8 +108,7 @@ bool layer_dense_backward_update(layer *l, backend *be, int batch,
         return false;
     long in = dense_in(l), out = dense_out(l);
     int rows = batch * dense_steps(l);
-    if (l->act != ACT_NONE)
-        be->activation_backward(be, l->act, rows, out, l->y, l->dy, l->dy, false);
+    dense_undo_activation(l, be, rows, out);
     float *db = l->spec->use_bias ? l->grads + l->tensors[1].offset : NULL;
     be->dense_backward_update(be, rows, (int)in, (int)out, l->x[0], l->params, l->dy,
                               l->dx[0], l->dx_accumulate[0], l->grads, db, update, ctx);

@@ -43,7 +43,7 @@ bool spec_get_pair(const json_t *obj, const char *path, const char *key, long mi
                    long max, int out[2], spec_error *err);
 
 extern const char *const spec_layer_type_names[LAYER_TYPE_COUNT];
-extern const char *const spec_activation_names[5];
+extern const char *const spec_activation_names[SPEC_ACTIVATION_COUNT];
 extern const char *const spec_loss_names[4];
 extern const char *const spec_metric_names[3];
 extern const char *const spec_optimizer_names[4];

@@ -1,0 +1,341 @@
+/* test_attn.c — the transformer layers: layer_norm (per step and flat),
+ * gelu (both forms, fused into dense), positional_embedding and
+ * sinusoidal_position, and multi_head_attention (self, causal, cross,
+ * without biases, with dropout), each backward against finite
+ * differences with mixed and full lengths on one and two threads; that a
+ * padded key never gets weight; the attention output against a direct
+ * O(T^2) computation; Keras's parameter counts; a small encoder that
+ * learns through the model; and the spec's refusals by JSON path. */
+#include "layer_harness.h"
+
+#include "model/model.h"
+
+#define EPS 1e-3f
+#define ATOL 5e-3
+#define RTOL 1e-2
+#define STEPS 6
+
+static const int32_t MIXED[3] = {2, STEPS, 4};
+
+static void check_all(const char *input, const char *layers, int index)
+{
+    for (int threads = 1; threads <= 2; threads++) {
+        const int32_t *lens[2] = {MIXED, NULL};
+        for (int k = 0; k < 2; k++) {
+            harness *h = harness_make_seq(input, layers, index, 3, threads, STEPS, lens[k]);
+            harness_gradcheck(h, EPS, ATOL, RTOL);
+            harness_free(h);
+        }
+    }
+}
+
+static void test_layer_norm(void **state)
+{
+    (void)state;
+    check_all("{\"sequence\": [5]}", "{\"type\": \"layer_norm\"}", 0);
+    harness *h = harness_make("[7]", "{\"type\": \"layer_norm\", \"epsilon\": 0.001}", 0, 3, 1);
+    harness_gradcheck(h, EPS, ATOL, RTOL);
+    /* With gamma 1 and beta 0 each row has mean 0 and variance ~1. */
+    for (int i = 0; i < 7; i++) {
+        h->params[i] = 1.0f;
+        h->params[h->l.tensors[1].offset + i] = 0.0f;
+    }
+    harness_loss(h);
+    for (int n = 0; n < 3; n++) {
+        double m = 0, v = 0;
+        for (int i = 0; i < 7; i++)
+            m += h->y[n * 7 + i] / 7.0;
+        for (int i = 0; i < 7; i++)
+            v += (h->y[n * 7 + i] - m) * (h->y[n * 7 + i] - m) / 7.0;
+        assert_true(fabs(m) < 1e-5 && fabs(v - 1.0) < 5e-3);
+    }
+    harness_free(h);
+}
+
+static void test_gelu(void **state)
+{
+    (void)state;
+    check_all("{\"sequence\": [4]}", "{\"type\": \"dense\", \"units\": 5, \"activation\": \"gelu\"}",
+              0);
+    check_all("{\"sequence\": [4]}",
+              "{\"type\": \"dense\", \"units\": 5, \"activation\": \"gelu_exact\"}", 0);
+    /* Values: PyTorch's gelu(x) and gelu(x, approximate="tanh") at 1.5. */
+    char err[128];
+    backend *be = backend_cpu_create(1, err, sizeof err);
+    assert_non_null(be);
+    float x[2] = {1.5f, -0.5f}, y[2];
+    be->gelu_forward(be, true, 2, x, y);
+    assert_float_equal(y[0], 1.399789, 1e-5);
+    assert_float_equal(y[1], -0.154269, 1e-5);
+    be->gelu_forward(be, false, 2, x, y);
+    assert_float_equal(y[0], 1.399572, 1e-5);
+    assert_float_equal(y[1], -0.154286, 1e-5);
+    be->destroy(be);
+}
+
+static void test_positions(void **state)
+{
+    (void)state;
+    check_all("{\"sequence\": [4]}", "{\"type\": \"positional_embedding\", \"max_length\": 9}",
+              0);
+    check_all("{\"sequence\": [4]}", "{\"type\": \"sinusoidal_position\"}", 0);
+    /* The fixed table: step 3, features 0..3 of 4. */
+    harness *h = harness_make_seq("{\"sequence\": [4]}", "{\"type\": \"sinusoidal_position\"}",
+                                  0, 3, 1, STEPS, MIXED);
+    harness_loss(h);
+    long at = 3 * 4;
+    const float want[4] = {(float)sin(3.0), (float)cos(3.0), (float)sin(0.03), (float)cos(0.03)};
+    for (int c = 0; c < 4; c++)
+        assert_float_equal(h->y[STEPS * 4 + at + c] - h->x[0][STEPS * 4 + at + c], want[c], 1e-5);
+    /* Padding steps get nothing added. */
+    for (long i = 2 * 4; i < STEPS * 4; i++)
+        assert_true(h->y[i] == 0.0f);
+    harness_free(h);
+}
+
+static void test_attention_gradients(void **state)
+{
+    (void)state;
+    check_all("{\"sequence\": [4]}", "{\"type\": \"multi_head_attention\", \"heads\": 2}", 0);
+    check_all("{\"sequence\": [4]}",
+              "{\"type\": \"multi_head_attention\", \"heads\": 2, \"key_dim\": 3, "
+              "\"causal\": true}", 0);
+    check_all("{\"sequence\": [4]}",
+              "{\"type\": \"multi_head_attention\", \"heads\": 1, \"use_bias\": false}", 0);
+    check_all("{\"sequence\": [4]}",
+              "{\"type\": \"dense\", \"units\": 3}, {\"type\": \"multi_head_attention\", "
+              "\"heads\": 2, \"key_dim\": 2, \"inputs\": [-1, 0]}", 1);
+    /* Dropout: the harness runs training steps with one seed, so the mask
+     * is fixed and the function smooth. */
+    check_all("{\"sequence\": [4]}",
+              "{\"type\": \"multi_head_attention\", \"heads\": 2, \"dropout\": 0.3}", 0);
+}
+
+/* The same layer computed directly: softmax over real keys (up to the
+ * row when causal), per head, then the output projection. */
+static void attention_reference(harness *h, int n, int t, float *out)
+{
+    const spec_layer *s = h->l.spec;
+    int f = 4, hd = s->heads * s->key_dim, len = MIXED[n];
+    const float *x = h->x[0] + (long)n * STEPS * f;
+    const float *p = h->params;
+    const layer_tensor *T = h->l.tensors;
+    double o[16] = {0};
+    for (int hh = 0; hh < s->heads; hh++) {
+        double q[8] = {0}, w[STEPS] = {0}, z = 0, mx = -1e30;
+        int last = s->causal ? t + 1 : len;
+        for (int c = 0; c < s->key_dim; c++) {
+            int col = hh * s->key_dim + c;
+            q[c] = p[T[1].offset + col];
+            for (int i = 0; i < f; i++)
+                q[c] += x[t * f + i] * p[T[0].offset + i * hd + col];
+        }
+        for (int j = 0; j < last; j++) {
+            double dot = 0;
+            for (int c = 0; c < s->key_dim; c++) {
+                int col = hh * s->key_dim + c;
+                double k = p[T[3].offset + col];
+                for (int i = 0; i < f; i++)
+                    k += x[j * f + i] * p[T[2].offset + i * hd + col];
+                dot += q[c] * k;
+            }
+            w[j] = dot / sqrt(s->key_dim);
+            mx = w[j] > mx ? w[j] : mx;
+        }
+        for (int j = 0; j < last; j++)
+            z += (w[j] = exp(w[j] - mx));
+        for (int j = 0; j < last; j++)
+            for (int c = 0; c < s->key_dim; c++) {
+                int col = hh * s->key_dim + c;
+                double v = p[T[5].offset + col];
+                for (int i = 0; i < f; i++)
+                    v += x[j * f + i] * p[T[4].offset + i * hd + col];
+                o[col] += w[j] / z * v;
+            }
+    }
+    for (int i = 0; i < f; i++) {
+        double y = p[T[7].offset + i];
+        for (int c = 0; c < hd; c++)
+            y += o[c] * p[T[6].offset + c * f + i];
+        out[i] = (float)y;
+    }
+}
+
+/* Against the direct computation, and padded keys (whatever they hold)
+ * never change a real row. */
+static void test_attention_values(void **state)
+{
+    (void)state;
+    const char *kinds[2] = {"{\"type\": \"multi_head_attention\", \"heads\": 2}",
+                            "{\"type\": \"multi_head_attention\", \"heads\": 2, \"causal\": true}"};
+    for (int k = 0; k < 2; k++) {
+        harness *h = harness_make_seq("{\"sequence\": [4]}", kinds[k], 0, 3, 2, STEPS, MIXED);
+        harness_loss(h);
+        float *y0 = malloc(3 * STEPS * 4 * sizeof *y0);
+        assert_non_null(y0);
+        memcpy(y0, h->y, 3 * STEPS * 4 * sizeof *y0);
+        for (int n = 0; n < 3; n++)
+            for (int t = 0; t < MIXED[n]; t++) {
+                float ref[4];
+                attention_reference(h, n, t, ref);
+                for (int i = 0; i < 4; i++)
+                    assert_float_equal(y0[(n * STEPS + t) * 4 + i], ref[i], 1e-5);
+            }
+        for (int n = 0; n < 3; n++)
+            for (int t = MIXED[n]; t < STEPS; t++)
+                for (int i = 0; i < 4; i++)
+                    h->x[0][(n * STEPS + t) * 4 + i] = 100.0f + (float)t;
+        harness_loss(h);
+        for (int n = 0; n < 3; n++)
+            assert_memory_equal(y0 + n * STEPS * 4, h->y + n * STEPS * 4,
+                                (size_t)MIXED[n] * 4 * sizeof *y0);
+        free(y0);
+        harness_free(h);
+    }
+}
+
+static job_spec *parse_job(const char *layers, spec_error *e)
+{
+    char json[2048];
+    snprintf(json, sizeof json,
+             "{\"model\": {\"input\": {\"sequence\": [16]}, \"layers\": [%s, "
+             "{\"type\": \"global_avgpool1d\"}, {\"type\": \"dense\", \"units\": 2}]},"
+             " \"data\": {\"format\": \"synthetic\", \"num_classes\": 2, \"max_length\": 8}}",
+             layers);
+    return spec_parse(json, strlen(json), e);
+}
+
+/* Keras: MultiHeadAttention(num_heads=2, key_dim=8) on 16 features has
+ * 4 * (16 * 16 + 16) = 1088 parameters; with value_dim = key_dim = 3,
+ * 3 * (16 * 6 + 6) + 6 * 16 + 16 = 418. LayerNormalization: 2F. */
+static void test_parameter_counts(void **state)
+{
+    (void)state;
+    spec_error e;
+    job_spec *s = parse_job("{\"type\": \"multi_head_attention\", \"heads\": 2},"
+                            "{\"type\": \"multi_head_attention\", \"heads\": 2, \"key_dim\": 3},"
+                            "{\"type\": \"layer_norm\"},"
+                            "{\"type\": \"positional_embedding\", \"max_length\": 10}",
+                            &e);
+    assert_non_null(s);
+    assert_int_equal(s->layers[0].n_params, 1088);
+    assert_int_equal(s->layers[0].key_dim, 8);
+    assert_int_equal(s->layers[1].n_params, 418);
+    assert_int_equal(s->layers[2].n_params, 32);
+    assert_int_equal(s->layers[3].n_params, 160);
+    spec_free(s);
+}
+
+static void assert_refused(const char *layers, const char *path, const char *words)
+{
+    spec_error e;
+    job_spec *s = parse_job(layers, &e);
+    if (s)
+        fail_msg("accepted: %s", layers);
+    if (strcmp(e.path, path) != 0 || !strstr(e.message, words))
+        fail_msg("%s: got %s: %s", layers, e.path, e.message);
+}
+
+static void test_spec_refusals(void **state)
+{
+    (void)state;
+    assert_refused("{\"type\": \"multi_head_attention\"}", "model.layers[0].heads", "missing");
+    assert_refused("{\"type\": \"multi_head_attention\", \"heads\": 3}",
+                   "model.layers[0].key_dim", "do not split");
+    assert_refused("{\"type\": \"multi_head_attention\", \"heads\": 2, \"dropout\": 1}",
+                   "model.layers[0].dropout", "");
+    assert_refused("{\"type\": \"multi_head_attention\", \"heads\": 2, \"causal\": 1}",
+                   "model.layers[0].causal", "");
+    assert_refused("{\"type\": \"multi_head_attention\", \"heads\": 2, \"inputs\": [-1, -1, -1]}",
+                   "model.layers[0].inputs", "cross-attention");
+    assert_refused("{\"type\": \"multi_head_attention\", \"heads\": 2, \"value_dim\": 2}",
+                   "model.layers[0].value_dim", "");
+    assert_refused("{\"type\": \"positional_embedding\", \"max_length\": 4}", "model.layers[0]",
+                   "shorter than");
+    assert_refused("{\"type\": \"layer_norm\", \"epsilon\": 0}", "model.layers[0].epsilon", "");
+    assert_refused("{\"type\": \"conv1d\", \"filters\": 4, \"kernel_size\": 3, "
+                   "\"activation\": \"gelu\"}", "model.layers[0].activation", "dense");
+}
+
+/* A transformer encoder written as layers, through model_create: the
+ * class is whether the first step's feature 0 is positive, which only
+ * attention can carry to the pooled steps. */
+static void test_encoder_learns(void **state)
+{
+    (void)state;
+    const char *json =
+        "{\"model\": {\"input\": {\"sequence\": [4]}, \"layers\": ["
+        "{\"type\": \"dense\", \"units\": 16},"
+        "{\"type\": \"positional_embedding\"},"
+        "{\"type\": \"layer_norm\"},"
+        "{\"type\": \"multi_head_attention\", \"heads\": 2, \"causal\": false},"
+        "{\"type\": \"add\", \"inputs\": [1, 3]},"
+        "{\"type\": \"layer_norm\"},"
+        "{\"type\": \"dense\", \"units\": 32, \"activation\": \"gelu\"},"
+        "{\"type\": \"dense\", \"units\": 16},"
+        "{\"type\": \"add\", \"inputs\": [4, 7]},"
+        "{\"type\": \"global_avgpool1d\"},"
+        "{\"type\": \"dense\", \"units\": 2}]},"
+        " \"data\": {\"format\": \"synthetic\", \"num_classes\": 2, \"max_length\": 8},"
+        " \"training\": {\"loss\": \"categorical_crossentropy\","
+        " \"optimizer\": {\"name\": \"adam\", \"learning_rate\": 0.01}}}";
+    enum { N = 32, T = 8, F = 4 };
+    job_spec *spec = spec_fixture_parse(json);
+    char err[256];
+    backend *be = backend_cpu_create(2, err, sizeof err);
+    assert_non_null(be);
+    model *m = model_create(spec, be, N, err, sizeof err);
+    if (!m)
+        fail_msg("model_create: %s", err);
+    assert_int_equal(model_init_params(m, 5, err, sizeof err), 0);
+    dataset d = {.n = N, .features = T * F, .shape = {2, {T, F, 1}}, .num_classes = 2,
+                 .label_steps = 1};
+    d.x = calloc(N * T * F, sizeof *d.x);
+    d.y = calloc(N, sizeof *d.y);
+    d.len = calloc(N, sizeof *d.len);
+    assert_true(d.x && d.y && d.len);
+    rng g = rng_make(8, 0);
+    for (int n = 0; n < N; n++) {
+        d.len[n] = 3 + n % (T - 2);
+        for (int i = 0; i < d.len[n] * F; i++)
+            d.x[n * T * F + i] = (float)rng_uniform(&g) * 2.0f - 1.0f;
+        d.y[n] = n % 2;
+        d.x[n * T * F] = d.y[n] ? 1.0f : -1.0f;
+    }
+    optimizer *opt = optim_create(&spec->training.optimizer, m->n_params);
+    assert_non_null(opt);
+    double first = 0, last = 0;
+    for (int step = 0; step < 60; step++) {
+        assert_int_equal(model_load_range(m, &d, 0, N, err, sizeof err), 0);
+        model_forward(m, N, true, (uint64_t)step);
+        double loss = model_loss(m, N, NULL) / N;
+        if (step == 0)
+            first = loss;
+        last = loss;
+        model_backward_step(m, N, opt, 0.01f);
+    }
+    if (!(last < 0.3 * first))
+        fail_msg("loss %g -> %g: did not fall", first, last);
+    optim_free(opt);
+    model_free(m);
+    be->destroy(be);
+    spec_free(spec);
+    free(d.x);
+    free(d.y);
+    free(d.len);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_layer_norm),
+        cmocka_unit_test(test_gelu),
+        cmocka_unit_test(test_positions),
+        cmocka_unit_test(test_attention_gradients),
+        cmocka_unit_test(test_attention_values),
+        cmocka_unit_test(test_parameter_counts),
+        cmocka_unit_test(test_spec_refusals),
+        cmocka_unit_test(test_encoder_learns),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
