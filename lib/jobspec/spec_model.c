@@ -456,10 +456,12 @@ static bool parse_layer(const json_t *l, int index, spec_layer *layer, spec_erro
 
 bool spec_parse_model(const json_t *model, job_spec *spec, spec_error *err)
 {
-    static const char *const keys[] = {"preset", "input", "layers", NULL};
+    static const char *const keys[] = {"preset",     "input",  "layers", "n_layer",
+                                       "n_head",     "n_embd", "max_length",
+                                       "block_size", "dropout", NULL};
     if (json_is_string(model))
         return parse_input(NULL, spec, err) &&
-               spec_preset_expand(json_string_value(model), "model", spec, err);
+               spec_preset_expand(json_string_value(model), "model", NULL, spec, err);
     if (!json_is_object(model))
         return spec_fail(err, "model", "expected a preset name or an object with \"input\" "
                                        "and \"layers\"");
@@ -474,7 +476,16 @@ bool spec_parse_model(const json_t *model, job_spec *spec, spec_error *err)
         return spec_fail(err, "model.layers", "give either model.preset or model.layers, "
                                               "not both");
     if (preset)
-        return spec_preset_expand(preset, "model.preset", spec, err);
+        return spec_preset_expand(preset, "model.preset", model, spec, err);
+    const char *key;
+    const json_t *value;
+    json_object_foreach((json_t *)model, key, value) {
+        if (spec_preset_is_knob(key)) {
+            char p[160];
+            spec_path_key(p, sizeof p, "model", key);
+            return spec_fail(err, p, "a preset's knob: give model.preset too");
+        }
+    }
     if (!layers)
         return spec_fail(err, "model.layers", "missing; give the layers or a model.preset");
     if (!json_is_array(layers) || json_array_size(layers) == 0)

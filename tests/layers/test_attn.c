@@ -257,6 +257,55 @@ static void test_spec_refusals(void **state)
                    "\"activation\": \"gelu\"}", "model.layers[0].activation", "dense");
 }
 
+static job_spec *parse_preset(const char *knobs, spec_error *e)
+{
+    char json[1024];
+    snprintf(json, sizeof json,
+             "{\"model\": {\"preset\": \"transformer_classifier\", \"input\": {\"tokens\": 256}%s},"
+             " \"data\": {\"format\": \"npz\", \"train\": \"@t\", \"num_classes\": 3,"
+             " \"max_length\": 16}}",
+             knobs);
+    return spec_parse(json, strlen(json), e);
+}
+
+/* Keras's counts for the preset: embedding 256 x 32, positions 16 x 32;
+ * per block two layer norms (2 x 64), attention 4 x (32 x 32 + 32), the
+ * mlp 32 x 128 + 128 and 128 x 32 + 32; the head 32 x 3 + 3. */
+static void test_transformer_preset(void **state)
+{
+    (void)state;
+    spec_error e;
+    job_spec *s = parse_preset(", \"n_layer\": 2, \"n_head\": 4, \"n_embd\": 32", &e);
+    if (!s)
+        fail_msg("%s: %s", e.path, e.message);
+    long block = 2 * 64 + 4 * (32 * 32 + 32) + (32 * 128 + 128) + (128 * 32 + 32);
+    assert_int_equal(s->n_params, 256L * 32 + 16 * 32 + 2 * block + 32 * 3 + 3);
+    assert_int_equal(s->n_layers, 2 + 2 * 7 + 2);
+    assert_int_equal(s->layers[3].heads, 4);
+    assert_int_equal(s->layers[3].key_dim, 8);
+    spec_free(s);
+    static const struct {
+        const char *knobs, *path, *words;
+    } bad[] = {
+        {", \"n_layer\": 0", "model.n_layer", ""},
+        {", \"n_layer\": 65", "model.n_layer", ""},
+        {", \"n_head\": 3", "model.n_embd", "n_head"},
+        {", \"max_length\": 8", "model.max_length", "data.max_length"},
+        {", \"block_size\": 8", "model.block_size", "no knob"},
+        {", \"n_embd\": \"wide\"", "model.n_embd", ""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        s = parse_preset(bad[i].knobs, &e);
+        if (s || strcmp(e.path, bad[i].path) != 0 || !strstr(e.message, bad[i].words))
+            fail_msg("%s: got %s: %s", bad[i].knobs, s ? "accepted" : e.path, s ? "" : e.message);
+    }
+    const char *loose = "{\"model\": {\"input\": [4], \"n_layer\": 2, \"layers\": "
+                        "[{\"type\": \"dense\", \"units\": 2}]}, \"data\": {\"format\": "
+                        "\"synthetic\", \"num_classes\": 2}}";
+    assert_null(spec_parse(loose, strlen(loose), &e));
+    assert_string_equal(e.path, "model.n_layer");
+}
+
 /* A transformer encoder written as layers, through model_create: the
  * class is whether the first step's feature 0 is positive, which only
  * attention can carry to the pooled steps. */
@@ -335,6 +384,7 @@ int main(void)
         cmocka_unit_test(test_attention_values),
         cmocka_unit_test(test_parameter_counts),
         cmocka_unit_test(test_spec_refusals),
+        cmocka_unit_test(test_transformer_preset),
         cmocka_unit_test(test_encoder_learns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
