@@ -8,6 +8,9 @@
  * learns through the model; and the spec's refusals by JSON path. */
 #include "layer_harness.h"
 
+#include <stdlib.h>
+#include <unistd.h>
+
 #include "model/model.h"
 
 #define EPS 1e-3f
@@ -306,6 +309,96 @@ static void test_transformer_preset(void **state)
     assert_string_equal(e.path, "model.n_layer");
 }
 
+/* The transformer_classifier preset's forward pass (eval mode) equals an
+ * independent PyTorch model (attn_torch.py) loaded with the same weights,
+ * on mixed lengths, within 1e-5. Skipped without /usr/bin/python3 and
+ * torch. */
+static void test_preset_matches_torch(void **state)
+{
+    (void)state;
+    enum { V = 50, E = 16, H = 2, L = 2, T = 8, C = 3, N = 4 };
+    if (system("/usr/bin/python3 -c 'import torch' 2>/dev/null") != 0)
+        skip();
+    const char *json = "{\"model\": {\"preset\": \"transformer_classifier\", \"input\": "
+                       "{\"tokens\": 50}, \"n_layer\": 2, \"n_head\": 2, \"n_embd\": 16},"
+                       " \"data\": {\"format\": \"npz\", \"train\": \"@t\", \"num_classes\": 3,"
+                       " \"max_length\": 8}, \"training\": {\"loss\": "
+                       "\"categorical_crossentropy\"}}";
+    job_spec *spec = spec_fixture_parse(json);
+    char err[256];
+    backend *be = backend_cpu_create(2, err, sizeof err);
+    assert_non_null(be);
+    model *m = model_create(spec, be, N, err, sizeof err);
+    if (!m)
+        fail_msg("model_create: %s", err);
+    assert_int_equal(model_init_params(m, 7, err, sizeof err), 0);
+    /* Random biases and norms too, so none sits at its initial 0 or 1. */
+    rng g = rng_make(3, 0);
+    for (int i = 0; i < m->n_layers; i++)
+        for (int t = 0; t < m->layers[i].n_tensors; t++) {
+            const layer_tensor *lt = &m->layers[i].tensors[t];
+            for (long j = 0; j < layer_tensor_size(lt); j++)
+                m->layers[i].params[lt->offset + j] += 0.2f * ((float)rng_uniform(&g) - 0.5f);
+        }
+    static const int32_t lens[N] = {8, 5, 1, 3};
+    dataset d = {.n = N, .features = T, .shape = {2, {T, 1, 1}}, .num_classes = C,
+                 .label_steps = 1};
+    d.x = calloc(N * T, sizeof *d.x);
+    d.y = calloc(N, sizeof *d.y);
+    d.len = calloc(N, sizeof *d.len);
+    assert_true(d.x && d.y && d.len);
+    for (int n = 0; n < N; n++) {
+        d.len[n] = lens[n];
+        for (int t = 0; t < lens[n]; t++)
+            d.x[n * T + t] = (float)(1 + (n * 7 + t * 13) % (V - 1));
+    }
+    assert_int_equal(model_load_range(m, &d, 0, N, err, sizeof err), 0);
+    model_forward(m, N, false, 0);
+    model_loss(m, N, NULL);
+    char in[] = "/tmp/punch-attn-XXXXXX";
+    int fd = mkstemp(in);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "wb");
+    assert_non_null(f);
+    for (int i = 0; i < m->n_layers; i++)
+        for (int t = 0; t < m->layers[i].n_tensors; t++) {
+            const layer_tensor *lt = &m->layers[i].tensors[t];
+            fwrite(m->layers[i].params + lt->offset, sizeof(float),
+                   (size_t)layer_tensor_size(lt), f);
+        }
+    fwrite(d.x, sizeof(float), N * T, f);
+    for (int n = 0; n < N; n++) {
+        float len = (float)lens[n];
+        fwrite(&len, sizeof len, 1, f);
+    }
+    assert_int_equal(fclose(f), 0);
+    char out[sizeof in + 4], cmd[1024];
+    snprintf(out, sizeof out, "%s.out", in);
+    const char *root = getenv("PUNCH_SOURCE_ROOT");
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/tests/layers/attn_torch.py %s %s %d %d %d %d "
+             "%d %d %d", root ? root : ".", in, out, V, E, H, L, T, C, N);
+    assert_int_equal(system(cmd), 0);
+    float ref[2 * N * C];
+    f = fopen(out, "rb");
+    assert_non_null(f);
+    assert_int_equal(fread(ref, sizeof(float), 2 * N * C, f), 2 * N * C);
+    fclose(f);
+    unlink(in);
+    unlink(out);
+    const layer *last = &m->layers[m->n_layers - 1];
+    for (int i = 0; i < N * C; i++) {
+        if (m->output_kind == OUTPUT_SOFTMAX_LOGITS)
+            assert_float_equal(last->y[i], ref[i], 1e-5);
+        assert_float_equal(m->output[i], ref[N * C + i], 1e-5);
+    }
+    model_free(m);
+    be->destroy(be);
+    spec_free(spec);
+    free(d.x);
+    free(d.y);
+    free(d.len);
+}
+
 /* A transformer encoder written as layers, through model_create: the
  * class is whether the first step's feature 0 is positive, which only
  * attention can carry to the pooled steps. */
@@ -385,6 +478,7 @@ int main(void)
         cmocka_unit_test(test_parameter_counts),
         cmocka_unit_test(test_spec_refusals),
         cmocka_unit_test(test_transformer_preset),
+        cmocka_unit_test(test_preset_matches_torch),
         cmocka_unit_test(test_encoder_learns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
