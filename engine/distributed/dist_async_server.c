@@ -153,14 +153,8 @@ static void dist_server_epoch(dist_server *sv, int e)
     dist_ctx *c = sv->c;
     int W = c->workers;
     dist_sums total = {0};
-    for (int w = 0; w < W; w++) {
-        const dist_sums *s = &sv->acc[(long)e * W + w];
-        total.loss += s->loss;
-        total.correct += s->correct;
-        total.sq_err += s->sq_err;
-        total.abs_err += s->abs_err;
-        total.n += s->n;
-    }
+    for (int w = 0; w < W; w++)
+        dist_sums_add(&total, &sv->acc[(long)e * W + w]);
     dist_sums val = {0};
     bool has_val = c->val.n > 0;
     if (has_val) {
@@ -217,11 +211,7 @@ static void dist_server_progress(dist_server *sv)
         } else {
             continue;
         }
-        run.loss += part.loss;
-        run.correct += part.correct;
-        run.sq_err += part.sq_err;
-        run.abs_err += part.abs_err;
-        run.n += part.n;
+        dist_sums_add(&run, &part);
     }
     if (run.n <= 0)
         return;

@@ -332,7 +332,7 @@ static void dist_worker_epoch(dist_worker *w, int epoch, long lo, long hi, long 
         batch_metrics bm = {0};
         double loss = dist_worker_step(w, b, &bm);
         dist_profile_mark(c, PROFILE_BACKWARD);
-        dist_sums_add_batch(&run, loss, &bm, b);
+        dist_sums_add_batch(&run, c->m, loss, &bm, b);
         c->global_step++;
         dist_watchdog_tick("training");
         if (++w->since >= window) {

@@ -6,24 +6,36 @@
 
 #include "distributed/dist_internal.h"
 
-void dist_sums_add_batch(dist_sums *s, double loss_sum, const batch_metrics *bm, int batch)
+void dist_sums_add_batch(dist_sums *s, const model *m, double loss_sum, const batch_metrics *bm,
+                         int batch)
 {
     s->loss += loss_sum;
     s->correct += bm->correct;
     s->sq_err += bm->sq_err;
     s->abs_err += bm->abs_err;
     s->n += batch;
+    s->terms += (double)model_loss_terms(m, batch);
+}
+
+void dist_sums_add(dist_sums *acc, const dist_sums *s)
+{
+    acc->loss += s->loss;
+    acc->correct += s->correct;
+    acc->sq_err += s->sq_err;
+    acc->abs_err += s->abs_err;
+    acc->n += s->n;
+    acc->terms += s->terms;
 }
 
 double dist_sums_loss(const dist_sums *s)
 {
-    return s->n > 0 ? s->loss / s->n : 0.0;
+    return s->terms > 0 ? s->loss / s->terms : 0.0;
 }
 
 double dist_sums_metric(const dist_sums *s, spec_metric metric, int n_out)
 {
     batch_metrics sums = {s->correct, s->sq_err, s->abs_err};
-    return model_metric(&sums, s->n, metric, n_out);
+    return model_metric(&sums, s->terms, metric, n_out);
 }
 
 void dist_eval_range(model *m, const dataset *d, long lo, long hi, dist_sums *out)
@@ -37,7 +49,7 @@ void dist_eval_range(model *m, const dataset *d, long lo, long hi, dist_sums *ou
         model_forward(m, batch, false, 0);
         batch_metrics bm = {0};
         double loss = model_loss(m, batch, &bm);
-        dist_sums_add_batch(out, loss, &bm, batch);
+        dist_sums_add_batch(out, m, loss, &bm, batch);
         dist_watchdog_tick("evaluating");
     }
 }
@@ -133,5 +145,6 @@ void dist_output_sums(const job_spec *spec, const float *out, int n_out, const d
         s->correct += best == (tg ? want : label);
         s->loss += dist_sample_loss(spec->training.loss, y, n_out, label, tg);
         s->n += 1;
+        s->terms += 1;
     }
 }

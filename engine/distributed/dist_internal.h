@@ -65,10 +65,17 @@ typedef struct dist_sums {
     double sq_err;
     double abs_err;
     double n;        /* samples */
+    double terms;    /* loss terms (model_loss_terms): samples, or the real
+                        steps of a per-step model; the loss and metric divisor */
 } dist_sums;
-#define DIST_SUMS_LEN 5
+#define DIST_SUMS_LEN 6
 
-void dist_sums_add_batch(dist_sums *s, double loss_sum, const batch_metrics *bm, int batch);
+/* A batch of `batch` samples of the model m just scored (its loss terms
+ * counted from m). */
+void dist_sums_add_batch(dist_sums *s, const model *m, double loss_sum, const batch_metrics *bm,
+                         int batch);
+/* acc += s, field by field. */
+void dist_sums_add(dist_sums *acc, const dist_sums *s);
 /* Mean loss and the spec's metrics, in the order of spec->training.metrics. */
 double dist_sums_loss(const dist_sums *s);
 double dist_sums_metric(const dist_sums *s, spec_metric metric, int n_out);

@@ -17,13 +17,8 @@ dist_sums dist_gather_sums(dist_ctx *c, const dist_sums *mine, dist_sums *per_wo
     dist_sums total = {0};
     if (c->rank != 0)
         return total;
-    for (int r = 0; r < c->size; r++) {
-        total.loss += per_worker[r].loss;
-        total.correct += per_worker[r].correct;
-        total.sq_err += per_worker[r].sq_err;
-        total.abs_err += per_worker[r].abs_err;
-        total.n += per_worker[r].n;
-    }
+    for (int r = 0; r < c->size; r++)
+        dist_sums_add(&total, &per_worker[r]);
     return total;
 }
 

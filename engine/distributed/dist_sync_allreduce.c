@@ -139,7 +139,7 @@ static void dist_ar_step(dist_ctx *c, dist_grad *g, dist_gpu *dg, int epoch, lon
         dist_profile_mark(c, PROFILE_FORWARD);
         batch_metrics bm = {0};
         double loss = model_loss(c->m, b, &bm);
-        dist_sums_add_batch(run, loss, &bm, b);
+        dist_sums_add_batch(run, c->m, loss, &bm, b);
         dist_profile_mark(c, PROFILE_LOSS);
     }
     /* training.warm_up_batches: every rank ramps alike (global steps). */

@@ -272,7 +272,7 @@ static void dist_rep_epoch(dist_rep *r, int epoch, float lr, dist_sums *run, dou
         dist_profile_mark(c, PROFILE_FORWARD);
         batch_metrics bm = {0};
         double loss = model_loss(c->m, b, &bm);
-        dist_sums_add_batch(run, loss, &bm, b);
+        dist_sums_add_batch(run, c->m, loss, &bm, b);
         dist_profile_mark(c, PROFILE_LOSS);
         model_backward(c->m, b);
         /* training.warm_up_batches: each replica ramps over its own steps. */

@@ -22,6 +22,12 @@ static int model_choose_output(model *m, char *err, size_t errlen)
     const spec_layer *last = &m->spec->layers[m->n_layers - 1];
     spec_activation act = layer_final_activation(last);
     m->output_kind = OUTPUT_PLAIN;
+    if (m->out_steps > 0 && m->spec->training.loss != LOSS_CATEGORICAL_CROSSENTROPY) {
+        snprintf(err, errlen, "training.loss: a label per step (data.per_step_labels) is "
+                 "trained with categorical_crossentropy only in this version, not %s",
+                 spec_loss_name(m->spec->training.loss));
+        return -1;
+    }
     if (m->spec->training.loss != LOSS_CATEGORICAL_CROSSENTROPY)
         return 0;
     if (act == ACT_SOFTMAX) {
@@ -174,9 +180,9 @@ static int model_allocate(model *m, char *err, size_t errlen)
 }
 
 /* A sequence input: the lengths every layer reads. The backend must have
- * the sequence ops (the padding mask at least; each layer checks its own),
- * and the last layer must give one prediction per sample: per-step
- * outputs (data.per_step_labels) are not wired to the losses yet. */
+ * the sequence ops (the padding mask at least; each layer checks its own).
+ * A last layer with a sequence output [T, classes] makes a per-step model
+ * (data.per_step_labels), its T the input's: a label belongs to a step. */
 static int model_setup_sequences(model *m, char *err, size_t errlen)
 {
     const job_spec *spec = m->spec;
@@ -187,15 +193,21 @@ static int model_setup_sequences(model *m, char *err, size_t errlen)
                  "(backend %s)", m->be->name);
         return -1;
     }
-    if (spec->data.per_step_labels ||
-        spec->layers[spec->n_layers - 1].out_shape.rank == 2) {
-        snprintf(err, errlen, "model: per-step outputs (a sequence as the last layer's "
-                 "output, data.per_step_labels) are not supported in this version; end the "
-                 "model with global_maxpool1d, global_avgpool1d or flatten before the last "
-                 "dense layer");
+    m->steps = spec->input.dim[0];
+    const spec_shape *out = &spec->layers[spec->n_layers - 1].out_shape;
+    if (spec->data.per_step_labels != (out->rank == 2) ||
+        (out->rank == 2 && out->dim[0] != m->steps)) {
+        snprintf(err, errlen, "model: a label per step (data.per_step_labels) needs a last "
+                 "layer with an output at every input step ({%d, classes}), and a sequence "
+                 "output needs data.per_step_labels; end a one-label model with "
+                 "global_maxpool1d, global_avgpool1d or flatten before the last dense layer",
+                 m->steps);
         return -1;
     }
-    m->steps = spec->input.dim[0];
+    if (out->rank == 2) {
+        m->out_steps = out->dim[0];
+        m->classes = out->dim[1];
+    }
     int windows = 0;
     for (int i = 0; i < m->n_layers; i++) {
         int len = m->steps;
@@ -257,6 +269,7 @@ model *model_create(const job_spec *spec, backend *be, int max_batch, char *err,
     m->n_layers = spec->n_layers;
     m->in_size = spec_shape_size(&spec->input);
     m->n_out = (int)spec_shape_size(&spec->layers[spec->n_layers - 1].out_shape);
+    m->classes = m->n_out;
     m->layers = calloc((size_t)m->n_layers, sizeof *m->layers);
     if (!m->layers) {
         snprintf(err, errlen, "model: out of memory");
@@ -267,9 +280,9 @@ model *model_create(const job_spec *spec, backend *be, int max_batch, char *err,
         model_free(m);
         return NULL;
     }
-    if (m->n_out != spec->data.num_classes) {
-        snprintf(err, errlen, "model: the last layer has %d outputs but data.num_classes is %d",
-                 m->n_out, spec->data.num_classes);
+    if (m->classes != spec->data.num_classes) {
+        snprintf(err, errlen, "model: the last layer has %d outputs%s but data.num_classes is "
+                 "%d", m->classes, m->out_steps ? " per step" : "", spec->data.num_classes);
         model_free(m);
         return NULL;
     }
@@ -334,11 +347,50 @@ int model_init_params(model *m, unsigned long seed, char *err, size_t errlen)
     return 0;
 }
 
+static int model_sample_length(const model *m, const dataset *d, long src, int32_t *out,
+                               char *err, size_t errlen);
+
+/* The targets of a per-step row: the one-hot label of each real step,
+ * zeros at the padding steps (a zero target adds no loss; the mask of
+ * model_loss_steps removes their gradient and metric count). */
+static int model_stage_step_targets(model *m, const dataset *d, long src, int row, char *err,
+                                    size_t errlen)
+{
+    int32_t len;
+    if (model_sample_length(m, d, src, &len, err, errlen) < 0)
+        return -1;
+    if (d->label_steps != m->out_steps || d->t) {
+        snprintf(err, errlen, "the data has %ld %s per sample but the model predicts one "
+                 "class at each of %d steps", d->label_steps,
+                 d->t ? "float targets" : "labels", m->out_steps);
+        return -1;
+    }
+    float *t = m->host_t + (long)row * m->n_out;
+    memset(t, 0, (size_t)m->n_out * sizeof *t);
+    const int32_t *y = d->y + src * d->label_steps;
+    for (int s = 0; s < len; s++) {
+        if (y[s] < 0 || y[s] >= m->classes) {
+            snprintf(err, errlen, "sample %ld step %d: label %d out of range [0, %d)", src, s,
+                     y[s], m->classes);
+            return -1;
+        }
+        t[(long)s * m->classes + y[s]] = 1.0f;
+    }
+    return 0;
+}
+
 /* The target of row `row`: sample src's regression targets as they are,
- * or the one-hot vector of its label. */
+ * or the one-hot vector of its label (of each step's, per step). */
 static int model_stage_target(model *m, const dataset *d, long src, int row, char *err,
                               size_t errlen)
 {
+    if (m->out_steps > 0)
+        return model_stage_step_targets(m, d, src, row, err, errlen);
+    if (d->label_steps > 1) {
+        snprintf(err, errlen, "the data has a label per step (%ld) but the model one "
+                 "prediction per sample", d->label_steps);
+        return -1;
+    }
     if (d->t) {
         if (d->num_classes != m->n_out) {
             snprintf(err, errlen, "the data has %d targets per sample but the model %d outputs",
@@ -553,11 +605,56 @@ void model_forward(model *m, int batch, bool training, uint64_t step)
     }
 }
 
+long model_loss_terms(const model *m, int batch)
+{
+    if (m->out_steps == 0)
+        return batch;
+    const int32_t *len = m->out_lengths[m->n_layers - 1];
+    long terms = 0;
+    for (int r = 0; r < batch; r++)
+        terms += len[r];
+    return terms;
+}
+
+/* Per-step softmax cross-entropy over the batch's rows of steps, as one
+ * batch of batch * T predictions: a padding step's zero target adds no
+ * loss, its gradient and probabilities are masked to zero, and the
+ * gradient is rescaled from the mean over batch * T rows to the mean over
+ * the real steps. Metrics count real steps only. */
+static double model_loss_steps(model *m, int batch, batch_metrics *metrics)
+{
+    backend *be = m->be;
+    layer *last = &m->layers[m->n_layers - 1];
+    const int32_t *len = m->out_lengths[m->n_layers - 1];
+    int T = m->out_steps, C = m->classes;
+    long rows = (long)batch * T;
+    double loss = be->softmax_xent(be, (int)rows, C, last->y, m->targets, m->probs, last->dy);
+    be->sequence_mask(be, batch, T, C, len, last->dy);
+    be->sequence_mask(be, batch, T, C, len, m->probs);
+    long terms = model_loss_terms(m, batch);
+    if (terms > 0 && terms != rows)
+        be->scale(be, rows * C, (float)((double)rows / (double)terms), last->dy);
+    if (!metrics)
+        return loss;
+    memset(metrics, 0, sizeof *metrics);
+    for (int r = 0; r < batch; r++) {
+        batch_metrics b;
+        long at = (long)r * m->n_out;
+        be->metrics(be, len[r], C, m->probs + at, m->targets + at, &b);
+        metrics->correct += b.correct;
+        metrics->sq_err += b.sq_err;
+        metrics->abs_err += b.abs_err;
+    }
+    return loss;
+}
+
 double model_loss(model *m, int batch, batch_metrics *metrics)
 {
     backend *be = m->be;
     layer *last = &m->layers[m->n_layers - 1];
     double loss = 0.0;
+    if (m->out_steps > 0)
+        return model_loss_steps(m, batch, metrics);
     if (m->output_kind == OUTPUT_SOFTMAX_LOGITS) {
         loss = be->softmax_xent(be, batch, m->n_out, last->y, m->targets, m->probs, last->dy);
     } else if (m->spec->training.loss == LOSS_BINARY_CROSSENTROPY) {

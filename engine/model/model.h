@@ -58,7 +58,15 @@ typedef struct model {
     float *state;           /* device: batchnorm running statistics */
 
     long in_size;           /* floats per input sample */
-    int n_out;              /* outputs per sample (= classes) */
+    int n_out;              /* outputs per sample (= classes; T * classes
+                               for a per-step model) */
+    /* Per-step outputs (data.per_step_labels): the last layer's output is
+     * [T, classes], one prediction per step, and the loss and the metrics
+     * run over each sample's real steps only. out_steps = T (0 for one
+     * prediction a sample); classes = the outputs of one prediction
+     * (= n_out when out_steps is 0). */
+    int out_steps;
+    int classes;
     float *x;               /* device (max_batch, in_size) */
     float *targets;         /* device (max_batch, n_out) one-hot */
     float *probs;           /* device (max_batch, n_out) softmax output
@@ -129,10 +137,18 @@ void model_forward(model *m, int batch, bool training, uint64_t step);
 
 /* Loss of the forward pass: returns the SUM over the batch of per-sample
  * losses, fills the metric sums (metrics may be NULL) and writes the
- * output gradient for model_backward. */
+ * output gradient for model_backward. On a per-step model the sums run
+ * over the real steps of the batch (padding steps add neither loss, nor
+ * gradient, nor a metric count), and the gradient is that of the MEAN
+ * loss over those steps (PyTorch's CrossEntropyLoss with ignore_index). */
 double model_loss(model *m, int batch, batch_metrics *metrics);
 
-/* A metric's value from metric sums over n samples (summed batch_metrics
+/* How many terms model_loss summed over the loaded batch: `batch`, or on
+ * a per-step model the real steps of its samples. Every trainer divides
+ * its loss and metric sums by the total of these. */
+long model_loss_terms(const model *m, int batch);
+
+/* A metric's value from metric sums over n terms (model_loss_terms) (summed batch_metrics
  * of model_loss): accuracy = correct / n, mse = sq_err / (n * n_out), mae
  * = abs_err / (n * n_out); 0 when n <= 0. The one definition every
  * trainer reports with. */

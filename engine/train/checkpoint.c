@@ -14,8 +14,9 @@
 #define CKPT_MAGIC "PUNCHCK1"
 /* Version 2: the parameter and optimizer floats are in the model's aligned
  * layout (LAYER_PARAM_ALIGN padding between tensors); a version 1 file
- * (unpadded) is refused with a message rather than misread. */
-#define CKPT_VERSION 2u
+ * (unpadded) is refused with a message rather than misread. Version 3: the
+ * position counts its loss terms (per-step models). */
+#define CKPT_VERSION 3u
 /* Far above any model this engine trains; a length field beyond it is corruption. */
 #define CKPT_MAX_BYTES ((size_t)16 << 30)
 

@@ -26,6 +26,8 @@ typedef struct train_position {
     int64_t step;           /* steps of it already taken */
     int64_t global_step;    /* steps since the start of training */
     int64_t samples;        /* samples of this epoch already seen */
+    int64_t terms;          /* their loss terms (model_loss_terms): the
+                               divisor of loss_sum and sums */
     double loss_sum;        /* this epoch's partial sums */
     batch_metrics sums;
     double elapsed_s;       /* training time of this epoch so far */

@@ -60,9 +60,10 @@ static long predict_length(const float *x, long steps, long feat)
  * n x T x F floats in d, each sample zero-padded to the model's T steps
  * (cut when longer, as data.max_length cuts training data); its length is
  * T' for floats and, for token ids, the step after its last non-zero id (0
- * is padding), at least 1. Same returns as predict_dataset. */
+ * is padding), at least 1. Labels are zeros, one a step for a per-step
+ * model (per_step). Same returns as predict_dataset. */
 static int predict_sequences(const predict_src *src, const spec_shape *in, bool tokens,
-                             dataset *d, char *err, size_t errlen)
+                             bool per_step, dataset *d, char *err, size_t errlen)
 {
     const npy_header *h = &src->h;
     long steps = in->dim[0], feat = in->dim[1];
@@ -78,7 +79,8 @@ static int predict_sequences(const predict_src *src, const spec_shape *in, bool 
     long per = given * feat, used = given < steps ? given : steps;
     memset(d, 0, sizeof *d);
     d->x = calloc((size_t)(n > 0 ? n * steps * feat : 1), sizeof *d->x);
-    d->y = calloc((size_t)(n > 0 ? n : 1), sizeof *d->y);
+    long label_steps = per_step ? steps : 1;
+    d->y = calloc((size_t)(n > 0 ? n * label_steps : 1), sizeof *d->y);
     d->len = calloc((size_t)(n > 0 ? n : 1), sizeof *d->len);
     float *row = malloc((size_t)per * sizeof *row);
     if (!d->x || !d->y || !d->len || !row) {
@@ -106,7 +108,7 @@ static int predict_sequences(const predict_src *src, const spec_shape *in, bool 
     d->n = n;
     d->features = steps * feat;
     d->shape = *in;
-    d->label_steps = 1;
+    d->label_steps = label_steps;
     return 0;
 }
 
@@ -118,7 +120,8 @@ static int predict_dataset(const predict_src *src, const job_spec *spec, dataset
 {
     const spec_shape *in = &spec->input;
     if (in->rank == 2)
-        return predict_sequences(src, in, spec->input_tokens > 0, d, err, errlen);
+        return predict_sequences(src, in, spec->input_tokens > 0, spec->data.per_step_labels,
+                                 d, err, errlen);
     const npy_header *h = &src->h;
     long features = spec_shape_size(in);
     long n = h->rank > 0 ? h->dims[0] : 0;
@@ -224,14 +227,17 @@ static int predict_scale(const char *weights, dataset *d, char *err, size_t errl
 
 /* predictions.npy, written plainly: it is read once, right after this
  * process exits, so the fsync of an atomic write (most of a small
- * request's time on a busy disk) buys nothing. */
-static int predict_write(const char *dir, const float *out, long n, int n_out, char *err,
+ * request's time on a busy disk) buys nothing. [N, outputs], or for a
+ * per-step model [N, T, classes] (zeros at each sample's padding steps). */
+static int predict_write(const char *dir, const float *out, long n, const model *m, char *err,
                          size_t errlen)
 {
-    tensor_entry t = {.rank = 2, .dims = {n, n_out}};
+    tensor_entry t = {.rank = 2, .dims = {n, m->n_out}};
+    if (m->out_steps > 0)
+        t = (tensor_entry){.rank = 3, .dims = {n, m->out_steps, m->classes}};
     unsigned char head[NPY_MAX_PREFIX];
     size_t hl = npy_format_header(&t, head);
-    size_t count = (size_t)n * (size_t)n_out;
+    size_t count = (size_t)n * (size_t)m->n_out;
     unsigned char *data = malloc(count * 4 + 1);
     char path[4096];
     snprintf(path, sizeof path, "%s/predictions.npy", dir);
@@ -285,7 +291,7 @@ static int predict_run(const job_spec *spec, const train_options *opt, const cha
         be->download(be, out + first * m->n_out, m->output, (long)batch * m->n_out);
     }
     if (rc == 0)
-        rc = predict_write(opt->out_dir, out, d->n, m->n_out, err, errlen);
+        rc = predict_write(opt->out_dir, out, d->n, m, err, errlen);
     free(out);
     model_free(m);
     if (be)

@@ -59,13 +59,14 @@ typedef struct train_run {
     char host[256];         /* history.json's rank_hosts */
 } train_run;
 
-/* Epoch-level metric values from per-batch sums over `samples` samples,
- * in the order of t->metrics. */
+/* Epoch-level metric values from per-batch sums over `terms` loss terms
+ * (samples, or real steps of a per-step model: model_loss_terms), in the
+ * order of t->metrics. */
 static void train_metric_values(const spec_training *t, const batch_metrics *sums,
-                                long samples, int n_out, double *metric)
+                                long terms, int n_out, double *metric)
 {
     for (int i = 0; i < t->n_metrics; i++)
-        metric[i] = model_metric(sums, (double)samples, t->metrics[i], n_out);
+        metric[i] = model_metric(sums, (double)terms, t->metrics[i], n_out);
 }
 
 static void train_add_sums(batch_metrics *acc, const batch_metrics *b)
@@ -79,6 +80,7 @@ int train_evaluate(model *m, const dataset *d, eval_result *out, char *err, size
 {
     batch_metrics sums = {0};
     double loss = 0.0;
+    long terms = 0;
     for (long first = 0; first < d->n; first += m->max_batch) {
         int batch = (int)(d->n - first < m->max_batch ? d->n - first : m->max_batch);
         if (model_load_range(m, d, first, batch, err, errlen) != 0)
@@ -86,12 +88,13 @@ int train_evaluate(model *m, const dataset *d, eval_result *out, char *err, size
         model_forward(m, batch, false, 0);
         batch_metrics b;
         loss += model_loss(m, batch, &b);
+        terms += model_loss_terms(m, batch);
         train_add_sums(&sums, &b);
     }
     memset(out, 0, sizeof *out);
     out->samples = d->n;
-    out->loss = d->n > 0 ? loss / (double)d->n : 0.0;
-    train_metric_values(&m->spec->training, &sums, d->n, m->n_out, out->metric);
+    out->loss = terms > 0 ? loss / (double)terms : 0.0;
+    train_metric_values(&m->spec->training, &sums, terms, m->classes, out->metric);
     return 0;
 }
 
@@ -290,7 +293,8 @@ static int train_step_event(train_run *r, long steps, double elapsed, char *err,
     const spec_training *t = &r->spec->training;
     double metric[SPEC_MAX_METRICS];
     long samples = r->pos.samples;
-    train_metric_values(t, &r->pos.sums, samples, r->m->n_out, metric);
+    long terms = (long)r->pos.terms;
+    train_metric_values(t, &r->pos.sums, terms, r->m->classes, metric);
     double rate = elapsed > 0 ? samples / elapsed : 0.0;
     double per_step = elapsed / (double)r->pos.step;
     double left = per_step * (double)((steps - r->pos.step) +
@@ -301,7 +305,7 @@ static int train_step_event(train_run *r, long steps, double elapsed, char *err,
                           rate, "elapsed_s", elapsed, "eta_s", left);
     if (!e)
         return 0;
-    runlog_put_metrics(e, t, "", r->pos.loss_sum / (samples > 0 ? samples : 1), metric);
+    runlog_put_metrics(e, t, "", r->pos.loss_sum / (terms > 0 ? terms : 1), metric);
     return runlog_event(r->opt->out_dir, e, err, errlen);
 }
 
@@ -336,6 +340,7 @@ static int train_step(train_run *r, const int64_t *idx, int batch, float lr, cha
     r->pos.loss_sum += loss;
     train_add_sums(&r->pos.sums, &b);
     r->pos.samples += batch;
+    r->pos.terms += model_loss_terms(m, batch);
     r->pos.step++;
     r->pos.global_step++;
     return 0;
@@ -463,9 +468,9 @@ static int train_finish_epoch(train_run *r, double lr, bool *stop, char *err, si
     const spec_training *t = &r->spec->training;
     epoch_record *rec = &r->hist.epochs[r->hist.n_epochs];
     memset(rec, 0, sizeof *rec);
-    long samples = r->pos.samples > 0 ? r->pos.samples : 1;
-    rec->loss = r->pos.loss_sum / samples;
-    train_metric_values(t, &r->pos.sums, samples, r->m->n_out, rec->metric);
+    long terms = r->pos.terms > 0 ? (long)r->pos.terms : 1;
+    rec->loss = r->pos.loss_sum / terms;
+    train_metric_values(t, &r->pos.sums, terms, r->m->classes, rec->metric);
     rec->lr = lr;
     rec->time_s = r->pos.elapsed_s;
     rec->samples_per_s = rec->time_s > 0 ? r->pos.samples / rec->time_s : 0.0;

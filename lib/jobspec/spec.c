@@ -1088,6 +1088,37 @@ static bool check_sequence_data(const json_t *d, job_spec *spec, spec_error *err
     return true;
 }
 
+/* A label per step (tagging, language models): softmax cross-entropy at
+ * each real step, a prediction for every input step, accuracy as the
+ * metric (mse and mae would be per output of a step: not built), and a
+ * trainer that sums per-step losses (the ensemble's mean prediction is
+ * scored per sample). */
+static bool check_per_step(const job_spec *spec, const spec_layer *last, const char *p,
+                           spec_error *err)
+{
+    if (last->out_shape.dim[0] != spec->input.dim[0])
+        return spec_fail(err, p, "data.per_step_labels needs an output at each of the %d "
+                                 "input steps, got %d steps (no pooling over time)",
+                         spec->input.dim[0], last->out_shape.dim[0]);
+    if (spec->training.loss != LOSS_CATEGORICAL_CROSSENTROPY)
+        return spec_fail(err, "training.loss", "a label per step (data.per_step_labels) is "
+                                               "trained with categorical_crossentropy only, "
+                                               "not %s", spec_loss_name(spec->training.loss));
+    for (int i = 0; i < spec->training.n_metrics; i++)
+        if (spec->training.metrics[i] != METRIC_ACCURACY)
+            return spec_fail(err, "training.metrics", "with a label per step "
+                                                      "(data.per_step_labels) the metric is "
+                                                      "accuracy over real steps, not %s",
+                             spec_metric_name(spec->training.metrics[i]));
+    if (spec->distributed.trainer == TRAINER_ENSEMBLE)
+        return spec_fail(err, "distributed.trainer", "ensemble scores one prediction per "
+                                                     "sample; a label per step "
+                                                     "(data.per_step_labels) trains with "
+                                                     "single, allreduce, averaging or an "
+                                                     "async trainer");
+    return true;
+}
+
 /* The last layer must produce one value per class for every loss we
  * have: the targets are one-hot labels (or, for a regression, one value
  * per target). */
@@ -1107,14 +1138,8 @@ static bool check_output(const job_spec *spec, spec_error *err)
                                  "%dx%dx%d; end with flatten and dense",
                          last->out_shape.dim[0], last->out_shape.dim[1],
                          last->out_shape.dim[2]);
-    /* The data side reads them, the loss over real steps is not built:
-     * refused here, at submit, rather than after the data are loaded. */
-    if (per_step)
-        return spec_fail(err, spec->data.format == DATA_TEXT ? "data.format"
-                                                              : "data.per_step_labels",
-                         "a label per step (tagging, language models%s) is not trained "
-                         "in this version; see docs/sequences.md",
-                         spec->data.format == DATA_TEXT ? ", format text" : "");
+    if (per_step && !check_per_step(spec, last, p, err))
+        return false;
     int outputs = last->out_shape.dim[per_step ? 1 : 0];
     if (outputs != spec->data.num_classes)
         return spec_fail(err, p, "the model outputs %d values%s but data.num_classes is %d",

@@ -858,7 +858,10 @@ bool spec_infer_shapes(job_spec *spec, spec_error *err)
             return spec_fail(err, path, "%s is fused into dense layers only in this version",
                              spec_activation_name(l->activation));
         }
-        if (l->activation == ACT_SOFTMAX && l->out_shape.rank != 1) {
+        /* A last layer's softmax over a sequence [T, classes] is per step
+         * (data.per_step_labels: fused into the loss at every step). */
+        bool per_step = i == spec->n_layers - 1 && l->out_shape.rank == 2;
+        if (l->activation == ACT_SOFTMAX && l->out_shape.rank != 1 && !per_step) {
             char path[160];
             spec_path_index(path, sizeof path, "model.layers", (size_t)i);
             return spec_fail(err, path, "softmax activation needs a flat output");

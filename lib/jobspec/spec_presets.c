@@ -502,6 +502,24 @@ static const preset presets[] = {
      "{\"type\":\"lstm\",\"units\":128},"
      "{\"type\":\"dense\",\"units\":CLASSES,\"activation\":\"softmax\"}]",
      NULL, PRESET_TOKENS},
+    /* Per-step presets (data.per_step_labels: a label at every step).
+     * A tagger: token vectors, a bidirectional LSTM that reads each step's
+     * left and right context, a softmax over the tags at every step. */
+    {"bilstm_tagger",
+     "[{\"type\":\"embedding\",\"output_dim\":64},"
+     "{\"type\":\"bidirectional\",\"layer\":{\"type\":\"lstm\",\"units\":128,"
+     "\"return_sequences\":true}},"
+     "{\"type\":\"dense\",\"units\":CLASSES,\"activation\":\"softmax\"}]",
+     NULL, PRESET_TOKENS},
+    /* A character language model (data.format "text": the next token at
+     * every step): token vectors, two stacked LSTMs of 256, a softmax over
+     * the vocabulary at every step. */
+    {"char_lstm_lm",
+     "[{\"type\":\"embedding\",\"output_dim\":64},"
+     "{\"type\":\"lstm\",\"units\":256,\"return_sequences\":true},"
+     "{\"type\":\"lstm\",\"units\":256,\"return_sequences\":true},"
+     "{\"type\":\"dense\",\"units\":CLASSES,\"activation\":\"softmax\"}]",
+     NULL, PRESET_TOKENS},
     /* Transformers: a pre-LayerNorm encoder, mean-pooled (knobs n_layer 2,
      * n_head 4, n_embd 128, max_length data.max_length). */
     {"transformer_classifier", NULL, build_transformer_classifier, PRESET_TOKENS,

@@ -578,9 +578,10 @@ static void test_spec_round_trip(void **state)
     spec_free(b);
 }
 
-/* Per-step labels (data.per_step_labels, from the data section) are not
- * wired to the losses yet: the model refuses them with a message saying
- * what to do instead. */
+/* Per-step labels (data.per_step_labels) need an output at every step:
+ * a model with one output a sample is refused with a message saying
+ * what to give (tests/sequences/test_seq_steps.c trains the ones that
+ * have it). */
 static void test_per_step_labels_refused(void **state)
 {
     (void)state;
@@ -595,7 +596,7 @@ static void test_per_step_labels_refused(void **state)
     assert_non_null(be);
     model *m = model_create(s, be, 4, err, sizeof err);
     assert_null(m);
-    assert_non_null(strstr(err, "per-step outputs"));
+    assert_non_null(strstr(err, "needs a last layer with an output at every input step"));
     be->destroy(be);
     spec_free(s);
 }

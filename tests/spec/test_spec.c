@@ -907,6 +907,17 @@ static void test_sequence_presets(void **state)
         {"lstm_classifier", "{\"tokens\":256}",
          "\"format\":\"npz\",\"train\":\"@t\",\"num_classes\":5,\"max_length\":96", 3, 256,
          256L * 64 + 4L * 128 * (64 + 128 + 1) + 128 * 5 + 5},
+        /* Per step: a bidirectional LSTM(128) concat (256 per step), then
+         * dense 256 x 5 + 5 at every step. */
+        {"bilstm_tagger", "{\"tokens\":256}",
+         "\"format\":\"npz\",\"train\":\"@t\",\"num_classes\":5,\"max_length\":40,"
+         "\"per_step_labels\":true", 3, 256,
+         256L * 64 + 2 * 4L * 128 * (64 + 128 + 1) + 256 * 5 + 5},
+        /* Two LSTM(256): 4 * 256 * (64 + 256 + 1), 4 * 256 * (256 + 256 + 1). */
+        {"char_lstm_lm", "{\"tokens\":256}",
+         "\"format\":\"npz\",\"train\":\"@t\",\"num_classes\":5,\"max_length\":64,"
+         "\"per_step_labels\":true", 4, 256,
+         256L * 64 + 4L * 256 * (64 + 256 + 1) + 4L * 256 * (256 + 256 + 1) + 256 * 5 + 5},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char json[512], msg[600];
@@ -924,8 +935,8 @@ static void test_sequence_presets(void **state)
         assert_int_equal(s->layers[0].token_vocab,
                          s->layers[0].type == LAYER_EMBEDDING ? 0 : cases[i].vocab);
         const spec_layer *out = &s->layers[s->n_layers - 1];
-        assert_int_equal(out->out_shape.rank, 1);
-        assert_int_equal(out->out_shape.dim[0], 5);
+        assert_int_equal(out->out_shape.rank, s->data.per_step_labels ? 2 : 1);
+        assert_int_equal(out->out_shape.dim[out->out_shape.rank - 1], 5);
         assert_int_equal(out->activation, ACT_SOFTMAX);
         assert_roundtrip(s, json);
         spec_free(s);
@@ -992,13 +1003,20 @@ static void test_sequence_data(void **state)
                  "\"num_classes\":3,%s}}", bad[i].data);
         expect_data_error(json, bad[i].path, bad[i].expect);
     }
-    /* A model with an output per step: refused at submit until the loss
-     * over real steps exists (issue 28). */
-    expect_data_error("{\"model\":{\"input\":{\"tokens\":300},\"layers\":[{\"type\":"
-                      "\"embedding\",\"output_dim\":4},{\"type\":\"dense\",\"units\":3}]},"
-                      "\"data\":{\"format\":\"npz\",\"train\":\"t\",\"num_classes\":3,"
-                      "\"per_step_labels\":true}}",
-                      "data.per_step_labels", "not trained in this version");
+    /* A model with an output per step trains with softmax cross-entropy
+     * and accuracy over real steps; other losses and metrics are refused
+     * at submit, by field. */
+#define STEP_MODEL "\"model\":{\"input\":{\"tokens\":300},\"layers\":[{\"type\":" \
+                   "\"embedding\",\"output_dim\":4},{\"type\":\"dense\",\"units\":3}]}," \
+                   "\"data\":{\"format\":\"npz\",\"train\":\"t\",\"num_classes\":3," \
+                   "\"per_step_labels\":true}"
+    expect_data_error("{" STEP_MODEL ",\"training\":{\"loss\":\"categorical_hinge\"}}",
+                      "training.loss", "categorical_crossentropy only");
+    expect_data_error("{" STEP_MODEL ",\"training\":{\"metrics\":[\"accuracy\",\"mae\"]}}",
+                      "training.metrics", "accuracy over real steps");
+    expect_data_error("{" STEP_MODEL ",\"distributed\":{\"trainer\":\"ensemble\","
+                      "\"workers\":2}}", "distributed.trainer", "ensemble");
+#undef STEP_MODEL
     expect_data_error("{" SEQ_MODEL(300, 3) ",\"data\":{\"format\":\"text\",\"train\":"
                       "\"t\",\"tokenizer\":\"char\"}}", "data.num_classes", "char tokenizer");
     expect_data_error("{" SEQ_MODEL(300, 3) ",\"data\":{\"format\":\"csv\",\"train\":"
