@@ -96,6 +96,12 @@ struct layer {
     /* sinusoidal_position: its fixed table {steps, features} in host
      * memory, made by setup and freed by release. */
     float *host_table;
+    /* Tied weights (a dense layer's spec tie_embedding), wired by the
+     * model: the dense layer reads the embedding's table as tied_weight
+     * and leaves its gradient of it in tied_grad (its aux); the
+     * embedding, whose backward runs later, adds tied_grad to its own. */
+    const float *tied_weight;   /* dense: the embedding's params {V, E} */
+    const float *tied_grad;     /* embedding: the dense layer's {V, E}, or NULL */
 
     /* Backend descriptors, by layer type. */
     union {

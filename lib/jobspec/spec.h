@@ -135,6 +135,11 @@ typedef struct spec_layer {
     bool causal;                /* multi_head_attention: step t attends to steps <= t */
     int max_length;             /* positional_embedding: rows of its table, default the
                                  * input's steps */
+    int tie_embedding;          /* dense: index of an embedding layer whose table {V, E}
+                                 * it uses transposed as its weight (y = x E^T: GPT-2's
+                                 * tied output), its gradient added to the table's;
+                                 * read only when `tied` */
+    bool tied;                  /* dense: "tie_embedding" given */
     /* Indices of the layers feeding this one; -1 is the model input. Every
      * layer but add/concat has exactly one: the previous layer. */
     int inputs[SPEC_MAX_INPUTS];

@@ -124,8 +124,8 @@ static bool parse_inputs_field(const json_t *l, const char *path, int index, spe
 /* Keys each layer type accepts besides "type" and "inputs". */
 static const char *const *layer_keys(spec_layer_type t)
 {
-    static const char *const dense[] = {"type", "inputs", "units", "activation", "use_bias",
-                                        NULL};
+    static const char *const dense[] = {"type",     "inputs",        "units", "activation",
+                                        "use_bias", "tie_embedding", NULL};
     static const char *const conv[] = {"type",    "inputs",     "filters",  "kernel",
                                        "stride",  "padding",    "dilation", "activation",
                                        "use_bias", "groups", NULL};
@@ -294,6 +294,19 @@ static bool parse_attention(const json_t *l, const char *path, spec_layer *layer
     return true;
 }
 
+/* dense "tie_embedding": an index, checked against the graph (an earlier
+ * embedding of the right shape) in infer_tie. */
+static bool parse_tie(const json_t *l, const char *path, spec_layer *layer, spec_error *err)
+{
+    long tie = 0;
+    if (!spec_get_int(l, path, "tie_embedding", 0, SPEC_MAX_LAYERS, &tie, err))
+        return false;
+    const json_t *v = json_object_get(l, "tie_embedding");
+    layer->tied = v && !json_is_null(v);
+    layer->tie_embedding = (int)tie;
+    return true;
+}
+
 /* conv1d and the 1-d pools: the window along time in kernel[0] etc. */
 static bool parse_window1d(const json_t *l, const char *path, spec_layer *layer, int *pad,
                            spec_error *err)
@@ -347,6 +360,8 @@ static bool parse_layer_fields(const json_t *l, const char *path, spec_layer *la
             !spec_get_bool(l, path, "use_bias", &layer->use_bias, err))
             return false;
         layer->units = (int)units;
+        if (!parse_tie(l, path, layer, err))
+            return false;
         break;
     case LAYER_CONV2D:
         if (!require(l, path, "filters", "conv2d needs \"filters\" (e.g. 32)", err) ||
@@ -770,6 +785,36 @@ static bool infer_sequence_only(spec_layer *l, const char *path, const char *in_
     }
 }
 
+/* A dense layer tied to embedding k uses its table {V, E} as a weight
+ * {E, V} transposed: its input has E features, its units are V, and it
+ * owns only its bias. */
+static bool infer_tie(const job_spec *spec, spec_layer *l, int i, spec_error *err)
+{
+    char path[160];
+    char at[160];
+    spec_path_index(at, sizeof at, "model.layers", (size_t)i);
+    spec_path_key(path, sizeof path, at, "tie_embedding");
+    int k = l->tie_embedding;
+    if (k >= i || spec->layers[k].type != LAYER_EMBEDDING)
+        return spec_fail(err, path, "%d is not an earlier embedding layer", k);
+    const spec_layer *e = &spec->layers[k];
+    int f = l->in_shape.dim[l->in_shape.rank - 1];
+    if (l->units != e->input_dim || f != e->output_dim)
+        return spec_fail(err, path, "the tied dense layer needs %d units and %d input "
+                                    "features (embedding %d is %d x %d), got %d and %d",
+                         e->input_dim, e->output_dim, k, e->input_dim, e->output_dim,
+                         l->units, f);
+    if (l->use_bias || l->activation == ACT_GELU || l->activation == ACT_GELU_EXACT)
+        return spec_fail(err, path, "a tied output layer has no bias and no gelu (GPT-2's): "
+                                    "set use_bias false");
+    for (int j = k + 1; j < i; j++)
+        if (spec->layers[j].type == LAYER_DENSE && spec->layers[j].tied &&
+            spec->layers[j].tie_embedding == k)
+            return spec_fail(err, path, "embedding %d is already tied to layer %d", k, j);
+    l->n_params = 0;
+    return true;
+}
+
 static bool infer_layer(job_spec *spec, int i, spec_error *err)
 {
     spec_layer *l = &spec->layers[i];
@@ -850,6 +895,8 @@ bool spec_infer_shapes(job_spec *spec, spec_error *err)
         if (!infer_layer(spec, i, err))
             return false;
         spec_layer *l = &spec->layers[i];
+        if (l->type == LAYER_DENSE && l->tied && !infer_tie(spec, l, i, err))
+            return false;
         if ((l->activation == ACT_GELU || l->activation == ACT_GELU_EXACT) &&
             l->type != LAYER_DENSE) {
             char path[160], p[160];

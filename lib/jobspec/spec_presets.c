@@ -427,6 +427,28 @@ static void build_transformer_classifier(zoo *z)
     zoo_dense(z, z->spec->data.num_classes, "softmax");
 }
 
+/* nanoGPT's GPT: token and learned position vectors (dropout after
+ * their sum), n_layer causal blocks, a final layer norm, and the output
+ * projection tied to the token table, without a bias: logits over the
+ * vocabulary at every step. */
+static void build_gpt(zoo *z)
+{
+    const preset_knobs *k = z->knobs;
+    zoo_push(z, json_pack("{s:s,s:i}", "type", "embedding", "output_dim", k->n_embd), PREV);
+    int x = zoo_push(z, json_pack("{s:s,s:i}", "type", "positional_embedding", "max_length",
+                                  k->block_size),
+                     PREV);
+    if (k->dropout > 0)
+        x = zoo_dropout(z, k->dropout);
+    for (int b = 0; b < k->n_layer; b++)
+        x = zoo_transformer_block(z, x, true);
+    zoo_plain(z, PREV, "layer_norm");
+    zoo_push(z, json_pack("{s:s,s:i,s:s,s:b,s:i}", "type", "dense", "units",
+                          z->spec->input_tokens, "activation", "softmax", "use_bias", false,
+                          "tie_embedding", 0),
+             PREV);
+}
+
 /* The model inputs a preset's first layer can read. */
 typedef enum preset_input {
     PRESET_ANY,      /* whatever its layers' shape inference accepts */
@@ -444,6 +466,8 @@ typedef struct preset {
 
 static const char *const transformer_knobs[] = {"n_layer", "n_head", "n_embd", "max_length",
                                                 NULL};
+static const char *const gpt_knobs[] = {"n_layer", "n_head", "n_embd", "block_size", "dropout",
+                                        NULL};
 
 /* Every preset is parsed like a user's model, so none can disagree with
  * the parser. */
@@ -520,6 +544,10 @@ static const preset presets[] = {
      "{\"type\":\"lstm\",\"units\":256,\"return_sequences\":true},"
      "{\"type\":\"dense\",\"units\":CLASSES,\"activation\":\"softmax\"}]",
      NULL, PRESET_TOKENS},
+    /* nanoGPT's GPT (knobs n_layer 2, n_head 4, n_embd 128, block_size
+     * data.max_length, dropout 0): the next token at every step, so it
+     * needs data.per_step_labels and data.num_classes = the vocabulary. */
+    {"gpt", NULL, build_gpt, PRESET_TOKENS, gpt_knobs},
     /* Transformers: a pre-LayerNorm encoder, mean-pooled (knobs n_layer 2,
      * n_head 4, n_embd 128, max_length data.max_length). */
     {"transformer_classifier", NULL, build_transformer_classifier, PRESET_TOKENS,
@@ -627,6 +655,15 @@ static bool preset_knobs_parse(const preset *p, const json_t *model, const job_s
     if (preset_takes(p, "max_length") && k->max_length < spec->data.max_length)
         return spec_fail(err, "model.max_length", "%d is shorter than data.max_length (%d)",
                          k->max_length, spec->data.max_length);
+    if (preset_takes(p, "block_size") && k->block_size < spec->data.max_length)
+        return spec_fail(err, "model.block_size", "%d is shorter than data.max_length (%d)",
+                         k->block_size, spec->data.max_length);
+    if (preset_takes(p, "block_size") &&
+        (!spec->data.per_step_labels || spec->data.num_classes != spec->input_tokens))
+        return spec_fail(err, "model.preset", "%s predicts the next token at every step: it "
+                                              "needs data.per_step_labels and data.num_classes "
+                                              "= the vocabulary (%d)", p->name,
+                         spec->input_tokens);
     return true;
 }
 

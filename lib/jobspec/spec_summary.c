@@ -180,6 +180,8 @@ static json_t *layer_json(const spec_layer *l, int index)
     switch (l->type) {
     case LAYER_DENSE:
         json_object_set_new(o, "units", json_integer(l->units));
+        if (l->tied)
+            json_object_set_new(o, "tie_embedding", json_integer(l->tie_embedding));
         break;
     case LAYER_CONV2D:
         json_object_set_new(o, "filters", json_integer(l->filters));

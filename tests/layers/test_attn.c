@@ -309,30 +309,24 @@ static void test_transformer_preset(void **state)
     assert_string_equal(e.path, "model.n_layer");
 }
 
-/* The transformer_classifier preset's forward pass (eval mode) equals an
- * independent PyTorch model (attn_torch.py) loaded with the same weights,
- * on mixed lengths, within 1e-5. Skipped without /usr/bin/python3 and
- * torch. */
-static void test_preset_matches_torch(void **state)
+enum { TV = 50, TE = 16, TH = 2, TL = 2, TT = 8, TC = 3, TN = 4 };
+static const int32_t TLENS[TN] = {8, 5, 1, 3};
+
+/* A preset model on the CPU, its parameters initialised and then moved
+ * off their initial values (so no bias sits at 0 nor norm at 1), and
+ * TN token sequences of TLENS loaded into it; with `next`, labels are the
+ * next token at every step (-1 at padding), else the class n % TC. */
+static model *torch_fixture(const char *json, bool next, job_spec **spec, backend **be,
+                            dataset *d)
 {
-    (void)state;
-    enum { V = 50, E = 16, H = 2, L = 2, T = 8, C = 3, N = 4 };
-    if (system("/usr/bin/python3 -c 'import torch' 2>/dev/null") != 0)
-        skip();
-    const char *json = "{\"model\": {\"preset\": \"transformer_classifier\", \"input\": "
-                       "{\"tokens\": 50}, \"n_layer\": 2, \"n_head\": 2, \"n_embd\": 16},"
-                       " \"data\": {\"format\": \"npz\", \"train\": \"@t\", \"num_classes\": 3,"
-                       " \"max_length\": 8}, \"training\": {\"loss\": "
-                       "\"categorical_crossentropy\"}}";
-    job_spec *spec = spec_fixture_parse(json);
+    *spec = spec_fixture_parse(json);
     char err[256];
-    backend *be = backend_cpu_create(2, err, sizeof err);
-    assert_non_null(be);
-    model *m = model_create(spec, be, N, err, sizeof err);
+    *be = backend_cpu_create(2, err, sizeof err);
+    assert_non_null(*be);
+    model *m = model_create(*spec, *be, TN, err, sizeof err);
     if (!m)
         fail_msg("model_create: %s", err);
     assert_int_equal(model_init_params(m, 7, err, sizeof err), 0);
-    /* Random biases and norms too, so none sits at its initial 0 or 1. */
     rng g = rng_make(3, 0);
     for (int i = 0; i < m->n_layers; i++)
         for (int t = 0; t < m->layers[i].n_tensors; t++) {
@@ -340,21 +334,32 @@ static void test_preset_matches_torch(void **state)
             for (long j = 0; j < layer_tensor_size(lt); j++)
                 m->layers[i].params[lt->offset + j] += 0.2f * ((float)rng_uniform(&g) - 0.5f);
         }
-    static const int32_t lens[N] = {8, 5, 1, 3};
-    dataset d = {.n = N, .features = T, .shape = {2, {T, 1, 1}}, .num_classes = C,
-                 .label_steps = 1};
-    d.x = calloc(N * T, sizeof *d.x);
-    d.y = calloc(N, sizeof *d.y);
-    d.len = calloc(N, sizeof *d.len);
-    assert_true(d.x && d.y && d.len);
-    for (int n = 0; n < N; n++) {
-        d.len[n] = lens[n];
-        for (int t = 0; t < lens[n]; t++)
-            d.x[n * T + t] = (float)(1 + (n * 7 + t * 13) % (V - 1));
+    *d = (dataset){.n = TN, .features = TT, .shape = {2, {TT, 1, 1}},
+                   .num_classes = next ? TV : TC, .label_steps = next ? TT : 1};
+    d->x = calloc(TN * TT, sizeof *d->x);
+    d->y = calloc(TN * (size_t)d->label_steps, sizeof *d->y);
+    d->len = calloc(TN, sizeof *d->len);
+    assert_true(d->x && d->y && d->len);
+    for (int n = 0; n < TN; n++) {
+        d->len[n] = TLENS[n];
+        for (int t = 0; t < TT; t++) {
+            int id = 1 + (n * 7 + t * 13) % (TV - 1);
+            d->x[n * TT + t] = t < TLENS[n] ? (float)id : 0.0f;
+            if (next)
+                d->y[n * TT + t] = t < TLENS[n] ? 1 + (id % (TV - 1)) : -1;
+        }
+        if (!next)
+            d->y[n] = n % TC;
     }
-    assert_int_equal(model_load_range(m, &d, 0, N, err, sizeof err), 0);
-    model_forward(m, N, false, 0);
-    model_loss(m, N, NULL);
+    assert_int_equal(model_load_range(m, d, 0, TN, err, sizeof err), 0);
+    return m;
+}
+
+/* attn_torch.py MODE on the model's tensors and the loaded batch: its
+ * n_out floats into out. */
+static void torch_reference(const char *mode, const model *m, const dataset *d, float *out,
+                            long n_out)
+{
     char in[] = "/tmp/punch-attn-XXXXXX";
     int fd = mkstemp(in);
     assert_true(fd >= 0);
@@ -366,37 +371,145 @@ static void test_preset_matches_torch(void **state)
             fwrite(m->layers[i].params + lt->offset, sizeof(float),
                    (size_t)layer_tensor_size(lt), f);
         }
-    fwrite(d.x, sizeof(float), N * T, f);
-    for (int n = 0; n < N; n++) {
-        float len = (float)lens[n];
+    fwrite(d->x, sizeof(float), TN * TT, f);
+    for (int n = 0; n < TN; n++) {
+        float len = (float)TLENS[n];
         fwrite(&len, sizeof len, 1, f);
     }
     assert_int_equal(fclose(f), 0);
-    char out[sizeof in + 4], cmd[1024];
-    snprintf(out, sizeof out, "%s.out", in);
+    char path[sizeof in + 4], cmd[1024];
+    snprintf(path, sizeof path, "%s.out", in);
     const char *root = getenv("PUNCH_SOURCE_ROOT");
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/tests/layers/attn_torch.py %s %s %d %d %d %d "
-             "%d %d %d", root ? root : ".", in, out, V, E, H, L, T, C, N);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/tests/layers/attn_torch.py %s %s %s %d %d "
+             "%d %d %d %d %d", root ? root : ".", mode, in, path, TV, TE, TH, TL, TT, TC, TN);
     assert_int_equal(system(cmd), 0);
-    float ref[2 * N * C];
-    f = fopen(out, "rb");
+    f = fopen(path, "rb");
     assert_non_null(f);
-    assert_int_equal(fread(ref, sizeof(float), 2 * N * C, f), 2 * N * C);
+    assert_int_equal(fread(out, sizeof(float), (size_t)n_out, f), n_out);
     fclose(f);
     unlink(in);
-    unlink(out);
-    const layer *last = &m->layers[m->n_layers - 1];
-    for (int i = 0; i < N * C; i++) {
-        if (m->output_kind == OUTPUT_SOFTMAX_LOGITS)
-            assert_float_equal(last->y[i], ref[i], 1e-5);
-        assert_float_equal(m->output[i], ref[N * C + i], 1e-5);
-    }
+    unlink(path);
+}
+
+static void torch_fixture_free(model *m, backend *be, job_spec *spec, dataset *d)
+{
     model_free(m);
     be->destroy(be);
     spec_free(spec);
-    free(d.x);
-    free(d.y);
-    free(d.len);
+    free(d->x);
+    free(d->y);
+    free(d->len);
+}
+
+/* The transformer_classifier preset's forward pass (eval mode) equals an
+ * independent PyTorch model (attn_torch.py) loaded with the same weights,
+ * on mixed lengths, within 1e-5. Skipped without /usr/bin/python3 and
+ * torch. */
+static void test_preset_matches_torch(void **state)
+{
+    (void)state;
+    if (system("/usr/bin/python3 -c 'import torch' 2>/dev/null") != 0)
+        skip();
+    const char *json = "{\"model\": {\"preset\": \"transformer_classifier\", \"input\": "
+                       "{\"tokens\": 50}, \"n_layer\": 2, \"n_head\": 2, \"n_embd\": 16},"
+                       " \"data\": {\"format\": \"npz\", \"train\": \"@t\", \"num_classes\": 3,"
+                       " \"max_length\": 8}, \"training\": {\"loss\": "
+                       "\"categorical_crossentropy\"}}";
+    job_spec *spec;
+    backend *be;
+    dataset d;
+    model *m = torch_fixture(json, false, &spec, &be, &d);
+    model_forward(m, TN, false, 0);
+    model_loss(m, TN, NULL);
+    float ref[2 * TN * TC];
+    torch_reference("classifier", m, &d, ref, 2 * TN * TC);
+    const layer *last = &m->layers[m->n_layers - 1];
+    for (int i = 0; i < TN * TC; i++) {
+        if (m->output_kind == OUTPUT_SOFTMAX_LOGITS)
+            assert_float_equal(last->y[i], ref[i], 1e-5);
+        assert_float_equal(m->output[i], ref[TN * TC + i], 1e-5);
+    }
+    torch_fixture_free(m, be, spec, &d);
+}
+
+static const char *const GPT_JOB =
+    "{\"model\": {\"preset\": \"gpt\", \"input\": {\"tokens\": 50}, \"n_layer\": 2,"
+    " \"n_head\": 2, \"n_embd\": 16, \"block_size\": 8},"
+    " \"data\": {\"format\": \"npz\", \"train\": \"@t\", \"num_classes\": 50,"
+    " \"max_length\": 8, \"per_step_labels\": true},"
+    " \"training\": {\"loss\": \"categorical_crossentropy\","
+    " \"optimizer\": {\"name\": \"adam\", \"learning_rate\": 0.01}}}";
+
+/* The gpt preset: nanoGPT's parameter count (no output weight of its
+ * own), its logits at every real step equal PyTorch's nanoGPT-style
+ * model within 1e-5, and a few steps of training lower its loss (the
+ * tied table's gradient reaches the optimizer). */
+static void test_gpt_preset(void **state)
+{
+    (void)state;
+    job_spec *spec;
+    backend *be;
+    dataset d;
+    model *m = torch_fixture(GPT_JOB, true, &spec, &be, &d);
+    /* nanoGPT's count: wte 50 x 16, wpe 8 x 16, per block 2 norms, attention
+     * 4 x (16 x 16 + 16), mlp 16 x 64 + 64 + 64 x 16 + 16; ln_f 32. */
+    long block = 2 * 32 + 4 * (16 * 16 + 16) + (16 * 64 + 64) + (64 * 16 + 16);
+    assert_int_equal(spec->n_params, 50 * 16 + 8 * 16 + 2 * block + 32);
+    if (system("/usr/bin/python3 -c 'import torch' 2>/dev/null") == 0) {
+        model_forward(m, TN, false, 0);
+        float *ref = malloc(TN * TT * TV * sizeof *ref);
+        assert_non_null(ref);
+        torch_reference("gpt", m, &d, ref, TN * TT * TV);
+        const layer *last = &m->layers[m->n_layers - 1];
+        assert_int_equal(m->output_kind, OUTPUT_SOFTMAX_LOGITS);
+        for (int n = 0; n < TN; n++)
+            for (int i = 0; i < TLENS[n] * TV; i++)
+                assert_float_equal(last->y[n * TT * TV + i], ref[n * TT * TV + i], 1e-5);
+        free(ref);
+    }
+    /* The token table's gradient (input side plus tied output side)
+     * against finite differences of the loss, at rows of ids in use. */
+    model_forward(m, TN, false, 0);
+    model_loss(m, TN, NULL);
+    model_backward(m, TN);
+    float *table = m->layers[0].params;
+    const float *g = m->layers[0].grads;
+    /* The loss is summed over the real steps; the gradient is its mean. */
+    double tokens = 0;
+    for (int n = 0; n < TN; n++)
+        tokens += TLENS[n];
+    for (int id = 1; id < TV; id += 7)
+        for (int c = 0; c < TE; c += 5) {
+            long i = (long)id * TE + c;
+            float saved = table[i], eps = 1e-2f;
+            table[i] = saved + eps;
+            model_forward(m, TN, false, 0);
+            double lp = model_loss(m, TN, NULL) / tokens;
+            table[i] = saved - eps;
+            model_forward(m, TN, false, 0);
+            double lm = model_loss(m, TN, NULL) / tokens;
+            table[i] = saved;
+            double num = (lp - lm) / (2.0 * eps);
+            if (fabs(num - g[i]) > 1e-3 + 2e-2 * fabs(num))
+                fail_msg("tied table [%d, %d]: analytic %g, numeric %g", id, c, (double)g[i], num);
+        }
+    optimizer *opt = optim_create(&spec->training.optimizer, m->n_params);
+    assert_non_null(opt);
+    char err[256];
+    double first = 0, last = 0;
+    for (int step = 0; step < 30; step++) {
+        assert_int_equal(model_load_range(m, &d, 0, TN, err, sizeof err), 0);
+        model_forward(m, TN, true, (uint64_t)step);
+        double loss = model_loss(m, TN, NULL);
+        if (step == 0)
+            first = loss;
+        last = loss;
+        model_backward_step(m, TN, opt, 0.01f);
+    }
+    if (!(last < 0.5 * first))
+        fail_msg("gpt loss %g -> %g: did not fall by half", first, last);
+    optim_free(opt);
+    torch_fixture_free(m, be, spec, &d);
 }
 
 /* A transformer encoder written as layers, through model_create: the
@@ -479,6 +592,7 @@ int main(void)
         cmocka_unit_test(test_spec_refusals),
         cmocka_unit_test(test_transformer_preset),
         cmocka_unit_test(test_preset_matches_torch),
+        cmocka_unit_test(test_gpt_preset),
         cmocka_unit_test(test_encoder_learns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
