@@ -37,8 +37,9 @@ static void layer_label(const spec_layer *l, int i, char *buf, size_t len)
     const char *t = spec_layer_type_name(l->type);
     switch (l->type) {
     case LAYER_DENSE:
-        snprintf(buf, len, "%d.%s %d%s%s", i, t, l->units, l->activation ? " " : "",
-                 l->activation ? spec_activation_name(l->activation) : "");
+        snprintf(buf, len, "%d.%s %d%s%s%s", i, t, l->units, l->activation ? " " : "",
+                 l->activation ? spec_activation_name(l->activation) : "",
+                 l->tied ? " tied" : "");
         break;
     case LAYER_CONV2D:
         snprintf(buf, len, "%d.%s %dx%d/%d %s%s%s", i, t, l->kernel[0], l->kernel[1],
