@@ -195,6 +195,21 @@ typedef struct rnn_desc {
     void *impl;             /* backend-private */
 } rnn_desc;
 
+/* Scaled dot-product attention over heads (layers/attention.c): q, k, v
+ * and o are (batch, steps, heads * key_dim), head h the columns
+ * [h * key_dim, (h + 1) * key_dim) of every row, as the projections'
+ * GEMMs write them. Query row t of a sample of length L attends to its
+ * keys j < L (and j <= t when causal) with softmax(q k^T / sqrt(key_dim));
+ * rows t >= L give zeros. */
+typedef struct attention_desc {
+    int max_batch;
+    int steps;              /* T: of the queries and of the keys */
+    int heads;
+    int key_dim;            /* per head (value_dim as well) */
+    bool causal;
+    float dropout;          /* on the attention weights, training only */
+} attention_desc;
+
 typedef struct backend backend;
 
 struct backend {
@@ -603,6 +618,71 @@ struct backend {
                             float *dw,        /* (kernel, c, filters) */
                             float *db,        /* (filters) or NULL */
                             float *workspace);
+
+    /* ---- transformers (optional) ------------------------------------ */
+    /* NULL on a backend without them (CUDA in this version): the layers'
+     * setup then fails with a message. */
+
+    /* GELU: exact x * Phi(x) (erf), or GPT-2's tanh approximation
+     * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). x == y allowed. */
+    void (*gelu_forward)(backend *be, bool exact, long n,
+                         const float *x,   /* (n) */
+                         float *y);        /* (n) */
+    /* dx (+)= dy * gelu'(x): from the INPUT x, since gelu is not
+     * invertible. dx == dy allowed when !accumulate. */
+    void (*gelu_backward)(backend *be, bool exact, long n,
+                          const float *x,  /* (n) */
+                          const float *dy, /* (n) */
+                          float *dx,       /* (n) */
+                          bool accumulate);
+    /* Layer normalisation of each row over its `features` values:
+     * y = (x - mean) * rstd * gamma + beta, rstd = 1 / sqrt(var + eps)
+     * (biased variance, as PyTorch and Keras); saves mean and rstd. */
+    void (*layer_norm_forward)(backend *be, long rows, int features, float epsilon,
+                               const float *x,     /* (rows, features) */
+                               const float *gamma, /* (features) */
+                               const float *beta,  /* (features) */
+                               float *y,           /* (rows, features) */
+                               float *stats);      /* (rows, 2): mean, rstd */
+    /* dgamma, dbeta overwritten (summed over rows in a fixed order);
+     * dx (+)=. Rows whose dy is zero (padding) add nothing. */
+    void (*layer_norm_backward)(backend *be, long rows, int features,
+                                const float *x,     /* (rows, features) */
+                                const float *gamma, /* (features) */
+                                const float *stats, /* (rows, 2) */
+                                const float *dy,    /* (rows, features) */
+                                float *dx,          /* (rows, features) */
+                                bool accumulate,
+                                float *dgamma,      /* (features) */
+                                float *dbeta);      /* (features) */
+    /* Workspace floats attention_forward/backward need (-1: bad desc). */
+    long (*attention_prepare)(backend *be, const attention_desc *d);
+    /* o = softmax(q k^T * scale, masked) v per sample and head, blocked so
+     * a block of scores stays in cache; lse gets each row's log-sum-exp
+     * of the scaled scores (0 at padding rows) for the backward pass.
+     * With `training` and d->dropout > 0, weight (n, h, i, j) is dropped
+     * by backend_dropout_keep(seed, ((n * heads + h) * T + i) * T + j). */
+    void (*attention_forward)(backend *be, const attention_desc *d, int batch,
+                              const int32_t *lengths,
+                              const float *q,  /* (batch, T, heads * key_dim) */
+                              const float *k,  /* likewise */
+                              const float *v,  /* likewise */
+                              float *o,        /* likewise */
+                              float *lse,      /* (batch, heads, T) */
+                              bool training, uint64_t seed,
+                              float *workspace);
+    /* From do_ (read at real rows): dq, dk, dv overwritten, zeros at
+     * padding rows; the scores are recomputed from q, k and lse (the
+     * forward's seed and training flag redraw the same dropout). */
+    void (*attention_backward)(backend *be, const attention_desc *d, int batch,
+                               const int32_t *lengths,
+                               const float *q, const float *k, const float *v,
+                               const float *o,   /* the forward's output */
+                               const float *lse, /* (batch, heads, T) */
+                               const float *do_, /* (batch, T, heads * key_dim) */
+                               float *dq, float *dk, float *dv, /* as q */
+                               bool training, uint64_t seed,
+                               float *workspace);
 };
 
 /* Create the CPU backend with `threads` worker threads (the calling thread

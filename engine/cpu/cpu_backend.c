@@ -242,6 +242,10 @@ void cpu_activate(spec_activation act, float *y, long n)
         for (long i = 0; i < n; i++)
             y[i] = tanhf(y[i]);
         break;
+    case ACT_GELU:
+    case ACT_GELU_EXACT:
+        cpu_gelu_inplace(act == ACT_GELU_EXACT, y, n);
+        break;
     case ACT_NONE:
     case ACT_SOFTMAX:
         break;
@@ -321,6 +325,8 @@ static void act_backward_inplace(spec_activation act, const float *restrict y,
         return;
     case ACT_SOFTMAX:
     case ACT_NONE:
+    case ACT_GELU:       /* from the input only: gelu_backward */
+    case ACT_GELU_EXACT:
         return;
     }
 }
@@ -349,6 +355,8 @@ static void act_backward_apart(spec_activation act, const float *restrict y,
         return;
     case ACT_SOFTMAX:
     case ACT_NONE:
+    case ACT_GELU:       /* from the input only: gelu_backward */
+    case ACT_GELU_EXACT:
         return;
     }
 }
@@ -376,6 +384,8 @@ static void act_backward_row(spec_activation act, const float *y, const float *d
         return;
     }
     case ACT_NONE:
+    case ACT_GELU:
+    case ACT_GELU_EXACT:
         break;
     }
     if (g != dy)
@@ -918,5 +928,7 @@ backend *backend_cpu_create(int threads, char *err, size_t errlen)
         .conv1d_forward = cpu_conv1d_forward,
         .conv1d_backward = cpu_conv1d_backward,
     };
+    cpu_norm_register(be);
+    cpu_attn_register(be);
     return be;
 }

@@ -132,4 +132,10 @@ void cpu_conv1d_backward(backend *be, const conv1d_desc *d, int batch, const int
                          const float *x, const float *w, float *dz, float *dx,
                          bool accumulate, float *dw, float *db, float *workspace);
 
+/* Transformers (cpu_norm.c, cpu_attn.c): set their ops on `be`. */
+void cpu_norm_register(backend *be);
+void cpu_attn_register(backend *be);
+/* GELU of n values in place (exact: erf; else GPT-2's tanh form). */
+void cpu_gelu_inplace(bool exact, float *y, long n);
+
 #endif

@@ -24,6 +24,8 @@ static int gpu_act_kind_of(spec_activation act)
         return GPU_ACT_TANH;
     case ACT_NONE:
     case ACT_SOFTMAX:
+    case ACT_GELU:       /* no gelu ops on CUDA yet: layers refuse it */
+    case ACT_GELU_EXACT:
         break;
     }
     return -1;

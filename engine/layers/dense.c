@@ -24,10 +24,33 @@ static long dense_out(const layer *l)
     return l->out_size / dense_steps(l);
 }
 
+/* GELU is not invertible, so its backward needs its input: a dense layer
+ * with gelu keeps the pre-activation x @ W + b in aux and applies the
+ * backend's gelu ops around the plain GEMM. */
+static bool dense_gelu(const layer *l)
+{
+    return l->act == ACT_GELU || l->act == ACT_GELU_EXACT;
+}
+
 static int dense_setup(layer *l, backend *be, char *err, size_t errlen)
 {
-    (void)be;
     long in = dense_in(l), out = l->spec->units;
+    if (dense_gelu(l) && (!be->gelu_forward || !be->gelu_backward)) {
+        snprintf(err, errlen, "dense: gelu runs on the CPU backend in this version");
+        return -1;
+    }
+    if (dense_gelu(l))
+        l->aux_floats = (long)l->max_batch * l->out_size;
+    if (l->spec->tied) {
+        /* The table's gradient {V, E}, for the embedding's backward. */
+        if (dense_gelu(l) || l->spec->use_bias) {
+            snprintf(err, errlen, "dense: a tied layer has no bias and no gelu");
+            return -1;
+        }
+        l->n_params = 0;
+        l->aux_floats = in * out;
+        return 0;
+    }
     if (out <= 0 || dense_out(l) != out) {
         snprintf(err, errlen, "dense: %ld units but output shape has %ld", out, l->out_size);
         return -1;
@@ -42,6 +65,8 @@ static int dense_setup(layer *l, backend *be, char *err, size_t errlen)
 static void dense_init(const layer *l, float *params, float *state, rng *r)
 {
     (void)state;
+    if (l->spec->tied)
+        return; /* the embedding's table, initialised there */
     long in = dense_in(l), out = dense_out(l);
     double limit = layer_init_limit(in, out);
     for (long i = 0; i < in * out; i++)
@@ -51,22 +76,66 @@ static void dense_init(const layer *l, float *params, float *state, rng *r)
             params[l->tensors[1].offset + i] = 0.0f;
 }
 
+/* y = act(x @ E^T) with E the tied embedding's table {out, in}. */
+static void dense_tied_forward(layer *l, backend *be, int rows, long in, long out)
+{
+    be->gemm(be, false, true, rows, (int)out, (int)in, 1.0f, l->x[0], (int)in, l->tied_weight,
+             (int)in, 0.0f, l->y, (int)out);
+    if (l->act != ACT_NONE)
+        be->activation_forward(be, l->act, rows, out, l->y, l->y);
+}
+
+/* dx (+)= dz @ E; the table's gradient dz^T @ x into aux. */
+static void dense_tied_backward(layer *l, backend *be, int rows, long in, long out)
+{
+    if (l->dx[0])
+        be->gemm(be, false, false, rows, (int)in, (int)out, 1.0f, l->dy, (int)out,
+                 l->tied_weight, (int)in, l->dx_accumulate[0] ? 1.0f : 0.0f, l->dx[0],
+                 (int)in);
+    be->gemm(be, true, false, (int)out, (int)in, rows, 1.0f, l->dy, (int)out, l->x[0],
+             (int)in, 0.0f, l->aux, (int)in);
+}
+
 static void dense_forward(layer *l, backend *be, int batch, bool training, uint64_t seed)
 {
     (void)training;
     (void)seed;
     long in = dense_in(l), out = dense_out(l);
     int rows = batch * dense_steps(l);
+    if (l->spec->tied) {
+        dense_tied_forward(l, be, rows, in, out);
+        return;
+    }
     const float *bias = l->spec->use_bias ? l->params + l->tensors[1].offset : NULL;
+    if (dense_gelu(l)) {
+        be->dense_forward(be, rows, (int)in, (int)out, l->x[0], l->params, bias, ACT_NONE,
+                          l->aux);
+        be->gelu_forward(be, l->act == ACT_GELU_EXACT, (long)rows * out, l->aux, l->y);
+        return;
+    }
     be->dense_forward(be, rows, (int)in, (int)out, l->x[0], l->params, bias, l->act, l->y);
+}
+
+/* dy becomes the gradient of the pre-activation (the backend's dense
+ * backward takes that). */
+static void dense_undo_activation(layer *l, backend *be, int rows, long out)
+{
+    if (dense_gelu(l))
+        be->gelu_backward(be, l->act == ACT_GELU_EXACT, (long)rows * out, l->aux, l->dy, l->dy,
+                          false);
+    else if (l->act != ACT_NONE)
+        be->activation_backward(be, l->act, rows, out, l->y, l->dy, l->dy, false);
 }
 
 static void dense_backward(layer *l, backend *be, int batch)
 {
     long in = dense_in(l), out = dense_out(l);
     int rows = batch * dense_steps(l);
-    if (l->act != ACT_NONE)
-        be->activation_backward(be, l->act, rows, out, l->y, l->dy, l->dy, false);
+    dense_undo_activation(l, be, rows, out);
+    if (l->spec->tied) {
+        dense_tied_backward(l, be, rows, in, out);
+        return;
+    }
     float *db = l->spec->use_bias ? l->grads + l->tensors[1].offset : NULL;
     be->dense_backward(be, rows, (int)in, (int)out, l->x[0], l->params, l->dy, l->dx[0],
                        l->dx_accumulate[0], l->grads, db);
@@ -79,8 +148,7 @@ bool layer_dense_backward_update(layer *l, backend *be, int batch,
         return false;
     long in = dense_in(l), out = dense_out(l);
     int rows = batch * dense_steps(l);
-    if (l->act != ACT_NONE)
-        be->activation_backward(be, l->act, rows, out, l->y, l->dy, l->dy, false);
+    dense_undo_activation(l, be, rows, out);
     float *db = l->spec->use_bias ? l->grads + l->tensors[1].offset : NULL;
     be->dense_backward_update(be, rows, (int)in, (int)out, l->x[0], l->params, l->dy,
                               l->dx[0], l->dx_accumulate[0], l->grads, db, update, ctx);

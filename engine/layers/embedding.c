@@ -57,6 +57,8 @@ static void embedding_backward(layer *l, backend *be, int batch)
     const spec_layer *s = l->spec;
     be->embedding_backward(be, batch, s->in_shape.dim[0], s->input_dim, s->output_dim,
                            l->lengths, l->x[0], l->dy, l->grads);
+    if (l->tied_grad)
+        be->axpy(be, l->n_params, 1.0f, l->tied_grad, l->grads);
     if (l->dx[0] && !l->dx_accumulate[0])
         be->zero(be, l->dx[0], (long)batch * l->in_size);
 }

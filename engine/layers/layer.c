@@ -45,6 +45,14 @@ const layer_ops *layer_ops_for(spec_layer_type type)
         return &layer_gru_ops;
     case LAYER_BIDIRECTIONAL:
         return &layer_bidirectional_ops;
+    case LAYER_LAYER_NORM:
+        return &layer_layer_norm_ops;
+    case LAYER_POSITIONAL_EMBEDDING:
+        return &layer_positional_embedding_ops;
+    case LAYER_SINUSOIDAL_POSITION:
+        return &layer_sinusoidal_position_ops;
+    case LAYER_MULTI_HEAD_ATTENTION:
+        return &layer_attention_ops;
     case LAYER_TYPE_COUNT:
         break;
     }

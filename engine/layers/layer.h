@@ -89,6 +89,19 @@ struct layer {
      * a sequence reads its input only at real steps, writes zeros at the
      * padding steps of y and of dx, and never reads dy there. */
     const int32_t *lengths;
+    /* multi_head_attention: the last forward's dropout seed and mode, so
+     * its backward redraws the same mask. */
+    uint64_t step_seed;
+    bool step_training;
+    /* sinusoidal_position: its fixed table {steps, features} in host
+     * memory, made by setup and freed by release. */
+    float *host_table;
+    /* Tied weights (a dense layer's spec tie_embedding), wired by the
+     * model: the dense layer reads the embedding's table as tied_weight
+     * and leaves its gradient of it in tied_grad (its aux); the
+     * embedding, whose backward runs later, adds tied_grad to its own. */
+    const float *tied_weight;   /* dense: the embedding's params {V, E} */
+    const float *tied_grad;     /* embedding: the dense layer's {V, E}, or NULL */
 
     /* Backend descriptors, by layer type. */
     union {
@@ -120,6 +133,10 @@ extern const layer_ops layer_embedding_ops;
 extern const layer_ops layer_conv1d_ops;
 extern const layer_ops layer_global_pool1d_ops; /* global_maxpool1d, global_avgpool1d */
 extern const layer_ops layer_pool1d_ops;        /* maxpool1d, avgpool1d */
+extern const layer_ops layer_layer_norm_ops;
+extern const layer_ops layer_positional_embedding_ops; /* position.c */
+extern const layer_ops layer_sinusoidal_position_ops;  /* position.c */
+extern const layer_ops layer_attention_ops;            /* multi_head_attention */
 
 /* Shared helpers. */
 

@@ -174,6 +174,15 @@ static int model_allocate(model *m, char *err, size_t errlen)
         if (l->spec->type == LAYER_FLATTEN)
             l->y = (float *)l->x[0];
     }
+    /* Tied weights (layers/layer.h): the dense layer reads the
+     * embedding's table, the embedding adds the dense layer's gradient. */
+    for (int i = 0; i < m->n_layers; i++) {
+        layer *l = &m->layers[i];
+        if (l->spec->type != LAYER_DENSE || !l->spec->tied)
+            continue;
+        l->tied_weight = m->layers[l->spec->tie_embedding].params;
+        m->layers[l->spec->tie_embedding].tied_grad = l->aux;
+    }
     const layer *last = &m->layers[m->n_layers - 1];
     m->output = m->output_kind == OUTPUT_SOFTMAX_LOGITS ? m->probs : last->y;
     return 0;

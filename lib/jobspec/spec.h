@@ -73,6 +73,11 @@ typedef enum spec_layer_type {
     LAYER_AVGPOOL1D,
     LAYER_GLOBAL_MAXPOOL1D, /* {T, F} -> {F} over the real steps */
     LAYER_GLOBAL_AVGPOOL1D,
+    /* Transformers (docs/transformers.md). */
+    LAYER_LAYER_NORM,           /* per step (or per sample) over the features */
+    LAYER_POSITIONAL_EMBEDDING, /* {T, F} + a learned {max_length, F} table */
+    LAYER_SINUSOIDAL_POSITION,  /* {T, F} + the fixed sine/cosine table */
+    LAYER_MULTI_HEAD_ATTENTION, /* {T, F} (query; [q, kv] for cross-attention) -> {T, F} */
     LAYER_TYPE_COUNT
 } spec_layer_type;
 
@@ -82,7 +87,11 @@ typedef enum spec_activation {
     ACT_SIGMOID,
     ACT_TANH,
     ACT_SOFTMAX,
+    ACT_GELU,       /* GPT-2's tanh approximation */
+    ACT_GELU_EXACT, /* x * Phi(x), with erf */
 } spec_activation;
+
+#define SPEC_ACTIVATION_COUNT 7
 
 /* causal: conv1d only; pads kernel-1 dilated steps before, none after. */
 typedef enum spec_padding { PAD_VALID, PAD_SAME, PAD_CAUSAL } spec_padding;
@@ -118,6 +127,19 @@ typedef struct spec_layer {
     bool reset_after;           /* gru: default true (Keras 2+, cuDNN) */
     spec_layer_type rnn;        /* bidirectional: LAYER_LSTM or LAYER_GRU (its "layer") */
     spec_merge_mode merge_mode; /* bidirectional, default concat */
+    /* Transformers. epsilon (above) is layer_norm's too, default 1e-5;
+     * rate is multi_head_attention's "dropout" on the attention weights;
+     * use_bias its projections' biases (default true). */
+    int heads;                  /* multi_head_attention */
+    int key_dim;                /* multi_head_attention: per head, default F / heads */
+    bool causal;                /* multi_head_attention: step t attends to steps <= t */
+    int max_length;             /* positional_embedding: rows of its table, default the
+                                 * input's steps */
+    int tie_embedding;          /* dense: index of an embedding layer whose table {V, E}
+                                 * it uses transposed as its weight (y = x E^T: GPT-2's
+                                 * tied output), its gradient added to the table's;
+                                 * read only when `tied` */
+    bool tied;                  /* dense: "tie_embedding" given */
     /* Indices of the layers feeding this one; -1 is the model input. Every
      * layer but add/concat has exactly one: the previous layer. */
     int inputs[SPEC_MAX_INPUTS];

@@ -43,7 +43,7 @@ bool spec_get_pair(const json_t *obj, const char *path, const char *key, long mi
                    long max, int out[2], spec_error *err);
 
 extern const char *const spec_layer_type_names[LAYER_TYPE_COUNT];
-extern const char *const spec_activation_names[5];
+extern const char *const spec_activation_names[SPEC_ACTIVATION_COUNT];
 extern const char *const spec_loss_names[4];
 extern const char *const spec_metric_names[3];
 extern const char *const spec_optimizer_names[5];
@@ -65,8 +65,12 @@ extern const char *const spec_padding_names[3];
 /* Section parsers (spec.c drives them in order: data, model, training,
  * distributed, resources). */
 bool spec_parse_model(const json_t *model, job_spec *spec, spec_error *err);
-bool spec_preset_expand(const char *name, const char *path, job_spec *spec,
-                        spec_error *err);
+/* Expand preset `name`; `model` is the model object holding the preset's
+ * knobs beside "preset" (NULL for the plain string form). */
+bool spec_preset_expand(const char *name, const char *path, const json_t *model,
+                        job_spec *spec, spec_error *err);
+/* Whether `key` is a preset knob ("n_layer", ...) the model object may hold. */
+bool spec_preset_is_knob(const char *key);
 bool spec_infer_shapes(job_spec *spec, spec_error *err);
 
 #endif

@@ -99,7 +99,10 @@ static bool parse_inputs_field(const json_t *l, const char *path, int index, spe
     if (multi && (n < 2 || n > SPEC_MAX_INPUTS))
         return spec_fail(err, p, "%s needs 2 to %d inputs, got %zu",
                          spec_layer_type_name(layer->type), SPEC_MAX_INPUTS, n);
-    if (!multi && n != 1)
+    if (layer->type == LAYER_MULTI_HEAD_ATTENTION && (n < 1 || n > 2))
+        return spec_fail(err, p, "multi_head_attention takes [input] (self-attention) or "
+                                 "[query, key_value] (cross-attention), got %zu inputs", n);
+    if (!multi && layer->type != LAYER_MULTI_HEAD_ATTENTION && n != 1)
         return spec_fail(err, p, "%s takes exactly 1 input, got %zu",
                          spec_layer_type_name(layer->type), n);
     for (size_t i = 0; i < n; i++) {
@@ -121,8 +124,8 @@ static bool parse_inputs_field(const json_t *l, const char *path, int index, spe
 /* Keys each layer type accepts besides "type" and "inputs". */
 static const char *const *layer_keys(spec_layer_type t)
 {
-    static const char *const dense[] = {"type", "inputs", "units", "activation", "use_bias",
-                                        NULL};
+    static const char *const dense[] = {"type",     "inputs",        "units", "activation",
+                                        "use_bias", "tie_embedding", NULL};
     static const char *const conv[] = {"type",    "inputs",     "filters",  "kernel",
                                        "stride",  "padding",    "dilation", "activation",
                                        "use_bias", "groups", NULL};
@@ -143,7 +146,14 @@ static const char *const *layer_keys(spec_layer_type t)
                                          "use_bias", NULL};
     static const char *const pool1d[] = {"type",    "inputs", "pool_size", "pool",
                                          "strides", "stride", "padding",   NULL};
+    static const char *const layer_norm[] = {"type", "inputs", "epsilon", NULL};
+    static const char *const position[] = {"type", "inputs", "max_length", NULL};
+    static const char *const attention[] = {"type",   "inputs",  "heads",    "key_dim",
+                                            "causal", "dropout", "use_bias", NULL};
     switch (t) {
+    case LAYER_LAYER_NORM: return layer_norm;
+    case LAYER_POSITIONAL_EMBEDDING: return position;
+    case LAYER_MULTI_HEAD_ATTENTION: return attention;
     case LAYER_LSTM: return lstm;
     case LAYER_GRU: return gru;
     case LAYER_BIDIRECTIONAL: return bidirectional;
@@ -265,6 +275,38 @@ static bool parse_embedding(const json_t *l, const char *path, spec_layer *layer
     return true;
 }
 
+/* multi_head_attention, Keras's fields: heads required; key_dim 0 here
+ * means F / heads, resolved by infer_attention, which knows F. */
+static bool parse_attention(const json_t *l, const char *path, spec_layer *layer,
+                            double *rate, spec_error *err)
+{
+    long heads = 0, key_dim = 0;
+    layer->causal = false;
+    if (!require(l, path, "heads", "multi_head_attention needs \"heads\" (e.g. 4)", err) ||
+        !spec_get_int(l, path, "heads", 1, 1024, &heads, err) ||
+        !spec_get_int(l, path, "key_dim", 1, 1 << 16, &key_dim, err) ||
+        !spec_get_bool(l, path, "causal", &layer->causal, err) ||
+        !spec_get_double(l, path, "dropout", 0, 1, false, true, rate, err) ||
+        !spec_get_bool(l, path, "use_bias", &layer->use_bias, err))
+        return false;
+    layer->heads = (int)heads;
+    layer->key_dim = (int)key_dim;
+    return true;
+}
+
+/* dense "tie_embedding": an index, checked against the graph (an earlier
+ * embedding of the right shape) in infer_tie. */
+static bool parse_tie(const json_t *l, const char *path, spec_layer *layer, spec_error *err)
+{
+    long tie = 0;
+    if (!spec_get_int(l, path, "tie_embedding", 0, SPEC_MAX_LAYERS, &tie, err))
+        return false;
+    const json_t *v = json_object_get(l, "tie_embedding");
+    layer->tied = v && !json_is_null(v);
+    layer->tie_embedding = (int)tie;
+    return true;
+}
+
 /* conv1d and the 1-d pools: the window along time in kernel[0] etc. */
 static bool parse_window1d(const json_t *l, const char *path, spec_layer *layer, int *pad,
                            spec_error *err)
@@ -284,7 +326,8 @@ static bool parse_window1d(const json_t *l, const char *path, spec_layer *layer,
                        err))
         return false;
     if (conv && (!get_int_alias(l, path, "dilation_rate", "dilation", 1, 1024, &dil, err) ||
-                 !spec_get_enum(l, path, "activation", spec_activation_names, 5, "activation",
+                 !spec_get_enum(l, path, "activation", spec_activation_names,
+                                SPEC_ACTIVATION_COUNT, "activation",
                                 &act, err) ||
                  !spec_get_bool(l, path, "use_bias", &layer->use_bias, err)))
         return false;
@@ -312,11 +355,13 @@ static bool parse_layer_fields(const json_t *l, const char *path, spec_layer *la
     case LAYER_DENSE:
         if (!require(l, path, "units", "dense needs \"units\" (e.g. 128)", err) ||
             !spec_get_int(l, path, "units", 1, 1 << 24, &units, err) ||
-            !spec_get_enum(l, path, "activation", spec_activation_names, 5, "activation", &act,
-                           err) ||
+            !spec_get_enum(l, path, "activation", spec_activation_names, SPEC_ACTIVATION_COUNT,
+                           "activation", &act, err) ||
             !spec_get_bool(l, path, "use_bias", &layer->use_bias, err))
             return false;
         layer->units = (int)units;
+        if (!parse_tie(l, path, layer, err))
+            return false;
         break;
     case LAYER_CONV2D:
         if (!require(l, path, "filters", "conv2d needs \"filters\" (e.g. 32)", err) ||
@@ -326,8 +371,8 @@ static bool parse_layer_fields(const json_t *l, const char *path, spec_layer *la
             !spec_get_pair(l, path, "stride", 1, 1024, layer->stride, err) ||
             !spec_get_pair(l, path, "dilation", 1, 1024, layer->dilation, err) ||
             !spec_get_enum(l, path, "padding", spec_padding_names, 2, "padding", &pad, err) ||
-            !spec_get_enum(l, path, "activation", spec_activation_names, 5, "activation", &act,
-                           err) ||
+            !spec_get_enum(l, path, "activation", spec_activation_names, SPEC_ACTIVATION_COUNT,
+                           "activation", &act, err) ||
             !spec_get_bool(l, path, "use_bias", &layer->use_bias, err) ||
             !spec_get_int(l, path, "groups", 1, 1 << 16, &groups, err))
             return false;
@@ -376,6 +421,21 @@ static bool parse_layer_fields(const json_t *l, const char *path, spec_layer *la
         if (!parse_bidirectional_fields(l, path, layer, err))
             return false;
         break;
+    case LAYER_LAYER_NORM:
+        if (!spec_get_double(l, path, "epsilon", 0, 1, true, false, &eps, err))
+            return false;
+        break;
+    case LAYER_POSITIONAL_EMBEDDING: {
+        long max_length = 0;
+        if (!spec_get_int(l, path, "max_length", 1, 1 << 20, &max_length, err))
+            return false;
+        layer->max_length = (int)max_length;
+        break;
+    }
+    case LAYER_MULTI_HEAD_ATTENTION:
+        if (!parse_attention(l, path, layer, &rate, err))
+            return false;
+        break;
     default:
         break;
     }
@@ -411,10 +471,12 @@ static bool parse_layer(const json_t *l, int index, spec_layer *layer, spec_erro
 
 bool spec_parse_model(const json_t *model, job_spec *spec, spec_error *err)
 {
-    static const char *const keys[] = {"preset", "input", "layers", NULL};
+    static const char *const keys[] = {"preset",     "input",  "layers", "n_layer",
+                                       "n_head",     "n_embd", "max_length",
+                                       "block_size", "dropout", NULL};
     if (json_is_string(model))
         return parse_input(NULL, spec, err) &&
-               spec_preset_expand(json_string_value(model), "model", spec, err);
+               spec_preset_expand(json_string_value(model), "model", NULL, spec, err);
     if (!json_is_object(model))
         return spec_fail(err, "model", "expected a preset name or an object with \"input\" "
                                        "and \"layers\"");
@@ -429,7 +491,16 @@ bool spec_parse_model(const json_t *model, job_spec *spec, spec_error *err)
         return spec_fail(err, "model.layers", "give either model.preset or model.layers, "
                                               "not both");
     if (preset)
-        return spec_preset_expand(preset, "model.preset", spec, err);
+        return spec_preset_expand(preset, "model.preset", model, spec, err);
+    const char *key;
+    const json_t *value;
+    json_object_foreach((json_t *)model, key, value) {
+        if (spec_preset_is_knob(key)) {
+            char p[160];
+            spec_path_key(p, sizeof p, "model", key);
+            return spec_fail(err, p, "a preset's knob: give model.preset too");
+        }
+    }
     if (!layers)
         return spec_fail(err, "model.layers", "missing; give the layers or a model.preset");
     if (!json_is_array(layers) || json_array_size(layers) == 0)
@@ -606,6 +677,80 @@ static bool infer_conv1d(spec_layer *l, const char *path, const char *in_str, sp
     return true;
 }
 
+/* layer_norm: gamma and beta over the last axis (the features of each
+ * step of a sequence; of a flat sample, its values). */
+static bool infer_layer_norm(spec_layer *l, const char *path, const char *in_str,
+                             spec_error *err)
+{
+    if (l->in_shape.rank == 3)
+        return spec_fail(err, path, "layer_norm needs a flat or a sequence input, got %s",
+                         in_str);
+    l->out_shape = l->in_shape;
+    l->n_params = 2L * l->in_shape.dim[l->in_shape.rank - 1];
+    return true;
+}
+
+/* positional_embedding and sinusoidal_position add a table of {steps,
+ * features} to a sequence. */
+static bool infer_position(spec_layer *l, const char *path, const char *in_str,
+                           spec_error *err)
+{
+    const spec_shape *in = &l->in_shape;
+    const char *t = spec_layer_type_name(l->type);
+    if (in->rank != 2)
+        return spec_fail(err, path, "%s needs a sequence input {steps, features}, got %s", t,
+                         in_str);
+    if (l->inputs[0] < 0 && in->dim[1] == 1)
+        return spec_fail(err, path, "%s adds to vectors: put it after an embedding, not on "
+                                    "the token ids", t);
+    l->out_shape = *in;
+    if (l->type == LAYER_SINUSOIDAL_POSITION)
+        return true;
+    if (l->max_length == 0)
+        l->max_length = in->dim[0];
+    if (l->max_length < in->dim[0])
+        return spec_fail(err, path, "max_length %d is shorter than the sequences (%d steps, "
+                                    "data.max_length)", l->max_length, in->dim[0]);
+    l->n_params = (long)l->max_length * in->dim[1];
+    return true;
+}
+
+/* multi_head_attention: Keras's projections, query/key/value kernels
+ * {F_in, heads, key_dim} with biases {heads, key_dim}, and the output
+ * kernel {heads, key_dim, F} with a bias {F}; the output has the query's
+ * shape. The key/value input (the second of "inputs") must have the
+ * query's steps: both carry the same per-sample lengths. */
+static bool infer_attention(const job_spec *spec, spec_layer *l, const char *path,
+                            const char *in_str, spec_error *err)
+{
+    const spec_shape *q = &l->in_shape;
+    if (q->rank != 2)
+        return spec_fail(err, path, "multi_head_attention needs a sequence input {steps, "
+                                    "features}, got %s", in_str);
+    const spec_shape *kv = q;
+    if (l->n_inputs == 2) {
+        int k = l->inputs[1];
+        kv = k < 0 ? &spec->input : &spec->layers[k].out_shape;
+        if (kv->rank != 2 || kv->dim[0] != q->dim[0])
+            return spec_fail(err, path, "cross-attention needs a key/value sequence of the "
+                                        "query's %d steps", q->dim[0]);
+    }
+    long f = q->dim[1], fkv = kv->dim[1];
+    if (l->key_dim == 0) {
+        if (f % l->heads != 0) {
+            char p[160];
+            spec_path_key(p, sizeof p, path, "key_dim");
+            return spec_fail(err, p, "missing, and the %ld features do not split into %d "
+                                     "heads; give key_dim", f, l->heads);
+        }
+        l->key_dim = (int)(f / l->heads);
+    }
+    long hd = (long)l->heads * l->key_dim, b = l->use_bias ? 1 : 0;
+    l->out_shape = *q;
+    l->n_params = f * hd + 2 * fkv * hd + hd * f + b * (3 * hd + f);
+    return true;
+}
+
 /* Layers defined on one shape family only: sequences for the pools over
  * time (a windowed pool shortens each sample by its own amount, which the
  * engine tracks: engine/layers/pool1d.c), not sequences for batchnorm
@@ -638,6 +783,36 @@ static bool infer_sequence_only(spec_layer *l, const char *path, const char *in_
     default:
         return spec_fail(err, path, "%s is not defined on a sequence (%s)", t, in_str);
     }
+}
+
+/* A dense layer tied to embedding k uses its table {V, E} as a weight
+ * {E, V} transposed: its input has E features, its units are V, and it
+ * owns only its bias. */
+static bool infer_tie(const job_spec *spec, spec_layer *l, int i, spec_error *err)
+{
+    char path[160];
+    char at[160];
+    spec_path_index(at, sizeof at, "model.layers", (size_t)i);
+    spec_path_key(path, sizeof path, at, "tie_embedding");
+    int k = l->tie_embedding;
+    if (k >= i || spec->layers[k].type != LAYER_EMBEDDING)
+        return spec_fail(err, path, "%d is not an earlier embedding layer", k);
+    const spec_layer *e = &spec->layers[k];
+    int f = l->in_shape.dim[l->in_shape.rank - 1];
+    if (l->units != e->input_dim || f != e->output_dim)
+        return spec_fail(err, path, "the tied dense layer needs %d units and %d input "
+                                    "features (embedding %d is %d x %d), got %d and %d",
+                         e->input_dim, e->output_dim, k, e->input_dim, e->output_dim,
+                         l->units, f);
+    if (l->use_bias || l->activation == ACT_GELU || l->activation == ACT_GELU_EXACT)
+        return spec_fail(err, path, "a tied output layer has no bias and no gelu (GPT-2's): "
+                                    "set use_bias false");
+    for (int j = k + 1; j < i; j++)
+        if (spec->layers[j].type == LAYER_DENSE && spec->layers[j].tied &&
+            spec->layers[j].tie_embedding == k)
+            return spec_fail(err, path, "embedding %d is already tied to layer %d", k, j);
+    l->n_params = 0;
+    return true;
 }
 
 static bool infer_layer(job_spec *spec, int i, spec_error *err)
@@ -700,6 +875,13 @@ static bool infer_layer(job_spec *spec, int i, spec_error *err)
     case LAYER_GRU:
     case LAYER_BIDIRECTIONAL:
         return infer_rnn(spec, l, path, err);
+    case LAYER_LAYER_NORM:
+        return infer_layer_norm(l, path, s, err);
+    case LAYER_POSITIONAL_EMBEDDING:
+    case LAYER_SINUSOIDAL_POSITION:
+        return infer_position(l, path, s, err);
+    case LAYER_MULTI_HEAD_ATTENTION:
+        return infer_attention(spec, l, path, s, err);
     default:
         l->out_shape = *in;
         return true;
@@ -713,6 +895,16 @@ bool spec_infer_shapes(job_spec *spec, spec_error *err)
         if (!infer_layer(spec, i, err))
             return false;
         spec_layer *l = &spec->layers[i];
+        if (l->type == LAYER_DENSE && l->tied && !infer_tie(spec, l, i, err))
+            return false;
+        if ((l->activation == ACT_GELU || l->activation == ACT_GELU_EXACT) &&
+            l->type != LAYER_DENSE) {
+            char path[160], p[160];
+            spec_path_index(p, sizeof p, "model.layers", (size_t)i);
+            spec_path_key(path, sizeof path, p, "activation");
+            return spec_fail(err, path, "%s is fused into dense layers only in this version",
+                             spec_activation_name(l->activation));
+        }
         /* A last layer's softmax over a sequence [T, classes] is per step
          * (data.per_step_labels: fused into the loss at every step). */
         bool per_step = i == spec->n_layers - 1 && l->out_shape.rank == 2;

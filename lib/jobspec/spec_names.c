@@ -10,8 +10,10 @@ const char *const spec_layer_type_names[LAYER_TYPE_COUNT] = {
     "relu",  "sigmoid", "tanh",     "softmax",   "add",     "concat",
     "embedding", "lstm", "gru", "bidirectional", "conv1d", "maxpool1d", "avgpool1d",
     "global_maxpool1d", "global_avgpool1d",
+    "layer_norm", "positional_embedding", "sinusoidal_position", "multi_head_attention",
 };
-const char *const spec_activation_names[5] = {"none", "relu", "sigmoid", "tanh", "softmax"};
+const char *const spec_activation_names[SPEC_ACTIVATION_COUNT] = {
+    "none", "relu", "sigmoid", "tanh", "softmax", "gelu", "gelu_exact"};
 const char *const spec_loss_names[4] = {"categorical_crossentropy", "binary_crossentropy",
                                         "mse", "categorical_hinge"};
 const char *const spec_metric_names[3] = {"accuracy", "mse", "mae"};

@@ -14,10 +14,18 @@
  * the far edge where PyDTNN pads both, which keeps every shape and
  * parameter count. Layers are appended to a JSON array; each takes the
  * previous layer unless `from` names another (a branch). */
+/* A preset's knobs ("n_layer", ... beside "preset" in the model object),
+ * resolved with their defaults (preset_knobs_parse). */
+typedef struct preset_knobs {
+    int n_layer, n_head, n_embd, max_length, block_size;
+    double dropout;
+} preset_knobs;
+
 typedef struct zoo {
     json_t *layers;
     const job_spec *spec;
     bool ok;
+    const preset_knobs *knobs;
 } zoo;
 
 #define PREV (-2) /* the layer just appended; -1 is the model input */
@@ -381,6 +389,66 @@ static void build_mobilenetv1_cifar10(zoo *z)
     zoo_dense(z, z->spec->data.num_classes, "softmax");
 }
 
+/* Transformers (docs/transformers.md). One pre-LayerNorm block, GPT-2's
+ * and nanoGPT's: x + attention(layer_norm(x)), then that + mlp(layer_norm
+ * (that)), the mlp a dense of 4 x n_embd with gelu and a dense back to
+ * n_embd. With dropout, nanoGPT's three: on the attention weights and
+ * after each residual branch. Returns the block's output index. */
+static int zoo_transformer_block(zoo *z, int x, bool causal)
+{
+    const preset_knobs *k = z->knobs;
+    zoo_plain(z, x, "layer_norm");
+    zoo_push(z, json_pack("{s:s,s:i,s:b,s:f}", "type", "multi_head_attention", "heads",
+                          k->n_head, "causal", causal, "dropout", k->dropout),
+             PREV);
+    if (k->dropout > 0)
+        zoo_dropout(z, k->dropout);
+    int a = zoo_merge(z, "add", (int[]){x, (int)json_array_size(z->layers) - 1}, 2);
+    zoo_plain(z, PREV, "layer_norm");
+    zoo_dense(z, 4 * k->n_embd, "gelu");
+    int p = zoo_dense(z, k->n_embd, "none");
+    if (k->dropout > 0)
+        p = zoo_dropout(z, k->dropout);
+    return zoo_merge(z, "add", (int[]){a, p}, 2);
+}
+
+/* An encoder classifier: token and learned position vectors, n_layer
+ * blocks, the mean over each sample's real steps, a softmax head. */
+static void build_transformer_classifier(zoo *z)
+{
+    const preset_knobs *k = z->knobs;
+    zoo_push(z, json_pack("{s:s,s:i}", "type", "embedding", "output_dim", k->n_embd), PREV);
+    int x = zoo_push(z, json_pack("{s:s,s:i}", "type", "positional_embedding", "max_length",
+                                  k->max_length),
+                     PREV);
+    for (int b = 0; b < k->n_layer; b++)
+        x = zoo_transformer_block(z, x, false);
+    zoo_plain(z, PREV, "global_avgpool1d");
+    zoo_dense(z, z->spec->data.num_classes, "softmax");
+}
+
+/* nanoGPT's GPT: token and learned position vectors (dropout after
+ * their sum), n_layer causal blocks, a final layer norm, and the output
+ * projection tied to the token table, without a bias: logits over the
+ * vocabulary at every step. */
+static void build_gpt(zoo *z)
+{
+    const preset_knobs *k = z->knobs;
+    zoo_push(z, json_pack("{s:s,s:i}", "type", "embedding", "output_dim", k->n_embd), PREV);
+    int x = zoo_push(z, json_pack("{s:s,s:i}", "type", "positional_embedding", "max_length",
+                                  k->block_size),
+                     PREV);
+    if (k->dropout > 0)
+        x = zoo_dropout(z, k->dropout);
+    for (int b = 0; b < k->n_layer; b++)
+        x = zoo_transformer_block(z, x, true);
+    zoo_plain(z, PREV, "layer_norm");
+    zoo_push(z, json_pack("{s:s,s:i,s:s,s:b,s:i}", "type", "dense", "units",
+                          z->spec->input_tokens, "activation", "softmax", "use_bias", false,
+                          "tie_embedding", 0),
+             PREV);
+}
+
 /* The model inputs a preset's first layer can read. */
 typedef enum preset_input {
     PRESET_ANY,      /* whatever its layers' shape inference accepts */
@@ -393,7 +461,13 @@ typedef struct preset {
     const char *layers;       /* spec JSON with CLASSES replaced, or NULL */
     void (*build)(zoo *z);    /* appends the layers when `layers` is NULL */
     preset_input input;
+    const char *const *knobs; /* the knobs it takes (NULL-terminated), or NULL */
 } preset;
+
+static const char *const transformer_knobs[] = {"n_layer", "n_head", "n_embd", "max_length",
+                                                NULL};
+static const char *const gpt_knobs[] = {"n_layer", "n_head", "n_embd", "block_size", "dropout",
+                                        NULL};
 
 /* Every preset is parsed like a user's model, so none can disagree with
  * the parser. */
@@ -470,6 +544,14 @@ static const preset presets[] = {
      "{\"type\":\"lstm\",\"units\":256,\"return_sequences\":true},"
      "{\"type\":\"dense\",\"units\":CLASSES,\"activation\":\"softmax\"}]",
      NULL, PRESET_TOKENS},
+    /* nanoGPT's GPT (knobs n_layer 2, n_head 4, n_embd 128, block_size
+     * data.max_length, dropout 0): the next token at every step, so it
+     * needs data.per_step_labels and data.num_classes = the vocabulary. */
+    {"gpt", NULL, build_gpt, PRESET_TOKENS, gpt_knobs},
+    /* Transformers: a pre-LayerNorm encoder, mean-pooled (knobs n_layer 2,
+     * n_head 4, n_embd 128, max_length data.max_length). */
+    {"transformer_classifier", NULL, build_transformer_classifier, PRESET_TOKENS,
+     transformer_knobs},
 };
 
 static char *substitute_classes(const char *text, int classes)
@@ -502,7 +584,7 @@ static json_t *preset_input_json(const job_spec *spec)
 }
 
 /* The preset's layers as a JSON array, or NULL when out of memory. */
-static json_t *preset_layers(const preset *p, const job_spec *spec)
+static json_t *preset_layers(const preset *p, const job_spec *spec, const preset_knobs *knobs)
 {
     if (p->layers) {
         char *text = substitute_classes(p->layers, spec->data.num_classes);
@@ -513,7 +595,7 @@ static json_t *preset_layers(const preset *p, const job_spec *spec)
         free(text);
         return layers;
     }
-    zoo z = {json_array(), spec, true};
+    zoo z = {json_array(), spec, true, knobs};
     if (z.layers)
         p->build(&z);
     if (!z.ok) {
@@ -523,7 +605,79 @@ static json_t *preset_layers(const preset *p, const job_spec *spec)
     return z.layers;
 }
 
-bool spec_preset_expand(const char *name, const char *path, job_spec *spec, spec_error *err)
+/* Every knob any preset takes, and its range. */
+static const struct {
+    const char *name;
+    long min, max;
+} knob_ranges[] = {
+    {"n_layer", 1, 64}, {"n_head", 1, 64}, {"n_embd", 1, 8192},
+    {"max_length", 1, 1 << 20}, {"block_size", 1, 1 << 20},
+};
+
+static bool preset_takes(const preset *p, const char *knob)
+{
+    for (const char *const *k = p->knobs; k && *k; k++)
+        if (strcmp(*k, knob) == 0)
+            return true;
+    return false;
+}
+
+/* The knobs given beside "preset" in `model` (NULL: none), each in its
+ * range and taken by this preset, into *k over the defaults. */
+static bool preset_knobs_parse(const preset *p, const json_t *model, const job_spec *spec,
+                               preset_knobs *k, spec_error *err)
+{
+    *k = (preset_knobs){2, 4, 128, spec->data.max_length, spec->data.max_length, 0.0};
+    long v[5] = {k->n_layer, k->n_head, k->n_embd, k->max_length, k->block_size};
+    for (size_t i = 0; i < sizeof knob_ranges / sizeof *knob_ranges; i++) {
+        const char *name = knob_ranges[i].name;
+        if (!model || !json_object_get(model, name))
+            continue;
+        if (!preset_takes(p, name)) {
+            char path[160];
+            spec_path_key(path, sizeof path, "model", name);
+            return spec_fail(err, path, "preset %s has no knob %s", p->name, name);
+        }
+        if (!spec_get_int(model, "model", name, knob_ranges[i].min, knob_ranges[i].max,
+                          &v[i], err))
+            return false;
+    }
+    if (model && json_object_get(model, "dropout")) {
+        if (!preset_takes(p, "dropout"))
+            return spec_fail(err, "model.dropout", "preset %s has no knob dropout", p->name);
+        if (!spec_get_double(model, "model", "dropout", 0, 1, false, true, &k->dropout, err))
+            return false;
+    }
+    *k = (preset_knobs){(int)v[0], (int)v[1], (int)v[2], (int)v[3], (int)v[4], k->dropout};
+    if (k->n_embd % k->n_head != 0)
+        return spec_fail(err, "model.n_embd", "%d does not split into n_head %d heads",
+                         k->n_embd, k->n_head);
+    if (preset_takes(p, "max_length") && k->max_length < spec->data.max_length)
+        return spec_fail(err, "model.max_length", "%d is shorter than data.max_length (%d)",
+                         k->max_length, spec->data.max_length);
+    if (preset_takes(p, "block_size") && k->block_size < spec->data.max_length)
+        return spec_fail(err, "model.block_size", "%d is shorter than data.max_length (%d)",
+                         k->block_size, spec->data.max_length);
+    if (preset_takes(p, "block_size") &&
+        (!spec->data.per_step_labels || spec->data.num_classes != spec->input_tokens))
+        return spec_fail(err, "model.preset", "%s predicts the next token at every step: it "
+                                              "needs data.per_step_labels and data.num_classes "
+                                              "= the vocabulary (%d)", p->name,
+                         spec->input_tokens);
+    return true;
+}
+
+/* The knob names, for the model object's allowed keys. */
+bool spec_preset_is_knob(const char *key)
+{
+    for (size_t i = 0; i < sizeof knob_ranges / sizeof *knob_ranges; i++)
+        if (strcmp(key, knob_ranges[i].name) == 0)
+            return true;
+    return strcmp(key, "dropout") == 0;
+}
+
+bool spec_preset_expand(const char *name, const char *path, const json_t *knobs_in,
+                        job_spec *spec, spec_error *err)
 {
     const preset *p = NULL;
     const char *names[sizeof presets / sizeof *presets];
@@ -543,7 +697,10 @@ bool spec_preset_expand(const char *name, const char *path, job_spec *spec, spec
     if (p->input == PRESET_TOKENS && spec->input_tokens <= 0)
         return spec_fail(err, path, "%s reads token ids: give model.input {\"tokens\": "
                                     "vocabulary_size}", name);
-    json_t *layers = preset_layers(p, spec);
+    preset_knobs knobs;
+    if (!preset_knobs_parse(p, knobs_in, spec, &knobs, err))
+        return false;
+    json_t *layers = preset_layers(p, spec, &knobs);
     json_t *input = preset_input_json(spec);
     json_t *model = layers && input ? json_pack("{s:o,s:o}", "layers", layers, "input", input)
                                     : NULL;

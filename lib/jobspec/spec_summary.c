@@ -37,8 +37,9 @@ static void layer_label(const spec_layer *l, int i, char *buf, size_t len)
     const char *t = spec_layer_type_name(l->type);
     switch (l->type) {
     case LAYER_DENSE:
-        snprintf(buf, len, "%d.%s %d%s%s", i, t, l->units, l->activation ? " " : "",
-                 l->activation ? spec_activation_name(l->activation) : "");
+        snprintf(buf, len, "%d.%s %d%s%s%s", i, t, l->units, l->activation ? " " : "",
+                 l->activation ? spec_activation_name(l->activation) : "",
+                 l->tied ? " tied" : "");
         break;
     case LAYER_CONV2D:
         snprintf(buf, len, "%d.%s %dx%d/%d %s%s%s", i, t, l->kernel[0], l->kernel[1],
@@ -75,6 +76,10 @@ static void layer_label(const spec_layer *l, int i, char *buf, size_t len)
         snprintf(buf, len, "%d.%s %s %d %s%s", i, t, spec_layer_type_name(l->rnn), l->units,
                  (const char *const[]){"concat", "sum", "ave", "mul"}[l->merge_mode],
                  l->return_sequences ? " all steps" : "");
+        break;
+    case LAYER_MULTI_HEAD_ATTENTION:
+        snprintf(buf, len, "%d.%s %dx%d%s", i, "attention", l->heads, l->key_dim,
+                 l->causal ? " causal" : "");
         break;
     case LAYER_ADD:
     case LAYER_CONCAT: {
@@ -176,6 +181,8 @@ static json_t *layer_json(const spec_layer *l, int index)
     switch (l->type) {
     case LAYER_DENSE:
         json_object_set_new(o, "units", json_integer(l->units));
+        if (l->tied)
+            json_object_set_new(o, "tie_embedding", json_integer(l->tie_embedding));
         break;
     case LAYER_CONV2D:
         json_object_set_new(o, "filters", json_integer(l->filters));
@@ -221,6 +228,19 @@ static json_t *layer_json(const spec_layer *l, int index)
     case LAYER_GRU:
     case LAYER_BIDIRECTIONAL:
         rnn_layer_json(l, o);
+        break;
+    case LAYER_LAYER_NORM:
+        json_object_set_new(o, "epsilon", json_real(l->epsilon));
+        break;
+    case LAYER_POSITIONAL_EMBEDDING:
+        json_object_set_new(o, "max_length", json_integer(l->max_length));
+        break;
+    case LAYER_MULTI_HEAD_ATTENTION:
+        json_object_set_new(o, "heads", json_integer(l->heads));
+        json_object_set_new(o, "key_dim", json_integer(l->key_dim));
+        json_object_set_new(o, "causal", json_boolean(l->causal));
+        json_object_set_new(o, "dropout", json_real(l->rate));
+        json_object_set_new(o, "use_bias", json_boolean(l->use_bias));
         break;
     default:
         break;

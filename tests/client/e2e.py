@@ -473,7 +473,7 @@ def error_paths(d, punch, secret, work):
     with open(bad_path, "w") as f:
         json.dump(bad, f)
     r = punch.run("submit", bad_path, want=2)
-    check(r.stderr.rstrip().endswith("char_lstm_lm"), "cut: %r" % r.stderr[-80:])
+    check(r.stderr.rstrip().endswith("transformer_classifier"), "cut: %r" % r.stderr[-80:])
 
     # Wrong secret: the server refuses it.
     for args in (["list"], ["state", "0123456789ab"],

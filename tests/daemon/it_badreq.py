@@ -36,10 +36,10 @@ UNKNOWN_PRESET = job_like(QUICK_JOB, model={"preset": "no-such-net", "input": [8
 
 def long_errors(d):
     """The API's 400 and punch-train --validate give the whole list; its
-    last name is the last preset's (char_lstm_lm)."""
+    last name is the last preset's (transformer_classifier)."""
     e = expect_error(d.submit("alice", UNKNOWN_PRESET), 400, "unknown preset")
     msg = e["error"]
-    check(len(msg) > 400 and msg.endswith("char_lstm_lm"), "cut: %r" % msg[-80:])
+    check(len(msg) > 400 and msg.endswith("transformer_classifier"), "cut: %r" % msg[-80:])
     check("resnet34_imagenet, resnet50_imagenet" in msg, "a middle of the list: %r" % msg)
     engine = punchtest.engine_path()
     if not os.access(engine, os.X_OK):
@@ -47,7 +47,7 @@ def long_errors(d):
     path = os.path.join(d.tmp, "unknown-preset.json")
     punchtest.write_json(path, UNKNOWN_PRESET)
     r = subprocess.run([engine, "--validate", path], capture_output=True, text=True, timeout=60)
-    check(r.returncode == 2 and r.stderr.rstrip().endswith("char_lstm_lm"),
+    check(r.returncode == 2 and r.stderr.rstrip().endswith("transformer_classifier"),
           "punch-train --validate: %d %r" % (r.returncode, r.stderr[-80:]))
 
 
