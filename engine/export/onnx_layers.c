@@ -8,6 +8,7 @@
  * as the engine does (count_include_pad 0). */
 #include "export/onnx_layers.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -75,6 +76,42 @@ static const char *emit_softmax(onnx_emit *e, const char *x, const spec_shape *s
     return onnx_node_out(onnx_graph_node(e->g, "Reshape", in, 2, NULL));
 }
 
+/* A float constant of shape [1] (broadcast by the arithmetic operators). */
+static const char *emit_scalar(onnx_emit *e, const char *stem, float v)
+{
+    const int64_t one = 1;
+    return onnx_graph_floats(e->g, onnx_graph_name(e->g, stem), &one, 1, &v);
+}
+
+static const char *emit_binary(onnx_emit *e, const char *op, const char *a, const char *b)
+{
+    const char *in[2] = {a, b};
+    return onnx_node_out(onnx_graph_node(e->g, op, in, 2, NULL));
+}
+
+/* GELU from opset-17 operators (Gelu itself is opset 20): exact,
+ * x * 0.5 * (1 + erf(x / sqrt 2)); GPT-2's tanh form,
+ * x * 0.5 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))), as activation.c. */
+static const char *emit_gelu(onnx_emit *e, const char *x, bool exact)
+{
+    const char *inner;
+    if (exact) {
+        inner = emit_unary(e, "Erf", emit_binary(e, "Mul", x, emit_scalar(e, "rsqrt2",
+                                                                           0.70710678f)));
+    } else {
+        const char *x3 = emit_binary(e, "Mul", emit_binary(e, "Mul", x, x), x);
+        const char *poly = emit_binary(e, "Add", x, emit_binary(e, "Mul", x3,
+                                                                emit_scalar(e, "gelu_c",
+                                                                            0.044715f)));
+        inner = emit_unary(e, "Tanh", emit_binary(e, "Mul", poly,
+                                                  emit_scalar(e, "sqrt2_pi", 0.79788456f)));
+    }
+    const char *half = emit_binary(e, "Mul", emit_binary(e, "Add", inner,
+                                                         emit_scalar(e, "one", 1.0f)),
+                                   emit_scalar(e, "half", 0.5f));
+    return emit_binary(e, "Mul", x, half);
+}
+
 const char *onnx_emit_activation(onnx_emit *e, spec_activation act, const char *x,
                                  const spec_shape *s)
 {
@@ -87,6 +124,10 @@ const char *onnx_emit_activation(onnx_emit *e, spec_activation act, const char *
         return emit_unary(e, "Tanh", x);
     case ACT_SOFTMAX:
         return emit_softmax(e, x, s);
+    case ACT_GELU:
+        return emit_gelu(e, x, false);
+    case ACT_GELU_EXACT:
+        return emit_gelu(e, x, true);
     case ACT_NONE:
         break;
     }

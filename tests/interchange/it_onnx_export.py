@@ -214,6 +214,8 @@ def case_mlp(engine, modules, tmp):
         {"type": "batchnorm"},
         {"type": "dense", "units": 8},
         {"type": "relu"},
+        {"type": "dense", "units": 8, "activation": "gelu"},
+        {"type": "dense", "units": 8, "activation": "gelu_exact"},
         {"type": "dense", "units": 3},
     ]
     job = {"name": "mlp", "model": {"input": [6], "layers": layers},
