@@ -10,7 +10,7 @@ set -u
 root=${PUNCH_SOURCE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$root" || exit 1
 
-ENGINE_ORDER=(backend optim data cpu gpu layers model train distributed bench)
+ENGINE_ORDER=(backend optim data cpu gpu layers model export train distributed bench)
 LIB_DIRS=$(cd lib && ls -d */ | tr -d /) || { echo "FAIL: no lib/ under $root"; exit 1; }
 bad=0
 fail() { echo "FAIL: $*"; bad=1; }
