@@ -50,6 +50,12 @@ enum MHD_Result api_reply_response(api_request *r, int status, struct MHD_Respon
 /* 410 Gone for r->job, whose run directory retention removed while keeping
  * its record (retention_keep_records; the job's files_removed). */
 enum MHD_Result api_reply_files_removed(api_request *r);
+/* The paths of r->job's job.json and final weights (buffers of 4096) when
+ * it has them; otherwise false with the reply queued in *reply: 410 when
+ * retention removed its files, 409 saying it has no final weights to `use`
+ * ("predict with") and its state. */
+bool api_job_final_weights(api_request *r, char *spec, char *weights, const char *use,
+                           enum MHD_Result *reply);
 
 /* body (ownership taken) as a response: compact JSON with a trailing
  * newline (curl output stays readable) and its Content-Type, for a caller

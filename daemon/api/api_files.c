@@ -87,6 +87,30 @@ enum MHD_Result api_reply_files_removed(api_request *r)
                            r->job->id, r->d->cfg.retention_days);
 }
 
+bool api_job_final_weights(api_request *r, char *spec, char *weights, const char *use,
+                           enum MHD_Result *reply)
+{
+    const store_job *job = r->job;
+    const char *data_dir = r->d->cfg.data_dir;
+    struct stat st;
+    if (job->files_removed) {
+        *reply = api_reply_files_removed(r);
+        return false;
+    }
+    if (!rundir_path(spec, 4096, data_dir, job->id, "job.json") ||
+        !rundir_path(weights, 4096, data_dir, job->id, "weights.safetensors")) {
+        *reply = api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "path too long");
+        return false;
+    }
+    if (job->state != JOB_SUCCEEDED || stat(weights, &st) != 0) {
+        *reply = api_reply_error(r, MHD_HTTP_CONFLICT, NULL,
+                                 "job %s has no final weights to %s (it is %s)", job->id, use,
+                                 job_state_name(job->state));
+        return false;
+    }
+    return true;
+}
+
 enum MHD_Result api_job_files(api_request *r)
 {
     if (r->job->files_removed)

@@ -119,22 +119,15 @@ enum MHD_Result api_job_generate(api_request *r)
 {
     daemon_ctx *d = r->d;
     const store_job *job = r->job;
-    if (job->files_removed)
-        return api_reply_files_removed(r);
     char spec[4096], weights[4096], dir[4096], reqpath[4200];
-    struct stat st;
-    if (!rundir_path(spec, sizeof spec, d->cfg.data_dir, job->id, "job.json") ||
-        !rundir_path(weights, sizeof weights, d->cfg.data_dir, job->id, "weights.safetensors"))
-        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "path too long");
-    if (job->state != JOB_SUCCEEDED || stat(weights, &st) != 0)
-        return api_reply_error(r, MHD_HTTP_CONFLICT, NULL,
-                               "job %s has no final weights to generate with (it is %s)",
-                               job->id, job_state_name(job->state));
+    enum MHD_Result reply;
+    if (!api_job_final_weights(r, spec, weights, "generate with", &reply))
+        return reply;
     if (!api_generate_is_lm(spec))
         return api_reply_error(r, MHD_HTTP_CONFLICT, NULL,
                                "job %s is not a language model: generation needs a job "
                                "trained on data.format \"text\"", job->id);
-    enum MHD_Result reply = MHD_NO;
+    reply = MHD_NO;
     json_t *req = api_generate_request(r, &reply);
     if (!req)
         return reply;

@@ -70,17 +70,11 @@ enum MHD_Result api_job_predict(api_request *r)
     int status = api_stream_status(s, &refusal);
     if (status)
         return api_reply_error(r, status, NULL, "%s", refusal);
-    if (job->files_removed)
-        return api_reply_files_removed(r);
     char spec[4096], weights[4096], out[4096], result[4200];
     struct stat st;
-    if (!rundir_path(spec, sizeof spec, d->cfg.data_dir, job->id, "job.json") ||
-        !rundir_path(weights, sizeof weights, d->cfg.data_dir, job->id, "weights.safetensors"))
-        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "path too long");
-    if (job->state != JOB_SUCCEEDED || stat(weights, &st) != 0)
-        return api_reply_error(r, MHD_HTTP_CONFLICT, NULL,
-                               "job %s has no final weights to predict with (it is %s)",
-                               job->id, job_state_name(job->state));
+    enum MHD_Result reply;
+    if (!api_job_final_weights(r, spec, weights, "predict with", &reply))
+        return reply;
     snprintf(out, sizeof out, "%s/tmp/predict-XXXXXX", d->cfg.data_dir);
     if (!mkdtemp(out))
         return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL,
