@@ -32,8 +32,10 @@
 #include "scratch.h"
 #include "run/supervisor.h"
 
-/* The mpirun stand-in. A file "stubborn" in the data dir makes it ignore
- * SIGTERM, so only SIGKILL ends it. */
+/* The mpirun stand-in, shaped like mpirun: its "rank" is a child, and it
+ * ends when the rank does (a stop's SIGTERM goes to the ranks, not to
+ * mpirun). A file "stubborn" in the data dir makes both ignore SIGTERM, so
+ * only SIGKILL ends them. */
 static const char STAND_IN[] =
     "#!/bin/sh\n"
     "out=\"\"\n"
@@ -42,10 +44,13 @@ static const char STAND_IN[] =
     "  shift\n"
     "done\n"
     "[ -e \"$out/../../stubborn\" ] && trap '' TERM\n"
-    "i=0\n"
-    "while [ ! -e \"$out/release\" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n"
-    "code=$(cat \"$out/release\" 2>/dev/null)\n"
-    "exit ${code:-1}\n";
+    "(\n"
+    "  i=0\n"
+    "  while [ ! -e \"$out/release\" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n"
+    "  code=$(cat \"$out/release\" 2>/dev/null)\n"
+    "  exit ${code:-1}\n"
+    ") &\n"
+    "wait $!\n";
 
 /* Make every statement whose SQL contains `sql` fail, counting hits. */
 typedef struct fault {
