@@ -134,10 +134,7 @@ int onnx_export_weights_file(const job_spec *spec, const char *weights, const ch
 {
     tensor_entry *t = NULL;
     int n = 0;
-    size_t len = strlen(weights);
-    bool npz = len >= 4 && strcmp(weights + len - 4, ".npz") == 0;
-    if ((npz ? npz_read(weights, &t, &n, err, errlen)
-             : safetensors_read(weights, &t, &n, err, errlen)) != 0)
+    if (tensorfile_read(weights, &t, &n, err, errlen) != 0)
         return -1;
     int rc = onnx_export_tensors(spec, t, n, path, err, errlen);
     tensorfile_free(t, n);

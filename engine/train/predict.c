@@ -206,10 +206,7 @@ static int predict_scale(const char *weights, dataset *d, char *err, size_t errl
 {
     tensor_entry *t = NULL;
     int n = 0;
-    size_t len = strlen(weights);
-    bool npz = len >= 4 && strcmp(weights + len - 4, ".npz") == 0;
-    if ((npz ? npz_read(weights, &t, &n, err, errlen)
-             : safetensors_read(weights, &t, &n, err, errlen)) != 0)
+    if (tensorfile_read(weights, &t, &n, err, errlen) != 0)
         return 1;
     const tensor_entry *shift = predict_find(t, n, "input.shift");
     const tensor_entry *factor = predict_find(t, n, "input.factor");

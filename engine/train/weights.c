@@ -54,10 +54,7 @@ int weights_load(model *m, const char *path, char *err, size_t errlen)
 {
     tensor_entry *t = NULL;
     int n = 0;
-    size_t len = strlen(path);
-    bool npz = len >= 4 && strcmp(path + len - 4, ".npz") == 0;
-    int rc = npz ? npz_read(path, &t, &n, err, errlen)
-                 : safetensors_read(path, &t, &n, err, errlen);
+    int rc = tensorfile_read(path, &t, &n, err, errlen);
     if (rc != 0)
         return -1;
     char why[512];

@@ -64,6 +64,14 @@ int tensorfile_check_entries(const tensor_entry *t, int n, char *err, size_t err
     return 0;
 }
 
+int tensorfile_read(const char *path, tensor_entry **out, int *n, char *err, size_t errlen)
+{
+    size_t len = strlen(path);
+    if (len >= 4 && strcmp(path + len - 4, ".npz") == 0)
+        return npz_read(path, out, n, err, errlen);
+    return safetensors_read(path, out, n, err, errlen);
+}
+
 void tensorfile_free(tensor_entry *t, int n)
 {
     if (!t)

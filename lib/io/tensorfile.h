@@ -39,6 +39,9 @@ int safetensors_read(const char *path, tensor_entry **out, int *n,
                      char *err, size_t errlen);
 int npz_read(const char *path, tensor_entry **out, int *n,
              char *err, size_t errlen);
+/* npz_read for a path ending in ".npz", safetensors_read otherwise: how
+ * every weights file the engine writes or takes is told apart. */
+int tensorfile_read(const char *path, tensor_entry **out, int *n, char *err, size_t errlen);
 void tensorfile_free(tensor_entry *t, int n);
 
 /* Write `len` bytes to `path` atomically: a temporary file in the same
