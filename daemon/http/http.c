@@ -37,6 +37,7 @@ typedef struct http_req {
     size_t len, cap;
     bool too_large;
     bool draining;           /* answered already in substance: read the body, then reply */
+    unsigned long long drain_max; /* ... but no more of it than this */
     size_t discarded;
     int refused;             /* 0, or the status the request is refused with */
     const char *refusal;     /* why, for the client */
@@ -179,9 +180,9 @@ static bool http_append(http_req *req, const char *data, size_t n, long max_body
 /* Should a request refused from its header have its body read first? Only
  * when one comes (a length, or chunked), its client is not waiting for
  * "100 Continue" (it has sent nothing and reads the answer now), and it is
- * not longer than http_discard_max. */
-static bool http_may_drain(const http_server *s, struct MHD_Connection *conn,
-                           unsigned long long declared)
+ * not longer than `limit`. */
+static bool http_may_drain(struct MHD_Connection *conn, unsigned long long declared,
+                           unsigned long long limit)
 {
     const char *expect = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_EXPECT);
@@ -189,7 +190,7 @@ static bool http_may_drain(const http_server *s, struct MHD_Connection *conn,
         return false;
     bool chunked = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL;
-    return (declared > 0 || chunked) && declared <= http_discard_max(s);
+    return (declared > 0 || chunked) && declared <= limit;
 }
 
 static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *url,
@@ -221,10 +222,15 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
         unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
         api_request probe = {.conn = conn, .d = s->d, .method = method, .path = url};
         routes_stream_open_result so = routes_stream_open(&probe, &req->stream);
-        if (so == ROUTES_ANSWER_NOW && http_may_drain(s, conn, declared)) {
+        /* A caller without a secret (no stream was opened) is drained of
+         * no more than HTTP_DISCARD_MAX: a stranger may not make the
+         * daemon read an upload's worth. */
+        unsigned long long limit = req->stream ? http_discard_max(s) : HTTP_DISCARD_MAX;
+        if (so == ROUTES_ANSWER_NOW && http_may_drain(conn, declared, limit)) {
             /* Refused from the header (a bad name, no secret): the body is
              * read and dropped first, then the answer goes out. */
             req->draining = true;
+            req->drain_max = limit;
             httpwatch_set(s->watch, http_watched(conn),
                           s->d->cfg.body_timeout + (double)(declared / HTTP_STREAM_MIN_RATE),
                           "request body");
@@ -261,7 +267,7 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
     if (*upload_data_size > 0 && req->draining) {
         req->discarded += *upload_data_size;
         *upload_data_size = 0;
-        return req->discarded <= http_discard_max(s) ? MHD_YES : MHD_NO;
+        return req->discarded <= req->drain_max ? MHD_YES : MHD_NO;
     }
     if (*upload_data_size > 0 && req->stream) {
         bool ok = api_stream_write(req->stream, upload_data, *upload_data_size);

@@ -84,8 +84,8 @@ def refused_early(d):
         auth = b"Authorization: Bearer %s\r\n" % SECRETS[user].encode() if user else b""
         s = socket.create_connection(("127.0.0.1", d.port), timeout=20)
         try:
-            s.sendall(b"%s %s HTTP/1.1\r\nHost: x\r\n%sContent-Length: %d\r\n\r\n"
-                      % (method.encode(), path.encode(), auth, size))
+            s.sendall(b"%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n%s"
+                      b"Content-Length: %d\r\n\r\n" % (method.encode(), path.encode(), auth, size))
             time.sleep(0.3)
             try:
                 chunk = b"x" * (1 << 20)
