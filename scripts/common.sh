@@ -9,6 +9,13 @@ libgnutls28-dev openssl
 chromium chromium-driver python3-selenium
 libonnx-dev libprotobuf-c-dev protobuf-c-compiler python3-onnx nodejs npm"
 
+# A machine whose Node.js comes from elsewhere (NodeSource's nodejs bundles npm
+# and conflicts with Debian's npm package) keeps its own: asking apt for npm
+# there fails the whole install.
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+  PUNCH_PACKAGES=${PUNCH_PACKAGES/ nodejs npm/}
+fi
+
 say() { printf '==> %s\n' "$*" >&2; }
 
 # ensure_packages PKG...: apt-get install only what dpkg does not already have.
