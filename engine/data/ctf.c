@@ -6,7 +6,7 @@
  * token id, under model.input {"tokens": V}, or dense F values a line
  * under {"sequence": [F]}; sparse multi-hot input is refused. The label
  * stream (data.labels, default "y") is one-hot dense or one sparse idx:1
- * entry (the class is the largest entry's index): on a sequence's first
+ * entry (soft or multi-hot labels are refused): on a sequence's first
  * line only for a label per sequence, on every line under
  * data.per_step_labels. Other streams and "|#" comments are skipped.
  * Steps past data.max_length are cut. A set is read whole (a record's
@@ -203,14 +203,29 @@ static int ctf_label(ctf_reader *r, long lineno, const ctf_line *l, int32_t *y, 
         return io_errf(err, errlen, "%s:%ld: |%s has %ld sparse entries; a label is one",
                        r->name, lineno, what, sparse);
     if (sparse == 1) {
+        if (r->sp_val != 1)
+            return io_errf(err, errlen, "%s:%ld: |%s: class %ld has value %g, expected 1 "
+                           "(a label is one class; soft labels are not supported)", r->name,
+                           lineno, what, r->sp_idx, r->sp_val);
         *y = (int32_t)r->sp_idx;
         return 0;
     }
-    long best = 0;
-    for (long i = 1; i < classes; i++)
-        if (r->row[i] > r->row[best])
-            best = i;
-    *y = (int32_t)best;
+    /* Training uses hard classes: a row that is not one-hot (soft or
+     * multi-label targets) would be silently cut to its largest entry. */
+    long hot = -1;
+    for (long i = 0; i < classes; i++) {
+        if (r->row[i] == 0)
+            continue;
+        if (r->row[i] != 1 || hot >= 0)
+            return io_errf(err, errlen, "%s:%ld: |%s is not one-hot (entry %ld is %g); a "
+                           "label is one class: a single 1 among 0s", r->name, lineno, what,
+                           i, (double)r->row[i]);
+        hot = i;
+    }
+    if (hot < 0)
+        return io_errf(err, errlen, "%s:%ld: |%s is all zeros; a label is one class: a "
+                       "single 1 among 0s", r->name, lineno, what);
+    *y = (int32_t)hot;
     return 0;
 }
 

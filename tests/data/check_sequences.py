@@ -250,6 +250,12 @@ def ctf_errors(tmp):
               "per_step_labels"),
              ("a |x 1 2 3 |y 1 0\n", {"sequence": [2]}, "bad.ctf:1", "more than 2 values"),
              ("a x 1\n", {"tokens": 5}, "bad.ctf:1", "expected |name"),
+             # A label is one class: soft, multi-hot or empty rows are refused,
+             # not cut to their largest entry.
+             ("a |x 1:1 |y 0.3 0.7\n", {"tokens": 5}, "bad.ctf:1", "not one-hot (entry 0"),
+             ("a |x 1:1 |y 1 1\n", {"tokens": 5}, "bad.ctf:1", "not one-hot (entry 1"),
+             ("a |x 1:1 |y 0 0\n", {"tokens": 5}, "bad.ctf:1", "all zeros"),
+             ("a |x 1:1 |y 1:0.5\n", {"tokens": 5}, "bad.ctf:1", "class 1 has value 0.5"),
              # Dense values under a token input: refused before any is stored
              # (they once overran the row buffer, sized for the labels).
              ("a |x " + " 0" * 4000 + " |y 1 0\n", {"tokens": 5000}, "bad.ctf:1",
