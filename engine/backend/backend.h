@@ -108,7 +108,26 @@ typedef struct conv1d_desc {
     int pad_before;         /* same: as spec_model.c's window_out; causal:
                              * (kernel-1)*dilation; valid: 0 */
     bool valid;             /* padding valid: only whole windows */
+    bool causal;            /* padding causal: all of it before */
 } conv1d_desc;
+
+/* "same" padding as Keras computes it for a sequence of `len` steps alone:
+ * with a stride above 1 the total padding, and so the part before, depends
+ * on the length (pad_before holds the full-length sample's); a sample of a
+ * batch is padded as it would be on its own. */
+static inline int seq_same_pad_before(int len, int span, int stride)
+{
+    int out = (len + stride - 1) / stride;
+    int total = (out - 1) * stride + span - len;
+    return total > 0 ? total / 2 : 0;
+}
+
+static inline int conv1d_pad_before(const conv1d_desc *d, int len)
+{
+    if (d->valid || d->causal || d->stride == 1)
+        return d->pad_before;
+    return seq_same_pad_before(len, (d->kernel - 1) * d->dilation + 1, d->stride);
+}
 
 /* Output steps of a sample of `len` real steps, Keras's count for a
  * sequence of that length alone: valid, the whole windows (one partial
@@ -136,6 +155,12 @@ typedef struct pool1d_desc {
     bool valid;             /* padding valid: only whole windows */
     pool_mode mode;
 } pool1d_desc;
+
+static inline int pool1d_pad_before(const pool1d_desc *d, int len)
+{
+    return d->valid || d->stride == 1 ? d->pad_before
+                                       : seq_same_pad_before(len, d->kernel, d->stride);
+}
 
 /* Output steps of a sample of `len` real steps, as conv1d_out_length:
  * valid, the whole windows (one partial one when len < kernel); same,

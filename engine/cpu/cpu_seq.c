@@ -201,7 +201,7 @@ typedef struct pool1d_job {
 /* The real steps [*t0, *t1) of output step t's window in a sample of len. */
 static void pool1d_window(const pool1d_desc *d, int t, int len, int *t0, int *t1)
 {
-    int start = t * d->stride - d->pad_before;
+    int start = t * d->stride - pool1d_pad_before(d, len);
     *t0 = start < 0 ? 0 : start;
     *t1 = start + d->kernel < len ? start + d->kernel : len;
 }
@@ -339,13 +339,13 @@ static void conv1d_im2col(void *ctx, long begin, long end, int tid)
     for (long s = begin; s < end; s++) {
         int n = j->first + (int)s;
         int len = seq_len(j->lengths, n, d->steps);
-        int out_len = conv1d_out_length(d, len);
+        int out_len = conv1d_out_length(d, len), pad = conv1d_pad_before(d, len);
         const float *x = j->x + (long)n * d->steps * d->c;
         float *cols = j->cols + s * d->out_steps * row;
         for (int t = 0; t < d->out_steps; t++) {
             float *r = cols + (long)t * row;
             for (int k = 0; k < d->kernel; k++) {
-                int src = t * d->stride - d->pad_before + k * d->dilation;
+                int src = t * d->stride - pad + k * d->dilation;
                 float *dst = r + (long)k * d->c;
                 if (t < out_len && src >= 0 && src < len)
                     memcpy(dst, x + (long)src * d->c, (size_t)d->c * sizeof *dst);
@@ -367,14 +367,14 @@ static void conv1d_col2im(void *ctx, long begin, long end, int tid)
     for (long s = begin; s < end; s++) {
         int n = j->first + (int)s;
         int len = seq_len(j->lengths, n, d->steps);
-        int out_len = conv1d_out_length(d, len);
+        int out_len = conv1d_out_length(d, len), pad = conv1d_pad_before(d, len);
         float *dx = j->dx + (long)n * d->steps * d->c;
         const float *cols = j->cols + s * d->out_steps * row;
         if (!j->accumulate)
             memset(dx, 0, (size_t)d->steps * (size_t)d->c * sizeof *dx);
         for (int t = 0; t < out_len; t++)
             for (int k = 0; k < d->kernel; k++) {
-                int src = t * d->stride - d->pad_before + k * d->dilation;
+                int src = t * d->stride - pad + k * d->dilation;
                 if (src < 0 || src >= len)
                     continue;
                 const float *g = cols + (long)t * row + (long)k * d->c;

@@ -28,6 +28,7 @@ void layer_conv1d_desc(const spec_layer *s, int max_batch, conv1d_desc *d)
         .dilation = s->dilation[0],
         .pad_before = s->pad[0],
         .valid = s->padding == PAD_VALID,
+        .causal = s->padding == PAD_CAUSAL,
     };
 }
 

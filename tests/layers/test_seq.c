@@ -102,6 +102,78 @@ static void test_conv1d_padding_zero(void **state)
     harness_free(h);
 }
 
+/* Keras's "same" padding for a sequence of `len` steps alone: with a
+ * stride of 2 the padding before depends on the length. */
+static int same_pad_before(int len, int span, int stride)
+{
+    int out = (len + stride - 1) / stride;
+    int total = (out - 1) * stride + span - len;
+    return total > 0 ? total / 2 : 0;
+}
+
+/* Strided "same" windows pad each sample as if it stood alone: lengths 3
+ * and 5 get 1 step of padding before a window of 3 (6 steps get none),
+ * checked against a direct evaluation of the window sums. */
+static void test_same_stride_per_sample(void **state)
+{
+    (void)state;
+    static const int32_t odd[3] = {3, STEPS, 5};
+    harness *h = harness_make_seq("{\"sequence\": [2]}",
+                                  "{\"type\": \"conv1d\", \"filters\": 2, \"kernel_size\": 3,"
+                                  " \"strides\": 2, \"padding\": \"same\", \"use_bias\": false}",
+                                  0, 3, 1, STEPS, odd);
+    harness_loss(h);
+    int out_steps = h->spec->layers[0].out_shape.dim[0];
+    for (int n = 0; n < 3; n++) {
+        int len = odd[n], pad = same_pad_before(len, 3, 2);
+        for (int t = 0; t < (len + 1) / 2; t++)
+            for (int f = 0; f < 2; f++) {
+                double want = 0.0;
+                for (int k = 0; k < 3; k++) {
+                    int src = t * 2 - pad + k;
+                    for (int c = 0; src >= 0 && src < len && c < 2; c++)
+                        want += (double)h->params[(k * 2 + c) * 2 + f] *
+                                h->x[0][(n * STEPS + src) * 2 + c];
+                }
+                float got = h->y[(n * out_steps + t) * 2 + f];
+                if (fabs(got - want) > 1e-5)
+                    fail_msg("conv1d sample %d (length %d) step %d filter %d: %g, alone %g", n,
+                             len, t, f, (double)got, want);
+            }
+    }
+    harness_free(h);
+    for (int max = 0; max <= 1; max++) {
+        h = harness_make_seq("{\"sequence\": [1]}",
+                             max ? "{\"type\": \"maxpool1d\", \"pool_size\": 3, \"strides\": 2,"
+                                   " \"padding\": \"same\"}"
+                                 : "{\"type\": \"avgpool1d\", \"pool_size\": 3, \"strides\": 2,"
+                                   " \"padding\": \"same\"}",
+                             0, 3, 1, STEPS, odd);
+        harness_loss(h);
+        out_steps = h->spec->layers[0].out_shape.dim[0];
+        for (int n = 0; n < 3; n++) {
+            int len = odd[n], pad = same_pad_before(len, 3, 2);
+            for (int t = 0; t < (len + 1) / 2; t++) {
+                int t0 = t * 2 - pad < 0 ? 0 : t * 2 - pad;
+                int t1 = t * 2 - pad + 3 < len ? t * 2 - pad + 3 : len;
+                double want = max ? -1e30 : 0.0;
+                for (int i = t0; i < t1; i++) {
+                    double v = h->x[0][n * STEPS + i];
+                    want = max ? (v > want ? v : want) : want + v / (t1 - t0);
+                }
+                float got = h->y[n * out_steps + t];
+                if (fabs(got - want) > 1e-5)
+                    fail_msg("%s sample %d (length %d) step %d: %g, alone %g",
+                             max ? "maxpool1d" : "avgpool1d", n, len, t, (double)got, want);
+            }
+        }
+        harness_free(h);
+    }
+    check_all("{\"sequence\": [2]}",
+              "{\"type\": \"conv1d\", \"filters\": 2, \"kernel_size\": 3, \"strides\": 2,"
+              " \"padding\": \"same\"}", 0);
+}
+
 static void test_global_pools(void **state)
 {
     (void)state;
@@ -606,6 +678,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv1d),
         cmocka_unit_test(test_conv1d_padding_zero),
+        cmocka_unit_test(test_same_stride_per_sample),
         cmocka_unit_test(test_conv1d_lengths),
         cmocka_unit_test(test_global_pools),
         cmocka_unit_test(test_masked_pooling),
