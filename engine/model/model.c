@@ -188,6 +188,47 @@ static int model_allocate(model *m, char *err, size_t errlen)
     return 0;
 }
 
+/* A layer with several sequence inputs reads its first input's lengths,
+ * so every input must shorten time alike: two branches whose windows give
+ * a sample of some length different lengths (a strided "same" conv1d and a
+ * "valid" pooling, say) are refused, for each length up to T. */
+static int model_check_merge_lengths(const model *m, char *err, size_t errlen)
+{
+    const job_spec *spec = m->spec;
+    int *len = malloc((size_t)m->n_layers * sizeof *len);
+    if (!len) {
+        snprintf(err, errlen, "model: out of memory");
+        return -1;
+    }
+    int rc = 0;
+    for (int t = 1; t <= m->steps && rc == 0; t++)
+        for (int i = 0; i < m->n_layers && rc == 0; i++) {
+            const spec_layer *s = &spec->layers[i];
+            int src = s->inputs[0];
+            len[i] = src < 0 ? t : len[src];
+            for (int k = 1; k < s->n_inputs; k++) {
+                int o = s->inputs[k];
+                const spec_shape *shape = o < 0 ? &spec->input : &spec->layers[o].out_shape;
+                if (shape->rank != 2 || (o < 0 ? t : len[o]) == len[i])
+                    continue;
+                char a[32] = "the input", b[32] = "the input";
+                if (src >= 0)
+                    snprintf(a, sizeof a, "layers[%d]", src);
+                if (o >= 0)
+                    snprintf(b, sizeof b, "layers[%d]", o);
+                snprintf(err, errlen, "model.layers[%d]: its inputs shorten time differently: a "
+                         "sequence of %d steps reaches it with %d steps from %s and %d from %s; "
+                         "give the branches the same windows", i, t, len[i], a,
+                         o < 0 ? t : len[o], b);
+                rc = -1;
+                break;
+            }
+            layer_seq_length(s, &len[i]);
+        }
+    free(len);
+    return rc;
+}
+
 /* A sequence input: the lengths every layer reads. The backend must have
  * the sequence ops (the padding mask at least; each layer checks its own).
  * A last layer with a sequence output [T, classes] makes a per-step model
@@ -217,6 +258,8 @@ static int model_setup_sequences(model *m, char *err, size_t errlen)
         m->out_steps = out->dim[0];
         m->classes = out->dim[1];
     }
+    if (model_check_merge_lengths(m, err, errlen) != 0)
+        return -1;
     int windows = 0;
     for (int i = 0; i < m->n_layers; i++) {
         int len = m->steps;

@@ -673,6 +673,43 @@ static void test_per_step_labels_refused(void **state)
     spec_free(s);
 }
 
+/* Branches that shorten time differently cannot meet: a strided "same"
+ * conv1d keeps ceil(L / 2) steps, a "valid" pool of 2 floor(L / 2), so a
+ * sample of 3 steps would reach the add with 2 and 1. Alike branches pass. */
+static void test_merge_lengths_refused(void **state)
+{
+    (void)state;
+    static const char *const fmt =
+        "{\"model\": {\"input\": {\"sequence\": [2]}, \"layers\": ["
+        "{\"type\": \"conv1d\", \"filters\": 2, \"kernel_size\": 3, \"strides\": 2,"
+        " \"padding\": \"same\"},"
+        "{\"type\": \"%s\", \"pool_size\": 2, \"padding\": \"%s\", \"inputs\": [-1]},"
+        "{\"type\": \"add\", \"inputs\": [0, 1]}, {\"type\": \"global_maxpool1d\"},"
+        "{\"type\": \"dense\", \"units\": 2}]},"
+        " \"data\": {\"format\": \"synthetic\", \"num_classes\": 2, \"max_length\": 6}}";
+    char err[512], json[1024];
+    backend *be = backend_cpu_create(1, err, sizeof err);
+    assert_non_null(be);
+    snprintf(json, sizeof json, fmt, "maxpool1d", "valid");
+    job_spec *s = spec_fixture_parse(json);
+    assert_non_null(s);
+    model *m = model_create(s, be, 4, err, sizeof err);
+    assert_null(m);
+    if (!strstr(err, "model.layers[2]: its inputs shorten time differently: a sequence of 3 "
+                     "steps reaches it with 2 steps from layers[0] and 1 from layers[1]"))
+        fail_msg("unexpected refusal: %s", err);
+    spec_free(s);
+    snprintf(json, sizeof json, fmt, "avgpool1d", "same");
+    s = spec_fixture_parse(json);
+    assert_non_null(s);
+    m = model_create(s, be, 4, err, sizeof err);
+    if (!m)
+        fail_msg("alike branches refused: %s", err);
+    model_free(m);
+    spec_free(s);
+    be->destroy(be);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -695,6 +732,7 @@ int main(void)
         cmocka_unit_test(test_spec_refusals),
         cmocka_unit_test(test_spec_round_trip),
         cmocka_unit_test(test_per_step_labels_refused),
+        cmocka_unit_test(test_merge_lengths_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
