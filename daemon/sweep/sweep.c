@@ -7,11 +7,13 @@
  * call it. */
 #include "sweep/sweep.h"
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/api.h"
 #include "log.h"
@@ -377,6 +379,23 @@ static char *sweep_spec_with_epochs(daemon_ctx *d, const char *job_id, bool writ
     return out;
 }
 
+/* Remove the files that say how job's last run ended, as a resume does
+ * (api_resume.c), so the monitor does not settle the new run from them. */
+static bool sweep_clear_ending(daemon_ctx *d, const char *job_id)
+{
+    static const char *const ended[] = {"exit.json", "supervisor.json"};
+    for (size_t i = 0; i < sizeof ended / sizeof ended[0]; i++) {
+        char path[4096];
+        if (!rundir_path(path, sizeof path, d->cfg.data_dir, job_id, ended[i]) ||
+            (unlink(path) != 0 && errno != ENOENT)) {
+            log_error("job %s: cannot clear the last run's %s: %s", job_id, ended[i],
+                      strerror(errno));
+            return false;
+        }
+    }
+    return true;
+}
+
 /* Resume trial t's job from its checkpoint with rung k+1's budget. */
 static bool sweep_promote(daemon_ctx *d, const char *id, const sweep_conf *c, sweep_trial *t,
                           int k)
@@ -388,9 +407,10 @@ static bool sweep_promote(daemon_ctx *d, const char *id, const sweep_conf *c, sw
     snprintf(detail, sizeof detail, "promoted by sweep %s to rung %d: %d epochs from its "
              "checkpoint", id, k + 1, epochs);
     double now = daemon_now();
-    store_status rs = spec && written ? store_sweep_requeue(d->st, t->job_id, spec, written,
-                                                            d->cfg.max_queued, detail, now)
-                                      : STORE_ERROR;
+    store_status rs = spec && written && sweep_clear_ending(d, t->job_id)
+                          ? store_sweep_requeue(d->st, t->job_id, spec, written,
+                                                d->cfg.max_queued, detail, now)
+                          : STORE_ERROR;
     free(spec);
     free(written);
     if (rs != STORE_OK) {
