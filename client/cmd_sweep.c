@@ -143,7 +143,7 @@ static void sweep_print_status(const json_t *s)
     for (size_t i = 0; i < n; i++) {
         char metric[32];
         sweep_metric(json_object_get(v[i], "metric"), metric, sizeof metric);
-        char *params = json_dumps(json_object_get(v[i], "params"), JSON_COMPACT);
+        char *params = json_dumps(json_object_get(v[i], "params"), JSON_COMPACT | JSON_REAL_PRECISION(6));
         const char *job = json_string_value(json_object_get(v[i], "job"));
         printf("%-12s  %-10s  %6lld  %-12s  %s\n", job ? job : "-",
                json_string_value(json_object_get(v[i], "state")),
@@ -171,7 +171,7 @@ static int sweep_one(const cli_ctx *ctx, const char *method, const char *id, con
         } else {
             char metric[32];
             sweep_metric(json_object_get(best, "metric"), metric, sizeof metric);
-            char *params = json_dumps(json_object_get(best, "params"), JSON_COMPACT);
+            char *params = json_dumps(json_object_get(best, "params"), JSON_COMPACT | JSON_REAL_PRECISION(6));
             printf("job %s  %s %s  params %s\n", json_string_value(json_object_get(best, "job")),
                    json_string_value(json_object_get(s, "metric")), metric, params ? params : "");
             free(params);
