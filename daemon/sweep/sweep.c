@@ -564,6 +564,22 @@ void sweep_job_ended(daemon_ctx *d, const char *job_id)
         sweep_advance(d, id);
 }
 
+bool sweep_job_fields(daemon_ctx *d, const char *job_id, json_t *job)
+{
+    char id[STORE_ID_LEN + 1];
+    char *params = NULL;
+    store_status rs = store_sweep_of_job(d->st, job_id, id, &params);
+    if (rs == STORE_NOT_FOUND)
+        return true;
+    json_t *p = rs == STORE_OK ? json_loads(params, 0, NULL) : NULL;
+    free(params);
+    if (!p)
+        return false;
+    json_object_set_new(job, "sweep", json_string(id));
+    json_object_set_new(job, "params", p);
+    return true;
+}
+
 store_status sweep_cancel(daemon_ctx *d, const char *sweep_id)
 {
     pthread_mutex_lock(&sweep_lock);

@@ -36,6 +36,10 @@ void sweep_advance(daemon_ctx *d, const char *sweep_id);
  * is a trial of one (one indexed look-up otherwise). */
 void sweep_job_ended(daemon_ctx *d, const char *job_id);
 
+/* A trial's job object gets "sweep" (the sweep's id) and "params" (its
+ * trial's); another job's is left as it is. false on a store error. */
+bool sweep_job_fields(daemon_ctx *d, const char *job_id, json_t *job);
+
 /* Cancel a running sweep: its queued trials cancelled, running ones asked
  * to stop, nothing more submitted. STORE_CONFLICT if it already ended. */
 store_status sweep_cancel(daemon_ctx *d, const char *sweep_id);

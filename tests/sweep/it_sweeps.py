@@ -82,6 +82,9 @@ def grid(d):
         check(abs(h["loss"][-1] - t["metric"]) < 1e-9, "trial metric = history: %s %s"
               % (t, h["loss"]))
         check(t["epochs_run"] == 1 and len(t["rungs"]) == 1, "one rung of 1 epoch: %s" % t)
+        j = d.job("alice", t["job"])
+        check(j.get("sweep") == sid and j.get("params") == t["params"], "the job names its "
+              "sweep and params: %s" % j)
         spec = d.req("GET", "/api/v1/jobs/%s/spec" % t["job"], "alice").json()
         check(spec["training"]["batch_size"] == t["params"]["training.batch_size"] and
               spec["training"]["optimizer"]["learning_rate"] ==
