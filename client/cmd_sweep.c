@@ -137,7 +137,8 @@ static void sweep_print_status(const json_t *s)
         return;
     for (size_t i = 0; i < n; i++)
         v[i] = json_array_get(trials, i);
-    sweep_maximize = strcmp(json_string_value(json_object_get(s, "mode")), "max") == 0;
+    const char *mode = json_string_value(json_object_get(s, "mode"));
+    sweep_maximize = mode && strcmp(mode, "max") == 0;
     qsort(v, n, sizeof *v, sweep_cmp);
     printf("%-12s  %-10s  %6s  %-12s  %s\n", "JOB", "STATE", "EPOCHS", "METRIC", "PARAMS");
     for (size_t i = 0; i < n; i++) {
