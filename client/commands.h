@@ -28,6 +28,7 @@ int cmd_predict(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 int cmd_generate(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 int cmd_data(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 int cmd_profile(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
+int cmd_sweep(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
 
 extern const char cmd_submit_usage[];
 extern const char cmd_state_usage[];
@@ -43,6 +44,7 @@ extern const char cmd_predict_usage[];
 extern const char cmd_generate_usage[];
 extern const char cmd_data_usage[];
 extern const char cmd_profile_usage[];
+extern const char cmd_sweep_usage[];
 
 #define SUBMIT_MAX_SETS 64
 typedef struct submit_args {

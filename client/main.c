@@ -38,6 +38,8 @@ static const char punch_usage[] =
     "                                       training.profile: true (its profile.json)\n"
     "  data push FILE [NAME] | list | rm NAME\n"
     "                                       your uploaded datasets (\"@NAME\" in a job)\n"
+    "  sweep submit FILE | list | status ID | cancel ID | best ID\n"
+    "                                       hyperparameter sweeps: grid, random, asha\n"
     "  keygen --identity NAME [--admin]     make a new secret and its secrets.json entry\n"
     "  help [COMMAND]                       this text, or a command's (also: COMMAND --help)\n"
     "  version                              punch's version (also: --version)\n"
@@ -90,6 +92,7 @@ static const punch_command punch_commands[] = {
     {"generate", cmd_generate, cmd_generate_usage, true},
     {"data", cmd_data, cmd_data_usage, true},
     {"profile", cmd_profile, cmd_profile_usage, true},
+    {"sweep", cmd_sweep, cmd_sweep_usage, true},
 };
 
 static const punch_command *punch_find(const char *name)

@@ -475,3 +475,20 @@ int remote_job_logs(httpc_client *c, const char *id, long long offset, httpc_res
     snprintf(suffix, sizeof suffix, "/logs?offset=%lld", offset);
     return remote_job_request(c, "GET", id, suffix, NULL, "getting the logs", NULL, resp, err);
 }
+
+int remote_sweep(httpc_client *c, const char *method, const char *id, const char *body,
+                 size_t len, long want, json_t **out, cli_error *err)
+{
+    char *escaped = id ? httpc_escape(id) : NULL, *path = NULL;
+    if ((id && !escaped) ||
+        asprintf(&path, "/api/v1/sweeps%s%s", id ? "/" : "", id ? escaped : "") < 0)
+        path = NULL;
+    free(escaped);
+    if (path == NULL)
+        return cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory");
+    char what[200];
+    snprintf(what, sizeof what, id ? "sweep %s" : "the sweeps%s", id ? id : "");
+    int rc = remote_json(c, method, path, body, len, want, what, out, err);
+    free(path);
+    return rc;
+}

@@ -86,4 +86,9 @@ int remote_job_file(httpc_client *c, const char *id, const char *path, FILE *sin
 int remote_job_logs(httpc_client *c, const char *id, long long offset, httpc_response *resp,
                     cli_error *err);
 
+/* A sweeps request: method on /api/v1/sweeps (id NULL) or /api/v1/sweeps/ID,
+ * body (may be NULL), expecting status want; the JSON answer in *out. */
+int remote_sweep(httpc_client *c, const char *method, const char *id, const char *body,
+                 size_t len, long want, json_t **out, cli_error *err);
+
 #endif

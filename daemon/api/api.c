@@ -275,18 +275,34 @@ static char *api_submit_text(api_request *r, const char *spec_text, size_t len,
     return compact ? compact : resolved;
 }
 
-enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t len)
+/* The refusal's status, field and message into out (api.h: api_submitted). */
+static bool api_submit_refused(api_submitted *out, int status, const char *field,
+                               const char *msg)
 {
-    daemon_ctx *d = r->d;
+    out->status = status;
+    snprintf(out->field, sizeof out->field, "%s", field ? field : "");
+    snprintf(out->msg, sizeof out->msg, "%s", msg);
+    return false;
+}
+
+bool api_submit_job(daemon_ctx *d, const char *owner, const char *spec_text, size_t len,
+                    bool dry_run, api_submitted *out)
+{
+    memset(out, 0, sizeof *out);
+    /* The checks below read the caller from a request: the owner's. */
+    api_request req = {.d = d};
+    snprintf(req.caller.identity, sizeof req.caller.identity, "%s", owner);
+    api_request *r = &req;
     spec_error err;
     memset(&err, 0, sizeof err);
     job_spec *spec = spec_parse(spec_text, len, &err);
     if (!spec) {
         char msg[SPEC_ERROR_STR_MAX];
         spec_error_str(&err, msg, sizeof msg);
-        return api_reply_error(r, MHD_HTTP_BAD_REQUEST, err.path, "%s", msg);
+        return api_submit_refused(out, MHD_HTTP_BAD_REQUEST, err.path, msg);
     }
     int ranks = spec_ranks_needed(spec);
+    out->ranks = ranks;
     memest mem;
     api_refusal no = {0};
     char *text = NULL;
@@ -294,8 +310,13 @@ enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t le
         !(text = api_submit_text(r, spec_text, len, &no))) {
         spec_free(spec);
         if (!no.status)
-            return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
-        return api_reply_error(r, no.status, no.field, "%s", no.msg);
+            return api_submit_refused(out, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
+        return api_submit_refused(out, no.status, no.field, no.msg);
+    }
+    if (dry_run) {
+        spec_free(spec);
+        free(text);
+        return true;
     }
     /* Kept as written ("@NAME", 0.2), so GET .../spec gives back text that a
      * new submit accepts; the resolved text is what runs. */
@@ -303,10 +324,10 @@ enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t le
     if (!written) {
         spec_free(spec);
         free(text);
-        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
+        return api_submit_refused(out, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
     }
     store_new_job nj = {
-        .owner = r->caller.identity,
+        .owner = owner,
         .name = spec->name ? spec->name : "job",
         .trainer = spec_trainer_name(spec->distributed.trainer),
         .spec = text,
@@ -328,40 +349,54 @@ enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t le
         spec_free(spec);
         free(text);
         free(written);
-        return api_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL,
-                               "Slurm is not reachable (slurmctld down?); the job was not "
-                               "accepted, submit it again later");
+        return api_submit_refused(out, MHD_HTTP_SERVICE_UNAVAILABLE, NULL,
+                                  "Slurm is not reachable (slurmctld down?); the job was not "
+                                  "accepted, submit it again later");
     }
-    char id[STORE_ID_LEN + 1];
-    store_status rs = store_job_submit(d->st, &nj, d->cfg.max_queued, 0, id);
+    store_status rs = store_job_submit(d->st, &nj, d->cfg.max_queued, 0, out->id);
     spec_free(spec);
     free(text);
     free(written);
-    if (rs == STORE_LIMIT)
-        return api_reply_error(r, MHD_HTTP_TOO_MANY_REQUESTS, NULL,
-                               "%s already has %d queued jobs (the limit); wait for some to "
-                               "start or cancel one",
-                               r->caller.identity, d->cfg.max_queued);
+    if (rs == STORE_LIMIT) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "%s already has %d queued jobs (the limit); wait for some to "
+                 "start or cancel one", owner, d->cfg.max_queued);
+        return api_submit_refused(out, MHD_HTTP_TOO_MANY_REQUESTS, NULL, msg);
+    }
     if (rs != STORE_OK)
-        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL,
-                               "could not store the job; see the server log");
+        return api_submit_refused(out, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL,
+                                  "could not store the job; see the server log");
     /* The job is stored: failing to read its place back costs the position,
      * not a 500 (the client would retry and queue it twice). */
     store_job job;
-    int pos = 0;
-    if (store_job_get(d->st, id, &job) == STORE_OK) {
-        pos = store_queue_position(d->st, &job);
+    if (store_job_get(d->st, out->id, &job) == STORE_OK) {
+        out->position = store_queue_position(d->st, &job);
         store_job_clear(&job);
     }
-    log_info("job %s (%s): queued, %d ranks, position %d", id, r->caller.identity, ranks, pos);
+    log_info("job %s (%s): queued, %d ranks, position %d", out->id, owner, ranks, out->position);
     daemon_wake();
+    return true;
+}
+
+enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t len)
+{
+    api_submitted *sub = malloc(sizeof *sub);
+    if (!sub)
+        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
+    if (!api_submit_job(r->d, r->caller.identity, spec_text, len, false, sub)) {
+        enum MHD_Result ret = api_reply_error(r, sub->status, sub->field, "%s", sub->msg);
+        free(sub);
+        return ret;
+    }
+    int pos = sub->position;
     struct MHD_Response *resp = api_json_response(
-        json_pack("{s:s, s:s, s:o, s:i}", "id", id, "state", "queued", "queue_position",
-                  pos > 0 ? json_integer(pos) : json_null(), "ranks", ranks));
+        json_pack("{s:s, s:s, s:o, s:i}", "id", sub->id, "state", "queued", "queue_position",
+                  pos > 0 ? json_integer(pos) : json_null(), "ranks", sub->ranks));
     if (resp) {
         char loc[64];
-        snprintf(loc, sizeof loc, "/api/v1/jobs/%s", id);
+        snprintf(loc, sizeof loc, "/api/v1/jobs/%s", sub->id);
         MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, loc);
     }
+    free(sub);
     return api_reply_response(r, MHD_HTTP_CREATED, resp);
 }

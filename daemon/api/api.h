@@ -71,6 +71,23 @@ struct MHD_Response *api_text_response(char *text, size_t len);
  * 201 with {id, state, queue_position, ranks} and Location, or the error. */
 enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t len);
 
+/* What api_submit_job did: the job's id, ranks and place in the queue, or
+ * the refusal's HTTP status, field ("" for none) and message. */
+typedef struct api_submitted {
+    char id[STORE_ID_LEN + 1];
+    int ranks;
+    int position;
+    int status;
+    char field[200];
+    char msg[3072];
+} api_submitted;
+/* The submit of api_submit_spec without a request, for owner (a sweep's
+ * trials): the same validation, "@NAME" and init_from resolution,
+ * admission, limits and store. dry_run checks everything and stores
+ * nothing. false with out's refusal filled. */
+bool api_submit_job(daemon_ctx *d, const char *owner, const char *spec_text, size_t len,
+                    bool dry_run, api_submitted *out);
+
 /* Streamed bodies (api_datasets.c). Open the stream of a PUT
  * /api/v1/datasets/{name} for r->caller (authenticated): a temporary file
  * beside the dataset, or a refusal to answer at once (bad name, declared
@@ -175,5 +192,13 @@ enum MHD_Result api_seed_destroy(api_request *r);
  * reply is the job; a finished one is left as it is and answered; with no
  * job the reply is {"cancelled": false}. */
 enum MHD_Result api_seed_cancel(api_request *r);
+/* /api/v1/sweeps[/{id}] (api_sweeps.c): submit {"name", "job", "search"}
+ * (201 {"id"}; 400 naming a trial's parameters and the field), the
+ * caller's sweeps (admins: all), one sweep with its trials and best, and
+ * DELETE, which cancels every queued and running trial. */
+enum MHD_Result api_sweeps_submit(api_request *r);
+enum MHD_Result api_sweeps_list(api_request *r);
+enum MHD_Result api_sweep_get(api_request *r);
+enum MHD_Result api_sweep_cancel(api_request *r);
 
 #endif

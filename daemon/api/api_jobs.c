@@ -13,6 +13,7 @@
 
 #include "api/api.h"
 #include "api/jobview.h"
+#include "sweep/sweep.h"
 #include "log.h"
 #include "api/pagecache.h"
 #include "run/quota.h"
@@ -237,7 +238,12 @@ static enum MHD_Result api_reply_job(api_request *r, const store_job *job)
 
 enum MHD_Result api_job_get(api_request *r)
 {
-    return api_reply_job(r, r->job);
+    json_t *o = jobview_json(r->d, r->job);
+    if (!o || !sweep_job_fields(r->d, r->job->id, o)) {
+        json_decref(o);
+        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "store error");
+    }
+    return api_reply_json(r, MHD_HTTP_OK, o);
 }
 
 enum MHD_Result api_job_cancel(api_request *r)

@@ -20,6 +20,7 @@
 #include "run/rundir.h"
 #include "sched/scheduler.h"
 #include "sched/slurmsched.h"
+#include "sweep/sweep.h"
 
 /* Jobs already sent SIGTERM by this process (after a restart they get one
  * more, which is harmless). */
@@ -244,6 +245,7 @@ void monitor_settle(daemon_ctx *d, const store_job *job, const char *dir, const 
         log_info("job %s (%s): %s%s%s", job->id, job->owner, job_state_name(final_state),
                  error[0] ? ": " : "", error);
         monitor_term_forget(job->id);
+        sweep_job_ended(d, job->id);
     } else if (rs == STORE_ERROR) {
         log_error("job %s (%s): ended %s but the store did not record it; retrying next tick",
                   job->id, job->owner, job_state_name(final_state));

@@ -1,0 +1,341 @@
+/* store_sweeps.c — the sweeps and sweep_trials tables (migration 0013).
+ * Sweeps are rare next to jobs, so their statements are prepared per call
+ * (store_prepare_once) rather than kept in every connection. */
+#include "store/store_sweeps.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "store/store_internal.h"
+
+void store_sweep_clear(store_sweep *sw)
+{
+    free(sw->doc);
+    sw->doc = NULL;
+}
+
+static bool store_sweep_random_id(char id[STORE_ID_LEN + 1])
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char raw[STORE_ID_LEN / 2];
+    size_t got = 0;
+    while (got < sizeof raw) {
+        ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
+        if (n > 0)
+            got += (size_t)n;
+        else if (n < 0 && errno != EINTR)
+            return false;
+    }
+    for (size_t i = 0; i < sizeof raw; i++) {
+        id[2 * i] = hex[raw[i] >> 4];
+        id[2 * i + 1] = hex[raw[i] & 15];
+    }
+    id[STORE_ID_LEN] = '\0';
+    return true;
+}
+
+/* Run a bound one-off write statement to its end; finalizes it. */
+static bool store_sweep_step(store_conn *c, sqlite3_stmt *s, const char *what)
+{
+    int rc = sqlite3_step(s);
+    sqlite3_finalize(s);
+    return store_log_rc(c, rc, what);
+}
+
+/* Begin a write: the writer mutex, then BEGIN IMMEDIATE. */
+static store_conn *store_sweep_write_begin(store *st)
+{
+    store_conn *c = store_acquire(st);
+    pthread_mutex_lock(&st->write_lock);
+    if (store_begin(c))
+        return c;
+    pthread_mutex_unlock(&st->write_lock);
+    store_release(st, c);
+    return NULL;
+}
+
+static store_status store_sweep_write_end(store *st, store_conn *c, store_status rs)
+{
+    if (rs == STORE_OK && !store_commit(c))
+        rs = STORE_ERROR;
+    if (rs != STORE_OK)
+        store_rollback(c);
+    pthread_mutex_unlock(&st->write_lock);
+    store_release(st, c);
+    return rs;
+}
+
+static store_status store_sweep_insert(store_conn *c, const char *owner, const char *name,
+                                       const char *doc, double now,
+                                       char id_out[STORE_ID_LEN + 1])
+{
+    /* 48 random bits: retry the rare collision a few times. */
+    for (int attempt = 0; attempt < 4; attempt++) {
+        if (!store_sweep_random_id(id_out))
+            return STORE_ERROR;
+        sqlite3_stmt *s = store_prepare_once(
+            c, "INSERT INTO sweeps (id, owner, name, state, created_at, doc) "
+               "VALUES (?1, ?2, ?3, 'running', ?4, ?5)");
+        if (!s)
+            return STORE_ERROR;
+        store_bind_text(s, 1, id_out);
+        store_bind_text(s, 2, owner);
+        store_bind_text(s, 3, name);
+        sqlite3_bind_double(s, 4, now);
+        store_bind_text(s, 5, doc);
+        int rc = sqlite3_step(s);
+        sqlite3_finalize(s);
+        if (rc == SQLITE_DONE)
+            return STORE_OK;
+        if (rc != SQLITE_CONSTRAINT) {
+            store_log_rc(c, rc, "inserting a sweep");
+            return STORE_ERROR;
+        }
+    }
+    return STORE_ERROR;
+}
+
+store_status store_sweep_create(store *st, const char *owner, const char *name, const char *doc,
+                                const char *const *params, size_t n, double now,
+                                char id_out[STORE_ID_LEN + 1])
+{
+    store_conn *c = store_sweep_write_begin(st);
+    if (!c)
+        return STORE_ERROR;
+    store_status rs = store_sweep_insert(c, owner, name, doc, now, id_out);
+    for (size_t i = 0; i < n && rs == STORE_OK; i++) {
+        sqlite3_stmt *s = store_prepare_once(
+            c, "INSERT INTO sweep_trials (sweep_id, idx, params) VALUES (?1, ?2, ?3)");
+        if (!s) {
+            rs = STORE_ERROR;
+            break;
+        }
+        store_bind_text(s, 1, id_out);
+        sqlite3_bind_int64(s, 2, (sqlite3_int64)i);
+        store_bind_text(s, 3, params[i]);
+        if (!store_sweep_step(c, s, "inserting a sweep's trial"))
+            rs = STORE_ERROR;
+    }
+    return store_sweep_write_end(st, c, rs);
+}
+
+#define STORE_SWEEP_COLUMNS "seq, id, owner, name, state, created_at, finished_at, doc"
+
+static void store_sweep_row(sqlite3_stmt *s, store_sweep *sw)
+{
+    memset(sw, 0, sizeof *sw);
+    sw->seq = sqlite3_column_int64(s, 0);
+    store_col_copy(s, 1, sw->id, sizeof sw->id);
+    store_col_copy(s, 2, sw->owner, sizeof sw->owner);
+    store_col_copy(s, 3, sw->name, sizeof sw->name);
+    store_col_copy(s, 4, sw->state, sizeof sw->state);
+    sw->created_at = store_col_time(s, 5);
+    sw->finished_at = store_col_time(s, 6);
+    sw->doc = store_col_strdup(s, 7);
+}
+
+store_status store_sweep_get(store *st, const char *id, store_sweep *out)
+{
+    store_conn *c = store_acquire(st);
+    store_status rs = STORE_ERROR;
+    sqlite3_stmt *s =
+        store_prepare_once(c, "SELECT " STORE_SWEEP_COLUMNS " FROM sweeps WHERE id = ?1");
+    if (s) {
+        store_bind_text(s, 1, id);
+        int rc = sqlite3_step(s);
+        if (rc == SQLITE_ROW) {
+            store_sweep_row(s, out);
+            rs = out->doc ? STORE_OK : STORE_ERROR;
+            if (rs != STORE_OK)
+                store_sweep_clear(out);
+        } else if (rc == SQLITE_DONE) {
+            rs = STORE_NOT_FOUND;
+        } else {
+            store_log_rc(c, rc, "reading a sweep");
+        }
+        sqlite3_finalize(s);
+    }
+    store_release(st, c);
+    return rs;
+}
+
+store_status store_sweep_list(store *st, const char *owner, store_sweep_cb cb, void *arg)
+{
+    store_conn *c = store_acquire(st);
+    store_status rs = STORE_ERROR;
+    sqlite3_stmt *s = store_prepare_once(
+        c, owner ? "SELECT " STORE_SWEEP_COLUMNS " FROM sweeps WHERE owner = ?1 ORDER BY seq DESC"
+                 : "SELECT " STORE_SWEEP_COLUMNS " FROM sweeps ORDER BY seq DESC");
+    if (s) {
+        if (owner)
+            store_bind_text(s, 1, owner);
+        int rc;
+        bool go = true;
+        while (go && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+            store_sweep sw;
+            store_sweep_row(s, &sw);
+            go = cb(&sw, arg);
+            store_sweep_clear(&sw);
+        }
+        rs = !go || store_log_rc(c, rc, "listing sweeps") ? STORE_OK : STORE_ERROR;
+        sqlite3_finalize(s);
+    }
+    store_release(st, c);
+    return rs;
+}
+
+store_status store_sweep_trials(store *st, const char *id, store_trial_cb cb, void *arg)
+{
+    store_conn *c = store_acquire(st);
+    store_status rs = STORE_ERROR;
+    sqlite3_stmt *s = store_prepare_once(
+        c, "SELECT t.idx, t.params, t.job_id, t.budget, t.rungs, j.state, j.finished_at "
+           "FROM sweep_trials t LEFT JOIN jobs j ON j.id = t.job_id "
+           "WHERE t.sweep_id = ?1 ORDER BY t.idx");
+    if (s) {
+        store_bind_text(s, 1, id);
+        int rc;
+        bool go = true;
+        while (go && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+            const char *state = (const char *)sqlite3_column_text(s, 5);
+            job_state js = JOB_QUEUED;
+            bool has_job = state && job_state_parse(state, &js);
+            store_trial t = {
+                .idx = sqlite3_column_int(s, 0),
+                .params = (const char *)sqlite3_column_text(s, 1),
+                .job_id = (const char *)sqlite3_column_text(s, 2),
+                .budget = sqlite3_column_int(s, 3),
+                .rungs = (const char *)sqlite3_column_text(s, 4),
+                .has_job = has_job,
+                .job_state = js,
+                .job_finished_at = store_col_time(s, 6),
+            };
+            go = cb(&t, arg);
+        }
+        rs = !go || store_log_rc(c, rc, "listing a sweep's trials") ? STORE_OK : STORE_ERROR;
+        sqlite3_finalize(s);
+    }
+    store_release(st, c);
+    return rs;
+}
+
+store_status store_sweep_trial_set(store *st, const char *id, int idx, const char *job_id,
+                                   int budget, const char *rungs)
+{
+    store_conn *c = store_sweep_write_begin(st);
+    if (!c)
+        return STORE_ERROR;
+    store_status rs = STORE_ERROR;
+    sqlite3_stmt *s = store_prepare_once(
+        c, "UPDATE sweep_trials SET job_id = coalesce(?3, job_id), budget = ?4, rungs = ?5 "
+           "WHERE sweep_id = ?1 AND idx = ?2");
+    if (s) {
+        store_bind_text(s, 1, id);
+        sqlite3_bind_int(s, 2, idx);
+        store_bind_text(s, 3, job_id);
+        sqlite3_bind_int(s, 4, budget);
+        store_bind_text(s, 5, rungs);
+        if (store_sweep_step(c, s, "updating a sweep's trial"))
+            rs = sqlite3_changes(c->db) == 1 ? STORE_OK : STORE_NOT_FOUND;
+    }
+    return store_sweep_write_end(st, c, rs);
+}
+
+store_status store_sweep_finish(store *st, const char *id, const char *state, double now)
+{
+    store_conn *c = store_sweep_write_begin(st);
+    if (!c)
+        return STORE_ERROR;
+    store_status rs = STORE_ERROR;
+    sqlite3_stmt *s = store_prepare_once(
+        c, "UPDATE sweeps SET state = ?2, finished_at = ?3 WHERE id = ?1 AND state = 'running'");
+    if (s) {
+        store_bind_text(s, 1, id);
+        store_bind_text(s, 2, state);
+        sqlite3_bind_double(s, 3, now);
+        if (store_sweep_step(c, s, "ending a sweep"))
+            rs = sqlite3_changes(c->db) == 1 ? STORE_OK : STORE_CONFLICT;
+    }
+    return store_sweep_write_end(st, c, rs);
+}
+
+store_status store_sweep_of_job(store *st, const char *job_id, char sweep_id[STORE_ID_LEN + 1],
+                                char **params)
+{
+    store_conn *c = store_acquire(st);
+    store_status rs = STORE_ERROR;
+    sqlite3_stmt *s =
+        store_prepare_once(c, "SELECT sweep_id, params FROM sweep_trials WHERE job_id = ?1");
+    if (s) {
+        store_bind_text(s, 1, job_id);
+        int rc = sqlite3_step(s);
+        if (rc == SQLITE_ROW) {
+            store_col_copy(s, 0, sweep_id, STORE_ID_LEN + 1);
+            rs = STORE_OK;
+            if (params && !(*params = store_col_strdup(s, 1)))
+                rs = STORE_ERROR;
+        } else if (rc == SQLITE_DONE) {
+            rs = STORE_NOT_FOUND;
+        } else {
+            store_log_rc(c, rc, "finding a job's sweep");
+        }
+        sqlite3_finalize(s);
+    }
+    store_release(st, c);
+    return rs;
+}
+
+/* The number of queued jobs of job_id's owner, or -1 (logged). */
+static long long store_sweep_owner_queued(store_conn *c, const char *job_id)
+{
+    sqlite3_stmt *s = store_prepare_once(c, "SELECT COUNT(*) FROM jobs WHERE state = 'queued' "
+                                            "AND owner = (SELECT owner FROM jobs WHERE id = ?1)");
+    if (!s)
+        return -1;
+    store_bind_text(s, 1, job_id);
+    int rc = sqlite3_step(s);
+    long long n = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : -1;
+    if (rc != SQLITE_ROW)
+        store_log_rc(c, rc, "counting queued jobs");
+    sqlite3_finalize(s);
+    return n;
+}
+
+store_status store_sweep_requeue(store *st, const char *job_id, const char *spec,
+                                 const char *written, int max_queued, const char *detail,
+                                 double now)
+{
+    store_conn *c = store_sweep_write_begin(st);
+    if (!c)
+        return STORE_ERROR;
+    store_status rs = STORE_ERROR;
+    long long queued = max_queued > 0 ? store_sweep_owner_queued(c, job_id) : 0;
+    if (queued < 0)
+        return store_sweep_write_end(st, c, STORE_ERROR);
+    if (max_queued > 0 && queued >= max_queued)
+        return store_sweep_write_end(st, c, STORE_LIMIT);
+    /* As store_job_resume does for a failed job: a queued job as submit
+     * makes one, its start tag at the scheduler's clock so it never jumps
+     * ahead of jobs queued since it first ran. */
+    sqlite3_stmt *s = store_prepare_once(
+        c, "UPDATE jobs SET state = 'queued', spec = ?2, spec_written = ?3, vstart = (SELECT "
+           "value FROM meta WHERE key = 'vclock'), started_at = NULL, finished_at = NULL, "
+           "exit_code = NULL, error = NULL, supervisor_pid = NULL, supervisor_start = NULL, "
+           "sid = NULL, stop_reason = NULL, stop_requested_at = NULL, killed = 0, progress = "
+           "NULL, result = NULL, gpu_devices = NULL, hosts = NULL, slurm_id = NULL, "
+           "slurm_reason = NULL WHERE id = ?1 AND state = 'succeeded'");
+    if (s) {
+        store_bind_text(s, 1, job_id);
+        store_bind_text(s, 2, spec);
+        store_bind_text(s, 3, written);
+        if (store_sweep_step(c, s, "requeueing a promoted trial")) {
+            rs = sqlite3_changes(c->db) == 1 ? STORE_OK : STORE_CONFLICT;
+            if (rs == STORE_OK && !store_event(c, job_id, now, "succeeded", "queued", detail))
+                rs = STORE_ERROR;
+        }
+    }
+    return store_sweep_write_end(st, c, rs);
+}

@@ -1,0 +1,313 @@
+/* sweep_search.c — parameters to trials: the grid's combinations and the
+ * random search's draws, and a trial's values written into its job spec.
+ * The generator is splitmix64 over the seed, so a seed gives the same
+ * trials on every host and build (libc's rand() would not). */
+#include "sweep/sweep_search.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool sweep_fail(sweep_error *err, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static bool sweep_fail(sweep_error *err, const char *field, const char *fmt, ...)
+{
+    snprintf(err->field, sizeof err->field, "%s", field);
+    va_list ap;
+    va_start(ap, fmt);
+    char what[600];
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    snprintf(err->msg, sizeof err->msg, "%s: %s", field, what);
+    return false;
+}
+
+typedef enum sweep_kind { SWEEP_VALUES, SWEEP_UNIFORM, SWEEP_LOGUNIFORM, SWEEP_INT } sweep_kind;
+
+typedef struct sweep_param {
+    const char *path;
+    sweep_kind kind;
+    const json_t *values; /* SWEEP_VALUES */
+    double lo, hi;        /* the distributions' bounds */
+} sweep_param;
+
+/* A distribution's [a, b] pair of numbers with a < b (a <= b for int). */
+static bool sweep_bounds(const json_t *pair, const char *field, sweep_param *p,
+                         sweep_error *err)
+{
+    if (!json_is_array(pair) || json_array_size(pair) != 2 ||
+        !json_is_number(json_array_get(pair, 0)) || !json_is_number(json_array_get(pair, 1)))
+        return sweep_fail(err, field, "must be a pair of numbers [low, high]");
+    p->lo = json_number_value(json_array_get(pair, 0));
+    p->hi = json_number_value(json_array_get(pair, 1));
+    if (!(p->lo < p->hi) && !(p->kind == SWEEP_INT && p->lo == p->hi))
+        return sweep_fail(err, field, "low (%g) must be below high (%g)", p->lo, p->hi);
+    if (p->kind == SWEEP_LOGUNIFORM && !(p->lo > 0))
+        return sweep_fail(err, field, "low must be > 0 for a log-uniform draw");
+    if (p->kind == SWEEP_INT && (p->lo != floor(p->lo) || p->hi != floor(p->hi) ||
+                                 fabs(p->lo) > 1e15 || fabs(p->hi) > 1e15))
+        return sweep_fail(err, field, "bounds must be integers");
+    return true;
+}
+
+/* One parameter: {"values": [...]} or one distribution. */
+static bool sweep_param_parse(const char *path, const json_t *def, sweep_param *p,
+                              sweep_error *err)
+{
+    static const struct { const char *key; sweep_kind kind; } kinds[] = {
+        {"values", SWEEP_VALUES}, {"uniform", SWEEP_UNIFORM},
+        {"loguniform", SWEEP_LOGUNIFORM}, {"int", SWEEP_INT}};
+    char field[256];
+    snprintf(field, sizeof field, "search.parameters.%s", path);
+    memset(p, 0, sizeof *p);
+    p->path = path;
+    if (!path[0])
+        return sweep_fail(err, "search.parameters", "a parameter's path is empty");
+    if (!json_is_object(def) || json_object_size(def) != 1)
+        return sweep_fail(err, field, "must be one of {\"values\": [...]}, {\"uniform\": [a, b]}, "
+                                      "{\"loguniform\": [a, b]}, {\"int\": [a, b]}");
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        const json_t *v = json_object_get(def, kinds[i].key);
+        if (!v)
+            continue;
+        p->kind = kinds[i].kind;
+        snprintf(field + strlen(field), sizeof field - strlen(field), ".%s", kinds[i].key);
+        if (p->kind != SWEEP_VALUES)
+            return sweep_bounds(v, field, p, err);
+        if (!json_is_array(v) || json_array_size(v) == 0)
+            return sweep_fail(err, field, "must be a non-empty list");
+        p->values = v;
+        return true;
+    }
+    return sweep_fail(err, field, "unknown kind: use values, uniform, loguniform or int");
+}
+
+/* The parameters of search, in the order of the request's object. */
+static sweep_param *sweep_params(const json_t *search, size_t *n, sweep_error *err)
+{
+    const json_t *params = json_object_get(search, "parameters");
+    if (!json_is_object(params) || json_object_size(params) == 0) {
+        sweep_fail(err, "search.parameters", "must be an object mapping spec paths to values "
+                                             "or distributions");
+        return NULL;
+    }
+    *n = json_object_size(params);
+    sweep_param *p = calloc(*n, sizeof *p);
+    if (!p) {
+        sweep_fail(err, "search.parameters", "out of memory");
+        return NULL;
+    }
+    size_t i = 0;
+    const char *key;
+    const json_t *def;
+    json_object_foreach((json_t *)params, key, def) {
+        if (!sweep_param_parse(key, def, &p[i++], err)) {
+            free(p);
+            return NULL;
+        }
+    }
+    return p;
+}
+
+/* Every combination of values, the last parameter varying fastest. */
+static json_t *sweep_grid(const sweep_param *p, size_t n, size_t max_trials, sweep_error *err)
+{
+    size_t total = 1;
+    for (size_t i = 0; i < n; i++) {
+        char field[256];
+        snprintf(field, sizeof field, "search.parameters.%s", p[i].path);
+        if (p[i].kind != SWEEP_VALUES)
+            return sweep_fail(err, field, "a grid takes {\"values\": [...]} only (random or "
+                                          "asha with \"trials\" draw from distributions)"),
+                   NULL;
+        total *= json_array_size(p[i].values);
+        if (total > max_trials)
+            return sweep_fail(err, "search.parameters",
+                              "the grid has more than %zu trials (the limit)", max_trials),
+                   NULL;
+    }
+    json_t *trials = json_array();
+    for (size_t t = 0; trials && t < total; t++) {
+        json_t *o = json_object();
+        size_t rest = t;
+        for (size_t i = n; o && i-- > 0;) {
+            size_t k = json_array_size(p[i].values);
+            json_object_set(o, p[i].path, json_array_get(p[i].values, rest % k));
+            rest /= k;
+        }
+        if (!o || json_array_append_new(trials, o) != 0) {
+            json_decref(trials);
+            trials = NULL;
+        }
+    }
+    if (!trials)
+        sweep_fail(err, "search", "out of memory");
+    return trials;
+}
+
+static uint64_t sweep_next(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [0, 1), 53 bits. */
+static double sweep_unit(uint64_t *state)
+{
+    return (double)(sweep_next(state) >> 11) * 0x1.0p-53;
+}
+
+static json_t *sweep_draw(const sweep_param *p, uint64_t *state)
+{
+    double u = sweep_unit(state);
+    switch (p->kind) {
+    case SWEEP_VALUES: {
+        size_t k = json_array_size(p->values);
+        return json_deep_copy(json_array_get(p->values, (size_t)(u * (double)k) % k));
+    }
+    case SWEEP_UNIFORM:
+        return json_real(p->lo + u * (p->hi - p->lo));
+    case SWEEP_LOGUNIFORM:
+        return json_real(exp(log(p->lo) + u * (log(p->hi) - log(p->lo))));
+    case SWEEP_INT:
+        return json_integer((json_int_t)(p->lo + floor(u * (p->hi - p->lo + 1))));
+    }
+    return NULL;
+}
+
+static json_t *sweep_random(const sweep_param *p, size_t n, const json_t *search,
+                            size_t max_trials, sweep_error *err)
+{
+    const json_t *jt = json_object_get(search, "trials");
+    const json_t *js = json_object_get(search, "seed");
+    if (!json_is_integer(jt) || json_integer_value(jt) < 1 ||
+        (size_t)json_integer_value(jt) > max_trials)
+        return sweep_fail(err, "search.trials", "must be an integer from 1 to %zu", max_trials),
+               NULL;
+    if (js && !json_is_integer(js))
+        return sweep_fail(err, "search.seed", "must be an integer"), NULL;
+    uint64_t state = js ? (uint64_t)json_integer_value(js) : 0;
+    size_t total = (size_t)json_integer_value(jt);
+    json_t *trials = json_array();
+    for (size_t t = 0; trials && t < total; t++) {
+        json_t *o = json_object();
+        for (size_t i = 0; o && i < n; i++)
+            if (json_object_set_new(o, p[i].path, sweep_draw(&p[i], &state)) != 0) {
+                json_decref(o);
+                o = NULL;
+            }
+        if (!o || json_array_append_new(trials, o) != 0) {
+            json_decref(trials);
+            trials = NULL;
+        }
+    }
+    if (!trials)
+        sweep_fail(err, "search", "out of memory");
+    return trials;
+}
+
+json_t *sweep_search_trials(const json_t *search, size_t max_trials, sweep_error *err)
+{
+    const char *method = json_string_value(json_object_get(search, "method"));
+    if (!method)
+        return sweep_fail(err, "search.method", "must be \"grid\", \"random\" or \"asha\""),
+               NULL;
+    bool grid = strcmp(method, "grid") == 0, asha = strcmp(method, "asha") == 0;
+    bool random = strcmp(method, "random") == 0 ||
+                  (asha && json_object_get(search, "trials") != NULL);
+    if (!grid && !asha && !random)
+        return sweep_fail(err, "search.method", "unknown method \"%.64s\": use grid, random "
+                                                "or asha", method),
+               NULL;
+    size_t n = 0;
+    sweep_param *p = sweep_params(search, &n, err);
+    if (!p)
+        return NULL;
+    json_t *trials = random ? sweep_random(p, n, search, max_trials, err)
+                            : sweep_grid(p, n, max_trials, err);
+    free(p);
+    return trials;
+}
+
+/* The next path component of *path: a key (into key, capacity cap) and
+ * the indices that follow it ("layers[2][0]"). false on bad syntax. */
+static bool sweep_component(const char **path, char *key, size_t cap, long idx[8], int *n_idx)
+{
+    const char *s = *path;
+    size_t len = strcspn(s, ".[");
+    if (len == 0 || len >= cap)
+        return false;
+    memcpy(key, s, len);
+    key[len] = '\0';
+    s += len;
+    *n_idx = 0;
+    while (*s == '[') {
+        char *end;
+        errno = 0;
+        long v = strtol(s + 1, &end, 10);
+        if (end == s + 1 || *end != ']' || v < 0 || errno || *n_idx >= 8)
+            return false;
+        idx[(*n_idx)++] = v;
+        s = end + 1;
+    }
+    if (*s == '.')
+        s++;
+    else if (*s)
+        return false;
+    *path = s;
+    return true;
+}
+
+bool sweep_search_apply(json_t *spec, const char *path, const json_t *value, char *msg,
+                        size_t cap)
+{
+    json_t *at = spec;
+    const char *rest = path;
+    while (*rest) {
+        char key[128];
+        long idx[8];
+        int n_idx = 0;
+        if (!sweep_component(&rest, key, sizeof key, idx, &n_idx)) {
+            snprintf(msg, cap, "%s: not a spec path (keys joined by '.', array elements as "
+                               "[N])", path);
+            return false;
+        }
+        if (!json_is_object(at)) {
+            snprintf(msg, cap, "%s: \"%s\" is inside something that is not an object", path,
+                     key);
+            return false;
+        }
+        bool last = !*rest && n_idx == 0;
+        if (last)
+            return json_object_set_new(at, key, json_deep_copy(value)) == 0 ||
+                   (snprintf(msg, cap, "%s: out of memory", path), false);
+        json_t *next = json_object_get(at, key);
+        if (!next && n_idx == 0) {
+            next = json_object();
+            if (!next || json_object_set_new(at, key, next) != 0) {
+                snprintf(msg, cap, "%s: out of memory", path);
+                return false;
+            }
+        }
+        for (int i = 0; i < n_idx; i++) {
+            if (!json_is_array(next) || (size_t)idx[i] >= json_array_size(next)) {
+                snprintf(msg, cap, "%s: the job spec has no element [%ld] there", path, idx[i]);
+                return false;
+            }
+            if (!*rest && i == n_idx - 1)
+                return json_array_set_new(next, (size_t)idx[i], json_deep_copy(value)) == 0 ||
+                       (snprintf(msg, cap, "%s: out of memory", path), false);
+            next = json_array_get(next, (size_t)idx[i]);
+        }
+        at = next;
+    }
+    snprintf(msg, cap, "%s: an empty path", path);
+    return false;
+}

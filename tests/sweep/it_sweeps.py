@@ -1,0 +1,210 @@
+"""it_sweeps.py — hyperparameter sweeps through a real punchcardd and
+punch-train (issue 33), on a tiny synthetic job (a 4-class softmax on 256
+samples, well under a second an epoch): a 2x2 grid runs four trials and
+its best is the best of their metrics as their history.json says; a random
+search draws the same parameters for the same seed; ASHA with rungs of 1
+and 3 epochs (eta 3) promotes by the rule at every promotion (checked from
+the rung records), resumes a promoted trial without training an epoch
+twice, and spends fewer epochs than the grid; cancel stops every trial;
+another user sees nothing; a bad trial is refused naming its parameters."""
+import json
+import os
+import subprocess
+
+import punchtest
+from punchtest import Daemon, check, wait_for
+
+JOB = punchtest.synthetic_job("tiny", 8, [(4, "softmax")], 256, 64, 1, num_classes=4)
+JOB["training"]["optimizer"] = {"name": "sgd", "learning_rate": 0.1}
+LRS = [0.001, 0.05, 1.0]
+
+
+def cases():
+    punchtest.require_engine()
+    with Daemon(["--slots", "2", "--max-running", "4"]) as d:
+        punchtest.case("2x2 grid: four trials, best is the best", grid, d)
+        punchtest.case("random search: same seed, same params", random_seed, d)
+        punchtest.case("asha: promotions follow the rule, fewer epochs", asha, d)
+        punchtest.case("cancel stops every trial", cancel, d)
+        punchtest.case("a bad trial is refused naming it", refused, d)
+
+
+def submit(d, user, body):
+    r = d.req("POST", "/api/v1/sweeps", user, body=body)
+    punchtest.require(r.status_code == 201, "sweep submit: %d %s" % (r.status_code, r.text))
+    return r.json()["id"]
+
+
+def sweep(d, user, sid):
+    r = d.req("GET", "/api/v1/sweeps/" + sid, user)
+    punchtest.require(r.status_code == 200, "GET sweep: %d %s" % (r.status_code, r.text))
+    return r.json()
+
+
+def wait_sweep(d, sid, timeout=120):
+    def ended():
+        s = sweep(d, "alice", sid)
+        return s if s["state"] != "running" else None
+    return wait_for(ended, lambda _: "sweep %s to end: %s\n%s" % (
+        sid, json.dumps(sweep(d, "alice", sid))[:3000], d.read_log()[-3000:]), timeout, 0.2)
+
+
+def history(d, jid):
+    return punchtest.read_json(os.path.join(d.run_dir(jid), "history.json"))
+
+
+def punch(d, *args):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PUNCH_")}
+    env.update(PUNCH_URL=d.url, PUNCH_SECRET=d.secrets["alice"], HOME=d.tmp)
+    exe = os.environ.get("PUNCH") or punchtest.build_path("client", "punch")
+    return subprocess.run([exe] + list(args), capture_output=True, text=True, env=env,
+                          timeout=60)
+
+
+def grid(d):
+    path = os.path.join(d.tmp, "grid.json")
+    punchtest.write_json(path, {"name": "grid", "job": JOB, "search": {
+        "method": "grid", "metric": "loss", "mode": "min", "max_concurrent": 2,
+        "parameters": {"training.optimizer.learning_rate": {"values": [0.01, 0.5]},
+                       "training.batch_size": {"values": [16, 64]}}}})
+    p = punch(d, "sweep", "submit", path)
+    check(p.returncode == 0 and "submitted" in p.stdout, "punch sweep submit: %s %s"
+          % (p.stdout, p.stderr))
+    sid = p.stdout.split()[1]
+    s = wait_sweep(d, sid)
+    check(s["state"] == "succeeded", "grid ended %s" % s["state"])
+    trials = s["trials"]
+    check(len(trials) == 4 and all(t["state"] == "succeeded" for t in trials),
+          "four succeeded trials: %s" % trials)
+    check(len({json.dumps(t["params"], sort_keys=True) for t in trials}) == 4, "distinct params")
+    for t in trials:
+        h = history(d, t["job"])
+        check(abs(h["loss"][-1] - t["metric"]) < 1e-9, "trial metric = history: %s %s"
+              % (t, h["loss"]))
+        check(t["epochs_run"] == 1 and len(t["rungs"]) == 1, "one rung of 1 epoch: %s" % t)
+        j = d.job("alice", t["job"])
+        check(j.get("sweep") == sid and j.get("params") == t["params"], "the job names its "
+              "sweep and params: %s" % j)
+        spec = d.req("GET", "/api/v1/jobs/%s/spec" % t["job"], "alice").json()
+        check(spec["training"]["batch_size"] == t["params"]["training.batch_size"] and
+              spec["training"]["optimizer"]["learning_rate"] ==
+              t["params"]["training.optimizer.learning_rate"], "the job runs its params: %s"
+              % spec)
+    best = min(trials, key=lambda t: t["metric"])
+    check(s["best"]["job"] == best["job"] and s["best"]["metric"] == best["metric"],
+          "best %s, expected %s" % (s["best"], best))
+    p = punch(d, "sweep", "best", sid)
+    check(p.returncode == 0 and best["job"] in p.stdout, "punch sweep best: %s" % p.stdout)
+    p = punch(d, "sweep", "status", sid)
+    check(p.returncode == 0 and p.stdout.splitlines()[3].startswith(best["job"]),
+          "status sorted best first: %s" % p.stdout)
+    # Private: bob gets the 404 of a sweep that does not exist; root sees it.
+    check(d.req("GET", "/api/v1/sweeps/" + sid, "bob").status_code == 404, "bob GET")
+    check(d.req("DELETE", "/api/v1/sweeps/" + sid, "bob").status_code == 404, "bob DELETE")
+    check(d.req("GET", "/api/v1/sweeps", "bob").json()["sweeps"] == [], "bob's list")
+    check(d.req("GET", "/api/v1/jobs/" + best["job"], "bob").status_code == 404, "bob's trial")
+    check(sid in [x["id"] for x in d.req("GET", "/api/v1/sweeps", "root").json()["sweeps"]],
+          "the admin sees it")
+    check(d.req("GET", "/api/v1/sweeps/" + sid, "root").status_code == 200, "admin GET")
+
+
+def random_body(seed):
+    return {"name": "rnd", "job": JOB, "search": {
+        "method": "random", "trials": 3, "seed": seed, "metric": "loss", "max_concurrent": 1,
+        "parameters": {"training.optimizer.learning_rate": {"loguniform": [1e-4, 1.0]},
+                       "training.batch_size": {"int": [8, 64]}}}}
+
+
+def random_seed(d):
+    params = []
+    for seed in (11, 11, 12):
+        sid = submit(d, "alice", random_body(seed))
+        params.append([t["params"] for t in sweep(d, "alice", sid)["trials"]])
+        check(d.req("DELETE", "/api/v1/sweeps/" + sid, "alice").status_code == 200, "cancel")
+    check(params[0] == params[1], "same seed, same params: %s %s" % (params[0], params[1]))
+    check(params[0] != params[2], "another seed draws others: %s" % params[2])
+    for p in params[0]:
+        check(1e-4 <= p["training.optimizer.learning_rate"] < 1.0 and
+              8 <= p["training.batch_size"] <= 64, "within bounds: %s" % p)
+
+
+def asha(d):
+    sid = submit(d, "alice", {"name": "asha", "job": JOB, "search": {
+        "method": "asha", "metric": "loss", "mode": "min", "max_concurrent": 2,
+        "asha": {"min_epochs": 1, "max_epochs": 3, "reduction_factor": 3},
+        "parameters": {"training.optimizer.learning_rate": {"values": LRS}}}})
+    s = wait_sweep(d, sid)
+    check(s["state"] == "succeeded" and s["rungs"] == [1, 3], "asha ended: %s" % s)
+    trials = s["trials"]
+    promotions = [(t, r) for t in trials for r in t["rungs"] if r["promoted_at"] is not None]
+    check(len(promotions) == 1, "one promotion from 3 trials at eta 3: %s" % trials)
+    for t, r in promotions:
+        # The rule, from the records: among the trials that had completed
+        # this rung when it was promoted, it was in the top floor(n / eta).
+        done = [x for u in trials for x in u["rungs"]
+                if x["epochs"] == r["epochs"] and x["completed_at"] <= r["promoted_at"]]
+        ranked = sorted(done, key=lambda x: x["metric"])
+        top = ranked[:len(done) // 3]
+        check(any(x is r or x == r for x in top), "promoted %s outside the top of %s"
+              % (r, ranked))
+        check([x["epochs"] for x in t["rungs"]] == [1, 3] and t["epochs_run"] == 3,
+              "the promoted trial reached rung 2: %s" % t)
+        h = history(d, t["job"])
+        check(len(h["loss"]) == 3, "three epochs, none twice: %s" % h["loss"])
+        check(abs(h["loss"][0] - t["rungs"][0]["metric"]) < 1e-9, "rung 1 kept in history")
+        events = d.req("GET", "/api/v1/jobs/%s/events" % t["job"], "alice").json()["events"]
+        check(any(e["from"] == "succeeded" and e["to"] == "queued" and
+                  "promoted by sweep" in (e["detail"] or "") for e in events),
+              "promotion event: %s" % events)
+    others = [t for t in trials if t not in [p[0] for p in promotions]]
+    check(all(t["state"] == "stopped" and t["epochs_run"] == 1 for t in others),
+          "the others stopped at rung 1: %s" % others)
+    spent = sum(t["epochs_run"] for t in trials)
+    check(spent < 3 * len(LRS), "asha spent %d epochs, the grid %d" % (spent, 3 * len(LRS)))
+    check(s["best"]["job"] == promotions[0][0]["job"], "best reached the last rung: %s"
+          % s["best"])
+
+
+def cancel(d):
+    long_job = punchtest.job_like(JOB)
+    long_job["data"] = dict(JOB["data"], synthetic_train=60000)
+    long_job["training"] = dict(JOB["training"], epochs=100000)
+    sid = submit(d, "alice", {"name": "long", "job": long_job, "search": {
+        "method": "grid", "metric": "loss", "max_concurrent": 2,
+        "parameters": {"training.optimizer.learning_rate": {"values": [0.1, 0.2, 0.3]}}}})
+    s = sweep(d, "alice", sid)
+    jobs = [t["job"] for t in s["trials"] if t["job"]]
+    check(len(jobs) == 2 and s["trials"][2]["state"] == "pending",
+          "max_concurrent 2: %s" % s["trials"])
+    d.wait_state("alice", jobs[0], ("running",), timeout=60)
+    r = d.req("DELETE", "/api/v1/sweeps/" + sid, "alice")
+    check(r.status_code == 200 and r.json()["state"] == "cancelled", "cancel: %s" % r.text)
+    for jid in jobs:
+        end = d.wait_state("alice", jid, punchtest.FINAL_STATES, timeout=60)
+        check(end["state"] == "cancelled", "trial %s ended %s" % (jid, end["state"]))
+    s = sweep(d, "alice", sid)
+    check(s["state"] == "cancelled" and s["trials"][2]["job"] is None,
+          "nothing more submitted: %s" % s["trials"])
+    check(d.req("DELETE", "/api/v1/sweeps/" + sid, "alice").status_code == 409, "twice: 409")
+
+
+def refused(d):
+    r = d.req("POST", "/api/v1/sweeps", "alice", body={"job": JOB, "search": {
+        "method": "grid", "metric": "loss",
+        "parameters": {"training.batch_size": {"values": [16, -3]}}}})
+    check(r.status_code == 400 and "trial 1" in r.json()["error"] and
+          "-3" in r.json()["error"] and r.json()["field"] == "job.training.batch_size",
+          "bad trial: %d %s" % (r.status_code, r.text))
+    r = d.req("POST", "/api/v1/sweeps", "alice", body={"job": JOB, "search": {
+        "method": "grid", "metric": "loss",
+        "parameters": {"model.layers[4].units": {"values": [16]}}}})
+    check(r.status_code == 400 and "no element [4]" in r.json()["error"],
+          "bad path: %d %s" % (r.status_code, r.text))
+    r = d.req("POST", "/api/v1/sweeps", "alice", body={"job": JOB, "search": {
+        "method": "asha", "metric": "loss", "asha": {"min_epochs": 3, "max_epochs": 1},
+        "parameters": {"training.batch_size": {"values": [16]}}}})
+    check(r.status_code == 400 and r.json()["field"] == "search.asha.max_epochs",
+          "bad asha: %s" % r.text)
+
+
+punchtest.main(cases)
