@@ -37,6 +37,7 @@ typedef struct predict_src {
     const unsigned char *data;   /* .npy: the array's bytes */
     const npz_index *ix;         /* npz: the archive and member */
     const npz_array *a;
+    const npz_array *len;        /* npz: the member's len_* ([N]), or NULL */
 } predict_src;
 
 /* A sample's length as the npz loader reads it when no len_* is given:
@@ -56,11 +57,45 @@ static long predict_length(const float *x, long steps, long feat)
     return len;
 }
 
+/* The lengths an npz gives its sequences (len_test beside x_test, as the
+ * training loader reads them) into d->len: each in [1, T'], cut to the
+ * model's `used` steps. 0, or 2 with err set. */
+static int predict_given_lengths(const predict_src *src, long n, long used, dataset *d,
+                                 char *err, size_t errlen)
+{
+    if (!src->len)
+        return 0;
+    const npy_header *h = &src->len->h;
+    long given = src->h.dims[1];
+    if (h->rank != 1 || h->dims[0] < n) {
+        snprintf(err, errlen, "input: the lengths must be [N] with the inputs' %ld rows", n);
+        return 2;
+    }
+    float *len = malloc((size_t)(n > 0 ? n : 1) * sizeof *len);
+    char why[300];
+    if (!len || npz_array_floats(src->ix, src->len, 0, (uint64_t)n, len, why, sizeof why) != 0) {
+        snprintf(err, errlen, "input: lengths: %s", len ? why : "out of memory");
+        free(len);
+        return 2;
+    }
+    for (long i = 0; i < n; i++) {
+        if (!(len[i] >= 1 && len[i] <= (float)given) || len[i] != (float)(long)len[i]) {
+            snprintf(err, errlen, "input: sample %ld: length %g is not a whole number in "
+                     "[1, %ld]", i, (double)len[i], given);
+            free(len);
+            return 2;
+        }
+        d->len[i] = (int32_t)(len[i] < (float)used ? len[i] : (float)used);
+    }
+    free(len);
+    return 0;
+}
+
 /* A sequence input ({T, F}: token ids [N, T'] or floats [N, T', F]) as
  * n x T x F floats in d, each sample zero-padded to the model's T steps
  * (cut when longer, as data.max_length cuts training data); its length is
- * T' for floats and, for token ids, the step after its last non-zero id (0
- * is padding), at least 1. Labels are zeros, one a step for a per-step
+ * the npz's len_* entry where it has one, else the step after its last
+ * non-zero step (0 ids and all-zero float steps are padding), at least 1. Labels are zeros, one a step for a per-step
  * model (per_step). Same returns as predict_dataset. */
 static int predict_sequences(const predict_src *src, const spec_shape *in, bool tokens,
                              bool per_step, dataset *d, char *err, size_t errlen)
@@ -90,6 +125,11 @@ static int predict_sequences(const predict_src *src, const spec_shape *in, bool 
         return 1;
     }
     char why[300];
+    if (predict_given_lengths(src, n, used, d, err, errlen) != 0) {
+        free(row);
+        dataset_free(d);
+        return 2;
+    }
     for (long i = 0; i < n; i++) {
         if (src->data) {
             npy_to_floats(h, src->data + (size_t)(i * per) * (size_t)h->itemsize, (size_t)per,
@@ -102,7 +142,11 @@ static int predict_sequences(const predict_src *src, const spec_shape *in, bool 
             return 1;
         }
         memcpy(d->x + i * steps * feat, row, (size_t)(used * feat) * sizeof *row);
-        d->len[i] = (int32_t)predict_length(d->x + i * steps * feat, used, feat);
+        if (src->len) /* the steps past a given length are padding: zeros */
+            memset(d->x + (i * steps + d->len[i]) * feat, 0,
+                   (size_t)((used - d->len[i]) * feat) * sizeof *row);
+        else
+            d->len[i] = (int32_t)predict_length(d->x + i * steps * feat, used, feat);
     }
     free(row);
     d->n = n;
@@ -359,7 +403,10 @@ int train_predict_task(const job_spec *spec, const train_options *opt, char *err
     if (!a) {
         snprintf(err, errlen, "data.test: %s has no x_test or x array", io_basename(path));
     } else {
-        predict_src src = {.h = a->h, .ix = &ix, .a = a};
+        /* x_test's lengths are len_test, x's len, as training reads them. */
+        const npz_array *len = npz_index_find(&ix, a == npz_index_find(&ix, "x") ? "len"
+                                                                                : "len_test");
+        predict_src src = {.h = a->h, .ix = &ix, .a = a, .len = len};
         if (spec->data.test_samples > 0 && src.h.dims[0] > spec->data.test_samples)
             src.h.dims[0] = spec->data.test_samples;
         rc = predict_dataset(&src, spec, &d, err, errlen);
