@@ -1,6 +1,7 @@
 """Train on punchcardd from a notebook on another machine, then look at the results,
 then bring your own arrays: upload them, fine-tune the model on them starting from
-the job's weights, and get predictions for new arrays back.
+the job's weights, and get predictions for new arrays back; last, a text file:
+a character language model trained on it writes text from a prompt.
 
 Only `requests` and `numpy` are needed (Debian: python3-requests python3-numpy);
 the history is plotted with matplotlib when it is installed. As a script:
@@ -163,3 +164,31 @@ probs = np.load(io.BytesIO(call("POST", f"/api/v1/jobs/{tune_id}/predict", data=
                                  headers={"Content-Type": "application/octet-stream"}).content))
 print(f"predicted {probs.shape[0]} new images: accuracy {(probs.argmax(1) == y_new).mean():.4f}")
 call("DELETE", "/api/v1/datasets/nb-bands")
+
+# 8. Text: a plain text file is a dataset too. A character language model
+#    learns it (the label of each step is the next character), then writes
+#    new text from a prompt; the same seed gives the same text.
+text = ("the quick brown fox jumps over the lazy dog.\n" * 200).encode()
+call("PUT", "/api/v1/datasets/nb-text.txt", data=text,
+     headers={"Content-Type": "application/octet-stream"})
+vocab = len(set(text))
+lm = {"name": "notebook-charlm",
+      "model": {"input": {"tokens": vocab}, "layers": [
+          {"type": "embedding", "output_dim": 16},
+          {"type": "lstm", "units": 64, "return_sequences": True},
+          {"type": "dense", "units": vocab, "activation": "softmax"}]},
+      "data": {"format": "text", "train": "@nb-text.txt", "tokenizer": "char",
+               "num_classes": vocab, "max_length": 32},
+      "training": {"epochs": 6, "batch_size": 16,
+                   "optimizer": {"name": "adam", "learning_rate": 0.01}, "seed": 1}}
+lm_id = call("POST", "/api/v1/jobs", json=lm).json()["id"]
+while call("GET", f"/api/v1/jobs/{lm_id}").json()["state"] not in (
+        "succeeded", "failed", "cancelled", "timeout"):
+    time.sleep(1)
+lm_state = call("GET", f"/api/v1/jobs/{lm_id}").json()
+if lm_state["state"] != "succeeded":
+    sys.exit(f"language model job {lm_id} {lm_state['state']}: {lm_state['error']}")
+out = call("POST", f"/api/v1/jobs/{lm_id}/generate",
+           json={"prompt": "the quick ", "max_new_tokens": 30, "temperature": 0}).json()
+print(f"language model {lm_id} continues 'the quick ' with {out['text']!r}")
+call("DELETE", "/api/v1/datasets/nb-text.txt")

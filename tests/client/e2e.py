@@ -631,6 +631,9 @@ def notebook(d, secret, work):
     check(m and float(m.group(3)) < float(m.group(2)), "fine-tune: %s" % out)
     m = re.search(r"predicted 256 new images: accuracy ([0-9.]+)", out)
     check(m and float(m.group(1)) > 0.5, "predictions: %s" % out)
+    # Its text part: a char LM on a repeated sentence continues it.
+    m = re.search(r"continues 'the quick ' with '([^']*)'", out)
+    check(m and m.group(1).startswith("brown"), "generated text: %s" % out)
     print("notebook_example.py: ok")
 
 
