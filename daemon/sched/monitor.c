@@ -15,6 +15,7 @@
 #include "cluster/hostfail.h"
 #include "log.h"
 #include "sched/memest.h"
+#include "sched/preemption.h"
 #include "http/metrics.h"
 #include "run/quota.h"
 #include "run/rundir.h"
@@ -184,7 +185,7 @@ static void monitor_prune_checkpoints(const store_job *job, const char *dir)
  * time: a number recorded before a restart may belong to a stranger now.
  * Returns how many were signalled, -1 if the session is not (any more)
  * verifiably the job's. */
-static int monitor_signal_job(const store_job *job, const char *dir, int sig)
+int monitor_signal_job(const store_job *job, const char *dir, int sig)
 {
     rundir_supervisor sup;
     if (job->sid <= 1 || !rundir_read_supervisor(dir, &sup) || sup.sid != job->sid)
@@ -259,6 +260,8 @@ void monitor_settle(daemon_ctx *d, const store_job *job, const char *dir, const 
 static void monitor_finish(daemon_ctx *d, const store_job *job, const char *dir,
                            const rundir_exit *ex)
 {
+    if (preemption_requeue(d, job, dir, ex))
+        return;
     monitor_settle(d, job, dir, ex, NULL, NULL);
 }
 
@@ -573,6 +576,7 @@ static void monitor_start_job(daemon_ctx *d, const store_job *job, const placeme
         monitor_fail_start(d, job, "run directory path too long");
         return;
     }
+    preemption_started(d, job, dir);
     err[0] = '\0';
     bool ok = rundir_create(dir, spec, err, sizeof err) &&
               monitor_write_hostfile(d, dir, alloc, err, sizeof err) &&
@@ -713,10 +717,13 @@ static void monitor_schedule(daemon_ctx *d, const job_list *active)
     job_list queue = {0};
     size_t *picked = NULL;
     placement *allocs = NULL;
-    if (d->cfg.hold || free_slots <= 0)
+    size_t n_picked = 0;
+    if (d->cfg.hold)
         goto out;
-    if (store_queue_scan_startable(d->st, 1000, d->cfg.max_running, monitor_collect, &queue) !=
-            STORE_OK ||
+    /* With every slot taken nothing starts, but the head of the queue may
+     * preempt: one row is enough to know it. */
+    if (store_queue_scan_startable(d->st, free_slots > 0 ? 1000 : 1, d->cfg.max_running,
+                                   monitor_collect, &queue) != STORE_OK ||
         queue.short_of_memory) {
         /* Starting from part of the queue could break its order. */
         log_error("cannot read the queue; no job starts this tick");
@@ -735,14 +742,16 @@ static void monitor_schedule(daemon_ctx *d, const job_list *active)
         goto out;
     }
     *avail = *free_cap;
-    size_t n_picked = sched_pick(queue.v, queue.n, active->v, active->n, avail,
-                                 d->cfg.max_running, picked, allocs);
+    if (free_slots > 0)
+        n_picked = sched_pick(queue.v, queue.n, active->v, active->n, avail, d->cfg.max_running,
+                              picked, allocs);
     free(avail);
     for (size_t i = 0; i < n_picked; i++) {
         monitor_start_job(d, &queue.v[picked[i]], &allocs[i], &pool);
         placement_take(free_cap, placement_need_of(&queue.v[picked[i]]), &allocs[i]);
     }
     cluster_set_used(d->cl, free_cap);
+    preemption_tick(d, &queue, picked, n_picked, active, free_cap, daemon_now());
 out:
     free(picked);
     free(allocs);
