@@ -79,7 +79,7 @@ static const opt_def opts[] = {
     NUM(verbose, OPT_BOOL, 0, 1, NULL, "log debug lines too"),
     NUM(preempt_grace, OPT_INT, 0, 86400, "SECONDS", "a queued job blocked by lower-priority running jobs waits this long before they are preempted (default 30)"),
     NUM(preempt_allow_opt_out, OPT_BOOL, 0, 1, NULL, "honour resources.preemptible: false (default true; false: any job with a checkpoint may be preempted)"),
-    NUM(stall_grace, OPT_INT, 0, 1 << 24, "SECONDS", "a running job that reports no progress for max(this, stall_factor x its slowest step) is stalled; 0 = never (default 1800)"),
+    NUM(stall_grace, OPT_INT, 0, 1 << 24, "SECONDS", "a running job that reports no progress for max(this, stall_factor x its slowest step) is stalled; 0 = never (default 3600)"),
     NUM(stall_factor, OPT_INT, 1, 1000, "K", "a stall is also more than K times the job's slowest step so far (default 10)"),
     NUM(host_loss_retries, OPT_INT, 0, 100, "N", "times a job that lost a host is queued again by itself (default 2)"),
 };
@@ -117,7 +117,7 @@ void config_defaults(config *c)
     snprintf(c->scheduler, sizeof c->scheduler, "local");
     c->preempt_grace = 30;
     c->preempt_allow_opt_out = true;
-    c->stall_grace = 1800;
+    c->stall_grace = 3600;
     c->stall_factor = 10;
     c->host_loss_retries = 2;
 }

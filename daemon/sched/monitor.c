@@ -14,6 +14,7 @@
 #include "sched/gpualloc.h"
 #include "cluster/hostfail.h"
 #include "log.h"
+#include "sched/liveness.h"
 #include "sched/memest.h"
 #include "sched/preemption.h"
 #include "http/metrics.h"
@@ -62,6 +63,7 @@ void monitor_cleanup(void)
     free(term_sent);
     term_sent = NULL;
     n_term_sent = cap_term_sent = 0;
+    liveness_cleanup();
 }
 
 /* Replace each `from` in s (of capacity cap) with `to`. */
@@ -114,15 +116,19 @@ static void monitor_sanitize(char *s)
  * nothing new is placed on it until its probe answers. Only with a
  * hostfile: on the local host alone there is no other host to lose. When
  * the log does not say which host, the error names the job's hosts and
- * none is marked down. */
-static void monitor_blame_host(daemon_ctx *d, const store_job *job, const char *log_path,
-                               char *error, size_t cap)
+ * none is marked down. Returns what it found (the host lost is copied to
+ * lost). */
+typedef enum monitor_blame { BLAME_NONE, BLAME_HOST, BLAME_SUSPECTS } monitor_blame;
+
+static monitor_blame monitor_blame_host(daemon_ctx *d, const store_job *job,
+                                        const char *log_path, char *error, size_t cap,
+                                        char *lost, size_t lost_cap)
 {
     placement a;
     const char *const *names = cluster_names(d->cl);
     if (!d->cfg.hostfile[0] || !job->hosts ||
         !placement_from_json(job->hosts, names, cluster_hosts(d->cl), &a) || a.n == 0)
-        return;
+        return BLAME_NONE;
     const char *mine[PLACEMENT_MAX_HOSTS];
     char list[300] = "";
     size_t used = 0;
@@ -136,12 +142,12 @@ static void monitor_blame_host(daemon_ctx *d, const store_job *job, const char *
     bool whole = false;
     char *tail = rundir_read_tail(log_path, 64 * 1024, &len, &whole);
     if (!tail)
-        return;
+        return BLAME_NONE;
     char host[256];
     const char *what = hostfail_find(tail, mine, a.n, host, sizeof host);
     free(tail);
     if (!what)
-        return;
+        return BLAME_NONE;
     if (!host[0]) {
         snprintf(error, cap, "one of hosts %s failed: %s (train.log does not say which)", list,
                  what);
@@ -150,7 +156,7 @@ static void monitor_blame_host(daemon_ctx *d, const store_job *job, const char *
         monitor_sanitize(reason);
         for (int i = 0; i < a.n; i++)
             cluster_suspect(d->cl, mine[i], reason);
-        return;
+        return BLAME_SUSPECTS;
     }
     snprintf(error, cap, "host %s failed: %s", host, what);
     char reason[400];
@@ -159,6 +165,8 @@ static void monitor_blame_host(daemon_ctx *d, const store_job *job, const char *
     if (cluster_mark_down(d->cl, host, reason, daemon_now()))
         log_warn("host %s: down (%s); no job is placed there until it answers its probe",
                  host, reason);
+    snprintf(lost, lost_cap, "%s", host);
+    return BLAME_HOST;
 }
 
 /* Checkpoint retention: prune the job's model_checkpoint saves to the
@@ -223,7 +231,8 @@ void monitor_settle(daemon_ctx *d, const store_job *job, const char *dir, const 
         rundir_failure_line(log_path, last, sizeof last);
     finalstate_facts facts = {job->stop_reason, job->time_limit_s, ex, p.end_status,
                               p.end_error, last};
-    char error[512];
+    char error[512], lost[256] = "";
+    monitor_blame blame = BLAME_NONE;
     job_state final_state = finalstate_decide(&facts, error, sizeof error);
     if (decided) {
         final_state = *decided;
@@ -231,7 +240,7 @@ void monitor_settle(daemon_ctx *d, const store_job *job, const char *dir, const 
     } else if (final_state == JOB_FAILED && !ex) {
         monitor_note_reused(job, error, sizeof error);
     } else if (final_state == JOB_FAILED) {
-        monitor_blame_host(d, job, log_path, error, sizeof error);
+        blame = monitor_blame_host(d, job, log_path, error, sizeof error, lost, sizeof lost);
     }
     monitor_relative_paths(d, dir, error, sizeof error);
     monitor_sanitize(error);
@@ -245,6 +254,11 @@ void monitor_settle(daemon_ctx *d, const store_job *job, const char *dir, const 
         log_info("job %s (%s): %s%s%s", job->id, job->owner, job_state_name(final_state),
                  error[0] ? ": " : "", error);
         monitor_term_forget(job->id);
+        liveness_forget(job->id);
+        if (blame == BLAME_HOST)
+            liveness_host_lost(d, job, lost);
+        else if (blame == BLAME_SUSPECTS)
+            liveness_await_probes(d, job);
     } else if (rs == STORE_ERROR) {
         log_error("job %s (%s): ended %s but the store did not record it; retrying next tick",
                   job->id, job->owner, job_state_name(final_state));
@@ -400,6 +414,8 @@ static bool monitor_check_job(daemon_ctx *d, store_job *job, double now, bool ch
     if (check_quota)
         monitor_prune_checkpoints(job, dir);
     if (check_quota && monitor_over_quota(d, job, dir))
+        return false;
+    if (liveness_check(d, job, dir, now))
         return false;
     if (job->time_limit_s > 0 && !job->stop_reason[0] && !isnan(job->started_at) &&
         now >= job->started_at + (double)job->time_limit_s) {
@@ -774,6 +790,7 @@ void monitor_tick(daemon_ctx *d)
         return;
     }
     cluster_probe_tick(d->cl, d->probe_cmd, d->cfg.host_probe_interval_s, daemon_now());
+    liveness_tick(d);
     job_list active = {0};
     if (store_active_jobs(d->st, monitor_collect, &active) != STORE_OK ||
         active.short_of_memory) {

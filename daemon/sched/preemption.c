@@ -236,21 +236,6 @@ void preemption_tick(daemon_ctx *d, const job_list *queue, const size_t *picked,
     free(chosen);
 }
 
-/* Remove what says how the last run ended, as a resume does. */
-static bool preemption_clear_run(const char *dir)
-{
-    static const char *const ended[] = {"exit.json", "supervisor.json"};
-    for (size_t i = 0; i < sizeof ended / sizeof ended[0]; i++) {
-        char path[4200];
-        snprintf(path, sizeof path, "%s/%s", dir, ended[i]);
-        if (unlink(path) != 0 && errno != ENOENT) {
-            log_error("cannot remove %s: %s", path, strerror(errno));
-            return false;
-        }
-    }
-    return true;
-}
-
 bool preemption_requeue(daemon_ctx *d, const store_job *job, const char *dir,
                         const rundir_exit *ex)
 {
@@ -266,8 +251,12 @@ bool preemption_requeue(daemon_ctx *d, const store_job *job, const char *dir,
         return false;
     }
     monitor_signal_job(job, dir, SIGKILL);
-    if (!preemption_clear_run(dir))
+    char err[300];
+    if (!rundir_clear_ended(dir, err, sizeof err)) {
+        log_error("job %s (%s): %s; its requeue after preemption is retried next tick", job->id,
+                  job->owner, err);
         return true;
+    }
     char detail[200];
     snprintf(detail, sizeof detail, "preempted by %s (priority %d)", by, prio);
     store_status rs = store_job_requeued(d->st, job->id, "", detail, daemon_now());
