@@ -247,7 +247,7 @@ REQUEUE_JOB = distributed(punchtest.synthetic_job(
     "requeue", 64, [(256, "relu"), (10, "softmax")], 6000, 100, 20), "allreduce", 2)
 
 
-def case_daemon_host_requeue(tmp):
+def case_daemon_host_requeue(tmp, lose=cluster.crash_host):
     """A host lost mid-job (off the network, its processes killed): the job
     goes back to the queue by itself within a minute ("host h2 lost:
     requeued"), resumes from its checkpoint on the hosts left and succeeds
@@ -262,7 +262,7 @@ def case_daemon_host_requeue(tmp):
         punchtest.wait_for(lambda: (_read_history(d, jid) or {}).get("loss", [])[1:],
                            "two epochs of job " + jid, 90)
         lost_at = time.time()
-        cluster.crash_host(victim)
+        lose(victim)
 
         def requeued():
             events = d.req("GET", "/api/v1/jobs/%s/events" % jid, "alice").json()["events"]
@@ -279,6 +279,14 @@ def case_daemon_host_requeue(tmp):
         hist = _read_history(d, jid) or {}
         check(len(hist.get("loss", [])) == 20, "every epoch once: %s" % hist.get("loss"))
         check(cluster_view(d)[victim]["state"] == "down", "host view: %r" % cluster_view(d))
+
+
+def case_daemon_host_stall(tmp):
+    """The same with only the host's link down: no connection is reset, so
+    nothing fails and the ranks left wait in MPI; the job is found stalled
+    (--stall-grace 10), h2 does not answer its probe and is marked down, and
+    the job is requeued, resumes and succeeds as above."""
+    case_daemon_host_requeue(tmp, lambda name: cluster.set_link(name, False))
 
 
 def case_daemon_restart(tmp):
@@ -301,7 +309,8 @@ def case_daemon_restart(tmp):
 
 CASES = {"allreduce": case_allreduce, "async": case_async,
          "daemon_disjoint": case_daemon_disjoint, "daemon_host_lost": case_daemon_host_lost,
-         "daemon_restart": case_daemon_restart, "daemon_host_requeue": case_daemon_host_requeue}
+         "daemon_restart": case_daemon_restart, "daemon_host_requeue": case_daemon_host_requeue,
+         "daemon_host_stall": case_daemon_host_stall}
 
 
 def cases(name):
