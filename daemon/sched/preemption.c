@@ -13,6 +13,7 @@
 
 #include "log.h"
 #include "run/launcher.h"
+#include "sched/liveness.h"
 #include "sched/preempt.h"
 
 #define PREEMPT_MARK "preempted.json"
@@ -272,6 +273,8 @@ bool preemption_requeue(daemon_ctx *d, const store_job *job, const char *dir,
     snprintf(done, sizeof done, "%s/%s", dir, PREEMPT_DONE);
     if (rename(mark, done) != 0)
         unlink(mark);
+    /* Its silence while queued is no stall when it runs again. */
+    liveness_forget(job->id);
     log_info("job %s (%s): %s; queued again", job->id, job->owner, detail);
     return true;
 }

@@ -4,8 +4,9 @@ cannot run at once. Bob's priority-0 job, checkpointing every epoch, holds
 it; Alice's priority-5 job preempts it after the grace (a small one here)
 and runs at once; Bob's job goes back to the queue, resumes from its
 checkpoint when the slot is free, and succeeds with each epoch once in its
-history. A job that opts out (resources.preemptible: false) is left to
-finish, and the waiting job says why it waits."""
+history. A job that opts out (resources.preemptible: false) keeps running
+past the grace, the waiting job saying it waits for resources, until its
+user cancels it."""
 import json
 import os
 import time
@@ -14,8 +15,9 @@ import punchtest
 from punchtest import Daemon, check, wait_for
 
 GRACE = 2
-EPOCHS = 12
-# About half a second an epoch on one thread (longer on busy cores).
+EPOCHS = 24
+# About half a second an epoch on one thread (longer on busy cores): enough
+# epochs left after the second for the grace and the preemption.
 LOW = punchtest.synthetic_job("low", 64, [(256, "relu"), (10, "softmax")], 60000, 100, EPOCHS)
 HIGH = punchtest.job_like(punchtest.QUICK_JOB, name="urgent",
                           resources={"priority": 5})
@@ -68,6 +70,7 @@ def preempts(d):
 
 def opted_out(d):
     spec = punchtest.job_like(LOW, name="keep", resources={"preemptible": False})
+    spec["training"]["epochs"] = 100000  # until cancelled
     low = d.submit_id("bob", spec)
     running_after_epoch(d, "bob", low)
     high = d.submit_id("alice", HIGH)
@@ -75,8 +78,9 @@ def opted_out(d):
     j = d.job("alice", high)
     punchtest.require(d.job("bob", low)["state"] == "running", "the job opting out ended early")
     check(j["state"] == "queued" and j["waiting_for"] == "resources", j)
-    end = d.wait_state("bob", low, punchtest.FINAL_STATES, timeout=120)
-    check(end["state"] == "succeeded", "%s\n%s" % (end, d.train_log(low)))
+    check(d.req("POST", "/api/v1/jobs/%s/cancel" % low, "bob").status_code == 200, "cancel")
+    end = d.wait_state("bob", low, punchtest.FINAL_STATES, timeout=60)
+    check(end["state"] == "cancelled", "%s\n%s" % (end, d.train_log(low)))
     events = d.req("GET", "/api/v1/jobs/%s/events" % low, "bob").json()["events"]
     check(not any("preempted" in (e["detail"] or "") for e in events), events)
     end = d.wait_state("alice", high, punchtest.FINAL_STATES, timeout=60)
