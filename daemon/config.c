@@ -77,6 +77,11 @@ static const opt_def opts[] = {
     NUM(retention_days, OPT_INT, 0, 36500, "DAYS", "forget finished jobs (rows, events, run directories) DAYS after they ended, 0 = keep them (default 0)"),
     NUM(retention_keep_records, OPT_BOOL, 0, 1, NULL, "retention removes only old jobs' run directories and keeps their records (default false: it forgets them)"),
     NUM(verbose, OPT_BOOL, 0, 1, NULL, "log debug lines too"),
+    NUM(preempt_grace, OPT_INT, 0, 86400, "SECONDS", "a queued job blocked by lower-priority running jobs waits this long before they are preempted (default 30)"),
+    NUM(preempt_allow_opt_out, OPT_BOOL, 0, 1, NULL, "honour resources.preemptible: false (default true; false: any job with a checkpoint may be preempted)"),
+    NUM(stall_grace, OPT_INT, 0, 1 << 24, "SECONDS", "a running job that reports no progress for max(this, stall_factor x its slowest step) is stalled; 0 = never (default 3600)"),
+    NUM(stall_factor, OPT_INT, 1, 1000, "K", "a stall is also more than K times the job's slowest step so far (default 10)"),
+    NUM(host_loss_retries, OPT_INT, 0, 100, "N", "times a job that lost a host is queued again by itself (default 2)"),
 };
 #define N_OPTS (sizeof opts / sizeof opts[0])
 
@@ -110,6 +115,11 @@ void config_defaults(config *c)
     c->disk_min_free_pct = 5;
     c->max_time_limit_s = 7 * 24 * 3600;
     snprintf(c->scheduler, sizeof c->scheduler, "local");
+    c->preempt_grace = 30;
+    c->preempt_allow_opt_out = true;
+    c->stall_grace = 3600;
+    c->stall_factor = 10;
+    c->host_loss_retries = 2;
 }
 
 bool config_metrics_admin(const config *c)

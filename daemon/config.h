@@ -62,6 +62,11 @@ typedef struct config {
     int retention_days;            /* forget finished jobs this long after they ended; 0: keep */
     bool retention_keep_records;   /* retention removes run directories only, keeps rows */
     bool verbose;
+    int preempt_grace;             /* seconds a blocked job waits before preempting */
+    bool preempt_allow_opt_out;    /* honour resources.preemptible: false */
+    int stall_grace;               /* seconds without progress before a stall; 0: never */
+    int stall_factor;              /* ... or more than this many slowest steps */
+    int host_loss_retries;         /* automatic requeues after a lost host */
 } config;
 
 typedef enum config_result { CONFIG_OK, CONFIG_EXIT, CONFIG_ERROR } config_result;

@@ -1,5 +1,6 @@
 /* jobview.c — builds the public job object. */
 #include "api/jobview.h"
+#include "sched/preemption.h"
 
 #include <math.h>
 
@@ -35,6 +36,8 @@ static const char *jobview_waiting_for(const daemon_ctx *d, const store_job *job
         return "hold";
     if (config_slurm(&d->cfg))
         return !job->slurm_id ? "submitting" : job->slurm_reason[0] ? job->slurm_reason : "slurm";
+    if (preemption_waiting(job->id))
+        return "preemption";
     if (d->cfg.max_running <= 0)
         return "resources";
     return owner_active >= d->cfg.max_running ? "running_limit" : "resources";

@@ -206,6 +206,18 @@ bool cluster_suspect(cluster *c, const char *name, const char *reason)
     return changed;
 }
 
+bool cluster_host_health(cluster *c, const char *name, bool *down, bool *checking)
+{
+    pthread_mutex_lock(&c->mu);
+    cluster_host *h = cluster_find(c, name);
+    if (h) {
+        *down = h->down;
+        *checking = h->suspect;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return h != NULL;
+}
+
 /* cmd with every %h replaced by host (heap; NULL when out of memory). */
 static char *cluster_expand(const char *cmd, const char *host)
 {

@@ -64,6 +64,10 @@ bool cluster_mark_down(cluster *c, const char *name, const char *reason, double 
  * or being probed. */
 bool cluster_suspect(cluster *c, const char *name, const char *reason);
 
+/* Host `name`: is it down, and is a suspect's probe still to answer?
+ * False for an unknown host. */
+bool cluster_host_health(cluster *c, const char *name, bool *down, bool *checking);
+
 /* Start a probe for each down host whose interval has passed since its last
  * probe (or since it went down) and for each suspect host, and kill probes older than
  * CLUSTER_PROBE_TIMEOUT_S. probe_cmd is the command with %h for the host. */

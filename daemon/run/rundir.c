@@ -395,3 +395,21 @@ int rundir_prune_checkpoints(const char *dir, int keep)
     closedir(d);
     return removed;
 }
+
+bool rundir_clear_ended(const char *dir, char *err, size_t errlen)
+{
+    static const char *const ended[] = {"exit.json", "supervisor.json"};
+    for (size_t i = 0; i < sizeof ended / sizeof ended[0]; i++) {
+        char path[4200];
+        if (snprintf(path, sizeof path, "%s/%s", dir, ended[i]) >= (int)sizeof path) {
+            snprintf(err, errlen, "run directory path too long");
+            return false;
+        }
+        if (unlink(path) != 0 && errno != ENOENT) {
+            snprintf(err, errlen, "cannot remove the last run's %s: %s", ended[i],
+                     strerror(errno));
+            return false;
+        }
+    }
+    return true;
+}

@@ -25,6 +25,10 @@ bool rundir_write_atomic(const char *dir, const char *name, const char *data, si
  * there. False with *err on failure. */
 bool rundir_give(const char *dir, uid_t uid, gid_t gid, char *err, size_t errlen);
 
+/* Remove the files that say how a job's last run ended (exit.json,
+ * supervisor.json), so a requeued job is not settled from them again. */
+bool rundir_clear_ended(const char *dir, char *err, size_t errlen);
+
 /* Remove a run directory and everything in it. */
 bool rundir_remove(const char *dir);
 

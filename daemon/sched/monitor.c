@@ -14,7 +14,9 @@
 #include "sched/gpualloc.h"
 #include "cluster/hostfail.h"
 #include "log.h"
+#include "sched/liveness.h"
 #include "sched/memest.h"
+#include "sched/preemption.h"
 #include "http/metrics.h"
 #include "run/quota.h"
 #include "run/rundir.h"
@@ -62,6 +64,7 @@ void monitor_cleanup(void)
     free(term_sent);
     term_sent = NULL;
     n_term_sent = cap_term_sent = 0;
+    liveness_cleanup();
 }
 
 /* Replace each `from` in s (of capacity cap) with `to`. */
@@ -114,15 +117,19 @@ static void monitor_sanitize(char *s)
  * nothing new is placed on it until its probe answers. Only with a
  * hostfile: on the local host alone there is no other host to lose. When
  * the log does not say which host, the error names the job's hosts and
- * none is marked down. */
-static void monitor_blame_host(daemon_ctx *d, const store_job *job, const char *log_path,
-                               char *error, size_t cap)
+ * none is marked down. Returns what it found (the host lost is copied to
+ * lost). */
+typedef enum monitor_blame { BLAME_NONE, BLAME_HOST, BLAME_SUSPECTS } monitor_blame;
+
+static monitor_blame monitor_blame_host(daemon_ctx *d, const store_job *job,
+                                        const char *log_path, char *error, size_t cap,
+                                        char *lost, size_t lost_cap)
 {
     placement a;
     const char *const *names = cluster_names(d->cl);
     if (!d->cfg.hostfile[0] || !job->hosts ||
         !placement_from_json(job->hosts, names, cluster_hosts(d->cl), &a) || a.n == 0)
-        return;
+        return BLAME_NONE;
     const char *mine[PLACEMENT_MAX_HOSTS];
     char list[300] = "";
     size_t used = 0;
@@ -136,12 +143,12 @@ static void monitor_blame_host(daemon_ctx *d, const store_job *job, const char *
     bool whole = false;
     char *tail = rundir_read_tail(log_path, 64 * 1024, &len, &whole);
     if (!tail)
-        return;
+        return BLAME_NONE;
     char host[256];
     const char *what = hostfail_find(tail, mine, a.n, host, sizeof host);
     free(tail);
     if (!what)
-        return;
+        return BLAME_NONE;
     if (!host[0]) {
         snprintf(error, cap, "one of hosts %s failed: %s (train.log does not say which)", list,
                  what);
@@ -150,7 +157,7 @@ static void monitor_blame_host(daemon_ctx *d, const store_job *job, const char *
         monitor_sanitize(reason);
         for (int i = 0; i < a.n; i++)
             cluster_suspect(d->cl, mine[i], reason);
-        return;
+        return BLAME_SUSPECTS;
     }
     snprintf(error, cap, "host %s failed: %s", host, what);
     char reason[400];
@@ -159,6 +166,8 @@ static void monitor_blame_host(daemon_ctx *d, const store_job *job, const char *
     if (cluster_mark_down(d->cl, host, reason, daemon_now()))
         log_warn("host %s: down (%s); no job is placed there until it answers its probe",
                  host, reason);
+    snprintf(lost, lost_cap, "%s", host);
+    return BLAME_HOST;
 }
 
 /* Checkpoint retention: prune the job's model_checkpoint saves to the
@@ -185,7 +194,7 @@ static void monitor_prune_checkpoints(const store_job *job, const char *dir)
  * time: a number recorded before a restart may belong to a stranger now.
  * Returns how many were signalled, -1 if the session is not (any more)
  * verifiably the job's. */
-static int monitor_signal_job(const store_job *job, const char *dir, int sig)
+int monitor_signal_job(const store_job *job, const char *dir, int sig)
 {
     rundir_supervisor sup;
     if (job->sid <= 1 || !rundir_read_supervisor(dir, &sup) || sup.sid != job->sid)
@@ -223,7 +232,8 @@ void monitor_settle(daemon_ctx *d, const store_job *job, const char *dir, const 
         rundir_failure_line(log_path, last, sizeof last);
     finalstate_facts facts = {job->stop_reason, job->time_limit_s, ex, p.end_status,
                               p.end_error, last};
-    char error[512];
+    char error[512], lost[256] = "";
+    monitor_blame blame = BLAME_NONE;
     job_state final_state = finalstate_decide(&facts, error, sizeof error);
     if (decided) {
         final_state = *decided;
@@ -231,7 +241,7 @@ void monitor_settle(daemon_ctx *d, const store_job *job, const char *dir, const 
     } else if (final_state == JOB_FAILED && !ex) {
         monitor_note_reused(job, error, sizeof error);
     } else if (final_state == JOB_FAILED) {
-        monitor_blame_host(d, job, log_path, error, sizeof error);
+        blame = monitor_blame_host(d, job, log_path, error, sizeof error, lost, sizeof lost);
     }
     monitor_relative_paths(d, dir, error, sizeof error);
     monitor_sanitize(error);
@@ -245,6 +255,12 @@ void monitor_settle(daemon_ctx *d, const store_job *job, const char *dir, const 
         log_info("job %s (%s): %s%s%s", job->id, job->owner, job_state_name(final_state),
                  error[0] ? ": " : "", error);
         monitor_term_forget(job->id);
+        liveness_forget(job->id);
+        if (blame == BLAME_HOST)
+            liveness_host_lost(d, job, lost);
+        else if (blame == BLAME_SUSPECTS)
+            liveness_await_probes(d, job);
+        /* After a requeue above, the sweep sees the trial queued again. */
         sweep_job_ended(d, job->id);
     } else if (rs == STORE_ERROR) {
         log_error("job %s (%s): ended %s but the store did not record it; retrying next tick",
@@ -261,6 +277,8 @@ void monitor_settle(daemon_ctx *d, const store_job *job, const char *dir, const 
 static void monitor_finish(daemon_ctx *d, const store_job *job, const char *dir,
                            const rundir_exit *ex)
 {
+    if (preemption_requeue(d, job, dir, ex))
+        return;
     monitor_settle(d, job, dir, ex, NULL, NULL);
 }
 
@@ -399,6 +417,8 @@ static bool monitor_check_job(daemon_ctx *d, store_job *job, double now, bool ch
     if (check_quota)
         monitor_prune_checkpoints(job, dir);
     if (check_quota && monitor_over_quota(d, job, dir))
+        return false;
+    if (liveness_check(d, job, dir, now))
         return false;
     if (job->time_limit_s > 0 && !job->stop_reason[0] && !isnan(job->started_at) &&
         now >= job->started_at + (double)job->time_limit_s) {
@@ -575,6 +595,7 @@ static void monitor_start_job(daemon_ctx *d, const store_job *job, const placeme
         monitor_fail_start(d, job, "run directory path too long");
         return;
     }
+    preemption_started(d, job, dir);
     err[0] = '\0';
     bool ok = rundir_create(dir, spec, err, sizeof err) &&
               monitor_write_hostfile(d, dir, alloc, err, sizeof err) &&
@@ -715,10 +736,13 @@ static void monitor_schedule(daemon_ctx *d, const job_list *active)
     job_list queue = {0};
     size_t *picked = NULL;
     placement *allocs = NULL;
-    if (d->cfg.hold || free_slots <= 0)
+    size_t n_picked = 0;
+    if (d->cfg.hold)
         goto out;
-    if (store_queue_scan_startable(d->st, 1000, d->cfg.max_running, monitor_collect, &queue) !=
-            STORE_OK ||
+    /* With every slot taken nothing starts, but the head of the queue may
+     * preempt: one row is enough to know it. */
+    if (store_queue_scan_startable(d->st, free_slots > 0 ? 1000 : 1, d->cfg.max_running,
+                                   monitor_collect, &queue) != STORE_OK ||
         queue.short_of_memory) {
         /* Starting from part of the queue could break its order. */
         log_error("cannot read the queue; no job starts this tick");
@@ -737,14 +761,16 @@ static void monitor_schedule(daemon_ctx *d, const job_list *active)
         goto out;
     }
     *avail = *free_cap;
-    size_t n_picked = sched_pick(queue.v, queue.n, active->v, active->n, avail,
-                                 d->cfg.max_running, picked, allocs);
+    if (free_slots > 0)
+        n_picked = sched_pick(queue.v, queue.n, active->v, active->n, avail, d->cfg.max_running,
+                              picked, allocs);
     free(avail);
     for (size_t i = 0; i < n_picked; i++) {
         monitor_start_job(d, &queue.v[picked[i]], &allocs[i], &pool);
         placement_take(free_cap, placement_need_of(&queue.v[picked[i]]), &allocs[i]);
     }
     cluster_set_used(d->cl, free_cap);
+    preemption_tick(d, &queue, picked, n_picked, active, free_cap, daemon_now());
 out:
     free(picked);
     free(allocs);
@@ -767,6 +793,7 @@ void monitor_tick(daemon_ctx *d)
         return;
     }
     cluster_probe_tick(d->cl, d->probe_cmd, d->cfg.host_probe_interval_s, daemon_now());
+    liveness_tick(d);
     job_list active = {0};
     if (store_active_jobs(d->st, monitor_collect, &active) != STORE_OK ||
         active.short_of_memory) {

@@ -30,6 +30,12 @@ void monitor_tick(daemon_ctx *d);
 void monitor_settle(daemon_ctx *d, const store_job *job, const char *dir, const rundir_exit *ex,
                     const job_state *decided, const char *decided_error);
 
+/* Send sig to a started job's processes (mpirun's session), only while the
+ * session's leader is still the mpirun supervisor.json names; SIGTERM goes
+ * to the ranks alone, as for a cancel. How many were signalled, -1 if the
+ * session is not (any more) verifiably the job's. */
+int monitor_signal_job(const store_job *job, const char *dir, int sig);
+
 /* A list of job rows: monitor_collect is a store_job_cb appending a deep
  * copy of each row (without progress and result); release with
  * monitor_list_free. */

@@ -110,8 +110,12 @@ const char *const store_stmt_sql[ST_COUNT_] = {
                           "WHERE id = ?1 AND state IN ('starting', 'running')",
     [ST_SET_SLURM] = "UPDATE jobs SET slurm_id = ?2, slurm_reason = ?3 "
                      "WHERE id = ?1 AND state IN ('queued', 'starting', 'running')",
-    [ST_SET_REQUEUED] = "UPDATE jobs SET state = 'queued', slurm_reason = ?2, sid = NULL "
+    [ST_SET_REQUEUED] = "UPDATE jobs SET state = 'queued', slurm_reason = ?2, sid = NULL, "
+                        "supervisor_pid = NULL, supervisor_start = NULL, killed = 0, "
+                        "gpu_devices = NULL, hosts = NULL "
                         "WHERE id = ?1 AND state IN ('starting', 'running') AND stop_reason IS NULL",
+    /* An event without a change: the row must still be in that state. */
+    [ST_NOTE] = "UPDATE jobs SET state = state WHERE id = ?1 AND state = ?2",
     [ST_BUMP_VCLOCK] = "UPDATE meta SET value = max(value, (SELECT vstart FROM jobs WHERE id = ?1)) "
                        "WHERE key = 'vclock'",
     [ST_SET_RUNNING] = "UPDATE jobs SET state = 'running', sid = ?2 "

@@ -203,6 +203,11 @@ store_status store_job_mark_starting(store *st, const char *id, const char *gpu_
 store_status store_job_requeued(store *st, const char *id, const char *reason, const char *detail,
                                 double now);
 
+/* An event saying `detail` on a job that stays in `state` (state -> state);
+ * STORE_CONFLICT when it is no longer in that state. */
+store_status store_job_note(store *st, const char *id, job_state state, const char *detail,
+                            double now);
+
 /* Record a job's Slurm job id and Slurm's current reason for it ("" or
  * NULL: none), while it is queued, starting or running. With `submitted`
  * (the submission just made, e.g. "Slurm job 42"), the job's events get a

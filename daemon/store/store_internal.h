@@ -50,6 +50,7 @@ typedef enum stmt_id {
     ST_SET_SUPERVISOR,
     ST_SET_SLURM,
     ST_SET_REQUEUED,
+    ST_NOTE,
     ST_BUMP_VCLOCK,
     ST_SET_RUNNING,
     ST_SET_STOP,

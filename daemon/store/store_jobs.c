@@ -524,6 +524,13 @@ store_status store_job_requeued(store *st, const char *id, const char *reason, c
                             now);
 }
 
+store_status store_job_note(store *st, const char *id, job_state state, const char *detail,
+                            double now)
+{
+    const char *name = job_state_name(state);
+    return store_transition(st, id, ST_NOTE, store_bind_reason, name, name, detail, now);
+}
+
 static void store_bind_sid(sqlite3_stmt *s, const void *arg)
 {
     sqlite3_bind_int64(s, 2, *(const pid_t *)arg);

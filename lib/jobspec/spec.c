@@ -1060,9 +1060,10 @@ static bool parse_distributed(const json_t *d, job_spec *spec, spec_error *err)
 static bool parse_resources(const json_t *r, job_spec *spec, spec_error *err)
 {
     static const char *const keys[] = {"gpus", "threads_per_worker", "time_limit_s",
-                                       "priority", NULL};
+                                       "priority", "preemptible", NULL};
     spec_resources *rs = &spec->resources;
     rs->threads_per_worker = 1;
+    rs->preemptible = SPEC_PREEMPTIBLE_UNSET;
     if (!r)
         return true;
     if (!json_is_object(r))
@@ -1077,6 +1078,12 @@ static bool parse_resources(const json_t *r, job_spec *spec, spec_error *err)
     rs->gpus = (int)gpus;
     rs->threads_per_worker = (int)threads;
     rs->priority = (int)priority;
+    if (json_object_get(r, "preemptible")) {
+        bool preemptible;
+        if (!spec_get_bool(r, "resources", "preemptible", &preemptible, err))
+            return false;
+        rs->preemptible = preemptible ? SPEC_PREEMPTIBLE_YES : SPEC_PREEMPTIBLE_NO;
+    }
     return true;
 }
 

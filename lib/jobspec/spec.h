@@ -361,11 +361,21 @@ typedef struct spec_distributed {
     double bucket_mb;          /* allreduce bucket size in MiB, default 4 */
 } spec_distributed;
 
+/* resources.preemptible: unset, a job is preempted only once it has a
+ * checkpoint to resume from; true, even without one (it starts over);
+ * false, never (where the daemon lets jobs opt out). */
+typedef enum spec_preemptible {
+    SPEC_PREEMPTIBLE_UNSET,
+    SPEC_PREEMPTIBLE_YES,
+    SPEC_PREEMPTIBLE_NO,
+} spec_preemptible;
+
 typedef struct spec_resources {
     int gpus;                  /* per worker; default 0 */
     int threads_per_worker;    /* default 1 */
     long time_limit_s;         /* 0 = none; default 0 */
     int priority;              /* higher runs first; default 0, range -10..10 */
+    spec_preemptible preemptible; /* may a higher-priority job preempt it */
 } spec_resources;
 
 /* What a job does: train (the default), or "predict": apply the weights

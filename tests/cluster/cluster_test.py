@@ -10,6 +10,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 
 import numpy as np
 import cluster
@@ -211,8 +212,8 @@ def case_daemon_host_lost(tmp):
     """A host lost mid-job (off the network, its processes gone) fails
     that job within seconds naming the host; the host is shown down and the
     next job placed on the others; once it answers the probe again it is
-    shown up."""
-    with cluster_daemon(tmp, 1, ["--host-probe-interval-s", "1"]) as d:
+    shown up. (Requeued by itself otherwise: case_daemon_host_requeue.)"""
+    with cluster_daemon(tmp, 1, ["--host-probe-interval-s", "1", "--host-loss-retries", "0"]) as d:
         jid = d.submit_id("alice", ENDLESS_JOB)
         j = d.wait_state("alice", jid, ("running",), 60)
         rank_hosts_seen(d, jid, 3)
@@ -240,6 +241,54 @@ def case_daemon_host_lost(tmp):
                            30)
 
 
+# 2 ranks in short epochs: a host is lost after the first checkpoints and
+# the job still has epochs to do when it resumes.
+REQUEUE_JOB = distributed(punchtest.synthetic_job(
+    "requeue", 64, [(256, "relu"), (10, "softmax")], 6000, 100, 20), "allreduce", 2)
+
+
+def case_daemon_host_requeue(tmp, lose=cluster.crash_host):
+    """A host lost mid-job (off the network, its processes killed): the job
+    goes back to the queue by itself within a minute ("host h2 lost:
+    requeued"), resumes from its checkpoint on the hosts left and succeeds
+    with every epoch once in its history; the lost host is shown down."""
+    with cluster_daemon(tmp, 1, ["--host-probe-interval-s", "60", "--stall-grace", "10",
+                                 "--stall-factor", "5"]) as d:
+        jid = d.submit_id("alice", REQUEUE_JOB)
+        j = d.wait_state("alice", jid, ("running",), 60)
+        rank_hosts_seen(d, jid, 2)
+        victim = "h2"
+        require(job_hosts(j).get(victim), "job %s has no rank on %s: %r" % (jid, victim, j))
+        punchtest.wait_for(lambda: (_read_history(d, jid) or {}).get("loss", [])[1:],
+                           "two epochs of job " + jid, 90)
+        lost_at = time.time()
+        lose(victim)
+
+        def requeued():
+            events = d.req("GET", "/api/v1/jobs/%s/events" % jid, "alice").json()["events"]
+            return [e for e in events if "host %s lost: requeued" % victim in (e["detail"] or "")]
+        found = punchtest.wait_for(requeued, lambda _: "the requeue of job %s:\n%s"
+                                   % (jid, d.read_log()[-3000:]), 90)
+        check(time.time() - lost_at < 60, "requeued %.0f s after the host was lost"
+              % (time.time() - lost_at))
+        check("resumes from its last checkpoint" in found[0]["detail"], found)
+        j = d.wait_state("alice", jid, ("succeeded", "failed", "cancelled"), 120)
+        check(j["state"] == "succeeded", "requeued job ended %s: %r\n%s"
+              % (j["state"], j.get("error"), d.train_log(jid)[-2000:]))
+        check(victim not in job_hosts(j), "resumed on %r" % job_hosts(j))
+        hist = _read_history(d, jid) or {}
+        check(len(hist.get("loss", [])) == 20, "every epoch once: %s" % hist.get("loss"))
+        check(cluster_view(d)[victim]["state"] == "down", "host view: %r" % cluster_view(d))
+
+
+def case_daemon_host_stall(tmp):
+    """The same with only the host's link down: no connection is reset, so
+    nothing fails and the ranks left wait in MPI; the job is found stalled
+    (--stall-grace 10), h2 does not answer its probe and is marked down, and
+    the job is requeued, resumes and succeeds as above."""
+    case_daemon_host_requeue(tmp, lambda name: cluster.set_link(name, False))
+
+
 def case_daemon_restart(tmp):
     """punchcardd kill -9 and restart re-adopts a job running on 3 hosts,
     which then finishes."""
@@ -260,7 +309,8 @@ def case_daemon_restart(tmp):
 
 CASES = {"allreduce": case_allreduce, "async": case_async,
          "daemon_disjoint": case_daemon_disjoint, "daemon_host_lost": case_daemon_host_lost,
-         "daemon_restart": case_daemon_restart}
+         "daemon_restart": case_daemon_restart, "daemon_host_requeue": case_daemon_host_requeue,
+         "daemon_host_stall": case_daemon_host_stall}
 
 
 def cases(name):

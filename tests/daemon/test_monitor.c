@@ -347,6 +347,9 @@ static void test_hosts(void **state)
     fixture *f = *state;
     daemon_ctx *d = &f->d;
     use_hosts(f, "h1 slots=1\nh2 slots=2\n");
+    /* The failed job stays failed here; its requeue is
+     * test_host_loss_requeue's. */
+    d->cfg.host_loss_retries = 0;
     FILE *fp;
     char a[STORE_ID_LEN + 1], b[STORE_ID_LEN + 1], c[STORE_ID_LEN + 1];
     submit(f, a, "alice", 2, 0);
@@ -391,6 +394,62 @@ static void test_hosts(void **state)
     assert_int_equal(state_of(f, b), JOB_SUCCEEDED);
     assert_int_equal(state_of(f, c), JOB_STARTING);
     assert_placed(f, c, "[{\"host\":\"h1\",\"ranks\":1}]", "h1 slots=1\n");
+}
+
+/* Job id's train.log says Open MPI lost `host`'s daemon; mpirun exits 255. */
+static void lose_host(fixture *f, const char *id, const char *host)
+{
+    wait_for(f, id, "supervisor.json");
+    char log[256];
+    run_file(f, id, "train.log", log, sizeof log);
+    FILE *fp = fopen(log, "a");
+    assert_non_null(fp);
+    fprintf(fp, "ssh: connect to host %s port 22: No route to host\n"
+                "ORTE was unable to reliably start one or more daemons.\n", host);
+    assert_int_equal(fclose(fp), 0);
+    release(f, id, 255);
+    wait_for(f, id, "exit.json");
+}
+
+static bool find_detail(double at, const char *from, const char *to, const char *detail,
+                        void *arg)
+{
+    (void)at;
+    const char **want = arg;
+    if (detail && strcmp(from, "failed") == 0 && strcmp(to, "queued") == 0 &&
+        strcmp(detail, *want) == 0)
+        *want = NULL;
+    return true;
+}
+
+/* A job that lost a host goes back to the queue by itself and starts on
+ * the hosts left; once host_loss_retries requeues are spent it stays
+ * failed. */
+static void test_host_loss_requeue(void **state)
+{
+    fixture *f = *state;
+    daemon_ctx *d = &f->d;
+    use_hosts(f, "h1 slots=2\nh2 slots=2\nh3 slots=2\n");
+    d->cfg.host_loss_retries = 1;
+    char a[STORE_ID_LEN + 1];
+    submit(f, a, "alice", 2, 0);
+    tick(f);
+    assert_placed(f, a, "[{\"host\":\"h1\",\"ranks\":2}]", "h1 slots=2\n");
+    lose_host(f, a, "h1");
+    tick(f);
+    const char *want = "host h1 lost: requeued (1 of 1); no checkpoint was written, it "
+                       "starts over";
+    assert_int_equal(store_job_events(d->st, a, find_detail, &want), STORE_OK);
+    assert_null(want);
+    assert_logged(f, "host h1 lost: requeued");
+    /* Queued again, and started at once on the hosts left. */
+    tick(f);
+    assert_int_equal(state_of(f, a), JOB_STARTING);
+    assert_placed(f, a, "[{\"host\":\"h2\",\"ranks\":2}]", "h2 slots=2\n");
+    lose_host(f, a, "h2");
+    tick(f);
+    assert_int_equal(state_of(f, a), JOB_FAILED);
+    assert_logged(f, "not requeued: it was 1 times already");
 }
 
 /* A restarted daemon charges its re-adopted jobs to the slots their stored
@@ -673,6 +732,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_runs_to_success, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hosts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_host_loss_requeue, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hosts_after_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fault_reading_jobs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fault_leaving_queue, setup, teardown),

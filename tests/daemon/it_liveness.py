@@ -1,0 +1,58 @@
+"""it_liveness.py — stalls against a real punchcardd (stand-in engines, no
+training): with --stall-grace 2, a job whose ranks report nothing is ended
+as stalled within seconds, saying so, and its processes are gone; a job
+that keeps reporting (a line to progress.jsonl every 0.3 s for about 5 s,
+longer than the grace) runs to its end."""
+import time
+
+import punchtest
+from punchtest import FINAL_STATES, QUICK_JOB, Daemon, check, job_like
+
+# Reports when its job is named "reporter", else hangs (as a rank blocked on
+# a lost host does) for at most 60 s.
+ENGINE = """#!/bin/sh
+out=""
+while [ $# -gt 0 ]; do
+  [ "$1" = "--out" ] && out="$2"
+  shift
+done
+if grep -q '"reporter"' "$out/job.json"; then
+  i=0
+  while [ $i -lt 16 ]; do
+    echo '{"event":"step"}' >> "$out/progress.jsonl"
+    sleep 0.3
+    i=$((i+1))
+  done
+  exit 0
+fi
+sleep 60
+"""
+
+
+def cases():
+    d = Daemon(["--slots", "2", "--max-running", "2", "--stall-grace", "2",
+                "--stall-factor", "1"])
+    d.engine_script("stand-in-engine", ENGINE)
+    with d:
+        punchtest.case("silent job stalls, reporting job does not", stalls, d)
+
+
+def stalls(d):
+    silent = d.submit_id("alice", job_like(QUICK_JOB, name="silent"))
+    busy = d.submit_id("alice", job_like(QUICK_JOB, name="reporter"))
+    d.wait_state("alice", silent, ["running"] + list(FINAL_STATES), timeout=30)
+    began = time.time()
+    end = d.wait_state("alice", silent, FINAL_STATES, timeout=30)
+    took = time.time() - began
+    check(end["state"] == "failed" and end["error"].startswith(
+        "stalled: no progress reported for"), end)
+    check(took < 10, "stalled after %.1f s with a 2 s grace" % took)
+    sup = d.supervisor(silent)
+    punchtest.wait_for(lambda: not punchtest.session_processes(sup["sid"]),
+                       "the stalled job's processes to end", timeout=20)
+    end = d.wait_state("alice", busy, FINAL_STATES, timeout=60)
+    check(end["state"] == "succeeded", end)
+
+
+if __name__ == "__main__":
+    punchtest.main(cases)
