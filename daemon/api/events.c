@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "grow/grow.h"
 #include "log.h"
 #include "run/rundir.h"
 #include "timeutil/timeutil.h"
@@ -219,15 +220,7 @@ static json_t *events_state_json(const store_feed_event *e)
 
 static bool events_batch_add(events_batch *b, int64_t id, const char *owner, char *text, size_t len)
 {
-    if (text && b->n == b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 16;
-        events_msg *v = realloc(b->v, cap * sizeof *v);
-        if (v) {
-            b->v = v;
-            b->cap = cap;
-        }
-    }
-    if (!text || b->n == b->cap) {
+    if (!text || !grow_reserve((void **)&b->v, &b->cap, b->n + 1, sizeof *b->v)) {
         free(text);
         b->short_of_memory = true;
         return false;
@@ -299,15 +292,9 @@ static void events_tick_states(void)
 static bool events_collect_active(const store_job *job, void *arg)
 {
     events_active_list *l = arg;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        events_active *v = realloc(l->v, cap * sizeof *v);
-        if (!v) {
-            l->short_of_memory = true;
-            return false;
-        }
-        l->v = v;
-        l->cap = cap;
+    if (!grow_reserve((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v)) {
+        l->short_of_memory = true;
+        return false;
     }
     events_active *a = &l->v[l->n++];
     snprintf(a->id, sizeof a->id, "%s", job->id);
