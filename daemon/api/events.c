@@ -115,19 +115,11 @@ static void events_push(events_sub *s, const char *text, size_t n)
         s->len -= s->off;
         s->off = 0;
     }
-    if (s->len + n > s->cap) {
-        size_t cap = s->cap ? s->cap : 1024;
-        while (cap < s->len + n)
-            cap *= 2;
-        char *p = realloc(s->buf, cap);
-        if (!p) {
-            log_error("events: out of memory for %s's stream; cut off", s->identity);
-            s->cut = true;
-            events_resume(s);
-            return;
-        }
-        s->buf = p;
-        s->cap = cap;
+    if (!grow_reserve((void **)&s->buf, &s->cap, s->len + n, 1)) {
+        log_error("events: out of memory for %s's stream; cut off", s->identity);
+        s->cut = true;
+        events_resume(s);
+        return;
     }
     memcpy(s->buf + s->len, text, n);
     s->len += n;

@@ -100,7 +100,8 @@ def bad_settings(tls, other):
     refused_start(["--tls-cert", tls["cert"], "--tls-key", "/nonexistent/key.pem"],
                   "missing key file", ["tls_key", "/nonexistent/key.pem"])
     refused_start(["--tls-cert", tls["cert"], "--tls-key", other["key"]],
-                  "a key of another certificate", ["tls_cert"])
+                  "a key of another certificate",
+                  ["tls_key %s is not the key of tls_cert %s" % (other["key"], tls["cert"])])
     refused_start(["--tls-client-ca", tls["ca"]], "client CA alone", ["tls_client_ca"])
 
 
