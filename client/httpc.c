@@ -10,6 +10,8 @@
 
 #include <curl/curl.h>
 
+#include "grow/grow.h"
+
 #define HTTPC_CONNECT_TIMEOUT_S 10L
 /* A download may be large; give up only when it stalls. */
 #define HTTPC_STALL_SECONDS 60L
@@ -96,16 +98,8 @@ const char *httpc_client_url(const httpc_client *c)
 static int httpc_append(httpc_transfer *t, const char *data, size_t n)
 {
     httpc_response *r = t->resp;
-    if (r->len + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 4096;
-        while (cap < r->len + n + 1)
-            cap *= 2;
-        char *grown = realloc(r->body, cap);
-        if (grown == NULL)
-            return -1;
-        r->body = grown;
-        t->cap = cap;
-    }
+    if (!grow_reserve((void **)&r->body, &t->cap, r->len + n + 1, 1))
+        return -1;
     memcpy(r->body + r->len, data, n);
     r->len += n;
     r->body[r->len] = '\0';

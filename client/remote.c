@@ -270,15 +270,32 @@ static int remote_job_request(httpc_client *c, const char *method, const char *i
 }
 
 /* A JSON route of one job, parsed into *out. */
+bool remote_id_matched(const char *given, const json_t *job, char *full, size_t cap)
+{
+    const char *id = json_string_value(json_object_get(job, "id"));
+    size_t n = strlen(given);
+    if (!id || n == 0 || n >= strlen(id) || strncmp(id, given, n) != 0)
+        return false;
+    snprintf(full, cap, "%s", id);
+    return true;
+}
+
 static int remote_job_json(httpc_client *c, const char *method, const char *id,
                            const char *suffix, const char *what, const char *missing,
                            json_t **out, cli_error *err)
 {
+    /* Said once per run: punch wait asks again every interval. */
+    static bool said;
     httpc_response r;
     if (remote_job_request(c, method, id, suffix, NULL, what, missing, &r, err) != 0)
         return err->code;
     int rc = remote_parse(c, &r, what, out, err);
     httpc_response_free(&r);
+    char full[96];
+    if (rc == 0 && !said && remote_id_matched(id, *out, full, sizeof full)) {
+        said = true;
+        fprintf(stderr, "punch: %s is job %s\n", id, full);
+    }
     return rc;
 }
 

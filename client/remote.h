@@ -43,6 +43,10 @@ int remote_job_submit(httpc_client *c, const char *spec, size_t len, json_t **re
 int remote_job_page(httpc_client *c, const char *state, int limit, const char *after,
                     json_t **jobs, char **next, cli_error *err);
 int remote_job_get(httpc_client *c, const char *id, json_t **job, cli_error *err);
+/* Is given a short prefix of the job's whole id (the server accepts one
+ * that matches a single job)? Then that id is written to full, which punch
+ * prints to stderr ("punch: a25a5f is job a25a5f0c91d2"). */
+bool remote_id_matched(const char *given, const json_t *job, char *full, size_t cap);
 /* POST /api/v1/jobs/ID/cancel; 409 (already finished) says so. */
 int remote_job_cancel(httpc_client *c, const char *id, json_t **job, cli_error *err);
 /* GET /api/v1/jobs/ID/spec: the spec as its user wrote it, NUL-terminated

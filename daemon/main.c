@@ -208,6 +208,24 @@ static void main_find_programs(daemon_ctx *d)
                               d->cfg.run_as};
 }
 
+/* The first directory on the way to path (path itself included) that the
+ * account cannot pass, into out; false when it passes them all. */
+static bool main_first_closed(uid_t uid, gid_t gid, const char *path, char *out, size_t cap)
+{
+    char prefix[CONFIG_PATH_MAX + 8];
+    size_t n = strlen(path);
+    for (size_t i = 1; i <= n && i < sizeof prefix; i++) {
+        if (i < n && path[i] != '/')
+            continue;
+        snprintf(prefix, sizeof prefix, "%.*s", (int)i, path);
+        if (!main_user_can_exec(uid, gid, prefix)) {
+            snprintf(out, cap, "%s", prefix);
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Who jobs run as. Started as root, punchcardd runs them as run_as, or as
  * root only when told so (--allow-root-jobs): a job as root can do
  * anything to the host. The run directories must be reachable by run_as,
@@ -252,6 +270,16 @@ static bool main_job_user(daemon_ctx *d, char *err, size_t errlen)
                      dirs[i], strerror(errno));
             return false;
         }
+    }
+    /* The directories above the data dir are not ours to open: a job as
+     * run_as behind one it cannot pass would fail with "./job.json: cannot
+     * open: Permission denied". */
+    char closed[CONFIG_PATH_MAX + 8];
+    if (main_first_closed(d->run_uid, d->run_gid, runs, closed, sizeof closed)) {
+        snprintf(err, errlen, "run_as %s cannot reach the run directories in %s: %s is closed "
+                 "to it (chmod o+x %s, or put data_dir where %s can pass)", d->cfg.run_as,
+                 runs, closed, closed, d->cfg.run_as);
+        return false;
     }
     log_info("jobs run as %s (uid %d)", d->cfg.run_as, (int)pw->pw_uid);
     return true;

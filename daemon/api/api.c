@@ -14,6 +14,8 @@
 #include "log.h"
 #include "run/quota.h"
 #include "jobspec/spec.h"
+#include "jobspec/spec_submit.h"
+#include "jobspec/spec_tensors.h"
 
 enum MHD_Result api_reply_response(api_request *r, int status, struct MHD_Response *resp)
 {
@@ -109,47 +111,6 @@ enum MHD_Result api_reply_error(api_request *r, int status, const char *field, c
     return api_reply_json(r, status, body);
 }
 
-/* Does s hold a control character: C0 (ESC, BEL, CR, LF...), DEL, or C1
- * (U+0080..U+009F, two bytes in UTF-8)? Such a string would reach logs and
- * other users' terminals as escape sequences. */
-static bool api_has_control(const char *s)
-{
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-        if (*p < 0x20 || *p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f))
-            return true;
-    return false;
-}
-
-/* The JSON path (into path) of the first key or string of v holding a
- * control character; false if there is none. */
-static bool api_find_control(const json_t *v, const char *at, char *path, size_t cap)
-{
-    char sub[200];
-    if (json_is_string(v) && api_has_control(json_string_value(v))) {
-        snprintf(path, cap, "%s", at[0] ? at : "(top level)");
-        return true;
-    }
-    if (json_is_object(v)) {
-        const char *key;
-        const json_t *item;
-        json_object_foreach((json_t *)v, key, item) {
-            snprintf(sub, sizeof sub, "%s%s%s", at, at[0] ? "." : "", key);
-            if (api_has_control(key)) {
-                snprintf(path, cap, "%s", at[0] ? at : "(top level)");
-                return true;
-            }
-            if (api_find_control(item, sub, path, cap))
-                return true;
-        }
-    }
-    for (size_t i = 0; json_is_array(v) && i < json_array_size(v); i++) {
-        snprintf(sub, sizeof sub, "%s[%zu]", at, i);
-        if (api_find_control(json_array_get(v, i), sub, path, cap))
-            return true;
-    }
-    return false;
-}
-
 /* Check the dataset names the spec library accepted once more, here at the
  * edge that turns them into paths under the `datasets` roots, and refuse a
  * site dataset that is not there (a typo would otherwise fail the job only
@@ -178,8 +139,7 @@ static bool api_datasets_ok(const job_spec *spec, const char *roots, const char 
 /* A refusal of a submit: its status, field and message (status 0: none). */
 typedef struct api_refusal {
     int status;
-    const char *field; /* static, or field_buf */
-    char field_buf[200];
+    const char *field; /* static */
     char msg[1024];
 } api_refusal;
 
@@ -228,51 +188,36 @@ static bool api_submit_admit(api_request *r, const job_spec *spec, int ranks, me
     return true;
 }
 
-/* The text the store keeps (heap): the spec as submitted, free of control
- * characters, with "@NAME" uploads and training.init_from resolved to the
- * files the engine reads, compacted (whitespace padding is not kept). */
-static char *api_submit_text(api_request *r, const char *spec_text, size_t len,
-                             api_refusal *no)
+/* The resolver's half of a submit (spec_submit.h): "@NAME" uploads and
+ * training.init_from become the files the engine reads, on the tree the
+ * spec library parsed once. */
+static int api_submit_resolve(void *ctx, json_t *root, spec_refusal *no)
 {
+    api_request *r = ctx;
     daemon_ctx *d = r->d;
-    json_t *doc = json_loadb(spec_text, len, 0, NULL);
-    bool control = doc && api_find_control(doc, "", no->field_buf, sizeof no->field_buf);
-    json_decref(doc);
-    if (control) {
-        api_refuse(no, MHD_HTTP_BAD_REQUEST, no->field_buf, "%s: control characters (ESC, BEL, "
-                   "CR, LF, DEL, C1...) are not allowed", no->field_buf);
-        return NULL;
-    }
-    char *resolved = NULL, *warm = NULL;
     const char *field = NULL;
-    if (datasets_resolve_spec(d->st, d->cfg.data_dir, r->caller.identity, spec_text, len,
-                              &resolved, &field, no->msg, sizeof no->msg) < 0 ||
-        initfrom_resolve(d, r->caller.identity, resolved ? resolved : spec_text, &warm, &field,
-                         no->msg, sizeof no->msg) < 0) {
-        free(resolved);
-        no->status = MHD_HTTP_BAD_REQUEST;
+    if (datasets_resolve_spec(d->st, d->cfg.data_dir, r->caller.identity, root, &field, no->msg,
+                              sizeof no->msg) < 0 ||
+        initfrom_resolve(d, r->caller.identity, root, &field, no->msg, sizeof no->msg) < 0) {
         no->field = field;
-        return NULL;
+        return -1;
     }
-    if (warm) {
-        free(resolved);
-        resolved = warm;
-        if (initfrom_check(d, resolved, no->msg, sizeof no->msg) != 0) {
-            free(resolved);
-            no->status = MHD_HTTP_BAD_REQUEST;
-            no->field = "training.init_from";
-            return NULL;
-        }
+    return 0;
+}
+
+/* A warm start's weights against the model: a missing tensor or a shape
+ * mismatch is a 400 at submit, not a failure after the queue. */
+static int api_submit_check(void *ctx, const job_spec *spec, const char *text, spec_refusal *no)
+{
+    (void)ctx, (void)text;
+    const char *file = spec->training.init_from_file;
+    if (!file || file[0] != '@')
+        return 0;
+    if (spec_tensors_check_file(spec, file + 1, no->msg, sizeof no->msg) != 0) {
+        no->field = "training.init_from";
+        return -1;
     }
-    const char *text = resolved ? resolved : spec_text;
-    doc = json_loadb(text, resolved ? strlen(resolved) : len, 0, NULL);
-    char *compact = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-    json_decref(doc);
-    if (!compact && !resolved)
-        compact = strndup(spec_text, len);
-    if (compact)
-        free(resolved);
-    return compact ? compact : resolved;
+    return 0;
 }
 
 /* The refusal's status, field and message into out (api.h: api_submitted). */
@@ -295,42 +240,48 @@ bool api_submit_job(daemon_ctx *d, const char *owner, const char *spec_text, siz
     api_request *r = &req;
     spec_error err;
     memset(&err, 0, sizeof err);
-    job_spec *spec = spec_parse(spec_text, len, &err);
-    if (!spec) {
+    spec_refusal sno;
+    spec_resolver res = {r, api_submit_resolve, api_submit_check};
+    spec_submission sub;
+    switch (spec_submit_read(spec_text, len, &res, &sub, &err, &sno)) {
+    case SPEC_SUBMIT_OK:
+        break;
+    case SPEC_SUBMIT_INVALID: {
         char msg[SPEC_ERROR_STR_MAX];
         spec_error_str(&err, msg, sizeof msg);
         return api_submit_refused(out, MHD_HTTP_BAD_REQUEST, err.path, msg);
     }
-    int ranks = spec_ranks_needed(spec);
+    case SPEC_SUBMIT_CONTROL:
+    case SPEC_SUBMIT_REFUSED:
+        return api_submit_refused(out, MHD_HTTP_BAD_REQUEST, sno.field, sno.msg);
+    default:
+        return api_submit_refused(out, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
+    }
+    const job_spec *spec = sub.spec;
+    int ranks = sub.facts.ranks;
     out->ranks = ranks;
     memest mem;
     api_refusal no = {0};
-    char *text = NULL;
-    if (!api_submit_admit(r, spec, ranks, &mem, &no) ||
-        !(text = api_submit_text(r, spec_text, len, &no))) {
-        spec_free(spec);
-        if (!no.status)
-            return api_submit_refused(out, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
+    if (!api_submit_admit(r, spec, ranks, &mem, &no)) {
+        spec_submission_clear(&sub);
         return api_submit_refused(out, no.status, no.field, no.msg);
     }
     if (dry_run) {
-        spec_free(spec);
-        free(text);
+        spec_submission_clear(&sub);
         return true;
     }
     /* Kept as written ("@NAME", 0.2), so GET .../spec gives back text that a
      * new submit accepts; the resolved text is what runs. */
     char *written = strndup(spec_text, len);
     if (!written) {
-        spec_free(spec);
-        free(text);
+        spec_submission_clear(&sub);
         return api_submit_refused(out, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
     }
     store_new_job nj = {
         .owner = owner,
         .name = spec->name ? spec->name : "job",
         .trainer = spec_trainer_name(spec->distributed.trainer),
-        .spec = text,
+        .spec = sub.text,
         .spec_written = written,
         .priority = spec->resources.priority,
         .ranks = ranks,
@@ -344,18 +295,17 @@ bool api_submit_job(daemon_ctx *d, const char *owner, const char *spec_text, siz
                             : d->cfg.max_time_limit_s,
         .gpus = spec->resources.gpus * spec->distributed.workers,
         .mem_per_rank = mem.per_rank,
+        .checkpoint_keep = sub.facts.checkpoint_keep,
     };
     if (config_slurm(&d->cfg) && atomic_load(&d->slurm_down)) {
-        spec_free(spec);
-        free(text);
+        spec_submission_clear(&sub);
         free(written);
         return api_submit_refused(out, MHD_HTTP_SERVICE_UNAVAILABLE, NULL,
                                   "Slurm is not reachable (slurmctld down?); the job was not "
                                   "accepted, submit it again later");
     }
     store_status rs = store_job_submit(d->st, &nj, d->cfg.max_queued, 0, out->id);
-    spec_free(spec);
-    free(text);
+    spec_submission_clear(&sub);
     free(written);
     if (rs == STORE_LIMIT) {
         char msg[300];

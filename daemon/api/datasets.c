@@ -100,27 +100,17 @@ static void ds_src_close(ds_src *s)
 static long long ds_src_read(ds_src *s, unsigned char *dst, size_t n, char *err, size_t errlen)
 {
     if (!s->gz) {
-        ssize_t r;
-        do
-            r = pread(s->fd, dst, n, (off_t)s->pos);
-        while (r < 0 && errno == EINTR);
+        ssize_t r = io_pread_full(s->fd, dst, n, (off_t)s->pos);
         if (r < 0)
             return io_errf(err, errlen, "read error: %s", strerror(errno));
         s->pos += (uint64_t)r;
-        if ((size_t)r < n && r > 0) {
-            long long more = ds_src_read(s, dst + r, n - (size_t)r, err, errlen);
-            return more < 0 ? -1 : r + more;
-        }
         return r;
     }
     s->zs.next_out = dst;
     s->zs.avail_out = (uInt)n;
     while (s->zs.avail_out > 0 && !s->gz_end) {
         if (s->zs.avail_in == 0) {
-            ssize_t r;
-            do
-                r = pread(s->fd, s->in, sizeof s->in, (off_t)s->pos);
-            while (r < 0 && errno == EINTR);
+            ssize_t r = io_pread_full(s->fd, s->in, sizeof s->in, (off_t)s->pos);
             if (r < 0)
                 return io_errf(err, errlen, "read error: %s", strerror(errno));
             if (r == 0)
@@ -222,7 +212,7 @@ static int ds_check_cifar10(int fd, uint64_t size, datasets_info *info, char *er
     long long n = (long long)(size / DS_CIFAR_RECORD);
     for (long long i = 0; i < n; i++) {
         unsigned char label;
-        if (pread(fd, &label, 1, (off_t)(i * DS_CIFAR_RECORD)) != 1)
+        if (io_pread_full(fd, &label, 1, (off_t)(i * DS_CIFAR_RECORD)) != 1)
             return io_errf(err, errlen, "cifar10: read error at record %lld", i + 1);
         if (label > 9)
             return io_errf(err, errlen, "cifar10: record %lld: label %d out of range [0, 10)",
@@ -618,7 +608,7 @@ static int ds_check_safetensors(int fd, uint64_t size, datasets_info *info, char
                                 size_t errlen)
 {
     unsigned char len8[8];
-    if (size < 8 || pread(fd, len8, 8, 0) != 8)
+    if (size < 8 || io_pread_full(fd, len8, 8, 0) != 8)
         return io_errf(err, errlen, "safetensors: truncated header");
     uint64_t hlen = io_get_le64(len8);
     if (hlen > DS_SAFETENSORS_MAX_HEADER || hlen > size - 8)
@@ -627,7 +617,7 @@ static int ds_check_safetensors(int fd, uint64_t size, datasets_info *info, char
     char *text = malloc(hlen + 1);
     if (!text)
         return io_errf(err, errlen, "safetensors: out of memory");
-    if (pread(fd, text, hlen, 8) != (ssize_t)hlen) {
+    if (io_pread_full(fd, text, hlen, 8) != (ssize_t)hlen) {
         free(text);
         return io_errf(err, errlen, "safetensors: read error");
     }
@@ -679,7 +669,7 @@ int datasets_check(int fd, datasets_info *info, char *err, size_t errlen)
         return io_errf(err, errlen, "cannot stat the upload: %s", strerror(errno));
     uint64_t size = (uint64_t)st.st_size;
     unsigned char m[12] = {0};
-    ssize_t got = size ? pread(fd, m, sizeof m, 0) : 0;
+    ssize_t got = size ? io_pread_full(fd, m, sizeof m, 0) : 0;
     if (got < 0)
         return io_errf(err, errlen, "read error: %s", strerror(errno));
     if (size == 0)
@@ -800,21 +790,15 @@ static int ds_idx_pair(store *st, const char *owner, const char *field, const ch
 
 /* ---- "@NAME" in a submitted spec ------------------------------------------ */
 
-int datasets_resolve_spec(store *st, const char *data_dir, const char *owner,
-                          const char *spec_text, size_t len, char **out, const char **field,
-                          char *msg, size_t msglen)
+int datasets_resolve_spec(store *st, const char *data_dir, const char *owner, json_t *spec,
+                          const char **field, char *msg, size_t msglen)
 {
     static const char *const keys[] = {"train", "test", "validation"};
     static const char *const fields[] = {"data.train", "data.test", "data.validation"};
-    *out = NULL;
-    if (!memchr(spec_text, '@', len))
-        return 0;
-    json_t *spec = json_loadb(spec_text, len, JSON_REJECT_DUPLICATES, NULL);
     json_t *data = json_object_get(spec, "data");
     /* data.format defaults to idx, whose uploads come as a pair. */
     const char *format = json_string_value(json_object_get(data, "format"));
     bool idx = !format || strcmp(format, "idx") == 0;
-    bool changed = false;
     for (int i = 0; i < 3; i++) {
         const char *v = json_string_value(json_object_get(data, keys[i]));
         if (!v || v[0] != '@')
@@ -825,16 +809,13 @@ int datasets_resolve_spec(store *st, const char *data_dir, const char *owner,
         if (k != SPEC_REF_UPLOAD) {
             snprintf(msg, msglen, "%s: \"%.80s\": name an uploaded dataset as @NAME%s%s",
                      fields[i], v, why ? "; the name " : "", why ? why : "");
-            json_decref(spec);
             return -1;
         }
         char stem[80];
         const char *target = v + 1;
         if (idx) {
-            if (ds_idx_pair(st, owner, fields[i], v + 1, stem, sizeof stem, msg, msglen) != 0) {
-                json_decref(spec);
+            if (ds_idx_pair(st, owner, fields[i], v + 1, stem, sizeof stem, msg, msglen) != 0)
                 return -1;
-            }
             target = stem;
         }
         store_dataset ds;
@@ -847,27 +828,20 @@ int datasets_resolve_spec(store *st, const char *data_dir, const char *owner,
                          "list shows yours)", fields[i], v + 1);
             else
                 snprintf(msg, msglen, "%s: store error", fields[i]);
-            json_decref(spec);
             return -1;
         }
         char ref[4200];
         if (!datasets_ref(data_dir, owner, target, ref, sizeof ref)) {
             snprintf(msg, msglen, "%s: path too long", fields[i]);
-            json_decref(spec);
             return -1;
         }
         /* ref is the quoted "@PATH"; the spec holds it unquoted. */
         ref[strlen(ref) - 1] = 0;
-        json_object_set_new(data, keys[i], json_string(ref + 1));
-        changed = true;
+        if (json_object_set_new(data, keys[i], json_string(ref + 1)) != 0) {
+            snprintf(msg, msglen, "out of memory");
+            return -1;
+        }
     }
     *field = NULL;
-    if (changed)
-        *out = json_dumps(spec, JSON_COMPACT);
-    json_decref(spec);
-    if (changed && !*out) {
-        snprintf(msg, msglen, "out of memory");
-        return -1;
-    }
-    return changed ? 1 : 0;
+    return 0;
 }

@@ -65,14 +65,12 @@ typedef struct datasets_info {
 int datasets_check(int fd, datasets_info *info, char *err, size_t errlen);
 void datasets_info_clear(datasets_info *info);
 
-/* Resolve the "@NAME" references of a submitted spec (data.train, .test,
- * .validation) to owner's uploads: 0 when it has none (*out NULL), 1 with
- * the spec to store in *out (heap; each "@NAME" replaced by "@PATH"), -1
- * with *field and msg when one is not an upload of owner ("you have no
- * uploaded dataset ...": another user's name is unknown, as it should
- * be). Call after the spec parsed. */
-int datasets_resolve_spec(store *st, const char *data_dir, const char *owner,
-                          const char *spec_text, size_t len, char **out, const char **field,
-                          char *msg, size_t msglen);
+/* Resolve the "@NAME" references of a submitted spec's parsed tree
+ * (data.train, .test, .validation) to owner's uploads, in place: each
+ * "@NAME" replaced by "@PATH". 0, or -1 with *field and msg when one is not
+ * an upload of owner ("you have no uploaded dataset ...": another user's
+ * name is unknown, as it should be). Call after the spec validated. */
+int datasets_resolve_spec(store *st, const char *data_dir, const char *owner, json_t *spec,
+                          const char **field, char *msg, size_t msglen);
 
 #endif

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "grow/grow.h"
 #include "log.h"
 #include "run/rundir.h"
 #include "timeutil/timeutil.h"
@@ -114,19 +115,11 @@ static void events_push(events_sub *s, const char *text, size_t n)
         s->len -= s->off;
         s->off = 0;
     }
-    if (s->len + n > s->cap) {
-        size_t cap = s->cap ? s->cap : 1024;
-        while (cap < s->len + n)
-            cap *= 2;
-        char *p = realloc(s->buf, cap);
-        if (!p) {
-            log_error("events: out of memory for %s's stream; cut off", s->identity);
-            s->cut = true;
-            events_resume(s);
-            return;
-        }
-        s->buf = p;
-        s->cap = cap;
+    if (!grow_reserve((void **)&s->buf, &s->cap, s->len + n, 1)) {
+        log_error("events: out of memory for %s's stream; cut off", s->identity);
+        s->cut = true;
+        events_resume(s);
+        return;
     }
     memcpy(s->buf + s->len, text, n);
     s->len += n;
@@ -219,15 +212,7 @@ static json_t *events_state_json(const store_feed_event *e)
 
 static bool events_batch_add(events_batch *b, int64_t id, const char *owner, char *text, size_t len)
 {
-    if (text && b->n == b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 16;
-        events_msg *v = realloc(b->v, cap * sizeof *v);
-        if (v) {
-            b->v = v;
-            b->cap = cap;
-        }
-    }
-    if (!text || b->n == b->cap) {
+    if (!text || !grow_reserve((void **)&b->v, &b->cap, b->n + 1, sizeof *b->v)) {
         free(text);
         b->short_of_memory = true;
         return false;
@@ -299,15 +284,9 @@ static void events_tick_states(void)
 static bool events_collect_active(const store_job *job, void *arg)
 {
     events_active_list *l = arg;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        events_active *v = realloc(l->v, cap * sizeof *v);
-        if (!v) {
-            l->short_of_memory = true;
-            return false;
-        }
-        l->v = v;
-        l->cap = cap;
+    if (!grow_reserve((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v)) {
+        l->short_of_memory = true;
+        return false;
     }
     events_active *a = &l->v[l->n++];
     snprintf(a->id, sizeof a->id, "%s", job->id);

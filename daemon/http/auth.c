@@ -10,6 +10,11 @@
 
 #include <jansson.h>
 
+#include "io/io_file.h"
+
+/* A secrets file's size at most: a line per user, far beyond any site. */
+#define AUTH_FILE_MAX (16u << 20)
+
 bool auth_ct_equal(const void *a, const void *b, size_t n)
 {
     const volatile uint8_t *x = a, *y = b;
@@ -182,37 +187,11 @@ out:
 
 auth_table *auth_table_load(const char *path, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        auth_fail(err, errlen, "%s: %s", path, strerror(errno));
+    unsigned char *data = NULL;
+    size_t len = 0;
+    if (io_read_file(path, AUTH_FILE_MAX, &data, &len, err, errlen) != 0)
         return NULL;
-    }
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len + 4096 > cap) {
-            cap = cap ? 2 * cap : 8192;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                auth_fail(err, errlen, "%s: out of memory", path);
-                return NULL;
-            }
-            buf = nb;
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0)
-            break;
-    }
-    bool io_error = ferror(f);
-    fclose(f);
-    if (io_error) {
-        free(buf);
-        auth_fail(err, errlen, "%s: read error", path);
-        return NULL;
-    }
+    char *buf = (char *)data;
     char inner[400];
     auth_table *t = auth_table_parse(buf, len, inner, sizeof inner);
     memset(buf, 0, len); /* it held secrets */

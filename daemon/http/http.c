@@ -15,6 +15,7 @@
 
 #include <microhttpd.h>
 
+#include "grow/grow.h"
 #include "http/httpframe.h"
 #include "http/httptls.h"
 #include "http/httpwatch.h"
@@ -161,16 +162,8 @@ static bool http_append(http_req *req, const char *data, size_t n, long max_body
         req->discarded += n;
         return req->discarded <= discard_max;
     }
-    if (req->len + n + 1 > req->cap) {
-        size_t cap = req->cap ? req->cap : 4096;
-        while (cap < req->len + n + 1)
-            cap *= 2;
-        char *p = realloc(req->body, cap);
-        if (!p)
-            return false;
-        req->body = p;
-        req->cap = cap;
-    }
+    if (!grow_reserve((void **)&req->body, &req->cap, req->len + n + 1, 1))
+        return false;
     memcpy(req->body + req->len, data, n);
     req->len += n;
     req->body[req->len] = '\0';

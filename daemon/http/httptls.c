@@ -42,6 +42,29 @@ static int httptls_read(const char *what, const char *path, char **out, size_t *
     return 0;
 }
 
+/* Do the certificate and the key belong together? libmicrohttpd would only
+ * fail to start; GnuTLS says which of the two is wrong. */
+static int httptls_pair_ok(const config *cfg, const httptls *t, char *err, size_t errlen)
+{
+    gnutls_certificate_credentials_t cred;
+    if (gnutls_certificate_allocate_credentials(&cred) != GNUTLS_E_SUCCESS) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    gnutls_datum_t cert = {(unsigned char *)t->cert, (unsigned)strlen(t->cert)};
+    gnutls_datum_t key = {(unsigned char *)t->key, (unsigned)t->key_len};
+    int rc = gnutls_certificate_set_x509_key_mem(cred, &cert, &key, GNUTLS_X509_FMT_PEM);
+    gnutls_certificate_free_credentials(cred);
+    if (rc == GNUTLS_E_CERTIFICATE_KEY_MISMATCH)
+        snprintf(err, errlen, "tls_key %s is not the key of tls_cert %s (their public keys "
+                 "differ: give the key the certificate was made for)", cfg->tls_key,
+                 cfg->tls_cert);
+    else if (rc < 0)
+        snprintf(err, errlen, "tls_cert %s with tls_key %s: %s", cfg->tls_cert, cfg->tls_key,
+                 gnutls_strerror(rc));
+    return rc < 0 ? -1 : 0;
+}
+
 int httptls_load(const config *cfg, httptls **out, char *err, size_t errlen)
 {
     *out = NULL;
@@ -68,6 +91,7 @@ int httptls_load(const config *cfg, httptls **out, char *err, size_t errlen)
     }
     if (httptls_read("tls_cert", cfg->tls_cert, &t->cert, NULL, err, errlen) != 0 ||
         httptls_read("tls_key", cfg->tls_key, &t->key, &t->key_len, err, errlen) != 0 ||
+        httptls_pair_ok(cfg, t, err, errlen) != 0 ||
         (cfg->tls_client_ca[0] &&
          httptls_read("tls_client_ca", cfg->tls_client_ca, &t->client_ca, NULL, err, errlen) != 0)) {
         httptls_free(t);

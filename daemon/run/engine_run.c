@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "io/io_file.h"
 #include "timeutil/timeutil.h"
 
 typedef struct engine_child {
@@ -126,9 +127,7 @@ int engine_run(char *const *argv, int timeout_s, char *msg, size_t msglen)
     int status = 0;
     ssize_t got = -1;
     if (!timed_out)
-        do
-            got = read(sfd[0], &status, sizeof status);
-        while (got < 0 && errno == EINTR);
+        got = io_read_full(sfd[0], &status, sizeof status);
     close(sfd[0]);
     buf[used] = '\0';
     while (used > 0 && (buf[used - 1] == '\n' || buf[used - 1] == '\r'))

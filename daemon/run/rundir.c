@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "grow/grow.h"
+#include "io/io_file.h"
 #include "io/tensorfile.h"
 
 bool rundir_path(char *buf, size_t cap, const char *data_dir, const char *id, const char *file)
@@ -145,7 +147,7 @@ char *rundir_read_tail(const char *path, size_t cap, size_t *len, bool *start_is
         off_t off = stbuf.st_size > (off_t)cap ? stbuf.st_size - (off_t)cap : 0;
         size_t want = (size_t)(stbuf.st_size - off);
         buf = malloc(want + 1);
-        ssize_t got = buf ? pread(fd, buf, want, off) : -1;
+        ssize_t got = buf ? io_pread_full(fd, buf, want, off) : -1;
         if (got < 0) {
             free(buf);
             buf = NULL;
@@ -364,14 +366,8 @@ int rundir_prune_checkpoints(const char *dir, int keep)
         int epoch = rundir_checkpoint_epoch(e->d_name);
         if (epoch < 0)
             continue;
-        if (n == cap) {
-            size_t c = cap ? 2 * cap : 32;
-            int *p = realloc(epochs, c * sizeof *p);
-            if (!p)
-                break;
-            epochs = p;
-            cap = c;
-        }
+        if (!grow_reserve((void **)&epochs, &cap, n + 1, sizeof *epochs))
+            break;
         epochs[n++] = epoch;
     }
     /* The keep-th newest distinct epoch: files older than it go. */

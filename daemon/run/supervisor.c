@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "io/io_file.h"
 #include "io/tensorfile.h"
 #include "run/cgroup.h"
 #include "daemon.h"
@@ -165,8 +166,7 @@ int supervisor_main(int argc, char **argv)
     }
     close(ready[1]);
     char byte;
-    while (read(ready[0], &byte, 1) < 0 && errno == EINTR)
-        ;
+    (void)io_read_full(ready[0], &byte, 1); /* mpirun is exec'd: the pipe closes */
     close(ready[0]);
     /* mpirun is our child and is not reaped until the end, so its pid (the
      * session id) stays its own while we read its start time. */

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "grow/grow.h"
 #include "sched/admission.h"
 #include "run/finalstate.h"
 #include "sched/gpualloc.h"
@@ -39,14 +40,8 @@ static bool monitor_term_was_sent(const char *id)
 
 static void monitor_term_mark(const char *id)
 {
-    if (n_term_sent == cap_term_sent) {
-        size_t cap = cap_term_sent ? 2 * cap_term_sent : 16;
-        void *p = realloc(term_sent, cap * sizeof *term_sent);
-        if (!p)
-            return;
-        term_sent = p;
-        cap_term_sent = cap;
-    }
+    if (!grow_reserve((void **)&term_sent, &cap_term_sent, n_term_sent + 1, sizeof *term_sent))
+        return;
     snprintf(term_sent[n_term_sent++], STORE_ID_LEN + 1, "%s", id);
 }
 
@@ -171,22 +166,27 @@ static monitor_blame monitor_blame_host(daemon_ctx *d, const store_job *job,
 }
 
 /* Checkpoint retention: prune the job's model_checkpoint saves to the
- * spec's training.checkpoint_keep (its job.json; a spec that no longer
- * parses keeps everything). */
+ * spec's training.checkpoint_keep, kept at submit (a job submitted before
+ * migration 0013 reads its job.json; a spec that no longer parses keeps
+ * everything). */
 static void monitor_prune_checkpoints(const store_job *job, const char *dir)
 {
-    char path[4200];
-    if (snprintf(path, sizeof path, "%s/job.json", dir) >= (int)sizeof path)
-        return;
-    spec_error err;
-    job_spec *spec = spec_load_file(path, &err);
-    if (!spec)
-        return;
-    int removed = rundir_prune_checkpoints(dir, spec->training.checkpoint_keep);
+    int keep = job->checkpoint_keep;
+    if (keep < 0) {
+        char path[4200];
+        if (snprintf(path, sizeof path, "%s/job.json", dir) >= (int)sizeof path)
+            return;
+        spec_error err;
+        job_spec *spec = spec_load_file(path, &err);
+        if (!spec)
+            return;
+        keep = spec->training.checkpoint_keep;
+        spec_free(spec);
+    }
+    int removed = rundir_prune_checkpoints(dir, keep);
     if (removed > 0)
         log_debug("job %s (%s): removed %d old checkpoint files (checkpoint_keep %d)", job->id,
-                  job->owner, removed, spec->training.checkpoint_keep);
-    spec_free(spec);
+                  job->owner, removed, keep);
 }
 
 /* Send sig to the job's processes (mpirun's session), provided the session's
@@ -442,15 +442,9 @@ static bool monitor_check_job(daemon_ctx *d, store_job *job, double now, bool ch
 bool monitor_collect(const store_job *job, void *arg)
 {
     job_list *l = arg;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 16;
-        store_job *p = realloc(l->v, cap * sizeof *p);
-        if (!p) {
-            l->short_of_memory = true;
-            return false;
-        }
-        l->v = p;
-        l->cap = cap;
+    if (!grow_reserve((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v)) {
+        l->short_of_memory = true;
+        return false;
     }
     /* Take a deep copy: the row's strings are freed after the callback. */
     store_job *c = &l->v[l->n++];
@@ -540,17 +534,23 @@ char *monitor_queued_spec(daemon_ctx *d, const store_job *job)
     return NULL;
 }
 
-/* The memory ceiling of a job about to start (memest_ceiling); 0 (none) if
- * its spec no longer parses, which punch-train then reports. */
-static double monitor_memory_ceiling(const daemon_ctx *d, const char *spec_text)
+/* The memory ceiling of a job about to start (memest_ceiling), from the
+ * estimate stored at submit. A job submitted before migration 0009 has
+ * none and its spec is estimated here; 0 (none) if that no longer parses,
+ * which punch-train then reports. */
+static double monitor_memory_ceiling(const daemon_ctx *d, const store_job *job,
+                                     const char *spec_text)
 {
-    spec_error err;
-    job_spec *spec = spec_parse(spec_text, strlen(spec_text), &err);
-    if (!spec)
-        return 0;
-    memest m;
-    memest_job(spec, &m);
-    spec_free(spec);
+    memest m = {.per_rank = job->mem_per_rank, .ranks = job->ranks};
+    m.total = m.per_rank * m.ranks;
+    if (job->mem_per_rank <= 0) {
+        spec_error err;
+        job_spec *spec = spec_parse(spec_text, strlen(spec_text), &err);
+        if (!spec)
+            return 0;
+        memest_job(spec, &m);
+        spec_free(spec);
+    }
     return memest_ceiling(&m, d->host_memory);
 }
 
@@ -600,7 +600,7 @@ static void monitor_start_job(daemon_ctx *d, const store_job *job, const placeme
     bool ok = rundir_create(dir, spec, err, sizeof err) &&
               monitor_write_hostfile(d, dir, alloc, err, sizeof err) &&
               (d->run_uid == 0 || rundir_give(dir, d->run_uid, d->run_gid, err, sizeof err));
-    double memory_max = monitor_memory_ceiling(d, spec);
+    double memory_max = monitor_memory_ceiling(d, job, spec);
     free(spec);
     if (!ok) {
         free(hosts);

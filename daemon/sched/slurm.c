@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow/grow.h"
 #include "run/launcher.h"
 
 bool slurm_command(const slurm_site *site, const char *cmd, char *out, size_t cap)
@@ -31,15 +32,9 @@ static void slurm_push(argv_buf *a, const char *fmt, ...)
 {
     if (a->failed)
         return;
-    if (a->n + 2 > a->cap) {
-        size_t cap = a->cap ? 2 * a->cap : 32;
-        char **p = realloc(a->v, cap * sizeof *p);
-        if (!p) {
-            a->failed = true;
-            return;
-        }
-        a->v = p;
-        a->cap = cap;
+    if (!grow_reserve((void **)&a->v, &a->cap, a->n + 2, sizeof *a->v)) {
+        a->failed = true;
+        return;
     }
     va_list ap;
     va_start(ap, fmt);

@@ -60,6 +60,8 @@ typedef struct store_job {
     double final_bytes;         /* its run directory's disk use measured since it
                                    last ended (store_job_set_final_bytes); -1:
                                    not measured, or not ended */
+    int checkpoint_keep;        /* training.checkpoint_keep, kept at submit; -1:
+                                   submitted before migration 0013 (job.json) */
 } store_job;
 
 void store_job_clear(store_job *job);
@@ -77,6 +79,7 @@ typedef struct store_new_job {
     long time_limit_s;
     int gpus;              /* resources.gpus x workers */
     double mem_per_rank;   /* estimated bytes per rank (memest.c); 0: none */
+    int checkpoint_keep;   /* training.checkpoint_keep; -1: unknown (NULL) */
 } store_new_job;
 
 typedef enum store_status {

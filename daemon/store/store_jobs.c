@@ -68,6 +68,8 @@ void store_row_to_job(sqlite3_stmt *s, store_job *job)
                                sqlite3_column_double(s, 33) == job->finished_at
                            ? sqlite3_column_double(s, 32)
                            : -1;
+    job->checkpoint_keep =
+        sqlite3_column_type(s, 34) != SQLITE_NULL ? sqlite3_column_int(s, 34) : -1;
 }
 
 /* ---- submit ---------------------------------------------------------------- */
@@ -129,6 +131,10 @@ static store_status store_submit_txn(store_conn *c, const store_new_job *nj, int
         sqlite3_bind_int(s, 13, nj->gpus);
         sqlite3_bind_double(s, 14, nj->mem_per_rank);
         store_bind_text(s, 15, nj->spec_written);
+        if (nj->checkpoint_keep >= 0)
+            sqlite3_bind_int(s, 16, nj->checkpoint_keep);
+        else
+            sqlite3_bind_null(s, 16);
         rc = sqlite3_step(s);
         store_done(s);
     }

@@ -10,6 +10,7 @@
 
 #include <sqlite3.h>
 
+#include "grow/grow.h"
 #include "log.h"
 
 /* ---- pages ------------------------------------------------------------------ */
@@ -31,15 +32,10 @@ static bool store_places_walk(store_conn *c, store_places *out)
     size_t cap = 0;
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (out->n == cap) {
-            cap = cap ? 2 * cap : 256;
-            store_place *grown = realloc(out->v, cap * sizeof *grown);
-            if (!grown) {
-                log_error("store: out of memory walking a queue of %zu jobs", out->n);
-                rc = SQLITE_NOMEM;
-                break;
-            }
-            out->v = grown;
+        if (!grow_reserve((void **)&out->v, &cap, out->n + 1, sizeof *out->v)) {
+            log_error("store: out of memory walking a queue of %zu jobs", out->n);
+            rc = SQLITE_NOMEM;
+            break;
         }
         out->v[out->n] = (store_place){sqlite3_column_int64(s, 0), (int)out->n + 1};
         out->n++;
@@ -180,15 +176,11 @@ static bool store_page_active(store_conn *c, store_page *page)
     size_t cap = 0;
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (page->n_active == cap) {
-            cap = cap ? 2 * cap : 16;
-            store_owner_count *grown = realloc(page->active, cap * sizeof *grown);
-            if (!grown) {
-                log_error("store: out of memory counting active jobs");
-                rc = SQLITE_NOMEM;
-                break;
-            }
-            page->active = grown;
+        if (!grow_reserve((void **)&page->active, &cap, page->n_active + 1,
+                          sizeof *page->active)) {
+            log_error("store: out of memory counting active jobs");
+            rc = SQLITE_NOMEM;
+            break;
         }
         store_owner_count *oc = &page->active[page->n_active++];
         store_col_copy(s, 0, oc->owner, sizeof oc->owner);

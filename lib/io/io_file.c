@@ -45,6 +45,22 @@ ssize_t io_read_full(int fd, void *buf, size_t len)
     return (ssize_t)done;
 }
 
+ssize_t io_pread_full(int fd, void *buf, size_t len, off_t off)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t r = pread(fd, (unsigned char *)buf + done, len - done, off + (off_t)done);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            break;
+        done += (size_t)r;
+    }
+    return (ssize_t)done;
+}
+
 /* Read a pipe to its end into a growing buffer, refusing more than max_bytes.
  * Returns 0 or -1 with err set; *data gets one spare NUL byte. */
 static int io_read_pipe(int fd, const char *path, size_t max_bytes, unsigned char **data,

@@ -30,6 +30,8 @@ int io_open_regular(const char *path, int *fd, struct stat *st, char *err, size_
 /* read(2) until len bytes or end of file, retrying EINTR; the bytes read
  * (fewer than len only at end of file), or -1 with errno set. */
 ssize_t io_read_full(int fd, void *buf, size_t len);
+/* pread(2) likewise, from offset off (the file offset is not moved). */
+ssize_t io_pread_full(int fd, void *buf, size_t len, off_t off);
 
 /* snprintf into err (when err is not NULL); always returns -1 so callers
  * can `return io_errf(...)`. */

@@ -418,19 +418,7 @@ void npz_index_free(npz_index *ix)
 
 static long long npz_fd_read_at(void *ctx, uint64_t off, void *dst, size_t len)
 {
-    int fd = *(int *)ctx;
-    size_t done = 0;
-    while (done < len) {
-        ssize_t r = pread(fd, (unsigned char *)dst + done, len - done, (off_t)(off + done));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return -1;
-        if (r == 0)
-            break;
-        done += (size_t)r;
-    }
-    return (long long)done;
+    return (long long)io_pread_full(*(int *)ctx, dst, len, (off_t)off);
 }
 
 int npz_index_fd(int fd, npz_index *ix, char *err, size_t errlen)

@@ -407,6 +407,11 @@ typedef struct job_spec {
 job_spec *spec_parse(const char *text, size_t len, spec_error *err);
 job_spec *spec_parse_json(const json_t *root, spec_error *err);
 job_spec *spec_load_file(const char *path, spec_error *err);
+/* The spec's text as JSON (size and syntax checked), or NULL with *err;
+ * spec_parse_count() says how many texts were parsed in this process (a
+ * server's submit parses once, a job's start never). */
+json_t *spec_parse_text(const char *text, size_t len, spec_error *err);
+unsigned long spec_parse_count(void);
 void spec_free(job_spec *spec);
 
 /* The resolved spec (every default filled, presets expanded, shapes inferred;

@@ -19,6 +19,19 @@ void spec_path_index(char *out, size_t len, const char *parent, size_t index);
 bool spec_check_keys(const json_t *obj, const char *path, const char *const *allowed,
                      spec_error *err);
 
+/* "a, b, c" of names[0..n) into buf; a JSON value's type for a message
+ * ("a string", "an array"). */
+void spec_join_names(char *buf, size_t len, const char *const *names, int n);
+const char *spec_json_type_name(const json_t *v);
+
+/* obj's member key, NULL when absent or null. */
+const json_t *spec_field(const json_t *obj, const char *key);
+
+/* The training section (spec_training.c), and what of it depends on the
+ * trainer, read after the distributed section. */
+bool spec_parse_training(const json_t *t, job_spec *spec, spec_error *err);
+bool spec_resolve_training(const json_t *t, job_spec *spec, spec_error *err);
+
 /* Typed field readers: a missing (or null) field keeps *out (the default);
  * a present one must have the right type and lie in [min, max]. */
 bool spec_get_int(const json_t *obj, const char *path, const char *key, long min,

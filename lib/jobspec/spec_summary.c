@@ -93,6 +93,23 @@ static void layer_label(const spec_layer *l, int i, char *buf, size_t len)
     }
 }
 
+/* A dataset as its user named it: punchcardd resolves an upload "@NAME"
+ * to "@DATA_DIR/uploads/<sha256 of the owner>/NAME" before the engine
+ * reads it, and train.log (which the user reads) shows "@NAME" again, not
+ * the server's paths and hashes. Any other name is shown as it is. */
+static const char *summary_ref(const char *ref, char *buf, size_t cap)
+{
+    const char *at = ref[0] == '@' ? strstr(ref, "/uploads/") : NULL;
+    if (!at)
+        return ref;
+    const char *hex = at + strlen("/uploads/");
+    size_t n = strspn(hex, "0123456789abcdef");
+    if (n != 64 || hex[n] != '/' || !hex[n + 1])
+        return ref;
+    snprintf(buf, cap, "@%s", hex + n + 1);
+    return buf;
+}
+
 void spec_print_summary(const job_spec *spec, FILE *out)
 {
     char a[64], b[64], c[32];
@@ -115,9 +132,10 @@ void spec_print_summary(const job_spec *spec, FILE *out)
     fprintf(out, "Training: %d epochs, batch %d, %s (lr %g), loss %s, seed %lu\n", t->epochs,
             t->batch_size, spec_optimizer_name_str(t->optimizer.name),
             t->optimizer.learning_rate, spec_loss_name(t->loss), t->seed);
+    char train[300], test[300];
     fprintf(out, "Data: %s train=%s test=%s\n", spec_data_format_name(spec->data.format),
-            spec->data.train ? spec->data.train : "(synthetic)",
-            spec->data.test ? spec->data.test : "(none)");
+            spec->data.train ? summary_ref(spec->data.train, train, sizeof train) : "(synthetic)",
+            spec->data.test ? summary_ref(spec->data.test, test, sizeof test) : "(none)");
     fprintf(out, "Distributed: trainer %s, %d worker%s, MPI ranks needed: %d\n",
             spec_trainer_name(spec->distributed.trainer), spec->distributed.workers,
             spec->distributed.workers == 1 ? "" : "s", spec_ranks_needed(spec));

@@ -181,6 +181,9 @@ def job_flow(d, punch, work):
 
     r = punch.run("state", jid)
     check(jid in r.stdout and "succeeded" in r.stdout, "state:\n%s" % r.stdout)
+    r = punch.run("state", jid[:6])
+    check("%s is job %s" % (jid[:6], jid) in r.stderr and "succeeded" in r.stdout,
+          "a short id names the job it matched:\n%s" % r.stderr)
     job = json.loads(punch.run("state", jid, "--json").stdout)
     check(job["id"] == jid and job["state"] == "succeeded", job)
     check(job["owner"] == "e2e", "owner %s" % job["owner"])

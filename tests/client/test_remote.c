@@ -25,6 +25,23 @@ static void test_every_state_is_known(void **state)
     assert_true(remote_state_is_final("timeout"));
 }
 
+/* punch names the job a short id matched, and only then. */
+static void test_id_matched(void **state)
+{
+    (void)state;
+    json_t *job = json_pack("{s:s}", "id", "a25a5f0c91d2");
+    char full[32] = "";
+    assert_true(remote_id_matched("a25a5f", job, full, sizeof full));
+    assert_string_equal(full, "a25a5f0c91d2");
+    assert_false(remote_id_matched("a25a5f0c91d2", job, full, sizeof full));
+    assert_false(remote_id_matched("b25a5f", job, full, sizeof full));
+    assert_false(remote_id_matched("", job, full, sizeof full));
+    json_decref(job);
+    job = json_pack("{s:s}", "state", "running");
+    assert_false(remote_id_matched("a25a5f", job, full, sizeof full));
+    json_decref(job);
+}
+
 static void test_exit_codes(void **state)
 {
     (void)state;
@@ -80,6 +97,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_state_is_known),
+        cmocka_unit_test(test_id_matched),
         cmocka_unit_test(test_exit_codes),
         cmocka_unit_test(test_loopback_urls),
         cmocka_unit_test(test_clear_text_secret_refused),

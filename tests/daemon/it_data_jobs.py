@@ -10,6 +10,7 @@ job ends."""
 import hashlib
 import io
 import os
+import re
 import subprocess
 
 import punchtest
@@ -83,6 +84,11 @@ def train(d):
     with open(d.run_dir(jid) + "/job.json") as f:
         text = f.read()
     check(hashlib.sha256(b"alice").hexdigest() in text and "@fm" not in text, text[:400])
+    # train.log, which the user reads, names the upload as the user did.
+    data_line = re.search(r"^Data: .*$", d.train_log(jid), re.M)
+    check(data_line and "train=@fm test=@fm" in data_line.group(0)
+          and hashlib.sha256(b"alice").hexdigest() not in data_line.group(0),
+          "train.log's data line: %s" % (data_line and data_line.group(0)))
     d.trained = jid
 
 

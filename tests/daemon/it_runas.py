@@ -1,7 +1,8 @@
 """it_runas.py — jobs not as root. Started as root without run_as,
 punchcardd refuses to start (saying why) unless --allow-root-jobs; with
 --run-as nobody a real job trains as nobody: its run directory and what the
-engine wrote there belong to nobody. Root only (skipped otherwise)."""
+engine wrote there belong to nobody; a data dir under a directory nobody
+cannot pass is refused at start, naming it. Root only (skipped otherwise)."""
 import os
 import pwd
 
@@ -22,9 +23,11 @@ def cases():
         if not can_execute(nobody, program):
             punchtest.skip("nobody cannot execute %s (a build tree under a private home, "
                            "e.g. /root): a job as nobody cannot start" % program)
-    with Daemon(["--run-as", "nobody"]) as d:
-        # The job (as nobody) must be able to reach its run directory.
-        os.chmod(d.tmp, 0o711)
+    punchtest.case("a data dir nobody cannot reach is refused", unreachable)
+    d = Daemon(["--run-as", "nobody"])
+    # The job (as nobody) must be able to reach its run directory.
+    os.chmod(d.tmp, 0o711)
+    with d:
         punchtest.case("a job runs as nobody", runs_as, d, nobody)
 
 
@@ -52,6 +55,21 @@ def refuses():
               "the refusal does not say what to do:\n" + d.read_log())
         check(d.read_log().count("would run every job as root") == 1,
               "the refusal is not said once:\n" + d.read_log())
+    finally:
+        d.cleanup()
+
+
+def unreachable():
+    """A directory above the data dir closed to run_as: refused at start,
+    naming it, not jobs failing on "./job.json: Permission denied"."""
+    d = Daemon(["--run-as", "nobody"])
+    try:
+        os.chmod(d.tmp, 0o700)
+        rc = d.start_refused()
+        log = d.read_log()
+        check(rc != 0, "started with a data dir nobody cannot reach")
+        check("cannot reach the run directories" in log and "%s is closed" % d.tmp in log,
+              "the refusal does not name the closed directory:\n" + log[-2000:])
     finally:
         d.cleanup()
 

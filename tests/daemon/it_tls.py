@@ -100,14 +100,17 @@ def bad_settings(tls, other):
     refused_start(["--tls-cert", tls["cert"], "--tls-key", "/nonexistent/key.pem"],
                   "missing key file", ["tls_key", "/nonexistent/key.pem"])
     refused_start(["--tls-cert", tls["cert"], "--tls-key", other["key"]],
-                  "a key of another certificate", ["tls_cert"])
+                  "a key of another certificate",
+                  ["tls_key %s is not the key of tls_cert %s" % (other["key"], tls["cert"])])
     refused_start(["--tls-client-ca", tls["ca"]], "client CA alone", ["tls_client_ca"])
 
 
 def clear_text_warning():
     with Daemon(["--hold"]) as d:
         check("without TLS" not in d.read_log(), "warned on loopback:\n" + d.read_log())
-        check("listening on http://127.0.0.1:" in d.read_log(), "start line:\n" + d.read_log())
+        # The start line follows the first /healthz answer by a moment.
+        punchtest.wait_for(lambda: "listening on http://127.0.0.1:" in d.read_log(),
+                           "the start line", timeout=10)
     # The later --listen wins; /healthz still reaches it on 127.0.0.1.
     port = punchtest.free_port()
     with Daemon(["--hold", "--listen", "0.0.0.0:%d" % port], port=port) as d:
@@ -124,8 +127,9 @@ def cases():
         other = punchtest.make_tls(os.path.join(tmp, "other"), client=True)
         with tls_daemon(tls, ["--header-timeout", "2"]) as d:
             punchtest.case("https", served, d, other)
-            punchtest.case("the start line says https", lambda: check(
-                "listening on https://" in d.read_log(), "start line:\n" + d.read_log()))
+            punchtest.case("the start line says https", lambda: punchtest.wait_for(
+                lambda: "listening on https://" in d.read_log(), "the https start line",
+                timeout=10))
             punchtest.case("stalled handshake", stalled_handshake, d)
         d = tls_daemon(tls, ["--tls-client-ca", tls["ca"]])
         d.cert = (tls["client_cert"], tls["client_key"])

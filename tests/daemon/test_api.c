@@ -24,6 +24,7 @@
 #include <jansson.h>
 
 #include "daemon.h"
+#include "jobspec/spec.h"
 #include "http/http.h"
 #include "run/rundir.h"
 
@@ -450,6 +451,45 @@ static void test_submit(void **state)
     assert_string_equal(state_of(f, id, st, sizeof st), "queued");
 }
 
+/* A submit parses its spec once (spec_submit_read) and stores the facts a
+ * start needs; a refusal for a control character costs one parse too. */
+static void test_submit_parses_once(void **state)
+{
+    fixture *f = *state;
+    const char *spec =
+        "{\"name\": \"keep3\", \"model\": {\"input\": [8], \"layers\": [{\"type\": "
+        "\"dense\", \"units\": 4, \"activation\": \"softmax\"}]}, \"data\": {\"format\": "
+        "\"synthetic\", \"synthetic_train\": 256, \"num_classes\": 4}, \"training\": "
+        "{\"epochs\":   2, \"checkpoint_keep\": 3}}";
+    unsigned long before = spec_parse_count();
+    reply r = call(f, "POST", "/api/v1/jobs", "alice-secret", spec);
+    assert_int_equal(r.status, 201);
+    assert_int_equal(spec_parse_count(), before + 1);
+    store_job j;
+    assert_int_equal(store_job_get(f->d.st, json_string_value(json_object_get(r.json, "id")),
+                                   &j), STORE_OK);
+    assert_int_equal(j.checkpoint_keep, 3);
+    assert_true(j.mem_per_rank > 0);
+    assert_int_equal(j.ranks, 1);
+    char *text = NULL;
+    assert_int_equal(store_job_spec(f->d.st, j.id, &text), STORE_OK);
+    assert_non_null(strstr(text, "\"epochs\":2,")); /* the canonical text: compact */
+    free(text);
+    store_job_clear(&j);
+    reply_clear(&r);
+    before = spec_parse_count();
+    r = call(f, "POST", "/api/v1/jobs", "alice-secret",
+             "{\"name\": \"a\\u001b[2Jb\", \"model\": {\"input\": [8], \"layers\": "
+             "[{\"type\": \"dense\", \"units\": 4}]}, \"data\": {\"format\": \"synthetic\", "
+             "\"num_classes\": 4}}");
+    assert_int_equal(r.status, 400);
+    assert_string_equal(json_string_value(json_object_get(r.json, "field")), "name");
+    assert_non_null(strstr(json_string_value(json_object_get(r.json, "error")),
+                           "control characters"));
+    assert_int_equal(spec_parse_count(), before + 1);
+    reply_clear(&r);
+}
+
 /* Reading the stored job's place back fails: the job is durable, so 201
  * without a position (a 500 would make the client submit it twice). */
 static void test_submit_position(void **state)
@@ -708,6 +748,7 @@ int main(void)
         cmocka_unit_test(test_route_job_load),
         cmocka_unit_test(test_current_job_load),
         cmocka_unit_test(test_submit),
+        cmocka_unit_test(test_submit_parses_once),
         cmocka_unit_test(test_submit_position),
         cmocka_unit_test(test_list),
         cmocka_unit_test(test_view),

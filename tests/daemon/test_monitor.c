@@ -27,6 +27,7 @@
 #include <cmocka.h>
 
 #include "daemon.h"
+#include "jobspec/spec.h"
 #include "sched/monitor.h"
 #include "run/rundir.h"
 #include "scratch.h"
@@ -193,9 +194,11 @@ static void tick_faulty(fixture *f, const char *sql, const char *want)
 static void submit(fixture *f, char id[STORE_ID_LEN + 1], const char *owner, int ranks,
                    long time_limit_s)
 {
+    /* The facts a submit keeps (api.c): a start and an end read no spec. */
     store_new_job nj = {.owner = owner, .name = "j", .trainer = "single", .spec = "{}",
                         .ranks = ranks, .workers = ranks, .threads = 1,
-                        .time_limit_s = time_limit_s};
+                        .time_limit_s = time_limit_s, .mem_per_rank = 1048576,
+                        .checkpoint_keep = 1};
     assert_int_equal(store_job_submit(f->d.st, &nj, 0, 0, id), STORE_OK);
 }
 
@@ -278,6 +281,7 @@ static void test_runs_to_success(void **state)
 {
     fixture *f = *state;
     char id[STORE_ID_LEN + 1];
+    unsigned long parses = spec_parse_count();
     start_running(f, id, 0);
     assert_logged(f, "running (mpirun session");
     store_job j = get(f, id);
@@ -288,8 +292,11 @@ static void test_runs_to_success(void **state)
     wait_for(f, id, "exit.json");
     tick(f);
     assert_logged(f, "succeeded");
+    /* The memory ceiling and checkpoint_keep came from the store. */
+    assert_int_equal(spec_parse_count(), parses);
     j = get(f, id);
     assert_int_equal(j.state, JOB_SUCCEEDED);
+    assert_int_equal(j.checkpoint_keep, 1);
     assert_true(j.has_exit_code);
     assert_int_equal(j.exit_code, 0);
     assert_null(j.error);
