@@ -15,9 +15,10 @@ import punchtest
 from punchtest import Daemon, check, wait_for
 
 GRACE = 2
-EPOCHS = 24
-# About half a second an epoch on one thread (longer on busy cores): enough
-# epochs left after the second for the grace and the preemption.
+EPOCHS = 100
+# 0.1 s an epoch on a quiet core, 0.5 s on busy ones: the epochs left after
+# the second must outlast the grace and the preemption on a quiet machine
+# too (24 epochs once ended 3 s after the start, before the urgent job came).
 LOW = punchtest.synthetic_job("low", 64, [(256, "relu"), (10, "softmax")], 60000, 100, EPOCHS)
 HIGH = punchtest.job_like(punchtest.QUICK_JOB, name="urgent",
                           resources={"priority": 5})
