@@ -8,6 +8,7 @@
  * there is never more than one runnable thread per requested core and
  * results depend only on the thread count. */
 #include "cpu/cpu_backend.h"
+#include "cpu/cpu.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -888,19 +889,6 @@ backend *backend_cpu_create(int threads, char *err, size_t errlen)
         .dense_backward_update = cpu_dense_backward_update,
         .activation_forward = cpu_activation_forward,
         .activation_backward = cpu_activation_backward,
-        .conv2d_prepare = cpu_conv2d_prepare,
-        .conv2d_release = cpu_conv2d_release,
-        .conv2d_forward = cpu_conv2d_forward,
-        .conv2d_backward = cpu_conv2d_backward,
-        .pool2d_prepare = cpu_pool2d_prepare,
-        .pool2d_release = cpu_pool2d_release,
-        .pool2d_forward = cpu_pool2d_forward,
-        .pool2d_backward = cpu_pool2d_backward,
-        .batchnorm_prepare = cpu_batchnorm_prepare,
-        .batchnorm_release = cpu_batchnorm_release,
-        .batchnorm_forward_train = cpu_batchnorm_forward_train,
-        .batchnorm_forward_eval = cpu_batchnorm_forward_eval,
-        .batchnorm_backward = cpu_batchnorm_backward,
         .dropout_forward = cpu_dropout_forward,
         .dropout_backward = cpu_dropout_backward,
         .concat_forward = cpu_concat_forward,
@@ -908,26 +896,14 @@ backend *backend_cpu_create(int threads, char *err, size_t errlen)
         .softmax_xent = cpu_softmax_xent,
         .binary_xent = cpu_binary_xent,
         .mse = cpu_mse,
-        .categorical_hinge = cpu_categorical_hinge,
         .metrics = cpu_metrics,
-        .relu_maxpool_forward = cpu_relu_maxpool_forward,
-        .relu_maxpool_backward = cpu_relu_maxpool_backward,
-        .rnn_prepare = cpu_rnn_prepare,
-        .rnn_release = cpu_rnn_release,
-        .rnn_forward = cpu_rnn_forward,
-        .rnn_backward = cpu_rnn_backward,
-        .mul = cpu_mul,
-        .sequence_mask = cpu_sequence_mask,
-        .embedding_forward = cpu_embedding_forward,
-        .embedding_backward = cpu_embedding_backward,
-        .global_pool1d_forward = cpu_global_pool1d_forward,
-        .global_pool1d_backward = cpu_global_pool1d_backward,
-        .pool1d_forward = cpu_pool1d_forward,
-        .pool1d_backward = cpu_pool1d_backward,
-        .conv1d_prepare = cpu_conv1d_prepare,
-        .conv1d_forward = cpu_conv1d_forward,
-        .conv1d_backward = cpu_conv1d_backward,
     };
+    cpu_conv_register(be);
+    cpu_pool_register(be);
+    cpu_batchnorm_register(be);
+    cpu_rnn_register(be);
+    cpu_seq_register(be);
+    cpu_hinge_register(be);
     cpu_norm_register(be);
     cpu_attn_register(be);
     return be;

@@ -148,7 +148,7 @@ long cpu_conv2d_prepare_algo(backend *be, conv2d_desc *d, cpu_conv_algo algo)
     return conv_thread_block(d, be->threads) * be->threads + shared;
 }
 
-long cpu_conv2d_prepare(backend *be, conv2d_desc *d)
+static long cpu_conv2d_prepare(backend *be, conv2d_desc *d)
 {
     if (d->groups <= 0)
         d->groups = 1;
@@ -160,7 +160,7 @@ long cpu_conv2d_prepare(backend *be, conv2d_desc *d)
     return ws;
 }
 
-void cpu_conv2d_release(backend *be, conv2d_desc *d)
+static void cpu_conv2d_release(backend *be, conv2d_desc *d)
 {
     (void)be;
 #ifdef PUNCH_HAVE_DNNL
@@ -354,7 +354,7 @@ static void conv_forward_chunk(void *ctx, long begin, long end, int tid)
     }
 }
 
-void cpu_conv2d_forward(backend *be, const conv2d_desc *d, int batch, const float *x,
+static void cpu_conv2d_forward(backend *be, const conv2d_desc *d, int batch, const float *x,
                         const float *w, const float *bias, spec_activation act, float *y,
                         float *workspace)
 {
@@ -471,7 +471,7 @@ static void conv_reduce_chunk(void *ctx, long begin, long end, int tid)
     }
 }
 
-void cpu_conv2d_backward(backend *be, const conv2d_desc *d, int batch, const float *x,
+static void cpu_conv2d_backward(backend *be, const conv2d_desc *d, int batch, const float *x,
                          const float *w, const float *dz, float *dx, bool accumulate,
                          float *dw, float *db, float *workspace)
 {
@@ -487,4 +487,13 @@ void cpu_conv2d_backward(backend *be, const conv2d_desc *d, int batch, const flo
         pool_run(cpu_pool(be), (long)d->k * d->c, conv_winograd_weights_chunk, &j);
     pool_run(cpu_pool(be), batch, conv_backward_chunk, &j);
     pool_run(cpu_pool(be), conv_wsize(d) + d->k, conv_reduce_chunk, &j);
+}
+
+/* Sets this file's ops of backend.h on be. */
+void cpu_conv_register(backend *be)
+{
+    be->conv2d_prepare = cpu_conv2d_prepare;
+    be->conv2d_release = cpu_conv2d_release;
+    be->conv2d_forward = cpu_conv2d_forward;
+    be->conv2d_backward = cpu_conv2d_backward;
 }

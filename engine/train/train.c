@@ -19,6 +19,7 @@
 #include "train/warmstart.h"
 #include "train/weights.h"
 #include "timeutil/timeutil.h"
+#include "device/device.h"
 
 static volatile sig_atomic_t train_stop_signal;
 
@@ -193,8 +194,8 @@ static int train_open(train_run *r, char *err, size_t errlen)
     const job_spec *spec = r->spec;
     /* The backend first: a GPU job without a GPU fails before touching
      * data or the run directory. */
-    r->be = backend_create(spec, train_threads(spec, r->opt), r->opt->local_rank, err,
-                           errlen);
+    r->be = device_backend_create(spec, train_threads(spec, r->opt), r->opt->local_rank,
+                                  err, errlen);
     if (!r->be)
         return -1;
     char ckpt_dir[4096];

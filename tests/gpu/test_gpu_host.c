@@ -32,6 +32,7 @@
 #include "gpu/gpu_plan.h"
 #include "gpu/gpu_stage.h"
 #include "optim/optim.h"
+#include "cpu/cpu.h"
 
 /* ---- device choice --------------------------------------------------- */
 

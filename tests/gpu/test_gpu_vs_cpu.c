@@ -48,6 +48,7 @@
 #include "train/options.h"
 #include "train/train.h"
 #include "jobspec/spec.h"
+#include "cpu/cpu.h"
 
 #define TOL_EXACT 1e-6f, 1e-6f
 #define TOL_ACT 1e-4f, 1e-5f
