@@ -473,17 +473,6 @@ int dist_report_end(dist_report *r, bool has_test, const dist_sums *test, double
     return 0;
 }
 
-void dist_report_failed(const char *out_dir, const char *why)
-{
-    /* A rank can fail before the report opened (no CUDA device, bad
-     * data): the run directory may not exist yet. The failure is still
-     * recorded, and the user sees only the one line of the cause. */
-    char err[512];
-    if (dist_mkdir(out_dir, err, sizeof err) < 0)
-        return;
-    dist_report_line(runlog_failed(out_dir, why, err, sizeof err), err);
-}
-
 /* stem.safetensors and, with npz, stem.npz (stem: a path without the
  * extension), with the trainer's name in the metadata. */
 static int dist_write_weight_files(const dist_ctx *c, const float *params, const float *state,

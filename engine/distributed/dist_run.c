@@ -17,11 +17,6 @@ bool dist_handles(const job_spec *spec)
     return spec->distributed.trainer != TRAINER_SINGLE;
 }
 
-float dist_epoch_lr(dist_ctx *c, int epoch)
-{
-    return (float)schedule_epoch_begin(&c->sched, &c->spec->training, epoch);
-}
-
 static void dist_setup_mpi(dist_ctx *c)
 {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);

@@ -48,7 +48,7 @@ backend *backend_cuda_create(int local_rank, char *err, size_t errlen);
 
 /* The CUDA backend on the device picked for this process's node-local
  * rank (gpu_device.h: local rank modulo visible devices). Same as
- * backend_cuda_create(launcher_local_rank(launcher_getenv), ...). */
+ * backend_cuda_create(launch_env_local_rank(launch_env_getenv), ...). */
 backend *gpu_backend_open(char *err, size_t errlen);
 
 /* ---- data-parallel gradient averaging (NCCL) ------------------------ */

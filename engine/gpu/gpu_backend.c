@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/launcher.h"
+#include "backend/launch_env.h"
 #include "gpu/gpu.h"
 #include "gpu/gpu_activation.h"
 #include "gpu/gpu_device.h"
@@ -152,7 +152,7 @@ backend *backend_cuda_create(int local_rank, char *err, size_t errlen)
 
 backend *gpu_backend_open(char *err, size_t errlen)
 {
-    return backend_cuda_create(launcher_local_rank(launcher_getenv), err, errlen);
+    return backend_cuda_create(launch_env_local_rank(launch_env_getenv), err, errlen);
 }
 
 /* ---- memory ------------------------------------------------------------ */

@@ -1276,7 +1276,7 @@ int main(int argc, char **argv)
     }
     /* PUNCH_GPU_SYNC=1 works here as in punch-train. */
     engine_options env;
-    if (engine_options_read(&env, launcher_getenv, why, sizeof why) != 0) {
+    if (engine_options_read(&env, launch_env_getenv, why, sizeof why) != 0) {
         fprintf(stderr, "%s\n", why);
         return 1;
     }
