@@ -7,6 +7,7 @@
  * vectorise; one running sum made every element wait for the previous
  * add (13% of a resnet20_cifar10 step, measured by perf). */
 #include "cpu/cpu_backend.h"
+#include "cpu/cpu_ops.h"
 
 #include <math.h>
 

@@ -20,6 +20,7 @@
  * given thread count. A 1x1, stride-1, unpadded convolution skips im2col:
  * the sample itself is the column matrix. */
 #include "cpu/cpu_conv.h"
+#include "cpu/cpu_ops.h"
 #include "cpu/cpu_conv_direct.h"
 #include "cpu/cpu_conv_folded.h"
 #include "cpu/cpu_conv_grouped.h"

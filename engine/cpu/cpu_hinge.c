@@ -5,6 +5,7 @@
  * checks it against finite differences, test_gpu_vs_cpu the device's
  * compilation of it against this one. */
 #include "cpu/cpu_backend.h"
+#include "cpu/cpu_ops.h"
 #include "backend/hinge.h"
 
 /* Rows in order on the calling thread: the loss is O(batch * n), far

@@ -2,6 +2,7 @@
  * (sample, channel) split across the pool's threads. Padded positions
  * never win a max and are not counted in an average. */
 #include "cpu/cpu_backend.h"
+#include "cpu/cpu_ops.h"
 
 #include <float.h>
 #include <string.h>

@@ -24,6 +24,7 @@
  *   sample-then-step order, so each element sums in one order whatever the
  *   thread count: bit-identical across thread counts, with no atomics. */
 #include "cpu/cpu_backend.h"
+#include "cpu/cpu_ops.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -10,6 +10,7 @@
  * computed by one thread in one fixed order, and the bits do not depend on
  * the thread count. */
 #include "cpu/cpu_backend.h"
+#include "cpu/cpu_ops.h"
 
 #include <float.h>
 #include <string.h>
