@@ -1,7 +1,7 @@
 /* cpu_backend.h — what the CPU backend's files share: the backend's
  * context (its thread pool), the SIMD clone attribute, the parallel
  * thresholds, and (included for them) the GEMM and activation helpers of
- * cpu_dense.h and cpu_activation.h. It declares nothing cpu_backend.c
+ * cpu_dense.h, cpu_sum.h and cpu_activation.h. It declares nothing cpu_backend.c
  * defines, so the op files never depend on the file that registers them.
  * Not a public API: layers see only backend.h. */
 #ifndef PUNCH_BACKEND_CPU_H
@@ -12,6 +12,7 @@
 #include "backend/backend.h"
 #include "cpu/cpu_activation.h"
 #include "cpu/cpu_dense.h"
+#include "cpu/cpu_sum.h"
 #include "cpu/threadpool.h"
 
 /* Hot loops compiled for AVX-512 and AVX2 besides the baseline, the best

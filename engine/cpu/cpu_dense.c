@@ -2,7 +2,7 @@
  * oneDNN when the build has it, else OpenBLAS, always on the calling
  * thread, with the backend's pool splitting the work (so there is never
  * more than one runnable thread per requested core and results depend
- * only on the thread count); axpy and scale; the fixed-order sum. */
+ * only on the thread count); axpy and scale. */
 #include "cpu/cpu_dense.h"
 
 #include <cblas.h>
@@ -154,22 +154,6 @@ static void cpu_scale(backend *be, long n, float alpha, float *x)
 {
     elem_job j = {n, alpha, NULL, x};
     pool_run_min(cpu_pool(be), n, CPU_ELEM_MIN_PARALLEL, scale_chunk, &j);
-}
-
-CPU_SIMD_CLONES
-float cpu_sum(const float *x, long n)
-{
-    float lane[16] = {0};
-    long i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (int j = 0; j < 16; j++)
-            lane[j] += x[i + j];
-    for (int j = 0; i < n; i++, j++)
-        lane[j] += x[i];
-    float s = 0.0f;
-    for (int j = 0; j < 16; j++)
-        s += lane[j];
-    return s;
 }
 
 /* ---- dense ----------------------------------------------------------- */

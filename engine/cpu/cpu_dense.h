@@ -16,8 +16,4 @@ void cpu_sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
  * libraries in one build; set it before a model runs. */
 void cpu_sgemm_force_openblas(bool on);
 
-/* Sum of x[0 .. n-1] in a fixed order that vectorises: 16 running lanes
- * (lane j takes the elements i = j mod 16), then the lanes in order. */
-float cpu_sum(const float *x, long n);
-
 #endif
