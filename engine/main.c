@@ -318,7 +318,7 @@ int main(int argc, char **argv)
     }
     engine_options env;
     char err[512];
-    if (engine_options_read(&env, launcher_getenv, err, sizeof err) != 0) {
+    if (engine_options_read(&env, launch_env_getenv, err, sizeof err) != 0) {
         fprintf(stderr, "punch-train: %s\n", err);
         spec_free(spec);
         return 2;

@@ -710,21 +710,9 @@ struct backend {
                                float *workspace);
 };
 
-/* Create the CPU backend with `threads` worker threads (the calling thread
- * is one of them). The backend owns the cores: OpenBLAS is set to one
- * thread and every op is partitioned by the backend's own pool, so GEMMs
- * and element-wise loops never oversubscribe. NULL + message on failure. */
-backend *backend_cpu_create(int threads, char *err, size_t errlen);
-
-/* Create the CUDA backend on the device chosen by the local MPI rank
- * (engine/gpu/; only in builds with -Dcuda=enabled, PUNCH_HAVE_CUDA). NULL +
- * message ("no CUDA device: ...") when there is no usable device. */
-backend *backend_cuda_create(int local_rank, char *err, size_t errlen);
-
-/* The backend a job asks for: CUDA when spec->resources.gpus > 0 (an error,
- * not a fallback, when it is unavailable), else the CPU with `threads`. */
-backend *backend_create(const job_spec *spec, int threads, int local_rank,
-                        char *err, size_t errlen);
+/* The backends themselves are made above this floor: backend_cpu_create
+ * (cpu/cpu.h), backend_cuda_create (gpu/gpu.h), and the one a job asks
+ * for, device_backend_create (device/device.h). */
 
 /* The dropout mask rule every backend implements: element i is kept when
  * the top 24 bits of backend_hash64(seed ^ (i * golden)) / 2^24 >= rate. */

@@ -31,6 +31,7 @@
 #include "train/train.h"
 #include "io/tensorfile.h"
 #include "timeutil/timeutil.h"
+#include "device/device.h"
 
 enum { PH_LOAD, PH_FORWARD, PH_LOSS, PH_BACKWARD, PH_OPTIM, PH_COUNT };
 static const char *const phase_names[PH_COUNT] = {"load_batch", "forward", "loss",
@@ -113,7 +114,7 @@ static int bench_open(const bench_opts *o, bench_state *s, char *err, size_t err
     const char *dirs[1] = {o->datasets};
     dataset_roots roots = {dirs, 1};
     const spec_training *t = &s->spec->training;
-    s->be = backend_create(s->spec, o->threads, 0, err, errlen);
+    s->be = device_backend_create(s->spec, o->threads, 0, err, errlen);
     if (!s->be || dataset_load_all(&s->spec->data, &s->spec->input, &roots, t->seed, &s->train,
                                    &s->val, &s->test, err, errlen) != 0)
         return -1;

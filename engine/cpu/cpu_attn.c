@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cpu/cpu_backend.h"
+#include "cpu/cpu_ops.h"
 
 #define ATTN_BLOCK 64
 

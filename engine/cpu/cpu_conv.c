@@ -20,12 +20,14 @@
  * given thread count. A 1x1, stride-1, unpadded convolution skips im2col:
  * the sample itself is the column matrix. */
 #include "cpu/cpu_conv.h"
+#include "cpu/cpu_ops.h"
 #include "cpu/cpu_conv_direct.h"
 #include "cpu/cpu_conv_folded.h"
 #include "cpu/cpu_conv_grouped.h"
 #include "cpu/cpu_winograd.h"
 #ifdef PUNCH_HAVE_DNNL
 #include "cpu/cpu_conv_dnnl.h"
+#include "cpu/cpu_im2col.h"
 #endif
 
 #include <string.h>
@@ -148,7 +150,7 @@ long cpu_conv2d_prepare_algo(backend *be, conv2d_desc *d, cpu_conv_algo algo)
     return conv_thread_block(d, be->threads) * be->threads + shared;
 }
 
-long cpu_conv2d_prepare(backend *be, conv2d_desc *d)
+static long cpu_conv2d_prepare(backend *be, conv2d_desc *d)
 {
     if (d->groups <= 0)
         d->groups = 1;
@@ -160,7 +162,7 @@ long cpu_conv2d_prepare(backend *be, conv2d_desc *d)
     return ws;
 }
 
-void cpu_conv2d_release(backend *be, conv2d_desc *d)
+static void cpu_conv2d_release(backend *be, conv2d_desc *d)
 {
     (void)be;
 #ifdef PUNCH_HAVE_DNNL
@@ -168,75 +170,6 @@ void cpu_conv2d_release(backend *be, conv2d_desc *d)
         cpu_conv_dnnl_destroy(d->impl);
 #endif
     d->impl = NULL;
-}
-
-void cpu_conv_range(int ow, int stride, int off, int w, int *lo, int *hi)
-{
-    int a = off < 0 ? (-off + stride - 1) / stride : 0;
-    int b = w - off <= 0 ? 0 : (w - off + stride - 1) / stride;
-    *lo = a < ow ? a : ow;
-    *hi = b < ow ? b : ow;
-    if (*hi < *lo)
-        *hi = *lo;
-}
-
-void cpu_conv_im2col(const conv2d_desc *d, const float *x, float *col, long ld)
-{
-    for (int c = 0; c < d->c; c++) {
-        const float *xc = x + (long)c * d->h * d->w;
-        for (int ki = 0; ki < d->kh; ki++) {
-            for (int kj = 0; kj < d->kw; kj++) {
-                float *row = col + ((long)(c * d->kh + ki) * d->kw + kj) * ld;
-                int off = -d->pad_left + kj * d->dil_w, lo, hi;
-                cpu_conv_range(d->ow, d->stride_w, off, d->w, &lo, &hi);
-                for (int oy = 0; oy < d->oh; oy++) {
-                    int iy = oy * d->stride_h - d->pad_top + ki * d->dil_h;
-                    float *dst = row + (long)oy * d->ow;
-                    if (iy < 0 || iy >= d->h) {
-                        memset(dst, 0, (size_t)d->ow * sizeof *dst);
-                        continue;
-                    }
-                    const float *src = xc + (long)iy * d->w + off;
-                    for (int ox = 0; ox < lo; ox++)
-                        dst[ox] = 0.0f;
-                    if (d->stride_w == 1)
-                        memcpy(dst + lo, src + lo, (size_t)(hi - lo) * sizeof *dst);
-                    else
-                        for (int ox = lo; ox < hi; ox++)
-                            dst[ox] = src[(long)ox * d->stride_w];
-                    for (int ox = hi; ox < d->ow; ox++)
-                        dst[ox] = 0.0f;
-                }
-            }
-        }
-    }
-}
-
-void cpu_conv_col2im(const conv2d_desc *d, const float *col, long ld, float *dx)
-{
-    for (int c = 0; c < d->c; c++) {
-        float *xc = dx + (long)c * d->h * d->w;
-        for (int ki = 0; ki < d->kh; ki++) {
-            for (int kj = 0; kj < d->kw; kj++) {
-                const float *row = col + ((long)(c * d->kh + ki) * d->kw + kj) * ld;
-                int off = -d->pad_left + kj * d->dil_w, lo, hi;
-                cpu_conv_range(d->ow, d->stride_w, off, d->w, &lo, &hi);
-                for (int oy = 0; oy < d->oh; oy++) {
-                    int iy = oy * d->stride_h - d->pad_top + ki * d->dil_h;
-                    if (iy < 0 || iy >= d->h)
-                        continue;
-                    const float *src = row + (long)oy * d->ow;
-                    float *dst = xc + (long)iy * d->w + off;
-                    if (d->stride_w == 1) /* its own loop, so it vectorises */
-                        for (int ox = lo; ox < hi; ox++)
-                            dst[ox] += src[ox];
-                    else
-                        for (int ox = lo; ox < hi; ox++)
-                            dst[(long)ox * d->stride_w] += src[ox];
-                }
-            }
-        }
-    }
 }
 
 typedef struct conv_job {
@@ -337,7 +270,7 @@ static void conv_forward_chunk(void *ctx, long begin, long end, int tid)
         }
         const float *src = xb;
         if (!conv_is_pointwise(d)) {
-            cpu_conv_im2col(d, xb, col, ohw);
+            cpu_im2col(d, xb, col, ohw);
             src = col;
         }
         cpu_sgemm(false, false, d->k, (int)ohw, (int)ckk, 1.0f, j->w, (int)ckk, src,
@@ -354,7 +287,7 @@ static void conv_forward_chunk(void *ctx, long begin, long end, int tid)
     }
 }
 
-void cpu_conv2d_forward(backend *be, const conv2d_desc *d, int batch, const float *x,
+static void cpu_conv2d_forward(backend *be, const conv2d_desc *d, int batch, const float *x,
                         const float *w, const float *bias, spec_activation act, float *y,
                         float *workspace)
 {
@@ -421,7 +354,7 @@ static void conv_backward_chunk(void *ctx, long begin, long end, int tid)
         const float *dzb = j->dz + b * d->k * ohw;
         const float *src = xb;
         if (!pointwise) {
-            cpu_conv_im2col(d, xb, col, ohw);
+            cpu_im2col(d, xb, col, ohw);
             src = col;
         }
         /* dw (k, ckk) += dz_b (k, ohw) @ col^T (ohw, ckk) */
@@ -442,7 +375,7 @@ static void conv_backward_chunk(void *ctx, long begin, long end, int tid)
                   0.0f, col, (int)ohw);
         if (!j->accumulate)
             memset(dxb, 0, (size_t)xsize * sizeof *dxb);
-        cpu_conv_col2im(d, col, ohw, dxb);
+        cpu_col2im(d, col, ohw, dxb);
     }
 }
 
@@ -471,7 +404,7 @@ static void conv_reduce_chunk(void *ctx, long begin, long end, int tid)
     }
 }
 
-void cpu_conv2d_backward(backend *be, const conv2d_desc *d, int batch, const float *x,
+static void cpu_conv2d_backward(backend *be, const conv2d_desc *d, int batch, const float *x,
                          const float *w, const float *dz, float *dx, bool accumulate,
                          float *dw, float *db, float *workspace)
 {
@@ -487,4 +420,13 @@ void cpu_conv2d_backward(backend *be, const conv2d_desc *d, int batch, const flo
         pool_run(cpu_pool(be), (long)d->k * d->c, conv_winograd_weights_chunk, &j);
     pool_run(cpu_pool(be), batch, conv_backward_chunk, &j);
     pool_run(cpu_pool(be), conv_wsize(d) + d->k, conv_reduce_chunk, &j);
+}
+
+/* Sets this file's ops of backend.h on be. */
+void cpu_conv_register(backend *be)
+{
+    be->conv2d_prepare = cpu_conv2d_prepare;
+    be->conv2d_release = cpu_conv2d_release;
+    be->conv2d_forward = cpu_conv2d_forward;
+    be->conv2d_backward = cpu_conv2d_backward;
 }

@@ -36,18 +36,6 @@ void cpu_conv_dnnl_disable(bool on);
  * is 0. A prepared d must be released before it is prepared again. */
 long cpu_conv2d_prepare_algo(backend *be, conv2d_desc *d, cpu_conv_algo algo);
 
-/* The outputs ox in [*lo, *hi) whose input column ox*stride + off falls
- * inside [0, w); the others read padding. */
-void cpu_conv_range(int ow, int stride, int off, int w, int *lo, int *hi);
-
-/* col (c*kh*kw rows of ld floats; the first oh*ow of each written) from
- * one sample x (c, h, w). */
-void cpu_conv_im2col(const conv2d_desc *d, const float *x, float *col, long ld);
-
-/* dx (c, h, w) += col (c*kh*kw rows of ld floats, the first oh*ow of each
- * read) scattered back. */
-void cpu_conv_col2im(const conv2d_desc *d, const float *col, long ld, float *dx);
-
 /* The algorithm a prepared d runs with. */
 cpu_conv_algo cpu_conv2d_algo(const conv2d_desc *d);
 

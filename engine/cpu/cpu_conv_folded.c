@@ -5,6 +5,7 @@
  * which is the layout the GEMM needs and the tensors do not have. */
 #include "cpu/cpu_conv_folded.h"
 #include "cpu/cpu_conv.h"
+#include "cpu/cpu_im2col.h"
 
 #include <string.h>
 
@@ -53,7 +54,7 @@ static void folded_im2col(const conv2d_desc *d, int g, const float *x, float *co
 {
     long ohw = (long)d->oh * d->ow, xsize = (long)d->c * d->h * d->w;
     for (int s = 0; s < g; s++)
-        cpu_conv_im2col(d, x + s * xsize, col + s * ohw, g * ohw);
+        cpu_im2col(d, x + s * xsize, col + s * ohw, g * ohw);
 }
 
 void cpu_conv_folded_forward(const conv2d_desc *d, int threads, int n, const float *x,
@@ -123,7 +124,7 @@ void cpu_conv_folded_backward(const conv2d_desc *d, int threads, int n, const fl
             float *dxb = dx + (b0 + s) * xsize;
             if (!accumulate)
                 memset(dxb, 0, (size_t)xsize * sizeof *dxb);
-            cpu_conv_col2im(d, col + s * ohw, cols, dxb);
+            cpu_col2im(d, col + s * ohw, cols, dxb);
         }
     }
 }

@@ -2,10 +2,11 @@
  * directly (see cpu_conv_grouped.h for why not im2col). For each output
  * channel, input channel of its group and kernel tap, one multiply-add
  * pass over the output rows whose input row is inside the image; within a
- * row, the columns that read padding are cut off first (cpu_conv_range),
+ * row, the columns that read padding are cut off first (cpu_im2col_range),
  * so the inner loop has no branch and vectorises at stride 1. */
 #include "cpu/cpu_conv_grouped.h"
 #include "cpu/cpu_conv.h"
+#include "cpu/cpu_im2col.h"
 
 #include <string.h>
 
@@ -19,7 +20,7 @@ typedef struct conv_tap {
 static conv_tap grouped_tap(const conv2d_desc *d, int ki, int kj)
 {
     conv_tap t = {.row0 = -d->pad_top + ki * d->dil_h, .off = -d->pad_left + kj * d->dil_w};
-    cpu_conv_range(d->ow, d->stride_w, t.off, d->w, &t.lo, &t.hi);
+    cpu_im2col_range(d->ow, d->stride_w, t.off, d->w, &t.lo, &t.hi);
     return t;
 }
 

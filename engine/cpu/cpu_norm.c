@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cpu/cpu_backend.h"
+#include "cpu/cpu_ops.h"
 
 /* Rows per parallel chunk below which one thread does everything. */
 #define NORM_MIN_PARALLEL 64L

@@ -2,11 +2,12 @@
  * (sample, channel) split across the pool's threads. Padded positions
  * never win a max and are not counted in an average. */
 #include "cpu/cpu_backend.h"
+#include "cpu/cpu_ops.h"
 
 #include <float.h>
 #include <string.h>
 
-long cpu_pool2d_prepare(backend *be, pool2d_desc *d)
+static long cpu_pool2d_prepare(backend *be, pool2d_desc *d)
 {
     (void)be;
     if (d->oh <= 0 || d->ow <= 0 || d->c <= 0)
@@ -14,7 +15,7 @@ long cpu_pool2d_prepare(backend *be, pool2d_desc *d)
     return 0;
 }
 
-void cpu_pool2d_release(backend *be, pool2d_desc *d)
+static void cpu_pool2d_release(backend *be, pool2d_desc *d)
 {
     (void)be;
     d->impl = NULL;
@@ -139,7 +140,7 @@ static void pool_forward_planes(void *ctx, long begin, long end, int tid)
     }
 }
 
-void cpu_pool2d_forward(backend *be, const pool2d_desc *d, int batch, const float *x,
+static void cpu_pool2d_forward(backend *be, const pool2d_desc *d, int batch, const float *x,
                         float *y)
 {
     pool_job j = {.d = d, .x = x, .out = y};
@@ -194,7 +195,7 @@ static void pool_backward_planes(void *ctx, long begin, long end, int tid)
     }
 }
 
-void cpu_pool2d_backward(backend *be, const pool2d_desc *d, int batch, const float *x,
+static void cpu_pool2d_backward(backend *be, const pool2d_desc *d, int batch, const float *x,
                          const float *y, const float *dy, float *dx, bool accumulate)
 {
     pool_job j = {.d = d, .x = x, .y = y, .dy = dy, .out = dx, .accumulate = accumulate};
@@ -396,7 +397,7 @@ static void relu_pool_forward_planes(void *ctx, long begin, long end, int tid)
     }
 }
 
-void cpu_relu_maxpool_forward(backend *be, const pool2d_desc *d, int batch, const float *x,
+static void cpu_relu_maxpool_forward(backend *be, const pool2d_desc *d, int batch, const float *x,
                               float *y, uint8_t *argmax)
 {
     relu_pool_job j = {.d = d, .x = x, .out = y, .amax = argmax};
@@ -481,11 +482,22 @@ static void relu_pool_backward_planes(void *ctx, long begin, long end, int tid)
     }
 }
 
-void cpu_relu_maxpool_backward(backend *be, const pool2d_desc *d, int batch,
+static void cpu_relu_maxpool_backward(backend *be, const pool2d_desc *d, int batch,
                                const uint8_t *argmax, const float *y, const float *dy,
                                float *dx, bool accumulate)
 {
     relu_pool_job j = {.d = d, .y = y, .dy = dy, .out = dx, .amax_in = argmax,
                        .accumulate = accumulate};
     pool_run(cpu_pool(be), (long)batch * d->c, relu_pool_backward_planes, &j);
+}
+
+/* Sets this file's ops of backend.h on be. */
+void cpu_pool_register(backend *be)
+{
+    be->pool2d_prepare = cpu_pool2d_prepare;
+    be->pool2d_release = cpu_pool2d_release;
+    be->pool2d_forward = cpu_pool2d_forward;
+    be->pool2d_backward = cpu_pool2d_backward;
+    be->relu_maxpool_forward = cpu_relu_maxpool_forward;
+    be->relu_maxpool_backward = cpu_relu_maxpool_backward;
 }

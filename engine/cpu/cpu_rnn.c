@@ -24,6 +24,7 @@
  *   sample-then-step order, so each element sums in one order whatever the
  *   thread count: bit-identical across thread counts, with no atomics. */
 #include "cpu/cpu_backend.h"
+#include "cpu/cpu_ops.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -96,7 +97,7 @@ static float *rnn_aux_a(const rnn_desc *d, int batch, float *aux)
     return aux + (long)blocks * (d->steps + 1) * batch * d->units;
 }
 
-long cpu_rnn_prepare(backend *be, rnn_desc *d)
+static long cpu_rnn_prepare(backend *be, rnn_desc *d)
 {
     (void)be;
     if (d->max_batch < 1 || d->steps < 1 || d->in < 1 || d->units < 1)
@@ -122,7 +123,7 @@ long cpu_rnn_prepare(backend *be, rnn_desc *d)
     return B * T * rnn_gates(d) + 3 * B * U;
 }
 
-void cpu_rnn_release(backend *be, rnn_desc *d)
+static void cpu_rnn_release(backend *be, rnn_desc *d)
 {
     (void)be;
     rnn_plan *p = d->impl;
@@ -410,7 +411,7 @@ static void rnn_scatter(void *ctx, long begin, long end, int tid)
         }
 }
 
-void cpu_rnn_forward(backend *be, const rnn_desc *d, int batch, const int32_t *lengths,
+static void cpu_rnn_forward(backend *be, const rnn_desc *d, int batch, const int32_t *lengths,
                      const float *x, const float *w, const float *r, const float *bias,
                      float *y, int ldy, float *aux, float *workspace)
 {
@@ -632,7 +633,7 @@ static void rnn_backward_step(backend *be, rnn_step *k, const float *r, int B)
     memset(k->a + (long)B * 4 * U, 0, (size_t)(k->batch - B) * 4 * U * sizeof(float));
 }
 
-void cpu_rnn_backward(backend *be, const rnn_desc *d, int batch, const int32_t *lengths,
+static void cpu_rnn_backward(backend *be, const rnn_desc *d, int batch, const int32_t *lengths,
                       const float *x, const float *w, const float *r, const float *dy,
                       int ldy, float *dx, bool accumulate, float *dw, float *dr,
                       float *dbias, float *aux, float *workspace)
@@ -697,8 +698,18 @@ static void rnn_mul_chunk(void *ctx, long begin, long end, int tid)
             m->y[i] = m->a[i] * m->b[i];
 }
 
-void cpu_mul(backend *be, long n, const float *a, const float *b, float *y, bool accumulate)
+static void cpu_mul(backend *be, long n, const float *a, const float *b, float *y, bool accumulate)
 {
     rnn_mul_job m = {a, b, y, accumulate};
     pool_run_min(cpu_pool(be), n, 1L << 15, rnn_mul_chunk, &m);
+}
+
+/* Sets this file's ops of backend.h on be. */
+void cpu_rnn_register(backend *be)
+{
+    be->rnn_prepare = cpu_rnn_prepare;
+    be->rnn_release = cpu_rnn_release;
+    be->rnn_forward = cpu_rnn_forward;
+    be->rnn_backward = cpu_rnn_backward;
+    be->mul = cpu_mul;
 }

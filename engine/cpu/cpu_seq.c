@@ -10,6 +10,7 @@
  * computed by one thread in one fixed order, and the bits do not depend on
  * the thread count. */
 #include "cpu/cpu_backend.h"
+#include "cpu/cpu_ops.h"
 
 #include <float.h>
 #include <string.h>
@@ -22,7 +23,7 @@ static inline int seq_len(const int32_t *lengths, int n, int steps)
 
 /* ---- padding mask ---------------------------------------------------- */
 
-void cpu_sequence_mask(backend *be, int batch, int steps, int features,
+static void cpu_sequence_mask(backend *be, int batch, int steps, int features,
                        const int32_t *lengths, float *x)
 {
     (void)be;
@@ -61,7 +62,7 @@ static void embed_forward_samples(void *ctx, long begin, long end, int tid)
     }
 }
 
-void cpu_embedding_forward(backend *be, int batch, int steps, int dim, const int32_t *lengths,
+static void cpu_embedding_forward(backend *be, int batch, int steps, int dim, const int32_t *lengths,
                            const float *ids, const float *table, float *y)
 {
     embed_job j = {steps, 0, dim, lengths, ids, table, NULL, y, batch};
@@ -93,7 +94,7 @@ static void embed_backward_rows(void *ctx, long begin, long end, int tid)
     }
 }
 
-void cpu_embedding_backward(backend *be, int batch, int steps, int vocab, int dim,
+static void cpu_embedding_backward(backend *be, int batch, int steps, int vocab, int dim,
                             const int32_t *lengths, const float *ids, const float *dy,
                             float *dtable)
 {
@@ -139,7 +140,7 @@ static void gpool_forward_samples(void *ctx, long begin, long end, int tid)
     }
 }
 
-void cpu_global_pool1d_forward(backend *be, pool_mode mode, int batch, int steps, int features,
+static void cpu_global_pool1d_forward(backend *be, pool_mode mode, int batch, int steps, int features,
                                const int32_t *lengths, const float *x, float *y)
 {
     gpool_job j = {mode, steps, features, lengths, x, NULL, NULL, y, false};
@@ -178,7 +179,7 @@ static void gpool_backward_samples(void *ctx, long begin, long end, int tid)
     }
 }
 
-void cpu_global_pool1d_backward(backend *be, pool_mode mode, int batch, int steps,
+static void cpu_global_pool1d_backward(backend *be, pool_mode mode, int batch, int steps,
                                 int features, const int32_t *lengths, const float *x,
                                 const float *y, const float *dy, float *dx, bool accumulate)
 {
@@ -238,7 +239,7 @@ static void pool1d_forward_samples(void *ctx, long begin, long end, int tid)
     }
 }
 
-void cpu_pool1d_forward(backend *be, const pool1d_desc *d, int batch, const int32_t *lengths,
+static void cpu_pool1d_forward(backend *be, const pool1d_desc *d, int batch, const int32_t *lengths,
                         const float *x, float *y)
 {
     pool1d_job j = {d, lengths, x, NULL, NULL, y, false};
@@ -280,7 +281,7 @@ static void pool1d_backward_samples(void *ctx, long begin, long end, int tid)
     }
 }
 
-void cpu_pool1d_backward(backend *be, const pool1d_desc *d, int batch, const int32_t *lengths,
+static void cpu_pool1d_backward(backend *be, const pool1d_desc *d, int batch, const int32_t *lengths,
                          const float *x, const float *y, const float *dy, float *dx,
                          bool accumulate)
 {
@@ -307,7 +308,7 @@ static int conv1d_chunk(const conv1d_desc *d)
     return fit < d->max_batch ? (int)fit : d->max_batch;
 }
 
-long cpu_conv1d_prepare(backend *be, const conv1d_desc *d)
+static long cpu_conv1d_prepare(backend *be, const conv1d_desc *d)
 {
     (void)be;
     if (d->steps < 1 || d->out_steps < 1 || d->c < 1 || d->filters < 1 || d->kernel < 1 ||
@@ -385,7 +386,7 @@ static void conv1d_col2im(void *ctx, long begin, long end, int tid)
     }
 }
 
-void cpu_conv1d_forward(backend *be, const conv1d_desc *d, int batch, const int32_t *lengths,
+static void cpu_conv1d_forward(backend *be, const conv1d_desc *d, int batch, const int32_t *lengths,
                         const float *x, const float *w, const float *bias, spec_activation act,
                         float *y, float *workspace)
 {
@@ -413,7 +414,7 @@ void cpu_conv1d_forward(backend *be, const conv1d_desc *d, int batch, const int3
     }
 }
 
-void cpu_conv1d_backward(backend *be, const conv1d_desc *d, int batch, const int32_t *lengths,
+static void cpu_conv1d_backward(backend *be, const conv1d_desc *d, int batch, const int32_t *lengths,
                          const float *x, const float *w, float *dz, float *dx,
                          bool accumulate, float *dw, float *db, float *workspace)
 {
@@ -447,4 +448,19 @@ void cpu_conv1d_backward(backend *be, const conv1d_desc *d, int batch, const int
                  0.0f, workspace, kc);
         pool_run_min(cpu_pool(be), nb, 2, conv1d_col2im, &j);
     }
+}
+
+/* Sets this file's ops of backend.h on be. */
+void cpu_seq_register(backend *be)
+{
+    be->sequence_mask = cpu_sequence_mask;
+    be->embedding_forward = cpu_embedding_forward;
+    be->embedding_backward = cpu_embedding_backward;
+    be->global_pool1d_forward = cpu_global_pool1d_forward;
+    be->global_pool1d_backward = cpu_global_pool1d_backward;
+    be->pool1d_forward = cpu_pool1d_forward;
+    be->pool1d_backward = cpu_pool1d_backward;
+    be->conv1d_prepare = cpu_conv1d_prepare;
+    be->conv1d_forward = cpu_conv1d_forward;
+    be->conv1d_backward = cpu_conv1d_backward;
 }

@@ -21,17 +21,6 @@
 
 #include "distributed/dist_async_protocol.h"
 
-long dist_ps_optim_floats(const dist_ctx *c)
-{
-    long n = optim_state_floats(c->optim);
-    return c->spec->distributed.trainer == TRAINER_EAMSGD ? n + c->m->n_params : n;
-}
-
-long dist_ps_state_floats(const dist_ctx *c)
-{
-    return c->m->n_params + c->m->n_state + dist_ps_optim_floats(c);
-}
-
 /* Rank 0: the checkpoint's center, counters and schedule; returns the
  * workers' variables (W * dist_ps_state_floats, worker by worker; free
  * it) when the checkpoint holds them, else NULL. */

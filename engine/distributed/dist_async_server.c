@@ -183,7 +183,7 @@ static void dist_server_epoch(dist_server *sv, int e)
         sv->stopped = true;
         sv->stopped_epoch = e;
     } else if (e + 1 < c->spec->training.epochs) {
-        sv->lr[e + 1] = dist_epoch_lr(c, e + 1);
+        sv->lr[e + 1] = dist_optim_epoch_lr(c, e + 1);
     }
     dist_server_checkpoint(sv, e + 1);
 }
@@ -399,7 +399,7 @@ int dist_ps_serve(dist_ctx *c, float *center, const dist_ps_start *start,
     sv.stopped = c->sched.stop;
     sv.stopped_epoch = (int)start->epoch - 1;
     if (start->epoch < E)
-        sv.lr[start->epoch] = dist_epoch_lr(c, (int)start->epoch);
+        sv.lr[start->epoch] = dist_optim_epoch_lr(c, (int)start->epoch);
     char err[1024];
     c->rep = dist_report_open(c, (int)start->epoch, err, sizeof err);
     if (!c->rep)

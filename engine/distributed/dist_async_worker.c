@@ -133,7 +133,7 @@ static void dist_worker_restore(dist_worker *w)
  * state in c->sched (the server's, once it has answered). */
 static void dist_worker_set_lr(dist_worker *w)
 {
-    w->lr = dist_epoch_lr(w->c, w->epoch);
+    w->lr = dist_optim_epoch_lr(w->c, w->epoch);
 }
 
 /* The server's answer: its clock and schedule state, then the center. */

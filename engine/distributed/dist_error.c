@@ -1,10 +1,14 @@
 /* dist_error.c — how a distributed job fails: one message naming the rank,
- * then MPI_Abort so no other rank is left waiting in a collective. */
+ * rank 0's failure line in progress.jsonl, then MPI_Abort so no other rank
+ * is left waiting in a collective. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "distributed/dist_internal.h"
+#include "train/runlog.h"
 
 static int dist_error_rank = -1;
 static const char *dist_error_out_dir;
@@ -13,6 +17,18 @@ void dist_error_setup(int rank, const char *out_dir)
 {
     dist_error_rank = rank;
     dist_error_out_dir = out_dir;
+}
+
+/* The run's last line. A rank can fail before the report opened (no CUDA
+ * device, bad data): the run directory may not exist yet. The failure is
+ * still recorded, and the user sees only the one line of the cause. */
+static void dist_error_record(const char *out_dir, const char *why)
+{
+    char err[512];
+    if (mkdir(out_dir, 0755) != 0 && errno != EEXIST)
+        return;
+    if (runlog_failed(out_dir, why, err, sizeof err) < 0)
+        fprintf(stderr, "punch-train: %s\n", err);
 }
 
 _Noreturn void dist_die(const char *fmt, ...)
@@ -25,7 +41,7 @@ _Noreturn void dist_die(const char *fmt, ...)
     fprintf(stderr, "punch-train: rank %d: %s\n", dist_error_rank, msg);
     fflush(stderr);
     if (dist_error_rank == 0 && dist_error_out_dir)
-        dist_report_failed(dist_error_out_dir, msg);
+        dist_error_record(dist_error_out_dir, msg);
     int init = 0, fini = 0;
     MPI_Initialized(&init);
     MPI_Finalized(&fini);

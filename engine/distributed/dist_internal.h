@@ -214,7 +214,7 @@ double dist_stream_read_cpu(const dist_stream *s);
 long dist_stream_held(const dist_stream *s);
 
 /* The learning rate this epoch's steps use, after warm-up/reductions. */
-float dist_epoch_lr(dist_ctx *c, int epoch);
+float dist_optim_epoch_lr(dist_ctx *c, int epoch);
 
 /* ---- gradient exchange (allreduce) ----------------------------------- */
 
@@ -354,7 +354,6 @@ void dist_report_reads(dist_report *r, const double *reads, int n_workers);
 void dist_report_evaluate(dist_report *r, const dist_sums *test);
 int dist_report_end(dist_report *r, bool has_test, const dist_sums *test, double comm_s,
                     double train_s, char *err, size_t errlen);
-void dist_report_failed(const char *out_dir, const char *why);
 /* The parameter server's final counters: total commits, mean staleness,
  * and each worker's own count of the commits it sent. */
 void dist_report_commits(dist_report *r, long commits, double mean_staleness,

@@ -25,6 +25,11 @@ void dist_optim_setup(dist_ctx *c)
         dist_die("out of memory for %ld parameters", c->m->n_params);
 }
 
+float dist_optim_epoch_lr(dist_ctx *c, int epoch)
+{
+    return (float)schedule_epoch_begin(&c->sched, &c->spec->training, epoch);
+}
+
 void dist_optim_free(dist_ctx *c)
 {
     grad_accum_free(&c->accum);

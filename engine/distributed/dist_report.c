@@ -104,11 +104,11 @@ static void dist_report_put_reproducible(const dist_report *r)
         json_object_del(r->hist, "reproducible_reason");
 }
 
-/* A progress line; failing to append one is not worth failing the run. */
-static void dist_report_line(const char *dir, json_t *obj)
+/* A progress line's outcome (runlog_*): failing to append one is not
+ * worth failing the run. */
+static void dist_report_line(int rc, const char *err)
 {
-    char err[512];
-    if (runlog_event(dir, obj, err, sizeof err) < 0)
+    if (rc < 0)
         fprintf(stderr, "punch-train: %s\n", err);
 }
 
@@ -219,46 +219,49 @@ void dist_report_free(dist_report *r)
 void dist_report_start(dist_report *r, long steps, long samples)
 {
     const job_spec *s = r->c->spec;
-    json_t *o = json_object();
-    json_object_set_new(o, "event", json_string("start"));
-    json_object_set_new(o, "epochs", json_integer(s->training.epochs));
-    json_object_set_new(o, "steps", json_integer(steps));
-    json_object_set_new(o, "samples", json_integer(samples));
-    json_object_set_new(o, "ranks", json_integer(r->c->size));
-    json_object_set_new(o, "workers", json_integer(r->c->workers));
-    json_object_set_new(o, "trainer", json_string(spec_trainer_name(s->distributed.trainer)));
-    if (r->epoch_first > 0)
-        json_object_set_new(o, "resumed_from_epoch", json_integer(r->epoch_first));
-    dist_report_line(r->c->opt->out_dir, o);
+    runlog_start_line l = {.epochs = s->training.epochs,
+                           .steps = steps,
+                           .samples = samples,
+                           .ranks = r->c->size,
+                           .trainer = spec_trainer_name(s->distributed.trainer),
+                           .epoch = r->epoch_first,
+                           .resumed = r->epoch_first > 0,
+                           .parameters = r->c->m->n_trainable,
+                           .workers = r->c->workers};
+    char err[512];
+    dist_report_line(runlog_start(r->c->opt->out_dir, &l, err, sizeof err), err);
 }
 
-static void dist_report_metrics(json_t *o, const job_spec *s, int n_out, const char *prefix,
-                                const dist_sums *sums)
+/* Loss and metrics of sums, in the run log's form. */
+static eval_result dist_report_result(const job_spec *s, int n_out, const dist_sums *sums)
 {
-    double metric[SPEC_MAX_METRICS];
+    eval_result e = {.loss = dist_sums_loss(sums), .samples = (long)sums->n};
     for (int i = 0; i < s->training.n_metrics; i++)
-        metric[i] = dist_sums_metric(sums, s->training.metrics[i], n_out);
-    runlog_put_metrics(o, &s->training, prefix, dist_sums_loss(sums), metric);
+        e.metric[i] = dist_sums_metric(sums, s->training.metrics[i], n_out);
+    return e;
 }
 
 void dist_report_step(dist_report *r, int epoch, long step, long steps, const dist_sums *run,
                       double samples_per_s)
 {
-    double now = timeutil_mono_s();
-    if (now - r->last_step_line < 1.0)
+    if (!runlog_step_due(&r->last_step_line))
         return;
-    r->last_step_line = now;
     const job_spec *s = r->c->spec;
-    json_t *o = json_object();
-    json_object_set_new(o, "event", json_string("step"));
-    json_object_set_new(o, "epoch", json_integer(epoch + 1));
-    json_object_set_new(o, "epochs", json_integer(s->training.epochs));
-    json_object_set_new(o, "step", json_integer(step));
-    json_object_set_new(o, "steps", json_integer(steps));
-    dist_report_metrics(o, s, r->c->m->n_out, "", run);
-    json_object_set_new(o, "samples_per_s", json_real(samples_per_s));
-    json_object_set_new(o, "elapsed_s", json_real(now - r->t0));
-    dist_report_line(r->c->opt->out_dir, o);
+    double elapsed = timeutil_mono_s() - r->t0;
+    /* The ETA from this process's pace: a resumed run starts at an epoch
+     * boundary, so its steps are those since epoch_first. */
+    long done = (long)(epoch - r->epoch_first) * steps + step;
+    long left = (steps - step) + (long)(s->training.epochs - epoch - 1) * steps;
+    runlog_step_line l = {.epoch = epoch,
+                          .epochs = s->training.epochs,
+                          .step = step,
+                          .steps = steps,
+                          .run = dist_report_result(s, r->c->m->n_out, run),
+                          .samples_per_s = samples_per_s,
+                          .elapsed_s = elapsed,
+                          .eta_s = done > 0 ? elapsed / (double)done * (double)left : 0.0};
+    char err[512];
+    dist_report_line(runlog_step(r->c->opt->out_dir, &s->training, &l, err, sizeof err), err);
 }
 
 static void dist_report_append_metrics(json_t *h, const job_spec *s, int n_out,
@@ -346,22 +349,20 @@ int dist_report_epoch(dist_report *r, const dist_epoch_info *e, char *err, size_
     double eta = left * elapsed / r->epochs_run;
     double rate = e->seconds > 0 ? e->samples / e->seconds : 0.0;
 
-    json_t *o = json_object();
-    json_object_set_new(o, "event", json_string("epoch"));
-    json_object_set_new(o, "epoch", json_integer(e->epoch + 1));
-    json_object_set_new(o, "epochs", json_integer(s->training.epochs));
-    dist_report_metrics(o, s, n_out, "", &e->train);
-    if (e->has_val)
-        dist_report_metrics(o, s, n_out, "val_", &e->val);
-    json_object_set_new(o, "lr", json_real(e->lr));
-    json_object_set_new(o, "samples_per_s", json_real(rate));
-    json_object_set_new(o, "elapsed_s", json_real(elapsed));
-    json_object_set_new(o, "eta_s", json_real(eta));
-    if (async) {
-        json_object_set_new(o, "commits", json_integer(e->commits));
-        json_object_set_new(o, "mean_staleness", json_real(e->mean_staleness));
-    }
-    dist_report_line(r->c->opt->out_dir, o);
+    eval_result val = dist_report_result(s, n_out, &e->val);
+    runlog_epoch_line l = {.epoch = e->epoch,
+                           .epochs = s->training.epochs,
+                           .train = dist_report_result(s, n_out, &e->train),
+                           .val = e->has_val ? &val : NULL,
+                           .lr = e->lr,
+                           .samples_per_s = rate,
+                           .elapsed_s = elapsed,
+                           .eta_s = eta,
+                           .commits = async ? e->commits : -1,
+                           .mean_staleness = e->mean_staleness};
+    char line_err[512];
+    dist_report_line(runlog_epoch(r->c->opt->out_dir, &s->training, &l, line_err,
+                                  sizeof line_err), line_err);
 
     dist_report_console(s, n_out, e, rate);
 
@@ -430,13 +431,11 @@ void dist_report_reads(dist_report *r, const double *reads, int n_workers)
 void dist_report_evaluate(dist_report *r, const dist_sums *test)
 {
     const job_spec *s = r->c->spec;
-    json_t *o = json_object();
-    json_object_set_new(o, "event", json_string("evaluate"));
-    json_object_set_new(o, "when", json_string("before"));
-    json_object_set_new(o, "samples", json_integer((json_int_t)test->n));
-    dist_report_metrics(o, s, r->c->m->n_out, "test_", test);
-    fprintf(stderr, "before training: test loss %.4f\n", dist_sums_loss(test));
-    dist_report_line(r->c->opt->out_dir, o);
+    eval_result e = dist_report_result(s, r->c->m->n_out, test);
+    fprintf(stderr, "before training: test loss %.4f\n", e.loss);
+    char err[512];
+    dist_report_line(runlog_evaluate_before(r->c->opt->out_dir, &s->training, &e, err,
+                                            sizeof err), err);
 }
 
 int dist_report_end(dist_report *r, bool has_test, const dist_sums *test, double comm_s,
@@ -458,35 +457,20 @@ int dist_report_end(dist_report *r, bool has_test, const dist_sums *test, double
     json_object_set_new(r->hist, "train_time_s", json_real(train_s));
     if (dist_report_save(r, err, errlen) < 0)
         return -1;
-    json_t *o = json_object();
-    json_object_set_new(o, "event", json_string("end"));
-    json_object_set_new(o, "status", json_string("succeeded"));
+    eval_result result = {0};
     if (has_test) {
-        dist_report_metrics(o, s, n_out, "test_", test);
+        result = dist_report_result(s, n_out, test);
         fprintf(stderr, "test - loss %.4f", dist_sums_loss(test));
         for (int i = 0; i < s->training.n_metrics; i++)
             fprintf(stderr, " - %s %.4f", spec_metric_name(s->training.metrics[i]),
                     dist_sums_metric(test, s->training.metrics[i], n_out));
         fprintf(stderr, "\n");
     }
-    json_object_set_new(o, "elapsed_s", json_real(timeutil_mono_s() - r->t0));
-    dist_report_line(r->c->opt->out_dir, o);
+    char line_err[512];
+    dist_report_line(runlog_end(r->c->opt->out_dir, &s->training, has_test ? &result : NULL,
+                                timeutil_mono_s() - r->t0, r->epoch_first + r->epochs_run,
+                                line_err, sizeof line_err), line_err);
     return 0;
-}
-
-void dist_report_failed(const char *out_dir, const char *why)
-{
-    /* A rank can fail before the report opened (no CUDA device, bad
-     * data): the run directory may not exist yet. The failure is still
-     * recorded, and the user sees only the one line of the cause. */
-    char err[512];
-    if (dist_mkdir(out_dir, err, sizeof err) < 0)
-        return;
-    json_t *o = json_object();
-    json_object_set_new(o, "event", json_string("end"));
-    json_object_set_new(o, "status", json_string("failed"));
-    json_object_set_new(o, "error", json_string(why));
-    dist_report_line(out_dir, o);
 }
 
 /* stem.safetensors and, with npz, stem.npz (stem: a path without the

@@ -9,15 +9,12 @@
 #include <stdlib.h>
 
 #include "distributed/dist_internal.h"
+#include "device/device.h"
+#include "cpu/cpu.h"
 
 bool dist_handles(const job_spec *spec)
 {
     return spec->distributed.trainer != TRAINER_SINGLE;
-}
-
-float dist_epoch_lr(dist_ctx *c, int epoch)
-{
-    return (float)schedule_epoch_begin(&c->sched, &c->spec->training, epoch);
 }
 
 static void dist_setup_mpi(dist_ctx *c)
@@ -63,7 +60,7 @@ static void dist_setup_rank(dist_ctx *c)
     bool server = c->has_server && c->rank == 0;
     int device = c->local_rank - (c->has_server && c->rank0_local ? 1 : 0);
     c->be = server ? backend_cpu_create(threads > 0 ? threads : 1, err, sizeof err)
-                   : backend_create(s, threads > 0 ? threads : 1, device, err, sizeof err);
+                   : device_backend_create(s, threads > 0 ? threads : 1, device, err, sizeof err);
     if (!c->be)
         dist_die("%s", err);
     c->m = model_create(s, c->be, s->training.batch_size, err, sizeof err);

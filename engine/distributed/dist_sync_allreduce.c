@@ -225,7 +225,7 @@ int dist_run_allreduce(dist_ctx *c)
     dist_ar_evaluate_before(c);
     double t_train = MPI_Wtime();
     for (int epoch = start; epoch < s->training.epochs; epoch++) {
-        float lr = dist_epoch_lr(c, epoch);
+        float lr = dist_optim_epoch_lr(c, epoch);
         float lr_used = s->distributed.learning_rate_scaling ? lr * c->size : lr;
         dist_data_epoch(c, s->training.seed, epoch);
         dist_sums run = {0};

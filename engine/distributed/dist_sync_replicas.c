@@ -374,7 +374,7 @@ int dist_run_replicas(dist_ctx *c)
     int every = s->distributed.sync_every_epochs > 0 ? s->distributed.sync_every_epochs : 1;
     double t_train = MPI_Wtime();
     for (int epoch = start; epoch < s->training.epochs; epoch++) {
-        float lr = dist_epoch_lr(c, epoch);
+        float lr = dist_optim_epoch_lr(c, epoch);
         dist_sums run = {0};
         double t0 = MPI_Wtime();
         dist_rep_epoch(&r, epoch, lr, &run, t0);

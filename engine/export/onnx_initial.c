@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "model/model.h"
+#include "cpu/cpu.h"
 
 int onnx_export_initial(const job_spec *spec, const char *path, char *err, size_t errlen)
 {

@@ -1,7 +1,7 @@
 /* gpu.h — the CUDA backend's public entry points beyond backend.h.
  *
- * backend.h declares backend_cuda_create() (the backend itself); this header
- * adds what the engine's start-up and the distributed trainers need:
+ * backend_cuda_create() makes the backend itself; this header also has
+ * what the engine's start-up and the distributed trainers need:
  * whether a device is usable, the NCCL communicator for data-parallel
  * gradient averaging, and a device-side optimizer so parameters need not
  * leave the GPU. Every function exists in every build: in a build without
@@ -41,9 +41,14 @@ bool gpu_available(char *why, size_t whylen);
  * the reason in why when there are none. */
 int gpu_device_count(char *why, size_t whylen);
 
+/* Create the CUDA backend on the device chosen by the local MPI rank. NULL
+ * + message ("no CUDA device: ...", or GPU_NO_CUDA_BUILD) when there is no
+ * usable device. */
+backend *backend_cuda_create(int local_rank, char *err, size_t errlen);
+
 /* The CUDA backend on the device picked for this process's node-local
  * rank (gpu_device.h: local rank modulo visible devices). Same as
- * backend_cuda_create(launcher_local_rank(launcher_getenv), ...). */
+ * backend_cuda_create(launch_env_local_rank(launch_env_getenv), ...). */
 backend *gpu_backend_open(char *err, size_t errlen);
 
 /* ---- data-parallel gradient averaging (NCCL) ------------------------ */

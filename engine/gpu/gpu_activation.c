@@ -9,8 +9,11 @@
  *   permits (x == y forward, dx == dy backward when not accumulating).
  * - softmax per row: cuDNN does not document in-place softmax, which dense
  *   layers rely on. */
-#include "gpu/gpu_backend.h"
+#include "gpu/gpu_activation.h"
+
+#include "gpu/gpu_ctx.h"
 #include "gpu/gpu_kernels.h"
+#include "gpu/gpu_ops.h"
 
 /* The kernel's name for an element-wise activation. */
 static int gpu_act_kind_of(spec_activation act)
@@ -72,4 +75,11 @@ void gpu_activation_backward(backend *be, spec_activation act, long rows, long c
         return;
     }
     GPU_MUST(gpu_k_act_backward(g->stream, gpu_act_kind_of(act), n, y, dy, dx, accumulate));
+}
+
+/* Sets this file's ops of backend.h on be. */
+void gpu_activation_register(backend *be)
+{
+    be->activation_forward = gpu_activation_forward;
+    be->activation_backward = gpu_activation_backward;
 }

@@ -3,30 +3,20 @@
  * concatenation, losses and metrics. Activations, convolution, pooling and
  * batch normalisation live in gpu_activation.c, gpu_conv.c, gpu_pool.c and
  * gpu_batchnorm.c; the small kernels in gpu_kernels.cu. */
-#include "gpu/gpu_backend.h"
+#include "gpu/gpu_ctx.h"
 
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/launcher.h"
+#include "backend/launch_env.h"
 #include "gpu/gpu.h"
+#include "gpu/gpu_activation.h"
 #include "gpu/gpu_device.h"
 #include "gpu/gpu_hinge.h"
 #include "gpu/gpu_kernels.h"
-
-bool gpu_tensor_4d(cudnnTensorDescriptor_t t, long n, long c, long h, long w)
-{
-    if (n <= 0 || c <= 0 || h <= 0 || w <= 0 || n > INT_MAX || c > INT_MAX || h > INT_MAX ||
-        w > INT_MAX || n * c > INT_MAX / h / w) {
-        gpu_check_failed("tensor larger than cuDNN's 2^31 elements", "gpu_tensor_4d",
-                         __FILE__, __LINE__);
-        return false;
-    }
-    return GPU_CHECK(cudnnSetTensor4dDescriptor(t, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)n,
-                                                (int)c, (int)h, (int)w));
-}
+#include "gpu/gpu_ops.h"
 
 /* ---- lifecycle --------------------------------------------------------- */
 
@@ -162,7 +152,7 @@ backend *backend_cuda_create(int local_rank, char *err, size_t errlen)
 
 backend *gpu_backend_open(char *err, size_t errlen)
 {
-    return backend_cuda_create(launcher_local_rank(launcher_getenv), err, errlen);
+    return backend_cuda_create(launch_env_local_rank(launch_env_getenv), err, errlen);
 }
 
 /* ---- memory ------------------------------------------------------------ */
@@ -430,21 +420,6 @@ static void gpu_backend_fill(backend *be)
     be->scale = gpu_scale;
     be->dense_forward = gpu_dense_forward;
     be->dense_backward = gpu_dense_backward;
-    be->activation_forward = gpu_activation_forward;
-    be->activation_backward = gpu_activation_backward;
-    be->conv2d_prepare = gpu_conv2d_prepare;
-    be->conv2d_release = gpu_conv2d_release;
-    be->conv2d_forward = gpu_conv2d_forward;
-    be->conv2d_backward = gpu_conv2d_backward;
-    be->pool2d_prepare = gpu_pool2d_prepare;
-    be->pool2d_release = gpu_pool2d_release;
-    be->pool2d_forward = gpu_pool2d_forward;
-    be->pool2d_backward = gpu_pool2d_backward;
-    be->batchnorm_prepare = gpu_batchnorm_prepare;
-    be->batchnorm_release = gpu_batchnorm_release;
-    be->batchnorm_forward_train = gpu_batchnorm_forward_train;
-    be->batchnorm_forward_eval = gpu_batchnorm_forward_eval;
-    be->batchnorm_backward = gpu_batchnorm_backward;
     be->dropout_forward = gpu_dropout_forward;
     be->dropout_backward = gpu_dropout_backward;
     be->concat_forward = gpu_concat_forward;
@@ -454,4 +429,8 @@ static void gpu_backend_fill(backend *be)
     be->mse = gpu_mse;
     be->metrics = gpu_metrics;
     be->categorical_hinge = gpu_categorical_hinge;
+    gpu_activation_register(be);
+    gpu_conv_register(be);
+    gpu_pool_register(be);
+    gpu_batchnorm_register(be);
 }

@@ -9,13 +9,14 @@
  * instead: cuDNN's unbiased variance divides by N - 1 = 0 there (NaN in
  * the running variance, or BAD_PARAM), where the CPU takes the variance as
  * is (gpu_math.h, gpu_bn_single_at). */
-#include "gpu/gpu_backend.h"
+#include "gpu/gpu_ctx.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "gpu/gpu_kernels.h"
 #include "gpu/gpu_plan.h"
+#include "gpu/gpu_ops.h"
 
 typedef struct gpu_batchnorm {
     cudnnTensorDescriptor_t x;      /* (batch, c, spatial, 1) */
@@ -38,7 +39,7 @@ static bool gpu_batchnorm_set_batch(gpu_batchnorm *b, const batchnorm_desc *d, i
     return gpu_tensor_4d(b->x, batch, d->c, d->spatial, 1);
 }
 
-long gpu_batchnorm_prepare(backend *be, batchnorm_desc *d)
+static long gpu_batchnorm_prepare(backend *be, batchnorm_desc *d)
 {
     (void)be;
     long ws = gpu_batchnorm_workspace(d);
@@ -61,7 +62,7 @@ long gpu_batchnorm_prepare(backend *be, batchnorm_desc *d)
     return ws;
 }
 
-void gpu_batchnorm_release(backend *be, batchnorm_desc *d)
+static void gpu_batchnorm_release(backend *be, batchnorm_desc *d)
 {
     (void)be;
     gpu_batchnorm_free(d->impl);
@@ -78,7 +79,7 @@ static gpu_batchnorm *gpu_batchnorm_at(const batchnorm_desc *d, int batch)
     return b;
 }
 
-void gpu_batchnorm_forward_train(backend *be, const batchnorm_desc *d, int batch,
+static void gpu_batchnorm_forward_train(backend *be, const batchnorm_desc *d, int batch,
                                  const float *x, const float *gamma, const float *beta,
                                  float *running_mean, float *running_var, float *save_mean,
                                  float *save_invstd, float *y, float *workspace)
@@ -98,7 +99,7 @@ void gpu_batchnorm_forward_train(backend *be, const batchnorm_desc *d, int batch
         save_invstd));
 }
 
-void gpu_batchnorm_forward_eval(backend *be, const batchnorm_desc *d, int batch,
+static void gpu_batchnorm_forward_eval(backend *be, const batchnorm_desc *d, int batch,
                                 const float *x, const float *gamma, const float *beta,
                                 const float *running_mean, const float *running_var, float *y)
 {
@@ -110,7 +111,7 @@ void gpu_batchnorm_forward_eval(backend *be, const batchnorm_desc *d, int batch,
         running_mean, running_var, (double)d->epsilon));
 }
 
-void gpu_batchnorm_backward(backend *be, const batchnorm_desc *d, int batch, const float *x,
+static void gpu_batchnorm_backward(backend *be, const batchnorm_desc *d, int batch, const float *x,
                             const float *dy, const float *gamma, const float *save_mean,
                             const float *save_invstd, float *dx, bool accumulate,
                             float *dgamma, float *dbeta, float *workspace)
@@ -126,4 +127,14 @@ void gpu_batchnorm_backward(backend *be, const batchnorm_desc *d, int batch, con
                                              &one, &zero, b->x, x, b->x, dy, b->x, dx_out,
                                              b->param, gamma, dgamma, dbeta,
                                              (double)d->epsilon, save_mean, save_invstd));
+}
+
+/* Sets this file's ops of backend.h on be. */
+void gpu_batchnorm_register(backend *be)
+{
+    be->batchnorm_prepare = gpu_batchnorm_prepare;
+    be->batchnorm_release = gpu_batchnorm_release;
+    be->batchnorm_forward_train = gpu_batchnorm_forward_train;
+    be->batchnorm_forward_eval = gpu_batchnorm_forward_eval;
+    be->batchnorm_backward = gpu_batchnorm_backward;
 }

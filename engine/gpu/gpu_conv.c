@@ -11,7 +11,7 @@
  * every other batch size is checked once, when it first occurs
  * (gpu_conv_batches_get). Bias and activation follow the convolution as
  * separate ops. */
-#include "gpu/gpu_backend.h"
+#include "gpu/gpu_ctx.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +19,8 @@
 #include "gpu/gpu_conv_choice.h"
 #include "gpu/gpu_kernels.h"
 #include "gpu/gpu_plan.h"
+#include "gpu/gpu_activation.h"
+#include "gpu/gpu_ops.h"
 
 /* Largest cuDNN workspace one layer may ask for. */
 #define GPU_CONV_WS_CAP ((size_t)1 << 30)
@@ -337,7 +339,7 @@ static bool gpu_conv_plan_algos(backend *be, gpu_conv *cv, const conv2d_desc *d,
     return true;
 }
 
-long gpu_conv2d_prepare(backend *be, conv2d_desc *d)
+static long gpu_conv2d_prepare(backend *be, conv2d_desc *d)
 {
     char err[512];
     if (d->groups <= 0)
@@ -373,7 +375,7 @@ long gpu_conv2d_prepare(backend *be, conv2d_desc *d)
     return cv->plan.workspace_floats;
 }
 
-void gpu_conv2d_release(backend *be, conv2d_desc *d)
+static void gpu_conv2d_release(backend *be, conv2d_desc *d)
 {
     (void)be;
     gpu_conv_free(d->impl);
@@ -392,7 +394,7 @@ static const float *gpu_conv_input(gpu_ctx *g, const gpu_conv *cv, const conv2d_
     return xp;
 }
 
-void gpu_conv2d_forward(backend *be, const conv2d_desc *d, int batch, const float *x,
+static void gpu_conv2d_forward(backend *be, const conv2d_desc *d, int batch, const float *x,
                         const float *w, const float *bias, spec_activation act, float *y,
                         float *workspace)
 {
@@ -412,7 +414,7 @@ void gpu_conv2d_forward(backend *be, const conv2d_desc *d, int batch, const floa
         gpu_activation_forward(be, act, (long)batch * d->k, plane, y, y);
 }
 
-void gpu_conv2d_backward(backend *be, const conv2d_desc *d, int batch, const float *x,
+static void gpu_conv2d_backward(backend *be, const conv2d_desc *d, int batch, const float *x,
                          const float *w, const float *dz, float *dx, bool accumulate,
                          float *dw, float *db, float *workspace)
 {
@@ -446,4 +448,13 @@ void gpu_conv2d_backward(backend *be, const conv2d_desc *d, int batch, const flo
                                           dxp));
     GPU_MUST(gpu_k_crop(g->stream, (long)batch * d->c, d->h, d->w, d->pad_top, d->pad_left,
                         cv->plan.in_h, cv->plan.in_w, dxp, dx, accumulate));
+}
+
+/* Sets this file's ops of backend.h on be. */
+void gpu_conv_register(backend *be)
+{
+    be->conv2d_prepare = gpu_conv2d_prepare;
+    be->conv2d_release = gpu_conv2d_release;
+    be->conv2d_forward = gpu_conv2d_forward;
+    be->conv2d_backward = gpu_conv2d_backward;
 }

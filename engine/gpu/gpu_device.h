@@ -6,7 +6,7 @@
  * the CUDA runtime sees, i.e. after CUDA_VISIBLE_DEVICES: a launcher that
  * gives each rank its own single visible device (Slurm --gpus-per-task)
  * yields a count of 1, and every rank correctly takes device 0. The
- * node-local rank itself comes from backend/launcher.h. */
+ * node-local rank itself comes from backend/launch_env.h. */
 #ifndef PUNCH_GPU_DEVICE_H
 #define PUNCH_GPU_DEVICE_H
 

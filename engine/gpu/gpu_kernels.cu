@@ -440,7 +440,7 @@ extern "C" cudaError_t gpu_k_pool_backward(cudaStream_t s, gpu_pool_geom g, int 
 /* One block per row, up to GPU_LOSS_BLOCKS blocks; each block adds its
  * rows' losses in row order into partials[blockIdx.x], and
  * k_sum_partials adds those. The row's operations are the CPU reference's
- * (cpu/cpu_backend.c, xent_rows) with its loops split over the block:
+ * (cpu/cpu_loss.c, xent_rows) with its loops split over the block:
  * test_gpu_vs_cpu checks this kernel against it; change both together. */
 __global__ static void k_softmax_xent(int batch, int n, const float *logits,
                                       const float *targets, float *probs, float *dlogits,

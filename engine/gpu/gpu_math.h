@@ -45,7 +45,7 @@ typedef enum gpu_act_kind {
     GPU_ACT_TANH,
 } gpu_act_kind;
 
-/* act(x): the CPU backend's formulas (cpu_backend.c, cpu_activate). */
+/* act(x): the CPU backend's formulas (cpu_activation.c, cpu_activate). */
 GPU_HD static inline float gpu_act_forward_at(int act, float x)
 {
     switch (act) {

@@ -14,7 +14,7 @@
 #include <nccl.h>
 
 #include "gpu/gpu.h"
-#include "gpu/gpu_backend.h"
+#include "gpu/gpu_ctx.h"
 
 struct gpu_comm {
     backend *be;

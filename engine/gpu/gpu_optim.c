@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "gpu/gpu.h"
-#include "gpu/gpu_backend.h"
+#include "gpu/gpu_ctx.h"
 #include "gpu/gpu_kernels.h"
 #include "gpu/gpu_optim_coeffs.h"
 #include "optim/optim.h"

@@ -7,13 +7,14 @@
  * seam says; cuDNN does not document which tied element it picks. The
  * common tie, a window of zeros after a ReLU, is harmless either way: the
  * ReLU's backward pass zeroes the gradient of every one of them. */
-#include "gpu/gpu_backend.h"
+#include "gpu/gpu_ctx.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "gpu/gpu_kernels.h"
 #include "gpu/gpu_plan.h"
+#include "gpu/gpu_ops.h"
 
 typedef struct gpu_pool {
     gpu_pool_plan plan;
@@ -61,7 +62,7 @@ static bool gpu_pool_descriptors(gpu_pool *p, const pool2d_desc *d)
     return true;
 }
 
-long gpu_pool2d_prepare(backend *be, pool2d_desc *d)
+static long gpu_pool2d_prepare(backend *be, pool2d_desc *d)
 {
     (void)be;
     char err[256];
@@ -84,7 +85,7 @@ long gpu_pool2d_prepare(backend *be, pool2d_desc *d)
     return 0;
 }
 
-void gpu_pool2d_release(backend *be, pool2d_desc *d)
+static void gpu_pool2d_release(backend *be, pool2d_desc *d)
 {
     (void)be;
     gpu_pool_free(d->impl);
@@ -102,7 +103,7 @@ static gpu_pool_geom gpu_pool_geometry(const pool2d_desc *d)
     return g;
 }
 
-void gpu_pool2d_forward(backend *be, const pool2d_desc *d, int batch, const float *x,
+static void gpu_pool2d_forward(backend *be, const pool2d_desc *d, int batch, const float *x,
                         float *y)
 {
     gpu_ctx *g = gpu_ctx_of(be);
@@ -117,7 +118,7 @@ void gpu_pool2d_forward(backend *be, const pool2d_desc *d, int batch, const floa
     GPU_MUST(cudnnPoolingForward(g->dnn, p->pool, &one, p->x, x, &zero, p->y, y));
 }
 
-void gpu_pool2d_backward(backend *be, const pool2d_desc *d, int batch, const float *x,
+static void gpu_pool2d_backward(backend *be, const pool2d_desc *d, int batch, const float *x,
                          const float *y, const float *dy, float *dx, bool accumulate)
 {
     gpu_ctx *g = gpu_ctx_of(be);
@@ -132,4 +133,13 @@ void gpu_pool2d_backward(backend *be, const pool2d_desc *d, int batch, const flo
         gpu_check_fatal();
     GPU_MUST(cudnnPoolingBackward(g->dnn, p->pool, &one, p->y, y, p->y, dy, p->x, x, &beta,
                                   p->x, dx));
+}
+
+/* Sets this file's ops of backend.h on be. */
+void gpu_pool_register(backend *be)
+{
+    be->pool2d_prepare = gpu_pool2d_prepare;
+    be->pool2d_release = gpu_pool2d_release;
+    be->pool2d_forward = gpu_pool2d_forward;
+    be->pool2d_backward = gpu_pool2d_backward;
 }

@@ -16,6 +16,7 @@
 #include "io/utf8.h"
 #include "train/sampler.h"
 #include "train/weights.h"
+#include "device/device.h"
 
 #define GENERATE_REPLACEMENT 0xFFFDu
 
@@ -294,7 +295,7 @@ static int generate_open(const job_spec *spec, const train_options *opt, generat
     int threads = opt->threads > 0 ? opt->threads
                   : spec->resources.threads_per_worker > 0 ? spec->resources.threads_per_worker
                                                            : 1;
-    g->be = backend_create(spec, threads, opt->local_rank, err, errlen);
+    g->be = device_backend_create(spec, threads, opt->local_rank, err, errlen);
     g->m = g->be ? model_create(spec, g->be, 1, err, errlen) : NULL;
     if (!g->m || weights_load(g->m, opt->weights, err, errlen) != 0)
         return 1;

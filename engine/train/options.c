@@ -20,14 +20,14 @@ void engine_options_defaults(engine_options *o)
 }
 
 /* The variable's value, NULL when unset or empty. */
-static const char *options_value(launcher_lookup lookup, const char *name)
+static const char *options_value(launch_env_lookup lookup, const char *name)
 {
     const char *v = lookup(name);
     return v && *v ? v : NULL;
 }
 
 /* A finite number > 0 into *out (left alone when unset). */
-static int options_positive(launcher_lookup lookup, const char *name, const char *what,
+static int options_positive(launch_env_lookup lookup, const char *name, const char *what,
                             double *out, char *err, size_t errlen)
 {
     const char *v = options_value(lookup, name);
@@ -45,7 +45,7 @@ static int options_positive(launcher_lookup lookup, const char *name, const char
 }
 
 /* 0 or 1: *set says whether it was given. */
-static int options_flag(launcher_lookup lookup, const char *name, bool *out, bool *set,
+static int options_flag(launch_env_lookup lookup, const char *name, bool *out, bool *set,
                         char *err, size_t errlen)
 {
     const char *v = options_value(lookup, name);
@@ -61,7 +61,7 @@ static int options_flag(launcher_lookup lookup, const char *name, bool *out, boo
     return 0;
 }
 
-static int options_sharding(launcher_lookup lookup, bool *replicate, char *err, size_t errlen)
+static int options_sharding(launch_env_lookup lookup, bool *replicate, char *err, size_t errlen)
 {
     const char *v = options_value(lookup, "PUNCH_DIST_SHARDING");
     if (!v || strcmp(v, "shard") == 0)
@@ -74,11 +74,11 @@ static int options_sharding(launcher_lookup lookup, bool *replicate, char *err, 
     return -1;
 }
 
-int engine_options_read(engine_options *o, launcher_lookup lookup, char *err, size_t errlen)
+int engine_options_read(engine_options *o, launch_env_lookup lookup, char *err, size_t errlen)
 {
     engine_options_defaults(o);
-    o->local_rank = launcher_local_rank(lookup);
-    o->world_size = launcher_world_size(lookup);
+    o->local_rank = launch_env_local_rank(lookup);
+    o->world_size = launch_env_world_size(lookup);
     o->datasets = options_value(lookup, "PUNCH_DATASETS");
     bool overlap = false, overlap_set = false;
     if (options_positive(lookup, "PUNCH_WATCHDOG_S", "seconds", &o->watchdog_s, err,

@@ -38,7 +38,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "backend/launcher.h"
+#include "backend/launch_env.h"
 
 /* PUNCH_DIST_OVERLAP: unset leaves the choice to the device. */
 typedef enum engine_overlap {
@@ -48,8 +48,8 @@ typedef enum engine_overlap {
 } engine_overlap;
 
 typedef struct engine_options {
-    int local_rank;           /* node-local rank (launcher_local_rank): the GPU */
-    int world_size;           /* ranks mpirun started (launcher_world_size); 1 alone */
+    int local_rank;           /* node-local rank (launch_env_local_rank): the GPU */
+    int world_size;           /* ranks mpirun started (launch_env_world_size); 1 alone */
     const char *datasets;     /* PUNCH_DATASETS, or NULL */
     double watchdog_s;        /* PUNCH_WATCHDOG_S */
     double exchange_mb;       /* PUNCH_DIST_EXCHANGE_MB */
@@ -64,10 +64,10 @@ typedef struct engine_options {
 /* The values of an empty environment (a process not under a launcher). */
 void engine_options_defaults(engine_options *o);
 
-/* Fill *o from `lookup` (launcher_getenv in production). 0, or -1 with
+/* Fill *o from `lookup` (launch_env_getenv in production). 0, or -1 with
  * "PUNCH_X: must be ..., got \"v\"" in err; *o is complete either way
  * (defaults where a value was bad). The strings *o points to are the
  * lookup's and must outlive it. */
-int engine_options_read(engine_options *o, launcher_lookup lookup, char *err, size_t errlen);
+int engine_options_read(engine_options *o, launch_env_lookup lookup, char *err, size_t errlen);
 
 #endif

@@ -19,6 +19,7 @@
 #include "io/npzarray.h"
 #include "io/tensorfile.h"
 #include "train/weights.h"
+#include "device/device.h"
 
 #define PREDICT_MAX_INPUT ((size_t)4 << 30)
 
@@ -308,7 +309,8 @@ static int predict_run(const job_spec *spec, const train_options *opt, const cha
     int threads = opt->threads > 0 ? opt->threads
                   : spec->resources.threads_per_worker > 0 ? spec->resources.threads_per_worker
                                                            : 1;
-    backend *be = rc == 0 ? backend_create(spec, threads, opt->local_rank, err, errlen) : NULL;
+    backend *be =
+        rc == 0 ? device_backend_create(spec, threads, opt->local_rank, err, errlen) : NULL;
     int max_batch = spec->training.batch_size > 0 ? spec->training.batch_size : 64;
     model *m = be ? model_create(spec, be, max_batch, err, errlen) : NULL;
     float *out = NULL;

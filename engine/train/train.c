@@ -19,9 +19,7 @@
 #include "train/warmstart.h"
 #include "train/weights.h"
 #include "timeutil/timeutil.h"
-
-/* At most one "step" progress line per this many seconds. */
-#define TRAIN_STEP_EVENT_S 1.0
+#include "device/device.h"
 
 static volatile sig_atomic_t train_stop_signal;
 
@@ -57,6 +55,7 @@ typedef struct train_run {
     uint64_t spec_hash;
     char val_names[SPEC_MAX_METRICS + 1][40];
     char host[256];         /* history.json's rank_hosts */
+    double last_step_line;  /* runlog_step_due's clock */
 } train_run;
 
 /* Epoch-level metric values from per-batch sums over `terms` loss terms
@@ -195,8 +194,8 @@ static int train_open(train_run *r, char *err, size_t errlen)
     const job_spec *spec = r->spec;
     /* The backend first: a GPU job without a GPU fails before touching
      * data or the run directory. */
-    r->be = backend_create(spec, train_threads(spec, r->opt), r->opt->local_rank, err,
-                           errlen);
+    r->be = device_backend_create(spec, train_threads(spec, r->opt), r->opt->local_rank,
+                                  err, errlen);
     if (!r->be)
         return -1;
     char ckpt_dir[4096];
@@ -265,48 +264,41 @@ static int train_write_history(train_run *r, char *err, size_t errlen)
 
 static int train_start_event(train_run *r, char *err, size_t errlen)
 {
-    json_t *e = json_pack("{s:s,s:i,s:I,s:I,s:i,s:s,s:b,s:I,s:I}", "event", "start", "epochs",
-                          r->spec->training.epochs, "steps", (json_int_t)train_steps_per_epoch(r),
-                          "samples", (json_int_t)train_samples_per_epoch(r), "ranks", 1,
-                          "trainer", "single", "resumed", r->pos.global_step > 0,
-                          "epoch", (json_int_t)r->pos.epoch, "parameters",
-                          (json_int_t)r->m->n_trainable);
-    if (!e) {
-        snprintf(err, errlen, "progress.jsonl: out of memory");
-        return -1;
-    }
-    return runlog_event(r->opt->out_dir, e, err, errlen);
+    runlog_start_line l = {.epochs = r->spec->training.epochs,
+                           .steps = train_steps_per_epoch(r),
+                           .samples = train_samples_per_epoch(r),
+                           .ranks = 1,
+                           .trainer = "single",
+                           .epoch = (long)r->pos.epoch,
+                           .resumed = r->pos.global_step > 0,
+                           .parameters = r->m->n_trainable};
+    return runlog_start(r->opt->out_dir, &l, err, errlen);
 }
 
 static void train_end_event_failed(const train_run *r, const char *reason)
 {
     char ignored[256];
-    json_t *e = json_pack("{s:s,s:s,s:s}", "event", "end", "status", "failed", "error", reason);
-    if (e)
-        runlog_event(r->opt->out_dir, e, ignored, sizeof ignored);
+    runlog_failed(r->opt->out_dir, reason, ignored, sizeof ignored);
 }
 
-/* A "step" line: at most one per TRAIN_STEP_EVENT_S. */
+/* A "step" line, when runlog_step_due says one is. */
 static int train_step_event(train_run *r, long steps, double elapsed, char *err,
                             size_t errlen)
 {
     const spec_training *t = &r->spec->training;
-    double metric[SPEC_MAX_METRICS];
-    long samples = r->pos.samples;
     long terms = (long)r->pos.terms;
-    train_metric_values(t, &r->pos.sums, terms, r->m->classes, metric);
-    double rate = elapsed > 0 ? samples / elapsed : 0.0;
     double per_step = elapsed / (double)r->pos.step;
-    double left = per_step * (double)((steps - r->pos.step) +
-                                      (t->epochs - r->pos.epoch - 1) * steps);
-    json_t *e = json_pack("{s:s,s:I,s:i,s:I,s:I,s:f,s:f,s:f}", "event", "step", "epoch",
-                          (json_int_t)r->pos.epoch + 1, "epochs", t->epochs, "step",
-                          (json_int_t)r->pos.step, "steps", (json_int_t)steps, "samples_per_s",
-                          rate, "elapsed_s", elapsed, "eta_s", left);
-    if (!e)
-        return 0;
-    runlog_put_metrics(e, t, "", r->pos.loss_sum / (terms > 0 ? terms : 1), metric);
-    return runlog_event(r->opt->out_dir, e, err, errlen);
+    runlog_step_line l = {.epoch = (long)r->pos.epoch,
+                          .epochs = t->epochs,
+                          .step = (long)r->pos.step,
+                          .steps = steps,
+                          .run.loss = r->pos.loss_sum / (terms > 0 ? terms : 1),
+                          .samples_per_s = elapsed > 0 ? r->pos.samples / elapsed : 0.0,
+                          .elapsed_s = elapsed,
+                          .eta_s = per_step * (double)((steps - r->pos.step) +
+                                                       (t->epochs - r->pos.epoch - 1) * steps)};
+    train_metric_values(t, &r->pos.sums, terms, r->m->classes, l.run.metric);
+    return runlog_step(r->opt->out_dir, t, &l, err, errlen);
 }
 
 /* One optimisation step on batch idx[0..batch). */
@@ -378,7 +370,7 @@ static int train_epoch_steps(train_run *r, float lr, char *err, size_t errlen)
         for (long i = 0; i < n; i++)
             r->perm[i] = i;
     }
-    double start = timeutil_mono_s() - r->pos.elapsed_s, last_event = timeutil_mono_s();
+    double start = timeutil_mono_s() - r->pos.elapsed_s;
     while (r->pos.step < steps) {
         long first = r->pos.step * b;
         int batch = (int)(n - first < b ? n - first : b);
@@ -398,8 +390,7 @@ static int train_epoch_steps(train_run *r, float lr, char *err, size_t errlen)
             r->opt->on_step(r->opt->on_step_ctx, (long)r->pos.epoch, (long)r->pos.step);
         if (train_stop_signal)
             return train_interrupted(r, err, errlen);
-        if (now - last_event >= TRAIN_STEP_EVENT_S && r->pos.step < steps) {
-            last_event = now;
+        if (r->pos.step < steps && runlog_step_due(&r->last_step_line)) {
             if (train_step_event(r, steps, r->pos.elapsed_s, err, errlen) != 0)
                 return -1;
         }
@@ -452,19 +443,19 @@ static int train_epoch_event(train_run *r, const epoch_record *rec, char *err, s
     double total = 0;
     for (int e = 0; e < r->hist.n_epochs; e++)
         total += r->hist.epochs[e].time_s;
-    double eta = total / r->hist.n_epochs * (t->epochs - r->hist.n_epochs);
-    json_t *e = json_pack("{s:s,s:I,s:i,s:f,s:f,s:f,s:f}", "event", "epoch", "epoch",
-                          (json_int_t)r->pos.epoch + 1, "epochs", t->epochs, "lr", rec->lr,
-                          "samples_per_s", rec->samples_per_s, "elapsed_s", rec->time_s,
-                          "eta_s", eta);
-    if (!e) {
-        snprintf(err, errlen, "progress.jsonl: out of memory");
-        return -1;
-    }
-    runlog_put_metrics(e, t, "", rec->loss, rec->metric);
-    if (r->hist.has_val)
-        runlog_put_metrics(e, t, "val_", rec->val_loss, rec->val_metric);
-    return runlog_event(r->opt->out_dir, e, err, errlen);
+    eval_result val = {.loss = rec->val_loss};
+    memcpy(val.metric, rec->val_metric, sizeof val.metric);
+    runlog_epoch_line l = {.epoch = (long)r->pos.epoch,
+                           .epochs = t->epochs,
+                           .train.loss = rec->loss,
+                           .val = r->hist.has_val ? &val : NULL,
+                           .lr = rec->lr,
+                           .samples_per_s = rec->samples_per_s,
+                           .elapsed_s = rec->time_s,
+                           .eta_s = total / r->hist.n_epochs * (t->epochs - r->hist.n_epochs),
+                           .commits = -1};
+    memcpy(l.train.metric, rec->metric, sizeof l.train.metric);
+    return runlog_epoch(r->opt->out_dir, t, &l, err, errlen);
 }
 
 /* After the last batch of an epoch: record, report, schedule, checkpoint.
@@ -543,16 +534,9 @@ static int train_evaluate_before(train_run *r, char *err, size_t errlen)
     eval_result e;
     if (train_evaluate(r->m, &r->test, &e, err, errlen) != 0)
         return -1;
-    json_t *o = json_pack("{s:s,s:s,s:I}", "event", "evaluate", "when", "before",
-                          "samples", (json_int_t)e.samples);
-    if (!o) {
-        snprintf(err, errlen, "progress.jsonl: out of memory");
-        return -1;
-    }
-    runlog_put_metrics(o, t, "test_", e.loss, e.metric);
     if (r->opt->verbose)
         fprintf(stderr, "before training: test loss %.4f\n", e.loss);
-    return runlog_event(r->opt->out_dir, o, err, errlen);
+    return runlog_evaluate_before(r->opt->out_dir, t, &e, err, errlen);
 }
 
 static int train_loop(train_run *r, char *err, size_t errlen)
@@ -615,14 +599,7 @@ static int train_finish(train_run *r, char *err, size_t errlen)
     double total = 0;
     for (int e = 0; e < r->hist.n_epochs; e++)
         total += r->hist.epochs[e].time_s;
-    json_t *e = json_pack("{s:s,s:s,s:f,s:i}", "event", "end", "status", "succeeded",
-                          "elapsed_s", total, "epochs_run", r->hist.n_epochs);
-    if (!e) {
-        snprintf(err, errlen, "progress.jsonl: out of memory");
-        return -1;
-    }
     if (r->hist.has_test) {
-        runlog_put_metrics(e, t, "test_", r->hist.test.loss, r->hist.test.metric);
         if (r->opt->verbose) {
             fprintf(stderr, "test - loss %.4f", r->hist.test.loss);
             for (int i = 0; i < t->n_metrics; i++)
@@ -631,7 +608,8 @@ static int train_finish(train_run *r, char *err, size_t errlen)
             fprintf(stderr, "\n");
         }
     }
-    return runlog_event(r->opt->out_dir, e, err, errlen);
+    return runlog_end(r->opt->out_dir, t, r->hist.has_test ? &r->hist.test : NULL, total,
+                      r->hist.n_epochs, err, errlen);
 }
 
 int train_single(const job_spec *spec, const train_options *opt, char *err, size_t errlen)

@@ -10,6 +10,7 @@
 
 #include "backend/backend.h"
 #include "io/tensorfile.h"
+#include "cpu/cpu.h"
 
 static void warmstart_shape(const tensor_entry *t, char *buf, size_t len)
 {

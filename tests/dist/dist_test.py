@@ -838,17 +838,30 @@ def check_evaluate_before(name, out, want_loss, samples):
     check("test_accuracy" in e, "%s: no test_accuracy" % name)
 
 
+def check_runlog_kinds(name, out, want):
+    """The kinds of line a run wrote; their fields and types are checked
+    against schema/rundir.md for every run (punchtest.train)."""
+    kinds = {e["event"] for e in events(out, "")[1]}
+    check(kinds == set(want), "%s: progress.jsonl has %s, not %s"
+          % (name, sorted(kinds), sorted(want)))
+
+
 def case_evaluate(tmp):
     """training.evaluate: allreduce, averaging and the parameter server's
     center start from the seed's weights, so the evaluation before the first
-    step is the single trainer's."""
+    step is the single trainer's. Each trainer here writes every kind of
+    progress line (a step line after the first step)."""
+    every = ("start", "evaluate", "step", "epoch", "end")
     ref, _ = run(tmp, "single-eval", small_job("single", 1, evaluate=True), None)
+    check_runlog_kinds("single", ref, every)
     ev, _ = events(ref, "evaluate")
     want = ev[0]["test_loss"]
     for trainer, workers, ranks in (("allreduce", 2, 2), ("downpour", 2, 3),
                                     ("averaging", 2, 2)):
         out, _ = run(tmp, trainer + "-eval", small_job(trainer, workers, evaluate=True), ranks)
         check_evaluate_before(trainer, out, want, 256)
+        if trainer != "downpour":
+            check_runlog_kinds(trainer, out, every)
     # An ensemble is scored by its members' mean prediction (member 1 has
     # its own seed): an event, before the first epoch, of another value.
     out, _ = run(tmp, "ensemble-eval", small_job("ensemble", 2, evaluate=True), 2)

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "distributed/dist_internal.h"
+#include "cpu/cpu.h"
 
 static const char *JOB =
     "{\"model\": {\"input\": [12], \"layers\": ["

@@ -1,6 +1,6 @@
 /* test_gpu_host.c — the CUDA backend's host-side logic, which needs no
  * GPU: the node-local rank and world size from the launcher's
- * environment (backend/launcher.h), the staging slot sequence of
+ * environment (backend/launch_env.h), the staging slot sequence of
  * uploads and downloads (gpu_stage.h), the PUNCH_GPU_SYNC switch
  * (gpu_debug.h), device choice, the NCCL bucketing
  * plan and the conv/pool/batchnorm workspace plans; and the per-element
@@ -23,7 +23,7 @@
 #include <cmocka.h>
 
 #include "backend/backend.h"
-#include "backend/launcher.h"
+#include "backend/launch_env.h"
 #include "gpu/gpu_bucket.h"
 #include "gpu/gpu_debug.h"
 #include "gpu/gpu_device.h"
@@ -32,6 +32,7 @@
 #include "gpu/gpu_plan.h"
 #include "gpu/gpu_stage.h"
 #include "optim/optim.h"
+#include "cpu/cpu.h"
 
 /* ---- device choice --------------------------------------------------- */
 
@@ -48,7 +49,7 @@ static const char *test_lookup(const char *name)
 static int local_rank_with(const char *const *table)
 {
     test_env_table = table;
-    return launcher_local_rank(test_lookup);
+    return launch_env_local_rank(test_lookup);
 }
 
 static void test_local_rank(void **state)
@@ -153,13 +154,13 @@ static void test_world_size(void **state)
     const char *const mpich[] = {"PMI_SIZE", "3", NULL};
     const char *const bad[] = {"OMPI_COMM_WORLD_SIZE", "two", NULL};
     test_env_table = none;
-    assert_int_equal(launcher_world_size(test_lookup), 1);
+    assert_int_equal(launch_env_world_size(test_lookup), 1);
     test_env_table = ompi;
-    assert_int_equal(launcher_world_size(test_lookup), 4);
+    assert_int_equal(launch_env_world_size(test_lookup), 4);
     test_env_table = mpich;
-    assert_int_equal(launcher_world_size(test_lookup), 3);
+    assert_int_equal(launch_env_world_size(test_lookup), 3);
     test_env_table = bad;
-    assert_int_equal(launcher_world_size(test_lookup), 1);
+    assert_int_equal(launch_env_world_size(test_lookup), 1);
 }
 
 static void test_visible_devices(void **state)

@@ -48,6 +48,7 @@
 #include "train/options.h"
 #include "train/train.h"
 #include "jobspec/spec.h"
+#include "cpu/cpu.h"
 
 #define TOL_EXACT 1e-6f, 1e-6f
 #define TOL_ACT 1e-4f, 1e-5f
@@ -1275,7 +1276,7 @@ int main(int argc, char **argv)
     }
     /* PUNCH_GPU_SYNC=1 works here as in punch-train. */
     engine_options env;
-    if (engine_options_read(&env, launcher_getenv, why, sizeof why) != 0) {
+    if (engine_options_read(&env, launch_env_getenv, why, sizeof why) != 0) {
         fprintf(stderr, "%s\n", why);
         return 1;
     }

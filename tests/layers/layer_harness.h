@@ -21,6 +21,7 @@
 #include "layers/layer.h"
 #include "jobspec/spec.h"
 #include "spec_fixture.h"
+#include "cpu/cpu.h"
 
 typedef struct harness {
     job_spec *spec;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "model/model.h"
+#include "cpu/cpu.h"
 
 #define EPS 1e-3f
 #define ATOL 5e-3

@@ -20,6 +20,7 @@
 #include "backend/backend.h"
 #include "cpu/cpu_conv_direct.h"
 #include "backend/rng.h"
+#include "cpu/cpu.h"
 
 typedef struct conv_case {
     int c, k, h, w, kh, kw, pt, pl, pb, pr, dil_h, dil_w, batch;

@@ -14,6 +14,7 @@
 #include "cpu/cpu_conv.h"
 #ifdef PUNCH_HAVE_DNNL
 #include "cpu/cpu_conv_dnnl.h"
+#include "cpu/cpu.h"
 #endif
 
 #define TOL 1e-5

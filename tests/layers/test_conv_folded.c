@@ -11,6 +11,7 @@
 
 #include "cpu/cpu_conv.h"
 #include "cpu/cpu_conv_folded.h"
+#include "cpu/cpu.h"
 
 #define TOL 1e-5
 

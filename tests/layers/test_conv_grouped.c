@@ -9,6 +9,7 @@
 #include "layer_harness.h"
 
 #include "cpu/cpu_conv.h"
+#include "cpu/cpu.h"
 
 #define TOL 1e-5
 

@@ -2,6 +2,7 @@
  * values worked out by hand, plus the fused softmax + cross-entropy
  * against softmax followed by cross-entropy. */
 #include "layer_harness.h"
+#include "cpu/cpu.h"
 
 #define TOL 1e-5f
 

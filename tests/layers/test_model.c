@@ -17,6 +17,7 @@
 #include "model/model.h"
 #include "backend/rng.h"
 #include "spec_fixture.h"
+#include "cpu/cpu.h"
 
 typedef struct fixture {
     job_spec *spec;

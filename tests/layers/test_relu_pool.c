@@ -20,6 +20,7 @@
 #include "model/model.h"
 #include "backend/rng.h"
 #include "spec_fixture.h"
+#include "cpu/cpu.h"
 
 typedef struct pool_case {
     int c, h, w, kh, kw, sh, sw, pt, pl, pb, pr, batch;

@@ -7,6 +7,7 @@
  * differences, equal to explicit one-hot floats, the kernel gradient's
  * bits on any thread count, ids out of range). */
 #include "layer_harness.h"
+#include "cpu/cpu.h"
 
 #define EPS 1e-3f
 #define ATOL 5e-3

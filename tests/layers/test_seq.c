@@ -10,6 +10,7 @@
 #include "layer_harness.h"
 
 #include "model/model.h"
+#include "cpu/cpu.h"
 
 #define EPS 1e-3f
 #define ATOL 5e-3

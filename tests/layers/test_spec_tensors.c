@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "backend/backend.h"
+#include "cpu/cpu.h"
 #include "jobspec/spec_tensors.h"
 #include "model/model.h"
 #include "spec_fixture.h"

@@ -12,6 +12,7 @@
 #include "layer_harness.h"
 
 #include "cpu/cpu_conv.h"
+#include "cpu/cpu.h"
 
 #define WINO_TOL 2e-5
 

@@ -328,7 +328,21 @@ def train(engine, spec_path, out, ranks=None, env=None, resume=False, datasets=D
                        timeout=timeout)
     if expect_ok and p.returncode != 0:
         fail("%s exited %d:\n%s" % (" ".join(cmd), p.returncode, p.stderr[-3000:]))
+    if p.returncode == 0:
+        check_runlog(out)
     return p
+
+
+def check_runlog(out):
+    """Every run a test makes checks its progress.jsonl against
+    schema/rundir.md (runlog_schema.py): so every trainer's lines are
+    checked wherever a test runs it, at the cost of reading one file."""
+    if not os.path.exists(os.path.join(out, "history.json")):
+        return
+    import runlog_schema
+    problems = runlog_schema.check_run(out)
+    check(not problems, "%s/progress.jsonl against schema/rundir.md:\n  %s"
+          % (out, "\n  ".join(problems[:20])))
 
 
 # ---- processes, from /proc -------------------------------------------------

@@ -20,6 +20,7 @@
 #include "backend/rng.h"
 #include "optim/optim.h"
 #include "../layers/spec_fixture.h"
+#include "cpu/cpu.h"
 
 #define VOCAB 7
 #define T_MAX 6

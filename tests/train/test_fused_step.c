@@ -17,6 +17,7 @@
 
 #include "model/model.h"
 #include "train_test_util.h"
+#include "cpu/cpu.h"
 
 #define JOB(model, optimizer)                                                              \
     "{\"model\": " model ", \"data\": {\"format\": \"synthetic\", \"num_classes\": 10}, "  \

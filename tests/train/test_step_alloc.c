@@ -40,6 +40,7 @@
 #include "model/model.h"
 #include "cpu/threadpool.h"
 #include "train_test_util.h"
+#include "cpu/cpu.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define ALLOC_COUNTING 0

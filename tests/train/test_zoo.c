@@ -16,6 +16,7 @@
 
 #include "model/model.h"
 #include "train_test_util.h"
+#include "cpu/cpu.h"
 
 enum { BATCH = 2, STEPS = 2 };
 

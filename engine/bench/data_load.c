@@ -1,5 +1,5 @@
-/* bench_load.c — how long loading a dataset takes: `bench_load ROOT NAME`
- * (IDX format), e.g. `bench_load /usr/share/datasets fashion-mnist/train`.
+/* data_load.c — how long loading a dataset takes: `punch-bench-load ROOT NAME`
+ * (IDX format), e.g. `punch-bench-load /usr/share/datasets fashion-mnist/train`.
  * Prints samples, features and wall time for the raw load and for
  * dataset_load_all with unit scaling, and for dataset_load_rows of one
  * asynchronous worker's epoch slice (half and a third of a permutation,

@@ -1,11 +1,12 @@
-/* launcher.c — the node-local rank and world size from the launcher's
- * environment; see launcher.h. */
-#include "backend/launcher.h"
+/* launch_env.c — the node-local rank and world size from the launcher's
+ * environment; see launch_env.h. (Named apart from the daemon's
+ * run/launcher.c, which starts mpirun.) */
+#include "backend/launch_env.h"
 
 #include <errno.h>
 #include <stdlib.h>
 
-const char *launcher_getenv(const char *name)
+const char *launch_env_getenv(const char *name)
 {
     return getenv(name);
 }
@@ -24,7 +25,7 @@ static int launcher_parse(const char *s)
 }
 
 /* The first of vars[0..n) that parses, or -1. */
-static int launcher_first(launcher_lookup lookup, const char *const *vars, size_t n)
+static int launcher_first(launch_env_lookup lookup, const char *const *vars, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         int v = launcher_parse(lookup(vars[i]));
@@ -34,7 +35,7 @@ static int launcher_first(launcher_lookup lookup, const char *const *vars, size_
     return -1;
 }
 
-int launcher_local_rank(launcher_lookup lookup)
+int launch_env_local_rank(launch_env_lookup lookup)
 {
     static const char *const vars[] = {
         "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID",
@@ -43,7 +44,7 @@ int launcher_local_rank(launcher_lookup lookup)
     return r >= 0 ? r : 0;
 }
 
-int launcher_world_size(launcher_lookup lookup)
+int launch_env_world_size(launch_env_lookup lookup)
 {
     static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"};
     int n = launcher_first(lookup, vars, sizeof vars / sizeof vars[0]);
