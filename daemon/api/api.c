@@ -275,7 +275,10 @@ static char *api_submit_text(api_request *r, const char *spec_text, size_t len,
     return compact ? compact : resolved;
 }
 
-enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t len)
+/* spec_text: what runs but for data and init_from (an uploaded model
+ * already resolved); written: the spec as the user wrote it. */
+static enum MHD_Result api_submit_resolved(api_request *r, const char *spec_text, size_t len,
+                                           const char *written_text, size_t written_len)
 {
     daemon_ctx *d = r->d;
     spec_error err;
@@ -299,7 +302,7 @@ enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t le
     }
     /* Kept as written ("@NAME", 0.2), so GET .../spec gives back text that a
      * new submit accepts; the resolved text is what runs. */
-    char *written = strndup(spec_text, len);
+    char *written = strndup(written_text, written_len);
     if (!written) {
         spec_free(spec);
         free(text);
@@ -364,4 +367,18 @@ enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t le
         MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, loc);
     }
     return api_reply_response(r, MHD_HTTP_CREATED, resp);
+}
+
+/* "model": "@NAME.onnx" is resolved first: parsing the spec imports it. */
+enum MHD_Result api_submit_spec(api_request *r, const char *spec_text, size_t len)
+{
+    char *resolved = NULL, why[1024];
+    if (datasets_resolve_model(r->d->st, r->d->cfg.data_dir, r->caller.identity, spec_text,
+                               len, &resolved, why, sizeof why) < 0)
+        return api_reply_error(r, MHD_HTTP_BAD_REQUEST, "model", "%s", why);
+    enum MHD_Result rc = resolved ? api_submit_resolved(r, resolved, strlen(resolved), spec_text,
+                                                        len)
+                                  : api_submit_resolved(r, spec_text, len, spec_text, len);
+    free(resolved);
+    return rc;
 }

@@ -19,16 +19,26 @@ static long shape_size(const imp_value *v)
     return n;
 }
 
+/* A one-input layer without options; flatten makes the shape flat. */
+static int unary_layer(imp *im, const imp_value *x, const char *type)
+{
+    imp_value xv = *x;
+    const imp_value *in[1] = {&xv};
+    int l = imp_add_layer(im, json_pack("{s:s}", "type", type), in, 1);
+    long flat[1] = {shape_size(&xv)};
+    if (l < 0)
+        return -1;
+    return strcmp(type, "flatten") == 0 ? imp_bind(im, l, 1, flat)
+                                        : imp_bind(im, l, xv.rank, xv.dim);
+}
+
 static int op_unary(imp *im, const char *type)
 {
     static const char *const none[] = {NULL};
     imp_value *x = imp_input(im, 0);
     if (!x || imp_attrs_known(im, none) != 0)
         return -1;
-    imp_value xv = *x;
-    const imp_value *in[1] = {&xv};
-    int l = imp_add_layer(im, json_pack("{s:s}", "type", type), in, 1);
-    return l < 0 ? -1 : imp_bind(im, l, xv.rank, xv.dim);
+    return unary_layer(im, x, type);
 }
 
 static int op_identity(imp *im)
@@ -55,7 +65,7 @@ static int op_softmax(imp *im)
     if (x->rank != 1 || (axis != 1 && axis != -1))
         return imp_fail(im, "only a softmax over the features of a flat [N, F] tensor is "
                         "supported");
-    return op_unary(im, "softmax");
+    return unary_layer(im, x, "softmax");
 }
 
 static int op_flatten(imp *im)
@@ -68,7 +78,7 @@ static int op_flatten(imp *im)
         return imp_fail(im, "only axis 1 (keep the batch) is supported");
     if (x->rank == 1)
         return imp_alias(im, x);
-    return op_unary(im, "flatten");
+    return unary_layer(im, x, "flatten");
 }
 
 /* Reshape to [N, -1] / [N, features] (or [0, -1]): a flatten. */
@@ -86,7 +96,7 @@ static int op_reshape(imp *im)
         return imp_fail(im, "only a reshape to [N, -1] (a flatten) is supported");
     if (x->rank == 1)
         return imp_alias(im, x);
-    return op_unary(im, "flatten");
+    return unary_layer(im, x, "flatten");
 }
 
 static int dense_layer(imp *im, imp_value x, long out, const Onnx__TensorProto *w, bool trans,
@@ -467,5 +477,8 @@ int imp_op(imp *im)
         return op_batchnorm(im);
     if (strcmp(op, "Constant") == 0)
         return op_constant(im);
-    return imp_fail(im, "is not supported");
+    snprintf(im->err, im->errlen, "node \"%.80s\" (%.40s) is not supported",
+             im->node->name && im->node->name[0] ? im->node->name
+             : im->node->n_output ? im->node->output[0] : "", op);
+    return -1;
 }
