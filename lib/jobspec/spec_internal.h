@@ -79,5 +79,8 @@ bool spec_infer_shapes(job_spec *spec, spec_error *err);
 bool spec_model_is_import(const json_t *model);
 bool spec_import_model(const json_t *model, job_spec *spec, spec_error *err);
 bool spec_model_set_file(const char *ref, const char *path, job_spec *spec, spec_error *err);
+/* "model": {"keras": CONFIG} (keras.c): Keras's to_json() as our model
+ * object {"input", "layers"} in *model (caller owns). */
+bool spec_keras_model(const json_t *keras, json_t **model, spec_error *err);
 
 #endif

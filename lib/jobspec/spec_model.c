@@ -476,6 +476,15 @@ bool spec_parse_model(const json_t *model, job_spec *spec, spec_error *err)
                                        "block_size", "dropout", "imported", NULL};
     if (spec_model_is_import(model))
         return spec_import_model(model, spec, err);
+    if (json_is_object(model) && json_object_get(model, "keras")) {
+        json_t *translated = NULL;
+        if (json_object_size(model) != 1)
+            return spec_fail(err, "model", "give \"keras\" alone");
+        bool ok = spec_keras_model(json_object_get(model, "keras"), &translated, err) &&
+                  spec_parse_model(translated, spec, err);
+        json_decref(translated);
+        return ok;
+    }
     if (json_is_string(model))
         return parse_input(NULL, spec, err) &&
                spec_preset_expand(json_string_value(model), "model", NULL, spec, err);
