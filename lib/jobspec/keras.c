@@ -372,6 +372,11 @@ static bool kx_layer(kx *k, const json_t *cfg, const knode *in, int n_in, bool s
             return false;
         }
         json_object_del(rnn, "inputs");
+        if (json_is_true(json_object_get(rnn, "go_backwards"))) {
+            json_decref(rnn);
+            return kx_fail(k, "an inner layer with go_backwards is not supported", NULL, NULL);
+        }
+        json_object_del(rnn, "go_backwards");
         const char *mm = json_string_value(json_object_get(cfg, "merge_mode"));
         l = json_pack("{s:s,s:o,s:s}", "type", "bidirectional", "layer", rnn, "merge_mode", mm ? mm : "concat");
         out->s = tmp.s;
