@@ -150,8 +150,11 @@ static long kx_window(long in, long k, long s, long d, bool same)
 
 static int kx_add(kx *k, json_t *layer, const knode *in, int n_in, bool sequential)
 {
-    if (!layer || k->n >= SPEC_MAX_LAYERS)
-        return kx_fail(k, "too many layers or out of memory", NULL, NULL) ? -1 : -1;
+    if (!layer || k->n >= SPEC_MAX_LAYERS) {
+        json_decref(layer);
+        kx_fail(k, "too many layers (or out of memory)", NULL, NULL);
+        return -1;
+    }
     if (!sequential || n_in != 1 || in[0].index != k->n - 1) {
         json_t *a = json_array();
         for (int i = 0; i < n_in; i++)
