@@ -157,6 +157,16 @@ static int submit_fetch_spec(const cli_ctx *ctx, const submit_args *args, char *
     return rc;
 }
 
+static bool submit_names_upload_model(const char *text, size_t len)
+{
+    json_t *root = json_loadb(text, len, 0, NULL);
+    const char *m = json_string_value(json_object_get(root, "model"));
+    size_t n = m ? strlen(m) : 0;
+    bool yes = n > 6 && m[0] == '@' && m[1] != '/' && strcmp(m + n - 5, ".onnx") == 0;
+    json_decref(root);
+    return yes;
+}
+
 static void submit_report(const submit_args *args, const json_t *reply, const job_spec *spec)
 {
     const char *id = json_string_value(json_object_get(reply, "id"));
@@ -168,8 +178,10 @@ static void submit_report(const submit_args *args, const json_t *reply, const jo
     const json_t *pos = json_object_get(reply, "queue_position");
     const json_t *ranks = json_object_get(reply, "ranks");
     long n_ranks = json_is_integer(ranks) ? (long)json_integer_value(ranks)
-                                          : spec_ranks_needed(spec);
-    printf("submitted job %s (%s, %ld rank%s", id, spec->name, n_ranks, n_ranks == 1 ? "" : "s");
+                   : spec                     ? spec_ranks_needed(spec)
+                                              : 1;
+    printf("submitted job %s (%s, %ld rank%s", id, spec ? spec->name : "uploaded model", n_ranks,
+           n_ranks == 1 ? "" : "s");
     if (json_is_number(pos))
         printf(", queue position %.0f", json_number_value(pos));
     printf(")\n");
@@ -197,7 +209,11 @@ int cmd_submit(const cli_ctx *ctx, int argc, char **argv, cli_error *err)
 
     spec_error serr;
     job_spec *spec = spec_parse(text, len, &serr);
-    if (spec == NULL) {
+    /* "model": "@NAME.onnx" names an upload only the server can import: the
+     * server checks the whole spec. */
+    if (spec == NULL && !args.dry_run && submit_names_upload_model(text, len)) {
+        serr.path[0] = '\0';
+    } else if (spec == NULL) {
         char msg[SPEC_ERROR_STR_MAX];
         free(text);
         return cli_fail(err, PUNCH_EXIT_USAGE, "%s: %s", args.file,

@@ -243,7 +243,16 @@ bool api_submit_job(daemon_ctx *d, const char *owner, const char *spec_text, siz
     spec_refusal sno;
     spec_resolver res = {r, api_submit_resolve, api_submit_check};
     spec_submission sub;
-    switch (spec_submit_read(spec_text, len, &res, &sub, &err, &sno)) {
+    /* "model": "@NAME.onnx" is resolved on the text first: parsing the spec
+     * imports the graph (an extra JSON read only for a spec holding "@"). */
+    char *model = NULL, why[1024];
+    if (datasets_resolve_model(d->st, d->cfg.data_dir, owner, spec_text, len, &model, why,
+                               sizeof why) < 0)
+        return api_submit_refused(out, MHD_HTTP_BAD_REQUEST, "model", why);
+    spec_submit_status read = model ? spec_submit_read(model, strlen(model), &res, &sub, &err, &sno)
+                                    : spec_submit_read(spec_text, len, &res, &sub, &err, &sno);
+    free(model);
+    switch (read) {
     case SPEC_SUBMIT_OK:
         break;
     case SPEC_SUBMIT_INVALID: {

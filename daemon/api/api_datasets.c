@@ -18,6 +18,7 @@
 
 #include "api/api.h"
 #include "api/datasets.h"
+#include "onnx/onnx_import.h"
 #include "log.h"
 
 api_stream *api_datasets_stream_open(api_request *r)
@@ -206,7 +207,8 @@ enum MHD_Result api_dataset_put(api_request *r)
     char why[600], final[4096];
     if (!datasets_path(r->d->cfg.data_dir, r->caller.identity, r->name, final, sizeof final))
         return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "path too long");
-    if (datasets_check(api_stream_fd(s), &info, why, sizeof why) != 0)
+    if ((onnx_path_is_model(r->name) ? datasets_check_model : datasets_check)(
+            api_stream_fd(s), &info, why, sizeof why) != 0)
         return api_reply_error(r, MHD_HTTP_BAD_REQUEST, NULL, "%s", why);
     store_dataset ds;
     memset(&ds, 0, sizeof ds);

@@ -21,6 +21,7 @@
 #include "io/io_file.h"
 #include "io/npzarray.h"
 #include "io/utf8.h"
+#include "onnx/onnx_import.h"
 #include "jobspec/spec.h"
 
 #define DS_CHUNK 65536
@@ -661,6 +662,44 @@ static int ds_check_safetensors(int fd, uint64_t size, datasets_info *info, char
     return 0;
 }
 
+/* An ONNX model (told by its name: protobuf has no magic number): the
+ * importer itself checks it, so an upload that is accepted is a model a
+ * job can name; shapes records its input and output. */
+int datasets_check_model(int fd, datasets_info *info, char *err, size_t errlen)
+{
+    memset(info, 0, sizeof *info);
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return io_errf(err, errlen, "cannot stat the upload: %s", strerror(errno));
+    onnx_limits lim;
+    onnx_limits_default(&lim);
+    if ((uint64_t)st.st_size > lim.max_file_bytes)
+        return io_errf(err, errlen, "onnx: %lld bytes, more than the import's limit of %zu",
+                       (long long)st.st_size, lim.max_file_bytes);
+    size_t len = (size_t)st.st_size;
+    uint8_t *buf = malloc(len + 1);
+    if (!buf)
+        return io_errf(err, errlen, "onnx: out of memory");
+    if (pread(fd, buf, len, 0) != (ssize_t)len) {
+        free(buf);
+        return io_errf(err, errlen, "onnx: read error");
+    }
+    onnx_model om;
+    char why[1024];
+    int rc = onnx_import_buffer(buf, len, &lim, false, &om, why, sizeof why);
+    free(buf);
+    if (rc != 0)
+        return io_errf(err, errlen, "onnx: %s", why);
+    info->shapes = json_pack("{s:O,s:[I]}", "input", json_object_get(om.model, "input"),
+                             "output", (json_int_t)om.outputs);
+    onnx_model_clear(&om);
+    if (!info->shapes)
+        return io_errf(err, errlen, "onnx: out of memory");
+    snprintf(info->format, sizeof info->format, "onnx");
+    info->records = -1;
+    return 0;
+}
+
 int datasets_check(int fd, datasets_info *info, char *err, size_t errlen)
 {
     memset(info, 0, sizeof *info);
@@ -844,4 +883,50 @@ int datasets_resolve_spec(store *st, const char *data_dir, const char *owner, js
     }
     *field = NULL;
     return 0;
+}
+
+/* ---- "model": "@NAME.onnx" ------------------------------------------------ */
+
+int datasets_resolve_model(store *st, const char *data_dir, const char *owner,
+                           const char *spec_text, size_t len, char **out, char *msg,
+                           size_t msglen)
+{
+    *out = NULL;
+    if (!memchr(spec_text, '@', len))
+        return 0;
+    json_t *spec = json_loadb(spec_text, len, JSON_REJECT_DUPLICATES, NULL);
+    const char *v = json_string_value(json_object_get(spec, "model"));
+    if (!v || v[0] != '@' || v[1] == '/' || !onnx_path_is_model(v)) {
+        json_decref(spec);
+        return 0;
+    }
+    store_dataset ds;
+    store_status rs = store_dataset_get(st, owner, v + 1, &ds);
+    bool is_model = rs == STORE_OK && strcmp(ds.format, "onnx") == 0;
+    if (rs == STORE_OK)
+        store_dataset_clear(&ds);
+    char ref[4200];
+    if (rs != STORE_OK || !is_model) {
+        if (rs == STORE_OK || rs == STORE_NOT_FOUND)
+            snprintf(msg, msglen, "model: you have no uploaded ONNX model \"%.80s\" (PUT "
+                     "/api/v1/datasets/NAME.onnx; punch data list shows yours)", v + 1);
+        else
+            snprintf(msg, msglen, "model: store error");
+        json_decref(spec);
+        return -1;
+    }
+    if (!datasets_ref(data_dir, owner, v + 1, ref, sizeof ref)) {
+        snprintf(msg, msglen, "model: path too long");
+        json_decref(spec);
+        return -1;
+    }
+    ref[strlen(ref) - 1] = 0; /* the ref is quoted */
+    json_object_set_new(spec, "model", json_string(ref + 1));
+    *out = json_dumps(spec, JSON_COMPACT);
+    json_decref(spec);
+    if (!*out) {
+        snprintf(msg, msglen, "out of memory");
+        return -1;
+    }
+    return 1;
 }

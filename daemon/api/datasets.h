@@ -63,6 +63,10 @@ typedef struct datasets_info {
  * what is wrong ("npz: member x_train: truncated", "npz: x_train has 12000
  * rows but y_train 11999"). */
 int datasets_check(int fd, datasets_info *info, char *err, size_t errlen);
+/* An upload named NAME.onnx: checked by the ONNX importer (format "onnx",
+ * shapes {"input": [...], "output": [outputs]}); the refusal names the node
+ * and operator the engine cannot train. */
+int datasets_check_model(int fd, datasets_info *info, char *err, size_t errlen);
 void datasets_info_clear(datasets_info *info);
 
 /* Resolve the "@NAME" references of a submitted spec's parsed tree
@@ -72,5 +76,13 @@ void datasets_info_clear(datasets_info *info);
  * name is unknown, as it should be). Call after the spec validated. */
 int datasets_resolve_spec(store *st, const char *data_dir, const char *owner, json_t *spec,
                           const char **field, char *msg, size_t msglen);
+
+/* "model": "@NAME.onnx", an uploaded ONNX model of owner, resolved to
+ * "@PATH" before the spec is parsed (parsing imports the graph): 0 when
+ * the spec names none (*out NULL), 1 with the rewritten spec in *out
+ * (heap), -1 with a message for the "model" field. */
+int datasets_resolve_model(store *st, const char *data_dir, const char *owner,
+                           const char *spec_text, size_t len, char **out, char *msg,
+                           size_t msglen);
 
 #endif

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "distributed/dist_async_protocol.h"
+#include "train/warmstart.h"
 
 /* Rank 0: the checkpoint's center, counters and schedule; returns the
  * workers' variables (W * dist_ps_state_floats, worker by worker; free
@@ -73,6 +74,9 @@ int dist_run_async(dist_ctx *c)
     if (!center || !worker_commits)
         dist_die("out of memory for the center variable (%ld floats)", np + ns);
     if (model_init_params(c->m, s->training.seed, err, sizeof err) < 0)
+        dist_die("%s", err);
+    /* An imported model starts from the file's weights on every rank. */
+    if (s->model_file && warmstart_load(c->m, s, err, sizeof err) != 0)
         dist_die("%s", err);
     dist_ps_start start = {0};
     float *states = NULL;

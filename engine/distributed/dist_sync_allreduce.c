@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "distributed/dist_internal.h"
+#include "train/warmstart.h"
 
 static long dist_ar_steps(const dist_ctx *c, long global_batch)
 {
@@ -196,6 +197,9 @@ int dist_run_allreduce(dist_ctx *c)
     long gb = (long)c->size * s->training.batch_size;
     long steps = dist_ar_steps(c, gb);
     if (model_init_params(c->m, s->training.seed, err, sizeof err) < 0)
+        dist_die("%s", err);
+    /* An imported model starts from the file's weights on every rank. */
+    if (s->model_file && warmstart_load(c->m, s, err, sizeof err) != 0)
         dist_die("%s", err);
     /* NCCL overlaps on a stream of its own, so it is on unless
      * PUNCH_DIST_OVERLAP=0; on the CPU overlap is opt-in. */

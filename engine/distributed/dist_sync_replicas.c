@@ -25,6 +25,7 @@
 
 #include "distributed/dist_internal.h"
 #include "gpu/gpu.h"
+#include "train/warmstart.h"
 
 typedef struct dist_rep {
     dist_ctx *c;
@@ -360,6 +361,9 @@ int dist_run_replicas(dist_ctx *c)
     }
     dist_rep_plan(&r);
     if (model_init_params(c->m, r.seed, err, sizeof err) < 0)
+        dist_die("%s", err);
+    /* An imported model starts from the file's weights on every rank. */
+    if (c->spec->model_file && warmstart_load(c->m, c->spec, err, sizeof err) != 0)
         dist_die("%s", err);
     int start = c->opt->resume ? dist_rep_resume(&r) : 0;
     if (!c->opt->resume && !r.ensemble)

@@ -251,7 +251,7 @@ static int predict_scale(const char *weights, dataset *d, char *err, size_t errl
 {
     tensor_entry *t = NULL;
     int n = 0;
-    if (tensorfile_read(weights, &t, &n, err, errlen) != 0)
+    if (weights_read(weights, &t, &n, err, errlen) != 0)
         return 1;
     const tensor_entry *shift = predict_find(t, n, "input.shift");
     const tensor_entry *factor = predict_find(t, n, "input.factor");
@@ -300,6 +300,18 @@ static int predict_write(const char *dir, const float *out, long n, const model 
     return 0;
 }
 
+/* What /predict returns: the model's output (a softmax's probabilities),
+ * but for an imported graph that ends in logits (PyTorch's classifiers)
+ * what the graph returns, the logits the loss applied its softmax to. */
+static const float *predict_source(const job_spec *spec, const model *m)
+{
+    const spec_layer *last = &spec->layers[spec->n_layers - 1];
+    bool logits = last->type != LAYER_SOFTMAX && last->activation != ACT_SOFTMAX;
+    if (spec->model_file && logits && m->out_steps == 0)
+        return m->layers[m->n_layers - 1].y;
+    return m->output;
+}
+
 /* Scale d (raw samples), run the model with `weights`, write
  * predictions.npy into opt->out_dir; frees d. */
 static int predict_run(const job_spec *spec, const train_options *opt, const char *weights,
@@ -331,7 +343,8 @@ static int predict_run(const job_spec *spec, const train_options *opt, const cha
         model_forward(m, batch, false, 0);
         /* The loss computes a softmax output's probabilities. */
         model_loss(m, batch, NULL);
-        be->download(be, out + first * m->n_out, m->output, (long)batch * m->n_out);
+        be->download(be, out + first * m->n_out, predict_source(spec, m),
+                     (long)batch * m->n_out);
     }
     if (rc == 0)
         rc = predict_write(opt->out_dir, out, d->n, m, err, errlen);
@@ -367,7 +380,9 @@ int train_predict(const job_spec *spec, const train_options *opt, const char *in
 int train_predict_task(const job_spec *spec, const train_options *opt, char *err,
                        size_t errlen)
 {
-    const char *weights = spec->training.init_from_file;
+    /* An imported model without init_from predicts as it came. */
+    const char *weights = spec->training.init_from_file ? spec->training.init_from_file
+                                                        : spec->model_file;
     if (!weights || weights[0] != '@' || weights[1] != '/') {
         snprintf(err, errlen, "training.init_from: the weights to apply must be resolved to "
                  "\"@/path\" (punchcardd does it at submit)");

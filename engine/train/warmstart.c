@@ -1,4 +1,5 @@
-/* warmstart.c — training.init_from (warmstart.h): the weights file read
+/* warmstart.c — training.init_from, or an imported model's own weights
+ * (warmstart.h): the weights file read
  * with lib/io, compared tensor by tensor with the model's own list
  * (model_tensors) so a mismatch names the tensor and both shapes, then
  * loaded with model_load_tensors. */
@@ -11,6 +12,8 @@
 #include "backend/backend.h"
 #include "io/tensorfile.h"
 #include "cpu/cpu.h"
+#include "onnx/onnx_import.h"
+#include "train/weights.h"
 
 static void warmstart_shape(const tensor_entry *t, char *buf, size_t len)
 {
@@ -34,11 +37,17 @@ static bool warmstart_same(const tensor_entry *a, const tensor_entry *b)
 int warmstart_load(model *m, const job_spec *spec, char *err, size_t errlen)
 {
     const char *ref = spec->training.init_from_file;
+    const char *what = "training.init_from";
+    if (!ref && spec->model_file) {
+        /* An imported model starts from the file's own weights. */
+        ref = spec->model_file;
+        what = "model.imported";
+    }
     if (!ref)
         return 0;
     if (ref[0] != '@' || ref[1] != '/') {
-        snprintf(err, errlen, "training.init_from: \"%s\" is resolved by punchcardd at submit; "
-                 "run by hand, give {\"dataset\": \"@/path/to/weights.safetensors\"}", ref);
+        snprintf(err, errlen, "%s: \"%s\" is resolved by punchcardd at submit; "
+                 "run by hand, give \"@/path/to/the/file\"", what, ref);
         return -1;
     }
     const char *path = ref + 1;
@@ -47,8 +56,13 @@ int warmstart_load(model *m, const job_spec *spec, char *err, size_t errlen)
     tensor_entry *file = NULL, *mine = NULL;
     int n_file = 0, rc = -1;
     char why[600];
+    if (onnx_path_is_model(path)) {
+        if (weights_read(path, &file, &n_file, why, sizeof why) != 0) {
+            snprintf(err, errlen, "%s: %s", what, why);
+            return -1;
+        }
     /* An upload's name need not end in .npz: try safetensors, then npz. */
-    if ((npz ? npz_read(path, &file, &n_file, why, sizeof why)
+    } else if ((npz ? npz_read(path, &file, &n_file, why, sizeof why)
              : safetensors_read(path, &file, &n_file, why, sizeof why)) != 0 &&
         (npz || npz_read(path, &file, &n_file, why, sizeof why) != 0)) {
         snprintf(err, errlen, "training.init_from: %s", why);
@@ -58,7 +72,7 @@ int warmstart_load(model *m, const job_spec *spec, char *err, size_t errlen)
     float *hs = calloc((size_t)m->n_state + 1, sizeof *hs);
     int count = hp && hs ? model_tensors(m, hp, hs, &mine) : -1;
     if (count < 0) {
-        snprintf(err, errlen, "training.init_from: out of memory");
+        snprintf(err, errlen, "%s: out of memory", what);
         goto out;
     }
     const char *base = strrchr(path, '/') + 1;
@@ -70,20 +84,20 @@ int warmstart_load(model *m, const job_spec *spec, char *err, size_t errlen)
         char a[96], b[96];
         if (!src) {
             warmstart_shape(&mine[i], b, sizeof b);
-            snprintf(err, errlen, "training.init_from: %s has no tensor \"%s\" (the model's, "
-                     "shape %s)", base, mine[i].name, b);
+            snprintf(err, errlen, "%s: %s has no tensor \"%s\" (the model's, shape %s)", what,
+                     base, mine[i].name, b);
             goto out;
         }
         if (!warmstart_same(src, &mine[i])) {
             warmstart_shape(src, a, sizeof a);
             warmstart_shape(&mine[i], b, sizeof b);
-            snprintf(err, errlen, "training.init_from: tensor \"%s\" is %s in %s but the model "
-                     "needs %s", mine[i].name, a, base, b);
+            snprintf(err, errlen, "%s: tensor \"%s\" is %s in %s but the model needs %s", what,
+                     mine[i].name, a, base, b);
             goto out;
         }
     }
     if (model_load_tensors(m, file, n_file, why, sizeof why) != 0) {
-        snprintf(err, errlen, "training.init_from: %s", why);
+        snprintf(err, errlen, "%s: %s", what, why);
         goto out;
     }
     rc = 0;
@@ -97,7 +111,7 @@ out:
 
 int warmstart_check(const job_spec *spec, char *err, size_t errlen)
 {
-    if (!spec->training.init_from_file)
+    if (!spec->training.init_from_file && !spec->model_file)
         return 0;
     backend *be = backend_cpu_create(1, err, errlen);
     if (!be)

@@ -11,8 +11,9 @@
 #include "jobspec/spec.h"
 #include "model/model.h"
 
-/* Load spec->training.init_from_file ("@PATH") into m; nothing when the
- * spec has none. -1 with "training.init_from: ..." naming the file and the
+/* Load spec->training.init_from_file ("@PATH") into m, else an imported
+ * model's file (spec->model_file, its initializers); nothing when the
+ * spec has neither. -1 with "training.init_from: ..." naming the file and the
  * first tensor that is missing or has another shape (both shapes given). */
 int warmstart_load(model *m, const job_spec *spec, char *err, size_t errlen);
 

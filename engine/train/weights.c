@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "onnx/onnx_import.h"
+
 int weights_tensors(const model *m, float *params, float *state, const dataset *train,
                     tensor_entry **out)
 {
@@ -50,11 +52,26 @@ int weights_write(const char *stem, const model *m, const float *params, const f
     return rc;
 }
 
+int weights_read(const char *path, tensor_entry **out, int *n, char *err, size_t errlen)
+{
+    if (!onnx_path_is_model(path))
+        return tensorfile_read(path, out, n, err, errlen);
+    onnx_model om;
+    if (onnx_import_file(path, NULL, true, &om, err, errlen) != 0)
+        return -1;
+    *out = om.tensors;
+    *n = om.n_tensors;
+    om.tensors = NULL;
+    om.n_tensors = 0;
+    onnx_model_clear(&om);
+    return 0;
+}
+
 int weights_load(model *m, const char *path, char *err, size_t errlen)
 {
     tensor_entry *t = NULL;
     int n = 0;
-    int rc = tensorfile_read(path, &t, &n, err, errlen);
+    int rc = weights_read(path, &t, &n, err, errlen);
     if (rc != 0)
         return -1;
     char why[512];

@@ -36,6 +36,11 @@ int weights_write(const char *stem, const model *m, const float *params, const f
                   const dataset *train, const weights_meta *meta, bool npz, char *err,
                   size_t errlen);
 
+/* Read a weights file's tensors: npz or safetensors (tensorfile_read), or
+ * the initializers of an ONNX model (".onnx", lib/onnx's importer) under
+ * the engine's names. *out is freed with tensorfile_free. */
+int weights_read(const char *path, tensor_entry **out, int *n, char *err, size_t errlen);
+
 /* Load a weights file (.npz by its extension, else safetensors) into `m`:
  * every tensor of the model must be there with its exact shape (extra
  * entries such as the input scaling are ignored). 0, or -1 with

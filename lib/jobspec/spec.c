@@ -611,7 +611,8 @@ job_spec *spec_parse_json(const json_t *root, spec_error *err)
               parse_resources(spec_field(root, "resources"), spec, err);
     ok = ok && spec_resolve_training(spec_field(root, "training"), spec, err);
     spec->data.float_targets = spec->training.loss == LOSS_MSE;
-    if (ok && spec->task == TASK_PREDICT &&
+    if (ok && spec->task == TASK_PREDICT && !spec_model_is_import(spec_field(root, "model")) &&
+        !json_is_string(json_object_get(spec_field(root, "model"), "imported")) &&
         !(spec->training.init_from_job || spec->training.init_from_file))
         ok = spec_fail(err, "training.init_from", "a predict task needs the weights to apply: "
                                                   "{\"job\": \"ID\"} or {\"dataset\": \"@NAME\"}");
@@ -708,6 +709,7 @@ void spec_free(job_spec *spec)
     free(spec->data.ctf_labels);
     free(spec->training.init_from_job);
     free(spec->training.init_from_file);
+    free(spec->model_file);
     free(spec);
 }
 

@@ -400,6 +400,10 @@ typedef struct job_spec {
     spec_training training;
     spec_distributed distributed;
     spec_resources resources;
+    /* "model": "@/PATH.onnx" (docs/interchange.md): the imported file, whose
+     * initializers are the initial weights (and a predict task's weights
+     * when there is no init_from); NULL for a model written in the spec. */
+    char *model_file;
 } job_spec;
 
 /* Parse and validate a job. On error return NULL and fill *err (never

@@ -473,7 +473,18 @@ bool spec_parse_model(const json_t *model, job_spec *spec, spec_error *err)
 {
     static const char *const keys[] = {"preset",     "input",  "layers", "n_layer",
                                        "n_head",     "n_embd", "max_length",
-                                       "block_size", "dropout", NULL};
+                                       "block_size", "dropout", "imported", NULL};
+    if (spec_model_is_import(model))
+        return spec_import_model(model, spec, err);
+    if (json_is_object(model) && json_object_get(model, "keras")) {
+        json_t *translated = NULL;
+        if (json_object_size(model) != 1)
+            return spec_fail(err, "model", "give \"keras\" alone");
+        bool ok = spec_keras_model(json_object_get(model, "keras"), &translated, err) &&
+                  spec_parse_model(translated, spec, err);
+        json_decref(translated);
+        return ok;
+    }
     if (json_is_string(model))
         return parse_input(NULL, spec, err) &&
                spec_preset_expand(json_string_value(model), "model", NULL, spec, err);
@@ -483,8 +494,10 @@ bool spec_parse_model(const json_t *model, job_spec *spec, spec_error *err)
     if (!spec_check_keys(model, "model", keys, err) ||
         !parse_input(json_object_get(model, "input"), spec, err))
         return false;
-    const char *preset = NULL;
-    if (!spec_get_string(model, "model", "preset", &preset, err))
+    const char *preset = NULL, *imported = NULL;
+    if (!spec_get_string(model, "model", "preset", &preset, err) ||
+        !spec_get_string(model, "model", "imported", &imported, err) ||
+        (imported && !spec_model_set_file(imported, "model.imported", spec, err)))
         return false;
     const json_t *layers = json_object_get(model, "layers");
     if (preset && layers)

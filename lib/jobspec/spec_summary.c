@@ -468,6 +468,9 @@ json_t *spec_to_json(const job_spec *spec)
                      (json_int_t)r->time_limit_s, "priority", r->priority);
     if (o && spec->task == TASK_PREDICT)
         json_object_set_new(o, "task", json_string("predict"));
+    if (o && spec->model_file)
+        json_object_set_new(json_object_get(o, "model"), "imported",
+                            json_string(spec->model_file));
     if (o && spec->input.rank == 2) {
         json_t *data = json_object_get(o, "data");
         json_object_set_new(data, "max_length", json_integer(spec->data.max_length));

@@ -165,5 +165,43 @@ def client():
     write('client', 'error', b'\x00{"error": "no job x", "field": null}')
 
 
-for make in (jobspec, http, secrets, idx, cifar10, csv, npz, safetensors, client):
+def onnx_models():
+    # Written with onnx.helper when python3-onnx is there (the import's
+    # framing is the bare file): an MLP, a CNN, a refused operator.
+    try:
+        import onnx
+        from onnx import helper as h, numpy_helper as nh, TensorProto as T
+    except ImportError:
+        return
+
+    def model(nodes, inits, shape):
+        g = h.make_graph(nodes, 'g', [h.make_tensor_value_info('x', T.FLOAT, ['N'] + shape)],
+                         [h.make_tensor_value_info('y', T.FLOAT, ['N', 3])],
+                         [nh.from_array(np.asarray(v, np.float32), k) for k, v in inits.items()])
+        m = h.make_model(g, opset_imports=[h.make_opsetid('', 13)])
+        m.ir_version = 8
+        return m.SerializeToString()
+    write('onnx', 'mlp', model([h.make_node('Gemm', ['x', 'w', 'b'], ['h'], transB=1),
+                                h.make_node('Relu', ['h'], ['r']),
+                                h.make_node('MatMul', ['r', 'w2'], ['m']),
+                                h.make_node('Add', ['m', 'b2'], ['z']),
+                                h.make_node('Softmax', ['z'], ['y'], axis=1)],
+                               {'w': np.ones((4, 2)), 'b': np.zeros(4), 'w2': np.ones((4, 3)),
+                                'b2': np.zeros(3)}, [2]))
+    write('onnx', 'cnn', model([h.make_node('Conv', ['x', 'w'], ['c'], pads=[1, 1, 1, 1]),
+                                h.make_node('BatchNormalization', ['c', 'g', 'b', 'm', 'v'],
+                                            ['n']),
+                                h.make_node('MaxPool', ['n'], ['p'], kernel_shape=[2, 2],
+                                            strides=[2, 2]),
+                                h.make_node('GlobalAveragePool', ['p'], ['a']),
+                                h.make_node('Flatten', ['a'], ['f']),
+                                h.make_node('Gemm', ['f', 'fw'], ['y'])],
+                               {'w': np.ones((2, 1, 3, 3)), 'g': np.ones(2), 'b': np.zeros(2),
+                                'm': np.zeros(2), 'v': np.ones(2), 'fw': np.ones((2, 3))},
+                               [1, 4, 4]))
+    write('onnx', 'refused', model([h.make_node('CumSum', ['x', 'a'], ['y'])],
+                                   {'a': np.zeros(1)}, [3]))
+
+
+for make in (jobspec, http, secrets, idx, cifar10, csv, npz, safetensors, client, onnx_models):
     make()
