@@ -7,7 +7,12 @@
  * that offers files it no longer has. */
 #include "run/retention.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "run/rundir.h"
@@ -54,4 +59,42 @@ void retention_tick(daemon_ctx *d, double now)
         return;
     int n = retention_run(d, now, RETENTION_BATCH);
     next_at = n == RETENTION_BATCH ? now : now + 60.0;
+}
+
+/* Unlinks the files of dir whose name starts with prefix. A missing dir
+ * holds nothing to remove. */
+static bool retention_unlink_in(const char *dir, const char *prefix)
+{
+    DIR *dh = opendir(dir);
+    if (!dh)
+        return errno == ENOENT;
+    bool ok = true;
+    struct dirent *e;
+    while ((e = readdir(dh)) != NULL) {
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+            continue;
+        if (unlinkat(dirfd(dh), e->d_name, 0) != 0 && errno != ENOENT) {
+            log_error("retention: cannot remove %s/%s: %s", dir, e->d_name, strerror(errno));
+            ok = false;
+        }
+    }
+    closedir(dh);
+    return ok;
+}
+
+bool retention_sweep_trial(daemon_ctx *d, const char *job_id, bool loser)
+{
+    char dir[4096], ckpt[4096];
+    if (!rundir_path(dir, sizeof dir, d->cfg.data_dir, job_id, NULL) ||
+        !rundir_path(ckpt, sizeof ckpt, d->cfg.data_dir, job_id, "checkpoints")) {
+        log_error("retention: job %s: run directory path too long", job_id);
+        return false;
+    }
+    if (!loser)
+        return rundir_prune_checkpoints(dir, 1) >= 0;
+    if (!rundir_remove(ckpt)) {
+        log_error("retention: job %s: cannot remove %s", job_id, ckpt);
+        return false;
+    }
+    return retention_unlink_in(dir, "weights.");
 }

@@ -28,4 +28,12 @@ int retention_run(daemon_ctx *d, double now, int max);
 #define RETENTION_BATCH 100
 void retention_tick(daemon_ctx *d, double now);
 
+/* Sweeps (docs/sweeps.md): a trial that will not train again sheds files.
+ * A losing one (the sweep's keep "best", not its best) loses checkpoints/
+ * and weights.*, keeping history, progress and logs; any other keeps only
+ * its last checkpoint (checkpoints/ckpt.bin, the one a resume needs, and
+ * the newest epoch's weights-epoch-NNN saves). false
+ * when a file could not be removed (logged). */
+bool retention_sweep_trial(daemon_ctx *d, const char *job_id, bool loser);
+
 #endif

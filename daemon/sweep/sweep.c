@@ -17,6 +17,7 @@
 
 #include "api/api.h"
 #include "log.h"
+#include "run/retention.h"
 #include "run/rundir.h"
 #include "sweep/sweep_asha.h"
 
@@ -32,6 +33,7 @@ typedef struct sweep_conf {
     int eta;
     int rungs[SWEEP_ASHA_MAX_RUNGS];
     int n_rungs;
+    bool keep_best; /* "keep": "best": losers' files go when the sweep ends */
 } sweep_conf;
 
 static bool sweep_refuse(sweep_error *err, const char *field, const char *msg)
@@ -97,6 +99,11 @@ static bool sweep_conf_parse(const json_t *search, sweep_conf *c, sweep_error *e
     if (!sweep_int_field(search, "max_concurrent", "search.max_concurrent", 1,
                          SWEEP_MAX_CONCURRENT, SWEEP_DEFAULT_CONCURRENT, &c->max_concurrent, err))
         return false;
+    const json_t *keep = json_object_get(search, "keep");
+    const char *k = json_string_value(keep);
+    if (keep && (!k || (strcmp(k, "all") != 0 && strcmp(k, "best") != 0)))
+        return sweep_refuse(err, "search.keep", "must be \"all\" or \"best\"");
+    c->keep_best = k && strcmp(k, "best") == 0;
     return !c->asha || sweep_conf_asha(search, c, err);
 }
 
@@ -497,6 +504,8 @@ static bool sweep_submit(daemon_ctx *d, const store_sweep *sw, const json_t *job
     return ok;
 }
 
+static void sweep_retain(daemon_ctx *d, const sweep_conf *c, const sweep_trials *ts);
+
 static void sweep_advance_locked(daemon_ctx *d, const store_sweep *sw)
 {
     json_t *doc = json_loads(sw->doc, 0, NULL);
@@ -539,8 +548,10 @@ static void sweep_advance_locked(daemon_ctx *d, const store_sweep *sw)
     }
     if (active == 0 && !pending && !blocked &&
         store_sweep_finish(d->st, sw->id, any_metric ? "succeeded" : "failed", daemon_now()) ==
-            STORE_OK)
+            STORE_OK) {
         log_info("sweep %s (%s): %s", sw->id, sw->owner, any_metric ? "succeeded" : "failed");
+        sweep_retain(d, &c, &ts);
+    }
     sweep_trials_free(&ts);
     json_decref(doc);
 }
@@ -659,7 +670,7 @@ static bool sweep_beats(const sweep_conf *c, const sweep_trial *a, const sweep_t
     return c->maximize ? ma > mb : ma < mb;
 }
 
-static json_t *sweep_best(const sweep_conf *c, const sweep_trials *ts)
+static const sweep_trial *sweep_best_trial(const sweep_conf *c, const sweep_trials *ts)
 {
     const sweep_trial *best = NULL;
     for (size_t i = 0; i < ts->n; i++) {
@@ -668,6 +679,30 @@ static json_t *sweep_best(const sweep_conf *c, const sweep_trials *ts)
             (!best || sweep_beats(c, t, best)))
             best = t;
     }
+    return best;
+}
+
+/* The sweep ended: stopped ASHA trials keep only their last checkpoint,
+ * and under keep "best" every trial but the best loses its checkpoints and
+ * weights (run/retention.h). */
+static void sweep_retain(daemon_ctx *d, const sweep_conf *c, const sweep_trials *ts)
+{
+    const sweep_trial *best = sweep_best_trial(c, ts);
+    for (size_t i = 0; i < ts->n; i++) {
+        const sweep_trial *t = &ts->v[i];
+        if (!t->job_id[0] || !t->has_job || sweep_active(t))
+            continue;
+        bool loser = c->keep_best && t != best;
+        bool stopped = c->asha && t->state == JOB_SUCCEEDED &&
+                       t->budget < c->rungs[c->n_rungs - 1];
+        if (loser || stopped)
+            retention_sweep_trial(d, t->job_id, loser);
+    }
+}
+
+static json_t *sweep_best(const sweep_conf *c, const sweep_trials *ts)
+{
+    const sweep_trial *best = sweep_best_trial(c, ts);
     if (!best)
         return json_null();
     return json_pack("{s:s, s:O, s:O, s:I}", "job", best->job_id, "params", best->params,

@@ -10,7 +10,8 @@
   const $ = (id) => document.getElementById(id);
   const S = { secret: sessionStorage.getItem(KEY), admin: false, view: null, jobId: null,
               jobs: new Map(), stream: null, lastEventId: null, pollTimer: null,
-              logOffset: 0, logTimer: null, logGen: 0, historyEpoch: -1 };
+              logOffset: 0, logTimer: null, logGen: 0, historyEpoch: -1,
+              sweepId: null, sweep: null, sweepPick: null, sweepHist: new Map() };
   const FINAL = ['succeeded', 'failed', 'cancelled', 'timeout'];
   const RESUMABLE = ['failed', 'cancelled', 'timeout'];
 
@@ -129,7 +130,7 @@
   /* ---- views ------------------------------------------------------------ */
 
   function show(name) {
-    for (const v of ['signin', 'jobs', 'job', 'submit', 'cluster'])
+    for (const v of ['signin', 'jobs', 'job', 'sweeps', 'sweep', 'submit', 'cluster'])
       $('view-' + v).hidden = v !== name;
     S.view = name;
   }
@@ -141,6 +142,13 @@
     const m = h.match(/^\/job\/([0-9a-f]{12})$/);
     if (m) { S.jobId = m[1]; show('job'); loadJob(true); return; }
     S.jobId = null;
+    const w = h.match(/^\/sweep\/([0-9a-f]{12})$/);
+    if (w) {
+      if (S.sweepId !== w[1]) { S.sweep = null; S.sweepPick = null; S.sweepHist.clear(); }
+      S.sweepId = w[1]; show('sweep'); loadSweep(); return;
+    }
+    S.sweepId = null;
+    if (h === '/sweeps') { show('sweeps'); loadSweeps(); return; }
     if (h === '/submit') { show('submit'); return; }
     if (h === '/cluster' && S.admin) { show('cluster'); loadCluster(); return; }
     show('jobs');
@@ -433,7 +441,10 @@
     return out;
   }
 
-  function chart(name, series) {
+  /* series: [label, values, class?]; opts.legend false leaves the legend
+   * to the page (a sweep's trials table carries the colours). */
+  function chart(name, series, opts) {
+    opts = opts || {};
     const W = 420, H = 240, L = 52, R = 12, T = 26, B = 34;
     const n = Math.max(...series.map(([, v]) => v.length));
     const all = series.flatMap(([, v]) => v).filter((x) => typeof x === 'number' && isFinite(x));
@@ -454,12 +465,14 @@
     svg.append(sv('text', { x: (L + W - R) / 2, y: H - 4, 'text-anchor': 'middle' }, 'epoch'));
     svg.append(sv('line', { class: 'axis', x1: L, x2: L, y1: T, y2: H - B }));
     svg.append(sv('line', { class: 'axis', x1: L, x2: W - R, y1: H - B, y2: H - B }));
-    series.forEach(([label, v], k) => {
+    series.forEach(([label, v, cls], k) => {
+      cls = cls || 's' + k;
       const pts = v.map((val, i) => x(i) + ',' + y(val)).join(' ');
-      svg.append(sv('polyline', { class: 's' + k, points: pts }));
-      v.forEach((val, i) => svg.append(sv('circle', { class: 's' + k, cx: x(i), cy: y(val), r: 2.5 })));
+      svg.append(sv('polyline', { class: cls, points: pts, 'data-series': label }));
+      v.forEach((val, i) => svg.append(sv('circle', { class: cls, cx: x(i), cy: y(val), r: 2.5 })));
+      if (opts.legend === false) return;
       const lx = L + 8 + k * 110;
-      svg.append(sv('rect', { class: 's' + k, x: lx, y: 8, width: 12, height: 4 }));
+      svg.append(sv('rect', { class: cls, x: lx, y: 8, width: 12, height: 4 }));
       svg.append(sv('text', { x: lx + 16, y: 14 }, name + ' ' + label));
     });
     const readout = sv('text', { class: 'readout', x: W - R, y: 14, 'text-anchor': 'end' }, '');
@@ -588,6 +601,203 @@
     $('job-cancel').focus();
   }
 
+  /* ---- sweeps ----------------------------------------------------------- */
+
+  /* Trials with a metric first, best first (more epochs first: ASHA's
+   * rungs are not comparable across budgets), as `punch sweep status`. */
+  function trialOrder(sw) {
+    const max = sw.mode === 'max';
+    return (a, b) => {
+      const ha = typeof a.metric === 'number', hb = typeof b.metric === 'number';
+      if (ha !== hb) return ha ? -1 : 1;
+      if (a.epochs_run !== b.epochs_run) return b.epochs_run - a.epochs_run;
+      if (a.metric === b.metric) return a.index - b.index;
+      return (a.metric > b.metric) === max ? -1 : 1;
+    };
+  }
+  const fmtParams = (p) => Object.entries(p || {}).map(([k, v]) => k + '=' + JSON.stringify(v)).join(', ');
+  const bestText = (b) => b ? fmtNum(b.metric, 4) + ' (' + b.job + ')' : '';
+
+  let sweepsPending = null;
+  async function loadSweeps() {
+    if (sweepsPending) return sweepsPending;
+    sweepsPending = (async () => {
+      try {
+        const body = await api('/api/v1/sweeps');
+        if (S.view !== 'sweeps') return;
+        $('sweeps-table').tBodies[0].replaceChildren(...body.sweeps.map((w) => el('tr', { 'data-sweep': w.id },
+          el('td', {}, el('a', { href: '#/sweep/' + w.id, text: w.name + ' (' + w.id + ')' })),
+          el('td', { class: 'owner-col', hidden: !S.admin, text: w.owner }),
+          el('td', { class: 'state state-' + w.state, text: w.state }),
+          el('td', { text: w.method }), el('td', { text: w.metric + ' (' + w.mode + ')' }),
+          el('td', { text: w.trials_done + '/' + w.trials_total + ' done' +
+                     (w.trials_running ? ', ' + w.trials_running + ' running' : '') }),
+          el('td', { text: bestText(w.best) }),
+          el('td', { text: fmtTime(w.created_at) }), el('td', { text: fmtTime(w.finished_at) }))));
+        for (const th of document.querySelectorAll('#sweeps-table th.owner-col')) th.hidden = !S.admin;
+        $('sweeps-empty').hidden = body.sweeps.length > 0;
+      } catch (e) {
+        if (S.secret) $('live').textContent = 'cannot list sweeps: ' + e.message;
+      } finally {
+        sweepsPending = null;
+      }
+    })();
+    return sweepsPending;
+  }
+
+  /* One load at a time; a change that arrives meanwhile asks for one more. */
+  let sweepPending = null, sweepAgain = false;
+  function loadSweep() {
+    if (sweepPending) { sweepAgain = true; return; }
+    const id = S.sweepId;
+    sweepPending = api('/api/v1/sweeps/' + id).then((w) => {
+      if (S.sweepId !== id) return;
+      S.sweep = w;
+      renderSweep(w);
+    }).catch((e) => {
+      if (S.sweepId !== id) return;
+      $('sweep-title').textContent = 'Sweep ' + id;
+      $('sweep-error').hidden = false;
+      $('sweep-error').textContent = e.message;
+    }).finally(() => {
+      sweepPending = null;
+      if (sweepAgain) { sweepAgain = false; if (S.view === 'sweep') loadSweep(); }
+    });
+  }
+
+  /* Job events move the page; a slow poll besides, while the sweep runs,
+   * catches what no job event announces (the sweep's own end, a trial it
+   * could not submit). */
+  let sweepTimer = null;
+  function renderSweep(w) {
+    clearTimeout(sweepTimer);
+    sweepTimer = w.state === 'running'
+      ? setTimeout(() => { if (S.view === 'sweep' && S.sweepId === w.id) loadSweep(); }, 3000) : null;
+    $('sweep-title').textContent = w.name + ' (' + w.id + ')';
+    $('sweep-error').hidden = true;
+    const dl = $('sweep-facts');
+    dl.replaceChildren(el('dt', { text: 'State' }),
+                       el('dd', { id: 'sweep-state', class: 'state state-' + w.state, text: w.state }));
+    if (S.admin) fact(dl, 'Owner', w.owner);
+    fact(dl, 'Search', w.method + (w.rungs ? ', rungs at ' + w.rungs.join(', ') + ' epochs, η ' +
+         w.reduction_factor : '') + ', ' + w.max_concurrent + ' at once');
+    fact(dl, 'Trials', w.trials_done + '/' + w.trials_total + ' done, ' + w.trials_running + ' running');
+    fact(dl, 'Best', w.best ? w.metric + ' ' + fmtNum(w.best.metric, 4) + ' by ' + w.best.job +
+         ' (' + fmtParams(w.best.params) + ')' : '');
+    fact(dl, 'Created', fmtTime(w.created_at));
+    fact(dl, 'Finished', fmtTime(w.finished_at));
+    $('sweep-metric-col').textContent = w.metric + ' (' + w.mode + ')';
+    const trials = w.trials.slice().sort(trialOrder(w));
+    /* Picked at first: the five best that have a job. */
+    if (!S.sweepPick) S.sweepPick = new Set(trials.filter((t) => t.job).slice(0, 5).map((t) => t.job));
+    const best = w.best && w.best.job;
+    $('sweep-trials').tBodies[0].replaceChildren(...trials.map((t) => {
+      const pick = el('input', { type: 'checkbox', 'data-job': t.job, disabled: !t.job,
+                                 'aria-label': 'show the curves of trial ' + t.index,
+                                 checked: !!t.job && S.sweepPick.has(t.job) });
+      pick.addEventListener('change', () => {
+        if (pick.checked) S.sweepPick.add(t.job); else S.sweepPick.delete(t.job);
+        drawSweep(S.sweep);
+      });
+      return el('tr', { 'data-job': t.job || '', 'data-index': String(t.index),
+                        class: t.job && t.job === best ? 'best' : null },
+        el('td', {}, pick, el('span', { class: 'swatch c' + (t.index % 8) })),
+        el('td', { class: 'best-mark', text: t.job && t.job === best ? '★ best' : '' }),
+        el('td', {}, t.job ? el('a', { href: '#/job/' + t.job, text: t.job }) : '#' + t.index),
+        el('td', { class: 'state state-' + t.state, text: t.state }),
+        el('td', { class: 'num', text: String(t.epochs_run) }),
+        el('td', { class: 'num metric', text: fmtNum(t.metric, 5) }),
+        el('td', { text: fmtParams(t.params) }));
+    }));
+    drawSweep(w);
+  }
+
+  /* The picked trials' histories, each fetched again only when its epochs
+   * or state changed; then the overlaid curves. */
+  async function drawSweep(w) {
+    drawParcoords(w);
+    const id = w.id;
+    const picked = w.trials.filter((t) => t.job && S.sweepPick.has(t.job));
+    await Promise.all(picked.map(async (t) => {
+      const key = t.epochs_run + '/' + t.state;
+      const have = S.sweepHist.get(t.job);
+      if (have && have.key === key) return;
+      if (t.epochs_run < 1 && !(have && have.h)) return;  /* no history.json yet */
+      try {
+        S.sweepHist.set(t.job, { key, h: await api('/api/v1/jobs/' + t.job + '/history') });
+      } catch (e) { /* the next change asks again */ }
+    }));
+    if (S.sweepId !== id || S.sweep !== w) return;
+    const metrics = ['loss'].concat(w.metric === 'loss' ? [] : [w.metric]);
+    const charts = metrics.map((m) => {
+      const series = picked.map((t) => {
+        const h = (S.sweepHist.get(t.job) || {}).h;
+        return h && Array.isArray(h[m]) && h[m].length ? [t.job, h[m], 'c' + (t.index % 8)] : null;
+      }).filter(Boolean);
+      return series.length ? chart(m, series, { legend: false }) : null;
+    }).filter(Boolean);
+    $('sweep-charts').replaceChildren(...(charts.length ? charts
+      : [el('p', { class: 'hint', text: picked.length ? 'No picked trial has finished an epoch yet.'
+                                                      : 'Tick trials above to see their curves.' })]));
+  }
+
+  /* One axis per parameter, then the metric; a trial is a polyline across
+   * them. Numbers sit on a linear axis (log when positive and spanning
+   * over 100x, as learning rates do), anything else on evenly spaced
+   * categories. */
+  function pcAxis(name, vals) {
+    const nums = vals.filter((v) => typeof v === 'number' && isFinite(v));
+    if (nums.length === vals.length && nums.length) {
+      let lo = Math.min(...nums), hi = Math.max(...nums);
+      const log = lo > 0 && hi / lo > 100;
+      const f = log ? Math.log10 : (v) => v;
+      const a = f(lo), b = f(hi);
+      const pos = (v) => (a === b ? 0.5 : (f(v) - a) / (b - a));
+      return { name, pos, lo: fmtNum(lo, 4), hi: fmtNum(hi, 4) + (log ? ' (log)' : '') };
+    }
+    const cats = [...new Set(vals.map((v) => JSON.stringify(v)))].sort();
+    const pos = (v) => (cats.length < 2 ? 0.5 : cats.indexOf(JSON.stringify(v)) / (cats.length - 1));
+    return { name, pos, lo: cats[0] || '', hi: cats.length > 1 ? cats[cats.length - 1] : '' };
+  }
+
+  function drawParcoords(w) {
+    const box = $('sweep-parcoords');
+    const trials = w.trials.filter((t) => typeof t.metric === 'number');
+    if (!trials.length) {
+      box.replaceChildren(el('p', { class: 'hint', text: 'No trial has a metric yet.' }));
+      return;
+    }
+    const keys = Object.keys(w.trials[0].params || {});
+    const axes = keys.map((k) => pcAxis(k, trials.map((t) => t.params[k])))
+      .concat([pcAxis(w.metric, trials.map((t) => t.metric))]);
+    const W = Math.max(420, 160 * axes.length), H = 260, L = 60, R = 60, T = 30, B = 40;
+    const x = (i) => L + (axes.length > 1 ? i * (W - L - R) / (axes.length - 1) : (W - L - R) / 2);
+    const y = (p) => T + (1 - p) * (H - T - B);
+    const svg = sv('svg', { class: 'chart parcoords', viewBox: '0 0 ' + W + ' ' + H, width: W, height: H,
+                            role: 'img', 'data-axes': String(axes.length), 'data-trials': String(trials.length),
+                            'aria-label': 'parameters against ' + w.metric + ', one line per trial' });
+    svg.append(sv('title', {}, 'parameters against ' + w.metric));
+    axes.forEach((a, i) => {
+      svg.append(sv('line', { class: 'axis', x1: x(i), x2: x(i), y1: T, y2: H - B }));
+      svg.append(sv('text', { x: x(i), y: H - B + 16, 'text-anchor': 'middle', class: 'axis-name' }, a.name));
+      svg.append(sv('text', { x: x(i) + 4, y: T - 6 }, a.hi));
+      svg.append(sv('text', { x: x(i) + 4, y: H - B - 4 }, a.lo));
+    });
+    const best = w.best && w.best.job;
+    /* The best last, so it is drawn on top. */
+    trials.sort((a, b) => (a.job === best) - (b.job === best));
+    for (const t of trials) {
+      const vals = keys.map((k) => t.params[k]).concat([t.metric]);
+      const pts = vals.map((v, i) => x(i) + ',' + y(axes[i].pos(v))).join(' ');
+      const line = sv('polyline', { class: 'c' + (t.index % 8) + (t.job === best ? ' best' : ''),
+                                    points: pts, 'data-job': t.job || '' });
+      line.append(sv('title', {}, (t.job || '#' + t.index) + ': ' + fmtParams(t.params) + ' → ' +
+                     w.metric + ' ' + fmtNum(t.metric, 5)));
+      svg.append(line);
+    }
+    box.replaceChildren(svg);
+  }
+
   /* ---- submit ----------------------------------------------------------- */
 
   const EXAMPLES = {
@@ -654,11 +864,19 @@
 
   function onState(ev) {
     if (S.view === 'jobs') loadJobs();
+    if (S.view === 'sweeps') loadSweeps();
+    if (S.view === 'sweep') loadSweep();
     if (S.view === 'cluster') loadCluster();
     if (S.view === 'job' && ev.job === S.jobId) loadJob(false);
   }
 
   function onProgress(ev) {
+    /* A picked trial finished an epoch: its curve grows. */
+    if (S.view === 'sweep' && S.sweep && S.sweepPick && S.sweepPick.has(ev.job) &&
+        ev.progress && ev.progress.event === 'epoch') {
+      const t = S.sweep.trials.find((x) => x.job === ev.job);
+      if (t) { S.sweepHist.delete(ev.job); t.epochs_run = Math.max(t.epochs_run, 1); drawSweep(S.sweep); }
+    }
     const j = S.jobs.get(ev.job);
     if (!j) { if (S.view === 'jobs') loadJobs(); return; }
     j.progress = ev.progress;

@@ -6,7 +6,10 @@ API serves them, and so does one of its run files; a bad spec shows the
 server's field-named error; a job is cancelled from its page, then resumed
 from it with the keyboard; another user sees none of the first user's jobs;
 the admin sees everyone's, with owners, the state filter and the cluster; a
-finished char language model's page generates the text the API gives.
+finished char language model's page generates the text the API gives; a 2x2 grid
+sweep's page lists its trials sorted by the metric with the best marked,
+overlays the picked trials' curves and draws one parallel-coordinates line
+a trial.
 Throughout: no request leaves the origin and the console has no errors
 (beyond the API's expected refusals). Screenshots of the list and the job
 page go to $PUNCH_SCREENSHOTS.
@@ -140,6 +143,7 @@ def cases():
                                downloads)
                 punchtest.case("a run file downloads as the API serves it", run_file, p, quick,
                                downloads)
+                punchtest.case("a sweep's page: trials, best, curves, axes", sweep_page, p)
                 punchtest.case("another user sees none of alice's jobs", other_user, p)
                 punchtest.case("the admin sees everyone's", admin, p)
                 punchtest.case("a language model's page generates text", language_model, p)
@@ -273,6 +277,62 @@ def finished(p, jid):
     webdriver.ActionChains(p.drv).move_to_element(last).perform()
     p.wait(lambda: "epoch 2" in p.text("#job-charts svg[data-metric=loss] .readout"),
            "the hover read-out")
+    p.collect_console()
+
+
+# Two learning rates by two batch sizes of the quick job: four trials of
+# two short epochs each.
+SWEEP = {"name": "grid-ui", "job": job_like(QUICK_JOB, name="trial"),
+         "search": {"method": "grid", "metric": "loss", "max_concurrent": 4,
+                    "parameters": {"training.optimizer.learning_rate": {"values": [0.001, 0.5]},
+                                   "training.batch_size": {"values": [16, 64]}}}}
+
+
+def sweep_page(p):
+    """The sweeps list links the sweep; its page shows the four trials in
+    the API's metric order, best first and marked; the five best (all four)
+    are picked, so each chart overlays four curves; unticking one removes
+    its curve; the parallel coordinates have an axis per parameter plus the
+    metric and a line per trial, the best's marked."""
+    js = p.drv.execute_script
+    r = p.d.req("POST", "/api/v1/sweeps", "alice", body=SWEEP)
+    check(r.status_code == 201, "sweep submit: %d %s" % (r.status_code, r.text))
+    sid = r.json()["id"]
+    p.drv.get(p.d.url + "/#/sweeps")
+    p.wait(lambda: p.finds('#sweeps-table tr[data-sweep="%s"] a' % sid), "the sweep in the list")
+    # One script call: the list redraws at every trial's state change.
+    js("document.querySelector('#sweeps-table tr[data-sweep=\"%s\"] a')"
+                         ".click()" % sid)
+    p.wait(lambda: p.text("#sweep-state") == "succeeded",
+           lambda _: "the page to show the sweep succeeded (shows %r)" % p.text("#sweep-state"))
+    w = p.d.req("GET", "/api/v1/sweeps/" + sid, "alice").json()
+    check(w["state"] == "succeeded" and len(w["trials"]) == 4, "the API: %s" % w)
+    want = [t["job"] for t in sorted(w["trials"], key=lambda t: t["metric"])]
+    check(want[0] == w["best"]["job"], "the API's best %s is the lowest loss %s" % (w["best"], want))
+    shown = lambda: p.drv.execute_script(
+        "return [...document.querySelectorAll('#sweep-trials tbody tr')].map(r => r.dataset.job)")
+    p.wait(lambda: shown() == want, lambda _: "trials %s, want %s" % (shown(), want))
+    marked = js("return [...document.querySelectorAll('#sweep-trials tbody tr.best')]"
+                ".map(r => [r.dataset.job, r.querySelector('.best-mark').textContent])")
+    check(marked == [[want[0], "\u2605 best"]], "the best row is marked: %s" % marked)
+    metric = p.text('#sweep-trials tr[data-job="%s"] .metric' % want[0])
+    check(abs(float(metric) - w["best"]["metric"]) < 1e-4, "best metric shown %r" % metric)
+    curves = lambda: len(p.finds("#sweep-charts svg[data-metric=loss] polyline"))
+    p.wait(lambda: curves() == 4, lambda _: "four loss curves (%d)" % curves())
+    points = js("return document.querySelector('#sweep-charts svg[data-metric=loss]')"
+                ".getAttribute('data-points')")
+    check(points == "2", "two epochs a curve: %s" % points)
+    js("document.querySelector('#sweep-trials input[data-job=\"%s\"]').click()" % want[-1])
+    p.wait(lambda: curves() == 3, lambda _: "three curves once one is unticked (%d)" % curves())
+    check(not p.finds('#sweep-charts polyline[data-series="%s"]' % want[-1]), "the unticked one went")
+    axes = js("return document.querySelector('#sweep-parcoords svg').getAttribute('data-axes')")
+    check(axes == "3", "axes: %s" % axes)
+    lines = js("return [...document.querySelectorAll('#sweep-parcoords polyline')]"
+               ".map(l => [l.dataset.job, l.classList.contains('best')])")
+    check(sorted(j for j, _ in lines) == sorted(want), "one line a trial: %s" % lines)
+    check([j for j, b in lines if b] == [want[0]], "the best's line is marked: %s" % lines)
+    p.drv.save_screenshot(os.path.join(os.environ.get("PUNCH_SCREENSHOTS") or
+                                       punchtest.build_path("tests", "browser"), "dashboard-sweep.png"))
     p.collect_console()
 
 

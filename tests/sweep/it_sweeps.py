@@ -25,6 +25,7 @@ def cases():
         punchtest.case("2x2 grid: four trials, best is the best", grid, d)
         punchtest.case("random search: same seed, same params", random_seed, d)
         punchtest.case("asha: promotions follow the rule, fewer epochs", asha, d)
+        punchtest.case("keep best: losers' checkpoints and weights go", keep_best, d)
         punchtest.case("cancel stops every trial", cancel, d)
         punchtest.case("a bad trial is refused naming it", refused, d)
 
@@ -59,6 +60,40 @@ def punch(d, *args):
     exe = os.environ.get("PUNCH") or punchtest.build_path("client", "punch")
     return subprocess.run([exe] + list(args), capture_output=True, text=True, env=env,
                           timeout=60)
+
+
+def run_files(d, jid):
+    top = d.run_dir(jid)
+    return {os.path.relpath(os.path.join(r, f), top) for r, _, fs in os.walk(top) for f in fs}
+
+
+def keep_best(d):
+    """keep "best": once the sweep ends, the losing trial has no checkpoints
+    or weights left but keeps its history and log; the best keeps all of
+    its files, the model_checkpoint saves of both epochs included."""
+    job = json.loads(json.dumps(JOB))
+    job["training"].update(epochs=2, checkpoint_keep=0,
+                           lr_schedulers=[{"name": "model_checkpoint", "every_epochs": 1}])
+    sid = submit(d, "alice", {"name": "keep", "job": job, "search": {
+        "method": "grid", "metric": "loss", "keep": "best", "max_concurrent": 2,
+        "parameters": {"training.optimizer.learning_rate": {"values": [0.001, 0.5]}}}})
+    s = wait_sweep(d, sid)
+    check(s["state"] == "succeeded" and s["search"]["keep"] == "best", "sweep: %s" % s)
+    best = s["best"]["job"]
+    loser = next(t["job"] for t in s["trials"] if t["job"] != best)
+    kept, left = run_files(d, best), run_files(d, loser)
+    check("checkpoints/ckpt.bin" in kept and any(f.startswith("weights.") for f in kept) and
+          len([f for f in kept if f.startswith("checkpoints/weights-epoch-")]) >= 2,
+          "the best keeps its files: %s" % sorted(kept))
+    check(not any(f.startswith(("checkpoints/", "weights.")) for f in left),
+          "the loser's checkpoints and weights are gone: %s" % sorted(left))
+    check("history.json" in left and len(history(d, loser)["loss"]) == 2,
+          "the loser keeps its history: %s" % sorted(left))
+    bad = d.req("POST", "/api/v1/sweeps", "alice", body={"job": JOB, "search": {
+        "method": "grid", "metric": "loss", "keep": "some",
+        "parameters": {"training.batch_size": {"values": [16]}}}})
+    check(bad.status_code == 400 and bad.json().get("field") == "search.keep",
+          "a bad keep: %d %s" % (bad.status_code, bad.text))
 
 
 def grid(d):
