@@ -15,25 +15,6 @@
 #include "onnx/onnx_import.h"
 #include "train/weights.h"
 
-static void warmstart_shape(const tensor_entry *t, char *buf, size_t len)
-{
-    size_t used = (size_t)snprintf(buf, len, "[");
-    for (int i = 0; i < t->rank && used < len; i++)
-        used += (size_t)snprintf(buf + used, len - used, i ? ", %ld" : "%ld", t->dims[i]);
-    if (used < len)
-        snprintf(buf + used, len - used, "]");
-}
-
-static bool warmstart_same(const tensor_entry *a, const tensor_entry *b)
-{
-    if (a->rank != b->rank)
-        return false;
-    for (int i = 0; i < a->rank; i++)
-        if (a->dims[i] != b->dims[i])
-            return false;
-    return true;
-}
-
 int warmstart_load(model *m, const job_spec *spec, char *err, size_t errlen)
 {
     const char *ref = spec->training.init_from_file;
@@ -83,14 +64,14 @@ int warmstart_load(model *m, const job_spec *spec, char *err, size_t errlen)
                 src = &file[k];
         char a[96], b[96];
         if (!src) {
-            warmstart_shape(&mine[i], b, sizeof b);
+            tensor_entry_shape_str(&mine[i], b, sizeof b);
             snprintf(err, errlen, "%s: %s has no tensor \"%s\" (the model's, shape %s)", what,
                      base, mine[i].name, b);
             goto out;
         }
-        if (!warmstart_same(src, &mine[i])) {
-            warmstart_shape(src, a, sizeof a);
-            warmstart_shape(&mine[i], b, sizeof b);
+        if (!tensor_entry_same_shape(src, &mine[i])) {
+            tensor_entry_shape_str(src, a, sizeof a);
+            tensor_entry_shape_str(&mine[i], b, sizeof b);
             snprintf(err, errlen, "%s: tensor \"%s\" is %s in %s but the model needs %s", what,
                      mine[i].name, a, base, b);
             goto out;

@@ -4,11 +4,31 @@
 #include "io/tensorfile.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "io/io_file.h"
+
+bool tensor_entry_same_shape(const tensor_entry *a, const tensor_entry *b)
+{
+    if (a->rank != b->rank)
+        return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i])
+            return false;
+    return true;
+}
+
+void tensor_entry_shape_str(const tensor_entry *t, char *buf, size_t len)
+{
+    size_t used = (size_t)snprintf(buf, len, "[");
+    for (int i = 0; i < t->rank && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, i ? ", %ld" : "%ld", t->dims[i]);
+    if (used < len)
+        snprintf(buf + used, len - used, "]");
+}
 
 long tensor_entry_size(const tensor_entry *t)
 {

@@ -5,6 +5,7 @@
 #ifndef PUNCH_TENSORFILE_H
 #define PUNCH_TENSORFILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define TENSOR_MAX_RANK 4
@@ -17,6 +18,10 @@ typedef struct tensor_entry {
 } tensor_entry;
 
 long tensor_entry_size(const tensor_entry *t);
+/* Whether a and b have the same rank and dims; t's shape as "[2, 3]"
+ * (for messages naming a mismatch). */
+bool tensor_entry_same_shape(const tensor_entry *a, const tensor_entry *b);
+void tensor_entry_shape_str(const tensor_entry *t, char *buf, size_t len);
 
 /* metadata: string key/value pairs for safetensors' "__metadata__" (may be
  * NULL with n_meta 0). Names must be printable ASCII without quotes or

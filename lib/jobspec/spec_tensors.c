@@ -149,25 +149,6 @@ int spec_tensors(const job_spec *spec, tensor_entry **out)
     return t.n;
 }
 
-static void spec_tensors_shape(const tensor_entry *t, char *buf, size_t len)
-{
-    size_t used = (size_t)snprintf(buf, len, "[");
-    for (int i = 0; i < t->rank && used < len; i++)
-        used += (size_t)snprintf(buf + used, len - used, i ? ", %ld" : "%ld", t->dims[i]);
-    if (used < len)
-        snprintf(buf + used, len - used, "]");
-}
-
-static bool spec_tensors_same(const tensor_entry *a, const tensor_entry *b)
-{
-    if (a->rank != b->rank)
-        return false;
-    for (int i = 0; i < a->rank; i++)
-        if (a->dims[i] != b->dims[i])
-            return false;
-    return true;
-}
-
 /* The first of the model's tensors the file lacks or shapes otherwise. */
 static int spec_tensors_compare(const tensor_entry *mine, int count, const tensor_entry *file,
                                 int n_file, const char *base, char *err, size_t errlen)
@@ -178,14 +159,14 @@ static int spec_tensors_compare(const tensor_entry *mine, int count, const tenso
             if (strcmp(file[k].name, mine[i].name) == 0)
                 src = &file[k];
         char a[96], b[96];
-        spec_tensors_shape(&mine[i], b, sizeof b);
+        tensor_entry_shape_str(&mine[i], b, sizeof b);
         if (!src) {
             snprintf(err, errlen, "training.init_from: %s has no tensor \"%s\" (the model's, "
                      "shape %s)", base, mine[i].name, b);
             return -1;
         }
-        if (!spec_tensors_same(src, &mine[i])) {
-            spec_tensors_shape(src, a, sizeof a);
+        if (!tensor_entry_same_shape(src, &mine[i])) {
+            tensor_entry_shape_str(src, a, sizeof a);
             snprintf(err, errlen, "training.init_from: tensor \"%s\" is %s in %s but the model "
                      "needs %s", mine[i].name, a, base, b);
             return -1;
