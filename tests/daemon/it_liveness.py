@@ -1,8 +1,9 @@
 """it_liveness.py — stalls against a real punchcardd (stand-in engines, no
-training): with --stall-grace 2, a job whose ranks report nothing is ended
+training): with --stall-grace 6, a job whose ranks report nothing is ended
 as stalled within seconds, saying so, and its processes are gone; a job
-that keeps reporting (a line to progress.jsonl every 0.3 s for about 5 s,
-longer than the grace) runs to its end."""
+that keeps reporting (a line to progress.jsonl every 0.3 s for about 12 s,
+longer than the grace) runs to its end. The grace also covers the start
+(mpirun's launch on busy cores took over 2 s before the first line)."""
 import time
 
 import punchtest
@@ -18,7 +19,7 @@ while [ $# -gt 0 ]; do
 done
 if grep -q '"reporter"' "$out/job.json"; then
   i=0
-  while [ $i -lt 16 ]; do
+  while [ $i -lt 40 ]; do
     echo '{"event":"step"}' >> "$out/progress.jsonl"
     sleep 0.3
     i=$((i+1))
@@ -30,7 +31,7 @@ sleep 60
 
 
 def cases():
-    d = Daemon(["--slots", "2", "--max-running", "2", "--stall-grace", "2",
+    d = Daemon(["--slots", "2", "--max-running", "2", "--stall-grace", "6",
                 "--stall-factor", "1"])
     d.engine_script("stand-in-engine", ENGINE)
     with d:
@@ -46,7 +47,7 @@ def stalls(d):
     took = time.time() - began
     check(end["state"] == "failed" and end["error"].startswith(
         "stalled: no progress reported for"), end)
-    check(took < 10, "stalled after %.1f s with a 2 s grace" % took)
+    check(took < 20, "stalled after %.1f s with a 6 s grace" % took)
     sup = d.supervisor(silent)
     punchtest.wait_for(lambda: not punchtest.session_processes(sup["sid"]),
                        "the stalled job's processes to end", timeout=20)
