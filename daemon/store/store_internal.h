@@ -150,6 +150,9 @@ bool store_query_double(store_conn *c, stmt_id id, const char *arg, double *out)
 
 /* SQL run once, unprepared (savepoints, BEGIN/COMMIT of read transactions). */
 bool store_exec_sql(store_conn *c, const char *sql);
+/* A fresh random id (STORE_ID_LEN hex digits) for a job or a sweep; false
+ * when the kernel's generator fails. */
+bool store_random_id(char id[STORE_ID_LEN + 1]);
 
 /* Column readers: a time (NAN for NULL), a copy of a text (NULL for NULL),
  * a text into a fixed buffer ("" for NULL). */

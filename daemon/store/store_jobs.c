@@ -74,7 +74,7 @@ void store_row_to_job(sqlite3_stmt *s, store_job *job)
 
 /* ---- submit ---------------------------------------------------------------- */
 
-static void store_random_id(char id[STORE_ID_LEN + 1])
+bool store_random_id(char id[STORE_ID_LEN + 1])
 {
     static const char hex[] = "0123456789abcdef";
     unsigned char raw[STORE_ID_LEN / 2];
@@ -84,13 +84,14 @@ static void store_random_id(char id[STORE_ID_LEN + 1])
         if (n > 0)
             got += (size_t)n;
         else if (n < 0 && errno != EINTR)
-            break;
+            return false;
     }
     for (size_t i = 0; i < sizeof raw; i++) {
         id[2 * i] = hex[raw[i] >> 4];
         id[2 * i + 1] = hex[raw[i] & 15];
     }
     id[STORE_ID_LEN] = '\0';
+    return true;
 }
 
 static store_status store_submit_txn(store_conn *c, const store_new_job *nj, int max_queued,
@@ -115,7 +116,10 @@ static store_status store_submit_txn(store_conn *c, const store_new_job *nj, int
     /* 48 random bits: a collision is rare; retry a few times when it happens. */
     int rc = SQLITE_CONSTRAINT;
     for (int attempt = 0; attempt < 8 && rc == SQLITE_CONSTRAINT; attempt++) {
-        store_random_id(id_out);
+        if (!store_random_id(id_out)) {
+            log_error("store: getrandom failed: %s", strerror(errno));
+            return STORE_ERROR;
+        }
         store_bind_text(s, 1, id_out);
         store_bind_text(s, 2, nj->owner);
         store_bind_text(s, 3, nj->name);

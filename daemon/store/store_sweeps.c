@@ -7,7 +7,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "store/store_internal.h"
 
@@ -15,26 +14,6 @@ void store_sweep_clear(store_sweep *sw)
 {
     free(sw->doc);
     sw->doc = NULL;
-}
-
-static bool store_sweep_random_id(char id[STORE_ID_LEN + 1])
-{
-    static const char hex[] = "0123456789abcdef";
-    unsigned char raw[STORE_ID_LEN / 2];
-    size_t got = 0;
-    while (got < sizeof raw) {
-        ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
-        if (n > 0)
-            got += (size_t)n;
-        else if (n < 0 && errno != EINTR)
-            return false;
-    }
-    for (size_t i = 0; i < sizeof raw; i++) {
-        id[2 * i] = hex[raw[i] >> 4];
-        id[2 * i + 1] = hex[raw[i] & 15];
-    }
-    id[STORE_ID_LEN] = '\0';
-    return true;
 }
 
 /* Run a bound one-off write statement to its end; finalizes it. */
@@ -74,7 +53,7 @@ static store_status store_sweep_insert(store_conn *c, const char *owner, const c
 {
     /* 48 random bits: retry the rare collision a few times. */
     for (int attempt = 0; attempt < 4; attempt++) {
-        if (!store_sweep_random_id(id_out))
+        if (!store_random_id(id_out))
             return STORE_ERROR;
         sqlite3_stmt *s = store_prepare_once(
             c, "INSERT INTO sweeps (id, owner, name, state, created_at, doc) "
