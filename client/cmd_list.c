@@ -11,7 +11,7 @@
 #include "remote.h"
 
 const char cmd_list_usage[] =
-    "usage: punch list [--state S] [--limit N | --all] [--json]\n"
+    "usage: punch list [--state S] [--limit N | --all] [--wide] [--json]\n"
     "\n"
     "List your jobs, newest first (an admin sees everyone's): the newest 100\n"
     "unless --limit or --all says otherwise.\n"
@@ -20,6 +20,8 @@ const char cmd_list_usage[] =
     "                  failed, cancelled or timeout\n"
     "  -n, --limit N   at most the newest N jobs\n"
     "  --all           every job (fetched a page of 1000 at a time)\n"
+    "  --wide          a sweep's trials with their params (PARAMS, last); the\n"
+    "                  SWEEP column shows whenever a listed job is a trial\n"
     "  --json          print a JSON array of job objects (as the API returns them)\n"
     "\n"
     "exit: 0 listed (even if empty), 2 unknown state, 3 unreachable, 4 auth.\n";
@@ -70,6 +72,7 @@ int list_parse_args(int argc, char **argv, list_args *args, cli_error *err)
         {.name = "limit", .letter = 'n', .dest = &args->limit, .take = list_take_limit},
         {.name = "all", .dest = &args->all},
         {.name = "json", .dest = &args->json},
+        {.name = "wide", .dest = &args->wide},
         {0},
     };
     if (cli_parse_options(argc, argv, options, err) != 0)
@@ -129,7 +132,7 @@ int cmd_list(const cli_ctx *ctx, int argc, char **argv, cli_error *err)
             json_dumpf(jobs, stdout, JSON_INDENT(2));
             fputc('\n', stdout);
         } else {
-            jobtext_print_table(jobs, (double)time(NULL), stdout);
+            jobtext_print_table_wide(jobs, (double)time(NULL), args.wide, stdout);
         }
         if (more && !args.limit)
             fprintf(stderr, "(the newest %ld; older jobs: punch list --all, or --limit N)\n",

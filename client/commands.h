@@ -70,6 +70,7 @@ typedef struct list_args {
     bool json;
     long limit;        /* at most this many jobs; 0: one page of the server's default */
     bool all;          /* every job, page after page */
+    bool wide;         /* a sweep's trials with their params */
 } list_args;
 int list_parse_args(int argc, char **argv, list_args *args, cli_error *err);
 

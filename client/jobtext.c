@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -175,7 +176,21 @@ void jobtext_print_detail(const json_t *job, double now, FILE *out)
 /* The widest PROGRESS / RESULT cell of a table row. */
 #define JOBTEXT_SUMMARY_MAX 72
 
+/* A trial's params as one cell: compact JSON, made safe and cut to cap. */
+static void jobtext_params(const json_t *job, char *buf, size_t cap)
+{
+    char *p = json_dumps(json_object_get(job, "params"), JSON_COMPACT | JSON_REAL_PRECISION(6));
+    snprintf(buf, cap, "%s", p ? p : "-");
+    free(p);
+    jobtext_clean(buf);
+}
+
 void jobtext_print_table(const json_t *jobs, double now, FILE *out)
+{
+    jobtext_print_table_wide(jobs, now, false, out);
+}
+
+void jobtext_print_table_wide(const json_t *jobs, double now, bool wide, FILE *out)
 {
     if (json_array_size(jobs) == 0) {
         fprintf(out, "no jobs\n");
@@ -187,6 +202,7 @@ void jobtext_print_table(const json_t *jobs, double now, FILE *out)
     const json_t *job;
     const char *first_owner = NULL;
     bool owners = false; /* several: an admin's list, which gets an OWNER column */
+    bool sweeps = false; /* a sweep's trial among them: a SWEEP column */
     json_array_foreach(jobs, i, job) {
         int n = (int)strlen(jobtext_str(job, "name"));
         if (n > name_w)
@@ -198,14 +214,17 @@ void jobtext_print_table(const json_t *jobs, double now, FILE *out)
         if (!first_owner)
             first_owner = owner;
         owners |= strcmp(owner, first_owner) != 0;
+        sweeps |= json_is_string(json_object_get(job, "sweep"));
     }
     fprintf(out, "%-12s  ", "ID");
     if (owners)
         fprintf(out, "%-*s  ", owner_w, "OWNER");
-    fprintf(out, "%-*s  %-9s  %-9s  %s\n", name_w, "NAME", "STATE", "SUBMITTED",
-            "PROGRESS / RESULT");
+    fprintf(out, "%-*s  %-9s  %-9s  ", name_w, "NAME", "STATE", "SUBMITTED");
+    if (sweeps)
+        fprintf(out, "%-12s  ", "SWEEP");
+    fprintf(out, "%s%s\n", "PROGRESS / RESULT", wide && sweeps ? "  PARAMS" : "");
     json_array_foreach(jobs, i, job) {
-        char age[32], summary[256];
+        char age[32], summary[256], params[512];
         jobtext_format_age(json_object_get(job, "submitted_at"), now, age, sizeof age);
         jobtext_format_summary(job, summary, sizeof summary);
         /* One row a job: a long error is cut; punch state ID has it all. */
@@ -214,7 +233,17 @@ void jobtext_print_table(const json_t *jobs, double now, FILE *out)
         fprintf(out, "%-12s  ", jobtext_str(job, "id"));
         if (owners)
             fprintf(out, "%-*.*s  ", owner_w, owner_w, jobtext_str(job, "owner"));
-        fprintf(out, "%-*.*s  %-9s  %-9s  %s\n", name_w, name_w, jobtext_str(job, "name"),
-                jobtext_str(job, "state"), age, summary);
+        fprintf(out, "%-*.*s  %-9s  %-9s  ", name_w, name_w, jobtext_str(job, "name"),
+                jobtext_str(job, "state"), age);
+        bool trial = json_is_string(json_object_get(job, "sweep"));
+        if (sweeps)
+            fprintf(out, "%-12.12s  ", trial ? jobtext_str(job, "sweep") : "-");
+        if (wide && sweeps) {
+            if (trial)
+                jobtext_params(job, params, sizeof params);
+            fprintf(out, "%-*s  %s\n", JOBTEXT_SUMMARY_MAX, summary, trial ? params : "-");
+        } else {
+            fprintf(out, "%s\n", summary);
+        }
     }
 }

@@ -4,6 +4,7 @@
 #ifndef PUNCH_CLIENT_JOBTEXT_H
 #define PUNCH_CLIENT_JOBTEXT_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include <jansson.h>
@@ -16,6 +17,9 @@ void jobtext_print_detail(const json_t *job, double now, FILE *out);
  * "no jobs" when empty. An OWNER column when the jobs have several owners
  * (an admin's list); a long error cut to the row. */
 void jobtext_print_table(const json_t *jobs, double now, FILE *out);
+/* The same with a SWEEP column when some job is a sweep's trial (its id,
+ * "-" for the others), and with wide each trial's params last. */
+void jobtext_print_table_wide(const json_t *jobs, double now, bool wide, FILE *out);
 
 /* Make s safe for a terminal, in place: every control character (C0 such
  * as ESC, BEL, CR and LF; DEL; and C1, U+0080..U+009F in UTF-8) becomes

@@ -210,6 +210,12 @@ enum MHD_Result api_jobs_list(api_request *r)
         /* Its progress comes from the run directory, not the store. */
         keyed = keyed && job->state != JOB_STARTING && job->state != JOB_RUNNING;
     }
+    /* A sweep's trials carry its id and their params (one statement). */
+    if (!sweep_page_fields(r->d, jobs)) {
+        store_page_clear(&page);
+        json_decref(jobs);
+        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "store error");
+    }
     json_t *next = json_null();
     if (page.more) {
         char cursor[24];

@@ -318,3 +318,48 @@ store_status store_sweep_requeue(store *st, const char *job_id, const char *spec
     }
     return store_sweep_write_end(st, c, rs);
 }
+
+/* ---- PBT's params and job lists (issue 33, second part) ------------------- */
+
+store_status store_sweep_trial_params(store *st, const char *id, int idx, const char *params)
+{
+    store_conn *c = store_sweep_write_begin(st);
+    if (!c)
+        return STORE_ERROR;
+    store_status rs = STORE_ERROR;
+    sqlite3_stmt *s = store_prepare_once(
+        c, "UPDATE sweep_trials SET params = ?3 WHERE sweep_id = ?1 AND idx = ?2");
+    if (s) {
+        store_bind_text(s, 1, id);
+        sqlite3_bind_int(s, 2, idx);
+        store_bind_text(s, 3, params);
+        if (store_sweep_step(c, s, "updating a sweep trial's params"))
+            rs = sqlite3_changes(c->db) == 1 ? STORE_OK : STORE_NOT_FOUND;
+    }
+    return store_sweep_write_end(st, c, rs);
+}
+
+store_status store_sweep_of_jobs(store *st, const char *job_ids, store_job_trial_cb cb,
+                                 void *arg)
+{
+    store_conn *c = store_acquire(st);
+    store_status rs = STORE_ERROR;
+    /* One statement for the whole page, whatever its size: each id is
+     * found through the sweep_trials_job index. */
+    sqlite3_stmt *s = store_prepare_once(
+        c, "SELECT job_id, sweep_id, params FROM sweep_trials "
+           "WHERE job_id IN (SELECT value FROM json_each(?1))");
+    if (s) {
+        store_bind_text(s, 1, job_ids);
+        int rc;
+        bool go = true;
+        while (go && (rc = sqlite3_step(s)) == SQLITE_ROW)
+            go = cb((const char *)sqlite3_column_text(s, 0),
+                    (const char *)sqlite3_column_text(s, 1),
+                    (const char *)sqlite3_column_text(s, 2), arg);
+        rs = !go || store_log_rc(c, rc, "finding a page's sweeps") ? STORE_OK : STORE_ERROR;
+        sqlite3_finalize(s);
+    }
+    store_release(st, c);
+    return rs;
+}

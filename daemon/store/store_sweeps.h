@@ -65,4 +65,14 @@ store_status store_sweep_requeue(store *st, const char *job_id, const char *spec
                                  const char *written, int max_queued, const char *detail,
                                  double now);
 
+/* PBT's exploit: trial idx's params (JSON object text) become new ones. */
+store_status store_sweep_trial_params(store *st, const char *id, int idx, const char *params);
+/* The trials among the jobs of job_ids (a JSON array of ids, text): cb(job
+ * id, sweep id, params JSON text) for each, in one statement whatever the
+ * number of ids (a job list's page). */
+typedef bool (*store_job_trial_cb)(const char *job_id, const char *sweep_id, const char *params,
+                                   void *arg);
+store_status store_sweep_of_jobs(store *st, const char *job_ids, store_job_trial_cb cb,
+                                 void *arg);
+
 #endif

@@ -40,6 +40,11 @@ void sweep_job_ended(daemon_ctx *d, const char *job_id);
  * trial's); another job's is left as it is. false on a store error. */
 bool sweep_job_fields(daemon_ctx *d, const char *job_id, json_t *job);
 
+/* A job list's page (an array of job objects with "id"): each trial's row
+ * gets "sweep" and "params" as sweep_job_fields gives them, in one store
+ * statement for the page. false on a store error. */
+bool sweep_page_fields(daemon_ctx *d, json_t *jobs);
+
 /* Cancel a running sweep: its queued trials cancelled, running ones asked
  * to stop, nothing more submitted. STORE_CONFLICT if it already ended. */
 store_status sweep_cancel(daemon_ctx *d, const char *sweep_id);

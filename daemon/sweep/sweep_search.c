@@ -182,19 +182,9 @@ static json_t *sweep_draw(const sweep_param *p, uint64_t *state)
     return NULL;
 }
 
-static json_t *sweep_random(const sweep_param *p, size_t n, const json_t *search,
-                            size_t max_trials, sweep_error *err)
+static json_t *sweep_random(const sweep_param *p, size_t n, size_t total, uint64_t state,
+                            sweep_error *err)
 {
-    const json_t *jt = json_object_get(search, "trials");
-    const json_t *js = json_object_get(search, "seed");
-    if (!json_is_integer(jt) || json_integer_value(jt) < 1 ||
-        (size_t)json_integer_value(jt) > max_trials)
-        return sweep_fail(err, "search.trials", "must be an integer from 1 to %zu", max_trials),
-               NULL;
-    if (js && !json_is_integer(js))
-        return sweep_fail(err, "search.seed", "must be an integer"), NULL;
-    uint64_t state = js ? (uint64_t)json_integer_value(js) : 0;
-    size_t total = (size_t)json_integer_value(jt);
     json_t *trials = json_array();
     for (size_t t = 0; trials && t < total; t++) {
         json_t *o = json_object();
@@ -213,27 +203,107 @@ static json_t *sweep_random(const sweep_param *p, size_t n, const json_t *search
     return trials;
 }
 
+/* How many draws and from which seed: "trials" and "seed" (random, ASHA),
+ * or PBT's "pbt": {"population", "seed"} (its seed defaulting to the
+ * search's). false with err. */
+static bool sweep_draws(const json_t *search, bool pbt, size_t max_trials, size_t *total,
+                        uint64_t *seed, sweep_error *err)
+{
+    const json_t *o = pbt ? json_object_get(search, "pbt") : search;
+    const char *field = pbt ? "search.pbt.population" : "search.trials";
+    const json_t *jt = json_object_get(o, pbt ? "population" : "trials");
+    const json_t *js = json_object_get(o, "seed");
+    if (pbt && !js)
+        js = json_object_get(search, "seed");
+    if (!json_is_integer(jt) || json_integer_value(jt) < (pbt ? 2 : 1) ||
+        (size_t)json_integer_value(jt) > max_trials)
+        return sweep_fail(err, field, "must be an integer from %d to %zu", pbt ? 2 : 1,
+                          max_trials);
+    if (js && !json_is_integer(js))
+        return sweep_fail(err, pbt && json_object_get(o, "seed") ? "search.pbt.seed"
+                                                                 : "search.seed",
+                          "must be an integer");
+    *total = (size_t)json_integer_value(jt);
+    *seed = js ? (uint64_t)json_integer_value(js) : 0;
+    return true;
+}
+
 json_t *sweep_search_trials(const json_t *search, size_t max_trials, sweep_error *err)
 {
     const char *method = json_string_value(json_object_get(search, "method"));
     if (!method)
-        return sweep_fail(err, "search.method", "must be \"grid\", \"random\" or \"asha\""),
+        return sweep_fail(err, "search.method", "must be \"grid\", \"random\", \"asha\" or "
+                                                "\"pbt\""),
                NULL;
     bool grid = strcmp(method, "grid") == 0, asha = strcmp(method, "asha") == 0;
-    bool random = strcmp(method, "random") == 0 ||
+    bool pbt = strcmp(method, "pbt") == 0;
+    bool random = strcmp(method, "random") == 0 || pbt ||
                   (asha && json_object_get(search, "trials") != NULL);
     if (!grid && !asha && !random)
-        return sweep_fail(err, "search.method", "unknown method \"%.64s\": use grid, random "
-                                                "or asha", method),
+        return sweep_fail(err, "search.method", "unknown method \"%.64s\": use grid, random, "
+                                                "asha or pbt", method),
                NULL;
+    if (pbt && !json_is_object(json_object_get(search, "pbt")))
+        return sweep_fail(err, "search.pbt", "must be an object {\"population\", "
+                                             "\"perturb_every_epochs\", \"generations\"}"),
+               NULL;
+    size_t total = 0;
+    uint64_t seed = 0;
+    if (random && !sweep_draws(search, pbt, max_trials, &total, &seed, err))
+        return NULL;
     size_t n = 0;
     sweep_param *p = sweep_params(search, &n, err);
     if (!p)
         return NULL;
-    json_t *trials = random ? sweep_random(p, n, search, max_trials, err)
+    json_t *trials = random ? sweep_random(p, n, total, seed, err)
                             : sweep_grid(p, n, max_trials, err);
     free(p);
     return trials;
+}
+
+double sweep_search_unit(uint64_t *state)
+{
+    return sweep_unit(state);
+}
+
+/* PBT's explore of one value: a continuous one times 0.8 or 1.2, an int
+ * one too (rounded, moved by at least 1), both kept within their bounds;
+ * one of a list of values drawn again. */
+static json_t *sweep_perturb(const sweep_param *p, const json_t *value, uint64_t *state)
+{
+    if (p->kind == SWEEP_VALUES || !json_is_number(value))
+        return sweep_draw(p, state);
+    bool up = sweep_unit(state) >= 0.5;
+    double v = json_number_value(value) * (up ? 1.2 : 0.8);
+    if (p->kind == SWEEP_INT) {
+        double was = json_number_value(value);
+        v = round(v);
+        if (v == was)
+            v = was + (up ? 1 : -1);
+    }
+    v = v < p->lo ? p->lo : v > p->hi ? p->hi : v;
+    return p->kind == SWEEP_INT ? json_integer((json_int_t)v) : json_real(v);
+}
+
+json_t *sweep_search_explore(const json_t *search, const json_t *params, uint64_t *state,
+                             sweep_error *err)
+{
+    size_t n = 0;
+    sweep_param *p = sweep_params(search, &n, err);
+    if (!p)
+        return NULL;
+    json_t *out = json_object();
+    for (size_t i = 0; out && i < n; i++) {
+        json_t *v = sweep_perturb(&p[i], json_object_get(params, p[i].path), state);
+        if (!v || json_object_set_new(out, p[i].path, v) != 0) {
+            json_decref(out);
+            out = NULL;
+        }
+    }
+    free(p);
+    if (!out)
+        sweep_fail(err, "search", "out of memory");
+    return out;
 }
 
 /* The next path component of *path: a key (into key, capacity cap) and

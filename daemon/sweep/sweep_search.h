@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -18,10 +19,11 @@ typedef struct sweep_error {
 } sweep_error;
 
 /* The trials of `search` (the request's "search" object: "parameters",
- * "method" grid|random|asha, "trials", "seed"): a new JSON array of
+ * "method" grid|random|asha|pbt, "trials", "seed"): a new JSON array of
  * objects {path: value}, in a fixed order, at most max_trials; NULL with
  * *err filled. ASHA draws like random when "trials" is given, else takes
- * the grid. */
+ * the grid; PBT draws its "pbt.population" (seed "pbt.seed", else
+ * "seed"). */
 json_t *sweep_search_trials(const json_t *search, size_t max_trials, sweep_error *err);
 
 /* Write value (a copy) at path in spec: "a.b" keys (objects made where
@@ -29,5 +31,15 @@ json_t *sweep_search_trials(const json_t *search, size_t max_trials, sweep_error
  * cap) when the path does not name such a place. */
 bool sweep_search_apply(json_t *spec, const char *path, const json_t *value, char *msg,
                         size_t cap);
+
+/* The seeded generator's next draw, uniform in [0, 1) (splitmix64). */
+double sweep_search_unit(uint64_t *state);
+
+/* PBT's explore: params (a trial's {path: value}) perturbed, as a new
+ * object: uniform, loguniform and int values multiplied by 0.8 or 1.2
+ * (ints rounded and moved by at least 1), kept within their [a, b]; a
+ * list's value drawn again among `values`. NULL with err. */
+json_t *sweep_search_explore(const json_t *search, const json_t *params, uint64_t *state,
+                             sweep_error *err);
 
 #endif

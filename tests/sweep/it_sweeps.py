@@ -2,11 +2,16 @@
 punch-train (issue 33), on a tiny synthetic job (a 4-class softmax on 256
 samples, well under a second an epoch): a 2x2 grid runs four trials and
 its best is the best of their metrics as their history.json says; a random
-search draws the same parameters for the same seed; ASHA with rungs of 1
-and 3 epochs (eta 3) promotes by the rule at every promotion (checked from
-the rung records), resumes a promoted trial without training an epoch
-twice, and spends fewer epochs than the grid; cancel stops every trial;
-another user sees nothing; a bad trial is refused naming its parameters."""
+search draws the same parameters for the same seed; ASHA over nine
+learning rates with rungs of 1, 3 and 9 epochs (eta 3) promotes by the rule
+at every promotion (checked from the rung records), resumes a promoted
+trial without training an epoch twice, spends well under half the grid's
+epochs and its best reached the last rung; PBT's exploit starts the worst
+trial from the best one's weights (its lineage, its job's event, and its
+first evaluation equal to the donor's last) and is reproducible with its
+seed; trials carry their sweep and params in job lists and punch list;
+cancel stops every trial; another user sees nothing; a bad trial is
+refused naming its parameters."""
 import json
 import os
 import subprocess
@@ -16,7 +21,7 @@ from punchtest import Daemon, check, wait_for
 
 JOB = punchtest.synthetic_job("tiny", 8, [(4, "softmax")], 256, 64, 1, num_classes=4)
 JOB["training"]["optimizer"] = {"name": "sgd", "learning_rate": 0.1}
-LRS = [0.001, 0.05, 1.0]
+LRS = [0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0]
 
 
 def cases():
@@ -25,6 +30,7 @@ def cases():
         punchtest.case("2x2 grid: four trials, best is the best", grid, d)
         punchtest.case("random search: same seed, same params", random_seed, d)
         punchtest.case("asha: promotions follow the rule, fewer epochs", asha, d)
+        punchtest.case("pbt: exploit from the better trial's weights, seeded", pbt, d)
         punchtest.case("keep best: losers' checkpoints and weights go", keep_best, d)
         punchtest.case("cancel stops every trial", cancel, d)
         punchtest.case("a bad trial is refused naming it", refused, d)
@@ -165,14 +171,15 @@ def random_seed(d):
 
 def asha(d):
     sid = submit(d, "alice", {"name": "asha", "job": JOB, "search": {
-        "method": "asha", "metric": "loss", "mode": "min", "max_concurrent": 2,
-        "asha": {"min_epochs": 1, "max_epochs": 3, "reduction_factor": 3},
+        "method": "asha", "metric": "loss", "mode": "min", "max_concurrent": 3,
+        "asha": {"min_epochs": 1, "max_epochs": 9, "reduction_factor": 3},
         "parameters": {"training.optimizer.learning_rate": {"values": LRS}}}})
-    s = wait_sweep(d, sid)
-    check(s["state"] == "succeeded" and s["rungs"] == [1, 3], "asha ended: %s" % s)
+    s = wait_sweep(d, sid, timeout=170)
+    check(s["state"] == "succeeded" and s["rungs"] == [1, 3, 9], "asha ended: %s" % s)
     trials = s["trials"]
+    check(len(trials) == 9 and all(t["rungs"] for t in trials), "nine rates ran: %s" % trials)
     promotions = [(t, r) for t in trials for r in t["rungs"] if r["promoted_at"] is not None]
-    check(len(promotions) == 1, "one promotion from 3 trials at eta 3: %s" % trials)
+    check(any(r["epochs"] == 3 for _, r in promotions), "a promotion to 9: %s" % trials)
     for t, r in promotions:
         # The rule, from the records: among the trials that had completed
         # this rung when it was promoted, it was in the top floor(n / eta).
@@ -182,11 +189,15 @@ def asha(d):
         top = ranked[:len(done) // 3]
         check(any(x is r or x == r for x in top), "promoted %s outside the top of %s"
               % (r, ranked))
-        check([x["epochs"] for x in t["rungs"]] == [1, 3] and t["epochs_run"] == 3,
-              "the promoted trial reached rung 2: %s" % t)
+        budgets = [x["epochs"] for x in t["rungs"]]
+        check(budgets == [1, 3, 9][:len(budgets)] and t["epochs_run"] == budgets[-1],
+              "the promoted trial went up rung by rung: %s" % t)
         h = history(d, t["job"])
-        check(len(h["loss"]) == 3, "three epochs, none twice: %s" % h["loss"])
-        check(abs(h["loss"][0] - t["rungs"][0]["metric"]) < 1e-9, "rung 1 kept in history")
+        check(len(h["loss"]) == t["epochs_run"], "%d epochs, none twice: %s"
+              % (t["epochs_run"], h["loss"]))
+        for x in t["rungs"]:
+            check(abs(h["loss"][x["epochs"] - 1] - x["metric"]) < 1e-9,
+                  "rung %d kept in history" % x["epochs"])
         events = d.req("GET", "/api/v1/jobs/%s/events" % t["job"], "alice").json()["events"]
         check(any(e["from"] == "succeeded" and e["to"] == "queued" and
                   "promoted by sweep" in (e["detail"] or "") for e in events),
@@ -194,10 +205,83 @@ def asha(d):
     others = [t for t in trials if t not in [p[0] for p in promotions]]
     check(all(t["state"] == "stopped" and t["epochs_run"] == 1 for t in others),
           "the others stopped at rung 1: %s" % others)
+    check(all(t["state"] in ("stopped", "succeeded") and
+              (t["state"] == "succeeded") == (t["epochs_run"] == 9) for t in trials),
+          "a trial below the last rung is stopped: %s" % trials)
     spent = sum(t["epochs_run"] for t in trials)
-    check(spent < 3 * len(LRS), "asha spent %d epochs, the grid %d" % (spent, 3 * len(LRS)))
-    check(s["best"]["job"] == promotions[0][0]["job"], "best reached the last rung: %s"
-          % s["best"])
+    check(spent < 9 * len(LRS) / 2, "asha spent %d epochs, the grid %d" % (spent, 9 * len(LRS)))
+    check(s["best"]["epochs_run"] == 9, "best reached the last rung: %s" % s["best"])
+
+
+def pbt_body(seed):
+    job = json.loads(json.dumps(JOB))
+    job["training"]["evaluate"] = True
+    return {"name": "pbt", "job": job, "search": {
+        "method": "pbt", "metric": "loss", "mode": "min", "max_concurrent": 4,
+        "pbt": {"population": 4, "perturb_every_epochs": 1, "generations": 2, "seed": seed},
+        "parameters": {"training.optimizer.learning_rate": {"loguniform": [1e-4, 1.0]}}}}
+
+
+def progress(d, jid):
+    with open(os.path.join(d.run_dir(jid), "progress.jsonl")) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def lineage_by_index(s):
+    """Each trial's lineage with jobs named by trial index, and its metrics."""
+    index = {t["job"]: t["index"] for t in s["trials"]}
+    return [[(x["generation"], index.get(x["from_job"]), x["params"]) for x in t["pbt"]] +
+            [round(r["metric"], 6) for r in t["rungs"]] for t in s["trials"]]
+
+
+def pbt(d):
+    sid = submit(d, "alice", pbt_body(5))
+    s = wait_sweep(d, sid)
+    check(s["state"] == "succeeded" and s["pbt"]["generations"] == 2, "pbt ended: %s" % s)
+    trials = s["trials"]
+    for t in trials:
+        check([x["generation"] for x in t["pbt"]] == [0, 1] and t["pbt"][0]["from_job"] is None
+              and t["epochs_run"] == 2 and t["state"] == "succeeded",
+              "two generations each: %s" % t)
+    # Quantile 0.25 of 4: the worst after generation 0 exploits the best.
+    gen0 = sorted(trials, key=lambda t: t["rungs"][0]["metric"])
+    best, worst = gen0[0], gen0[-1]
+    moved = [t for t in trials if t["pbt"][1]["from_job"] is not None]
+    check([t["job"] for t in moved] == [worst["job"]] and
+          worst["pbt"][1]["from_job"] == best["job"], "the worst exploits the best: %s" % trials)
+    lr0 = best["pbt"][0]["params"]["training.optimizer.learning_rate"]
+    lr1 = worst["pbt"][1]["params"]["training.optimizer.learning_rate"]
+    check(any(abs(lr1 - min(lr0 * f, 1.0)) < 1e-12 for f in (0.8, 1.2)),
+          "explore: the donor's %g times 0.8 or 1.2, got %g" % (lr0, lr1))
+    check(worst["params"] == worst["pbt"][1]["params"], "params are the current ones")
+    # Its job's run started from the donor's weights: its evaluation before
+    # training equals the donor's test loss after generation 0, and no
+    # other trial's.
+    before = [e for e in progress(d, worst["job"]) if e.get("event") == "evaluate"]
+    check(len(before) == 1, "one fresh run with an evaluation first: %s" % before)
+    ends = {t["job"]: [e for e in progress(d, t["job"]) if e.get("event") == "end"][0]
+            for t in trials if t is not worst}
+    same = [j for j, e in ends.items()
+            if abs(e["test_loss"] - before[0]["test_loss"]) <= 1e-6 * abs(e["test_loss"])]
+    check(same == [best["job"]], "warm start from the donor's weights: %s vs %s"
+          % (before[0], ends))
+    events = d.req("GET", "/api/v1/jobs/%s/events" % worst["job"], "alice").json()["events"]
+    check(any("exploited by sweep %s" % sid in (e["detail"] or "") and best["job"] in e["detail"]
+              for e in events), "exploit event: %s" % events)
+    check(len(history(d, worst["job"])["loss"]) == 1, "the exploit's run is a generation")
+    # Trials in job lists: their sweep and params, and punch list's columns.
+    rows = {j["id"]: j for j in d.req("GET", "/api/v1/jobs?limit=50", "alice").json()["jobs"]}
+    for t in trials:
+        check(rows[t["job"]].get("sweep") == sid and rows[t["job"]].get("params") == t["params"],
+              "job row of a trial: %s" % rows.get(t["job"]))
+    p = punch(d, "list", "--wide")
+    row = next((line for line in p.stdout.splitlines() if line.startswith(worst["job"])), "")
+    check(p.returncode == 0 and "SWEEP" in p.stdout.splitlines()[0] and sid in row and
+          "learning_rate" in row, "punch list --wide: %s %s" % (p.stdout, p.stderr))
+    # The same seed decides the same: lineage (by trial index) and metrics.
+    again = wait_sweep(d, submit(d, "alice", pbt_body(5)))
+    check(lineage_by_index(again) == lineage_by_index(s), "reproducible: %s\n%s"
+          % (lineage_by_index(again), lineage_by_index(s)))
 
 
 def cancel(d):

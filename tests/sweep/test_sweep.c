@@ -2,7 +2,10 @@
  * (the grid's every combination in order, random draws within their
  * bounds and the same for the same seed, refusals naming the field), a
  * trial's values written at spec paths, ASHA's rungs and its promotion
- * rule (top floor(n / eta) of a rung, not yet promoted, NaN last). */
+ * rule (top floor(n / eta) of a rung, not yet promoted, NaN last), and
+ * PBT's: the population drawn with its seed, the bottom quantile exploiting
+ * the top one (NaN last, reproducible with the seed), and explore's
+ * x0.8 / x1.2 within bounds or a fresh draw from a list. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +16,7 @@
 #include <cmocka.h>
 
 #include "sweep/sweep_asha.h"
+#include "sweep/sweep_pbt.h"
 #include "sweep/sweep_search.h"
 
 static json_t *trials_of(const char *search_text, sweep_error *err)
@@ -169,6 +173,102 @@ static void test_asha_rule(void **state)
     assert_int_equal(sweep_asha_pick(allnan, 3, 3, false), -1);
 }
 
+static void test_pbt_population(void **state)
+{
+    (void)state;
+    sweep_error err;
+    const char *text = "{\"method\": \"pbt\", \"pbt\": {\"population\": 5, \"seed\": 7},"
+                       " \"parameters\": {\"training.optimizer.learning_rate\":"
+                       " {\"loguniform\": [0.001, 1]}}}";
+    json_t *a = trials_of(text, &err), *b = trials_of(text, &err);
+    assert_non_null(a);
+    assert_int_equal(json_array_size(a), 5);
+    assert_true(json_equal(a, b));
+    json_decref(a);
+    json_decref(b);
+    a = trials_of("{\"method\": \"pbt\", \"pbt\": {\"population\": 1}, \"parameters\":"
+                  " {\"training.batch_size\": {\"values\": [1]}}}", &err);
+    assert_null(a);
+    assert_string_equal(err.field, "search.pbt.population");
+    a = trials_of("{\"method\": \"pbt\", \"parameters\":"
+                  " {\"training.batch_size\": {\"values\": [1]}}}", &err);
+    assert_null(a);
+    assert_string_equal(err.field, "search.pbt");
+}
+
+static void test_pbt_plan(void **state)
+{
+    (void)state;
+    /* Loss (min): 0.9 and NAN are the bottom two of 8 at quantile 0.25;
+     * their donors are among the top two (0.1 at 2, 0.2 at 5). */
+    const double loss[8] = {0.5, 0.9, 0.1, 0.4, NAN, 0.2, 0.3, 0.6};
+    int donor[8], again[8];
+    uint64_t s1 = sweep_pbt_state(3, 1), s2 = sweep_pbt_state(3, 1);
+    assert_int_equal(sweep_pbt_plan(loss, 8, 0.25, false, &s1, donor), 2);
+    assert_int_equal(sweep_pbt_plan(loss, 8, 0.25, false, &s2, again), 2);
+    assert_memory_equal(donor, again, sizeof donor);
+    for (int i = 0; i < 8; i++) {
+        if (i == 1 || i == 4)
+            assert_true(donor[i] == 2 || donor[i] == 5);
+        else
+            assert_int_equal(donor[i], -1);
+    }
+    /* Accuracy (max): the lowest exploits the highest; two members,
+     * quantile 0.25: one moves (ceil), never more than half. */
+    const double acc[2] = {0.3, 0.8};
+    uint64_t s3 = sweep_pbt_state(0, 1);
+    assert_int_equal(sweep_pbt_plan(acc, 2, 0.25, true, &s3, donor), 1);
+    assert_int_equal(donor[0], 1);
+    assert_int_equal(donor[1], -1);
+    assert_int_equal(sweep_pbt_count(3, 0.5), 1);
+    assert_int_equal(sweep_pbt_count(10, 0.25), 3);
+    /* Another generation draws from another stream. */
+    assert_true(sweep_pbt_state(3, 1) != sweep_pbt_state(3, 2));
+}
+
+static void test_pbt_explore(void **state)
+{
+    (void)state;
+    json_t *search = json_loads("{\"parameters\": {\"lr\": {\"loguniform\": [0.001, 1]},"
+                                " \"units\": {\"int\": [4, 64]},"
+                                " \"act\": {\"values\": [\"relu\", \"tanh\"]}}}", 0, NULL);
+    json_t *params = json_loads("{\"lr\": 0.1, \"units\": 10, \"act\": \"relu\"}", 0, NULL);
+    json_t *edge = json_loads("{\"lr\": 0.95, \"units\": 64, \"act\": \"tanh\"}", 0, NULL);
+    assert_non_null(search);
+    uint64_t st = 42;
+    bool down = false, up = false;
+    for (int i = 0; i < 64; i++) {
+        sweep_error err;
+        json_t *p = sweep_search_explore(search, params, &st, &err);
+        assert_non_null(p);
+        double lr = json_real_value(json_object_get(p, "lr"));
+        json_int_t u = json_integer_value(json_object_get(p, "units"));
+        assert_true(fabs(lr - 0.08) < 1e-12 || fabs(lr - 0.12) < 1e-12);
+        down |= lr < 0.1;
+        up |= lr > 0.1;
+        assert_true(u == 8 || u == 12);
+        const char *act = json_string_value(json_object_get(p, "act"));
+        assert_true(strcmp(act, "relu") == 0 || strcmp(act, "tanh") == 0);
+        json_decref(p);
+        /* Kept within [a, b]. */
+        p = sweep_search_explore(search, edge, &st, &err);
+        assert_true(json_real_value(json_object_get(p, "lr")) <= 1.0);
+        assert_true(json_integer_value(json_object_get(p, "units")) <= 64);
+        json_decref(p);
+    }
+    assert_true(down && up);
+    uint64_t a = 5, b = 5;
+    sweep_error err;
+    json_t *x = sweep_search_explore(search, params, &a, &err);
+    json_t *y = sweep_search_explore(search, params, &b, &err);
+    assert_true(json_equal(x, y));
+    json_decref(x);
+    json_decref(y);
+    json_decref(params);
+    json_decref(edge);
+    json_decref(search);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -178,6 +278,9 @@ int main(void)
         cmocka_unit_test(test_apply_paths),
         cmocka_unit_test(test_asha_rungs),
         cmocka_unit_test(test_asha_rule),
+        cmocka_unit_test(test_pbt_population),
+        cmocka_unit_test(test_pbt_plan),
+        cmocka_unit_test(test_pbt_explore),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
