@@ -7,8 +7,11 @@
  * scheduler's queue scan runs is answered from an index (SQLite's
  * EXPLAIN QUERY PLAN shows no full SCAN of jobs, and no sort). A page asked
  * again with nothing written comes from the page cache, without a
- * statement, unless a job on it runs. The API runs in this process, as in
- * test_api.c, and libcurl calls it. */
+ * statement, unless a job on it runs. A sweep of 1,000 trials is one
+ * request that stores fewer statements than 1,000 jobs do, puts only its
+ * max_concurrent trials in the queue the scheduler scans, and is read
+ * (and advanced) with as many statements as a sweep of 4. The API runs in
+ * this process, as in test_api.c, and libcurl calls it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -77,6 +80,30 @@ static long get_body(fixture *f, const char *path, const char *secret, body *out
     curl_easy_setopt(f->curl, CURLOPT_WRITEFUNCTION, body_sink);
     curl_easy_setopt(f->curl, CURLOPT_WRITEDATA, out);
     curl_easy_setopt(f->curl, CURLOPT_TIMEOUT, 30L);
+    assert_int_equal(curl_easy_perform(f->curl), CURLE_OK);
+    curl_slist_free_all(headers);
+    long status = 0;
+    curl_easy_getinfo(f->curl, CURLINFO_RESPONSE_CODE, &status);
+    return status;
+}
+
+/* POST a JSON body as secret's user: the status, the reply into *out. */
+static long post_body(fixture *f, const char *path, const char *secret, const char *json,
+                      body *out)
+{
+    char url[512], bearer[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", f->port, path);
+    snprintf(bearer, sizeof bearer, "Authorization: Bearer %s", secret);
+    struct curl_slist *headers = curl_slist_append(NULL, bearer);
+    headers = curl_slist_append(headers, "Content-Type: application/json");
+    assert_non_null(headers);
+    curl_easy_reset(f->curl);
+    curl_easy_setopt(f->curl, CURLOPT_URL, url);
+    curl_easy_setopt(f->curl, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(f->curl, CURLOPT_POSTFIELDS, json);
+    curl_easy_setopt(f->curl, CURLOPT_WRITEFUNCTION, body_sink);
+    curl_easy_setopt(f->curl, CURLOPT_WRITEDATA, out);
+    curl_easy_setopt(f->curl, CURLOPT_TIMEOUT, 60L);
     assert_int_equal(curl_easy_perform(f->curl), CURLE_OK);
     curl_slist_free_all(headers);
     long status = 0;
@@ -331,12 +358,102 @@ static void test_repeated_pages(void **state)
     f->d.pages = NULL;
 }
 
+/* ---- a sweep of 1,000 trials --------------------------------------------- */
+
+static bool count_job(const store_job *job, void *arg)
+{
+    (void)job;
+    ++*(int *)arg;
+    return true;
+}
+
+/* POST a grid sweep of n trials (training.seed 0..n-1) as alice: its id,
+ * and the statements the request ran into *statements. */
+static void post_sweep(fixture *f, int n, char id[STORE_ID_LEN + 1], uint64_t *statements)
+{
+    size_t cap = 600 + (size_t)n * 8;
+    char *json = malloc(cap);
+    assert_non_null(json);
+    int len = snprintf(json, cap,
+                       "{\"name\": \"big\", \"job\": {\"name\": \"t\", \"model\": {\"input\": [8],"
+                       " \"layers\": [{\"type\": \"dense\", \"units\": 4, \"activation\":"
+                       " \"softmax\"}]}, \"data\": {\"format\": \"synthetic\", \"synthetic_train\":"
+                       " 256, \"synthetic_test\": 64, \"num_classes\": 4}, \"training\":"
+                       " {\"epochs\": 1, \"batch_size\": 32}}, \"search\": {\"method\": \"grid\","
+                       " \"metric\": \"loss\", \"max_concurrent\": 4, \"parameters\":"
+                       " {\"training.seed\": {\"values\": [");
+    for (int i = 0; i < n; i++)
+        len += snprintf(json + len, cap - (size_t)len, "%s%d", i ? "," : "", i);
+    snprintf(json + len, cap - (size_t)len, "]}}}}");
+    body reply = {0};
+    uint64_t before = store_statements(f->d.st);
+    long status = post_body(f, "/api/v1/sweeps", "alice-secret", json, &reply);
+    *statements = store_statements(f->d.st) - before;
+    if (status != 201)
+        fail_msg("POST /api/v1/sweeps: %ld %s", status, reply.text ? reply.text : "");
+    json_t *o = json_loads(reply.text, 0, NULL);
+    assert_non_null(json_string_value(json_object_get(o, "id")));
+    snprintf(id, STORE_ID_LEN + 1, "%s", json_string_value(json_object_get(o, "id")));
+    json_decref(o);
+    free(reply.text);
+    free(json);
+}
+
+static void test_sweep_costs_no_more_than_its_jobs(void **state)
+{
+    fixture *f = *state;
+    char big[STORE_ID_LEN + 1], small[STORE_ID_LEN + 1], id[STORE_ID_LEN + 1], path[128];
+    uint64_t post_big, post_small;
+    post_sweep(f, 1000, big, &post_big);
+    /* Only max_concurrent trials of each sweep are jobs in the queue. */
+    int queued = 0;
+    assert_int_equal(store_queue_scan(f->d.st, 100000, count_job, &queued), STORE_OK);
+    assert_int_equal(queued, 4);
+    post_sweep(f, 4, small, &post_small);
+    queued = 0;
+    uint64_t before = store_statements(f->d.st);
+    assert_int_equal(store_queue_scan(f->d.st, 100000, count_job, &queued), STORE_OK);
+    uint64_t scan_sweeps = store_statements(f->d.st) - before;
+    assert_int_equal(queued, 8);
+    /* Reading (and so advancing) the big sweep costs what the small one's
+     * read does: its trials are one statement, not one each. */
+    snprintf(path, sizeof path, "/api/v1/sweeps/%s", big);
+    uint64_t read_big = statements_of(f, path, "alice-secret");
+    snprintf(path, sizeof path, "/api/v1/sweeps/%s", small);
+    uint64_t read_small = statements_of(f, path, "alice-secret");
+    if (read_big != read_small)
+        fail_msg("GET a sweep of 1000: %llu statements, of 4: %llu",
+                 (unsigned long long)read_big, (unsigned long long)read_small);
+    /* The same 1,000 as jobs: more statements to submit, 1,000 in the
+     * queue, and no cheaper a scan. */
+    before = store_statements(f->d.st);
+    for (int i = 0; i < 1000; i++) {
+        store_new_job nj = {.owner = "bob", .name = "j", .trainer = "single", .spec = "{}",
+                            .ranks = 1, .workers = 1, .threads = 1};
+        assert_int_equal(store_job_submit(f->d.st, &nj, 0, 0, id), STORE_OK);
+    }
+    uint64_t submit_jobs = store_statements(f->d.st) - before;
+    queued = 0;
+    before = store_statements(f->d.st);
+    assert_int_equal(store_queue_scan(f->d.st, 100000, count_job, &queued), STORE_OK);
+    uint64_t scan_jobs = store_statements(f->d.st) - before;
+    assert_int_equal(queued, 1008);
+    if (post_big > submit_jobs || scan_sweeps > scan_jobs)
+        fail_msg("a sweep of 1000: %llu statements to submit, a scan %llu; 1000 jobs: %llu "
+                 "and %llu", (unsigned long long)post_big, (unsigned long long)scan_sweeps,
+                 (unsigned long long)submit_jobs, (unsigned long long)scan_jobs);
+    print_message("sweep of 1000: %llu statements (4 trials: %llu); 1000 jobs: %llu\n",
+                  (unsigned long long)post_big, (unsigned long long)post_small,
+                  (unsigned long long)submit_jobs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_statements_do_not_grow, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queries_use_indexes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_repeated_pages, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sweep_costs_no_more_than_its_jobs, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
