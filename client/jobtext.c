@@ -222,7 +222,19 @@ void jobtext_print_table_wide(const json_t *jobs, double now, bool wide, FILE *o
     fprintf(out, "%-*s  %-9s  %-9s  ", name_w, "NAME", "STATE", "SUBMITTED");
     if (sweeps)
         fprintf(out, "%-12s  ", "SWEEP");
-    fprintf(out, "%s%s\n", "PROGRESS / RESULT", wide && sweeps ? "  PARAMS" : "");
+    /* PARAMS comes last, after the widest summary. */
+    int summary_w = 17;
+    json_array_foreach(jobs, i, job) {
+        char summary[256];
+        jobtext_format_summary(job, summary, sizeof summary);
+        int n = (int)strlen(summary);
+        summary_w = n > summary_w ? (n > JOBTEXT_SUMMARY_MAX ? JOBTEXT_SUMMARY_MAX : n)
+                                  : summary_w;
+    }
+    if (wide && sweeps)
+        fprintf(out, "%-*s  PARAMS\n", summary_w, "PROGRESS / RESULT");
+    else
+        fprintf(out, "%s\n", "PROGRESS / RESULT");
     json_array_foreach(jobs, i, job) {
         char age[32], summary[256], params[512];
         jobtext_format_age(json_object_get(job, "submitted_at"), now, age, sizeof age);
@@ -241,7 +253,7 @@ void jobtext_print_table_wide(const json_t *jobs, double now, bool wide, FILE *o
         if (wide && sweeps) {
             if (trial)
                 jobtext_params(job, params, sizeof params);
-            fprintf(out, "%-*s  %s\n", JOBTEXT_SUMMARY_MAX, summary, trial ? params : "-");
+            fprintf(out, "%-*s  %s\n", summary_w, summary, trial ? params : "-");
         } else {
             fprintf(out, "%s\n", summary);
         }
