@@ -804,6 +804,8 @@ static void sweep_retain(daemon_ctx *d, const sweep_conf *c, const sweep_trials 
                        t->budget < c->rungs[c->n_rungs - 1];
         if (loser || stopped)
             retention_sweep_trial(d, t->job_id, loser);
+        if (loser && c->pbt)
+            sweep_pbt_forget(d, t);
     }
 }
 

@@ -192,7 +192,7 @@ static bool sweep_pbt_prepare(daemon_ctx *d, const store_sweep *sw, const sweep_
  * complete) has finished, when it is a boundary to decide: none is
  * running, none waits to start, nothing is left to submit. -1 otherwise. */
 int sweep_pbt_boundary(const sweep_conf *c, const sweep_trials *ts, int active,
-                              bool unsubmitted)
+                       bool unsubmitted)
 {
     if (active > 0 || unsubmitted || sweep_pbt_waiting(ts) >= 0)
         return -1;
@@ -212,7 +212,7 @@ int sweep_pbt_boundary(const sweep_conf *c, const sweep_trials *ts, int active,
  * explore for the bottom quantile, and record generation g+1 for every
  * one of them (started as slots free, sweep_pbt_start). */
 void sweep_pbt_decide(daemon_ctx *d, const store_sweep *sw, const sweep_conf *c,
-                             sweep_trials *ts, int g)
+                      sweep_trials *ts, int g)
 {
     size_t n = 0;
     size_t *who = malloc((ts->n ? ts->n : 1) * sizeof *who);
@@ -270,8 +270,7 @@ void sweep_pbt_decide(daemon_ctx *d, const store_sweep *sw, const sweep_conf *c,
 /* Start trial t's decided generation: on from its own checkpoint with a
  * generation more of epochs, or, exploiting, afresh from the copy of the
  * donor's weights with the explored params. */
-bool sweep_pbt_start(daemon_ctx *d, const store_sweep *sw, const sweep_conf *c,
-                            sweep_trial *t)
+bool sweep_pbt_start(daemon_ctx *d, const store_sweep *sw, const sweep_conf *c, sweep_trial *t)
 {
     json_t *rec = sweep_pbt_last(t);
     const char *donor = json_string_value(json_object_get(rec, "from_job"));
@@ -327,3 +326,11 @@ json_t *sweep_pbt_lineage(const sweep_trial *t)
     return out ? out : json_null();
 }
 
+
+void sweep_pbt_forget(daemon_ctx *d, const sweep_trial *t)
+{
+    char path[4096];
+    if (sweep_pbt_init_path(d, t->job_id, path, sizeof path) && unlink(path) != 0 &&
+        errno != ENOENT)
+        log_error("job %s: cannot remove %s: %s", t->job_id, path, strerror(errno));
+}
