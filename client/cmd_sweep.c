@@ -21,12 +21,13 @@ const char cmd_sweep_usage[] =
     "       punch sweep best ID\n"
     "\n"
     "Hyperparameter sweeps: one id for many trials, each an ordinary job of yours.\n"
-    "FILE is {\"name\", \"job\": SPEC, \"search\": {\"method\": grid|random|asha,\n"
+    "FILE is {\"name\", \"job\": SPEC, \"search\": {\"method\": grid|random|asha|pbt,\n"
     "\"parameters\": {PATH: {\"values\": [...]} | {\"uniform\"|\"loguniform\"|\"int\": [a, b]}},\n"
     "\"metric\", \"mode\", \"max_concurrent\", ...}} (docs/sweeps.md).\n"
     "  submit  check every trial's spec on the server and start the sweep\n"
     "  list    your sweeps: id, state, method, trials done, best metric\n"
-    "  status  a progress bar, then the trials sorted by metric (best first)\n"
+    "  status  a progress bar, then the trials sorted by metric (best first);\n"
+    "          under pbt, FROM: the generation and job of a trial's last exploit\n"
     "  cancel  cancel the sweep and every queued or running trial\n"
     "  best    the best trial: its job, metric and parameters\n"
     "\n"
@@ -116,6 +117,20 @@ static int sweep_cmp(const void *pa, const void *pb)
     return (x > y) == sweep_maximize ? -1 : 1;
 }
 
+/* PBT: "G:JOB" of a trial's last exploit (generation and donor), or "-". */
+static void sweep_last_exploit(const json_t *lineage, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "-");
+    size_t i;
+    const json_t *x;
+    json_array_foreach(lineage, i, x) {
+        const char *from = json_string_value(json_object_get(x, "from_job"));
+        if (from)
+            snprintf(buf, cap, "%lld:%.12s",
+                     (long long)json_integer_value(json_object_get(x, "generation")), from);
+    }
+}
+
 static void sweep_print_status(const json_t *s)
 {
     long long total = json_integer_value(json_object_get(s, "trials_total"));
@@ -140,16 +155,24 @@ static void sweep_print_status(const json_t *s)
     const char *mode = json_string_value(json_object_get(s, "mode"));
     sweep_maximize = mode && strcmp(mode, "max") == 0;
     qsort(v, n, sizeof *v, sweep_cmp);
-    printf("%-12s  %-10s  %6s  %-12s  %s\n", "JOB", "STATE", "EPOCHS", "METRIC", "PARAMS");
+    const char *method = json_string_value(json_object_get(s, "method"));
+    bool pbt = method && strcmp(method, "pbt") == 0;
+    printf("%-12s  %-10s  %6s  %-12s  %s%s\n", "JOB", "STATE", "EPOCHS", "METRIC",
+           pbt ? "FROM             " : "", "PARAMS");
     for (size_t i = 0; i < n; i++) {
         char metric[32];
         sweep_metric(json_object_get(v[i], "metric"), metric, sizeof metric);
         char *params = json_dumps(json_object_get(v[i], "params"), JSON_COMPACT | JSON_REAL_PRECISION(6));
         const char *job = json_string_value(json_object_get(v[i], "job"));
-        printf("%-12s  %-10s  %6lld  %-12s  %s\n", job ? job : "-",
+        printf("%-12s  %-10s  %6lld  %-12s  ", job ? job : "-",
                json_string_value(json_object_get(v[i], "state")),
-               (long long)json_integer_value(json_object_get(v[i], "epochs_run")), metric,
-               params ? params : "");
+               (long long)json_integer_value(json_object_get(v[i], "epochs_run")), metric);
+        if (pbt) {
+            char from[32];
+            sweep_last_exploit(json_object_get(v[i], "pbt"), from, sizeof from);
+            printf("%-17s", from);
+        }
+        printf("%s\n", params ? params : "");
         free(params);
     }
     free(v);

@@ -278,6 +278,10 @@ def pbt(d):
     row = next((line for line in p.stdout.splitlines() if line.startswith(worst["job"])), "")
     check(p.returncode == 0 and "SWEEP" in p.stdout.splitlines()[0] and sid in row and
           "learning_rate" in row, "punch list --wide: %s %s" % (p.stdout, p.stderr))
+    p = punch(d, "sweep", "status", sid)
+    row = next((line for line in p.stdout.splitlines() if line.startswith(worst["job"])), "")
+    check(p.returncode == 0 and "FROM" in p.stdout and "1:" + best["job"] in row,
+          "punch sweep status names the exploit: %s" % p.stdout)
     # The same seed decides the same: lineage (by trial index) and metrics.
     again = wait_sweep(d, submit(d, "alice", pbt_body(5)))
     check(lineage_by_index(again) == lineage_by_index(s), "reproducible: %s\n%s"
