@@ -420,7 +420,7 @@ static void test_submit(void **state)
     fixture *f = *state;
     const char *stmts[] = {
         "BEGIN IMMEDIATE",
-        "SELECT COUNT(*) FROM jobs WHERE owner = ?1 AND state = 'queued'",
+        "SELECT queued FROM owners WHERE owner = ?1",
         "SELECT value FROM meta WHERE key = 'vclock'",
         "SELECT vfinish FROM owners",
         "INSERT INTO jobs",
