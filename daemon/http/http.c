@@ -366,6 +366,8 @@ static void http_notify_connection(void *cls, struct MHD_Connection *conn, void 
     }
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (ci && s->tls && httptls_plain_hint(ci->connect_fd))
+        log_debug("http: a plain HTTP request to the TLS port was told to use https");
     *socket_context = ci ? httpwatch_open(s->watch, ci->connect_fd, s->d->cfg.header_timeout,
                                           "request header")
                          : NULL;
