@@ -442,6 +442,11 @@ http_server *http_start(daemon_ctx *d, int listen_fd, char *err, size_t errlen)
         free(s);
         return NULL;
     }
+    /* Said before the first request can be answered: a client that sees
+     * the server up finds the warning in the log. */
+    if (!s->tls && !http_loopback_only(listen_fd))
+        log_warn("listening beyond loopback without TLS: secrets cross the network in clear "
+                 "(set tls_cert and tls_key; docs/daemon.md, \"Security\")");
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
                      MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME; /* event streams park */
     struct MHD_OptionItem tls_opts[HTTPTLS_MAX_OPTIONS + 1];
@@ -473,9 +478,6 @@ http_server *http_start(daemon_ctx *d, int listen_fd, char *err, size_t errlen)
         free(s);
         return NULL;
     }
-    if (!s->tls && !http_loopback_only(listen_fd))
-        log_warn("listening beyond loopback without TLS: secrets cross the network in clear "
-                 "(set tls_cert and tls_key; docs/daemon.md, \"Security\")");
     return s;
 }
 
