@@ -70,6 +70,7 @@ static const opt_def opts[] = {
     NUM(job_output_quota_mb, OPT_LONG, 0, 1L << 40, "MIB", "disk a job's run directory may fill; past it the job is stopped and fails, 0 = no limit (default 10240)"),
     NUM(user_quota_mb, OPT_LONG, 0, 1L << 40, "MIB", "disk a user's run directories may fill together; over it a submit gets 507, 0 = no limit (default 51200)"),
     NUM(disk_min_free_pct, OPT_INT, 0, 100, "PCT", "/healthz reports degraded when the data dir's file system has less free (default 5)"),
+    NUM(disk_reserve_mb, OPT_LONG, 0, 1L << 40, "MIB", "free space of the data dir's file system that jobs keep for others: a job writing checkpoints or weights below it is stopped and fails (default: 5% of the file system or 1024, whichever is smaller)"),
     STR(run_as, "USER", "unprivileged account jobs run as (needs punchcardd started as root; default: punchcardd's own)"),
     NUM(allow_root_jobs, OPT_BOOL, 0, 1, NULL, "started as root without --run-as: run jobs as root anyway (refused otherwise)"),
     NUM(max_time_limit_s, OPT_LONG, 0, 1L << 40, "SECONDS", "longest time limit a job may ask for; a job asking none gets it; 0 = no maximum (default 604800: 7 days)"),
@@ -113,6 +114,7 @@ void config_defaults(config *c)
     c->job_output_quota_mb = 10240;
     c->user_quota_mb = 51200;
     c->disk_min_free_pct = 5;
+    c->disk_reserve_mb = -1; /* quota_reserve_bytes: 5% or 1 GiB */
     c->max_time_limit_s = 7 * 24 * 3600;
     snprintf(c->scheduler, sizeof c->scheduler, "local");
     c->preempt_grace = 30;

@@ -55,6 +55,7 @@ typedef struct config {
     long job_output_quota_mb;      /* a job's run directory; 0: no limit */
     long user_quota_mb;            /* all of a user's run directories; 0: no limit */
     int disk_min_free_pct;         /* /healthz degraded below this much free space */
+    long disk_reserve_mb;          /* free space jobs may not write into; -1: default */
     long max_time_limit_s;         /* longest run a job may ask for (and gets if it asks none) */
     char run_as[64];               /* account jobs run as; "": punchcardd's own */
     bool allow_root_jobs;          /* as root without run_as: run jobs as root anyway */

@@ -244,11 +244,14 @@ bool api_submit_job(daemon_ctx *d, const char *owner, const char *spec_text, siz
     spec_resolver res = {r, api_submit_resolve, api_submit_check};
     spec_submission sub;
     /* "model": "@NAME.onnx" is resolved on the text first: parsing the spec
-     * imports the graph (an extra JSON read only for a spec holding "@"). */
+     * imports the graph (an extra JSON read only for a spec holding "@");
+     * so is a preset's input from an npz upload's shape. */
     char *model = NULL, why[1024];
     if (datasets_resolve_model(d->st, d->cfg.data_dir, owner, spec_text, len, &model, why,
                                sizeof why) < 0)
         return api_submit_refused(out, MHD_HTTP_BAD_REQUEST, "model", why);
+    if (!model && datasets_preset_input(d->st, owner, spec_text, len, &model) < 0)
+        return api_submit_refused(out, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
     spec_submit_status read = model ? spec_submit_read(model, strlen(model), &res, &sub, &err, &sno)
                                     : spec_submit_read(spec_text, len, &res, &sub, &err, &sno);
     free(model);

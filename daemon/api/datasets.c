@@ -930,3 +930,84 @@ int datasets_resolve_model(store *st, const char *data_dir, const char *owner,
     }
     return 1;
 }
+
+/* ---- a preset's model.input from an npz upload ----------------------------- */
+
+/* The sample shape [F], [1, H, W] or [C, H, W] of x's recorded dims
+ * [N, ...sample], as the engine's npz loader reads it; an [N, H, W, C]
+ * whose last dim is the smallest and at most 4 is channels last, given as
+ * [C, H, W] (the loader transposes it). NULL for other ranks. */
+static json_t *ds_npz_sample(const json_t *dims)
+{
+    size_t r = json_array_size(dims);
+    json_int_t d[4] = {0};
+    for (size_t i = 0; i < r && i < 4; i++) {
+        d[i] = json_integer_value(json_array_get(dims, i));
+        if (d[i] < 1)
+            return NULL;
+    }
+    if (r == 2)
+        return json_pack("[I]", d[1]);
+    if (r == 3)
+        return json_pack("[i,I,I]", 1, d[1], d[2]);
+    if (r == 4 && d[3] <= 4 && d[3] < d[1])
+        return json_pack("[I,I,I]", d[3], d[1], d[2]);
+    if (r == 4)
+        return json_pack("[I,I,I]", d[1], d[2], d[3]);
+    return NULL;
+}
+
+/* The recorded shape of owner's npz upload NAME's training x (x_train,
+ * else x), or NULL (not an npz upload of owner's, or no x). */
+static json_t *ds_npz_train_x(store *st, const char *owner, const char *name)
+{
+    store_dataset ds;
+    if (store_dataset_get(st, owner, name, &ds) != STORE_OK)
+        return NULL;
+    json_t *shapes = strcmp(ds.format, "npz") == 0 && ds.shapes
+                         ? json_loads(ds.shapes, 0, NULL) : NULL;
+    store_dataset_clear(&ds);
+    const json_t *x = json_object_get(shapes, "x_train");
+    if (!x)
+        x = json_object_get(shapes, "x");
+    json_t *sample = x ? ds_npz_sample(x) : NULL;
+    json_decref(shapes);
+    return sample;
+}
+
+int datasets_preset_input(store *st, const char *owner, const char *spec_text, size_t len,
+                          char **out)
+{
+    *out = NULL;
+    if (!memchr(spec_text, '@', len))
+        return 0;
+    json_t *spec = json_loadb(spec_text, len, JSON_REJECT_DUPLICATES, NULL);
+    const json_t *data = json_object_get(spec, "data");
+    const char *format = json_string_value(json_object_get(data, "format"));
+    const char *train = json_string_value(json_object_get(data, "train"));
+    json_t *model = json_object_get(spec, "model");
+    const char *preset = json_is_string(model) ? json_string_value(model)
+                         : json_is_object(model) && !json_object_get(model, "input")
+                             ? json_string_value(json_object_get(model, "preset"))
+                             : NULL;
+    json_t *sample = NULL;
+    if (format && strcmp(format, "npz") == 0 && train && train[0] == '@' && train[1] != '/' &&
+        preset && preset[0] != '@')
+        sample = ds_npz_train_x(st, owner, train + 1);
+    if (!sample) {
+        json_decref(spec);
+        return 0;
+    }
+    int rc = -1;
+    if (json_is_string(model)) {
+        json_t *obj = json_pack("{s:s,s:o}", "preset", preset, "input", sample);
+        if (obj && json_object_set_new(spec, "model", obj) == 0)
+            rc = 1;
+    } else if (json_object_set_new(model, "input", sample) == 0) {
+        rc = 1;
+    }
+    if (rc == 1 && !(*out = json_dumps(spec, JSON_COMPACT)))
+        rc = -1;
+    json_decref(spec);
+    return rc;
+}

@@ -85,4 +85,13 @@ int datasets_resolve_model(store *st, const char *data_dir, const char *owner,
                            const char *spec_text, size_t len, char **out, char *msg,
                            size_t msglen);
 
+/* A model preset without model.input ("model": "mlp", or {"preset": ...}
+ * without "input") on data.format npz with data.train an upload of owner:
+ * the input is the upload's recorded sample shape (x_train's, else x's),
+ * as the loaders know it for IDX and CIFAR-10. 0 when that does not apply
+ * (*out NULL), 1 with the rewritten spec text in *out (heap), -1 when out
+ * of memory. The user's own text stays what GET .../spec returns. */
+int datasets_preset_input(store *st, const char *owner, const char *spec_text, size_t len,
+                          char **out);
+
 #endif

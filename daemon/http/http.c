@@ -16,6 +16,7 @@
 #include <microhttpd.h>
 
 #include "grow/grow.h"
+#include "http/httpdefer.h"
 #include "http/httpframe.h"
 #include "http/httptls.h"
 #include "http/httpwatch.h"
@@ -29,6 +30,7 @@ struct http_server {
     int listen_fd;
     httpwatch *watch;
     httptls *tls; /* NULL: plain HTTP */
+    httpdefer *writers; /* runs the requests that write (http_dispatch) */
 };
 
 /* Per-request state, from the first call of the access handler to the
@@ -45,6 +47,13 @@ typedef struct http_req {
     char tls_why[160];       /* refusal's text for a client certificate */
     double t0; /* timeutil_mono_s() at the first call */
     api_stream *stream; /* the body goes here instead (routes_stream_open) */
+    /* A request run on a writer thread (http_defer): what it needs there,
+     * and its result once done. */
+    http_server *server;
+    struct MHD_Connection *conn;
+    const char *url, *method;
+    bool deferred;
+    enum MHD_Result deferred_ret;
 } http_req;
 
 /* A body the daemon will not use (over the cap, or of a request refused
@@ -120,8 +129,8 @@ static httpwatch_conn *http_watched(struct MHD_Connection *conn)
     return ci ? ci->socket_context : NULL;
 }
 
-static enum MHD_Result http_dispatch(http_server *s, struct MHD_Connection *conn, const char *url,
-                                     const char *method, http_req *req)
+static enum MHD_Result http_dispatch_now(http_server *s, struct MHD_Connection *conn,
+                                         const char *url, const char *method, http_req *req)
 {
     /* The reply is sent under the idle timeout alone. */
     httpwatch_set(s->watch, http_watched(conn), 0, NULL);
@@ -151,6 +160,46 @@ static enum MHD_Result http_dispatch(http_server *s, struct MHD_Connection *conn
     /* The path only: secrets may ride in the query string. */
     log_debug("http: %s %.200s -> %d in %.3f ms", method, url, r.status, elapsed * 1e3);
     return ret;
+}
+
+/* A writer thread's half of a deferred request: the connection is
+ * suspended, so its response may be queued from here (microhttpd.h,
+ * MHD_queue_response); resuming it sends the response. */
+static void http_deferred(void *arg)
+{
+    http_req *req = arg;
+    req->deferred_ret = http_dispatch_now(req->server, req->conn, req->url, req->method, req);
+    MHD_resume_connection(req->conn);
+}
+
+/* Does this request write to the store (every method but GET, HEAD and
+ * OPTIONS may: submit, cancel, resume, delete, uploads)? Those wait for a
+ * commit, and for the store's one writer; a read never does (WAL). */
+static bool http_writes(const char *method, const http_req *req)
+{
+    return !req->refused && strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
+           strcmp(method, MHD_HTTP_METHOD_HEAD) != 0 &&
+           strcmp(method, MHD_HTTP_METHOD_OPTIONS) != 0;
+}
+
+/* Answer a complete request (one answered from its header alone is answered
+ * at once, by http_dispatch_now): a write on a writer thread with its connection
+ * suspended, so that this libmicrohttpd thread goes on serving its other
+ * connections meanwhile; anything else here. */
+static enum MHD_Result http_dispatch(http_server *s, struct MHD_Connection *conn, const char *url,
+                                     const char *method, http_req *req)
+{
+    if (!http_writes(method, req))
+        return http_dispatch_now(s, conn, url, method, req);
+    req->server = s;
+    req->conn = conn;
+    req->url = url;
+    req->method = method;
+    req->deferred = true;
+    req->deferred_ret = MHD_NO;
+    MHD_suspend_connection(conn);
+    httpdefer_run(s->writers, http_deferred, req);
+    return MHD_YES;
 }
 
 /* Append a body chunk, enforcing the cap on the running total. */
@@ -193,6 +242,10 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
 {
     http_server *s = cls;
     http_req *req = *con_cls;
+    /* Called again after a deferred request's resume: its response went
+     * out; only a failure to queue one is left to report (MHD_NO closes). */
+    if (req && req->deferred)
+        return req->deferred_ret;
     if (!req) {
         req = calloc(1, sizeof *req);
         if (!req)
@@ -203,12 +256,12 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
         req->refusal = httpframe_check(conn, method, url, version);
         if (req->refusal) {
             req->refused = MHD_HTTP_BAD_REQUEST;
-            return http_dispatch(s, conn, url, method, req);
+            return http_dispatch_now(s, conn, url, method, req);
         }
         if (!httptls_client_ok(s->tls, conn, req->tls_why, sizeof req->tls_why)) {
             req->refused = MHD_HTTP_FORBIDDEN;
             req->refusal = req->tls_why;
-            return http_dispatch(s, conn, url, method, req);
+            return http_dispatch_now(s, conn, url, method, req);
         }
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -230,7 +283,7 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
             return MHD_YES;
         }
         if (so == ROUTES_ANSWER_NOW)
-            return http_dispatch(s, conn, url, method, req);
+            return http_dispatch_now(s, conn, url, method, req);
         if (so == ROUTES_STREAM) {
             /* An upload may be large: its deadline grows with its length,
              * at HTTP_STREAM_MIN_RATE bytes a second. */
@@ -251,7 +304,7 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
                                                          MHD_HTTP_HEADER_EXPECT);
         if ((expect && strcasecmp(expect, "100-continue") == 0) ||
             declared - (unsigned long long)s->d->cfg.max_body > http_discard_max(s))
-            return http_dispatch(s, conn, url, method, req);
+            return http_dispatch_now(s, conn, url, method, req);
         httpwatch_set(s->watch, http_watched(conn),
                       s->d->cfg.body_timeout + (double)(declared / HTTP_STREAM_MIN_RATE),
                       "request body");
@@ -313,6 +366,8 @@ static void http_notify_connection(void *cls, struct MHD_Connection *conn, void 
     }
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (ci && s->tls && httptls_plain_hint(ci->connect_fd))
+        log_debug("http: a plain HTTP request to the TLS port was told to use https");
     *socket_context = ci ? httpwatch_open(s->watch, ci->connect_fd, s->d->cfg.header_timeout,
                                           "request header")
                          : NULL;
@@ -378,6 +433,20 @@ http_server *http_start(daemon_ctx *d, int listen_fd, char *err, size_t errlen)
         free(s);
         return NULL;
     }
+    /* Twice the readers' threads: writes batch into group commits
+     * (store_job_submit), so more writers waiting means fewer fsyncs. */
+    s->writers = httpdefer_start(2 * d->cfg.http_threads, err, errlen);
+    if (!s->writers) {
+        httpwatch_stop(s->watch);
+        httptls_free(s->tls);
+        free(s);
+        return NULL;
+    }
+    /* Said before the first request can be answered: a client that sees
+     * the server up finds the warning in the log. */
+    if (!s->tls && !http_loopback_only(listen_fd))
+        log_warn("listening beyond loopback without TLS: secrets cross the network in clear "
+                 "(set tls_cert and tls_key; docs/daemon.md, \"Security\")");
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
                      MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME; /* event streams park */
     struct MHD_OptionItem tls_opts[HTTPTLS_MAX_OPTIONS + 1];
@@ -402,14 +471,13 @@ http_server *http_start(daemon_ctx *d, int listen_fd, char *err, size_t errlen)
     if (!s->mhd) {
         snprintf(err, errlen, "libmicrohttpd failed to start%s (see the log above)",
                  s->tls ? " with tls_cert and tls_key (do they match?)" : "");
+        httpdefer_stop(s->writers);
+        httpdefer_free(s->writers);
         httpwatch_stop(s->watch);
         httptls_free(s->tls);
         free(s);
         return NULL;
     }
-    if (!s->tls && !http_loopback_only(listen_fd))
-        log_warn("listening beyond loopback without TLS: secrets cross the network in clear "
-                 "(set tls_cert and tls_key; docs/daemon.md, \"Security\")");
     return s;
 }
 
@@ -426,8 +494,13 @@ void http_stop(http_server *s)
 {
     if (!s)
         return;
+    /* Every deferred request finishes and resumes its connection first: a
+     * suspended one must not be left to MHD_stop_daemon. A request deferred
+     * after this runs on libmicrohttpd's thread (httpdefer_run). */
+    httpdefer_stop(s->writers);
     /* libmicrohttpd closes the listening socket unless quiesce took it back. */
     MHD_stop_daemon(s->mhd);
+    httpdefer_free(s->writers);
     httpwatch_stop(s->watch);
     httptls_free(s->tls);
     free(s);

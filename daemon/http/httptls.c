@@ -2,9 +2,11 @@
  * (httptls.h). */
 #include "http/httptls.h"
 
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <gnutls/gnutls.h>
 
@@ -153,4 +155,46 @@ void httptls_free(httptls *t)
     free(t->key);
     free(t->client_ca);
     free(t);
+}
+
+/* How long a new TLS connection's first bytes are waited for: a client
+ * sends them (its ClientHello, or a plain request) with its connection's
+ * last ACK, so this only delays a client that sends nothing. */
+#define HTTPTLS_SNIFF_MS 10
+
+/* Do the bytes look like an HTTP request line ("GET ", "POST "...), where
+ * a TLS client's first byte is 0x16 (a handshake record)? */
+static bool httptls_looks_plain(const unsigned char *b, size_t n)
+{
+    size_t i = 0;
+    while (i < n && b[i] >= 'A' && b[i] <= 'Z')
+        i++;
+    return i >= 3 && i < n && b[i] == ' ';
+}
+
+bool httptls_plain_hint(int fd)
+{
+    static const char body[] =
+        "{\"error\":\"this port speaks HTTPS: use https:// (a plain http:// request was "
+        "sent to it)\"}\n";
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    unsigned char head[12];
+    if (poll(&p, 1, HTTPTLS_SNIFF_MS) != 1 || !(p.revents & POLLIN))
+        return false;
+    ssize_t n = recv(fd, head, sizeof head, MSG_PEEK | MSG_DONTWAIT);
+    if (n <= 0 || !httptls_looks_plain(head, (size_t)n))
+        return false;
+    /* Read what came (a header; bounded), so that the close does not reset
+     * the connection before the client reads the answer. */
+    char sink[4096];
+    for (int i = 0; i < 16 && recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0; i++)
+        ;
+    char reply[512];
+    int len = snprintf(reply, sizeof reply,
+                       "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\n"
+                       "Connection: close\r\nContent-Length: %zu\r\n\r\n%s",
+                       sizeof body - 1, body);
+    (void)!send(fd, reply, (size_t)len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    shutdown(fd, SHUT_WR);
+    return true;
 }

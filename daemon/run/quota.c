@@ -2,12 +2,16 @@
  * (contract in quota.h). */
 #include "run/quota.h"
 
+#include <dirent.h>
 #include <ftw.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
+#include "grow/grow.h"
 #include "run/rundir.h"
 
 /* nftw has no argument for its callback: the sum lives in this thread's
@@ -49,24 +53,39 @@ static double quota_job_bytes(daemon_ctx *d, const store_job *job)
     return bytes;
 }
 
+/* The jobs a user's disk walks, copied out of the store's read (a
+ * finished one's measure is written back, which needs a connection of its
+ * own: none is held meanwhile). */
+typedef struct quota_walk {
+    store_job *v;
+    size_t n, cap;
+    bool short_of_memory;
+} quota_walk;
+
+static bool quota_keep_job(const store_job *job, void *arg)
+{
+    quota_walk *w = arg;
+    if (!grow_reserve((void **)&w->v, &w->cap, w->n + 1, sizeof *w->v)) {
+        w->short_of_memory = true;
+        return false;
+    }
+    store_job *c = &w->v[w->n++];
+    *c = *job;
+    c->error = c->hosts = c->progress = c->result = NULL; /* the row's; not needed */
+    return true;
+}
+
 double quota_user_bytes(daemon_ctx *d, const char *owner)
 {
-    double bytes = 0;
-    store_page_query q = {.owner = owner, .state = -1, .before = 0, .since = NAN,
-                          .limit = 1000};
-    for (;;) {
-        store_page page;
-        if (store_job_page(d->st, &q, &page) != STORE_OK)
-            return -1;
-        for (size_t i = 0; i < page.n; i++)
-            bytes += quota_job_bytes(d, &page.jobs[i]);
-        bool more = page.more && page.n > 0;
-        if (more)
-            q.before = page.jobs[page.n - 1].seq;
-        store_page_clear(&page);
-        if (!more)
-            return bytes;
-    }
+    /* The store sums what it has measured and lists the rest: a submit's
+     * check reads neither the user's queue nor their measured history. */
+    double cached = 0, bytes = 0;
+    quota_walk w = {0};
+    store_status rs = store_owner_disk(d->st, owner, &cached, quota_keep_job, &w);
+    for (size_t i = 0; rs == STORE_OK && !w.short_of_memory && i < w.n; i++)
+        bytes += quota_job_bytes(d, &w.v[i]);
+    free(w.v);
+    return rs == STORE_OK && !w.short_of_memory ? cached + bytes : -1;
 }
 
 bool quota_fs_space(const char *path, double *free_bytes, double *total_bytes)
@@ -77,4 +96,49 @@ bool quota_fs_space(const char *path, double *free_bytes, double *total_bytes)
     *free_bytes = (double)v.f_bavail * (double)v.f_frsize;
     *total_bytes = (double)v.f_blocks * (double)v.f_frsize;
     return true;
+}
+
+double quota_reserve_bytes(const config *c, double total_bytes)
+{
+    if (c->disk_reserve_mb >= 0)
+        return (double)c->disk_reserve_mb * 1024 * 1024;
+    double pct = total_bytes * 0.05, gib = 1024.0 * 1024 * 1024;
+    return pct < gib ? pct : gib;
+}
+
+bool quota_below_reserve(const config *c, double *free_bytes, double *reserve)
+{
+    double total = 0;
+    *free_bytes = 0;
+    *reserve = 0;
+    if (!quota_fs_space(c->data_dir, free_bytes, &total))
+        return false;
+    *reserve = quota_reserve_bytes(c, total);
+    return *free_bytes < *reserve;
+}
+
+/* Is there a temporary of an unfinished atomic write (".NAME.tmp.XXXXXX",
+ * lib/io's atomic_write_file) in dir? */
+static bool quota_has_temporary(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return false;
+    bool found = false;
+    for (struct dirent *e; !found && (e = readdir(d)) != NULL;)
+        found = e->d_name[0] == '.' && strstr(e->d_name, ".tmp.") != NULL;
+    closedir(d);
+    return found;
+}
+
+bool quota_job_writing(const char *dir, double since)
+{
+    char ckpt[4200];
+    if (snprintf(ckpt, sizeof ckpt, "%s/checkpoints", dir) >= (int)sizeof ckpt)
+        return false;
+    struct stat st;
+    if (stat(ckpt, &st) == 0 &&
+        (double)st.st_mtim.tv_sec + (double)st.st_mtim.tv_nsec * 1e-9 >= since)
+        return true;
+    return quota_has_temporary(ckpt) || quota_has_temporary(dir);
 }

@@ -26,4 +26,19 @@ double quota_user_bytes(daemon_ctx *d, const char *owner);
  * users: statvfs's f_bavail). False if statvfs fails. */
 bool quota_fs_space(const char *path, double *free_bytes, double *total_bytes);
 
+/* The data dir's reserve: free space no job may write into (config
+ * disk_reserve_mb; by default 5% of the file system or 1 GiB, whichever is
+ * smaller). The monitor stops a job that writes checkpoints or weights
+ * while less than this is free (quota_below_reserve, quota_job_writing). */
+double quota_reserve_bytes(const config *c, double total_bytes);
+
+/* True when the data dir's file system has less free than its reserve,
+ * with what is free and the reserve in *free_bytes and *reserve. */
+bool quota_below_reserve(const config *c, double *free_bytes, double *reserve);
+
+/* Does the run directory dir show checkpoint or weights writes since
+ * `since` (wall seconds): checkpoints/ changed, or an unfinished write's
+ * temporary file is there? */
+bool quota_job_writing(const char *dir, double since);
+
 #endif

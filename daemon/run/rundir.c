@@ -266,6 +266,46 @@ static bool rundir_line_says_something(const char *line, size_t n)
     return false;
 }
 
+/* Does a path token end at c? */
+static bool rundir_token_end(char c)
+{
+    return !c || strchr(" \t\"'(),;:", c) != NULL;
+}
+
+/* Replace s[b, e) by rep, in place (rep no longer than the span). */
+static void rundir_splice(char *s, size_t b, size_t e, const char *rep)
+{
+    size_t r = strlen(rep);
+    memcpy(s + b, rep, r);
+    memmove(s + b + r, s + e, strlen(s + e) + 1);
+}
+
+void rundir_hide_internals(char *s)
+{
+    static const char uploads[] = "/uploads/", cgroup[] = "/sys/fs/cgroup/";
+    /* ".../uploads/<sha256 of the owner>/NAME" is the user's "@NAME". */
+    for (char *at = strstr(s, uploads); at; at = strstr(at + 1, uploads)) {
+        const char *hex = at + strlen(uploads);
+        size_t n = strspn(hex, "0123456789abcdef");
+        if (n != 64 || hex[n] != '/')
+            continue;
+        size_t b = (size_t)(at - s);
+        while (b > 0 && !rundir_token_end(s[b - 1]))
+            b--;
+        rundir_splice(s, b, (size_t)(hex + n + 1 - s), "@");
+        at = s + b;
+    }
+    for (char *at = strstr(s, cgroup); at; at = strstr(at + 1, cgroup)) {
+        size_t b = (size_t)(at - s), e = b;
+        while (!rundir_token_end(s[e]))
+            e++;
+        if (e - b >= sizeof "its cgroup" - 1) {
+            rundir_splice(s, b, e, "its cgroup");
+            at = s + b;
+        }
+    }
+}
+
 void rundir_failure_line(const char *path, char *buf, size_t cap)
 {
     static const char engine_prefix[] = "punch-train: ";
@@ -303,6 +343,7 @@ void rundir_failure_line(const char *path, char *buf, size_t cap)
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)buf[i] < 0x20)
             buf[i] = ' ';
+    rundir_hide_internals(buf);
     free(tail);
 }
 

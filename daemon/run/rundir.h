@@ -80,8 +80,15 @@ char *rundir_read_tail(const char *path, size_t cap, size_t *len, bool *start_is
 /* The line of a run's log (train.log) that best says why it failed, at most
  * cap-1 bytes, "" if none: the last diagnostic of punch-train ("punch-train:
  * ...", e.g. "punch-train: no CUDA device: ..."), else the last non-empty
- * line that is not a rule of dashes (mpirun frames its messages in them). */
+ * line that is not a rule of dashes (mpirun frames its messages in them),
+ * without the server's internals (rundir_hide_internals). */
 void rundir_failure_line(const char *path, char *buf, size_t cap);
+
+/* The server's internals in a text a user reads, in place (it only
+ * shrinks): an upload's path ".../uploads/<owner's hash>/NAME" becomes
+ * "@NAME", as the user named it, and a cgroup path "/sys/fs/cgroup/..."
+ * "its cgroup". rundir_failure_line applies it. */
+void rundir_hide_internals(char *s);
 
 /* weights.safetensors as {key: {"shape": [...], "data": [...]}} in file
  * order (the seed's model for /api/destroy), read with safetensors_read of

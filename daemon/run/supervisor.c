@@ -26,16 +26,18 @@
 
 static void supervisor_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* A line in train.log, where the user reads the job's story. */
+/* A line in train.log, where the user reads the job's story: without the
+ * server's paths (rundir_hide_internals). */
 static void supervisor_say(const char *fmt, ...)
 {
+    char line[1024];
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "punchcardd supervisor: ");
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    fflush(stderr);
+    vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
+    rundir_hide_internals(line);
+    fprintf(stderr, "punchcardd supervisor: %s\n", line);
+    fflush(stderr);
 }
 
 static int supervisor_write_exit(const char *rundir, int code, int sig)
@@ -126,8 +128,8 @@ int supervisor_main(int argc, char **argv)
         char why[600], mem[32];
         const char *base = strrchr(rundir, '/');
         if (cgroup_job_create(&cg, base ? base + 1 : rundir, memory_max, why, sizeof why))
-            supervisor_say("memory ceiling %s (cgroup v%d %s)",
-                           memest_format(memory_max, mem, sizeof mem), cg.version, cg.dir);
+            supervisor_say("memory ceiling %s (cgroup v%d)",
+                           memest_format(memory_max, mem, sizeof mem), cg.version);
         else
             supervisor_say("no memory ceiling for this job: %s", why);
     }
@@ -150,8 +152,8 @@ int supervisor_main(int argc, char **argv)
             _exit(127);
         close(ready[1]);
         if (cg.dir[0] && !cgroup_job_enter(&cg))
-            fprintf(stderr, "punchcardd supervisor: cannot enter cgroup %s: %s; the job runs "
-                            "without a memory ceiling\n", cg.dir, strerror(errno));
+            fprintf(stderr, "punchcardd supervisor: cannot enter its cgroup: %s; the job runs "
+                            "without a memory ceiling\n", strerror(errno));
         for (int e = 0; e < n_env; e++)
             putenv(env[2 * e + 1]);
         if (run_as && !supervisor_become(run_as, rundir))

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 
 #include "grow/grow.h"
+#include "io/tensorfile.h"
 #include "sched/admission.h"
 #include "run/finalstate.h"
 #include "sched/gpualloc.h"
@@ -376,6 +377,34 @@ static bool monitor_over_quota(daemon_ctx *d, const store_job *job, const char *
     return true;
 }
 
+/* Stop and fail a job that writes checkpoints or weights while the data
+ * dir's file system is below its reserve (quota.h), and remove what its
+ * unfinished writes left: the space is for other jobs and users. True if
+ * it did (the job is settled). A job may overshoot by what it writes
+ * between two checks. */
+static bool monitor_below_reserve(daemon_ctx *d, const store_job *job, const char *dir,
+                                  double now)
+{
+    double free_b, reserve;
+    if (!quota_below_reserve(&d->cfg, &free_b, &reserve) ||
+        !quota_job_writing(dir, now - 2 * MONITOR_QUOTA_EVERY_S))
+        return false;
+    char b[2][32], error[300], ckpt[4200];
+    snprintf(error, sizeof error,
+             "the data dir's file system is below its reserve of %s (%s free, "
+             "disk_reserve_mb); the job stopped to leave room for others",
+             memest_format(reserve, b[0], sizeof b[0]), memest_format(free_b, b[1], sizeof b[1]));
+    log_warn("job %s (%s): %s", job->id, job->owner, error);
+    monitor_signal_job(job, dir, SIGKILL);
+    launcher_signal_verified(job->supervisor_pid, job->supervisor_start, SIGKILL);
+    atomic_write_sweep(dir);
+    if (snprintf(ckpt, sizeof ckpt, "%s/checkpoints", dir) < (int)sizeof ckpt)
+        atomic_write_sweep(ckpt);
+    job_state failed = JOB_FAILED;
+    monitor_settle(d, job, dir, NULL, &failed, error);
+    return true;
+}
+
 /* One started job: advance starting -> running, settle it if it ended,
  * apply its time limit and any stop request. Returns true if still active.
  * A change the store fails to record is left for the next tick, which sees
@@ -417,6 +446,8 @@ static bool monitor_check_job(daemon_ctx *d, store_job *job, double now, bool ch
     if (check_quota)
         monitor_prune_checkpoints(job, dir);
     if (check_quota && monitor_over_quota(d, job, dir))
+        return false;
+    if (check_quota && monitor_below_reserve(d, job, dir, now))
         return false;
     if (liveness_check(d, job, dir, now))
         return false;

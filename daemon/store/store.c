@@ -39,7 +39,8 @@ const char *const store_stmt_sql[ST_COUNT_] = {
     [ST_BEGIN] = "BEGIN IMMEDIATE",
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",
-    [ST_COUNT_OWNER_QUEUED] = "SELECT COUNT(*) FROM jobs WHERE owner = ?1 AND state = 'queued'",
+    /* Kept by triggers (0015): counting the owner's queue grew with it. */
+    [ST_COUNT_OWNER_QUEUED] = "SELECT queued FROM owners WHERE owner = ?1",
     [ST_COUNT_OWNER_ACTIVE] = "SELECT COUNT(*) FROM jobs WHERE owner = ?1 "
                               "AND state IN ('starting', 'running')",
     [ST_GET_VCLOCK] = "SELECT value FROM meta WHERE key = 'vclock'",
@@ -160,6 +161,17 @@ const char *const store_stmt_sql[ST_COUNT_] = {
                         "FROM events e JOIN jobs j ON j.id = e.job_id WHERE e.id > ?1 "
                         "ORDER BY e.id LIMIT ?2",
     [ST_EVENTS_LAST] = "SELECT coalesce(max(id), 0) FROM events",
+    /* A user's disk (quota.c): what the finished jobs' run directories held
+     * when measured, and the jobs whose directories must be walked; both
+     * skip the owner's queue (its jobs have no run directory yet). */
+    [ST_OWNER_CACHED_BYTES] =
+        "SELECT coalesce(sum(final_bytes), 0) FROM jobs WHERE owner = ?1 AND state IN "
+        "('succeeded', 'failed', 'cancelled', 'timeout') AND files_removed = 0 "
+        "AND final_bytes_at = finished_at",
+    [ST_OWNER_UNMEASURED] =
+        "SELECT " JOB_COLUMNS " FROM jobs WHERE owner = ?1 AND state IN ('starting', "
+        "'running', 'succeeded', 'failed', 'cancelled', 'timeout') AND files_removed = 0 "
+        "AND (final_bytes IS NULL OR final_bytes_at IS NOT finished_at)",
 };
 
 /* ---- connections ---------------------------------------------------------- */
@@ -215,9 +227,19 @@ sqlite3_stmt *store_stmt(store_conn *c, stmt_id id)
     return c->stmt[id];
 }
 
+/* Virtual machine steps of every statement finished (store_vm_steps). */
+static _Atomic uint64_t store_vm_steps_total;
+
+uint64_t store_vm_steps(void)
+{
+    return atomic_load_explicit(&store_vm_steps_total, memory_order_relaxed);
+}
+
 void store_done(sqlite3_stmt *s)
 {
     if (s) {
+        int steps = sqlite3_stmt_status(s, SQLITE_STMTSTATUS_VM_STEP, 1);
+        atomic_fetch_add_explicit(&store_vm_steps_total, (uint64_t)steps, memory_order_relaxed);
         sqlite3_reset(s);
         sqlite3_clear_bindings(s);
     }

@@ -172,6 +172,12 @@ int store_page_owner_active(const store_page *page, const char *owner);
  * that guard the cost of a request and for metrics. */
 uint64_t store_statements(store *st);
 
+/* SQLite virtual machine steps of the store's statements finished so far,
+ * in this process (every store): the work a request's queries did, rows
+ * visited included, where a count of statements cannot tell a point
+ * lookup from a COUNT over thousands of rows. For cost tests. */
+uint64_t store_vm_steps(void);
+
 /* Number of write transactions committed since the store was opened: read
  * before a read, an unchanged count afterwards means nothing the read saw
  * has changed since (this process is the database's only writer). */
@@ -248,6 +254,13 @@ store_status store_mark_files_removed(store *st, double before, int max,
  * or is not finished). */
 store_status store_job_set_final_bytes(store *st, const char *id, double finished_at,
                                        double bytes);
+/* owner's disk as the store knows it: *cached, the sum of the final bytes
+ * measured for their finished jobs (not removed by retention), and one cb
+ * per job of theirs that has a run directory but no such measure (started,
+ * or finished and not measured since it ended). Queued jobs are not read:
+ * the cost follows the owner's history, not their queue. */
+store_status store_owner_disk(store *st, const char *owner, double *cached, store_job_cb cb,
+                              void *arg);
 /* Forget a job and its events (the seed's destroy). */
 store_status store_job_delete(store *st, const char *id);
 /* Forget a finished job and its events (DELETE /api/v1/jobs/{id}), in one

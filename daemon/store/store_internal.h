@@ -67,6 +67,8 @@ typedef enum stmt_id {
     ST_EVENTS,
     ST_EVENTS_SINCE,
     ST_EVENTS_LAST,
+    ST_OWNER_CACHED_BYTES,
+    ST_OWNER_UNMEASURED,
     ST_COUNT_
 } stmt_id;
 

@@ -732,6 +732,27 @@ store_status store_prune_finished(store *st, double before, int max,
                             "finding finished jobs to forget", before, max, ids, n);
 }
 
+store_status store_owner_disk(store *st, const char *owner, double *cached, store_job_cb cb,
+                             void *arg)
+{
+    *cached = 0;
+    store_conn *c = store_acquire(st);
+    store_status rs = STORE_ERROR;
+    /* One read transaction: a job measured meanwhile is counted once. */
+    if (store_exec_sql(c, "BEGIN")) {
+        sqlite3_stmt *s;
+        if (store_query_double(c, ST_OWNER_CACHED_BYTES, owner, cached) &&
+            (s = store_stmt(c, ST_OWNER_UNMEASURED)) != NULL) {
+            store_bind_text(s, 1, owner);
+            rs = store_iterate(c, s, cb, arg);
+        }
+        if (!store_exec_sql(c, "COMMIT"))
+            store_rollback(c);
+    }
+    store_release(st, c);
+    return rs;
+}
+
 store_status store_job_set_final_bytes(store *st, const char *id, double finished_at,
                                        double bytes)
 {

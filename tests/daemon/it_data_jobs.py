@@ -9,6 +9,7 @@ file of a pair too) can be neither replaced nor deleted (409) until the
 job ends."""
 import hashlib
 import io
+import json
 import os
 import re
 import subprocess
@@ -58,6 +59,7 @@ def cases():
         punchtest.case("warm start", warm, d)
         punchtest.case("predictions", predict, d)
         punchtest.case("regression", regression, d)
+        punchtest.case("a preset on float16 x, int64 y", preset_half, d)
         punchtest.case("CSV regression", csv_regression, d)
         punchtest.case("an IDX pair", idx_pair, d)
     with Daemon(["--hold"]) as d:
@@ -272,6 +274,30 @@ def in_use(d):
     check(put(d, "alice", "fm", npz_bytes(x=x[:10], y=y[:10])).status_code == 200,
           "replace once the job is over")
     check(d.req("DELETE", "/api/v1/datasets/fm", "alice").status_code == 200, "delete")
+
+
+def preset_half(d):
+    """Issue 31 #7: float16 images and int64 labels upload and train, and
+    "model": "mlp" takes its input from the upload's shape, as for IDX."""
+    x, y = learnable(1200, 4, nhwc=True)
+    blob = npz_bytes(x_train=x.astype(np.float16), y_train=y.astype(np.int64))
+    r = put(d, "alice", "half", blob)
+    require(r.status_code == 201, r.text)
+    spec = {"name": "half", "model": "mlp",
+            "data": {"format": "npz", "train": "@half", "num_classes": 4},
+            "training": {"epochs": 2, "batch_size": 32, "seed": 2, "metrics": ["accuracy"],
+                         "optimizer": {"name": "adam"}}}
+    jid = d.submit_id("alice", spec)
+    end = d.wait_state("alice", jid, punchtest.FINAL_STATES, timeout=90)
+    require(end["state"] == "succeeded", "job: %s\n%s" % (end, d.train_log(jid)))
+    acc = d.req("GET", "/api/v1/jobs/%s/history" % jid, "alice").json()["accuracy"][-1]
+    check(acc > 0.9, "train accuracy %s" % acc)
+    # The spec as written comes back as written; the input is in what ran.
+    written = d.req("GET", "/api/v1/jobs/%s/spec" % jid, "alice").json()
+    check(written["model"] == "mlp", written)
+    with open(d.run_dir(jid) + "/job.json") as f:
+        ran = json.load(f)
+    check(ran["model"]["input"] == [1, 4, 4], ran["model"])
 
 
 def regression(d):

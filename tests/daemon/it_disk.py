@@ -3,7 +3,9 @@
 directories hold more than --user-quota-mb gets 507 (JSON) on submit while
 another user does not; a spec padded with whitespace is stored compacted
 (job.json); /healthz says degraded when the data dir's file system has less
-free space than --disk-min-free-pct."""
+free space than --disk-min-free-pct; below --disk-reserve-mb a job that
+writes a checkpoint is stopped and fails saying so, its unfinished
+checkpoint file removed, while a job that writes none runs on."""
 import json
 import os
 
@@ -23,6 +25,10 @@ done
 if grep -q '"name":"fill"' "$spec"; then
   head -c 4194304 /dev/urandom > "$out/filler.bin"
 fi
+if grep -q '"name":"ckpt"' "$spec"; then
+  mkdir -p "$out/checkpoints"
+  head -c 65536 /dev/zero > "$out/checkpoints/.ckpt.bin.tmp.Ab12Cd"
+fi
 i=0
 while [ ! -e "$out/release" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
 """
@@ -37,6 +43,7 @@ def cases():
         punchtest.case("a job past its output quota fails; its user is then over quota",
                        quotas, d)
         punchtest.case("healthz: ok, then degraded below the free-space threshold", healthz, d)
+        punchtest.case("below the reserve a checkpoint write stops its job", reserve, d)
 
 
 def compacted(d):
@@ -80,6 +87,22 @@ def healthz(d):
     j = r.json()
     check(r.status_code == 200 and j["status"] == "degraded" and "free" in j.get("reason", ""),
           "healthz below the threshold: %d %s" % (r.status_code, j))
+
+
+def reserve(d):
+    # A reserve larger than any disk: every checkpoint write is below it.
+    d.restart(d.args + ["--disk-reserve-mb", str(1 << 30), "--user-quota-mb", "0"])
+    quiet = d.submit_id("bob", job_like(QUICK_JOB, name="quiet"))
+    d.wait_state("bob", quiet, ("running",), timeout=60)
+    jid = d.submit_id("bob", job_like(QUICK_JOB, name="ckpt"))
+    j = d.wait_state("bob", jid, FINAL_STATES, timeout=60)
+    check(j["state"] == "failed" and "below its reserve" in (j["error"] or "")
+          and "leave room for others" in j["error"], "below the reserve: %s" % j)
+    left = os.listdir(os.path.join(d.run_dir(jid), "checkpoints"))
+    check(left == [], "unfinished checkpoint files left: %s" % left)
+    check(d.job("bob", quiet)["state"] == "running", "the job that writes no checkpoint runs on")
+    touch(os.path.join(d.run_dir(quiet), "release"))
+    d.wait_state("bob", quiet, FINAL_STATES, timeout=60)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """it_tls.py — punchcardd over HTTPS with a throwaway CA made at test time
 (openssl): served with --tls-cert/--tls-key to a client that trusts the CA,
 refused by one that trusts another CA (requests and curl), not served in
-clear text; mutual TLS (--tls-client-ca) refuses a client without a
+clear text (a plain request gets only a 400 saying to use https://); mutual TLS (--tls-client-ca) refuses a client without a
 certificate and serves one with; bad TLS settings stop the start with a
 message; a client that never completes its handshake is closed at the
 header deadline; a daemon listening beyond loopback without TLS warns."""
@@ -38,17 +38,28 @@ def served(d, other):
         out = subprocess.run([curl, "-sS", "--cacert", d.verify, d.url + "/healthz"],
                              capture_output=True, text=True, timeout=30)
         check(out.returncode == 0 and '"ok"' in out.stdout, "curl with the CA: %s" % out.stderr)
-    # HTTP spoken to the HTTPS port gets no HTTP answer.
+    # HTTP spoken to the HTTPS port is served nothing but a hint to use
+    # https (issue 31 #15; curl said "Empty reply from server").
     s = socket.create_connection(("127.0.0.1", d.port), timeout=10)
     try:
-        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        s.sendall(b"GET /api/v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer x\r\n\r\n")
+        got = b""
         try:
-            got = s.recv(4096)
+            while True:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                got += chunk
         except (ConnectionResetError, socket.timeout):
-            got = b""
-        check(not got.startswith(b"HTTP/"), "plain HTTP answered on the TLS port: %r" % got[:80])
+            pass
+        check(got.startswith(b"HTTP/1.1 400 ") and b"use https://" in got
+              and b"jobs" not in got, "plain HTTP on the TLS port: %r" % got[:200])
     finally:
         s.close()
+    if curl:
+        out = subprocess.run([curl, "-sS", d.url.replace("https:", "http:") + "/healthz"],
+                             capture_output=True, text=True, timeout=30)
+        check("use https://" in out.stdout, "curl over http: %r %r" % (out.stdout, out.stderr))
 
 
 def stalled_handshake(d):

@@ -6,7 +6,8 @@
  * fail, and each failure must come back as a clean JSON 500 (or, where the
  * job is already stored, a success that says less); once the fault clears
  * the job must be there and consistent, nothing lost and nothing half done.
- * Under ASan, a leak on any error path fails the test. */
+ * Last, a read is answered while a submit waits for its commit, on a server
+ * of one HTTP thread (issue 31 #9). Under ASan, a leak on any error path fails the test. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -16,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <pthread.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -420,7 +423,7 @@ static void test_submit(void **state)
     fixture *f = *state;
     const char *stmts[] = {
         "BEGIN IMMEDIATE",
-        "SELECT COUNT(*) FROM jobs WHERE owner = ?1 AND state = 'queued'",
+        "SELECT queued FROM owners WHERE owner = ?1",
         "SELECT value FROM meta WHERE key = 'vclock'",
         "SELECT vfinish FROM owners",
         "INSERT INTO jobs",
@@ -740,6 +743,95 @@ static void test_destroy(void **state)
     expect_error(f, "GET", path, "dave-secret", 404);
 }
 
+/* ---- reads beside writes ------------------------------------------------- */
+
+/* store_fault_sim's hook as a slow disk: every COMMIT takes 2 s. */
+static bool slow_commit(void *arg, const char *sql)
+{
+    (void)arg;
+    if (strncmp(sql, "COMMIT", 6) == 0) {
+        struct timespec t = {2, 0};
+        nanosleep(&t, NULL);
+    }
+    return false;
+}
+
+typedef struct slow_submit {
+    int port;
+    long status;
+} slow_submit;
+
+static size_t discard_body(char *p, size_t size, size_t n, void *arg)
+{
+    (void)p, (void)arg;
+    return size * n;
+}
+
+static void *submit_thread(void *arg)
+{
+    slow_submit *ss = arg;
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/api/v1/jobs", ss->port);
+    CURL *c = curl_easy_init();
+    struct curl_slist *h = curl_slist_append(NULL, "Authorization: Bearer carol-secret");
+    if (c && h) {
+        curl_easy_setopt(c, CURLOPT_URL, url);
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, QUICK_JOB);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard_body);
+        curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+        if (curl_easy_perform(c) == CURLE_OK)
+            curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &ss->status);
+    }
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    return NULL;
+}
+
+static double mono_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* With one libmicrohttpd thread, a read sent while a submit waits 2 s for
+ * its commit is answered at once: the submit runs on a writer thread with
+ * its connection suspended, not on the thread that serves the read. */
+static void test_read_beside_slow_commit(void **state)
+{
+    fixture *f = *state;
+    char err[512];
+    int port, threads = f->d.cfg.http_threads;
+    f->d.cfg.http_threads = 1;
+    int fd = http_listen("127.0.0.1:0", &port, err, sizeof err);
+    assert_true(fd >= 0);
+    http_server *one = http_start(&f->d, fd, err, sizeof err);
+    f->d.cfg.http_threads = threads;
+    assert_non_null(one);
+    store_fault_sim(slow_commit, NULL);
+    slow_submit ss = {port, 0};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, submit_thread, &ss), 0);
+    struct timespec settle = {0, 300000000}; /* the submit reaches its commit */
+    nanosleep(&settle, NULL);
+    int saved = f->port;
+    f->port = port;
+    double t0 = mono_s();
+    reply r = call(f, "GET", "/api/v1/jobs?limit=5", "alice-secret", NULL);
+    double took = mono_s() - t0;
+    f->port = saved;
+    assert_int_equal(r.status, 200);
+    reply_clear(&r);
+    pthread_join(t, NULL);
+    store_fault_sim(NULL, NULL);
+    http_stop(one);
+    assert_int_equal(ss.status, 201);
+    /* Before: the read waited for the commit, 1.7 s. */
+    if (took > 1.0)
+        fail_msg("a read beside a submit's 2 s commit took %.3f s", took);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -758,6 +850,7 @@ int main(void)
         cmocka_unit_test(test_cancel_finished),
         cmocka_unit_test(test_events),
         cmocka_unit_test(test_destroy),
+        cmocka_unit_test(test_read_beside_slow_commit),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -273,6 +273,14 @@ static void test_failure_line(void **state)
     assert_string_equal(small, "punch-tra");
     rundir_failure_line(path, line, sizeof line);
     assert_string_equal(line, "punch-train: a b");
+    /* The server's paths are not the user's (issue 31 #15). */
+    const char *inside =
+        "punch-train: data.train: @/srv/punch/uploads/"
+        "2bd806c97f0f00e4a4b4c3a1e4fcbd1c0a1d2e3f405162738495a6b7c8d9e0f1/fm.npz: bad; "
+        "memory of /sys/fs/cgroup/punchcard/job-0123456789ab: full\n";
+    put(dir, "train.log", inside, strlen(inside));
+    rundir_failure_line(path, line, sizeof line);
+    assert_string_equal(line, "punch-train: data.train: @fm.npz: bad; memory of its cgroup: full");
     /* Missing or only rules: nothing. */
     put(dir, "train.log", "---\n", 4);
     rundir_failure_line(path, line, sizeof line);
