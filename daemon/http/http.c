@@ -172,14 +172,16 @@ static void http_deferred(void *arg)
     MHD_resume_connection(req->conn);
 }
 
-/* Does this request write to the store (every method but GET, HEAD and
- * OPTIONS may: submit, cancel, resume, delete, uploads)? Those wait for a
- * commit, and for the store's one writer; a read never does (WAL). */
+/* Does this request write to the store (POST, PUT, PATCH and DELETE may:
+ * submit, cancel, resume, delete, uploads)? Those wait for a commit, and for
+ * the store's one writer; a read never does (WAL). Any other method is
+ * answered here at once (a 405 needs no writer thread). */
 static bool http_writes(const char *method, const http_req *req)
 {
-    return !req->refused && strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
-           strcmp(method, MHD_HTTP_METHOD_HEAD) != 0 &&
-           strcmp(method, MHD_HTTP_METHOD_OPTIONS) != 0;
+    return !req->refused && (strcmp(method, MHD_HTTP_METHOD_POST) == 0 ||
+                             strcmp(method, MHD_HTTP_METHOD_PUT) == 0 ||
+                             strcmp(method, MHD_HTTP_METHOD_PATCH) == 0 ||
+                             strcmp(method, MHD_HTTP_METHOD_DELETE) == 0);
 }
 
 /* Answer a complete request (one answered from its header alone is answered
