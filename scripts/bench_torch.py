@@ -18,6 +18,7 @@ each batch, so this favours PyTorch slightly) and the timers synchronise.
 STEPS > 0 trims each epoch to its first STEPS batches, like punch-train's
 training.steps_per_epoch. Run it with OPENBLAS_NUM_THREADS=1 (the fast
 configuration on 2 cores); the driver does."""
+import contextlib
 import gzip
 import json
 import os
@@ -115,6 +116,12 @@ def main():
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    # PUNCH_TORCH_PRECISION=bf16 (scripts/bench-engine --precision): forward
+    # and loss under bf16 autocast, PyTorch's mixed precision (weights and
+    # Adam fp32, convolutions and GEMMs in bf16).
+    precision = os.environ.get("PUNCH_TORCH_PRECISION", "fp32")
+    autocast = (lambda: torch.autocast(dev.type, dtype=torch.bfloat16)) if precision == "bf16" \
+        else contextlib.nullcontext
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     if name in CIFAR:
@@ -142,7 +149,8 @@ def main():
         for s in range(nsteps):
             idx = perm[s * batch:(s + 1) * batch]
             opt.zero_grad(set_to_none=True)
-            loss = lossf(model(xtr[idx]), ytr[idx])
+            with autocast():
+                loss = lossf(model(xtr[idx]), ytr[idx])
             loss.backward()
             opt.step()
         sync()
@@ -156,14 +164,15 @@ def main():
             sync()
             t0 = time.perf_counter()
             for i in range(0, len(xte), 256):
-                correct += (model(xte[i:i + 256]).argmax(1) == yte[i:i + 256]).sum().item()
+                with autocast():
+                    correct += (model(xte[i:i + 256]).argmax(1) == yte[i:i + 256]).sum().item()
             sync()
             sec = time.perf_counter() - t0
             best = sec if best is None else min(best, sec)
     infer = len(xte) / best
     print(json.dumps({
         "framework": "pytorch " + torch.__version__, "model": name, "threads": threads,
-        "device": str(dev),
+        "device": str(dev), "precision": precision,
         "train_samples_per_s": trained / train_time, "test_accuracy": correct / len(xte),
         "infer_samples_per_s": infer, "steps_per_epoch": nsteps, "epochs": epochs,
         "parameters": sum(p.numel() for p in model.parameters()),

@@ -253,6 +253,12 @@ struct backend {
      * cuDNN ranks them fastest, and says so in not_reproducible. The CPU
      * backend ignores it. */
     bool nondeterministic_ok;
+    /* training.precision bf16 (set by device_backend_create before any
+     * layer is prepared): convolutions run with bf16 inputs and weights and
+     * fp32 accumulation and outputs, where the backend has bf16 kernels;
+     * parameters, gradients and every other op stay fp32. The CPU backend
+     * reads it at conv2d_prepare (cpu/cpu_conv_dnnl.c); CUDA refuses it. */
+    bool bf16;
 
     /* ---- lifecycle -------------------------------------------------- */
 

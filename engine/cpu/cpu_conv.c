@@ -137,7 +137,7 @@ long cpu_conv2d_prepare_algo(backend *be, conv2d_desc *d, cpu_conv_algo algo)
     long shared = algo == CPU_CONV_WINOGRAD ? cpu_winograd_weight_size(d) : 0;
     if (algo == CPU_CONV_DNNL) {
 #ifdef PUNCH_HAVE_DNNL
-        cpu_conv_dnnl *s = cpu_conv_dnnl_create(d, be->threads);
+        cpu_conv_dnnl *s = cpu_conv_dnnl_create(d, be->threads, be->bf16);
         if (!s)
             return -1;
         d->impl = s;
@@ -155,6 +155,14 @@ static long cpu_conv2d_prepare(backend *be, conv2d_desc *d)
     if (d->groups <= 0)
         d->groups = 1;
     cpu_conv_algo algo = cpu_conv_choose(d);
+#ifdef PUNCH_HAVE_DNNL
+    /* bf16 runs only in oneDNN's primitives: every layer they can run
+     * goes there (bf16 halves the bytes moved and doubles the multiply
+     * rate, so the fp32 rule's thresholds do not apply); the others stay
+     * fp32 in the engine's own algorithms. */
+    if (be->bf16 && d->groups == 1 && !conv_dnnl_disabled)
+        algo = CPU_CONV_DNNL;
+#endif
     long ws = cpu_conv2d_prepare_algo(be, d, algo);
     /* oneDNN may refuse a shape; the engine's own algorithms run any. */
     if (ws < 0 && algo == CPU_CONV_DNNL)

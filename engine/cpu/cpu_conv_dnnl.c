@@ -44,7 +44,14 @@
  * and a plane of 4x4 or more. (resnet20's 3-to-16 first layer measured
  * 1.40x but is 1.3% of its convolution time; the rule keeps to one
  * threshold on channels.) Plain formats ran every one of these layers
- * slower than the engine's own (all of resnet20: 275 vs 164 ms). */
+ * slower than the engine's own (all of resnet20: 275 vs 164 ms).
+ *
+ * bf16 (backend.bf16, training.precision): the primitives read bf16
+ * activations, weights and output gradients and write fp32 outputs and
+ * gradients (dst, diff_src, diff_weights, diff_bias), accumulating in
+ * fp32; the reorders from the engine's fp32 tensors into the blocked
+ * formats convert as they copy, so the model, its gradients and the
+ * optimizer never see a bf16 value. Always in blocked formats. */
 #include "cpu/cpu_conv_dnnl.h"
 
 #include <oneapi/dnnl/dnnl.h>
@@ -91,6 +98,7 @@ struct cpu_conv_dnnl {
     cpu_conv_algo algo; /* first: cpu_conv.c reads the layer's algorithm here */
     conv2d_desc d;
     int threads;
+    bool bf16;          /* bf16 inputs and weights, fp32 outputs (file comment) */
     dnnl_engine_t engine;
     dnnl_stream_t *streams;
     dnnl_primitive_attr_t attr;     /* user scratchpad */
@@ -219,6 +227,12 @@ static void conv_dnnl_geometry(const conv2d_desc *d, dnnl_dims_t strides, dnnl_d
     pad_r[1] = d->pad_right;
 }
 
+/* What the primitives read: activations, weights and output gradients. */
+static dnnl_data_type_t conv_dnnl_in_type(const cpu_conv_dnnl *s)
+{
+    return s->bf16 ? dnnl_bf16 : dnnl_f32;
+}
+
 /* The forward primitive and its reorders for chunks of mb samples. */
 static bool conv_dnnl_entry_forward(cpu_conv_dnnl *s, conv_dnnl_entry *e, int mb)
 {
@@ -230,12 +244,13 @@ static bool conv_dnnl_entry_forward(cpu_conv_dnnl *s, conv_dnnl_entry *e, int mb
     src_md = x_md;
     dst_md = y_md;
     wa_md = w_md;
-    if (!conv_dnnl_plain_forced) {
+    if (!conv_dnnl_plain_forced || s->bf16) {
         dnnl_dims_t xd = {mb, d->c, d->h, d->w}, yd = {mb, d->k, d->oh, d->ow};
         dnnl_dims_t wd = {d->k, d->c, d->kh, d->kw};
-        if (dnnl_memory_desc_init_by_tag(&src_md, 4, xd, dnnl_f32, dnnl_format_tag_any) ||
+        dnnl_data_type_t in = conv_dnnl_in_type(s);
+        if (dnnl_memory_desc_init_by_tag(&src_md, 4, xd, in, dnnl_format_tag_any) ||
             dnnl_memory_desc_init_by_tag(&dst_md, 4, yd, dnnl_f32, dnnl_format_tag_any) ||
-            dnnl_memory_desc_init_by_tag(&wa_md, 4, wd, dnnl_f32, dnnl_format_tag_any))
+            dnnl_memory_desc_init_by_tag(&wa_md, 4, wd, in, dnnl_format_tag_any))
             return false;
     }
     dnnl_dims_t st, dil, pl, pr;
@@ -277,21 +292,28 @@ static bool conv_dnnl_entry_backward(cpu_conv_dnnl *s, conv_dnnl_entry *e, int m
     any_x = x_md;
     any_y = y_md;
     any_w = w_md;
-    if (!conv_dnnl_plain_forced) {
+    /* In bf16 what a primitive reads (src, weights, diff_dst) is bf16 and
+     * what it writes (diff_src, diff_weights) fp32: the _in descriptors. */
+    dnnl_memory_desc_t in_x = x_md, in_y = y_md, in_w = w_md;
+    if (!conv_dnnl_plain_forced || s->bf16) {
         dnnl_dims_t xd = {mb, d->c, d->h, d->w}, yd = {mb, d->k, d->oh, d->ow};
         dnnl_dims_t wd = {d->k, d->c, d->kh, d->kw};
+        dnnl_data_type_t in = conv_dnnl_in_type(s);
         if (dnnl_memory_desc_init_by_tag(&any_x, 4, xd, dnnl_f32, dnnl_format_tag_any) ||
             dnnl_memory_desc_init_by_tag(&any_y, 4, yd, dnnl_f32, dnnl_format_tag_any) ||
-            dnnl_memory_desc_init_by_tag(&any_w, 4, wd, dnnl_f32, dnnl_format_tag_any))
+            dnnl_memory_desc_init_by_tag(&any_w, 4, wd, dnnl_f32, dnnl_format_tag_any) ||
+            dnnl_memory_desc_init_by_tag(&in_x, 4, xd, in, dnnl_format_tag_any) ||
+            dnnl_memory_desc_init_by_tag(&in_y, 4, yd, in, dnnl_format_tag_any) ||
+            dnnl_memory_desc_init_by_tag(&in_w, 4, wd, in, dnnl_format_tag_any))
             return false;
     }
     dnnl_dims_t st, dil, pl, pr;
     conv_dnnl_geometry(d, st, dil, pl, pr);
     dnnl_convolution_desc_t bd, bw;
     if (dnnl_dilated_convolution_backward_data_desc_init(&bd, dnnl_convolution_direct, &any_x,
-                                                         &any_w, &any_y, st, dil, pl, pr) ||
+                                                         &in_w, &in_y, st, dil, pl, pr) ||
         dnnl_dilated_convolution_backward_weights_desc_init(&bw, dnnl_convolution_direct,
-                                                            &any_x, &any_w, &b_md, &any_y, st,
+                                                            &in_x, &any_w, &b_md, &in_y, st,
                                                             dil, pl, pr))
         return false;
     if (dnnl_primitive_desc_create(&e->pd[P_BWDD], &bd, s->attr, s->engine, e->pd[P_FWD])) {
@@ -534,7 +556,23 @@ static bool conv_dnnl_weight_reorders(cpu_conv_dnnl *s)
     return ok;
 }
 
-cpu_conv_dnnl *cpu_conv_dnnl_create(const conv2d_desc *d, int threads)
+/* Whether e's convolutions run in JIT kernels: oneDNN's reference
+ * implementations (its fallback for bf16 where the CPU or the shape has
+ * no kernel) are slower than the engine's fp32 by an order of magnitude,
+ * so such a layer stays fp32. */
+static bool conv_dnnl_bf16_kernels(const conv_dnnl_entry *e)
+{
+    static const int prims[] = {P_FWD, P_BWDD, P_BWDW};
+    for (size_t i = 0; i < sizeof prims / sizeof *prims; i++) {
+        const char *impl = NULL;
+        if (dnnl_primitive_desc_query(e->pd[prims[i]], dnnl_query_impl_info_str, 0, &impl) ||
+            !impl || strncmp(impl, "ref", 3) == 0)
+            return false;
+    }
+    return true;
+}
+
+cpu_conv_dnnl *cpu_conv_dnnl_create(const conv2d_desc *d, int threads, bool bf16)
 {
     if (d->groups > 1 || threads < 1)
         return NULL;
@@ -545,6 +583,7 @@ cpu_conv_dnnl *cpu_conv_dnnl_create(const conv2d_desc *d, int threads)
     s->algo = CPU_CONV_DNNL;
     s->d = *d;
     s->threads = threads;
+    s->bf16 = bf16;
     int mb = (int)((d->max_batch > 0 ? d->max_batch : 1) + threads - 1) / threads;
     s->streams = calloc((size_t)threads, sizeof *s->streams);
     if (!s->streams || dnnl_engine_create(&s->engine, dnnl_cpu, 0)) {
@@ -560,6 +599,8 @@ cpu_conv_dnnl *cpu_conv_dnnl_create(const conv2d_desc *d, int threads)
         !conv_dnnl_attr(&s->attr_relu, POST_RELU))
         goto fail;
     if (!conv_dnnl_entry_build(s, &s->cache[0], mb, true, true) || !conv_dnnl_weight_reorders(s))
+        goto fail;
+    if (bf16 && !conv_dnnl_bf16_kernels(&s->cache[0]))
         goto fail;
     s->cache[0].stamp = ++s->clock;
     return s;
@@ -810,4 +851,9 @@ bool cpu_conv_dnnl_backward(cpu_conv_dnnl *s, int tid, int n, const float *x, co
         return true;
     }
     return conv_dnnl_exec_reorder(s, e, tid, P_DSRC2DX, M_DSRC, dsrc, M_DX, dx, scr);
+}
+
+bool cpu_conv_dnnl_is_bf16(const cpu_conv_dnnl *s)
+{
+    return s->bf16;
 }

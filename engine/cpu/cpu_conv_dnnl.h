@@ -23,8 +23,12 @@ bool cpu_conv_dnnl_suits(const conv2d_desc *d);
 /* The layer's state for d run on `threads` threads, with the primitives
  * for the largest chunk created. Its first member is a cpu_conv_algo
  * (CPU_CONV_DNNL), so it can stand where cpu_conv.c keeps a layer's
- * algorithm. NULL when oneDNN cannot run d. */
-cpu_conv_dnnl *cpu_conv_dnnl_create(const conv2d_desc *d, int threads);
+ * algorithm. bf16: the primitives read bf16 activations, weights and
+ * output gradients (converted by their reorders) and write fp32. NULL when
+ * oneDNN cannot run d (in bf16: has no bf16 kernel for it). */
+cpu_conv_dnnl *cpu_conv_dnnl_create(const conv2d_desc *d, int threads, bool bf16);
+/* Whether s runs in bf16. */
+bool cpu_conv_dnnl_is_bf16(const cpu_conv_dnnl *s);
 void cpu_conv_dnnl_destroy(cpu_conv_dnnl *s);
 
 /* Floats of workspace s needs per thread: at least `least` (so the caller

@@ -17,10 +17,19 @@ backend *device_backend_create(const job_spec *spec, int threads, int local_rank
                      "backend (meson -Dcuda=enabled)", spec->resources.gpus);
             return NULL;
         }
+        if (spec->training.precision == PRECISION_BF16) {
+            snprintf(err, errlen,
+                     "training.precision: bf16 runs on the CPU backend only in this version; "
+                     "use fp32 with resources.gpus");
+            return NULL;
+        }
         backend *be = backend_cuda_create(local_rank, err, errlen);
         if (be)
             be->nondeterministic_ok = spec->training.nondeterministic;
         return be;
     }
-    return backend_cpu_create(threads, err, errlen);
+    backend *be = backend_cpu_create(threads, err, errlen);
+    if (be)
+        be->bf16 = spec->training.precision == PRECISION_BF16;
+    return be;
 }

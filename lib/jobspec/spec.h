@@ -292,6 +292,8 @@ typedef struct spec_schedule {
                             step 0, warm-up included); 0 = the run's last step */
 } spec_schedule;
 
+typedef enum spec_precision { PRECISION_FP32, PRECISION_BF16 } spec_precision;
+
 typedef struct spec_training {
     int epochs;          /* default 5, >= 1 */
     int batch_size;      /* default 64, >= 1; per worker */
@@ -330,6 +332,13 @@ typedef struct spec_training {
                             trainer); 0 = off */
     double clip_norm;    /* global gradient-norm clipping; 0 = off */
     int grad_accum_steps;/* micro-batches per optimizer step, default 1 */
+    /* training.precision: fp32 (default) or bf16 mixed precision (master
+     * weights and optimizer state fp32, convolutions in bf16 with fp32
+     * accumulation; docs/job-spec.md#mixed-precision). bf16 is refused at
+     * parse on a CPU without AVX512_BF16 or AMX (spec_cpu_has_bf16) unless
+     * allow_emulation. */
+    spec_precision precision;
+    bool allow_emulation;
 } spec_training;
 
 typedef enum spec_trainer {
@@ -465,5 +474,10 @@ const char *spec_optimizer_name_str(spec_optimizer_name o);
 const char *spec_schedule_name(spec_schedule_kind k);
 const char *spec_trainer_name(spec_trainer t);
 const char *spec_data_format_name(spec_data_format f);
+const char *spec_precision_name(spec_precision p);
+/* Whether this CPU runs bf16 arithmetic natively (AVX512_BF16 or AMX-BF16,
+ * with the OS saving AVX-512 state). Test hook: PUNCH_CPU_NO_BF16=1 in the
+ * environment makes it say no (tests of the refusal on any machine). */
+bool spec_cpu_has_bf16(void);
 
 #endif

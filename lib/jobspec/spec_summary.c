@@ -401,6 +401,10 @@ static json_t *training_json(const spec_training *t)
         json_object_set_new(o, "profile", json_true());
     if (o && t->nondeterministic)
         json_object_set_new(o, "deterministic", json_false());
+    if (o && t->precision != PRECISION_FP32)
+        json_object_set_new(o, "precision", json_string(spec_precision_name(t->precision)));
+    if (o && t->allow_emulation)
+        json_object_set_new(o, "allow_emulation", json_true());
     if (o && t->warm_up_batches > 0)
         json_object_set_new(o, "warm_up_batches", json_integer(t->warm_up_batches));
     if (o && t->clip_norm > 0)

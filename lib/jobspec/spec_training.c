@@ -343,13 +343,32 @@ static bool parse_training_cosine_once(const spec_training *tr, spec_error *err)
     return true;
 }
 
+/* training.precision and allow_emulation. bf16 without the instructions
+ * runs oneDNN's emulation (several times slower than fp32), so it is
+ * refused unless asked for. */
+static bool parse_precision(const json_t *obj, spec_training *tr, spec_error *err)
+{
+    static const char *const names[] = {"fp32", "bf16"};
+    int p = PRECISION_FP32;
+    if (!spec_get_enum(obj, "training", "precision", names, 2, "precision", &p, err) ||
+        !spec_get_bool(obj, "training", "allow_emulation", &tr->allow_emulation, err))
+        return false;
+    tr->precision = (spec_precision)p;
+    if (tr->precision == PRECISION_BF16 && !tr->allow_emulation && !spec_cpu_has_bf16())
+        return spec_fail(err, "training.precision",
+                         "bf16 needs a CPU with AVX512_BF16 or AMX; this one has neither; "
+                         "set training.allow_emulation: true to run it slowly");
+    return true;
+}
+
 bool spec_parse_training(const json_t *t, job_spec *spec, spec_error *err)
 {
     static const char *const keys[] = {"epochs", "batch_size", "steps_per_epoch", "loss",
                                        "metrics", "optimizer", "lr_schedulers", "seed",
                                        "init_from", "checkpoint_keep", "global_batch_size",
                                        "evaluate", "stop_at_loss", "warm_up_batches", "profile",
-                                       "deterministic", "clip_norm", "grad_accum_steps", NULL};
+                                       "deterministic", "clip_norm", "grad_accum_steps",
+                                       "precision", "allow_emulation", NULL};
     spec_training *tr = &spec->training;
     long epochs = 5, batch = 64, seed = 1, keep = 1, accum = 1;
     bool deterministic = true;
@@ -378,6 +397,7 @@ bool spec_parse_training(const json_t *t, job_spec *spec, spec_error *err)
               spec_get_double(obj, "training", "clip_norm", 0, 1e9, false, false,
                               &tr->clip_norm, err) &&
               spec_get_int(obj, "training", "grad_accum_steps", 1, 65536, &accum, err) &&
+              parse_precision(obj, tr, err) &&
               parse_stop_at_loss(spec_field(obj, "stop_at_loss"), tr, err) &&
               parse_metrics(spec_field(obj, "metrics"), tr, err) &&
               parse_optimizer(spec_field(obj, "optimizer"), &tr->optimizer, err) &&

@@ -743,6 +743,44 @@ static void test_pydtnn_options(void **state)
     assert_string_equal(err.path, "training.deterministic");
 }
 
+/* training.precision: fp32 by default, bf16 kept through the resolved
+ * spec, unknown names refused; bf16 refused with a message that says how
+ * to run it anyway on a CPU without bf16 (PUNCH_CPU_NO_BF16 simulates one). */
+static void test_precision(void **state)
+{
+    (void)state;
+    spec_error err;
+    char msg[512];
+    job_spec *s = parse("{\"model\":\"mlp\"," DATA "}", &err);
+    assert_non_null(s);
+    assert_int_equal(s->training.precision, PRECISION_FP32);
+    spec_free(s);
+    assert_null(parse("{\"model\":\"mlp\"," DATA ",\"training\":{\"precision\":\"fp16\"}}",
+                      &err));
+    assert_string_equal(err.path, "training.precision");
+    assert_int_equal(setenv("PUNCH_CPU_NO_BF16", "1", 1), 0);
+    assert_false(spec_cpu_has_bf16());
+    assert_null(parse("{\"model\":\"mlp\"," DATA ",\"training\":{\"precision\":\"bf16\"}}",
+                      &err));
+    assert_string_equal(err.path, "training.precision");
+    spec_error_str(&err, msg, sizeof msg);
+    assert_non_null(strstr(msg, "bf16 needs a CPU with AVX512_BF16 or AMX; this one has neither; "
+                                "set training.allow_emulation: true to run it slowly"));
+    s = parse("{\"model\":\"mlp\"," DATA
+              ",\"training\":{\"precision\":\"bf16\",\"allow_emulation\":true}}", &err);
+    if (!s)
+        fail_msg("%s", spec_error_str(&err, msg, sizeof msg));
+    assert_int_equal(s->training.precision, PRECISION_BF16);
+    assert_true(s->training.allow_emulation);
+    assert_roundtrip(s, "bf16 emulated");
+    json_t *j = spec_to_json(s);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(j, "training"),
+                                                          "precision")), "bf16");
+    json_decref(j);
+    spec_free(s);
+    assert_int_equal(unsetenv("PUNCH_CPU_NO_BF16"), 0);
+}
+
 /* adamw, the cosine schedule, clip_norm and grad_accum_steps: defaults,
  * the resolved spec parses again to the same spec, and bad values name
  * their field. */
@@ -1132,6 +1170,7 @@ int main(void)
         cmocka_unit_test(test_rnn_layers),
         cmocka_unit_test(test_sequence_presets),
         cmocka_unit_test(test_optim_fields),
+        cmocka_unit_test(test_precision),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,171 @@
+/* test_bf16.c — bf16 mixed precision on the CPU backend (backend.bf16,
+ * training.precision): a convolution prepared in bf16 must run in
+ * oneDNN's bf16 primitives, match the fp32 backend within bf16's
+ * precision (1e-2 relative, max error over max value) forward, input,
+ * weight and bias gradients, differ from it (so bf16 really ran), and
+ * give the same bits run after run; a shape oneDNN has no bf16 kernel
+ * for still runs, in fp32. Skipped (exit 77) on a CPU without
+ * AVX512_BF16/AMX or a build without oneDNN. */
+#include "layer_harness.h"
+
+#include "cpu/cpu_conv.h"
+#ifdef PUNCH_HAVE_DNNL
+#include "cpu/cpu_conv_dnnl.h"
+#endif
+
+#define BF16_TOL 1e-2
+
+typedef struct bf16_case {
+    int c, k, h, w, kern, stride, pad, batch;
+    spec_activation act;
+} bf16_case;
+
+typedef struct conv_run {
+    float *y, *dx, *dw, *db;
+    bool in_bf16; /* the layer ran in oneDNN's bf16 primitives */
+} conv_run;
+
+static float *fresh(long n)
+{
+    float *p = calloc((size_t)(n > 0 ? n : 1), sizeof *p);
+    assert_non_null(p);
+    return p;
+}
+
+static conv2d_desc case_desc(const bf16_case *bc)
+{
+    return (conv2d_desc){.max_batch = bc->batch, .c = bc->c, .h = bc->h, .w = bc->w,
+                         .k = bc->k, .kh = bc->kern, .kw = bc->kern,
+                         .stride_h = bc->stride, .stride_w = bc->stride,
+                         .pad_top = bc->pad, .pad_left = bc->pad, .pad_bottom = bc->pad,
+                         .pad_right = bc->pad, .dil_h = 1, .dil_w = 1,
+                         .oh = (bc->h + 2 * bc->pad - bc->kern) / bc->stride + 1,
+                         .ow = (bc->w + 2 * bc->pad - bc->kern) / bc->stride + 1,
+                         .groups = 1};
+}
+
+/* One forward and backward of the case on a fresh 2-thread backend,
+ * prepared through the backend's own choice. */
+static conv_run run_case(const bf16_case *bc, bool bf16)
+{
+    char err[256];
+    backend *be = backend_cpu_create(2, err, sizeof err);
+    if (!be)
+        fail_msg("%s", err);
+    be->bf16 = bf16;
+    conv2d_desc d = case_desc(bc);
+    long ws = be->conv2d_prepare(be, &d);
+    assert_true(ws >= 0);
+    conv_run r = {.in_bf16 = false};
+#ifdef PUNCH_HAVE_DNNL
+    r.in_bf16 = cpu_conv2d_algo(&d) == CPU_CONV_DNNL && cpu_conv_dnnl_is_bf16(d.impl);
+#endif
+    long xn = (long)bc->batch * bc->c * bc->h * bc->w;
+    long yn = (long)bc->batch * bc->k * d.oh * d.ow;
+    long wn = (long)bc->k * bc->c * bc->kern * bc->kern;
+    float *x = fresh(xn), *w = fresh(wn), *bias = fresh(bc->k), *dz = fresh(yn);
+    rng g = rng_make(7, (uint64_t)(bc->c * 31 + bc->k));
+    harness_fill(x, xn, &g, -1.0f, 1.0f);
+    harness_fill(w, wn, &g, -0.3f, 0.3f);
+    harness_fill(bias, bc->k, &g, -0.2f, 0.2f);
+    harness_fill(dz, yn, &g, -1.0f, 1.0f);
+    float *work = be->alloc(be, ws > 0 ? ws : 1);
+    assert_non_null(work);
+    r.y = fresh(yn);
+    r.dx = fresh(xn);
+    r.dw = fresh(wn);
+    r.db = fresh(bc->k);
+    be->conv2d_forward(be, &d, bc->batch, x, w, bias, bc->act, r.y, work);
+    be->conv2d_backward(be, &d, bc->batch, x, w, dz, r.dx, false, r.dw, r.db, work);
+    be->conv2d_release(be, &d);
+    be->free(be, work);
+    be->destroy(be);
+    free(x);
+    free(w);
+    free(bias);
+    free(dz);
+    return r;
+}
+
+static void run_free(conv_run *r)
+{
+    free(r->y);
+    free(r->dx);
+    free(r->dw);
+    free(r->db);
+}
+
+static void expect_close(const float *a, const float *ref, long n, const char *what,
+                         const bf16_case *bc, bool differ)
+{
+    double e = harness_rel_err(a, ref, n);
+    if (!(e <= BF16_TOL))
+        fail_msg("%s: bf16 vs fp32 relative error %.3g > %.g (c %d k %d %dx%d kernel %d)", what,
+                 e, BF16_TOL, bc->c, bc->k, bc->h, bc->w, bc->kern);
+    /* Rounding the inputs to 8 bits of mantissa must show. */
+    if (differ && !(e > 1e-5))
+        fail_msg("%s: bf16 equals fp32 to %.3g: did bf16 run?", what, e);
+}
+
+static void check_case(const bf16_case *bc, bool want_bf16)
+{
+    conv_run ref = run_case(bc, false), a = run_case(bc, true), b = run_case(bc, true);
+    if (want_bf16 && !a.in_bf16)
+        fail_msg("c %d k %d: the bf16 backend did not pick oneDNN's bf16 convolution", bc->c,
+                 bc->k);
+    conv2d_desc d = case_desc(bc);
+    long xn = (long)bc->batch * bc->c * bc->h * bc->w;
+    long yn = (long)bc->batch * bc->k * d.oh * d.ow;
+    long wn = (long)bc->k * bc->c * bc->kern * bc->kern;
+    expect_close(a.y, ref.y, yn, "y", bc, a.in_bf16);
+    expect_close(a.dx, ref.dx, xn, "dx", bc, a.in_bf16);
+    expect_close(a.dw, ref.dw, wn, "dw", bc, a.in_bf16);
+    expect_close(a.db, ref.db, bc->k, "db", bc, false); /* sums of fp32 dz: exact-ish */
+    if (memcmp(a.y, b.y, (size_t)yn * sizeof *a.y) || memcmp(a.dx, b.dx, (size_t)xn * 4) ||
+        memcmp(a.dw, b.dw, (size_t)wn * 4) || memcmp(a.db, b.db, (size_t)bc->k * 4))
+        fail_msg("c %d k %d: two bf16 runs differ", bc->c, bc->k);
+    run_free(&ref);
+    run_free(&a);
+    run_free(&b);
+}
+
+/* resnet20's and vgg11's shapes in small: 3x3 same, strided, ReLU fused,
+ * an odd batch for the per-thread chunks. */
+static void test_bf16_conv(void **state)
+{
+    (void)state;
+    static const bf16_case cases[] = {
+        {16, 16, 8, 8, 3, 1, 1, 8, ACT_NONE},
+        {16, 32, 8, 8, 3, 2, 1, 5, ACT_RELU},
+        {32, 32, 4, 4, 3, 1, 1, 4, ACT_RELU},
+        {16, 32, 8, 8, 1, 2, 0, 4, ACT_NONE},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        check_case(&cases[i], true);
+}
+
+/* A first layer (3 channels): in bf16 if oneDNN has a kernel, else fp32;
+ * either way within bf16's tolerance and reproducible. */
+static void test_bf16_first_layer(void **state)
+{
+    (void)state;
+    bf16_case bc = {3, 16, 8, 8, 3, 1, 1, 4, ACT_RELU};
+    check_case(&bc, false);
+}
+
+int main(void)
+{
+#ifndef PUNCH_HAVE_DNNL
+    puts("skipped: a build without oneDNN has no bf16 convolution");
+    return 77;
+#endif
+    if (!spec_cpu_has_bf16()) {
+        puts("skipped: this CPU has neither AVX512_BF16 nor AMX-BF16");
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bf16_conv),
+        cmocka_unit_test(test_bf16_first_layer),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
