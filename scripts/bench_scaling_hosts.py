@@ -12,6 +12,9 @@ samples/s of the last epoch, the share of training time in MPI, and
  - ring bound: the rate if every step also moved 2(N-1)/N x model bytes
    per rank at the link rate, not overlapped with compute;
  - efficiency: measured / compute-bound.
+With compressions "none,bf16" each link runs once per distributed.compression
+(bf16 halves the bytes a ring moves). PUNCH_DIST_OVERLAP, when set, is passed
+to every rank (mpirun -x).
 Link shaping uses tc: netem (rate and delay) when the kernel has it,
 otherwise tbf (rate only; the delay is then not simulated, and said so)."""
 import json
@@ -22,6 +25,7 @@ import sys
 punch, work, model = sys.argv[1], sys.argv[2], sys.argv[3]
 rates, repeat = sys.argv[4].split(","), max(1, int(sys.argv[5]))
 delay_us = int(sys.argv[6])
+compressions = (sys.argv[7] if len(sys.argv) > 7 else "none").split(",")
 hosts = os.environ["PUNCH_CLUSTER_HOSTS"].split()
 netns = os.environ["PUNCH_CLUSTER_NETNS"].split()
 n = len(hosts)
@@ -29,15 +33,18 @@ n = len(hosts)
 MODELS = {"mlp": (30000, 2, 64), "convnet": (3200, 2, 64), "simplecnn": (10000, 2, 64)}
 
 
-def spec(trainer, workers):
+def spec(trainer, workers, compression="none"):
     samples, epochs, batch = MODELS[model]
+    dist = {"trainer": trainer, "workers": workers}
+    if compression != "none":
+        dist["compression"] = compression
     return {"name": "bench-hosts", "model": model,
             "data": {"format": "idx", "train": "fashion-mnist/train",
                      "test": "fashion-mnist/t10k", "train_samples": samples,
                      "test_samples": 1000},
             "training": {"epochs": epochs, "batch_size": batch, "seed": 1,
                          "optimizer": {"name": "adam", "learning_rate": 0.001}},
-            "distributed": {"trainer": trainer, "workers": workers},
+            "distributed": dist,
             "resources": {"threads_per_worker": 1}}
 
 
@@ -60,21 +67,22 @@ def shape(rate):
     return used
 
 
-def run(name, trainer, workers):
+def run(name, trainer, workers, compression="none"):
     """Best of `repeat` runs: (samples/s, comm share, model bytes) or None."""
     best = None
     for i in range(repeat):
         out = os.path.join(work, "%s-%d" % (name, i))
         path = os.path.join(work, "%s-%d.json" % (name, i))
         with open(path, "w") as f:
-            json.dump(spec(trainer, workers), f)
+            json.dump(spec(trainer, workers, compression), f)
         cmd = [punch, path, "--out", out]
         if trainer != "single":
             hostfile = os.path.join(work, "hostfile")
             with open(hostfile, "w") as f:
                 f.writelines("%s slots=1\n" % h for h in hosts[:workers])
             cmd = ["mpirun", "--hostfile", hostfile, "-np", str(workers), "--map-by", "node",
-                   "--bind-to", "none"] + cmd
+                   "--bind-to", "none"] + \
+                (["-x", "PUNCH_DIST_OVERLAP"] if "PUNCH_DIST_OVERLAP" in os.environ else []) + cmd
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         if p.returncode != 0:
             print("  %s failed: %s" % (name, (p.stderr.strip().splitlines() or ["?"])[-1]))
@@ -107,21 +115,24 @@ rate1, _, model_bytes = one
 batch = MODELS[model][2]
 print("model %s: %.2f MB of weights; 1 worker on h1: %.0f samples/s; %d hosts, 1 worker each"
       % (model, model_bytes / 1e6, rate1, n))
-print("%-22s %10s %6s %12s %12s %6s" % ("link", "samples/s", "comm", "compute-bnd",
-                                         "ring-bound", "eff"))
+print("overlap: %s" % os.environ.get("PUNCH_DIST_OVERLAP", "default (off on CPUs)"))
+print("%-22s %-5s %10s %6s %12s %12s %6s" % ("link", "wire", "samples/s", "comm", "compute-bnd",
+                                               "ring-bound", "eff"))
 bound = n * rate1
 for rate in rates:
     used = shape(rate)
-    r = run("allreduce-" + rate, "allreduce", n)
-    if rate == "none":
-        ring = bound
-    else:
-        t_step = batch / rate1 + 2 * (n - 1) / n * model_bytes * 8 / bits(rate)
-        ring = n * batch / t_step
-    if r is None:
-        print("%-22s %10s" % (used, "failed"))
-        continue
-    print("%-22s %10.0f %5.1f%% %12.0f %12.0f %5.0f%%" % (used, r[0], 100 * r[1], bound, ring,
-                                                       100 * r[0] / bound))
-    sys.stdout.flush()
+    for comp in compressions:
+        r = run("allreduce-%s-%s" % (rate, comp), "allreduce", n, comp)
+        wire_bytes = model_bytes / 2 if comp == "bf16" else model_bytes
+        if rate == "none":
+            ring = bound
+        else:
+            t_step = batch / rate1 + 2 * (n - 1) / n * wire_bytes * 8 / bits(rate)
+            ring = n * batch / t_step
+        if r is None:
+            print("%-22s %-5s %10s" % (used, comp, "failed"))
+            continue
+        print("%-22s %-5s %10.0f %5.1f%% %12.0f %12.0f %5.0f%%" % (
+            used, comp, r[0], 100 * r[1], bound, ring, 100 * r[0] / bound))
+        sys.stdout.flush()
 shape("none")

@@ -221,9 +221,11 @@ float dist_optim_epoch_lr(dist_ctx *c, int epoch);
 typedef struct dist_grad dist_grad;
 
 /* Buckets of at most bucket_mb MiB on layer boundaries; with `overlap`
- * each bucket's MPI_Iallreduce starts as soon as backward has written it.
- * NULL on allocation failure. */
-dist_grad *dist_grad_create(model *m, MPI_Comm comm, double bucket_mb, bool overlap);
+ * each bucket's MPI_Iallreduce starts as soon as backward has written it
+ * (and a dist_progress thread drives it, where MPI allows). `compression`
+ * (spec.h) picks what goes on the wire. NULL on allocation failure. */
+dist_grad *dist_grad_create(model *m, MPI_Comm comm, double bucket_mb, bool overlap,
+                            spec_compression compression);
 void dist_grad_free(dist_grad *g);
 /* The plan: how many buckets, and bucket k's float range [lo, hi), in
  * launch order (the last layers' bucket first). */
@@ -241,6 +243,35 @@ void dist_grad_backward_allreduce(dist_grad *g, model *m, int batch, long total,
  * on `batch` of them (0 when total is 0): each rank scales its mean
  * gradient by it and the ranks sum, giving the global-batch mean. */
 float dist_rank_share(int batch, long total);
+
+/* ---- bf16 gradient compression (dist_sync_bf16.c) --------------------- */
+
+/* fp32 -> bf16, rounding to nearest even (NaN stays NaN), and back. */
+uint16_t dist_bf16_round(float x);
+float dist_bf16_float(uint16_t h);
+/* Error feedback over n values: v = factor * g + residual, q = bf16(v),
+ * residual = v - q (the carry for the next step). */
+void dist_bf16_quantize(const float *g, float factor, float *residual, uint16_t *q, long n);
+void dist_bf16_dequantize(const uint16_t *q, float *out, long n);
+/* The commutative MPI_Op summing MPI_UINT16_T bf16 values in fp32, one
+ * rounding per hop; free with MPI_Op_free. Returns MPI's code. */
+int dist_bf16_op_create(MPI_Op *op);
+
+/* ---- progress while computing (dist_sync_progress.c) ------------------- */
+
+typedef struct dist_progress dist_progress;
+
+/* A thread that polls the watched requests with MPI_Testall; NULL when
+ * MPI's thread level is below MPI_THREAD_SERIALIZED or on failure (then
+ * nothing drives the requests but the caller). */
+dist_progress *dist_progress_start(void);
+void dist_progress_stop(dist_progress *p);
+/* Hold the lock around every MPI call while requests are watched. */
+void dist_progress_lock(dist_progress *p);
+void dist_progress_unlock(dist_progress *p);
+/* With the lock held: poll req[0, n) from now on / stop polling. */
+void dist_progress_watch(dist_progress *p, MPI_Request *req, int n);
+void dist_progress_idle(dist_progress *p);
 
 /* ---- gradient exchange on a CUDA device (dist_sync_nccl.c) ------------------ */
 

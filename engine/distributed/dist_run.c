@@ -105,8 +105,10 @@ int dist_train(const job_spec *spec, const dist_options *opt)
          * ranks, 8k samples/s spinning, 86k yielding). An explicit
          * setting in the environment wins. */
         setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
+        /* SERIALIZED: the allreduce buckets' progress thread calls MPI,
+         * one thread at a time (dist_sync_progress.c). */
         int provided;
-        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
             fprintf(stderr, "punch-train: MPI_Init failed\n");
             return 1;
         }

@@ -7,7 +7,8 @@
  * Gradients are averaged over the global batch (dist_sync_grad.c) and every
  * rank applies the same update from the same parameters, so the
  * ranks stay bit-identical and equal `single` with batch G up to float
- * rounding of the gradient sum.
+ * rounding of the gradient sum (with distributed.compression "bf16", up to
+ * bf16 rounding, its error fed back into the next step).
  *
  * Batchnorm running statistics are per rank during an epoch (each rank
  * sees its own samples) and averaged at the end of every epoch.
@@ -210,9 +211,15 @@ int dist_run_allreduce(dist_ctx *c)
     if (c->opt->resume)
         start = dist_ar_resume(c, dg);
     dist_ar_bcast_model(c);
+    /* NCCL has a bf16 type of its own, but the device path has no error
+     * feedback yet: refuse rather than send fp32 unasked. */
+    if (dg && s->distributed.compression != SPEC_COMPRESSION_NONE)
+        dist_die("distributed.compression \"bf16\" runs on CPU ranks only for now (this rank "
+                 "trains on a CUDA device, whose exchange is NCCL's); use \"none\"");
     dist_grad *g = dg ? NULL
                       : dist_grad_create(c->m, c->comm, s->distributed.bucket_mb,
-                                         overlap == ENGINE_OVERLAP_ON);
+                                         overlap == ENGINE_OVERLAP_ON,
+                                         s->distributed.compression);
     dist_sums *per = calloc((size_t)c->size, sizeof *per);
     int *ranks = calloc((size_t)c->size, sizeof *ranks);
     if ((!g && !dg) || !per || !ranks)

@@ -6,8 +6,15 @@
  * With overlap, backward runs through model_backward_hooked (the one walk
  * over the layer graph, model/model.c) and a bucket's MPI_Iallreduce
  * starts the moment its lowest layer has written its gradients, while
- * earlier layers are still computing; MPI_Test between layers lets the
- * reduction progress.
+ * earlier layers are still computing; a progress thread
+ * (dist_sync_progress.c) polls the reductions in flight so that they move
+ * while backward computes, or, where MPI's thread level does not allow
+ * one, MPI_Test between layers does.
+ *
+ * With distributed.compression "bf16" a bucket goes on the wire as
+ * bfloat16 with error feedback (dist_sync_bf16.c): quantized from the
+ * scaled gradient plus this rank's carried residual, reduced with the
+ * bf16 MPI_Op, and widened back into the gradient buffer.
  *
  * Each rank scales its gradient by batch_r / total before the sum, so the
  * result is the mean gradient over the global batch even when the last
@@ -28,6 +35,11 @@ struct dist_grad {
     dist_bucket *b;
     MPI_Request *req;
     float *host;            /* device backends: host copy of the gradients */
+    bool bf16;              /* distributed.compression "bf16" */
+    uint16_t *wire;         /* bf16: the payload, n_params values */
+    float *residual;        /* bf16: each value's carried rounding error */
+    MPI_Op bf16_sum;        /* bf16: dist_bf16_op_create's, else MPI_OP_NULL */
+    dist_progress *progress;/* overlap: the polling thread, or NULL */
 };
 
 /* Walk layers from the last (backward order) and close a bucket when it
@@ -58,12 +70,27 @@ static int dist_grad_plan(dist_grad *g, const model *m, long limit)
     return 0;
 }
 
-dist_grad *dist_grad_create(model *m, MPI_Comm comm, double bucket_mb, bool overlap)
+/* The bf16 payload, the residuals (zero: nothing carried yet) and the
+ * reduction op. */
+static int dist_grad_compress_init(dist_grad *g, const model *m)
+{
+    g->bf16 = true;
+    g->wire = malloc((size_t)(m->n_params + 1) * sizeof *g->wire);
+    g->residual = calloc((size_t)m->n_params + 1, sizeof *g->residual);
+    if (!g->wire || !g->residual)
+        return -1;
+    DIST_MPI(dist_bf16_op_create(&g->bf16_sum));
+    return 0;
+}
+
+dist_grad *dist_grad_create(model *m, MPI_Comm comm, double bucket_mb, bool overlap,
+                            spec_compression compression)
 {
     dist_grad *g = calloc(1, sizeof *g);
     if (!g)
         return NULL;
     g->comm = comm;
+    g->bf16_sum = MPI_OP_NULL;
     g->overlap = overlap && m->be->host_memory;
     long limit = (long)(bucket_mb * 1024.0 * 1024.0 / sizeof(float));
     if (limit < 1)
@@ -79,6 +106,13 @@ dist_grad *dist_grad_create(model *m, MPI_Comm comm, double bucket_mb, bool over
             return NULL;
         }
     }
+    if (compression == SPEC_COMPRESSION_BF16 && dist_grad_compress_init(g, m) < 0) {
+        dist_grad_free(g);
+        return NULL;
+    }
+    /* No thread is a slower exchange, not a wrong one: go on without. */
+    if (g->overlap)
+        g->progress = dist_progress_start();
     return g;
 }
 
@@ -97,23 +131,54 @@ void dist_grad_free(dist_grad *g)
 {
     if (!g)
         return;
+    dist_progress_stop(g->progress);
+    if (g->bf16_sum != MPI_OP_NULL)
+        MPI_Op_free(&g->bf16_sum);
     free(g->b);
     free(g->req);
     free(g->host);
+    free(g->wire);
+    free(g->residual);
     free(g);
 }
 
 static void dist_grad_start(dist_grad *g, model *m, int k, float factor, double *comm_s)
 {
     const dist_bucket *b = &g->b[k];
+    long n = b->hi - b->lo;
     float *p = m->grads + b->lo;
-    m->be->scale(m->be, b->hi - b->lo, factor, p);
+    void *buf = p;
+    MPI_Datatype type = MPI_FLOAT;
+    MPI_Op op = MPI_SUM;
+    if (g->bf16) {
+        dist_bf16_quantize(p, factor, g->residual + b->lo, g->wire + b->lo, n);
+        buf = g->wire + b->lo;
+        type = MPI_UINT16_T;
+        op = g->bf16_sum;
+    } else {
+        m->be->scale(m->be, n, factor, p);
+    }
+    if (g->progress)
+        dist_progress_lock(g->progress);
     if (k == 0)
         dist_heartbeat_arrive();
     double t0 = MPI_Wtime();
-    DIST_MPI(MPI_Iallreduce(MPI_IN_PLACE, p, (int)(b->hi - b->lo), MPI_FLOAT, MPI_SUM, g->comm,
-                            &g->req[k]));
+    DIST_MPI(MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, type, op, g->comm, &g->req[k]));
     *comm_s += MPI_Wtime() - t0;
+    if (g->progress) {
+        dist_progress_watch(g->progress, g->req, k + 1);
+        dist_progress_unlock(g->progress);
+    }
+}
+
+/* bf16: the reduced payload of buckets [0, n) back into buf (the
+ * gradient buffer, or its host copy). */
+static void dist_grad_widen(const dist_grad *g, float *buf)
+{
+    if (!g->bf16)
+        return;
+    for (int k = 0; k < g->n; k++)
+        dist_bf16_dequantize(g->wire + g->b[k].lo, buf + g->b[k].lo, g->b[k].hi - g->b[k].lo);
 }
 
 /* The overlapped exchange in progress, for the per-layer hook. */
@@ -133,7 +198,7 @@ static void dist_grad_after_layer(void *ctx, int i)
     dist_grad *g = o->g;
     while (o->next < g->n && g->b[o->next].ready_layer == i)
         dist_grad_start(g, o->m, o->next++, o->factor, o->comm_s);
-    if (o->next > 0) {
+    if (o->next > 0 && !g->progress) {
         int flag;
         double t0 = MPI_Wtime();
         DIST_MPI(MPI_Testall(o->next, g->req, &flag, MPI_STATUSES_IGNORE));
@@ -155,9 +220,16 @@ static void dist_grad_backward_overlapped(dist_grad *g, model *m, int batch, flo
         model_backward_hooked(m, batch, dist_grad_after_layer, &o);
     while (o.next < g->n)
         dist_grad_start(g, m, o.next++, factor, comm_s);
+    /* The wait is this thread's own again. */
+    if (g->progress) {
+        dist_progress_lock(g->progress);
+        dist_progress_idle(g->progress);
+        dist_progress_unlock(g->progress);
+    }
     double t0 = MPI_Wtime();
     DIST_MPI(MPI_Waitall(g->n, g->req, MPI_STATUSES_IGNORE));
     *comm_s += MPI_Wtime() - t0;
+    dist_grad_widen(g, m->grads);
 }
 
 void dist_grad_backward_allreduce(dist_grad *g, model *m, int batch, long total,
@@ -183,6 +255,14 @@ void dist_grad_backward_allreduce(dist_grad *g, model *m, int batch, long total,
         const dist_bucket *b = &g->b[k];
         float *p = buf + b->lo;
         long n = b->hi - b->lo;
+        if (g->bf16) {
+            double t1 = MPI_Wtime();
+            dist_bf16_quantize(p, factor, g->residual + b->lo, g->wire + b->lo, n);
+            t0 += MPI_Wtime() - t1;
+            DIST_MPI(MPI_Allreduce(MPI_IN_PLACE, g->wire + b->lo, (int)n, MPI_UINT16_T,
+                                   g->bf16_sum, g->comm));
+            continue;
+        }
         if (g->host) {
             for (long i = 0; i < n; i++)
                 p[i] *= factor;
@@ -194,6 +274,7 @@ void dist_grad_backward_allreduce(dist_grad *g, model *m, int batch, long total,
         DIST_MPI(MPI_Allreduce(MPI_IN_PLACE, p, (int)n, MPI_FLOAT, MPI_SUM, g->comm));
     }
     *comm_s += MPI_Wtime() - t0;
+    dist_grad_widen(g, buf);
     if (g->host)
         m->be->upload(m->be, m->grads, g->host, m->n_params);
 }

@@ -318,6 +318,7 @@ static const struct {
     {"sync_every_epochs", TRAINER_BIT(TRAINER_AVERAGING)},
     {"learning_rate_scaling", TRAINER_BIT(TRAINER_ALLREDUCE)},
     {"bucket_mb", TRAINER_BIT(TRAINER_ALLREDUCE)},
+    {"compression", TRAINER_BIT(TRAINER_ALLREDUCE)},
     {"learning_rate", ELASTIC_TRAINERS},
     {"rho", ELASTIC_TRAINERS},
     {"momentum", TRAINER_BIT(TRAINER_EAMSGD)},
@@ -356,11 +357,31 @@ static bool check_distributed_knobs(const json_t *d, spec_trainer t, spec_error 
     return true;
 }
 
+/* distributed.compression (allreduce only, check_distributed_knobs). The
+ * bf16 exchange lives in the host gradient path of one micro-batch per
+ * step: accumulated steps reduce once through another path, so the pair
+ * is refused rather than silently sent uncompressed. */
+static bool parse_compression(const json_t *d, job_spec *spec, spec_error *err)
+{
+    static const char *const names[] = {"none", "bf16"};
+    int c = SPEC_COMPRESSION_NONE;
+    if (!spec_get_enum(d, "distributed", "compression", names, 2, "compression", &c, err))
+        return false;
+    spec->distributed.compression = (spec_compression)c;
+    if (c != SPEC_COMPRESSION_NONE && spec->training.grad_accum_steps > 1)
+        return spec_fail(err, "distributed.compression",
+                         "\"%s\" does not work with training.grad_accum_steps > 1 (got %d) yet; "
+                         "use \"none\" or one step per batch", names[c],
+                         spec->training.grad_accum_steps);
+    return true;
+}
+
 static bool parse_distributed(const json_t *d, job_spec *spec, spec_error *err)
 {
     static const char *const keys[] = {"trainer", "workers", "communication_window",
                                        "sync_every_epochs", "learning_rate_scaling",
-                                       "learning_rate", "rho", "momentum", "bucket_mb", NULL};
+                                       "learning_rate", "rho", "momentum", "bucket_mb",
+                                       "compression", NULL};
     spec_distributed *ds = &spec->distributed;
     ds->trainer = TRAINER_SINGLE;
     ds->workers = 1;
@@ -391,7 +412,8 @@ static bool parse_distributed(const json_t *d, job_spec *spec, spec_error *err)
         !spec_get_double(d, "distributed", "rho", 0, 1e6, true, false, &ds->rho, err) ||
         !spec_get_double(d, "distributed", "momentum", 0, 1, false, true, &ds->momentum, err) ||
         !spec_get_double(d, "distributed", "bucket_mb", 0, 1024, true, false, &ds->bucket_mb,
-                         err))
+                         err) ||
+        !parse_compression(d, spec, err))
         return false;
     ds->trainer = (spec_trainer)trainer;
     ds->workers = (int)workers;

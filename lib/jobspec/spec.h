@@ -353,6 +353,14 @@ typedef enum spec_trainer {
     TRAINER_EAMSGD,
 } spec_trainer;
 
+/* distributed.compression: how the allreduce trainer sends gradients.
+ * bf16 rounds each rank's gradient (plus its carried rounding error) to
+ * bfloat16 and sums in fp32 (docs/distributed.md). */
+typedef enum spec_compression {
+    SPEC_COMPRESSION_NONE,
+    SPEC_COMPRESSION_BF16,
+} spec_compression;
+
 /* Each knob but trainer and workers belongs to the trainers named beside
  * it: a spec that gives one to another trainer is refused
  * (spec_distributed_uses), so nothing is silently ignored. */
@@ -368,6 +376,7 @@ typedef struct spec_distributed {
     double rho;                /* aeasgd/eamsgd elasticity, default 5.0 */
     double momentum;           /* eamsgd, default 0.9 */
     double bucket_mb;          /* allreduce bucket size in MiB, default 4 */
+    spec_compression compression; /* allreduce: gradients on the wire, default none */
 } spec_distributed;
 
 /* resources.preemptible: unset, a job is preempted only once it has a

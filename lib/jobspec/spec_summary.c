@@ -455,6 +455,9 @@ static json_t *distributed_json(const spec_distributed *d)
         else
             json_decref(knobs[i].value);
     }
+    /* Only when on: resolved specs written before the field stay the same. */
+    if (d->compression == SPEC_COMPRESSION_BF16)
+        json_object_set_new(o, "compression", json_string("bf16"));
     return o;
 }
 

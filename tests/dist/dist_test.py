@@ -112,6 +112,42 @@ def case_allreduce_equals_single(tmp):
     check(abs(lr - 0.002) < 1e-9, "learning_rate_scaling on 2 workers gave lr %g" % lr)
 
 
+def case_compression(tmp):
+    """distributed.compression "bf16" on 2 ranks: the ranks stay
+    bit-identical (blocking and overlapped, the overlap driven by the
+    progress thread), the loss falls and the test accuracy stays near the
+    uncompressed run's; the weights differ from it (so bf16 was on the wire)
+    but only by bf16 rounding's drift. Trainers without a gradient
+    allreduce refuse the field, naming it."""
+    sync = {"PUNCH_DIST_CHECK_SYNC": "1"}
+    small_buckets = {"bucket_mb": 0.05}
+    plain, _ = run(tmp, "plain", job("allreduce", 2, extra_dist=small_buckets), 2, sync)
+    acc_plain = history(plain)["test"]["accuracy"]
+    for env in (sync, {"PUNCH_DIST_OVERLAP": "1", **sync}):
+        name = "bf16" + ("-overlap" if "PUNCH_DIST_OVERLAP" in env else "")
+        out, p = run(tmp, name, job("allreduce", 2, extra_dist={"compression": "bf16",
+                                                                **small_buckets}), 2, env)
+        check("weights identical on all 2 ranks" in p.stderr,
+              "%s: no identical-weights confirmation:\n%s" % (name, p.stderr[-2000:]))
+        h = history(out)
+        d = max_diff(weights(plain), weights(out))
+        print("%s: loss %s, test accuracy %.4f (uncompressed %.4f), max |w - w_plain| = %.3g"
+              % (name, h["loss"], h["test"]["accuracy"], acc_plain, d))
+        check(h["loss"][1] < h["loss"][0], "%s: loss did not fall: %s" % (name, h["loss"]))
+        check(abs(h["test"]["accuracy"] - acc_plain) < 0.03,
+              "%s: test accuracy %.4f, uncompressed %.4f" % (name, h["test"]["accuracy"],
+                                                            acc_plain))
+        check(0 < d < 0.05, "%s: weights differ from uncompressed by %g" % (name, d))
+    for trainer in ("ensemble", "downpour"):
+        path = write_job(tmp, "refuse-" + trainer,
+                         job(trainer, 2, extra_dist={"compression": "bf16"}))
+        r = subprocess.run([PUNCH_TRAIN, "--validate", path], capture_output=True, text=True,
+                           timeout=60)
+        check(r.returncode != 0 and "distributed.compression" in r.stderr
+              and 'trainer "%s" does not use it' % trainer in r.stderr,
+              "%s with compression: exit %d, %r" % (trainer, r.returncode, r.stderr[-300:]))
+
+
 def case_averaging(tmp):
     """Averaging with identical seeds and shards equals the single trainer;
     with real shards it trains and reports both workers."""
@@ -1017,6 +1053,7 @@ def case_gpu_options(tmp):
 
 CASES = {
     "allreduce": case_allreduce_equals_single,
+    "compression": case_compression,
     "averaging": case_averaging,
     "ensemble": case_ensemble,
     "resume": case_resume,

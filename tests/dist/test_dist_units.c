@@ -7,7 +7,10 @@
  * global-batch mean; the NCCL bucket plan of the device path cuts the
  * gradient buffer exactly where the MPI path does, and driven by
  * model_backward_hooked launches each bucket in order once its gradients
- * are final; a CPU rank never takes the device path. */
+ * are final; a CPU rank never takes the device path; bf16 compression
+ * rounds to nearest even, its error feedback keeps the sum over steps
+ * within one rounding of the true sum (not K of them), and its exchange
+ * carries the rounding into the next step. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -100,7 +103,8 @@ static void check_exchange(void **state, bool overlap, double bucket_mb)
     long n = f->m->n_params;
     float *ref = reference_grads(f);
 
-    dist_grad *g = dist_grad_create(f->m, MPI_COMM_SELF, bucket_mb, overlap);
+    dist_grad *g = dist_grad_create(f->m, MPI_COMM_SELF, bucket_mb, overlap,
+                                    SPEC_COMPRESSION_NONE);
     assert_non_null(g);
     double comm = 0.0;
     forward(f);
@@ -131,6 +135,120 @@ static void test_exchange_blocking_many_buckets(void **state)
 static void test_exchange_overlapped(void **state)
 {
     check_exchange(state, true, 1e-5);
+}
+
+/* bf16's half-ulp relative to the value: the most one rounding moves it. */
+#define BF16_HALF_ULP (1.0 / 256.0)
+
+static void test_bf16_rounding(void **state)
+{
+    (void)state;
+    assert_int_equal(dist_bf16_round(1.0f), 0x3f80);
+    assert_true(dist_bf16_float(0x3f80) == 1.0f);
+    assert_int_equal(dist_bf16_round(-2.0f), 0xc000);
+    /* Halfway cases go to the even neighbour; past halfway, up. */
+    assert_int_equal(dist_bf16_round(1.0f + 0x1p-8f), 0x3f80);
+    assert_int_equal(dist_bf16_round(1.0f + 3 * 0x1p-8f), 0x3f82);
+    assert_int_equal(dist_bf16_round(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81);
+    assert_int_equal(dist_bf16_round(INFINITY), 0x7f80);
+    assert_true(isnan(dist_bf16_float(dist_bf16_round(NAN))));
+    assert_true(dist_bf16_float(dist_bf16_round(1e-30f)) > 0.0f);
+    /* The op sums in fp32 and rounds once. */
+    MPI_Op op;
+    assert_int_equal(dist_bf16_op_create(&op), MPI_SUCCESS);
+    uint16_t a[3] = {dist_bf16_round(1.0f), dist_bf16_round(0x1p-8f), dist_bf16_round(-3.5f)};
+    uint16_t b[3] = {dist_bf16_round(0x1p-8f), dist_bf16_round(1.0f), dist_bf16_round(1.25f)};
+    assert_int_equal(MPI_Reduce_local(a, b, 3, MPI_UINT16_T, op), MPI_SUCCESS);
+    assert_true(dist_bf16_float(b[0]) == 1.0f);     /* 1 + 2^-8: a tie, to even */
+    assert_true(dist_bf16_float(b[1]) == 1.0f);
+    assert_true(dist_bf16_float(b[2]) == -2.25f);
+    MPI_Op_free(&op);
+}
+
+/* K steps of gradients, some of them values bf16 always rounds the same
+ * way (1 + 3 * 2^-10 rounds down to 1): with error feedback the sent values
+ * sum to the true sum within one rounding of max|g|; without it (residual
+ * cleared each step) the error grows with K, beyond that bound. */
+static void test_bf16_error_feedback(void **state)
+{
+    (void)state;
+    enum { N = 64, K = 1000 };
+    float g[N], residual[N] = {0}, fresh[N];
+    uint16_t q[N];
+    double sent[N] = {0}, sent_plain[N] = {0}, truth[N] = {0}, max_g = 0.0;
+    uint32_t seed = 12345;
+    for (int k = 0; k < K; k++) {
+        for (int i = 0; i < N; i++) {
+            seed = seed * 1664525u + 1013904223u;
+            double r = (double)(seed >> 8) / (double)(1u << 24) * 2.0 - 1.0;
+            g[i] = i % 2 ? (float)(r * 0.01 * (i + 1)) : 1.0f + 3 * 0x1p-10f;
+            truth[i] += g[i];
+            if (fabs(g[i]) > max_g)
+                max_g = fabs(g[i]);
+        }
+        dist_bf16_quantize(g, 1.0f, residual, q, N);
+        for (int i = 0; i < N; i++)
+            sent[i] += dist_bf16_float(q[i]);
+        memset(fresh, 0, sizeof fresh);
+        dist_bf16_quantize(g, 1.0f, fresh, q, N);
+        for (int i = 0; i < N; i++)
+            sent_plain[i] += dist_bf16_float(q[i]);
+    }
+    /* Plus the fp32 rounding of g + residual, once per step. */
+    double bound = BF16_HALF_ULP * max_g * 1.01 + K * 0x1p-24 * max_g;
+    double worst = 0.0, worst_plain = 0.0;
+    for (int i = 0; i < N; i++) {
+        worst = fmax(worst, fabs(sent[i] - truth[i]));
+        worst_plain = fmax(worst_plain, fabs(sent_plain[i] - truth[i]));
+    }
+    assert_true(worst <= bound);
+    assert_true(worst_plain > 100 * bound);
+}
+
+/* The exchange on one rank with bf16: the result is the scaled gradient
+ * within one rounding, and an empty step after it sends what that rounding
+ * left behind, so the two steps together are within fp32 noise of it. */
+static void check_exchange_bf16(void **state, bool overlap)
+{
+    fixture *f = *state;
+    long n = f->m->n_params;
+    float *ref = reference_grads(f);
+    float *first = malloc((size_t)n * sizeof *first);
+    assert_non_null(first);
+    dist_grad *g = dist_grad_create(f->m, MPI_COMM_SELF, 1e-5, overlap, SPEC_COMPRESSION_BF16);
+    assert_non_null(g);
+    double comm = 0.0;
+    forward(f);
+    dist_grad_backward_allreduce(g, f->m, 8, 32, &comm);
+    memcpy(first, f->m->grads, (size_t)n * sizeof *first);
+    int inexact = 0;
+    for (long i = 0; i < n; i++) {
+        float want = 0.25f * ref[i];
+        assert_true(fabsf(first[i] - want) <= BF16_HALF_ULP * fabsf(want) + 1e-30f);
+        inexact += first[i] != want;
+    }
+    assert_true(inexact > 0);
+    dist_grad_backward_allreduce(g, f->m, 0, 32, &comm);
+    for (long i = 0; i < n; i++) {
+        float want = 0.25f * ref[i];
+        assert_true(fabsf(f->m->grads[i]) <= BF16_HALF_ULP * fabsf(want) + 1e-30f);
+        float both = first[i] + f->m->grads[i];
+        /* What is left is the rounding of the residual: 2^-8 of 2^-8. */
+        assert_true(fabsf(both - want) <= 1.1f * 0x1p-16f * fabsf(want) + 1e-30f);
+    }
+    dist_grad_free(g);
+    free(first);
+    free(ref);
+}
+
+static void test_exchange_bf16_blocking(void **state)
+{
+    check_exchange_bf16(state, false);
+}
+
+static void test_exchange_bf16_overlapped(void **state)
+{
+    check_exchange_bf16(state, true);
 }
 
 /* Per-sample "gradients" g_j of a global batch split over ranks as the
@@ -197,7 +315,8 @@ static void test_gpu_plan_matches_mpi(void **state)
         gpu_bucket_plan plan;
         char err[256];
         assert_true(dist_gpu_plan(m, sizes[t], &plan, err, sizeof err));
-        dist_grad *g = dist_grad_create(f->m, MPI_COMM_SELF, sizes[t], false);
+        dist_grad *g = dist_grad_create(f->m, MPI_COMM_SELF, sizes[t], false,
+                                        SPEC_COMPRESSION_NONE);
         assert_non_null(g);
         assert_int_equal(plan.n_buckets, expect_buckets[t]);
         assert_int_equal(dist_grad_buckets(g), plan.n_buckets);
@@ -429,12 +548,19 @@ const char *__asan_default_options(void)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
+    /* As punch-train does, so the overlapped exchange runs its progress
+     * thread. */
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_exchange_blocking_one_bucket, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exchange_blocking_many_buckets, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exchange_overlapped, setup, teardown),
         cmocka_unit_test(test_rank_share),
+        cmocka_unit_test(test_bf16_rounding),
+        cmocka_unit_test(test_bf16_error_feedback),
+        cmocka_unit_test_setup_teardown(test_exchange_bf16_blocking, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exchange_bf16_overlapped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpu_plan_matches_mpi, setup, teardown),
         cmocka_unit_test_setup_teardown(test_overlap_launches_final_buckets, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cpu_rank_stays_on_mpi, setup, teardown),
