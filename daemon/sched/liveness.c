@@ -12,7 +12,7 @@
 #include "log.h"
 #include "run/launcher.h"
 #include "run/rundir.h"
-#include "sched/monitor.h"
+#include "sched/settle.h"
 #include "sched/placement.h"
 #include "sched/stall.h"
 
@@ -119,10 +119,10 @@ bool liveness_check(daemon_ctx *d, const store_job *job, const char *dir, double
     int n = liveness_hosts(d, job->hosts, hosts);
     for (int i = 0; i < n; i++)
         cluster_suspect(d->cl, hosts[i], reason);
-    monitor_signal_job(job, dir, SIGKILL);
+    settle_signal_job(job, dir, SIGKILL);
     launcher_signal_verified(job->supervisor_pid, job->supervisor_start, SIGTERM);
     job_state failed = JOB_FAILED;
-    monitor_settle(d, job, dir, NULL, &failed, error);
+    settle_job(d, job, dir, NULL, &failed, error);
     if (n > 0)
         liveness_await_probes(d, job);
     return true;
