@@ -131,6 +131,23 @@ static bool monitor_over_quota(daemon_ctx *d, const store_job *job, const char *
     return true;
 }
 
+/* End a job liveness finds stalled: kill it, fail it with the stall's
+ * error, and await its hosts' probes. True if it did (the job is settled). */
+static bool monitor_stalled(daemon_ctx *d, const store_job *job, const char *dir, double now)
+{
+    char error[300];
+    bool probing = false;
+    if (!liveness_stalled(d, job, dir, now, error, sizeof error, &probing))
+        return false;
+    settle_signal_job(job, dir, SIGKILL);
+    launcher_signal_verified(job->supervisor_pid, job->supervisor_start, SIGTERM);
+    job_state failed = JOB_FAILED;
+    settle_job(d, job, dir, NULL, &failed, error);
+    if (probing)
+        liveness_await_probes(d, job);
+    return true;
+}
+
 /* One started job: advance starting -> running, settle it if it ended,
  * apply its time limit and any stop request. Returns true if still active.
  * A change the store fails to record is left for the next tick, which sees
@@ -173,7 +190,7 @@ static bool monitor_check_job(daemon_ctx *d, store_job *job, double now, bool ch
         settle_prune_checkpoints(job, dir);
     if (check_quota && monitor_over_quota(d, job, dir))
         return false;
-    if (liveness_check(d, job, dir, now))
+    if (monitor_stalled(d, job, dir, now))
         return false;
     if (job->time_limit_s > 0 && !job->stop_reason[0] && !isnan(job->started_at) &&
         now >= job->started_at + (double)job->time_limit_s) {
