@@ -22,7 +22,8 @@ int cancel_parse_args(int argc, char **argv, cancel_args *args, cli_error *err)
     return cli_one_operand(argc, argv, "the job id", &args->id, err);
 }
 
-int cmd_cancel(const cli_ctx *ctx, int argc, char **argv, cli_error *err)
+int cmd_on_job(const cli_ctx *ctx, int argc, char **argv, job_call_fn call,
+               void (*report)(const char *id, const json_t *job), cli_error *err)
 {
     cancel_args args;
     if (cancel_parse_args(argc, argv, &args, err) != 0)
@@ -31,16 +32,25 @@ int cmd_cancel(const cli_ctx *ctx, int argc, char **argv, cli_error *err)
     if (client == NULL)
         return err->code;
     json_t *job = NULL;
-    int rc = remote_job_cancel(client, args.id, &job, err);
-    if (rc == 0) {
-        const char *state = json_string_value(json_object_get(job, "state"));
-        if (state != NULL && strcmp(state, "cancelled") == 0)
-            printf("job %s cancelled\n", args.id);
-        else
-            printf("job %s is stopping (was %s); punch wait %s follows it to the end\n",
-                   args.id, state ? state : "running", args.id);
-    }
+    int rc = call(client, args.id, &job, err);
+    if (rc == 0)
+        report(args.id, job);
     json_decref(job);
     httpc_client_free(client);
     return rc;
+}
+
+static void cancel_report(const char *id, const json_t *job)
+{
+    const char *state = json_string_value(json_object_get(job, "state"));
+    if (state != NULL && strcmp(state, "cancelled") == 0)
+        printf("job %s cancelled\n", id);
+    else
+        printf("job %s is stopping (was %s); punch wait %s follows it to the end\n", id,
+               state ? state : "running", id);
+}
+
+int cmd_cancel(const cli_ctx *ctx, int argc, char **argv, cli_error *err)
+{
+    return cmd_on_job(ctx, argc, argv, remote_job_cancel, cancel_report, err);
 }

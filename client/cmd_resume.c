@@ -14,25 +14,17 @@ const char cmd_resume_usage[] =
     "exit: 0 queued, 5 no such job, 6 not resumable (queued, running or succeeded)\n"
     "or queue limit, 3/4 as usual.\n";
 
+static void resume_report(const char *id, const json_t *job)
+{
+    json_t *pos = json_object_get(job, "queue_position");
+    if (json_is_integer(pos))
+        printf("job %s queued again (position %" JSON_INTEGER_FORMAT "); punch wait %s "
+               "follows it\n", id, json_integer_value(pos), id);
+    else
+        printf("job %s queued again; punch wait %s follows it\n", id, id);
+}
+
 int cmd_resume(const cli_ctx *ctx, int argc, char **argv, cli_error *err)
 {
-    cancel_args args;
-    if (cancel_parse_args(argc, argv, &args, err) != 0)
-        return err->code;
-    httpc_client *client = remote_open(ctx, err);
-    if (client == NULL)
-        return err->code;
-    json_t *job = NULL;
-    int rc = remote_job_resume(client, args.id, &job, err);
-    if (rc == 0) {
-        json_t *pos = json_object_get(job, "queue_position");
-        if (json_is_integer(pos))
-            printf("job %s queued again (position %" JSON_INTEGER_FORMAT "); punch wait %s "
-                   "follows it\n", args.id, json_integer_value(pos), args.id);
-        else
-            printf("job %s queued again; punch wait %s follows it\n", args.id, args.id);
-    }
-    json_decref(job);
-    httpc_client_free(client);
-    return rc;
+    return cmd_on_job(ctx, argc, argv, remote_job_resume, resume_report, err);
 }

@@ -92,6 +92,11 @@ typedef struct cancel_args {
     const char *id;
 } cancel_args;
 int cancel_parse_args(int argc, char **argv, cancel_args *args, cli_error *err);
+/* A command on one job id (cancel, resume): parse ID, call the server
+ * with `call`, and on success print with `report` what it answered. */
+typedef int (*job_call_fn)(httpc_client *c, const char *id, json_t **job, cli_error *err);
+int cmd_on_job(const cli_ctx *ctx, int argc, char **argv, job_call_fn call,
+               void (*report)(const char *id, const json_t *job), cli_error *err);
 
 typedef enum fetch_format { FETCH_SAFETENSORS = 1, FETCH_NPZ = 2, FETCH_BOTH = 3 } fetch_format;
 typedef struct fetch_args {

@@ -337,28 +337,30 @@ int remote_job_history(httpc_client *c, const char *id, json_t **history, cli_er
                            "history yet (it appears after the first epoch)", history, err);
 }
 
-int remote_job_weights(httpc_client *c, const char *id, const char *format, FILE *sink,
-                       cli_error *err)
+/* GET a job's file (the path after its id: suffix) into sink. */
+static int remote_job_download(httpc_client *c, const char *id, const char *suffix, FILE *sink,
+                               const char *what, const char *none, cli_error *err)
 {
-    char suffix[64];
-    snprintf(suffix, sizeof suffix, "/weights?format=%s", format);
     httpc_response r;
-    if (remote_job_request(c, "GET", id, suffix, sink, "downloading the weights",
-                           "weights yet (they are written when training ends)", &r, err) != 0)
+    if (remote_job_request(c, "GET", id, suffix, sink, what, none, &r, err) != 0)
         return err->code;
     httpc_response_free(&r);
     return 0;
 }
 
+int remote_job_weights(httpc_client *c, const char *id, const char *format, FILE *sink,
+                       cli_error *err)
+{
+    char suffix[64];
+    snprintf(suffix, sizeof suffix, "/weights?format=%s", format);
+    return remote_job_download(c, id, suffix, sink, "downloading the weights",
+                               "weights yet (they are written when training ends)", err);
+}
+
 int remote_job_export(httpc_client *c, const char *id, FILE *sink, cli_error *err)
 {
-    httpc_response r;
-    if (remote_job_request(c, "GET", id, "/export?format=onnx", sink, "exporting the model",
-                           "trained model yet (it is exported when training ends)", &r,
-                           err) != 0)
-        return err->code;
-    httpc_response_free(&r);
-    return 0;
+    return remote_job_download(c, id, "/export?format=onnx", sink, "exporting the model",
+                               "trained model yet (it is exported when training ends)", err);
 }
 
 int remote_job_resume(httpc_client *c, const char *id, json_t **job, cli_error *err)

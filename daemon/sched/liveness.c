@@ -1,7 +1,6 @@
 /* liveness.c — stalls and requeue after a host loss (contract in liveness.h). */
 #include "sched/liveness.h"
 
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,9 +9,7 @@
 
 #include "cluster/cluster.h"
 #include "log.h"
-#include "run/launcher.h"
 #include "run/rundir.h"
-#include "sched/monitor.h"
 #include "sched/placement.h"
 #include "sched/stall.h"
 
@@ -92,7 +89,8 @@ static int liveness_hosts(daemon_ctx *d, const char *hosts_json, const char **na
     return a.n;
 }
 
-bool liveness_check(daemon_ctx *d, const store_job *job, const char *dir, double now)
+bool liveness_stalled(daemon_ctx *d, const store_job *job, const char *dir, double now,
+                      char *error, size_t cap, bool *probing)
 {
     if (job->state != JOB_RUNNING || job->stop_reason[0] || d->cfg.stall_grace <= 0)
         return false;
@@ -107,8 +105,8 @@ bool liveness_check(daemon_ctx *d, const store_job *job, const char *dir, double
     }
     if (!stall_is_stalled(&e->w, now, d->cfg.stall_grace, d->cfg.stall_factor))
         return false;
-    char error[300], reason[200];
-    snprintf(error, sizeof error,
+    char reason[200];
+    snprintf(error, cap,
              "stalled: no progress reported for %.0f s (the limit is %.0f s: the larger of "
              "stall_grace and %d x its slowest step, %.0f s); the job was ended",
              now - e->w.last_report, stall_limit(&e->w, d->cfg.stall_grace, d->cfg.stall_factor),
@@ -119,12 +117,7 @@ bool liveness_check(daemon_ctx *d, const store_job *job, const char *dir, double
     int n = liveness_hosts(d, job->hosts, hosts);
     for (int i = 0; i < n; i++)
         cluster_suspect(d->cl, hosts[i], reason);
-    monitor_signal_job(job, dir, SIGKILL);
-    launcher_signal_verified(job->supervisor_pid, job->supervisor_start, SIGTERM);
-    job_state failed = JOB_FAILED;
-    monitor_settle(d, job, dir, NULL, &failed, error);
-    if (n > 0)
-        liveness_await_probes(d, job);
+    *probing = n > 0;
     return true;
 }
 

@@ -1,6 +1,6 @@
 /* liveness.h — running jobs that stop reporting, and jobs that lose a host
- * (monitor.c calls it on the main thread's tick; the stall rule itself is
- * stall.c's).
+ * (monitor.c calls it on the main thread's tick and ends the jobs it finds
+ * stalled, settle.c when a job ends; the stall rule itself is stall.c's).
  *
  * Stalls: a running job's progress is rank 0's progress.jsonl, which grows
  * with every step, epoch and checkpoint. When it has not grown for longer
@@ -26,9 +26,12 @@
 #include "daemon.h"
 #include "store/store.h"
 
-/* A running job, each tick: true when it was stalled and has been ended
- * (settled; the caller drops it). */
-bool liveness_check(daemon_ctx *d, const store_job *job, const char *dir, double now);
+/* A running job, each tick: true when it is stalled, with the error it
+ * fails with in error (capacity cap) and its hosts suspected; the caller
+ * ends it (kills it, settles it as failed, and when *probing awaits its
+ * hosts' probes with liveness_await_probes) and drops it. */
+bool liveness_stalled(daemon_ctx *d, const store_job *job, const char *dir, double now,
+                      char *error, size_t cap, bool *probing);
 
 /* A job was settled: forget its reports. */
 void liveness_forget(const char *id);

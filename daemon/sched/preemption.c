@@ -15,6 +15,7 @@
 #include "run/launcher.h"
 #include "sched/liveness.h"
 #include "sched/preempt.h"
+#include "sched/settle.h"
 
 #define PREEMPT_MARK "preempted.json"
 #define PREEMPT_DONE "requeued.json"
@@ -134,7 +135,7 @@ static void preemption_send(daemon_ctx *d, const store_job *victim, const store_
                   victim->owner, err[0] ? err : "out of memory");
         return;
     }
-    int n = monitor_signal_job(victim, dir, SIGTERM);
+    int n = settle_signal_job(victim, dir, SIGTERM);
     launcher_signal_verified(victim->supervisor_pid, victim->supervisor_start, SIGTERM);
     log_info("job %s (%s, priority %d): preempted by job %s (priority %d): SIGTERM to %d "
              "processes", victim->id, victim->owner, victim->priority, for_job->id,
@@ -159,7 +160,7 @@ static bool preemption_in_flight(daemon_ctx *d, const job_list *active, double n
             snprintf(for_id, cap, "%s", by);
         any = true;
         if (now >= at + d->cfg.kill_grace && j->sid > 1) {
-            int n = monitor_signal_job(j, dir, SIGKILL);
+            int n = settle_signal_job(j, dir, SIGKILL);
             if (n > 0)
                 log_warn("job %s (%s): still running %d s after its preemption's SIGTERM: "
                          "SIGKILL to %d processes", j->id, j->owner, d->cfg.kill_grace, n);
@@ -251,7 +252,7 @@ bool preemption_requeue(daemon_ctx *d, const store_job *job, const char *dir,
         unlink(mark);
         return false;
     }
-    monitor_signal_job(job, dir, SIGKILL);
+    settle_signal_job(job, dir, SIGKILL);
     char err[300];
     if (!rundir_clear_ended(dir, err, sizeof err)) {
         log_error("job %s (%s): %s; its requeue after preemption is retried next tick", job->id,

@@ -22,7 +22,7 @@
 
 #include "daemon.h"
 #include "run/rundir.h"
-#include "sched/monitor.h"
+#include "sched/joblist.h"
 #include "sched/placement.h"
 
 /* After the tick's starts: queue (the rows scanned, in run order), which

@@ -14,7 +14,9 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "sched/monitor.h"
+#include "sched/joblist.h"
+#include "sched/scheduler.h"
+#include "sched/settle.h"
 #include "run/rundir.h"
 #include "sched/slurm.h"
 #include "timeutil/timeutil.h"
@@ -277,7 +279,7 @@ static void slurmsched_submit(daemon_ctx *d, const store_job *job)
     store_job_clear(&current);
     if (taken)
         return;
-    char *spec = monitor_queued_spec(d, job);
+    char *spec = sched_queued_spec(d->st, job);
     if (!spec)
         return;
     bool ok = rundir_create(dir, spec, err, sizeof err);
@@ -333,7 +335,7 @@ static void slurmsched_settle(daemon_ctx *d, const store_job *job, const char *d
     bool have = rundir_read_exit(dir, &ex);
     bool own_words = st && strcmp(st->state, "COMPLETED") != 0 && strcmp(st->state, "FAILED") != 0;
     if (have && !own_words) {
-        monitor_settle(d, job, dir, &ex, NULL, NULL);
+        settle_job(d, job, dir, &ex, NULL, NULL);
         return;
     }
     char error[300] = "";
@@ -348,7 +350,7 @@ static void slurmsched_settle(daemon_ctx *d, const store_job *job, const char *d
         final = JOB_FAILED;
         snprintf(error, sizeof error, "Slurm says COMPLETED but the job left no exit record");
     }
-    monitor_settle(d, job, dir, have ? &ex : NULL, &final, error);
+    settle_job(d, job, dir, have ? &ex : NULL, &final, error);
 }
 
 /* A stop (cancel, time limit) asked of a job Slurm holds: scancel once,
@@ -541,11 +543,11 @@ static bool slurmsched_poll(daemon_ctx *d, job_list *jobs)
 void slurmsched_tick(daemon_ctx *d)
 {
     job_list jobs = {0};
-    if (store_active_jobs(d->st, monitor_collect, &jobs) != STORE_OK ||
-        store_queue_scan(d->st, INT_MAX, monitor_collect, &jobs) != STORE_OK ||
+    if (store_active_jobs(d->st, joblist_collect, &jobs) != STORE_OK ||
+        store_queue_scan(d->st, INT_MAX, joblist_collect, &jobs) != STORE_OK ||
         jobs.short_of_memory) {
         log_error("cannot list the jobs; nothing is submitted or followed this tick");
-        monitor_list_free(&jobs);
+        joblist_free(&jobs);
         return;
     }
     double now = daemon_now();
@@ -556,5 +558,5 @@ void slurmsched_tick(daemon_ctx *d)
     for (size_t i = 0; i < jobs.n && !d->cfg.hold && !atomic_load(&d->slurm_down); i++)
         if (jobs.v[i].state == JOB_QUEUED && !jobs.v[i].slurm_id)
             slurmsched_submit(d, &jobs.v[i]);
-    monitor_list_free(&jobs);
+    joblist_free(&jobs);
 }

@@ -29,11 +29,15 @@ const char *io_basename(const char *path)
     return slash ? slash + 1 : path;
 }
 
-ssize_t io_read_full(int fd, void *buf, size_t len)
+/* The one full-read loop: read (off < 0) or pread at off until len bytes,
+ * end of file or an error other than EINTR. */
+static ssize_t io_full(int fd, void *buf, size_t len, off_t off)
 {
     size_t done = 0;
     while (done < len) {
-        ssize_t r = read(fd, (unsigned char *)buf + done, len - done);
+        unsigned char *at = (unsigned char *)buf + done;
+        ssize_t r = off < 0 ? read(fd, at, len - done)
+                            : pread(fd, at, len - done, off + (off_t)done);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
@@ -45,20 +49,14 @@ ssize_t io_read_full(int fd, void *buf, size_t len)
     return (ssize_t)done;
 }
 
+ssize_t io_read_full(int fd, void *buf, size_t len)
+{
+    return io_full(fd, buf, len, -1);
+}
+
 ssize_t io_pread_full(int fd, void *buf, size_t len, off_t off)
 {
-    size_t done = 0;
-    while (done < len) {
-        ssize_t r = pread(fd, (unsigned char *)buf + done, len - done, off + (off_t)done);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return -1;
-        if (r == 0)
-            break;
-        done += (size_t)r;
-    }
-    return (ssize_t)done;
+    return off < 0 ? (errno = EINVAL, -1) : io_full(fd, buf, len, off);
 }
 
 /* Read a pipe to its end into a growing buffer, refusing more than max_bytes.

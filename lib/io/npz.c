@@ -38,20 +38,28 @@ typedef struct npz_member {
     size_t offset;     /* of its local header */
 } npz_member;
 
-static unsigned char *npz_put_local(unsigned char *p, const npz_member *m, const char *name)
+/* The 26 bytes a local and a central header share, from "version needed"
+ * to the extra field's length: stored (no compression), 1980-01-01 00:00,
+ * the member's CRC and sizes, its name's length, no extra field. */
+static void npz_put_common(unsigned char *p, const npz_member *m)
 {
     uint32_t size = (uint32_t)(m->prefix_len + m->data_len);
-    io_put_le32(p, ZIP_LOCAL_SIG);
-    io_put_le16(p + 4, 20);
+    io_put_le16(p, 20);
+    io_put_le16(p + 2, 0);
+    io_put_le16(p + 4, 0);
     io_put_le16(p + 6, 0);
-    io_put_le16(p + 8, 0);
-    io_put_le16(p + 10, 0);
-    io_put_le16(p + 12, ZIP_DOS_DATE_1980);
-    io_put_le32(p + 14, m->crc);
+    io_put_le16(p + 8, ZIP_DOS_DATE_1980);
+    io_put_le32(p + 10, m->crc);
+    io_put_le32(p + 14, size);
     io_put_le32(p + 18, size);
-    io_put_le32(p + 22, size);
-    io_put_le16(p + 26, (uint16_t)m->name_len);
-    io_put_le16(p + 28, 0);
+    io_put_le16(p + 22, (uint16_t)m->name_len);
+    io_put_le16(p + 24, 0);
+}
+
+static unsigned char *npz_put_local(unsigned char *p, const npz_member *m, const char *name)
+{
+    io_put_le32(p, ZIP_LOCAL_SIG);
+    npz_put_common(p + 4, m);
     memcpy(p + ZIP_LOCAL_LEN, name, m->name_len - 4);
     memcpy(p + ZIP_LOCAL_LEN + m->name_len - 4, ".npy", 4);
     return p + ZIP_LOCAL_LEN + m->name_len;
@@ -59,19 +67,9 @@ static unsigned char *npz_put_local(unsigned char *p, const npz_member *m, const
 
 static unsigned char *npz_put_central(unsigned char *p, const npz_member *m, const char *name)
 {
-    uint32_t size = (uint32_t)(m->prefix_len + m->data_len);
     io_put_le32(p, ZIP_CENTRAL_SIG);
     io_put_le16(p + 4, 3 << 8 | 20); /* made by: Unix, spec 2.0 */
-    io_put_le16(p + 6, 20);
-    io_put_le16(p + 8, 0);
-    io_put_le16(p + 10, 0);
-    io_put_le16(p + 12, 0);
-    io_put_le16(p + 14, ZIP_DOS_DATE_1980);
-    io_put_le32(p + 16, m->crc);
-    io_put_le32(p + 20, size);
-    io_put_le32(p + 24, size);
-    io_put_le16(p + 28, (uint16_t)m->name_len);
-    io_put_le16(p + 30, 0);
+    npz_put_common(p + 6, m);
     io_put_le16(p + 32, 0);
     io_put_le16(p + 34, 0);
     io_put_le16(p + 36, 0);

@@ -234,19 +234,31 @@ static int npz_cursor_read(npz_cursor *c, unsigned char *dst, size_t len, char *
     return 0;
 }
 
+/* A cursor at member a's first byte and a chunk buffer for a walk over it
+ * (free both when done); -1, with nothing to free, out of memory. */
+static int npz_walk_begin(const npz_index *ix, const npz_array *a, npz_cursor **c,
+                          unsigned char **buf)
+{
+    *c = malloc(sizeof **c);
+    *buf = malloc(NPZ_CHUNK);
+    if (!*c || !*buf || npz_cursor_open(*c, ix, a) != 0) {
+        free(*c);
+        free(*buf);
+        return -1;
+    }
+    return 0;
+}
+
 /* Read a member in chunks, calling fn on each; CRC and length checked at
  * the end. */
 static int npz_member_walk(const npz_index *ix, const npz_array *a,
                            int (*fn)(void *arg, const unsigned char *p, size_t n), void *arg,
                            char *err, size_t errlen)
 {
-    npz_cursor *c = malloc(sizeof *c);
-    unsigned char *buf = malloc(NPZ_CHUNK);
-    if (!c || !buf || npz_cursor_open(c, ix, a) != 0) {
-        free(c);
-        free(buf);
+    npz_cursor *c;
+    unsigned char *buf;
+    if (npz_walk_begin(ix, a, &c, &buf) != 0)
         return io_errf(err, errlen, "out of memory");
-    }
     uLong crc = crc32(0L, Z_NULL, 0);
     int rc = 0;
     while (rc == 0 && c->out_pos < a->usize) {
@@ -455,13 +467,10 @@ int npz_array_floats(const npz_index *ix, const npz_array *a, uint64_t first, ui
     if (first > h->count || n > h->count - first)
         return io_errf(err, errlen, "member %s: elements %llu..%llu out of range", a->name,
                        (unsigned long long)first, (unsigned long long)(first + n));
-    npz_cursor *c = malloc(sizeof *c);
-    unsigned char *buf = malloc(NPZ_CHUNK);
-    if (!c || !buf || npz_cursor_open(c, ix, a) != 0) {
-        free(c);
-        free(buf);
+    npz_cursor *c;
+    unsigned char *buf;
+    if (npz_walk_begin(ix, a, &c, &buf) != 0)
         return io_errf(err, errlen, "out of memory");
-    }
     int rc = 0;
     uint64_t skip = h->data_start + first * (uint64_t)h->itemsize;
     if (a->method == 0) {

@@ -1,6 +1,7 @@
 /* tensorfile.c — what the safetensors and npz formats share: tensor sizes,
  * name rules, reading a file for a parser, and freeing what the readers
- * return. */
+ * return. The readers call this file; tensorfile_read.c, which picks a
+ * reader, calls them. */
 #include "io/tensorfile.h"
 
 #include <limits.h>
@@ -82,14 +83,6 @@ int tensorfile_check_entries(const tensor_entry *t, int n, char *err, size_t err
                 return io_errf(err, errlen, "tensor %s: duplicate name", t[i].name);
     }
     return 0;
-}
-
-int tensorfile_read(const char *path, tensor_entry **out, int *n, char *err, size_t errlen)
-{
-    size_t len = strlen(path);
-    if (len >= 4 && strcmp(path + len - 4, ".npz") == 0)
-        return npz_read(path, out, n, err, errlen);
-    return safetensors_read(path, out, n, err, errlen);
 }
 
 void tensorfile_free(tensor_entry *t, int n)

@@ -3,7 +3,8 @@
  * span sections (the model's output against the data's classes, the
  * trainer against the worker count). The model section lives in
  * spec_model.c, training in spec_training.c, the field readers in
- * spec_fields.c, presets in spec_presets.c. */
+ * spec_fields.c, presets in spec_presets.c, the rules for dataset names in
+ * spec_dataref.c. */
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -17,77 +18,6 @@
 /* Deep enough for any real spec; jansson itself stops at 2048 levels, so
  * hostile nesting is refused before it reaches us. */
 #define SPEC_MAX_BYTES (16u << 20)
-
-bool spec_dataset_name_ok(const char *name, const char **why)
-{
-    const char *reason = NULL;
-    size_t len = strlen(name);
-    if (len == 0)
-        reason = "is empty";
-    else if (len > 200)
-        reason = "is longer than 200 bytes";
-    else if (name[0] == '/')
-        reason = "is an absolute path; name a dataset under the dataset roots";
-    else if (strchr(name, '\\'))
-        reason = "contains a backslash";
-    for (size_t i = 0; !reason && i < len; i++)
-        if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
-            reason = "contains a control character";
-    /* Walk the components: none empty, none hidden, none "..". */
-    for (const char *c = name; !reason && *c;) {
-        const char *end = strchr(c, '/');
-        size_t n = end ? (size_t)(end - c) : strlen(c);
-        if (n == 0)
-            reason = "has an empty path component";
-        else if (n == 2 && c[0] == '.' && c[1] == '.')
-            reason = "contains \"..\"; dataset names cannot leave their root";
-        else if (c[0] == '.')
-            reason = "has a component starting with \".\"";
-        c = end ? end + 1 : c + n;
-        if (end && !*c)
-            reason = "ends with \"/\"";
-    }
-    if (why)
-        *why = reason;
-    return reason == NULL;
-}
-
-bool spec_upload_name_ok(const char *name, const char **why)
-{
-    const char *reason = NULL;
-    size_t len = strlen(name);
-    if (len == 0 || len > 64)
-        reason = "must be 1 to 64 characters";
-    else if (name[0] == '.')
-        reason = "must not start with a dot";
-    for (size_t i = 0; !reason && i < len; i++) {
-        char c = name[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-'))
-            reason = "may hold only letters, digits, '.', '_' and '-'";
-    }
-    if (why)
-        *why = reason;
-    return reason == NULL;
-}
-
-spec_ref_kind spec_dataset_ref_kind(const char *ref, const char **why)
-{
-    if (ref[0] != '@')
-        return spec_dataset_name_ok(ref, why) ? SPEC_REF_ROOT : SPEC_REF_INVALID;
-    if (ref[1] != '/') {
-        const char *reason = NULL;
-        if (!spec_upload_name_ok(ref + 1, &reason)) {
-            if (why)
-                *why = reason;
-            return SPEC_REF_INVALID;
-        }
-        return SPEC_REF_UPLOAD;
-    }
-    /* A resolved path: the same rules as a root-relative name after its
-     * leading slash (no "..", no hidden components, no control bytes). */
-    return spec_dataset_name_ok(ref + 2, why) ? SPEC_REF_UPLOAD_PATH : SPEC_REF_INVALID;
-}
 
 static bool parse_dataset_name(const json_t *obj, const char *path, const char *key,
                                char **out, spec_error *err)

@@ -78,10 +78,12 @@ extern const char *const spec_padding_names[3];
 /* Section parsers (spec.c drives them in order: data, model, training,
  * distributed, resources). */
 bool spec_parse_model(const json_t *model, job_spec *spec, spec_error *err);
-/* Expand preset `name`; `model` is the model object holding the preset's
- * knobs beside "preset" (NULL for the plain string form). */
-bool spec_preset_expand(const char *name, const char *path, const json_t *model,
-                        job_spec *spec, spec_error *err);
+/* Preset `name` as a model object {"input", "layers"} in *model (caller
+ * owns), for spec_parse_model to parse as if written out; `knobs` is the
+ * model object holding the preset's knobs beside "preset" (NULL for the
+ * plain string form). Reads the spec's model input (parsed before). */
+bool spec_preset_model(const char *name, const char *path, const json_t *knobs,
+                       const job_spec *spec, json_t **model, spec_error *err);
 /* Whether `key` is a preset knob ("n_layer", ...) the model object may hold. */
 bool spec_preset_is_knob(const char *key);
 bool spec_infer_shapes(job_spec *spec, spec_error *err);

@@ -469,6 +469,20 @@ static bool parse_layer(const json_t *l, int index, spec_layer *layer, spec_erro
            parse_layer_fields(l, path, layer, err);
 }
 
+/* A preset: its layers written out by spec_presets.c, parsed here like any
+ * model object, and its name kept. */
+static bool parse_preset(const char *name, const char *path, const json_t *knobs,
+                         job_spec *spec, spec_error *err)
+{
+    json_t *model = NULL;
+    bool ok = spec_preset_model(name, path, knobs, spec, &model, err) &&
+              spec_parse_model(model, spec, err);
+    json_decref(model);
+    if (ok && !(spec->preset = strdup(name)))
+        ok = spec_fail(err, path, "out of memory");
+    return ok;
+}
+
 bool spec_parse_model(const json_t *model, job_spec *spec, spec_error *err)
 {
     static const char *const keys[] = {"preset",     "input",  "layers", "n_layer",
@@ -487,7 +501,7 @@ bool spec_parse_model(const json_t *model, job_spec *spec, spec_error *err)
     }
     if (json_is_string(model))
         return parse_input(NULL, spec, err) &&
-               spec_preset_expand(json_string_value(model), "model", NULL, spec, err);
+               parse_preset(json_string_value(model), "model", NULL, spec, err);
     if (!json_is_object(model))
         return spec_fail(err, "model", "expected a preset name or an object with \"input\" "
                                        "and \"layers\"");
@@ -504,7 +518,7 @@ bool spec_parse_model(const json_t *model, job_spec *spec, spec_error *err)
         return spec_fail(err, "model.layers", "give either model.preset or model.layers, "
                                               "not both");
     if (preset)
-        return spec_preset_expand(preset, "model.preset", model, spec, err);
+        return parse_preset(preset, "model.preset", model, spec, err);
     const char *key;
     const json_t *value;
     json_object_foreach((json_t *)model, key, value) {

@@ -412,15 +412,24 @@ static int zoo_transformer_block(zoo *z, int x, bool causal)
     return zoo_merge(z, "add", (int[]){a, p}, 2);
 }
 
+/* Token vectors of n_embd and learned position vectors over max_length
+ * steps: the input end of the transformer presets. Returns the position
+ * layer's index. */
+static int zoo_token_positions(zoo *z, int max_length)
+{
+    zoo_push(z, json_pack("{s:s,s:i}", "type", "embedding", "output_dim", z->knobs->n_embd),
+             PREV);
+    return zoo_push(z, json_pack("{s:s,s:i}", "type", "positional_embedding", "max_length",
+                                 max_length),
+                    PREV);
+}
+
 /* An encoder classifier: token and learned position vectors, n_layer
  * blocks, the mean over each sample's real steps, a softmax head. */
 static void build_transformer_classifier(zoo *z)
 {
     const preset_knobs *k = z->knobs;
-    zoo_push(z, json_pack("{s:s,s:i}", "type", "embedding", "output_dim", k->n_embd), PREV);
-    int x = zoo_push(z, json_pack("{s:s,s:i}", "type", "positional_embedding", "max_length",
-                                  k->max_length),
-                     PREV);
+    int x = zoo_token_positions(z, k->max_length);
     for (int b = 0; b < k->n_layer; b++)
         x = zoo_transformer_block(z, x, false);
     zoo_plain(z, PREV, "global_avgpool1d");
@@ -434,10 +443,7 @@ static void build_transformer_classifier(zoo *z)
 static void build_gpt(zoo *z)
 {
     const preset_knobs *k = z->knobs;
-    zoo_push(z, json_pack("{s:s,s:i}", "type", "embedding", "output_dim", k->n_embd), PREV);
-    int x = zoo_push(z, json_pack("{s:s,s:i}", "type", "positional_embedding", "max_length",
-                                  k->block_size),
-                     PREV);
+    int x = zoo_token_positions(z, k->block_size);
     if (k->dropout > 0)
         x = zoo_dropout(z, k->dropout);
     for (int b = 0; b < k->n_layer; b++)
@@ -676,8 +682,8 @@ bool spec_preset_is_knob(const char *key)
     return strcmp(key, "dropout") == 0;
 }
 
-bool spec_preset_expand(const char *name, const char *path, const json_t *knobs_in,
-                        job_spec *spec, spec_error *err)
+bool spec_preset_model(const char *name, const char *path, const json_t *knobs_in,
+                       const job_spec *spec, json_t **model_out, spec_error *err)
 {
     const preset *p = NULL;
     const char *names[sizeof presets / sizeof *presets];
@@ -710,9 +716,6 @@ bool spec_preset_expand(const char *name, const char *path, const json_t *knobs_
     }
     if (!model)
         return spec_fail(err, path, "internal error: preset %s does not parse", name);
-    bool ok = spec_parse_model(model, spec, err);
-    json_decref(model);
-    if (ok && !(spec->preset = strdup(name)))
-        ok = spec_fail(err, path, "out of memory");
-    return ok;
+    *model_out = model;
+    return true;
 }

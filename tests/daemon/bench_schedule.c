@@ -1,14 +1,12 @@
 /* bench_schedule.c — the time of one scheduling pass over a real store, for
  * scripts/bench-api (a measurement, not a test: nothing is asserted).
  *
- * A pass is what monitor.c's monitor_schedule() asks of the store and the
- * scheduler on every tick that has free slots: the active jobs
- * (store_active_jobs), the head of the queue in run order without the jobs
- * of users at their running limit (store_queue_scan_startable, 1000 rows,
- * as monitor.c reads it) and sched_pick() over them with the
- * hosts' free slots and the per-user running limit. Starting the picked
- * jobs is left out (it forks), so the store is only read and the pass can
- * be repeated on the same data.
+ * A pass is the active jobs (store_active_jobs) and sched_pass(), the
+ * function monitor.c's tick calls: the head of the queue in run order
+ * without the jobs of users at their running limit and sched_pick() over
+ * it with the hosts' free slots and the per-user running limit. Starting
+ * the picked jobs is left out (it forks), so the store is only read and
+ * the pass can be repeated on the same data.
  *
  * usage: bench_schedule DB SLOTS MAX_RUNNING [PASSES]
  *   DB           a punchcardd store (not in use by a daemon)
@@ -21,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "sched/monitor.h"
+#include "sched/joblist.h"
 #include "sched/placement.h"
 #include "sched/scheduler.h"
 #include "store/store.h"
@@ -44,32 +42,26 @@ static int bench_cmp_double(const void *a, const void *b)
 static bool bench_pass(store *st, int slots, int max_running, size_t *n_queue, size_t *n_active,
                        size_t *n_picked)
 {
-    job_list active = {0}, queue = {0};
-    bool ok = store_active_jobs(st, monitor_collect, &active) == STORE_OK &&
-              store_queue_scan_startable(st, 1000, max_running, monitor_collect, &queue) ==
-                  STORE_OK &&
-              !active.short_of_memory && !queue.short_of_memory;
-    size_t *picked = calloc(queue.n + 1, sizeof *picked);
-    placement *allocs = calloc(queue.n + 1, sizeof *allocs);
+    job_list active = {0};
+    sched_plan plan = {0};
     placement_cluster *avail = calloc(1, sizeof *avail);
-    if (ok && picked && allocs && avail) {
+    bool oom = false;
+    bool ok = avail && store_active_jobs(st, joblist_collect, &active) == STORE_OK &&
+              !active.short_of_memory;
+    if (ok) {
         int free_slots = slots;
         for (size_t i = 0; i < active.n; i++)
             free_slots -= active.v[i].ranks;
         avail->n_hosts = 1;
         avail->slots[0] = free_slots > 0 ? free_slots : 0;
-        *n_picked = sched_pick(queue.v, queue.n, active.v, active.n, avail, max_running, picked,
-                               allocs);
-        *n_queue = queue.n;
+        ok = sched_pass(st, &active, avail, max_running, NULL, NULL, &plan, &oom) == STORE_OK;
+        *n_picked = plan.n_picked;
+        *n_queue = plan.queue.n;
         *n_active = active.n;
-    } else {
-        ok = false;
     }
-    free(picked);
-    free(allocs);
     free(avail);
-    monitor_list_free(&active);
-    monitor_list_free(&queue);
+    joblist_free(&active);
+    sched_plan_free(&plan);
     return ok;
 }
 

@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "sched/monitor.h"
+#include "sched/joblist.h"
 #include "sched/scheduler.h"
 #include "scratch.h"
 
@@ -88,16 +88,16 @@ static void test_window_skips_users_at_their_limit(void **state)
 
     /* The head as it is: ten jobs of users at their limit, nothing else. */
     job_list head = {0}, window = {0}, active = {0};
-    assert_int_equal(store_queue_scan(f->st, 10, monitor_collect, &head), STORE_OK);
+    assert_int_equal(store_queue_scan(f->st, 10, joblist_collect, &head), STORE_OK);
     assert_int_equal(head.n, 10);
     assert_false(has_owner(&head, "newcomer"));
 
     /* The window without them: the newcomer's job, and it starts. */
-    assert_int_equal(store_queue_scan_startable(f->st, 10, 1, monitor_collect, &window),
+    assert_int_equal(store_queue_scan_startable(f->st, 10, 1, joblist_collect, &window),
                      STORE_OK);
     assert_int_equal(window.n, 1);
     assert_string_equal(window.v[0].id, newcomer);
-    assert_int_equal(store_active_jobs(f->st, monitor_collect, &active), STORE_OK);
+    assert_int_equal(store_active_jobs(f->st, joblist_collect, &active), STORE_OK);
     assert_int_equal(active.n, 5);
     placement_cluster avail = {.n_hosts = 1, .slots = {8}};
     size_t picked[1];
@@ -107,26 +107,26 @@ static void test_window_skips_users_at_their_limit(void **state)
 
     /* A limit of 2: every user may start one more; run order as before. */
     job_list two = {0};
-    assert_int_equal(store_queue_scan_startable(f->st, 10, 2, monitor_collect, &two), STORE_OK);
+    assert_int_equal(store_queue_scan_startable(f->st, 10, 2, joblist_collect, &two), STORE_OK);
     assert_int_equal(two.n, head.n);
     for (size_t i = 0; i < two.n; i++)
         assert_string_equal(two.v[i].id, head.v[i].id);
     /* No limit: the plain head. */
     job_list none = {0};
-    assert_int_equal(store_queue_scan_startable(f->st, 10, 0, monitor_collect, &none), STORE_OK);
+    assert_int_equal(store_queue_scan_startable(f->st, 10, 0, joblist_collect, &none), STORE_OK);
     assert_int_equal(none.n, head.n);
 
     store_fault_sim(fail_all, NULL);
     job_list failed = {0};
-    assert_int_equal(store_queue_scan_startable(f->st, 10, 1, monitor_collect, &failed),
+    assert_int_equal(store_queue_scan_startable(f->st, 10, 1, joblist_collect, &failed),
                      STORE_ERROR);
     store_fault_sim(NULL, NULL);
-    monitor_list_free(&failed);
-    monitor_list_free(&none);
-    monitor_list_free(&two);
-    monitor_list_free(&active);
-    monitor_list_free(&window);
-    monitor_list_free(&head);
+    joblist_free(&failed);
+    joblist_free(&none);
+    joblist_free(&two);
+    joblist_free(&active);
+    joblist_free(&window);
+    joblist_free(&head);
 }
 
 int main(void)

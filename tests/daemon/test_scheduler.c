@@ -1,7 +1,7 @@
 /* test_scheduler.c — the run policy as production runs it: jobs go into a
  * real store (store.c's SQL keeps the fair-share tags and orders the queue),
- * and each scheduling pass takes the active jobs and the queue from the
- * store and picks with sched_pick(), as monitor_schedule() does. Covered:
+ * and each scheduling pass is sched_pass(), the function monitor.c's tick
+ * calls: the queue from the store, picked with sched_pick(). Covered:
  * order (priority, fair share between owners, FIFO), the fair-share clock
  * (no credit for idle time, wide jobs count for their width), the per-user
  * running limit (a skipped job reserves nothing), the slot budget with no
@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "sched/joblist.h"
 #include "sched/placement.h"
 #include "sched/scheduler.h"
 #include "scratch.h"
@@ -26,16 +27,13 @@
 
 enum { MAX_ROWS = 128 };
 
-typedef struct rows {
-    store_job v[MAX_ROWS];
-    size_t n;
-} rows;
-
 typedef struct fixture {
     char dir[SCRATCH_DIR_LEN];
     store *st;
     double now;        /* submission and transition times, one tick apart */
-    rows queue, active;
+    job_list active;   /* as the last pass saw them */
+    sched_plan plan;   /* the last pass: its queue and picks */
+    job_list queue;    /* the queue, for the tests that call sched_pick alone */
 } fixture;
 
 static int setup(void **state)
@@ -58,6 +56,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture *f = *state;
+    joblist_free(&f->active);
+    joblist_free(&f->queue);
+    sched_plan_free(&f->plan);
     store_close(f->st);
     bool removed = scratch_remove(f->dir);
     free(f);
@@ -75,23 +76,21 @@ static const char *submit(fixture *f, const char *owner, int priority, int ranks
     return id;
 }
 
-/* Rows without their heap strings: the scheduler reads owner, ranks, gpus. */
-static bool collect(const store_job *job, void *arg)
+/* The active jobs, fresh from the store. */
+static void load_active(fixture *f)
 {
-    rows *r = arg;
-    assert_true(r->n < MAX_ROWS);
-    r->v[r->n] = *job;
-    r->v[r->n].error = r->v[r->n].progress = r->v[r->n].result = r->v[r->n].hosts = NULL;
-    r->n++;
-    return true;
+    joblist_free(&f->active);
+    f->active = (job_list){0};
+    assert_int_equal(store_active_jobs(f->st, joblist_collect, &f->active), STORE_OK);
 }
 
-/* What a pass sees: the active jobs and the queue in run order. */
-static void load(fixture *f)
+/* The whole queue in run order, for sched_pick alone. */
+static void load_queue(fixture *f)
 {
-    f->queue.n = f->active.n = 0;
-    assert_int_equal(store_active_jobs(f->st, collect, &f->active), STORE_OK);
-    assert_int_equal(store_queue_scan(f->st, MAX_ROWS, collect, &f->queue), STORE_OK);
+    load_active(f);
+    joblist_free(&f->queue);
+    f->queue = (job_list){0};
+    assert_int_equal(store_queue_scan(f->st, MAX_ROWS, joblist_collect, &f->queue), STORE_OK);
 }
 
 /* Free slots and GPUs in all: the sums over a cluster's hosts. */
@@ -113,21 +112,28 @@ static placement_cluster free_of(const fixture *f, int slots, int gpus)
 
 static placement allocs[MAX_ROWS];
 
-/* A pass that only looks: which queue rows (of f->queue) would start. */
-static size_t plan(fixture *f, int slots, int gpus, int max_running, size_t *picked)
+/* A pass that only looks: which rows of f->plan.queue would start (their
+ * indices in f->plan.picked). */
+static size_t plan(fixture *f, int slots, int gpus, int max_running)
 {
-    load(f);
+    load_active(f);
+    sched_plan_free(&f->plan);
     placement_cluster avail = free_of(f, slots, gpus);
-    return sched_pick(f->queue.v, f->queue.n, f->active.v, f->active.n, &avail, max_running,
-                      picked, allocs);
+    bool oom = true;
+    assert_int_equal(sched_pass(f->st, &f->active, &avail, max_running, NULL, NULL, &f->plan,
+                                &oom),
+                     STORE_OK);
+    assert_false(oom);
+    return f->plan.n_picked;
 }
 
-/* The one-letter owners of the picked rows, in start order ("" if none). */
-static const char *owners_of(const fixture *f, const size_t *picked, size_t n)
+/* The one-letter owners of the picked rows of queue, in start order ("" if
+ * none). */
+static const char *owners_of(const job_list *queue, const size_t *picked, size_t n)
 {
     static char text[MAX_ROWS + 1];
     for (size_t i = 0; i < n; i++)
-        text[i] = f->queue.v[picked[i]].owner[0];
+        text[i] = queue->v[picked[i]].owner[0];
     text[n] = '\0';
     return text;
 }
@@ -135,20 +141,19 @@ static const char *owners_of(const fixture *f, const size_t *picked, size_t n)
 /* A pass that only looks: it would start the jobs of `want`'s owners. */
 static void assert_plan(fixture *f, int slots, int gpus, int max_running, const char *want)
 {
-    size_t picked[MAX_ROWS];
-    size_t n = plan(f, slots, gpus, max_running, picked);
-    assert_string_equal(owners_of(f, picked, n), want);
+    size_t n = plan(f, slots, gpus, max_running);
+    assert_string_equal(owners_of(&f->plan.queue, f->plan.picked, n), want);
 }
 
 /* A pass that starts what it picks (queued -> starting, which advances the
  * fair-share clock): the jobs of `want`'s owners, in that order. */
 static void assert_pass(fixture *f, int slots, int gpus, int max_running, const char *want)
 {
-    size_t picked[MAX_ROWS];
-    size_t n = plan(f, slots, gpus, max_running, picked);
-    assert_string_equal(owners_of(f, picked, n), want);
+    size_t n = plan(f, slots, gpus, max_running);
+    assert_string_equal(owners_of(&f->plan.queue, f->plan.picked, n), want);
     for (size_t i = 0; i < n; i++)
-        assert_int_equal(store_job_mark_starting(f->st, f->queue.v[picked[i]].id, NULL, NULL, f->now++),
+        assert_int_equal(store_job_mark_starting(f->st, f->plan.queue.v[f->plan.picked[i]].id,
+                                                 NULL, NULL, f->now++),
                          STORE_OK);
 }
 
@@ -160,7 +165,7 @@ static void finish(fixture *f, const char *id)
 
 static void finish_active(fixture *f)
 {
-    load(f);
+    load_active(f);
     for (size_t i = 0; i < f->active.n; i++)
         finish(f, f->active.v[i].id);
 }
@@ -329,17 +334,18 @@ static void test_gpus_never_overallocate(void **state)
                 finish(f, ends[i]);
                 done++;
             }
-        size_t picked[MAX_ROWS];
-        size_t n = plan(f, SLOTS, GPUS, LIMIT, picked);
+        size_t n = plan(f, SLOTS, GPUS, LIMIT);
+        const size_t *picked = f->plan.picked;
+        const job_list *queue = &f->plan.queue;
         placement_cluster c = free_of(f, SLOTS, GPUS);
         totals avail = {c.slots[0], c.gpus[0]}, need = {0, 0};
         assert_true(avail.slots >= 0 && avail.gpus >= 0);
         for (size_t k = 0; k < n; k++) {
-            const store_job *j = &f->queue.v[picked[k]];
+            const store_job *j = &queue->v[picked[k]];
             need.slots += j->ranks;
             need.gpus += j->gpus;
             for (size_t e = 0; e < picked[k]; e++) {
-                const store_job *w = &f->queue.v[e];
+                const store_job *w = &queue->v[e];
                 bool started = false;
                 int running = 0;
                 for (size_t m = 0; m < n; m++)
@@ -347,7 +353,7 @@ static void test_gpus_never_overallocate(void **state)
                 for (size_t m = 0; m < f->active.n; m++)
                     running += strcmp(f->active.v[m].owner, w->owner) == 0;
                 for (size_t m = 0; m < k; m++)
-                    running += strcmp(f->queue.v[picked[m]].owner, w->owner) == 0;
+                    running += strcmp(queue->v[picked[m]].owner, w->owner) == 0;
                 if (!started && w->gpus > 0 && running < LIMIT)
                     assert_int_equal(j->gpus, 0);
             }
@@ -372,14 +378,14 @@ static void test_hosts_disjoint(void **state)
     submit(f, "b", 0, 1, 0);
     submit(f, "c", 0, 3, 0);
     submit(f, "d", 0, 1, 0);
-    load(f);
+    load_queue(f);
     placement_cluster c = {.n_hosts = 3, .slots = {2, 2, 1}};
     size_t picked[MAX_ROWS];
     size_t n = sched_pick(f->queue.v, f->queue.n, f->active.v, f->active.n, &c, 0, picked,
                           allocs);
     /* a fills h0; b goes to h1; c (3) fits nowhere whole and 2 slots are
      * left (h1:1, h2:1): it waits and d may not pass it. */
-    assert_string_equal(owners_of(f, picked, n), "ab");
+    assert_string_equal(owners_of(&f->queue, picked, n), "ab");
     assert_int_equal(allocs[0].n, 1);
     assert_int_equal(allocs[0].part[0].host, 0);
     assert_int_equal(allocs[0].part[0].ranks, 2);
@@ -409,11 +415,11 @@ static void test_hosts_gpus(void **state)
     submit(f, "c", 0, 1, 2);
     submit(f, "d", 0, 1, 1);
     submit(f, "e", 0, 1, 0);
-    load(f);
+    load_queue(f);
     placement_cluster c = {.n_hosts = 2, .slots = {4, 4}, .gpus = {3, 2}};
     size_t picked[MAX_ROWS];
     size_t n = sched_pick(f->queue.v, f->queue.n, NULL, 0, &c, 0, picked, allocs);
-    assert_string_equal(owners_of(f, picked, n), "abe");
+    assert_string_equal(owners_of(&f->queue, picked, n), "abe");
     assert_int_equal(allocs[0].part[0].host, 0);
     assert_int_equal(allocs[1].part[0].host, 1);
 }
