@@ -60,6 +60,7 @@ typedef struct dist_server {
     int *ranks;
     char (*receiving)[64];  /* per worker: what the watchdog reports */
     char (*receiving_vars)[64]; /* the same for its variables */
+    char (*replying)[64];   /* and for the reply to it */
     double *times;          /* per worker: comm_s, train_s from its done */
     double *reads;          /* per worker: seconds it waited for reads, and
                                their CPU seconds */
@@ -76,13 +77,58 @@ typedef struct dist_server {
     long die_at;            /* test hook: SIGKILL this rank at that clock */
 } dist_server;
 
-static void dist_server_reply(dist_server *sv, int src)
+static void dist_server_lose(dist_server *sv, int w, double silent_s);
+
+/* Complete a transfer with worker w. A worker can die in the middle of
+ * one (over TCP, where its messages take long, that is likely): under
+ * --enable-recovery, a transfer that has not completed within the
+ * watchdog limit loses the worker (its requests are cancelled and
+ * dropped: the peer is gone) and returns false; otherwise it waits, and
+ * the watchdog ends a hung job as before. */
+static bool dist_server_wait(dist_server *sv, MPI_Request *reqs, int n, int w,
+                             const char *doing)
 {
+    dist_ctx *c = sv->c;
+    bool recovery = dist_recovery_on();
+    if (recovery)
+        dist_watchdog_tick_patient(doing);
+    else
+        dist_watchdog_tick(doing);
     double t0 = MPI_Wtime();
+    struct timespec nap = {0, 50 * 1000};
+    for (;;) {
+        int flag = 0;
+        DIST_MPI(MPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE));
+        if (flag)
+            break;
+        double now = MPI_Wtime();
+        if (recovery && now - t0 > c->watchdog_s) {
+            for (int i = 0; i < n; i++) {
+                if (reqs[i] == MPI_REQUEST_NULL)
+                    continue;
+                MPI_Cancel(&reqs[i]);
+                MPI_Request_free(&reqs[i]);
+            }
+            c->comm_s += now - t0;
+            if (!sv->lost[w])
+                dist_server_lose(sv, w, now - t0);
+            return false;
+        }
+        nanosleep(&nap, NULL);
+    }
+    c->comm_s += MPI_Wtime() - t0;
+    return true;
+}
+
+/* False when the worker was lost meanwhile (dist_server_wait). */
+static bool dist_server_reply(dist_server *sv, int src)
+{
     dist_reply r = {.clock = sv->clock, .sched = sv->c->sched, .lost = sv->lost[src - 1]};
-    DIST_MPI(MPI_Send(&r, (int)sizeof r, MPI_BYTE, src, DIST_TAG_REPLY, sv->c->comm));
-    DIST_MPI(MPI_Send(sv->center, (int)sv->n, MPI_FLOAT, src, DIST_TAG_CENTER, sv->c->comm));
-    sv->c->comm_s += MPI_Wtime() - t0;
+    MPI_Request reqs[2];
+    DIST_MPI(MPI_Isend(&r, (int)sizeof r, MPI_BYTE, src, DIST_TAG_REPLY, sv->c->comm, &reqs[0]));
+    DIST_MPI(MPI_Isend(sv->center, (int)sv->n, MPI_FLOAT, src, DIST_TAG_CENTER, sv->c->comm,
+                       &reqs[1]));
+    return dist_server_wait(sv, reqs, 2, src - 1, sv->replying[src - 1]);
 }
 
 static void dist_server_apply(dist_server *sv, const dist_msg *h, int w)
@@ -106,19 +152,31 @@ static void dist_server_apply(dist_server *sv, const dist_msg *h, int w)
         raise(SIGKILL);
 }
 
-/* The worker's variables that follow its epoch-end or done header. */
-static void dist_server_recv_wstate(dist_server *sv, int src)
+/* The worker's variables that follow its epoch-end or done header; false
+ * when the worker was lost meanwhile. */
+static bool dist_server_recv_wstate(dist_server *sv, int src)
 {
     int w = src - 1;
-    dist_watchdog_tick(sv->receiving_vars[w]);
-    double t0 = MPI_Wtime();
-    DIST_MPI(MPI_Recv(sv->wstate + (long)w * sv->n_wstate, (int)sv->n_wstate, MPI_FLOAT, src,
-                      DIST_TAG_STATE, sv->c->comm, MPI_STATUS_IGNORE));
-    sv->c->comm_s += MPI_Wtime() - t0;
+    MPI_Request req;
+    DIST_MPI(MPI_Irecv(sv->wstate + (long)w * sv->n_wstate, (int)sv->n_wstate, MPI_FLOAT, src,
+                       DIST_TAG_STATE, sv->c->comm, &req));
+    if (!dist_server_wait(sv, &req, 1, w, sv->receiving_vars[w]))
+        return false;
+    if (sv->lost[w])
+        return true;
     if (!sv->has_wstate[w]) {
         sv->has_wstate[w] = true;
         sv->n_wstates++;
     }
+    return true;
+}
+
+/* A commit's payload into sv->buf; false when the worker was lost. */
+static bool dist_server_recv_payload(dist_server *sv, int src)
+{
+    MPI_Request req;
+    DIST_MPI(MPI_Irecv(sv->buf, (int)sv->n, MPI_FLOAT, src, DIST_TAG_DATA, sv->c->comm, &req));
+    return dist_server_wait(sv, &req, 1, src - 1, sv->receiving[src - 1]);
 }
 
 /* Replica 0 is the center (the server has no optimizer: zeros), replicas
@@ -248,14 +306,14 @@ static void dist_server_advance(dist_server *sv)
 static void dist_server_handle_lost(dist_server *sv, const dist_msg *h, int src)
 {
     dist_ctx *c = sv->c;
-    if (h->kind == DIST_MSG_COMMIT)
-        DIST_MPI(MPI_Recv(sv->buf, (int)sv->n, MPI_FLOAT, src, DIST_TAG_DATA, c->comm,
-                          MPI_STATUS_IGNORE));
-    if (h->kind == DIST_MSG_EPOCH || h->kind == DIST_MSG_DONE)
-        DIST_MPI(MPI_Recv(sv->wstate + (long)(src - 1) * sv->n_wstate, (int)sv->n_wstate,
-                          MPI_FLOAT, src, DIST_TAG_STATE, c->comm, MPI_STATUS_IGNORE));
-    if (h->kind == DIST_MSG_PULL || (h->kind == DIST_MSG_COMMIT && h->reply))
-        dist_server_reply(sv, src);
+    if (h->kind == DIST_MSG_COMMIT && !dist_server_recv_payload(sv, src))
+        return;
+    if ((h->kind == DIST_MSG_EPOCH || h->kind == DIST_MSG_DONE) &&
+        !dist_server_recv_wstate(sv, src))
+        return;
+    if ((h->kind == DIST_MSG_PULL || (h->kind == DIST_MSG_COMMIT && h->reply)) &&
+        !dist_server_reply(sv, src))
+        return;
     if (h->kind == DIST_MSG_DONE) {
         int64_t bye = -1;
         DIST_MPI(MPI_Send(&bye, 1, MPI_INT64_T, src, DIST_TAG_BYE, c->comm));
@@ -272,19 +330,15 @@ static void dist_server_handle(dist_server *sv, const dist_msg *h, int src)
         return;
     }
     switch (h->kind) {
-    case DIST_MSG_COMMIT: {
-        dist_watchdog_tick(sv->receiving[w]);
-        double t0 = MPI_Wtime();
-        DIST_MPI(MPI_Recv(sv->buf, (int)sv->n, MPI_FLOAT, src, DIST_TAG_DATA, c->comm,
-                          MPI_STATUS_IGNORE));
-        c->comm_s += MPI_Wtime() - t0;
+    case DIST_MSG_COMMIT:
+        if (!dist_server_recv_payload(sv, src))
+            break;
         dist_server_apply(sv, h, w);
-        if (h->reply)
-            dist_server_reply(sv, src);
         sv->last[w] = *h;
+        if (h->reply && !dist_server_reply(sv, src))
+            break;
         dist_server_progress(sv);
         break;
-    }
     case DIST_MSG_PULL:
         dist_server_reply(sv, src);
         break;
@@ -294,14 +348,16 @@ static void dist_server_handle(dist_server *sv, const dist_msg *h, int src)
         memcpy(&sv->acc[(long)h->epoch * c->workers + w], h->sums, sizeof(dist_sums));
         sv->wlr[(long)h->epoch * c->workers + w] = h->lr;
         sv->order[(long)h->epoch * c->workers + w] = h->order_hash;
+        if (!dist_server_recv_wstate(sv, src))
+            break;
         sv->sent[w] = (long)h->commits;
-        dist_server_recv_wstate(sv, src);
         sv->reported[h->epoch]++;
         sv->wepoch[w] = h->epoch + 1;
         dist_server_advance(sv);
         break;
     case DIST_MSG_DONE:
-        dist_server_recv_wstate(sv, src);
+        if (!dist_server_recv_wstate(sv, src))
+            break;
         sv->sent[w] = (long)h->commits;
         sv->times[2 * w] = h->sums[0];
         sv->times[2 * w + 1] = h->sums[1];
@@ -460,6 +516,7 @@ int dist_ps_serve(dist_ctx *c, float *center, const dist_ps_start *start,
     sv.ranks = calloc((size_t)W, sizeof *sv.ranks);
     sv.receiving = calloc((size_t)W, sizeof *sv.receiving);
     sv.receiving_vars = calloc((size_t)W, sizeof *sv.receiving_vars);
+    sv.replying = calloc((size_t)W, sizeof *sv.replying);
     sv.times = calloc((size_t)W * 2, sizeof *sv.times);
     sv.reads = calloc((size_t)W * 2, sizeof *sv.reads);
     sv.last = calloc((size_t)W, sizeof *sv.last);
@@ -469,7 +526,7 @@ int dist_ps_serve(dist_ctx *c, float *center, const dist_ps_start *start,
     sv.lost = calloc((size_t)W, sizeof *sv.lost);
     sv.wepoch = calloc((size_t)W, sizeof *sv.wepoch);
     sv.die_at = dist_recovery_test_die_step(0);
-    if (!sv.lost || !sv.wepoch || !sv.wstate || !sv.has_wstate || !sv.times || !sv.reads || !sv.last || !sv.buf ||
+    if (!sv.replying || !sv.lost || !sv.wepoch || !sv.wstate || !sv.has_wstate || !sv.times || !sv.reads || !sv.last || !sv.buf ||
         !sv.commits || !sv.last_seen || !sv.done || !sv.acc || !sv.reported || !sv.lr ||
         !sv.wlr || !sv.order || !sv.ranks || !sv.receiving || !sv.receiving_vars)
         dist_die("out of memory");
@@ -482,6 +539,8 @@ int dist_ps_serve(dist_ctx *c, float *center, const dist_ps_start *start,
                  "receiving a commit from worker rank %d", w + 1);
         snprintf(sv.receiving_vars[w], sizeof sv.receiving_vars[w],
                  "receiving the variables of worker rank %d", w + 1);
+        snprintf(sv.replying[w], sizeof sv.replying[w], "sending the center to worker rank %d",
+                 w + 1);
     }
     for (int e = 0; e < (int)start->epoch && e < E; e++)
         sv.reported[e] = W;
@@ -528,6 +587,7 @@ int dist_ps_serve(dist_ctx *c, float *center, const dist_ps_start *start,
     free(sv.ranks);
     free(sv.receiving);
     free(sv.receiving_vars);
+    free(sv.replying);
     free(sv.times);
     free(sv.reads);
     free(sv.last);
