@@ -383,8 +383,12 @@ static void dist_worker_epoch(dist_worker *w, int epoch, long lo, long hi, long 
     dist_msg h = {.kind = DIST_MSG_EPOCH, .epoch = epoch, .commits = w->commits, .lr = w->lr,
                   .order_hash = dist_data_order_hash(c)};
     memcpy(h.sums, &run, sizeof run);
+    /* The server may be busy for up to the watchdog limit (scoring the
+     * epoch, or timing out a dead worker's transfer): as at an exchange. */
+    dist_watchdog_tick_patient("sending the epoch's end to the parameter server (rank 0)");
     dist_worker_send(w, &h, NULL);
     dist_worker_send_state(w);
+    dist_watchdog_tick("training");
 }
 
 int dist_ps_work(dist_ctx *c, float *center, const dist_ps_start *start, long commits)
@@ -432,6 +436,7 @@ int dist_ps_work(dist_ctx *c, float *center, const dist_ps_start *start, long co
                      .sums = {c->comm_s, c->train_s,
                               c->stream ? dist_stream_waited(c->stream) : 0.0,
                               c->stream ? dist_stream_read_cpu(c->stream) : 0.0}};
+    dist_watchdog_tick_patient("sending the end of training to the parameter server (rank 0)");
     dist_worker_send(&w, &done, NULL);
     dist_worker_send_state(&w);
     /* The server's bye: how many workers were lost (-1: this one). */
