@@ -1,6 +1,7 @@
 /* launcher.c — fork/exec of the supervisor, /proc-based process checks, and
  * signals that reach only the process that was meant (launcher.h). */
 #include "run/launcher.h"
+#include "jobspec/spec.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -70,6 +71,25 @@ double launcher_rank_memory_max(double memory_max, int ranks, const char *gpu_de
     return share;
 }
 
+/* Whether rundir/job.json asks for a parameter-server trainer, whose
+ * server trains on when a worker dies, provided mpirun lets the job outlive
+ * it (docs/distributed.md, "A lost worker"). A spec that does not load
+ * here will not load in punch-train either: no flag for it. */
+static bool launcher_job_is_async(const char *rundir)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/job.json", rundir);
+    if (access(path, R_OK) != 0)
+        return false;
+    spec_error err;
+    job_spec *spec = spec_load_file(path, &err);
+    if (!spec)
+        return false;
+    bool async = spec_trainer_is_async(spec->distributed.trainer);
+    spec_free(spec);
+    return async;
+}
+
 char **launcher_mpirun_argv(const launcher_config *lc, const char *rundir, int ranks,
                             int threads, const char *gpu_devices, double rank_memory_max)
 {
@@ -90,6 +110,8 @@ char **launcher_mpirun_argv(const launcher_config *lc, const char *rundir, int r
                            "ob1"};
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         launcher_push(argv, &n, &ok, "%s", fixed[i]);
+    if (launcher_job_is_async(rundir))
+        launcher_push(argv, &n, &ok, "%s", "--enable-recovery");
     if (!launcher_args_set_mca(extra, "btl")) {
         launcher_push(argv, &n, &ok, "%s", "--mca");
         launcher_push(argv, &n, &ok, "%s", "btl");

@@ -44,7 +44,12 @@ typedef struct launcher_config {
  * refuses a parameter given twice. rank_memory_max > 0: every rank's data
  * memory ceiling in bytes, exported as PUNCH_RANK_MEMORY_MAX (punch-train
  * applies it as RLIMIT_DATA, engine/train/memlimit.h), which bounds ranks on
- * hosts outside the job's cgroup. Free with launcher_argv_free(). */
+ * hosts outside the job's cgroup. A job whose rundir/job.json names a
+ * parameter-server trainer (downpour, adag, dynsgd, aeasgd, eamsgd) also
+ * gets `--enable-recovery`, so that its server trains on when a worker
+ * dies; punch-train then ends mpirun itself on a failure, which such an
+ * mpirun would otherwise not report (docs/distributed.md). Free with
+ * launcher_argv_free(). */
 char **launcher_mpirun_argv(const launcher_config *lc, const char *rundir, int ranks,
                             int threads, const char *gpu_devices, double rank_memory_max);
 void launcher_argv_free(char **argv);

@@ -32,6 +32,9 @@ enum {
     DIST_TAG_REPLY = 103,
     DIST_TAG_CENTER = 104,
     DIST_TAG_STATE = 105,
+    DIST_TAG_BYE = 106,     /* the server to a worker after its done: an
+                               int64, the workers lost (-1: this one was
+                               declared lost) */
 };
 
 typedef enum dist_msg_kind {
@@ -64,6 +67,8 @@ typedef struct dist_reply {
     int64_t clock;          /* commits received so far */
     schedule_state sched;   /* after the latest epoch the server has scored;
                                sched.stop: early stopping fired, stop now */
+    int64_t lost;           /* 1: the server declared this worker lost (it
+                               was silent too long): it must leave */
 } dist_reply;
 
 /* Where the asynchronous run starts (rank 0 restores it on --resume). */

@@ -21,8 +21,13 @@
  * received and counted (commits_discarded in the history), not applied,
  * as Keras ends training with the weights of the stopping epoch.
  * While idle it sleeps briefly instead of spinning in MPI, so it does not
- * take a core from the workers; and it ends the job naming the worker
- * when one stays silent longer than the watchdog limit. */
+ * take a core from the workers. A worker silent longer than the watchdog
+ * limit is hung or dead: the server ends the job naming it, or, under
+ * `mpirun --enable-recovery` (dist_async_recovery.c), declares it lost,
+ * records it (history.json's lost_workers, a worker_lost event) and
+ * serves the others on: its epochs count as reported with nothing
+ * trained, and should it speak again it is told to leave. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +60,7 @@ typedef struct dist_server {
     int *ranks;
     char (*receiving)[64];  /* per worker: what the watchdog reports */
     char (*receiving_vars)[64]; /* the same for its variables */
+    char (*replying)[64];   /* and for the reply to it */
     double *times;          /* per worker: comm_s, train_s from its done */
     double *reads;          /* per worker: seconds it waited for reads, and
                                their CPU seconds */
@@ -65,15 +71,67 @@ typedef struct dist_server {
     bool *has_wstate;
     long steps;             /* per worker and epoch */
     double t_epoch;
+    bool *lost;             /* per worker: declared lost */
+    int n_lost;
+    int *wepoch;            /* per worker: the next epoch it has to report */
+    long die_at;            /* test hook: SIGKILL this rank at that clock */
 } dist_server;
 
-static void dist_server_reply(dist_server *sv, int src)
+static void dist_server_lose(dist_server *sv, int w, double silent_s);
+
+/* Complete a transfer with worker w. A worker can die in the middle of
+ * one (over TCP, where its messages take long, that is likely): under
+ * --enable-recovery, a transfer that has not completed within the
+ * watchdog limit loses the worker (its requests are cancelled and
+ * dropped: the peer is gone) and returns false; otherwise it waits, and
+ * the watchdog ends a hung job as before. */
+static bool dist_server_wait(dist_server *sv, MPI_Request *reqs, int n, int w,
+                             const char *doing)
 {
+    dist_ctx *c = sv->c;
+    bool recovery = dist_recovery_on();
+    if (recovery)
+        dist_watchdog_tick_patient(doing);
+    else
+        dist_watchdog_tick(doing);
     double t0 = MPI_Wtime();
-    dist_reply r = {.clock = sv->clock, .sched = sv->c->sched};
-    DIST_MPI(MPI_Send(&r, (int)sizeof r, MPI_BYTE, src, DIST_TAG_REPLY, sv->c->comm));
-    DIST_MPI(MPI_Send(sv->center, (int)sv->n, MPI_FLOAT, src, DIST_TAG_CENTER, sv->c->comm));
-    sv->c->comm_s += MPI_Wtime() - t0;
+    struct timespec nap = {0, 50 * 1000};
+    for (;;) {
+        int flag = 0;
+        DIST_MPI(MPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE));
+        if (flag)
+            break;
+        double now = MPI_Wtime();
+        if (recovery && now - t0 > c->watchdog_s) {
+            for (int i = 0; i < n; i++) {
+                if (reqs[i] == MPI_REQUEST_NULL)
+                    continue;
+                MPI_Cancel(&reqs[i]);
+                MPI_Request_free(&reqs[i]);
+            }
+            c->comm_s += now - t0;
+            if (!sv->lost[w])
+                dist_server_lose(sv, w, now - t0);
+            return false;
+        }
+        /* A transfer in progress mostly ends within a millisecond: poll
+         * until then, then nap so as not to take a core from the workers. */
+        if (now - t0 > 1e-3)
+            nanosleep(&nap, NULL);
+    }
+    c->comm_s += MPI_Wtime() - t0;
+    return true;
+}
+
+/* False when the worker was lost meanwhile (dist_server_wait). */
+static bool dist_server_reply(dist_server *sv, int src)
+{
+    dist_reply r = {.clock = sv->clock, .sched = sv->c->sched, .lost = sv->lost[src - 1]};
+    MPI_Request reqs[2];
+    DIST_MPI(MPI_Isend(&r, (int)sizeof r, MPI_BYTE, src, DIST_TAG_REPLY, sv->c->comm, &reqs[0]));
+    DIST_MPI(MPI_Isend(sv->center, (int)sv->n, MPI_FLOAT, src, DIST_TAG_CENTER, sv->c->comm,
+                       &reqs[1]));
+    return dist_server_wait(sv, reqs, 2, src - 1, sv->replying[src - 1]);
 }
 
 static void dist_server_apply(dist_server *sv, const dist_msg *h, int w)
@@ -93,21 +151,35 @@ static void dist_server_apply(dist_server *sv, const dist_msg *h, int w)
     sv->clock++;
     sv->staleness_sum += (double)staleness;
     sv->commits[w]++;
+    if (sv->die_at > 0 && sv->clock >= sv->die_at)
+        raise(SIGKILL);
 }
 
-/* The worker's variables that follow its epoch-end or done header. */
-static void dist_server_recv_wstate(dist_server *sv, int src)
+/* The worker's variables that follow its epoch-end or done header; false
+ * when the worker was lost meanwhile. */
+static bool dist_server_recv_wstate(dist_server *sv, int src)
 {
     int w = src - 1;
-    dist_watchdog_tick(sv->receiving_vars[w]);
-    double t0 = MPI_Wtime();
-    DIST_MPI(MPI_Recv(sv->wstate + (long)w * sv->n_wstate, (int)sv->n_wstate, MPI_FLOAT, src,
-                      DIST_TAG_STATE, sv->c->comm, MPI_STATUS_IGNORE));
-    sv->c->comm_s += MPI_Wtime() - t0;
+    MPI_Request req;
+    DIST_MPI(MPI_Irecv(sv->wstate + (long)w * sv->n_wstate, (int)sv->n_wstate, MPI_FLOAT, src,
+                       DIST_TAG_STATE, sv->c->comm, &req));
+    if (!dist_server_wait(sv, &req, 1, w, sv->receiving_vars[w]))
+        return false;
+    if (sv->lost[w])
+        return true;
     if (!sv->has_wstate[w]) {
         sv->has_wstate[w] = true;
         sv->n_wstates++;
     }
+    return true;
+}
+
+/* A commit's payload into sv->buf; false when the worker was lost. */
+static bool dist_server_recv_payload(dist_server *sv, int src)
+{
+    MPI_Request req;
+    DIST_MPI(MPI_Irecv(sv->buf, (int)sv->n, MPI_FLOAT, src, DIST_TAG_DATA, sv->c->comm, &req));
+    return dist_server_wait(sv, &req, 1, src - 1, sv->receiving[src - 1]);
 }
 
 /* Replica 0 is the center (the server has no optimizer: zeros), replicas
@@ -220,25 +292,56 @@ static void dist_server_progress(dist_server *sv)
                      secs > 0 ? run.n / secs : 0.0);
 }
 
+/* Write every epoch all workers have reported. After a stop, epochs a
+ * worker finished before it heard of it are not the job's: the center was
+ * final before they ended. */
+static void dist_server_advance(dist_server *sv)
+{
+    int epochs = sv->c->spec->training.epochs;
+    while (!sv->stopped && sv->next_epoch < epochs &&
+           sv->reported[sv->next_epoch] == sv->c->workers)
+        dist_server_epoch(sv, sv->next_epoch++);
+}
+
+/* A message from a worker already declared lost: take what it sends, so
+ * it is not left blocked in a send, and tell it to leave at its next
+ * reply (dist_reply.lost) or, after its done, with the bye. */
+static void dist_server_handle_lost(dist_server *sv, const dist_msg *h, int src)
+{
+    dist_ctx *c = sv->c;
+    if (h->kind == DIST_MSG_COMMIT && !dist_server_recv_payload(sv, src))
+        return;
+    if ((h->kind == DIST_MSG_EPOCH || h->kind == DIST_MSG_DONE) &&
+        !dist_server_recv_wstate(sv, src))
+        return;
+    if ((h->kind == DIST_MSG_PULL || (h->kind == DIST_MSG_COMMIT && h->reply)) &&
+        !dist_server_reply(sv, src))
+        return;
+    if (h->kind == DIST_MSG_DONE) {
+        int64_t bye = -1;
+        DIST_MPI(MPI_Send(&bye, 1, MPI_INT64_T, src, DIST_TAG_BYE, c->comm));
+    }
+}
+
 static void dist_server_handle(dist_server *sv, const dist_msg *h, int src)
 {
     dist_ctx *c = sv->c;
     int w = src - 1;
     int epochs = c->spec->training.epochs;
+    if (sv->lost[w]) {
+        dist_server_handle_lost(sv, h, src);
+        return;
+    }
     switch (h->kind) {
-    case DIST_MSG_COMMIT: {
-        dist_watchdog_tick(sv->receiving[w]);
-        double t0 = MPI_Wtime();
-        DIST_MPI(MPI_Recv(sv->buf, (int)sv->n, MPI_FLOAT, src, DIST_TAG_DATA, c->comm,
-                          MPI_STATUS_IGNORE));
-        c->comm_s += MPI_Wtime() - t0;
+    case DIST_MSG_COMMIT:
+        if (!dist_server_recv_payload(sv, src))
+            break;
         dist_server_apply(sv, h, w);
-        if (h->reply)
-            dist_server_reply(sv, src);
         sv->last[w] = *h;
+        if (h->reply && !dist_server_reply(sv, src))
+            break;
         dist_server_progress(sv);
         break;
-    }
     case DIST_MSG_PULL:
         dist_server_reply(sv, src);
         break;
@@ -248,17 +351,16 @@ static void dist_server_handle(dist_server *sv, const dist_msg *h, int src)
         memcpy(&sv->acc[(long)h->epoch * c->workers + w], h->sums, sizeof(dist_sums));
         sv->wlr[(long)h->epoch * c->workers + w] = h->lr;
         sv->order[(long)h->epoch * c->workers + w] = h->order_hash;
+        if (!dist_server_recv_wstate(sv, src))
+            break;
         sv->sent[w] = (long)h->commits;
-        dist_server_recv_wstate(sv, src);
         sv->reported[h->epoch]++;
-        /* After a stop, epochs a worker finished before it heard of it are
-         * not the job's: the center was final before they ended. */
-        while (!sv->stopped && sv->next_epoch < epochs &&
-               sv->reported[sv->next_epoch] == c->workers)
-            dist_server_epoch(sv, sv->next_epoch++);
+        sv->wepoch[w] = h->epoch + 1;
+        dist_server_advance(sv);
         break;
     case DIST_MSG_DONE:
-        dist_server_recv_wstate(sv, src);
+        if (!dist_server_recv_wstate(sv, src))
+            break;
         sv->sent[w] = (long)h->commits;
         sv->times[2 * w] = h->sums[0];
         sv->times[2 * w + 1] = h->sums[1];
@@ -272,14 +374,47 @@ static void dist_server_handle(dist_server *sv, const dist_msg *h, int src)
     }
 }
 
-/* A worker that has said nothing for the watchdog limit is hung or dead. */
-static void dist_server_check_silence(const dist_server *sv, double now)
+/* Under --enable-recovery: worker w is gone. Where it was (its epoch, 1
+ * based, and the steps of it its latest commit covered) goes into the
+ * history and progress.jsonl; its remaining epochs count as reported with
+ * nothing trained, so the others' epochs are written without it. */
+static void dist_server_lose(dist_server *sv, int w, double silent_s)
 {
-    for (int w = 0; w < sv->c->workers; w++)
-        if (!sv->done[w] && now - sv->last_seen[w] > sv->c->watchdog_s)
+    dist_ctx *c = sv->c;
+    int epochs = c->spec->training.epochs;
+    int e = sv->wepoch[w];
+    long step = sv->last[w].epoch == e ? (long)sv->last[w].step : 0;
+    sv->lost[w] = true;
+    sv->n_lost++;
+    sv->n_done++;
+    sv->sent[w] = sv->commits[w];
+    dist_recovery_note_lost(sv->n_lost);
+    fprintf(stderr,
+            "punch-train: rank 0: worker rank %d has sent nothing for %.0f s (epoch %d, step "
+            "%ld): lost; serving the %d other workers on\n",
+            w + 1, silent_s, e + 1, step, c->workers - sv->n_lost);
+    fflush(stderr);
+    dist_report_lost_worker(c->rep, w + 1, e + 1, step, silent_s);
+    for (int k = e; k < epochs; k++)
+        sv->reported[k]++;
+    if (sv->n_lost == c->workers)
+        dist_die("every worker is lost (the last, rank %d, silent for %.0f s): ending the job",
+                 w + 1, silent_s);
+    dist_server_advance(sv);
+}
+
+/* A worker that has said nothing for the watchdog limit is hung or dead. */
+static void dist_server_check_silence(dist_server *sv, double now)
+{
+    for (int w = 0; w < sv->c->workers; w++) {
+        if (sv->done[w] || sv->lost[w] || now - sv->last_seen[w] <= sv->c->watchdog_s)
+            continue;
+        if (!dist_recovery_on())
             dist_die("worker rank %d has sent nothing for %.0f s: it is hung or dead; "
                      "ending the job",
                      w + 1, now - sv->last_seen[w]);
+        dist_server_lose(sv, w, now - sv->last_seen[w]);
+    }
 }
 
 static void dist_server_loop(dist_server *sv)
@@ -306,6 +441,16 @@ static void dist_server_loop(dist_server *sv)
         sv->last_seen[src - 1] = now;
         dist_server_handle(sv, &h, src);
     }
+}
+
+/* Every live worker is done: it waits for this before it leaves, learning
+ * whether a rank was lost (then it skips MPI_Finalize, dist_run.c). */
+static void dist_server_bye(dist_server *sv)
+{
+    int64_t lost = sv->n_lost;
+    for (int w = 0; w < sv->c->workers; w++)
+        if (!sv->lost[w])
+            DIST_MPI(MPI_Send(&lost, 1, MPI_INT64_T, w + 1, DIST_TAG_BYE, sv->c->comm));
 }
 
 static void dist_server_finish(dist_server *sv)
@@ -374,24 +519,31 @@ int dist_ps_serve(dist_ctx *c, float *center, const dist_ps_start *start,
     sv.ranks = calloc((size_t)W, sizeof *sv.ranks);
     sv.receiving = calloc((size_t)W, sizeof *sv.receiving);
     sv.receiving_vars = calloc((size_t)W, sizeof *sv.receiving_vars);
+    sv.replying = calloc((size_t)W, sizeof *sv.replying);
     sv.times = calloc((size_t)W * 2, sizeof *sv.times);
     sv.reads = calloc((size_t)W * 2, sizeof *sv.reads);
     sv.last = calloc((size_t)W, sizeof *sv.last);
     sv.n_wstate = dist_ps_state_floats(c);
     sv.wstate = malloc((size_t)(W * sv.n_wstate + 1) * sizeof(float));
     sv.has_wstate = calloc((size_t)W, sizeof *sv.has_wstate);
-    if (!sv.wstate || !sv.has_wstate || !sv.times || !sv.reads || !sv.last || !sv.buf ||
+    sv.lost = calloc((size_t)W, sizeof *sv.lost);
+    sv.wepoch = calloc((size_t)W, sizeof *sv.wepoch);
+    sv.die_at = dist_recovery_test_die_step(0);
+    if (!sv.replying || !sv.lost || !sv.wepoch || !sv.wstate || !sv.has_wstate || !sv.times || !sv.reads || !sv.last || !sv.buf ||
         !sv.commits || !sv.last_seen || !sv.done || !sv.acc || !sv.reported || !sv.lr ||
         !sv.wlr || !sv.order || !sv.ranks || !sv.receiving || !sv.receiving_vars)
         dist_die("out of memory");
     /* Commits restored from a checkpoint were applied by an earlier server. */
     for (int w = 0; w < W; w++) {
         sv.commits[w] = worker_commits[w];
+        sv.wepoch[w] = (int)start->epoch;
         sv.ranks[w] = w + 1;
         snprintf(sv.receiving[w], sizeof sv.receiving[w],
                  "receiving a commit from worker rank %d", w + 1);
         snprintf(sv.receiving_vars[w], sizeof sv.receiving_vars[w],
                  "receiving the variables of worker rank %d", w + 1);
+        snprintf(sv.replying[w], sizeof sv.replying[w], "sending the center to worker rank %d",
+                 w + 1);
     }
     for (int e = 0; e < (int)start->epoch && e < E; e++)
         sv.reported[e] = W;
@@ -418,7 +570,13 @@ int dist_ps_serve(dist_ctx *c, float *center, const dist_ps_start *start,
     sv.t_epoch = now;
     dist_server_loop(&sv);
     c->train_s = MPI_Wtime() - now;
-    dist_profile_write(c);
+    dist_server_bye(&sv);
+    /* The profile is gathered from every rank: not from a dead one. */
+    if (sv.n_lost == 0)
+        dist_profile_write(c);
+    else if (s->training.profile)
+        fprintf(stderr, "punch-train: rank 0: training.profile: no profile.json, a worker "
+                        "was lost\n");
     dist_server_finish(&sv);
     free(sv.buf);
     free(sv.commits);
@@ -432,10 +590,13 @@ int dist_ps_serve(dist_ctx *c, float *center, const dist_ps_start *start,
     free(sv.ranks);
     free(sv.receiving);
     free(sv.receiving_vars);
+    free(sv.replying);
     free(sv.times);
     free(sv.reads);
     free(sv.last);
     free(sv.wstate);
     free(sv.has_wstate);
+    free(sv.lost);
+    free(sv.wepoch);
     return 0;
 }

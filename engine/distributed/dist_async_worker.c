@@ -30,8 +30,11 @@
  * only commits and pulls cross to the host, through the backend's pinned
  * staging buffers (model_get_params / model_set_params), as the MPI
  * messages to the CPU server need host memory. */
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "distributed/dist_async_protocol.h"
 #include "distributed/dist_async_update.h"
@@ -61,7 +64,24 @@ typedef struct dist_worker {
     long since;             /* local steps since the last exchange */
     float lr;
     long steps;             /* micro-batches an epoch (the per-step rate) */
+    long done_steps;        /* local steps taken in this process */
+    long die_at;            /* test hook: SIGKILL this rank at that step */
 } dist_worker;
+
+/* The server declared this worker lost (it was silent too long, under
+ * --enable-recovery) and trains on without it: its work is not the job's
+ * any more, and it leaves without MPI_Finalize, whose fence would wait
+ * for the dead (dist_async_recovery.c). */
+static _Noreturn void dist_worker_leave(const dist_worker *w)
+{
+    fprintf(stderr,
+            "punch-train: rank %d: the parameter server declared this worker lost (silent "
+            "longer than PUNCH_WATCHDOG_S); leaving\n",
+            w->c->rank);
+    fflush(stderr);
+    dist_watchdog_stop();
+    _exit(0);
+}
 
 static bool dist_worker_elastic(spec_trainer t)
 {
@@ -144,6 +164,8 @@ static void dist_worker_recv_center(dist_worker *w)
     DIST_MPI(MPI_Recv(&r, (int)sizeof r, MPI_BYTE, 0, DIST_TAG_REPLY, c->comm, MPI_STATUS_IGNORE));
     DIST_MPI(MPI_Recv(w->center, (int)(w->np + w->ns), MPI_FLOAT, 0, DIST_TAG_CENTER, c->comm,
                       MPI_STATUS_IGNORE));
+    if (r.lost)
+        dist_worker_leave(w);
     w->clock = r.clock;
     c->sched = r.sched;
     dist_worker_set_lr(w);
@@ -345,6 +367,8 @@ static void dist_worker_epoch(dist_worker *w, int epoch, long lo, long hi, long 
         dist_profile_mark(c, PROFILE_BACKWARD);
         dist_sums_add_batch(&run, c->m, loss, &bm, b);
         c->global_step++;
+        if (++w->done_steps == w->die_at)
+            raise(SIGKILL);
         dist_watchdog_tick("training");
         if (++w->since >= window) {
             w->progress.epoch = epoch;
@@ -359,8 +383,12 @@ static void dist_worker_epoch(dist_worker *w, int epoch, long lo, long hi, long 
     dist_msg h = {.kind = DIST_MSG_EPOCH, .epoch = epoch, .commits = w->commits, .lr = w->lr,
                   .order_hash = dist_data_order_hash(c)};
     memcpy(h.sums, &run, sizeof run);
+    /* The server may be busy for up to the watchdog limit (scoring the
+     * epoch, or timing out a dead worker's transfer): as at an exchange. */
+    dist_watchdog_tick_patient("sending the epoch's end to the parameter server (rank 0)");
     dist_worker_send(w, &h, NULL);
     dist_worker_send_state(w);
+    dist_watchdog_tick("training");
 }
 
 int dist_ps_work(dist_ctx *c, float *center, const dist_ps_start *start, long commits)
@@ -392,6 +420,7 @@ int dist_ps_work(dist_ctx *c, float *center, const dist_ps_start *start, long co
      * epoch ends): warm_up_batches and the per-step seeds go on from there. */
     c->global_step = (uint64_t)start->epoch * (uint64_t)steps;
     w.steps = steps;
+    w.die_at = dist_recovery_test_die_step(c->rank);
     double t0 = MPI_Wtime();
     for (int epoch = (int)start->epoch; epoch < s->training.epochs && !c->sched.stop; epoch++) {
         w.epoch = epoch;
@@ -407,9 +436,18 @@ int dist_ps_work(dist_ctx *c, float *center, const dist_ps_start *start, long co
                      .sums = {c->comm_s, c->train_s,
                               c->stream ? dist_stream_waited(c->stream) : 0.0,
                               c->stream ? dist_stream_read_cpu(c->stream) : 0.0}};
+    dist_watchdog_tick_patient("sending the end of training to the parameter server (rank 0)");
     dist_worker_send(&w, &done, NULL);
     dist_worker_send_state(&w);
-    dist_profile_write(c);
+    /* The server's bye: how many workers were lost (-1: this one). */
+    int64_t bye = 0;
+    dist_watchdog_tick_patient("waiting for the parameter server's bye (rank 0)");
+    DIST_MPI(MPI_Recv(&bye, 1, MPI_INT64_T, 0, DIST_TAG_BYE, c->comm, MPI_STATUS_IGNORE));
+    if (bye < 0)
+        dist_worker_leave(&w);
+    dist_recovery_note_lost((int)bye);
+    if (bye == 0)
+        dist_profile_write(c);
     dist_worker_device_free(&w);
     free(w.x);
     free(w.anchor);

@@ -45,6 +45,8 @@ _Noreturn void dist_die(const char *fmt, ...)
     int init = 0, fini = 0;
     MPI_Initialized(&init);
     MPI_Finalized(&fini);
+    /* Under --enable-recovery MPI_Abort ends this rank alone. */
+    dist_recovery_fail_job();
     if (init && !fini)
         MPI_Abort(MPI_COMM_WORLD, 1);
     exit(1);

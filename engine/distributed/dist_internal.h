@@ -392,6 +392,9 @@ void dist_report_commits(dist_report *r, long commits, double mean_staleness,
 /* Early stopping fired after 0-based `epoch`; `discarded` commits arrived
  * after that and were not applied. */
 void dist_report_stopped(dist_report *r, int epoch, long discarded);
+/* A worker the parameter server declared lost at `epoch` (1-based) after
+ * `step` steps of it: history.json's lost_workers and a worker_lost event. */
+void dist_report_lost_worker(dist_report *r, int rank, int epoch, long step, double silent_s);
 
 /* Write weights.safetensors and weights.npz (suffix NULL), or
  * weights.<suffix>.safetensors, from host params/state of model m. */
@@ -481,5 +484,22 @@ bool dist_optim_local_step(dist_ctx *c, float lr, bool last);
  * `batch` of the micro-step's `total`, accumulated; at a group's end one
  * MPI_Allreduce of the mean, clipping and the step. True when it stepped. */
 bool dist_optim_reduced_step(dist_ctx *c, int batch, long total, float lr, bool last);
+
+/* dist_async_recovery.c: under `mpirun --enable-recovery` (the
+ * parameter-server trainers under punchcardd), where mpirun outlives a
+ * dead rank and exits 0 whatever its ranks do. */
+bool dist_recovery_on(void);
+/* Makes the job fail: ends this rank's Open MPI launcher (SIGTERM), under
+ * recovery only; call before exiting on an error. Async-signal-safe
+ * enough for the watchdog thread (no MPI). */
+void dist_recovery_fail_job(void);
+/* Ranks lost during the run: the survivors then skip the final barrier
+ * and MPI_Finalize, whose fence would wait for the dead. */
+void dist_recovery_note_lost(int ranks);
+int dist_recovery_lost(void);
+/* The test hook PUNCH_TEST_DIE_RANK / PUNCH_TEST_DIE_STEP: the step (a
+ * worker's local step, counted from 1; the server's commit count) at
+ * which this rank SIGKILLs itself, or -1. */
+int dist_recovery_test_die_step(int rank);
 
 #endif

@@ -404,6 +404,28 @@ void dist_report_stopped(dist_report *r, int epoch, long discarded)
     json_object_set_new(r->hist, "commits_discarded", json_integer(discarded));
 }
 
+/* A parameter server's lost worker (dist_async_server.c): history.json's
+ * lost_workers, saved at once, and a worker_lost line in progress.jsonl. */
+void dist_report_lost_worker(dist_report *r, int rank, int epoch, long step, double silent_s)
+{
+    json_t *l = json_object();
+    json_object_set_new(l, "rank", json_integer(rank));
+    json_object_set_new(l, "epoch", json_integer(epoch));
+    json_object_set_new(l, "step", json_integer(step));
+    json_object_set_new(l, "silent_s", json_real(silent_s));
+    json_array_append_new(dist_report_array(r->hist, "lost_workers"), l);
+    char err[512];
+    if (dist_report_save(r, err, sizeof err) < 0)
+        fprintf(stderr, "punch-train: %s\n", err);
+    json_t *ev = json_object();
+    json_object_set_new(ev, "event", json_string("worker_lost"));
+    json_object_set_new(ev, "rank", json_integer(rank));
+    json_object_set_new(ev, "epoch", json_integer(epoch));
+    json_object_set_new(ev, "step", json_integer(step));
+    json_object_set_new(ev, "silent_s", json_real(silent_s));
+    dist_report_line(runlog_event(r->c->opt->out_dir, ev, err, sizeof err), err);
+}
+
 void dist_report_worker_times(dist_report *r, const double *times, int n_workers)
 {
     json_t *ws = dist_report_array(r->hist, "workers");

@@ -157,9 +157,15 @@ int dist_train(const job_spec *spec, const dist_options *opt)
     dist_watchdog_tick("finishing");
     if (sync)
         dist_heartbeat_stop();
-    DIST_MPI(MPI_Barrier(c.comm));
+    /* After a lost worker (dist_async_recovery.c) the barrier and
+     * MPI_Finalize would wait for the dead rank: leave without them. */
+    bool lost = dist_recovery_lost() > 0;
+    if (!lost)
+        DIST_MPI(MPI_Barrier(c.comm));
     dist_watchdog_stop();
     dist_teardown(&c);
+    if (lost)
+        return rc;
     MPI_Comm_free(&c.comm);
     if (!init)
         MPI_Finalize();

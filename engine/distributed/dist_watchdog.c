@@ -4,7 +4,8 @@
  * the process with a message saying which rank and what it was waiting
  * for. It exits the process instead of calling MPI_Abort, because MPI may
  * only be called from the main thread here (MPI_THREAD_FUNNELED); mpirun
- * then tears down every other rank of the job. */
+ * then tears down every other rank of the job (under --enable-recovery,
+ * once this rank has ended it: dist_async_recovery.c). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -49,6 +50,7 @@ static void *dist_wd_main(void *arg)
                 "dead; ending the job (watchdog, PUNCH_WATCHDOG_S)\n",
                 dist_wd.rank, (double)idle / 1000.0, doing ? doing : "training");
         fflush(stderr);
+        dist_recovery_fail_job();
         _exit(70);
     }
     return NULL;

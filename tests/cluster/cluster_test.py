@@ -8,6 +8,7 @@ daemon-level cases run punchcardd --hostfile on them. Ranks talk over TCP
 between hosts (btl self,vader,tcp, set by run.sh)."""
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -15,7 +16,7 @@ import time
 import numpy as np
 import cluster
 import punchtest
-from punchtest import check, read_json, require
+from punchtest import check, fail, read_json, require
 
 PUNCH_TRAIN = punchtest.engine_path()
 
@@ -92,6 +93,80 @@ def case_async(tmp):
           h["commits"] == sum(w["commits"] for w in h["workers"]),
           "server received %s commits, workers sent %s" % (
               h.get("commits"), [w.get("commits") for w in h["workers"]]))
+
+
+def start_async(tmp, name, epochs):
+    """downpour under mpirun --enable-recovery (as punchcardd runs it), its
+    server on h1 and workers on h2 and h3, with a 4 s silence bound; returns
+    (process, stderr file, out) once its first epoch is written."""
+    hostfile = cluster.write_hostfile(os.path.join(tmp, "hosts"), 1)
+    spec = job("downpour", 2, 32, epochs=epochs, extra_dist={"communication_window": 4})
+    out = os.path.join(tmp, name)
+    path = punchtest.write_json(os.path.join(tmp, name + ".json"), spec)
+    env = dict(punchtest.MPI_ENV, OMPI_MCA_orte_enable_recovery="1", PUNCH_WATCHDOG_S="4")
+    cmd = cluster.mpirun_cmd(3, hostfile, env) + [PUNCH_TRAIN, path, "--out", out,
+                                                  "--datasets", punchtest.DATASETS]
+    err = open(out + ".err", "w+")
+    p = subprocess.Popen(cmd, env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        punchtest.wait_for(lambda: p.poll() is not None or
+                           (history_or_none(out) or {}).get("loss"), "a first epoch", 60)
+    except BaseException:
+        p.kill()
+        p.wait()
+        raise
+    require(p.poll() is None, "%s ended before it could be interrupted" % name)
+    return p, err, out
+
+
+def wait_async(p, err):
+    """mpirun's exit code, the seconds it took, and its stderr."""
+    t0 = time.monotonic()
+    try:
+        rc = p.wait(timeout=90)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        fail("mpirun still running 90 s after the loss")
+    err.seek(0)
+    return rc, time.monotonic() - t0, err.read()
+
+
+def case_async_host_lost(tmp):
+    """A parameter-server job across hosts under --enable-recovery: its
+    worker on h3 (rank 2) killed, over TCP, the job finishes with the
+    worker in lost_workers and every epoch in its history. The whole host
+    lost (its orted too) is not survived by Open MPI 4.1.4, which ends the
+    job when it loses a daemon, recovery or not: the job fails in seconds
+    (and punchcardd requeues it from its checkpoint), rather than hang."""
+    p, err, out = start_async(tmp, "worker", 12)
+    ranks = [pid for pid in cluster.host_pids("h3")
+             if punchtest.proc_stat(pid) and open("/proc/%d/comm" % pid).read().strip()
+             == "punch-train"]
+    require(len(ranks) == 1, "punch-train processes on h3: %s" % ranks)
+    os.kill(ranks[0], 9)
+    rc, secs, text = wait_async(p, err)
+    h = history_or_none(out) or {}
+    print("rank 2 on h3 killed: mpirun exit %d %.1f s later; lost_workers %s, %d epochs, "
+          "test %s" % (rc, secs, h.get("lost_workers"), len(h.get("loss", [])), h.get("test")))
+    check(rc == 0, "mpirun exited %d after a worker was killed:\n%s" % (rc, text[-3000:]))
+    check([x["rank"] for x in h.get("lost_workers", [])] == [2],
+          "lost_workers %r, want rank 2" % h.get("lost_workers"))
+    check(len(h.get("loss", [])) == 12 and all(np.isfinite(h["loss"])),
+          "epochs: %s" % h.get("loss"))
+
+    p, err, out = start_async(tmp, "host", 200)
+    cluster.crash_host("h3")
+    rc, secs, text = wait_async(p, err)
+    print("h3 lost: mpirun exit %d %.1f s later" % (rc, secs))
+    check(rc != 0 and secs < 30, "mpirun exited %d %.1f s after h3 was lost" % (rc, secs))
+
+
+def history_or_none(out):
+    try:
+        return history(out)
+    except (OSError, ValueError):
+        return None
 
 
 # ---- daemon-level cases ------------------------------------------------------
@@ -308,6 +383,7 @@ def case_daemon_restart(tmp):
 
 
 CASES = {"allreduce": case_allreduce, "async": case_async,
+         "async_host_lost": case_async_host_lost,
          "daemon_disjoint": case_daemon_disjoint, "daemon_host_lost": case_daemon_host_lost,
          "daemon_restart": case_daemon_restart, "daemon_host_requeue": case_daemon_host_requeue,
          "daemon_host_stall": case_daemon_host_stall}

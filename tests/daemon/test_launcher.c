@@ -11,6 +11,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -205,6 +207,37 @@ static void test_signals_need_the_start_time(void **state)
     assert_false(launcher_signal_verified(pid, start, SIGKILL));
 }
 
+/* A parameter-server job runs under --enable-recovery (its server trains
+ * on without a dead worker); an allreduce job, and a run directory
+ * without a readable job.json, do not. */
+static void test_recovery_for_async_trainers(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/punch-launcher-XXXXXX", path[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/job.json", dir);
+    launcher_config lc = {"/self", "mpirun", "/bin/punch-train", "", "/data", "", ""};
+    const char *trainers[] = {"downpour", "eamsgd", "allreduce"};
+    for (int i = 0; i < 3; i++) {
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fprintf(f, "{\"name\": \"j\", \"model\": \"mlp\", \"data\": {\"format\": \"idx\", "
+                   "\"train\": \"fashion-mnist/train\"}, \"distributed\": {\"trainer\": "
+                   "\"%s\", \"workers\": 2}}",
+                trainers[i]);
+        fclose(f);
+        char **argv = launcher_mpirun_argv(&lc, dir, 3, 1, NULL, 0);
+        assert_non_null(argv);
+        assert_int_equal(find(argv, "--enable-recovery", NULL) > 0, i < 2);
+        launcher_argv_free(argv);
+    }
+    unlink(path);
+    rmdir(dir);
+    char **argv = launcher_mpirun_argv(&lc, "/runs/abc", 3, 1, NULL, 0);
+    assert_int_equal(find(argv, "--enable-recovery", NULL), -1);
+    launcher_argv_free(argv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -214,6 +247,7 @@ int main(void)
         cmocka_unit_test(test_rank_memory_max),
         cmocka_unit_test(test_openblas_one_thread),
         cmocka_unit_test(test_signals_need_the_start_time),
+        cmocka_unit_test(test_recovery_for_async_trainers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -846,6 +846,66 @@ def case_failure(tmp):
           "wrong rank count not refused:\n" + p.stderr[-2000:])
 
 
+# What punchcardd runs the asynchronous trainers under (mpirun
+# --enable-recovery, here in its environment form), with a short silence
+# bound so that a dead worker is noticed in seconds.
+RECOVERY = {"OMPI_MCA_orte_enable_recovery": "1", "PUNCH_WATCHDOG_S": "4"}
+
+
+def progress_lines(out):
+    with open(os.path.join(out, "progress.jsonl")) as f:
+        return [json.loads(s) for s in f if s.strip()]
+
+
+def case_async_lost_worker(tmp):
+    """Under mpirun --enable-recovery a parameter-server job survives a dead
+    worker (the test hook SIGKILLs rank 2 at its 10th step, in epoch 1,
+    after its commit at step 8): it exits 0 with every epoch trained by the
+    others, history.json and progress.jsonl name the lost worker and where,
+    and the center still learns. Losing the server still fails the job."""
+    for trainer in ("downpour", "aeasgd"):
+        spec = job(trainer, 3, epochs=2, extra_dist={"communication_window": 4})
+        env = dict(RECOVERY, PUNCH_TEST_DIE_RANK="2", PUNCH_TEST_DIE_STEP="10")
+        t0 = time.monotonic()
+        out, p = run(tmp, "lost-" + trainer, spec, 4, env)
+        secs = time.monotonic() - t0
+        h = history(out)
+        lost = h.get("lost_workers") or []
+        print("%s, worker rank 2 killed: exit %d after %.1f s, lost %s, loss %s, test %s, "
+              "commits %s" % (trainer, p.returncode, secs, lost, h["loss"], h["test"],
+                              [w["commits"] for w in h["workers"]]))
+        check([(x["rank"], x["epoch"], x["step"]) for x in lost] == [(2, 1, 8)],
+              "lost_workers %s, want rank 2 at epoch 1, step 8" % lost)
+        check(len(h["loss"]) == 2, "epochs recorded: %s" % h["loss"])
+        check(h["loss"][-1] < h["loss"][0], "loss did not go down: %s" % h["loss"])
+        check(h["test"]["accuracy"] >= 0.60, "test accuracy %.3f < 0.60"
+              % h["test"]["accuracy"])
+        sent = sum(w["commits"] for w in h["workers"])
+        check(h["commits"] == sent, "server counted %d commits, workers %d"
+              % (h["commits"], sent))
+        lines = progress_lines(out)
+        ev = [x for x in lines if x["event"] == "worker_lost"]
+        check(len(ev) == 1 and ev[0]["rank"] == 2 and ev[0]["epoch"] == 1,
+              "worker_lost events: %s" % ev)
+        check(lines[-1]["event"] == "end" and lines[-1]["status"] == "succeeded",
+              "last line: %s" % lines[-1])
+        check("worker rank 2 has sent nothing" in p.stderr and "lost" in p.stderr,
+              "the server did not say it lost rank 2:\n" + p.stderr[-2000:])
+
+    spec = job("downpour", 2, epochs=200, extra_dist={"communication_window": 4})
+    env = dict(RECOVERY, PUNCH_TEST_DIE_RANK="0", PUNCH_TEST_DIE_STEP="40")
+    t0 = time.monotonic()
+    out, p = run(tmp, "lost-server", spec, 3, env, expect_ok=False)
+    secs = time.monotonic() - t0
+    print("downpour, the server killed: exit %d after %.1f s" % (p.returncode, secs))
+    check(p.returncode != 0, "mpirun exited 0 after the parameter server died")
+    check("rank 1" in p.stderr or "rank 2" in p.stderr,
+          "no worker said the server was gone:\n" + p.stderr[-2000:])
+    lines = progress_lines(out)
+    check(not any(x["event"] == "end" and x.get("status") == "succeeded" for x in lines),
+          "a succeeded end line after the server died")
+
+
 # ---- PyDTNN's training options in the distributed trainers ---------------
 
 def small_job(trainer, workers, batch=32, **training):
@@ -1058,6 +1118,7 @@ CASES = {
     "ensemble": case_ensemble,
     "resume": case_resume,
     "failure": case_failure,
+    "async_lost_worker": case_async_lost_worker,
     "sharding": case_sharding,
     "schedules": case_schedules,
     "checkpoints": case_checkpoints,
