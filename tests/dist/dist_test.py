@@ -836,9 +836,12 @@ def case_failure(tmp):
     rc, secs, err = start_and_signal(tmp, "hang-async", long_async, 3, 2, signal.SIGSTOP, wd)
     print("SIGSTOP worker rank 2 (downpour): mpirun exit %d after %.1f s" % (rc, secs))
     check(rc != 0, "mpirun exited 0 after a worker hung")
+    # The server names the worker in whichever phase it waited: its silence,
+    # a commit or variables from it, or a reply (the center) to it.
     check("rank 0: " in err and ("worker rank 2 has sent nothing" in err or
                                  "commit from worker rank 2" in err or
-                                 "variables of worker rank 2" in err),
+                                 "variables of worker rank 2" in err or
+                                 "to worker rank 2" in err),
           "the server did not name rank 2:\n" + err[-2000:])
 
     _, p = run(tmp, "wrong-np", job("allreduce", 2), 3, expect_ok=False)
