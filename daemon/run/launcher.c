@@ -71,27 +71,23 @@ double launcher_rank_memory_max(double memory_max, int ranks, const char *gpu_de
     return share;
 }
 
-/* Whether rundir/job.json asks for a parameter-server trainer, whose
- * server trains on when a worker dies, provided mpirun lets the job outlive
- * it (docs/distributed.md, "A lost worker"). A spec that does not load
- * here will not load in punch-train either: no flag for it. */
-static bool launcher_job_is_async(const char *rundir)
+/* Whether the job's trainer (its store record's name for it) is a
+ * parameter-server one, whose server trains on when a worker dies, provided
+ * mpirun lets the job outlive it (docs/distributed.md, "A lost worker").
+ * The name comes from the store, never from parsing job.json at start. */
+static bool launcher_trainer_is_async(const char *trainer)
 {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/job.json", rundir);
-    if (access(path, R_OK) != 0)
+    if (!trainer)
         return false;
-    spec_error err;
-    job_spec *spec = spec_load_file(path, &err);
-    if (!spec)
-        return false;
-    bool async = spec_trainer_is_async(spec->distributed.trainer);
-    spec_free(spec);
-    return async;
+    for (spec_trainer t = TRAINER_SINGLE; t <= TRAINER_EAMSGD; t++)
+        if (strcmp(trainer, spec_trainer_name(t)) == 0)
+            return spec_trainer_is_async(t);
+    return false;
 }
 
 char **launcher_mpirun_argv(const launcher_config *lc, const char *rundir, int ranks,
-                            int threads, const char *gpu_devices, double rank_memory_max)
+                            int threads, const char *gpu_devices, double rank_memory_max,
+                            const char *trainer)
 {
     const char *extra = lc->mpirun_args ? lc->mpirun_args : "";
     size_t n_extra = 0;
@@ -110,7 +106,7 @@ char **launcher_mpirun_argv(const launcher_config *lc, const char *rundir, int r
                            "ob1"};
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         launcher_push(argv, &n, &ok, "%s", fixed[i]);
-    if (launcher_job_is_async(rundir))
+    if (launcher_trainer_is_async(trainer))
         launcher_push(argv, &n, &ok, "%s", "--enable-recovery");
     if (!launcher_args_set_mca(extra, "btl")) {
         launcher_push(argv, &n, &ok, "%s", "--mca");
@@ -172,10 +168,12 @@ char **launcher_mpirun_argv(const launcher_config *lc, const char *rundir, int r
 }
 
 pid_t launcher_start(const launcher_config *lc, const char *rundir, int ranks, int threads,
-                     const char *gpu_devices, double memory_max, char *err, size_t errlen)
+                     const char *gpu_devices, double memory_max, const char *trainer, char *err,
+                     size_t errlen)
 {
     char **mpi = launcher_mpirun_argv(lc, rundir, ranks, threads, gpu_devices,
-                                      launcher_rank_memory_max(memory_max, ranks, gpu_devices));
+                                      launcher_rank_memory_max(memory_max, ranks, gpu_devices),
+                                      trainer);
     bool gpus = gpu_devices && gpu_devices[0];
     char *cuda_env = NULL;
     if (gpus && asprintf(&cuda_env, "CUDA_VISIBLE_DEVICES=%s", gpu_devices) < 0)

@@ -44,14 +44,15 @@ typedef struct launcher_config {
  * refuses a parameter given twice. rank_memory_max > 0: every rank's data
  * memory ceiling in bytes, exported as PUNCH_RANK_MEMORY_MAX (punch-train
  * applies it as RLIMIT_DATA, engine/train/memlimit.h), which bounds ranks on
- * hosts outside the job's cgroup. A job whose rundir/job.json names a
- * parameter-server trainer (downpour, adag, dynsgd, aeasgd, eamsgd) also
+ * hosts outside the job's cgroup. A job whose trainer (the store's name for
+ * it; NULL: none) is a parameter-server one (downpour, adag, dynsgd, aeasgd, eamsgd) also
  * gets `--enable-recovery`, so that its server trains on when a worker
  * dies; punch-train then ends mpirun itself on a failure, which such an
  * mpirun would otherwise not report (docs/distributed.md). Free with
  * launcher_argv_free(). */
 char **launcher_mpirun_argv(const launcher_config *lc, const char *rundir, int ranks,
-                            int threads, const char *gpu_devices, double rank_memory_max);
+                            int threads, const char *gpu_devices, double rank_memory_max,
+                            const char *trainer);
 void launcher_argv_free(char **argv);
 
 /* Fork the supervisor for rundir (which holds job.json); its output and that
@@ -67,7 +68,8 @@ void launcher_argv_free(char **argv);
  * own that no estimate here counts.
  * Returns its pid, or -1 with *err set. */
 pid_t launcher_start(const launcher_config *lc, const char *rundir, int ranks, int threads,
-                     const char *gpu_devices, double memory_max, char *err, size_t errlen);
+                     const char *gpu_devices, double memory_max, const char *trainer, char *err,
+                     size_t errlen);
 
 /* Each rank's share of a job's memory ceiling: memory_max / ranks, but at
  * least 2 GiB (or memory_max when that is less); 0 for a GPU job

@@ -373,8 +373,8 @@ static void monitor_start_job(daemon_ctx *d, const store_job *job, const placeme
         monitor_fail_start(d, job, err);
         return;
     }
-    pid_t pid = launcher_start(&d->lc, dir, job->ranks, job->threads, devices, memory_max, err,
-                               sizeof err);
+    pid_t pid = launcher_start(&d->lc, dir, job->ranks, job->threads, devices, memory_max,
+                               job->trainer, err, sizeof err);
     if (pid < 0) {
         free(hosts);
         monitor_fail_start(d, job, err);

@@ -228,7 +228,8 @@ static void slurmsched_fail(daemon_ctx *d, const store_job *job, const char *why
  * mpirun, as launcher_start() does on the local host. */
 static char *slurmsched_script(daemon_ctx *d, const store_job *job, const char *dir)
 {
-    char **mpi = launcher_mpirun_argv(&d->lc, dir, job->ranks, job->threads, NULL, 0);
+    char **mpi = launcher_mpirun_argv(&d->lc, dir, job->ranks, job->threads, NULL, 0,
+                                       job->trainer);
     char *env = strdup(d->cfg.engine_env);
     size_t n_mpi = 0, n_env = 0;
     while (mpi && mpi[n_mpi])

@@ -42,7 +42,7 @@ static void test_local_host(void **state)
 {
     (void)state;
     launcher_config lc = {"/self", "/usr/bin/mpirun", "/bin/punch-train", "", "/data", "", ""};
-    char **argv = launcher_mpirun_argv(&lc, "/runs/abc", 3, 1, NULL, 0);
+    char **argv = launcher_mpirun_argv(&lc, "/runs/abc", 3, 1, NULL, 0, NULL);
     assert_non_null(argv);
     assert_string_equal(argv[0], "/usr/bin/mpirun");
     assert_true(find(argv, "-np", "3") > 0);
@@ -54,7 +54,7 @@ static void test_local_host(void **state)
     assert_int_equal(find(argv, "--allow-run-as-root", NULL), -1);
     launcher_argv_free(argv);
     lc.root_jobs = true;
-    argv = launcher_mpirun_argv(&lc, "/runs/abc", 3, 1, NULL, 0);
+    argv = launcher_mpirun_argv(&lc, "/runs/abc", 3, 1, NULL, 0, NULL);
     assert_true(find(argv, "--allow-run-as-root", NULL) > 0);
     lc.root_jobs = false;
     assert_int_equal(find(argv, "--map-by", NULL), -1);
@@ -66,7 +66,7 @@ static void test_hosts(void **state)
     (void)state;
     launcher_config lc = {"/self", "mpirun", "/bin/punch-train", "/etc/hosts.all", "/data", "",
                           NULL};
-    char **argv = launcher_mpirun_argv(&lc, "/runs/abc", 4, 2, NULL, 0);
+    char **argv = launcher_mpirun_argv(&lc, "/runs/abc", 4, 2, NULL, 0, NULL);
     assert_non_null(argv);
     /* The job's allocation, not the cluster's hostfile. */
     assert_true(find(argv, "--hostfile", "/runs/abc/hostfile") > 0);
@@ -81,7 +81,7 @@ static void test_mpirun_args(void **state)
     (void)state;
     launcher_config lc = {"/self", "mpirun", "/bin/punch-train", "/h", "/data", "",
                           "  --mca btl_tcp_if_include 10.231.0.0/24\t-x  FOO "};
-    char **argv = launcher_mpirun_argv(&lc, "/r", 2, 1, "0,1", 0);
+    char **argv = launcher_mpirun_argv(&lc, "/r", 2, 1, "0,1", 0, NULL);
     assert_non_null(argv);
     int extra = find(argv, "btl_tcp_if_include", "10.231.0.0/24");
     assert_true(extra > 0);
@@ -95,14 +95,14 @@ static void test_mpirun_args(void **state)
     launcher_argv_free(argv);
     /* A btl of their own: the daemon passes none. */
     lc.mpirun_args = "--mca btl self,tcp";
-    argv = launcher_mpirun_argv(&lc, "/r", 2, 1, NULL, 0);
+    argv = launcher_mpirun_argv(&lc, "/r", 2, 1, NULL, 0, NULL);
     assert_non_null(argv);
     assert_int_equal(count(argv, "btl"), 1);
     assert_true(find(argv, "btl", "self,tcp") > 0);
     launcher_argv_free(argv);
     /* btl as another parameter's value is not a btl setting. */
     lc.mpirun_args = "-x btl";
-    argv = launcher_mpirun_argv(&lc, "/r", 2, 1, NULL, 0);
+    argv = launcher_mpirun_argv(&lc, "/r", 2, 1, NULL, 0, NULL);
     assert_true(find(argv, "btl", "self,vader,tcp") > 0);
     launcher_argv_free(argv);
 }
@@ -122,13 +122,13 @@ static void test_rank_memory_max(void **state)
     assert_true(launcher_rank_memory_max(12 * gib, 3, "0") == 0);
     assert_true(launcher_rank_memory_max(0, 3, NULL) == 0);
     launcher_config lc = {"/self", "mpirun", "/bin/punch-train", "/h", "/data", "", ""};
-    char **argv = launcher_mpirun_argv(&lc, "/r", 3, 1, NULL, 2147483648.0);
+    char **argv = launcher_mpirun_argv(&lc, "/r", 3, 1, NULL, 2147483648.0, NULL);
     assert_non_null(argv);
     int at = find(argv, "-x", "PUNCH_RANK_MEMORY_MAX=2147483648");
     assert_true(at > 0);
     assert_true(find(argv, "/bin/punch-train", NULL) > at);
     launcher_argv_free(argv);
-    argv = launcher_mpirun_argv(&lc, "/r", 3, 1, NULL, 0);
+    argv = launcher_mpirun_argv(&lc, "/r", 3, 1, NULL, 0, NULL);
     assert_non_null(argv);
     for (int i = 0; argv[i]; i++)
         assert_null(strstr(argv[i], "PUNCH_RANK_MEMORY_MAX"));
@@ -147,7 +147,7 @@ static void test_openblas_one_thread(void **state)
     const char *gpus[] = {NULL, "0"};
     for (int c = 0; c < 2; c++)
         for (int g = 0; g < 2; g++) {
-            char **argv = launcher_mpirun_argv(&lc, "/r", 3, 1, gpus[g], ceilings[c]);
+            char **argv = launcher_mpirun_argv(&lc, "/r", 3, 1, gpus[g], ceilings[c], NULL);
             assert_non_null(argv);
             int at = find(argv, "-x", "OPENBLAS_NUM_THREADS=1");
             assert_true(at > 0);
@@ -208,34 +208,19 @@ static void test_signals_need_the_start_time(void **state)
 }
 
 /* A parameter-server job runs under --enable-recovery (its server trains
- * on without a dead worker); an allreduce job, and a run directory
- * without a readable job.json, do not. */
+ * on without a dead worker); an allreduce job, and one without a trainer
+ * name, do not. */
 static void test_recovery_for_async_trainers(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/punch-launcher-XXXXXX", path[64];
-    assert_non_null(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/job.json", dir);
     launcher_config lc = {"/self", "mpirun", "/bin/punch-train", "", "/data", "", ""};
-    const char *trainers[] = {"downpour", "eamsgd", "allreduce"};
-    for (int i = 0; i < 3; i++) {
-        FILE *f = fopen(path, "w");
-        assert_non_null(f);
-        fprintf(f, "{\"name\": \"j\", \"model\": \"mlp\", \"data\": {\"format\": \"idx\", "
-                   "\"train\": \"fashion-mnist/train\"}, \"distributed\": {\"trainer\": "
-                   "\"%s\", \"workers\": 2}}",
-                trainers[i]);
-        fclose(f);
-        char **argv = launcher_mpirun_argv(&lc, dir, 3, 1, NULL, 0);
+    const char *trainers[] = {"downpour", "eamsgd", "allreduce", "single", NULL};
+    for (int i = 0; i < 5; i++) {
+        char **argv = launcher_mpirun_argv(&lc, "/runs/abc", 3, 1, NULL, 0, trainers[i]);
         assert_non_null(argv);
         assert_int_equal(find(argv, "--enable-recovery", NULL) > 0, i < 2);
         launcher_argv_free(argv);
     }
-    unlink(path);
-    rmdir(dir);
-    char **argv = launcher_mpirun_argv(&lc, "/runs/abc", 3, 1, NULL, 0);
-    assert_int_equal(find(argv, "--enable-recovery", NULL), -1);
-    launcher_argv_free(argv);
 }
 
 int main(void)
