@@ -103,7 +103,7 @@ def case_sequence_presets(engine, tmp):
     import onnx
     for name in ["lstm_classifier", "cntk_lstm", "bilstm_tagger", "char_lstm_lm"]:
         spec, path = os.path.join(tmp, name + ".json"), os.path.join(tmp, name + ".onnx")
-        pt.write_json(spec, {"model": {"preset": name, "input": {"tokens": 64}},
+        pt.write_json(spec, {"model": {"preset": name, "input": {"tokens": 256}},
                              "data": {"format": "synthetic", "max_length": 16}})
         out = run([engine, spec, "--export-onnx", path])
         if not pt.check(out.returncode == 0, "%s: export failed: %s" % (name, out.stderr)):
@@ -115,7 +115,7 @@ def case_sequence_presets(engine, tmp):
                                                                              inp.elem_type))
         pt.check([d.dim_value for d in inp.shape.dim][1:] == [16], "%s: input %s" % (name, inp))
     spec = os.path.join(tmp, "pool1d.json")
-    pt.write_json(spec, {"model": {"input": {"tokens": 20}, "layers": [
+    pt.write_json(spec, {"model": {"input": {"tokens": 256}, "layers": [
         {"type": "embedding", "output_dim": 4}, {"type": "maxpool1d", "pool_size": 2},
         {"type": "global_avgpool1d"}, {"type": "dense", "units": 2}]},
         "data": {"format": "synthetic", "max_length": 8}})

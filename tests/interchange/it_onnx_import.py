@@ -243,6 +243,10 @@ def case_torch(engine, tmp):
                                     nn.Linear(8, 5)), (4, 3, 8, 8), 5),
         "torch_mlp": (nn.Sequential(nn.Flatten(), nn.Linear(12, 16), nn.Tanh(), nn.Dropout(0.2),
                                     nn.Linear(16, 4), nn.Softmax(dim=1)), (4, 12), 4),
+        # LayerNormalization (opset 17) and GELU as torch 1.13 writes it
+        # (x * 0.5 * (1 + erf(x / sqrt 2))), fused into the Linear before.
+        "torch_ln_gelu": (nn.Sequential(nn.Linear(10, 16), nn.GELU(), nn.LayerNorm(16),
+                                        nn.Linear(16, 3)), (4, 10), 3),
     }
     for name, (net, shape, classes) in models.items():
         net.eval()
@@ -253,7 +257,8 @@ def case_torch(engine, tmp):
                     m.running_var.uniform_(0.5, 2)
         x = torch.randn(*shape)
         path = os.path.join(tmp, name + ".onnx")
-        torch.onnx.export(net, x, path, input_names=["x"], output_names=["y"], opset_version=13,
+        opset = 17 if name == "torch_ln_gelu" else 13
+        torch.onnx.export(net, x, path, input_names=["x"], output_names=["y"], opset_version=opset,
                           dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
         with torch.no_grad():
             want = net(x).numpy()
