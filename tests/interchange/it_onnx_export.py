@@ -101,10 +101,11 @@ def case_presets(engine, tmp):
 
 def case_sequence_presets(engine, tmp):
     import onnx
-    for name in ["lstm_classifier", "cntk_lstm", "bilstm_tagger", "char_lstm_lm"]:
+    # (the per-step presets need per-step data; case_sequences runs one)
+    for name in ["lstm_classifier", "cntk_lstm"]:
         spec, path = os.path.join(tmp, name + ".json"), os.path.join(tmp, name + ".onnx")
-        pt.write_json(spec, {"model": {"preset": name, "input": {"tokens": 256}},
-                             "data": {"format": "synthetic", "max_length": 16}})
+        data = {"format": "synthetic", "max_length": 16}
+        pt.write_json(spec, {"model": {"preset": name, "input": {"tokens": 256}}, "data": data})
         out = run([engine, spec, "--export-onnx", path])
         if not pt.check(out.returncode == 0, "%s: export failed: %s" % (name, out.stderr)):
             continue
@@ -117,7 +118,7 @@ def case_sequence_presets(engine, tmp):
     spec = os.path.join(tmp, "pool1d.json")
     pt.write_json(spec, {"model": {"input": {"tokens": 256}, "layers": [
         {"type": "embedding", "output_dim": 4}, {"type": "maxpool1d", "pool_size": 2},
-        {"type": "global_avgpool1d"}, {"type": "dense", "units": 2}]},
+        {"type": "global_avgpool1d"}, {"type": "dense", "units": 10}]},
         "data": {"format": "synthetic", "max_length": 8}})
     out = run([engine, spec, "--export-onnx", os.path.join(tmp, "pool1d.onnx")])
     pt.check(out.returncode == 1, "exit %d, expected 1" % out.returncode)
