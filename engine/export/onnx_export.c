@@ -63,9 +63,22 @@ static void export_output(onnx_emit *e, const char *y)
 {
     const job_spec *spec = e->spec;
     const spec_layer *last = &spec->layers[spec->n_layers - 1];
+    bool per_step = e->lens && last->out_shape.rank == 2;
+    /* /predict returns an imported graph's own logits (predict.c's
+     * predict_source): so does its model.onnx, softmax or not in training. */
+    bool imported_logits = spec->model_file && last->type != LAYER_SOFTMAX &&
+                           last->activation != ACT_SOFTMAX && !per_step;
     if (spec->training.loss == LOSS_CATEGORICAL_CROSSENTROPY &&
-        layer_final_activation(last) == ACT_NONE)
+        layer_final_activation(last) == ACT_NONE && !imported_logits)
         y = onnx_emit_activation(e, ACT_SOFTMAX, y, &last->out_shape);
+    if (per_step) {
+        /* A label per step: [N, T, classes], zeros at padding as /predict. */
+        int64_t dims[2] = {last->out_shape.dim[0], last->out_shape.dim[1]};
+        const char *in[2] = {y, e->masks[spec->n_layers - 1]};
+        onnx_graph_node(e->g, "Mul", in, 2, "output");
+        onnx_graph_output(e->g, "output", dims, 2);
+        return;
+    }
     int64_t n_out = spec_shape_size(&last->out_shape);
     if (last->out_shape.rank != 1) {
         Onnx__NodeProto *f = onnx_graph_node(e->g, "Flatten", &y, 1, "output");
@@ -76,36 +89,55 @@ static void export_output(onnx_emit *e, const char *y)
     onnx_graph_output(e->g, "output", &n_out, 1);
 }
 
-static int export_graph(onnx_graph *g, const job_spec *spec, const tensor_entry *t, int n,
-                        char *err, size_t errlen)
+/* The graph's input: int64 token ids [N, T], float [N, T, F] steps, or
+ * the float image or features; a sequence's lengths and padding mask. */
+static void export_input(onnx_emit *e, bool sequence)
 {
-    if (spec->input.rank == 2 || spec->input_tokens > 0) {
-        /* Per-step layers on {steps, features} would need their own
-         * graphs; refuse before any could be emitted wrongly. */
-        int i = 0;
-        while (i < spec->n_layers - 1 && spec->layers[i].type < LAYER_EMBEDDING)
-            i++;
-        snprintf(err, errlen, "model.layers[%d]: ONNX export does not support %s layers or "
-                 "sequence inputs yet", i, spec_layer_type_name(spec->layers[i].type));
-        return -1;
-    }
+    const job_spec *spec = e->spec;
     int64_t dims[3];
     for (int r = 0; r < spec->input.rank; r++)
         dims[r] = spec->input.dim[r];
-    onnx_graph_input(g, "input", dims, spec->input.rank);
-    const char **values = calloc((size_t)spec->n_layers, sizeof *values);
-    if (!values) {
+    bool tokens = spec->input_tokens > 0;
+    if (tokens)
+        onnx_graph_input_int64(e->g, "input", dims, 1);
+    else
+        onnx_graph_input(e->g, "input", dims, spec->input.rank);
+    if (!sequence) {
+        e->input = export_scaling(e->g, spec, e->tensors, e->n_tensors, "input");
+        return;
+    }
+    onnx_emit_seq_input(e, "input", tokens, spec->input.dim[0]);
+    /* Ids are read as they are; float steps are scaled, and their padding,
+     * which the scaling moves off zero, zeroed again. */
+    e->input = tokens ? "input"
+                      : onnx_emit_binary(e, "Mul", export_scaling(e->g, spec, e->tensors,
+                                                                  e->n_tensors, "input"),
+                                         e->in_mask);
+}
+
+static int export_graph(onnx_graph *g, const job_spec *spec, const tensor_entry *t, int n,
+                        char *err, size_t errlen)
+{
+    bool sequence = spec->input.rank == 2 || spec->input_tokens > 0;
+    size_t count = (size_t)spec->n_layers;
+    const char **values = calloc(count, sizeof *values);
+    const char **seq = sequence ? calloc(2 * count, sizeof *seq) : NULL;
+    if (!values || (sequence && !seq)) {
+        free(values);
+        free(seq);
         snprintf(err, errlen, "ONNX export: out of memory");
         return -1;
     }
     onnx_emit e = {.g = g, .spec = spec, .tensors = t, .n_tensors = n, .values = values,
-                   .input = export_scaling(g, spec, t, n, "input")};
+                   .lens = seq, .masks = seq ? seq + count : NULL};
+    export_input(&e, sequence);
     int rc = 0;
     for (int i = 0; rc == 0 && i < spec->n_layers; i++)
         rc = onnx_emit_layer(&e, i, err, errlen);
     if (rc == 0)
         export_output(&e, values[spec->n_layers - 1]);
     free(values);
+    free(seq);
     if (rc == 0 && g->failed) {
         snprintf(err, errlen, "ONNX export: out of memory");
         rc = -1;

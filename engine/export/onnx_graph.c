@@ -115,7 +115,7 @@ Onnx__NodeProto *onnx_graph_node(onnx_graph *g, const char *op_type, const char 
 
 const char *onnx_node_out(const Onnx__NodeProto *n)
 {
-    return n && n->n_output == 1 && n->output[0] ? n->output[0] : "";
+    return n && n->n_output >= 1 && n->output[0] ? n->output[0] : "";
 }
 
 static Onnx__AttributeProto *node_attr(onnx_graph *g, Onnx__NodeProto *n, const char *name,
@@ -169,6 +169,32 @@ void onnx_node_ints(onnx_graph *g, Onnx__NodeProto *n, const char *name, const i
         a->n_ints = (size_t)count;
         a->ints = copy;
     }
+}
+
+void onnx_node_string(onnx_graph *g, Onnx__NodeProto *n, const char *name, const char *v)
+{
+    Onnx__AttributeProto *a =
+        node_attr(g, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    char *copy = a ? graph_strdup(g, v) : NULL;
+    if (copy) {
+        a->has_s = true;
+        a->s.data = (uint8_t *)copy;
+        a->s.len = strlen(copy);
+    }
+}
+
+const char *onnx_node_add_output(onnx_graph *g, Onnx__NodeProto *n)
+{
+    if (!n || g->failed)
+        return "";
+    char **out = graph_alloc(g, (n->n_output + 1) * sizeof *out);
+    const char *name = out ? onnx_graph_name(g, n->op_type) : NULL;
+    if (!name)
+        return "";
+    memcpy(out, n->output, n->n_output * sizeof *out);
+    out[n->n_output++] = (char *)name;
+    n->output = out;
+    return name;
 }
 
 static Onnx__TensorProto *graph_tensor(onnx_graph *g, const char *name, const int64_t *dims,
@@ -232,9 +258,9 @@ const char *onnx_graph_int64s(onnx_graph *g, const char *name, const int64_t *di
     return t->name;
 }
 
-/* A float32 value info [N, dims...]. */
+/* A value info [N, dims...] of element type elem. */
 static Onnx__ValueInfoProto *graph_value_info(onnx_graph *g, const char *name,
-                                              const int64_t *dims, int rank)
+                                              const int64_t *dims, int rank, int32_t elem)
 {
     Onnx__ValueInfoProto *v = graph_alloc(g, sizeof *v);
     Onnx__TypeProto *tp = graph_alloc(g, sizeof *tp);
@@ -264,7 +290,7 @@ static Onnx__ValueInfoProto *graph_value_info(onnx_graph *g, const char *name,
     sh->n_dim = (size_t)rank + 1;
     sh->dim = dv;
     tt->has_elem_type = true;
-    tt->elem_type = ONNX_ELEM_FLOAT;
+    tt->elem_type = elem;
     tt->shape = sh;
     tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
     tp->tensor_type = tt;
@@ -276,7 +302,7 @@ static Onnx__ValueInfoProto *graph_value_info(onnx_graph *g, const char *name,
 void onnx_graph_input(onnx_graph *g, const char *name, const int64_t *dims, int rank)
 {
     size_t cap = g->proto.n_input;
-    Onnx__ValueInfoProto *v = graph_value_info(g, name, dims, rank);
+    Onnx__ValueInfoProto *v = graph_value_info(g, name, dims, rank, ONNX_ELEM_FLOAT);
     if (v && graph_push(g, (void ***)&g->proto.input, &g->proto.n_input, &cap, v))
         return;
 }
@@ -284,7 +310,15 @@ void onnx_graph_input(onnx_graph *g, const char *name, const int64_t *dims, int 
 void onnx_graph_output(onnx_graph *g, const char *name, const int64_t *dims, int rank)
 {
     size_t cap = g->proto.n_output;
-    Onnx__ValueInfoProto *v = graph_value_info(g, name, dims, rank);
+    Onnx__ValueInfoProto *v = graph_value_info(g, name, dims, rank, ONNX_ELEM_FLOAT);
     if (v && graph_push(g, (void ***)&g->proto.output, &g->proto.n_output, &cap, v))
+        return;
+}
+
+void onnx_graph_input_int64(onnx_graph *g, const char *name, const int64_t *dims, int rank)
+{
+    size_t cap = g->proto.n_input;
+    Onnx__ValueInfoProto *v = graph_value_info(g, name, dims, rank, ONNX_ELEM_INT64);
+    if (v && graph_push(g, (void ***)&g->proto.input, &g->proto.n_input, &cap, v))
         return;
 }

@@ -41,6 +41,10 @@ void onnx_node_float(onnx_graph *g, Onnx__NodeProto *n, const char *name, float 
 void onnx_node_ints(onnx_graph *g, Onnx__NodeProto *n, const char *name, const int64_t *v,
                     int count);
 
+void onnx_node_string(onnx_graph *g, Onnx__NodeProto *n, const char *name, const char *v);
+/* A further output of n (LSTM's Y_h, ...) under a fresh name; returns it. */
+const char *onnx_node_add_output(onnx_graph *g, Onnx__NodeProto *n);
+
 /* An initializer of float data (copied) or int64 data; returns its name. */
 const char *onnx_graph_floats(onnx_graph *g, const char *name, const int64_t *dims, int rank,
                               const float *data);
@@ -51,5 +55,7 @@ const char *onnx_graph_int64s(onnx_graph *g, const char *name, const int64_t *di
  * (dynamic batch), then dims[0..rank). */
 void onnx_graph_input(onnx_graph *g, const char *name, const int64_t *dims, int rank);
 void onnx_graph_output(onnx_graph *g, const char *name, const int64_t *dims, int rank);
+/* An int64 graph input [N, dims...] (a sequence model's token ids). */
+void onnx_graph_input_int64(onnx_graph *g, const char *name, const int64_t *dims, int rank);
 
 #endif

@@ -14,7 +14,7 @@
 
 #include "layers/layer.h"
 
-static const char *emit_in(const onnx_emit *e, const spec_layer *s, int k)
+const char *onnx_emit_in(const onnx_emit *e, const spec_layer *s, int k)
 {
     int src = s->inputs[k];
     return src < 0 ? e->input : e->values[src];
@@ -22,8 +22,8 @@ static const char *emit_in(const onnx_emit *e, const spec_layer *s, int k)
 
 /* The weights-file tensor INDEX.TYPE.PARAM with `count` floats, or NULL
  * with a message. */
-static const tensor_entry *emit_tensor(const onnx_emit *e, int i, const char *param, long count,
-                                       char *err, size_t errlen)
+const tensor_entry *onnx_emit_tensor(const onnx_emit *e, int i, const char *param, long count,
+                                     char *err, size_t errlen)
 {
     char key[96];
     snprintf(key, sizeof key, "%d.%s.%s", i, spec_layer_type_name(e->spec->layers[i].type),
@@ -48,7 +48,7 @@ static const char *emit_init(onnx_emit *e, const tensor_entry *t, const int64_t 
     return onnx_graph_floats(e->g, t->name, dims, rank, t->data);
 }
 
-static const char *emit_unary(onnx_emit *e, const char *op, const char *x)
+const char *onnx_emit_unary(onnx_emit *e, const char *op, const char *x)
 {
     return onnx_node_out(onnx_graph_node(e->g, op, &x, 1, NULL));
 }
@@ -77,13 +77,13 @@ static const char *emit_softmax(onnx_emit *e, const char *x, const spec_shape *s
 }
 
 /* A float constant of shape [1] (broadcast by the arithmetic operators). */
-static const char *emit_scalar(onnx_emit *e, const char *stem, float v)
+const char *onnx_emit_scalar(onnx_emit *e, const char *stem, float v)
 {
     const int64_t one = 1;
     return onnx_graph_floats(e->g, onnx_graph_name(e->g, stem), &one, 1, &v);
 }
 
-static const char *emit_binary(onnx_emit *e, const char *op, const char *a, const char *b)
+const char *onnx_emit_binary(onnx_emit *e, const char *op, const char *a, const char *b)
 {
     const char *in[2] = {a, b};
     return onnx_node_out(onnx_graph_node(e->g, op, in, 2, NULL));
@@ -96,20 +96,20 @@ static const char *emit_gelu(onnx_emit *e, const char *x, bool exact)
 {
     const char *inner;
     if (exact) {
-        inner = emit_unary(e, "Erf", emit_binary(e, "Mul", x, emit_scalar(e, "rsqrt2",
+        inner = onnx_emit_unary(e, "Erf", onnx_emit_binary(e, "Mul", x, onnx_emit_scalar(e, "rsqrt2",
                                                                            0.70710678f)));
     } else {
-        const char *x3 = emit_binary(e, "Mul", emit_binary(e, "Mul", x, x), x);
-        const char *poly = emit_binary(e, "Add", x, emit_binary(e, "Mul", x3,
-                                                                emit_scalar(e, "gelu_c",
+        const char *x3 = onnx_emit_binary(e, "Mul", onnx_emit_binary(e, "Mul", x, x), x);
+        const char *poly = onnx_emit_binary(e, "Add", x, onnx_emit_binary(e, "Mul", x3,
+                                                                onnx_emit_scalar(e, "gelu_c",
                                                                             0.044715f)));
-        inner = emit_unary(e, "Tanh", emit_binary(e, "Mul", poly,
-                                                  emit_scalar(e, "sqrt2_pi", 0.79788456f)));
+        inner = onnx_emit_unary(e, "Tanh", onnx_emit_binary(e, "Mul", poly,
+                                                  onnx_emit_scalar(e, "sqrt2_pi", 0.79788456f)));
     }
-    const char *half = emit_binary(e, "Mul", emit_binary(e, "Add", inner,
-                                                         emit_scalar(e, "one", 1.0f)),
-                                   emit_scalar(e, "half", 0.5f));
-    return emit_binary(e, "Mul", x, half);
+    const char *half = onnx_emit_binary(e, "Mul", onnx_emit_binary(e, "Add", inner,
+                                                         onnx_emit_scalar(e, "one", 1.0f)),
+                                   onnx_emit_scalar(e, "half", 0.5f));
+    return onnx_emit_binary(e, "Mul", x, half);
 }
 
 const char *onnx_emit_activation(onnx_emit *e, spec_activation act, const char *x,
@@ -117,12 +117,18 @@ const char *onnx_emit_activation(onnx_emit *e, spec_activation act, const char *
 {
     switch (act) {
     case ACT_RELU:
-        return emit_unary(e, "Relu", x);
+        return onnx_emit_unary(e, "Relu", x);
     case ACT_SIGMOID:
-        return emit_unary(e, "Sigmoid", x);
+        return onnx_emit_unary(e, "Sigmoid", x);
     case ACT_TANH:
-        return emit_unary(e, "Tanh", x);
+        return onnx_emit_unary(e, "Tanh", x);
     case ACT_SOFTMAX:
+        if (s->rank == 2) {
+            /* A fused softmax on a sequence is per step (dense, the loss). */
+            Onnx__NodeProto *n = onnx_graph_node(e->g, "Softmax", &x, 1, NULL);
+            onnx_node_int(e->g, n, "axis", -1);
+            return onnx_node_out(n);
+        }
         return emit_softmax(e, x, s);
     case ACT_GELU:
         return emit_gelu(e, x, false);
@@ -138,12 +144,12 @@ static int emit_dense(onnx_emit *e, int i, char *err, size_t errlen)
 {
     const spec_layer *s = &e->spec->layers[i];
     long in = spec_shape_size(&s->in_shape), out = s->units;
-    const tensor_entry *w = emit_tensor(e, i, "weight", in * out, err, errlen);
-    const tensor_entry *b = s->use_bias ? emit_tensor(e, i, "bias", out, err, errlen) : NULL;
+    const tensor_entry *w = onnx_emit_tensor(e, i, "weight", in * out, err, errlen);
+    const tensor_entry *b = s->use_bias ? onnx_emit_tensor(e, i, "bias", out, err, errlen) : NULL;
     if (!w || (s->use_bias && !b))
         return -1;
     int64_t wd[2] = {in, out}, bd[1] = {out};
-    const char *x = emit_in(e, s, 0);
+    const char *x = onnx_emit_in(e, s, 0);
     if (s->in_shape.rank != 1) {
         Onnx__NodeProto *f = onnx_graph_node(e->g, "Flatten", &x, 1, NULL);
         onnx_node_int(e->g, f, "axis", 1);
@@ -178,12 +184,12 @@ static int emit_conv2d(onnx_emit *e, int i, char *err, size_t errlen)
     int sh = s->stride[0] > 0 ? s->stride[0] : 1, sw = s->stride[1] > 0 ? s->stride[1] : 1;
     int dh = s->dilation[0] > 0 ? s->dilation[0] : 1, dw = s->dilation[1] > 0 ? s->dilation[1] : 1;
     long wsize = (long)k * (c / groups) * kh * kw;
-    const tensor_entry *w = emit_tensor(e, i, "weight", wsize, err, errlen);
-    const tensor_entry *b = s->use_bias ? emit_tensor(e, i, "bias", k, err, errlen) : NULL;
+    const tensor_entry *w = onnx_emit_tensor(e, i, "weight", wsize, err, errlen);
+    const tensor_entry *b = s->use_bias ? onnx_emit_tensor(e, i, "bias", k, err, errlen) : NULL;
     if (!w || (s->use_bias && !b))
         return -1;
     int64_t wd[4] = {k, c / groups, kh, kw}, bd[1] = {k};
-    const char *ins[3] = {emit_in(e, s, 0), emit_init(e, w, wd, 4),
+    const char *ins[3] = {onnx_emit_in(e, s, 0), emit_init(e, w, wd, 4),
                           b ? emit_init(e, b, bd, 1) : NULL};
     Onnx__NodeProto *n = onnx_graph_node(e->g, "Conv", ins, b ? 3 : 2, NULL);
     int64_t kernel[2] = {kh, kw}, strides[2] = {sh, sw}, dil[2] = {dh, dw}, pads[4];
@@ -203,7 +209,7 @@ static int emit_pool(onnx_emit *e, int i)
     bool max = s->type == LAYER_MAXPOOL2D;
     int sh = s->stride[0] > 0 ? s->stride[0] : s->kernel[0];
     int sw = s->stride[1] > 0 ? s->stride[1] : s->kernel[1];
-    const char *x = emit_in(e, s, 0);
+    const char *x = onnx_emit_in(e, s, 0);
     Onnx__NodeProto *n = onnx_graph_node(e->g, max ? "MaxPool" : "AveragePool", &x, 1, NULL);
     int64_t kernel[2] = {s->kernel[0], s->kernel[1]}, strides[2] = {sh, sw}, pads[4];
     emit_pads(s, 1, 1, sh, sw, pads);
@@ -221,10 +227,10 @@ static int emit_batchnorm(onnx_emit *e, int i, char *err, size_t errlen)
     const spec_layer *s = &e->spec->layers[i];
     long c = s->in_shape.dim[0];
     static const char *const names[4] = {"gamma", "beta", "running_mean", "running_var"};
-    const char *ins[5] = {emit_in(e, s, 0)};
+    const char *ins[5] = {onnx_emit_in(e, s, 0)};
     int64_t d[1] = {c};
     for (int k = 0; k < 4; k++) {
-        const tensor_entry *t = emit_tensor(e, i, names[k], c, err, errlen);
+        const tensor_entry *t = onnx_emit_tensor(e, i, names[k], c, err, errlen);
         if (!t)
             return -1;
         ins[k + 1] = emit_init(e, t, d, 1);
@@ -241,21 +247,25 @@ static int emit_merge(onnx_emit *e, int i)
     const spec_layer *s = &e->spec->layers[i];
     const char *ins[SPEC_MAX_INPUTS];
     for (int k = 0; k < s->n_inputs; k++)
-        ins[k] = emit_in(e, s, k);
+        ins[k] = onnx_emit_in(e, s, k);
     if (s->type == LAYER_ADD) {
         e->values[i] = onnx_node_out(onnx_graph_node(e->g, "Sum", ins, s->n_inputs, NULL));
         return 0;
     }
     Onnx__NodeProto *n = onnx_graph_node(e->g, "Concat", ins, s->n_inputs, NULL);
-    onnx_node_int(e->g, n, "axis", 1);
+    /* Channels of an image, features of a step or of a flat sample. */
+    onnx_node_int(e->g, n, "axis", s->out_shape.rank == 2 ? 2 : 1);
     e->values[i] = onnx_node_out(n);
     return 0;
 }
 
-int onnx_emit_layer(onnx_emit *e, int i, char *err, size_t errlen)
+static int emit_layer(onnx_emit *e, int i, char *err, size_t errlen)
 {
     const spec_layer *s = &e->spec->layers[i];
-    const char *x = emit_in(e, s, 0);
+    const char *x = onnx_emit_in(e, s, 0);
+    int rc = onnx_emit_seq_layer(e, i, err, errlen);
+    if (rc != 1)
+        return rc;
     switch (s->type) {
     case LAYER_DENSE:
         return emit_dense(e, i, err, errlen);
@@ -276,10 +286,14 @@ int onnx_emit_layer(onnx_emit *e, int i, char *err, size_t errlen)
         e->values[i] = onnx_node_out(n);
         return 0;
     }
+    case LAYER_SOFTMAX:
+        /* A softmax layer is over the sample's flattened features, on a
+         * sequence too (activation.c). */
+        e->values[i] = emit_softmax(e, x, &s->out_shape);
+        return 0;
     case LAYER_RELU:
     case LAYER_SIGMOID:
     case LAYER_TANH:
-    case LAYER_SOFTMAX:
         e->values[i] = onnx_emit_activation(e, layer_final_activation(s), x, &s->out_shape);
         return 0;
     case LAYER_ADD:
@@ -291,4 +305,20 @@ int onnx_emit_layer(onnx_emit *e, int i, char *err, size_t errlen)
     snprintf(err, errlen, "model.layers[%d]: ONNX export does not support %s layers yet", i,
              spec_layer_type_name(s->type));
     return -1;
+}
+
+int onnx_emit_layer(onnx_emit *e, int i, char *err, size_t errlen)
+{
+    const spec_layer *s = &e->spec->layers[i];
+    if (e->lens) {
+        int src = s->inputs[0];
+        e->lens[i] = src < 0 ? e->in_len : e->lens[src];
+        e->masks[i] = src < 0 ? e->in_mask : e->masks[src];
+    }
+    if (emit_layer(e, i, err, errlen) != 0)
+        return -1;
+    /* The engine zeroes every sequence's padding steps after each layer. */
+    if (e->lens && s->out_shape.rank == 2 && s->type != LAYER_DROPOUT)
+        e->values[i] = onnx_emit_binary(e, "Mul", e->values[i], e->masks[i]);
+    return 0;
 }

@@ -115,7 +115,12 @@ int imp_bind(imp *im, int layer, int rank, const long *dim)
 {
     if (im->node->n_output < 1)
         return imp_fail(im, "has no output");
-    imp_value *v = imp_new_value(im, im->node->output[0]);
+    return imp_bind_name(im, im->node->output[0], layer, rank, dim);
+}
+
+int imp_bind_name(imp *im, const char *name, int layer, int rank, const long *dim)
+{
+    imp_value *v = imp_new_value(im, name);
     if (!v)
         return imp_fail(im, "out of memory");
     v->layer = layer;
@@ -443,7 +448,10 @@ static int imp_walk(imp *im, onnx_model *out)
     }
     for (size_t n = 0; n < im->g->n_node; n++) {
         im->node = im->g->node[n];
-        if (imp_op(im) != 0)
+        bool done = false;
+        for (int k = 0; k < im->n_skip; k++)
+            done = done || im->skip[k] == im->node;
+        if (!done && imp_op(im) != 0)
             return -1;
     }
     im->node = NULL;

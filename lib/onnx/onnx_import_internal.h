@@ -33,6 +33,9 @@ typedef struct imp {
     int n_layers;
     int last_type_dense_nobias; /* layer index of a bias-less dense an Add may complete, or -1 */
     const Onnx__NodeProto *node;
+    /* Nodes already mapped as part of a pattern (the Erf GELU's). */
+    const Onnx__NodeProto *skip[4];
+    int n_skip;
     char *err;
     size_t errlen;
 } imp;
@@ -49,6 +52,8 @@ imp_value *imp_input(imp *im, int k);
 const Onnx__TensorProto *imp_const(imp *im, int k);
 /* Bind the node's output 0 to layer `layer` with the given shape. */
 int imp_bind(imp *im, int layer, int rank, const long *dim);
+/* Bind the value `name` (a later node's output, for a pattern). */
+int imp_bind_name(imp *im, const char *name, int layer, int rank, const long *dim);
 /* Bind the node's output 0 to an existing value (identity). */
 int imp_alias(imp *im, const imp_value *src);
 /* Append layer JSON (stolen) fed by `inputs`; returns its index or -1. */
@@ -74,5 +79,9 @@ int imp_attr_ints(const imp *im, const char *name, int64_t *out, int max);
 
 /* onnx_ops.c: map the current node. */
 int imp_op(imp *im);
+/* onnx_ops_norm.c: LayerNormalization, Gelu, the Erf GELU (from its Div). */
+int imp_op_layer_norm(imp *im);
+int imp_op_gelu(imp *im);
+int imp_op_div(imp *im);
 
 #endif

@@ -477,6 +477,12 @@ int imp_op(imp *im)
         return op_batchnorm(im);
     if (strcmp(op, "Constant") == 0)
         return op_constant(im);
+    if (strcmp(op, "LayerNormalization") == 0)
+        return imp_op_layer_norm(im);
+    if (strcmp(op, "Gelu") == 0)
+        return imp_op_gelu(im);
+    if (strcmp(op, "Div") == 0)
+        return imp_op_div(im);
     snprintf(im->err, im->errlen, "node \"%.80s\" (%.40s) is not supported",
              im->node->name && im->node->name[0] ? im->node->name
              : im->node->n_output ? im->node->output[0] : "", op);

@@ -99,15 +99,32 @@ def case_presets(engine, tmp):
     pt.check(exported >= (5 if QUICK else 20), "only %d presets exported" % exported)
 
 
-def case_sequence_refused(engine, tmp):
-    spec = os.path.join(tmp, "lstm.json")
-    pt.write_json(spec, {"model": {"preset": "lstm_classifier", "input": {"tokens": 256}},
-                         "data": {"format": "synthetic"}})
-    out = run([engine, spec, "--export-onnx", os.path.join(tmp, "lstm.onnx")])
+def case_sequence_presets(engine, tmp):
+    import onnx
+    # (the per-step presets need per-step data; case_sequences runs one)
+    for name in ["lstm_classifier", "cntk_lstm"]:
+        spec, path = os.path.join(tmp, name + ".json"), os.path.join(tmp, name + ".onnx")
+        data = {"format": "synthetic", "max_length": 16}
+        pt.write_json(spec, {"model": {"preset": name, "input": {"tokens": 256}}, "data": data})
+        out = run([engine, spec, "--export-onnx", path])
+        if not pt.check(out.returncode == 0, "%s: export failed: %s" % (name, out.stderr)):
+            continue
+        model = onnx.load(path)
+        onnx.checker.check_model(model, full_check=True)
+        inp = model.graph.input[0].type.tensor_type
+        pt.check(inp.elem_type == onnx.TensorProto.INT64, "%s: input type %d" % (name,
+                                                                             inp.elem_type))
+        pt.check([d.dim_value for d in inp.shape.dim][1:] == [16], "%s: input %s" % (name, inp))
+    spec = os.path.join(tmp, "pool1d.json")
+    pt.write_json(spec, {"model": {"input": {"tokens": 256}, "layers": [
+        {"type": "embedding", "output_dim": 4}, {"type": "maxpool1d", "pool_size": 2},
+        {"type": "global_avgpool1d"}, {"type": "dense", "units": 10}]},
+        "data": {"format": "synthetic", "max_length": 8}})
+    out = run([engine, spec, "--export-onnx", os.path.join(tmp, "pool1d.onnx")])
     pt.check(out.returncode == 1, "exit %d, expected 1" % out.returncode)
-    pt.check("model.layers[0]: ONNX export does not support embedding" in out.stderr,
+    pt.check("model.layers[1]: ONNX export does not support maxpool1d" in out.stderr,
              "message: %r" % out.stderr)
-    pt.check(not os.path.exists(os.path.join(tmp, "lstm.onnx")), "a partial file was left")
+    pt.check(not os.path.exists(os.path.join(tmp, "pool1d.onnx")), "a partial file was left")
 
 
 def ort_dir():
@@ -134,10 +151,12 @@ def ort_dir():
 def ort_outputs(modules, model, x, tmp):
     import numpy as np
     inp, outp = os.path.join(tmp, "ort_in.bin"), os.path.join(tmp, "ort_out.bin")
-    np.ascontiguousarray(x, dtype="<f4").tofile(inp)
+    ids = x.dtype == np.int64  # token ids; byte images go in as float
+    np.ascontiguousarray(x, dtype="<i8" if ids else "<f4").tofile(inp)
     env = dict(os.environ, NODE_PATH=modules)
     out = run(["node", pt.source_path("tests", "interchange", "ort_run.js"), model, inp,
-               json.dumps(list(x.shape)), outp], timeout=120, env=env)
+               json.dumps(list(x.shape)), outp] + (["int64"] if ids else []),
+              timeout=120, env=env)
     pt.require(out.returncode == 0, "onnxruntime: %s" % out.stderr)
     info = json.loads(out.stdout)
     return np.fromfile(outp, dtype="<f4").reshape(info["dims"])
@@ -158,7 +177,7 @@ def train_and_compare(engine, modules, tmp, name, job, x):
                "--predict", npy, "--out", pout])
     pt.require(out.returncode == 0, "%s: --predict failed: %s" % (name, out.stderr))
     want = np.load(os.path.join(pout, "predictions.npy"))
-    got = ort_outputs(modules, model, x.astype(np.float32), tmp)
+    got = ort_outputs(modules, model, x if x.dtype == np.int64 else x.astype(np.float32), tmp)
     pt.require(got.shape == want.shape, "%s: shape %s, /predict's %s" % (name, got.shape,
                                                                        want.shape))
     diff = float(np.max(np.abs(got - want)))
@@ -225,6 +244,95 @@ def case_mlp(engine, modules, tmp):
     train_and_compare(engine, modules, tmp, "mlp", job, xs[:9].astype(np.float32))
 
 
+def seq_data(tmp, name, rng, vocab=None, feat=None, n=160, steps=12, per_step=False):
+    """An npz of sequences of random lengths 1..steps, zero padded: token
+    ids 1..vocab-1 or float steps; labels from the content."""
+    import numpy as np
+    lens = rng.integers(1, steps + 1, size=n)
+    real = np.arange(steps)[None, :] < lens[:, None]
+    if vocab:
+        x = rng.integers(1, vocab, size=(n, steps)) * real
+        y = (x.sum(axis=1) // lens) % 3
+        if per_step:
+            y = np.where(real, x % 3, -1)
+    else:
+        x = (rng.normal(size=(n, steps, feat)) * 2 + 1).astype(np.float32) * real[:, :, None]
+        y = (x[:, :, 0].sum(axis=1) > lens).astype(np.int64) + (x[:, 0, 1] > 1)
+    path = os.path.join(tmp, name + ".npz")
+    np.savez(path, x_train=x, y_train=y, x_test=x[:32], y_test=y[:32])
+    return path, x
+
+
+def seq_job(name, inp, layers, data, per_step=False):
+    d = {"format": "npz", "train": "@" + data, "test": "@" + data, "num_classes": 3,
+         "max_length": 12}
+    if per_step:
+        d["per_step_labels"] = True
+    return {"name": name, "model": {"input": inp, "layers": layers}, "data": d,
+            "training": {"epochs": 1, "batch_size": 16, "seed": 3,
+                         "optimizer": {"name": "adam", "learning_rate": 0.01}}}
+
+
+def seq_inputs(x):
+    """Test rows: trained-on samples, a full row, a one-step row and a row
+    of padding only."""
+    import numpy as np
+    rows = np.array(x[:6])
+    rows[1] = x[0].max() if rows.ndim == 2 else 0.5
+    rows[2, 1:] = 0
+    rows[3] = 0
+    return rows
+
+
+def case_sequences(engine, modules, tmp):
+    import numpy as np
+    rng = np.random.default_rng(5)
+    data, x = seq_data(tmp, "tok", rng, vocab=20)
+    # embedding, conv1d (same), layer_norm, a bidirectional LSTM returning
+    # sequences, a GRU (reset_after) to its last real step, dense softmax.
+    layers = [{"type": "embedding", "output_dim": 8},
+              {"type": "conv1d", "filters": 6, "kernel_size": 3, "padding": "same",
+               "activation": "relu"},
+              {"type": "layer_norm"},
+              {"type": "bidirectional", "layer": {"type": "lstm", "units": 5,
+                                                  "return_sequences": True}},
+              {"type": "gru", "units": 4},
+              {"type": "dense", "units": 3, "activation": "softmax"}]
+    train_and_compare(engine, modules, tmp, "seq_tokens",
+                      seq_job("seq_tokens", {"tokens": 20}, layers, data), seq_inputs(x))
+    # an LSTM straight on the ids (one-hot), a valid conv1d (shorter
+    # lengths), a global max pool, a linear dense (the loss's softmax).
+    layers = [{"type": "lstm", "units": 6, "return_sequences": True},
+              {"type": "conv1d", "filters": 4, "kernel_size": 3, "padding": "valid",
+               "activation": "tanh"},
+              {"type": "global_maxpool1d"},
+              {"type": "dense", "units": 3}]
+    train_and_compare(engine, modules, tmp, "seq_onehot",
+                      seq_job("seq_onehot", {"tokens": 20}, layers, data), seq_inputs(x))
+    # float steps: a GRU (reset_after false) returning
+    # sequences, a bidirectional GRU summed, a causal conv1d, a global
+    # average pool, gelu.
+    fdata, fx = seq_data(tmp, "steps", rng, feat=3)
+    layers = [{"type": "gru", "units": 5, "return_sequences": True, "reset_after": False},
+              {"type": "bidirectional", "merge_mode": "sum",
+               "layer": {"type": "gru", "units": 4, "return_sequences": True}},
+              {"type": "conv1d", "filters": 4, "kernel_size": 2, "padding": "causal",
+               "dilation_rate": 2},
+              {"type": "global_avgpool1d"},
+              {"type": "dense", "units": 6, "activation": "gelu"},
+              {"type": "dense", "units": 3, "activation": "softmax"}]
+    job = seq_job("seq_floats", {"sequence": [3]}, layers, fdata)
+    train_and_compare(engine, modules, tmp, "seq_floats", job, seq_inputs(fx))
+    # a label per step: [N, T, classes], zeros at padding.
+    sdata, sx = seq_data(tmp, "tags", rng, vocab=20, per_step=True)
+    layers = [{"type": "embedding", "output_dim": 8},
+              {"type": "lstm", "units": 6, "return_sequences": True, "go_backwards": False},
+              {"type": "dense", "units": 3}]
+    train_and_compare(engine, modules, tmp, "seq_steps",
+                      seq_job("seq_steps", {"tokens": 20}, layers, sdata, per_step=True),
+                      seq_inputs(sx))
+
+
 def punch(d, user, *args):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PUNCH_")}
     env.update(PUNCH_URL=d.url, PUNCH_SECRET=d.secrets[user], HOME=d.tmp)
@@ -281,13 +389,15 @@ def cases():
     try:
         if "presets" in parts:
             pt.case("presets export and pass the checker", case_presets, engine, tmp)
-            pt.case("a sequence model is refused naming its layer", case_sequence_refused,
-                    engine, tmp)
+            pt.case("sequence presets export; a 1-d window pool is refused naming its layer",
+                    case_sequence_presets, engine, tmp)
         if "runtime" in parts:
             pt.require_numpy()
             modules = ort_dir()
             pt.case("cnn: onnxruntime gives /predict's outputs", case_cnn, engine, modules, tmp)
             pt.case("mlp: onnxruntime gives /predict's outputs", case_mlp, engine, modules, tmp)
+            pt.case("sequence models: onnxruntime gives /predict's outputs", case_sequences,
+                    engine, modules, tmp)
         if "daemon" in parts:
             pt.case("daemon: /export and punch fetch --onnx", case_daemon, tmp)
     finally:

@@ -153,10 +153,13 @@ def import_and_compare(engine, tmp, name, path, ref, x, classes, layers):
     return spec
 
 
-def train_imported(engine, tmp, name, spec, path, x):
+def train_imported(engine, tmp, name, spec, path, x, softmaxes):
     """Training starts from the file's weights: the first loss is the
-    imported model's, and the weights move."""
+    imported model's, and the weights move. The run's model.onnx returns
+    what /predict returns: a graph that ended in logits gets no Softmax
+    (`softmaxes` is how many the graph itself had)."""
     import numpy as np
+    import onnx
     run_dir = os.path.join(tmp, name + "_run")
     p = run([engine, spec, "--out", run_dir, "--threads", "2"])
     pt.require(p.returncode == 0, "%s: training: %s" % (name, p.stderr[-2000:]))
@@ -165,6 +168,10 @@ def train_imported(engine, tmp, name, spec, path, x):
     before = predict(engine, tmp, name + "_b", spec, path, x)
     pt.check(np.all(np.isfinite(trained)), "%s: trained outputs are not finite" % name)
     pt.check(np.max(np.abs(trained - before)) > 1e-6, "%s: training changed nothing" % name)
+    exported = onnx.load(os.path.join(run_dir, "model.onnx"))
+    ops = [n.op_type for n in exported.graph.node]
+    pt.check(ops.count("Softmax") == softmaxes, "%s: model.onnx has %d Softmax, the graph %d: %s"
+             % (name, ops.count("Softmax"), softmaxes, ops))
 
 
 def case_mlp(engine, tmp):
@@ -175,7 +182,7 @@ def case_mlp(engine, tmp):
     x = f32(rng.normal(size=(7, 6)))
     spec = import_and_compare(engine, tmp, "mlp", path, ref, x, 3,
                               ["0.dense 16", "1.relu", "2.dense 3"])
-    train_imported(engine, tmp, "mlp", spec, path, x)
+    train_imported(engine, tmp, "mlp", spec, path, x, 0)
 
 
 def case_cnn(engine, tmp):
@@ -187,7 +194,7 @@ def case_cnn(engine, tmp):
     spec = import_and_compare(engine, tmp, "cnn", path, ref, x, 3,
                               ["conv2d", "batchnorm", "maxpool2d", "add", "avgpool2d",
                                "softmax"])
-    train_imported(engine, tmp, "cnn", spec, path, x)
+    train_imported(engine, tmp, "cnn", spec, path, x, 1)
 
 
 def unsupported_model(path):
@@ -236,6 +243,10 @@ def case_torch(engine, tmp):
                                     nn.Linear(8, 5)), (4, 3, 8, 8), 5),
         "torch_mlp": (nn.Sequential(nn.Flatten(), nn.Linear(12, 16), nn.Tanh(), nn.Dropout(0.2),
                                     nn.Linear(16, 4), nn.Softmax(dim=1)), (4, 12), 4),
+        # LayerNormalization (opset 17) and GELU as torch 1.13 writes it
+        # (x * 0.5 * (1 + erf(x / sqrt 2))), fused into the Linear before.
+        "torch_ln_gelu": (nn.Sequential(nn.Linear(10, 16), nn.GELU(), nn.LayerNorm(16),
+                                        nn.Linear(16, 3)), (4, 10), 3),
     }
     for name, (net, shape, classes) in models.items():
         net.eval()
@@ -246,7 +257,8 @@ def case_torch(engine, tmp):
                     m.running_var.uniform_(0.5, 2)
         x = torch.randn(*shape)
         path = os.path.join(tmp, name + ".onnx")
-        torch.onnx.export(net, x, path, input_names=["x"], output_names=["y"], opset_version=13,
+        opset = 17 if name == "torch_ln_gelu" else 13
+        torch.onnx.export(net, x, path, input_names=["x"], output_names=["y"], opset_version=opset,
                           dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
         with torch.no_grad():
             want = net(x).numpy()
