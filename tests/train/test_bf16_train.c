@@ -20,6 +20,7 @@
 #include "train/train.h"
 #include "io/tensorfile.h"
 #include "../layers/spec_fixture.h"
+#include "rundir_test_util.h"
 
 /* Accuracy (of 1) bf16 may lose against fp32 here. Measured 2026-11-28 on
  * an AVX512_BF16 EPYC: fp32 0.867, bf16 0.904 (the test prints both). */
@@ -38,6 +39,12 @@
 
 #define EPOCHS 6
 
+/* Each test's run directories. */
+static char *tempdir(void)
+{
+    return rt_tempdir("punch-bf16-test");
+}
+
 static job_spec *job(const char *precision)
 {
     char json[4096];
@@ -50,21 +57,7 @@ static job_spec *job(const char *precision)
     return spec_fixture_parse(json);
 }
 
-static char *tempdir(void)
-{
-    char *d = strdup("/tmp/punch-bf16-test-XXXXXX");
-    assert_non_null(d);
-    assert_non_null(mkdtemp(d));
-    return d;
-}
 
-static void removedir(char *d)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
-    assert_int_equal(system(cmd), 0);
-    free(d);
-}
 
 static void train(const job_spec *s, const char *dir)
 {
@@ -89,26 +82,6 @@ static double final_accuracy(const char *dir)
     return a;
 }
 
-/* Whether the two runs' weights are the same bits. */
-static bool same_weights(const char *a, const char *b)
-{
-    char pa[512], pb[512], err[256];
-    snprintf(pa, sizeof pa, "%s/weights.safetensors", a);
-    snprintf(pb, sizeof pb, "%s/weights.safetensors", b);
-    tensor_entry *ta = NULL, *tb = NULL;
-    int na = 0, nb = 0;
-    assert_int_equal(safetensors_read(pa, &ta, &na, err, sizeof err), 0);
-    assert_int_equal(safetensors_read(pb, &tb, &nb, err, sizeof err), 0);
-    assert_int_equal(na, nb);
-    bool same = true;
-    for (int i = 0; i < na && same; i++)
-        same = tensor_entry_size(&ta[i]) == tensor_entry_size(&tb[i]) &&
-               memcmp(ta[i].data, tb[i].data,
-                      (size_t)tensor_entry_size(&ta[i]) * sizeof(float)) == 0;
-    tensorfile_free(ta, na);
-    tensorfile_free(tb, nb);
-    return same;
-}
 
 static void test_bf16_matches_fp32(void **state)
 {
@@ -128,13 +101,13 @@ static void test_bf16_matches_fp32(void **state)
     if (!(ab >= af - BF16_ACC_MARGIN))
         fail_msg("bf16 training accuracy %.4f is more than %.2f below fp32's %.4f", ab,
                  BF16_ACC_MARGIN, af);
-    if (!same_weights(db1, db2))
+    if (rt_weights_differ(db1, db2))
         fail_msg("two bf16 runs with the same seed gave different weights");
-    if (same_weights(df, db1))
+    if (!rt_weights_differ(df, db1))
         fail_msg("bf16 gave the fp32 weights bit for bit: did bf16 run?");
-    removedir(df);
-    removedir(db1);
-    removedir(db2);
+    rt_removedir(df);
+    rt_removedir(db1);
+    rt_removedir(db2);
     spec_free(f);
     spec_free(b);
 }

@@ -21,6 +21,7 @@
 #include "train/train.h"
 #include "io/tensorfile.h"
 #include "../layers/spec_fixture.h"
+#include "rundir_test_util.h"
 
 /* A small net with every kind of state: conv, batchnorm (running stats),
  * dropout (masks from the step), residual add, Adam (moments). */
@@ -35,6 +36,12 @@
     "{\"type\": \"dense\", \"units\": 16, \"activation\": \"relu\"},"                       \
     "{\"type\": \"dropout\", \"rate\": 0.3},"                                               \
     "{\"type\": \"dense\", \"units\": 3, \"activation\": \"softmax\"}]}"
+
+/* Each test's run directories. */
+static char *tempdir(void)
+{
+    return rt_tempdir("punch-train-test");
+}
 
 static job_spec *job_with(int epochs, int batch, double lr, const char *extra_training)
 {
@@ -53,21 +60,7 @@ static job_spec *job(int epochs, const char *extra_training)
     return job_with(epochs, 32, 0.001, extra_training);
 }
 
-static char *tempdir(void)
-{
-    char *d = strdup("/tmp/punch-train-test-XXXXXX");
-    assert_non_null(d);
-    assert_non_null(mkdtemp(d));
-    return d;
-}
 
-static void removedir(char *d)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
-    assert_int_equal(system(cmd), 0);
-    free(d);
-}
 
 static void train(const job_spec *s, const char *dir, int threads, bool resume)
 {
@@ -79,23 +72,9 @@ static void train(const job_spec *s, const char *dir, int threads, bool resume)
 
 static void expect_same_weights(const char *a, const char *b)
 {
-    char pa[512], pb[512], err[256];
-    snprintf(pa, sizeof pa, "%s/weights.safetensors", a);
-    snprintf(pb, sizeof pb, "%s/weights.safetensors", b);
-    tensor_entry *ta = NULL, *tb = NULL;
-    int na = 0, nb = 0;
-    assert_int_equal(safetensors_read(pa, &ta, &na, err, sizeof err), 0);
-    assert_int_equal(safetensors_read(pb, &tb, &nb, err, sizeof err), 0);
-    assert_int_equal(na, nb);
-    assert_true(na >= 9);
-    for (int i = 0; i < na; i++) {
-        assert_string_equal(ta[i].name, tb[i].name);
-        assert_int_equal(tensor_entry_size(&ta[i]), tensor_entry_size(&tb[i]));
-        if (memcmp(ta[i].data, tb[i].data, (size_t)tensor_entry_size(&ta[i]) * sizeof(float)))
-            fail_msg("%s differs between %s and %s", ta[i].name, a, b);
-    }
-    tensorfile_free(ta, na);
-    tensorfile_free(tb, nb);
+    const char *name = rt_weights_differ(a, b);
+    if (name)
+        fail_msg("%s differs between %s and %s", name, a, b);
 }
 
 static json_t *history(const char *dir)
@@ -125,9 +104,9 @@ static void test_reproducible(void **state)
     assert_true(la > 0 && fabs(la - lc) < 1e-3 * la);
     json_decref(ha);
     json_decref(hc);
-    removedir(a);
-    removedir(b);
-    removedir(c);
+    rt_removedir(a);
+    rt_removedir(b);
+    rt_removedir(c);
     spec_free(s);
 }
 
@@ -174,8 +153,8 @@ static void test_resume_equals_uninterrupted(void **state)
     assert_int_equal(fclose(fp), 0);
     assert_int_equal(train_single(full, &o, err, sizeof err), -1);
     assert_non_null(strstr(err, "checkpoint format 1"));
-    removedir(a);
-    removedir(b);
+    rt_removedir(a);
+    rt_removedir(b);
     spec_free(full);
     spec_free(part);
 }
@@ -215,8 +194,8 @@ static void test_resume_adamw_cosine(void **state)
     assert_true(json_real_value(json_array_get(la, 3)) < json_real_value(json_array_get(la, 0)));
     json_decref(ha);
     json_decref(hb);
-    removedir(a);
-    removedir(b);
+    rt_removedir(a);
+    rt_removedir(b);
     spec_free(full);
     spec_free(part);
 }
@@ -314,8 +293,8 @@ static void test_resume_mid_epoch(void **state)
     snprintf(p, sizeof p, "%s/progress.jsonl", b);
     assert_int_equal(count_lines(p, "\"resumed\":true"), 3);
     assert_int_equal(count_lines(p, "\"event\":\"epoch\""), 4);
-    removedir(a);
-    removedir(b);
+    rt_removedir(a);
+    rt_removedir(b);
     spec_free(s);
 }
 
@@ -378,7 +357,7 @@ static void test_run_directory(void **state)
     }
     assert_true(found);
     tensorfile_free(t, n);
-    removedir(d);
+    rt_removedir(d);
     spec_free(s);
 }
 
@@ -394,7 +373,7 @@ static void test_early_stopping(void **state)
     size_t epochs = json_array_size(json_object_get(h, "loss"));
     assert_true(epochs >= 2 && epochs < 30);
     json_decref(h);
-    removedir(d);
+    rt_removedir(d);
     spec_free(s);
 }
 
@@ -419,7 +398,7 @@ static void test_stop_at_loss(void **state)
         json_t *h = history(d);
         assert_int_equal(json_array_size(json_object_get(h, "loss")), cases[i].epochs);
         json_decref(h);
-        removedir(d);
+        rt_removedir(d);
         spec_free(s);
     }
 }
@@ -468,14 +447,14 @@ static void test_evaluate_before(void **state)
     json_decref(ev);
     json_decref(epoch);
     json_decref(end);
-    removedir(d);
+    rt_removedir(d);
     spec_free(s);
     /* Off by default: no such event. */
     s = job(1, NULL);
     d = tempdir();
     train(s, d, 1, false);
     assert_null(progress_event(d, "evaluate", &at_eval));
-    removedir(d);
+    rt_removedir(d);
     spec_free(s);
 }
 
@@ -528,9 +507,9 @@ static void test_augment(void **state)
     assert_true(eval_before(a) == eval_before(p));
     json_decref(ha);
     json_decref(hp);
-    removedir(a);
-    removedir(b);
-    removedir(p);
+    rt_removedir(a);
+    rt_removedir(b);
+    rt_removedir(p);
     spec_free(aug);
     spec_free(plain);
 }
@@ -578,7 +557,7 @@ static void test_warm_up_batches(void **state)
         fail_msg("warm-up: largest move %g, largest departure from linearity %g", moved, worst);
     for (int i = 0; i < 3; i++) {
         tensorfile_free(t[i], nt[i]);
-        removedir(dirs[i]);
+        rt_removedir(dirs[i]);
     }
 }
 
@@ -624,14 +603,14 @@ static void test_profile(void **state)
             fail_msg("%s: the layers took %g ms, the phase %g ms", phase[k], sum, whole);
     }
     json_decref(prof);
-    removedir(d);
+    rt_removedir(d);
     spec_free(s);
     s = job(1, NULL);
     d = tempdir();
     train(s, d, 1, false);
     snprintf(p, sizeof p, "%s/profile.json", d);
     assert_int_not_equal(access(p, F_OK), 0);
-    removedir(d);
+    rt_removedir(d);
     spec_free(s);
 }
 
@@ -654,7 +633,7 @@ static void test_categorical_hinge(void **state)
     double test = json_real_value(json_object_get(json_object_get(h, "test"), "loss"));
     assert_true(test >= 0 && test <= 2);
     json_decref(h);
-    removedir(d);
+    rt_removedir(d);
     spec_free(s);
 }
 

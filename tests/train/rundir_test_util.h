@@ -1,0 +1,61 @@
+/* rundir_test_util.h — what the train tests that run whole trainings share:
+ * a temporary run directory and a bitwise comparison of two runs' weights
+ * (the reproducibility checks). Header-only; include after <cmocka.h>. */
+#ifndef PUNCH_RUNDIR_TEST_UTIL_H
+#define PUNCH_RUNDIR_TEST_UTIL_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/tensorfile.h"
+
+/* A new directory /tmp/PREFIX-XXXXXX; free with rt_removedir. */
+static inline char *rt_tempdir(const char *prefix)
+{
+    char *d = malloc(strlen(prefix) + 16);
+    assert_non_null(d);
+    sprintf(d, "/tmp/%s-XXXXXX", prefix);
+    assert_non_null(mkdtemp(d));
+    return d;
+}
+
+static inline void rt_removedir(char *d)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
+    assert_int_equal(system(cmd), 0);
+    free(d);
+}
+
+/* The name of the first tensor whose bits differ between the two run
+ * directories' weights.safetensors (static storage), or NULL when every
+ * tensor is the same; fails when the files do not hold the same tensors. */
+static inline const char *rt_weights_differ(const char *a, const char *b)
+{
+    static char name[256];
+    char pa[512], pb[512], err[256];
+    snprintf(pa, sizeof pa, "%s/weights.safetensors", a);
+    snprintf(pb, sizeof pb, "%s/weights.safetensors", b);
+    tensor_entry *ta = NULL, *tb = NULL;
+    int na = 0, nb = 0;
+    assert_int_equal(safetensors_read(pa, &ta, &na, err, sizeof err), 0);
+    assert_int_equal(safetensors_read(pb, &tb, &nb, err, sizeof err), 0);
+    assert_int_equal(na, nb);
+    assert_true(na > 0);
+    const char *differs = NULL;
+    for (int i = 0; i < na && !differs; i++) {
+        assert_string_equal(ta[i].name, tb[i].name);
+        assert_int_equal(tensor_entry_size(&ta[i]), tensor_entry_size(&tb[i]));
+        if (memcmp(ta[i].data, tb[i].data, (size_t)tensor_entry_size(&ta[i]) * sizeof(float))) {
+            snprintf(name, sizeof name, "%s", ta[i].name);
+            differs = name;
+        }
+    }
+    tensorfile_free(ta, na);
+    tensorfile_free(tb, nb);
+    return differs;
+}
+
+#endif
