@@ -109,6 +109,18 @@ static bool monitor_adopt(daemon_ctx *d, store_job *job, const rundir_supervisor
  * quota by what it writes in that time. */
 #define MONITOR_QUOTA_EVERY_S 5.0
 
+/* Kill a running job and fail it with error, which names the limit it
+ * crossed (the output quota, the disk reserve). */
+static void monitor_fail_running(daemon_ctx *d, const store_job *job, const char *dir,
+                                 const char *error)
+{
+    log_warn("job %s (%s): %s", job->id, job->owner, error);
+    settle_signal_job(job, dir, SIGKILL);
+    launcher_signal_verified(job->supervisor_pid, job->supervisor_start, SIGKILL);
+    job_state failed = JOB_FAILED;
+    settle_job(d, job, dir, NULL, &failed, error);
+}
+
 /* Stop and fail a job whose run directory holds more than its quota.
  * True if it did (the job is settled). */
 static bool monitor_over_quota(daemon_ctx *d, const store_job *job, const char *dir)
@@ -124,11 +136,7 @@ static bool monitor_over_quota(daemon_ctx *d, const store_job *job, const char *
              "its run directory holds %s, over the job output quota of %s "
              "(job_output_quota_mb); the job was stopped",
              memest_format(used, b[0], sizeof b[0]), memest_format(quota, b[1], sizeof b[1]));
-    log_warn("job %s (%s): %s", job->id, job->owner, error);
-    settle_signal_job(job, dir, SIGKILL);
-    launcher_signal_verified(job->supervisor_pid, job->supervisor_start, SIGKILL);
-    job_state failed = JOB_FAILED;
-    settle_job(d, job, dir, NULL, &failed, error);
+    monitor_fail_running(d, job, dir, error);
     return true;
 }
 
@@ -166,14 +174,11 @@ static bool monitor_below_reserve(daemon_ctx *d, const store_job *job, const cha
              "the data dir's file system is below its reserve of %s (%s free, "
              "disk_reserve_mb); the job stopped to leave room for others",
              memest_format(reserve, b[0], sizeof b[0]), memest_format(free_b, b[1], sizeof b[1]));
-    log_warn("job %s (%s): %s", job->id, job->owner, error);
-    settle_signal_job(job, dir, SIGKILL);
-    launcher_signal_verified(job->supervisor_pid, job->supervisor_start, SIGKILL);
+    monitor_fail_running(d, job, dir, error);
+    /* Its ranks are dead (SIGKILL above): what their writes left is junk. */
     atomic_write_sweep(dir);
     if (snprintf(ckpt, sizeof ckpt, "%s/checkpoints", dir) < (int)sizeof ckpt)
         atomic_write_sweep(ckpt);
-    job_state failed = JOB_FAILED;
-    settle_job(d, job, dir, NULL, &failed, error);
     return true;
 }
 
