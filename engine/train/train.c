@@ -359,6 +359,18 @@ static int train_interrupted(train_run *r, char *err, size_t errlen)
     return -1;
 }
 
+/* training.warm_up_batches or the cosine schedule: the rate of the
+ * optimizer step that micro-batch `step` of the epoch in progress belongs
+ * to (grad_accum_steps micro-batches make one), from the epoch's rate lr. */
+static float train_step_lr(const train_run *r, long step, double lr)
+{
+    const spec_training *tr = &r->spec->training;
+    long steps = train_steps_per_epoch(r);
+    uint64_t done = schedule_opt_steps((long)r->pos.epoch, step, steps, tr->grad_accum_steps);
+    uint64_t run = schedule_opt_steps(tr->epochs, 0, steps, tr->grad_accum_steps);
+    return schedule_step_lr(tr, done, run, (float)lr);
+}
+
 /* The batches of the epoch in progress, from r->pos.step on. */
 static int train_epoch_steps(train_run *r, float lr, char *err, size_t errlen)
 {
@@ -374,13 +386,7 @@ static int train_epoch_steps(train_run *r, float lr, char *err, size_t errlen)
     while (r->pos.step < steps) {
         long first = r->pos.step * b;
         int batch = (int)(n - first < b ? n - first : b);
-        /* training.warm_up_batches or the cosine schedule: the rate of this
-         * optimizer step (grad_accum_steps micro-batches make one). */
-        const spec_training *tr = &r->spec->training;
-        uint64_t done = schedule_opt_steps((long)r->pos.epoch, r->pos.step, steps,
-                                           tr->grad_accum_steps);
-        uint64_t run = schedule_opt_steps(tr->epochs, 0, steps, tr->grad_accum_steps);
-        float step_lr = schedule_step_lr(tr, done, run, lr);
+        float step_lr = train_step_lr(r, r->pos.step, lr);
         bool last = r->pos.step + 1 == steps;
         if (train_step(r, r->perm + first, batch, step_lr, last, err, errlen) != 0)
             return -1;
@@ -388,7 +394,10 @@ static int train_epoch_steps(train_run *r, float lr, char *err, size_t errlen)
         r->pos.elapsed_s = now - start;
         if (r->opt->on_step)
             r->opt->on_step(r->opt->on_step_ctx, (long)r->pos.epoch, (long)r->pos.step);
-        if (train_stop_signal)
+        /* Mid-group, the accumulated gradient is in no checkpoint: finish
+         * the group (at most grad_accum_steps - 1 more micro-batches; the
+         * epoch's last step closes one too) so a resume loses nothing. */
+        if (train_stop_signal && !train_optim_group_open(&r->optim))
             return train_interrupted(r, err, errlen);
         if (r->pos.step < steps && runlog_step_due(&r->last_step_line)) {
             if (train_step_event(r, steps, r->pos.elapsed_s, err, errlen) != 0)
@@ -468,7 +477,13 @@ static int train_finish_epoch(train_run *r, double lr, bool *stop, char *err, si
     long terms = r->pos.terms > 0 ? (long)r->pos.terms : 1;
     rec->loss = r->pos.loss_sum / terms;
     train_metric_values(t, &r->pos.sums, terms, r->m->classes, rec->metric);
-    rec->lr = lr;
+    /* The rate the epoch's last step used, as Keras's epoch line shows the
+     * optimizer's rate at the epoch end: with cosine or warm_up_batches it
+     * is not the epoch's base rate. Derived from the position, so a run
+     * resumed after the last step records the same. The spec's own double
+     * when no schedule moved it, so a plain run's history shows 0.001. */
+    float last_lr = train_step_lr(r, train_steps_per_epoch(r) - 1, lr);
+    rec->lr = last_lr == (float)lr ? lr : (double)last_lr;
     rec->time_s = r->pos.elapsed_s;
     rec->samples_per_s = rec->time_s > 0 ? r->pos.samples / rec->time_s : 0.0;
     if (r->hist.has_val) {

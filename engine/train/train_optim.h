@@ -38,6 +38,11 @@ void train_optim_close(train_optim *t);
  * says the epoch ends here, one step at rate lr (clipped first). */
 void train_optim_backward_step(train_optim *t, model *m, int batch, float lr, bool last);
 
+/* Whether micro-batches of an unfinished accumulation group are pending:
+ * their summed gradient is not checkpointed, so the trainer stops only
+ * between groups. */
+bool train_optim_group_open(const train_optim *t);
+
 /* adamw without decay_all: tells o which of m's parameters decay — the
  * parameter tensors of rank >= 2 (dense and convolution kernels, recurrent
  * matrices), not biases (any tensor named "*bias*"), normalisation scales

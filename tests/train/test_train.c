@@ -159,6 +159,16 @@ static void test_resume_equals_uninterrupted(void **state)
     spec_free(part);
 }
 
+/* nanoGPT's get_lr(it): warmup W steps, cosine decay to min_lr at D. */
+static double cosine_lr(double it, double w, double d, double lr, double min_lr)
+{
+    if (it < w)
+        return lr * (it + 1) / (w + 1);
+    if (it > d)
+        return min_lr;
+    return min_lr + 0.5 * (1 + cos(M_PI * (it - w) / (d - w))) * (lr - min_lr);
+}
+
 /* adamw with its decay ranges, the cosine schedule, clipping and gradient
  * accumulation (groups of 3 in 8-batch epochs: 3, 3, 2) resume from an
  * epoch's checkpoint to the same bits and the same per-epoch rates as the
@@ -192,6 +202,15 @@ static void test_resume_adamw_cosine(void **state)
                     json_real_value(json_array_get(lb, i)));
     /* Trained: the loss fell from the first epoch to the last. */
     assert_true(json_real_value(json_array_get(la, 3)) < json_real_value(json_array_get(la, 0)));
+    /* Each epoch's lr is the rate its last step used: nanoGPT's get_lr at
+     * optimizer step 3e + 2 (three steps an epoch), not the base rate. */
+    for (size_t i = 0; i < 4; i++) {
+        double want = cosine_lr(3 * (double)i + 2, 2, 10, 0.003, 0.0003);
+        double ra = json_real_value(json_array_get(json_object_get(ha, "lr"), i));
+        double rb = json_real_value(json_array_get(json_object_get(hb, "lr"), i));
+        if (fabs(ra - want) > 1e-6 * want || ra != rb)
+            fail_msg("epoch %zu lr %.9g (resumed %.9g), cosine gives %.9g", i + 1, ra, rb, want);
+    }
     json_decref(ha);
     json_decref(hb);
     rt_removedir(a);
@@ -216,9 +235,11 @@ static void on_step_raise(void *ctx, long epoch, long step)
     }
 }
 
-/* Train `s` into dir, stopped by SIGTERM after the given step; the run must
- * fail with the interruption message naming that step (1-based epoch). */
-static void train_until(const job_spec *s, const char *dir, bool resume, long epoch, long step)
+/* Train `s` into dir, SIGTERM raised after the given step; the run must
+ * fail with the interruption message naming step `saved` (1-based epoch):
+ * the step itself, or the end of its gradient accumulation group. */
+static void train_until_saved(const job_spec *s, const char *dir, bool resume, long epoch,
+                              long step, long saved)
 {
     stop_at at = {.epoch = epoch, .step = step};
     train_options o = {.out_dir = dir, .threads = 2, .resume = resume,
@@ -227,9 +248,15 @@ static void train_until(const job_spec *s, const char *dir, bool resume, long ep
     assert_int_equal(train_single(s, &o, err, sizeof err), -1);
     assert_int_equal(at.fired, 1);
     snprintf(want, sizeof want, "interrupted by SIGTERM at epoch %ld step %ld; checkpoint saved",
-             epoch + 1, step);
+             epoch + 1, saved);
     if (!strstr(err, want))
         fail_msg("want \"%s\" in: %s", want, err);
+}
+
+/* Stopped by SIGTERM after the given step, saved there. */
+static void train_until(const job_spec *s, const char *dir, bool resume, long epoch, long step)
+{
+    train_until_saved(s, dir, resume, epoch, step, step);
 }
 
 /* The same history.json, number for number: every key (per-epoch series,
@@ -295,6 +322,85 @@ static void test_resume_mid_epoch(void **state)
     assert_int_equal(count_lines(p, "\"event\":\"epoch\""), 4);
     rt_removedir(a);
     rt_removedir(b);
+    spec_free(s);
+}
+
+/* grad_accum_steps 2: SIGTERM in the middle of a group (after its first
+ * micro-batch) finishes the group before the checkpoint, so no gradient
+ * is lost and the resumed run equals the uninterrupted one; at a group's
+ * end it stops at once. */
+static void test_resume_mid_group(void **state)
+{
+    (void)state;
+    job_spec *s = job(3, ", \"grad_accum_steps\": 2");
+    char *a = tempdir(), *b = tempdir();
+    train(s, a, 2, false);
+    train_until_saved(s, b, false, 0, 3, 4);
+    train_until(s, b, true, 1, 6);
+    train_until_saved(s, b, true, 2, 1, 2);
+    train(s, b, 2, true);
+    expect_same_weights(a, b);
+    expect_same_history(a, b, 3);
+    rt_removedir(a);
+    rt_removedir(b);
+    spec_free(s);
+}
+
+/* A byte language model on a small text (issue 28): embedding, causal
+ * conv1d, lstm and a dense layer per step, with dropout; 64 windows of 16
+ * bytes in batches of 8 make 8 steps an epoch. */
+#define SEQ_NET                                                                             \
+    "{\"input\": {\"tokens\": 256}, \"layers\": ["                                          \
+    "{\"type\": \"embedding\", \"output_dim\": 8},"                                         \
+    "{\"type\": \"conv1d\", \"filters\": 8, \"kernel_size\": 3, \"padding\": \"causal\", "  \
+    "\"activation\": \"relu\"},"                                                              \
+    "{\"type\": \"lstm\", \"units\": 12, \"return_sequences\": true},"                       \
+    "{\"type\": \"dropout\", \"rate\": 0.2},"                                               \
+    "{\"type\": \"dense\", \"units\": 256, \"activation\": \"softmax\"}]}"
+
+/* The sequence trainer resumes exactly: a byte LM on text, stopped by
+ * SIGTERM mid-epoch 1 and after the last step of epoch 2, resumed each
+ * time, has the same weights (embedding, conv1d, lstm, dense) and history
+ * as the run never stopped. */
+static void test_resume_sequences(void **state)
+{
+    (void)state;
+    char *data = tempdir();
+    char path[512];
+    snprintf(path, sizeof path, "%s/lm.txt", data);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    for (int i = 0; i < 24; i++)
+        fprintf(f, "line %d: the quick brown fox jumps over %d lazy dogs.\n", i, i * 7 % 13);
+    assert_int_equal(fclose(f), 0);
+    const char *json =
+        "{\"name\": \"lm\", \"model\": " SEQ_NET ", \"data\": {\"format\": \"text\", "
+        "\"train\": \"lm\", \"test\": \"lm\", \"max_length\": 16, \"train_samples\": 64}, "
+        "\"training\": {\"epochs\": 3, \"batch_size\": 8, \"metrics\": [\"accuracy\"], "
+        "\"optimizer\": {\"name\": \"adam\", \"learning_rate\": 0.01}, \"seed\": 3}}";
+    job_spec *s = spec_fixture_parse(json);
+    const char *dirs[] = {data};
+    char *a = tempdir(), *b = tempdir();
+    train_options o = {.out_dir = a, .threads = 2, .roots = {dirs, 1}};
+    char err[512];
+    if (train_single(s, &o, err, sizeof err) != 0)
+        fail_msg("train_single: %s", err);
+    stop_at at[2] = {{.epoch = 0, .step = 3}, {.epoch = 1, .step = 8}};
+    for (int k = 0; k < 3; k++) {
+        train_options ob = {.out_dir = b, .threads = 2, .roots = {dirs, 1}, .resume = k > 0,
+                            .on_step = k < 2 ? on_step_raise : NULL,
+                            .on_step_ctx = k < 2 ? &at[k] : NULL};
+        int rc = train_single(s, &ob, err, sizeof err);
+        if (k < 2 && (rc != -1 || at[k].fired != 1 || !strstr(err, "interrupted by SIGTERM")))
+            fail_msg("stop %d: rc %d fired %d: %s", k, rc, at[k].fired, err);
+        if (k == 2 && rc != 0)
+            fail_msg("resumed: %s", err);
+    }
+    expect_same_weights(a, b);
+    expect_same_history(a, b, 3);
+    rt_removedir(a);
+    rt_removedir(b);
+    rt_removedir(data);
     spec_free(s);
 }
 
@@ -643,6 +749,8 @@ int main(void)
         cmocka_unit_test(test_reproducible),
         cmocka_unit_test(test_resume_equals_uninterrupted),
         cmocka_unit_test(test_resume_mid_epoch),
+        cmocka_unit_test(test_resume_mid_group),
+        cmocka_unit_test(test_resume_sequences),
         cmocka_unit_test(test_resume_adamw_cosine),
         cmocka_unit_test(test_run_directory),
         cmocka_unit_test(test_early_stopping),
