@@ -126,6 +126,7 @@ void train_optim_backward_step(train_optim *t, model *m, int batch, float lr, bo
     optim_clip_norm(m->grads, m->n_params, t->clip_norm);
     model_optimizer_step(m, t->host, lr);
 }
+
 bool train_optim_group_open(const train_optim *t)
 {
     return t->acc.count > 0;
