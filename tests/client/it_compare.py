@@ -70,6 +70,9 @@ def compare(d, home, a, b):
         vals = rows.get(metric, [])
         check(len(vals) == 2 and all(0 <= float(v) < 100 for v in vals),
               "%s row:\n%s" % (metric, r.stdout))
+    r = punch(d, home, "compare", a[:6], b)  # a short prefix, as other commands take
+    check(r.returncode == 0 and r.stdout.splitlines()[0].split()[1:] == [a, b],
+          "compare by prefix: exit %d %s%s" % (r.returncode, r.stdout, r.stderr))
     for bad in ((a,), (a,) * 9):
         r = punch(d, home, "compare", *bad)
         check(r.returncode == 2 and "expected 2 to 8 job ids" in r.stderr,
