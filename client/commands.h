@@ -45,6 +45,8 @@ extern const char cmd_generate_usage[];
 extern const char cmd_data_usage[];
 extern const char cmd_profile_usage[];
 extern const char cmd_sweep_usage[];
+int cmd_compare(const cli_ctx *ctx, int argc, char **argv, cli_error *err);
+extern const char cmd_compare_usage[];
 
 #define SUBMIT_MAX_SETS 64
 typedef struct submit_args {
@@ -66,13 +68,25 @@ typedef struct state_args {
 int state_parse_args(int argc, char **argv, state_args *args, cli_error *err);
 
 typedef struct list_args {
-    const char *state; /* NULL: every state */
+    const char *state; /* the one state asked for (the server filters); NULL: none or several */
+    unsigned states;   /* bit (1u << job_state) per --state given; 0: every state */
+    const char *name;  /* --name: a glob (or, without * ? [, a substring) of the job's name */
     bool json;
     long limit;        /* at most this many jobs; 0: one page of the server's default */
     bool all;          /* every job, page after page */
     bool wide;         /* a sweep's trials with their params */
 } list_args;
 int list_parse_args(int argc, char **argv, list_args *args, cli_error *err);
+
+/* Whether job (an API job object) passes list's --state and --name. */
+bool list_job_matches(const list_args *args, const json_t *job);
+
+enum { COMPARE_MIN = 2, COMPARE_MAX = 8 };
+typedef struct compare_args {
+    const char *ids[COMPARE_MAX];
+    int n;
+} compare_args;
+int compare_parse_args(int argc, char **argv, compare_args *args, cli_error *err);
 
 typedef struct wait_args {
     const char *id;

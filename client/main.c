@@ -20,8 +20,10 @@ static const char punch_usage[] =
     "  submit --from ID [--set PATH=VALUE ...]  a new job from ID's spec, with changes\n"
     "                                       validate a job spec locally, then queue it\n"
     "  state [ID] [--json]                  one job's state and progress (default: your latest)\n"
-    "  list [--state S] [--limit N|--all] [--json]\n"
+    "  list [--state S] [--name PATTERN] [--limit N|--all] [--wide] [--json]\n"
     "                                       your jobs, newest first (the newest 100)\n"
+    "  compare ID ID [ID...]                2 to 8 jobs: their spec fields that differ and\n"
+    "                                       their final metrics, side by side\n"
     "  wait ID [--quiet]                    follow a job to its end with a progress bar\n"
     "  logs [-f] ID                         the job's train.log (-f: follow until it ends)\n"
     "  cancel ID                            cancel a queued or running job\n"
@@ -93,6 +95,7 @@ static const punch_command punch_commands[] = {
     {"data", cmd_data, cmd_data_usage, true},
     {"profile", cmd_profile, cmd_profile_usage, true},
     {"sweep", cmd_sweep, cmd_sweep_usage, true},
+    {"compare", cmd_compare, cmd_compare_usage, true},
 };
 
 static const punch_command *punch_find(const char *name)

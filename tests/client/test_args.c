@@ -180,6 +180,54 @@ static void test_list(void **state)
     assert_int_equal(list_parse_args(ARGC(both), both, &l, &err), PUNCH_EXIT_USAGE);
 }
 
+/* Several states (a comma list, or --state again) are filtered by punch:
+ * no single state goes to the server; --name keeps its pattern. */
+static void test_list_filters(void **state)
+{
+    (void)state;
+    cli_error err = {0};
+    list_args l;
+    char *many[] = {"list", "-s", "failed,cancelled", "--state", "timeout", "--name", "lr-*", NULL};
+    assert_int_equal(list_parse_args(ARGC(many), many, &l, &err), 0);
+    assert_null(l.state);
+    assert_int_equal(l.states, (1u << JOB_FAILED) | (1u << JOB_CANCELLED) | (1u << JOB_TIMEOUT));
+    assert_string_equal(l.name, "lr-*");
+    json_t *lr_failed = json_pack("{s:s, s:s}", "name", "lr-a", "state", "failed");
+    json_t *lr_ok = json_pack("{s:s, s:s}", "name", "lr-b", "state", "succeeded");
+    json_t *other = json_pack("{s:s, s:s}", "name", "xlr-c", "state", "failed");
+    assert_true(list_job_matches(&l, lr_failed));
+    assert_false(list_job_matches(&l, lr_ok));
+    assert_false(list_job_matches(&l, other)); /* a glob matches the whole name */
+    l.name = "lr-"; /* without * ? [: a substring */
+    assert_true(list_job_matches(&l, other));
+    json_decref(lr_failed);
+    json_decref(lr_ok);
+    json_decref(other);
+    char *bad[] = {"list", "--state", "failed,,sleeping", NULL};
+    assert_int_equal(list_parse_args(ARGC(bad), bad, &l, &err), PUNCH_EXIT_USAGE);
+    assert_non_null(strstr(err.msg, "unknown state \"sleeping\""));
+    char *empty[] = {"list", "--state", ",", NULL};
+    assert_int_equal(list_parse_args(ARGC(empty), empty, &l, &err), PUNCH_EXIT_USAGE);
+}
+
+static void test_compare(void **state)
+{
+    (void)state;
+    cli_error err = {0};
+    compare_args c;
+    char *two[] = {"compare", "a25a", "j-2", NULL};
+    assert_int_equal(compare_parse_args(ARGC(two), two, &c, &err), 0);
+    assert_int_equal(c.n, 2);
+    assert_string_equal(c.ids[1], "j-2");
+    char *one[] = {"compare", "a25a", NULL};
+    assert_int_equal(compare_parse_args(ARGC(one), one, &c, &err), PUNCH_EXIT_USAGE);
+    assert_non_null(strstr(err.msg, "expected 2 to 8 job ids, got 1"));
+    char *nine[] = {"compare", "1", "2", "3", "4", "5", "6", "7", "8", "9", NULL};
+    assert_int_equal(compare_parse_args(ARGC(nine), nine, &c, &err), PUNCH_EXIT_USAGE);
+    char *opt[] = {"compare", "--wide", "1", "2", NULL};
+    assert_int_equal(compare_parse_args(ARGC(opt), opt, &c, &err), PUNCH_EXIT_USAGE);
+}
+
 /* The states list accepts, documents and suggests are lib/jobstate's. */
 static void test_list_knows_every_state(void **state)
 {
@@ -344,6 +392,8 @@ int main(void)
         cmocka_unit_test(test_wait_logs_cancel_state),
         cmocka_unit_test(test_list),
         cmocka_unit_test(test_list_knows_every_state),
+        cmocka_unit_test(test_list_filters),
+        cmocka_unit_test(test_compare),
         cmocka_unit_test(test_first_problem_is_reported),
         cmocka_unit_test(test_fetch),
         cmocka_unit_test(test_profile),
