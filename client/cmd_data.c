@@ -19,7 +19,7 @@
 
 const char cmd_data_usage[] =
     "usage: punch data push FILE [NAME]\n"
-    "       punch data list\n"
+    "       punch data list [--site]\n"
     "       punch data rm NAME\n"
     "\n"
     "Your datasets on the server, for jobs to name as \"@NAME\" (data.train,\n"
@@ -30,7 +30,9 @@ const char cmd_data_usage[] =
     "         \"@NAME.onnx\"). The server checks the format; the same name\n"
     "         replaces the old upload. Prints the SHA-256 computed here and the\n"
     "         server's (exit 6 if they differ).\n"
-    "  list   your uploads: name, format, size, records, SHA-256, and your quota\n"
+    "  list   your uploads: name, format, size, records, SHA-256, and your quota;\n"
+    "         --site: the datasets the admin installed, as a job names them\n"
+    "         (\"fashion-mnist/train\"), with their format, records and shapes\n"
     "  rm     delete one (refused while a queued or running job uses it)\n"
     "\n"
     "exit: 0 done, 2 usage or the server refused the file, 5 no such dataset, 6\n"
@@ -178,6 +180,58 @@ static int data_list(const cli_ctx *ctx, cli_error *err)
     return 0;
 }
 
+/* "images [60000,28,28] labels [60000]": every part's shape, or "-". */
+static void data_shapes(const json_t *shapes, char *buf, size_t len)
+{
+    const char *key;
+    json_t *shape;
+    size_t used = 0;
+    buf[0] = '\0';
+    json_object_foreach((json_t *)shapes, key, shape) {
+        char *dims = json_dumps(shape, JSON_COMPACT);
+        int n = snprintf(buf + used, len - used, "%s%s %s", used ? " " : "", key,
+                         dims ? dims : "?");
+        free(dims);
+        if (n < 0 || (size_t)n >= len - used)
+            break;
+        used += (size_t)n;
+    }
+    if (used == 0)
+        snprintf(buf, len, "-");
+}
+
+static int data_list_site(const cli_ctx *ctx, cli_error *err)
+{
+    httpc_client *client = remote_open(ctx, err);
+    if (client == NULL)
+        return err->code;
+    json_t *o = NULL;
+    int rc = remote_dataset_list_site(client, &o, err);
+    httpc_client_free(client);
+    if (rc != 0)
+        return rc;
+    json_t *list = json_object_get(o, "datasets");
+    printf("%-32s %-8s %10s  %s\n", "NAME", "FORMAT", "RECORDS", "SHAPES");
+    size_t i;
+    json_t *d;
+    json_array_foreach(list, i, d) {
+        char records[32], shapes[256];
+        json_t *r = json_object_get(d, "records");
+        if (json_is_integer(r))
+            snprintf(records, sizeof records, "%" JSON_INTEGER_FORMAT, json_integer_value(r));
+        else
+            snprintf(records, sizeof records, "-");
+        data_shapes(json_object_get(d, "shapes"), shapes, sizeof shapes);
+        printf("%-32s %-8s %10s  %s\n", json_string_value(json_object_get(d, "name")),
+               json_string_value(json_object_get(d, "format")), records, shapes);
+    }
+    printf("%zu site datasets%s\n", json_array_size(list),
+           json_is_true(json_object_get(o, "truncated")) ? " (more not listed: the server's limit)"
+                                                         : "");
+    json_decref(o);
+    return 0;
+}
+
 static int data_rm(const cli_ctx *ctx, const char *name, cli_error *err)
 {
     httpc_client *client = remote_open(ctx, err);
@@ -194,17 +248,20 @@ static int data_rm(const cli_ctx *ctx, const char *name, cli_error *err)
 
 int cmd_data(const cli_ctx *ctx, int argc, char **argv, cli_error *err)
 {
-    const cli_option no_options[] = {{0}};
-    if (cli_parse_options(argc, argv, no_options, err) != 0)
+    bool site = false;
+    const cli_option options[] = {{.name = "site", .dest = &site}, {0}};
+    if (cli_parse_options(argc, argv, options, err) != 0)
         return err->code;
     int n = argc - optind;
     const char *sub = n > 0 ? argv[optind] : "";
     if (strcmp(sub, "push") == 0 && (n == 2 || n == 3))
         return data_push(ctx, argv[optind + 1], n == 3 ? argv[optind + 2] : NULL, err);
     if (strcmp(sub, "list") == 0 && n == 1)
-        return data_list(ctx, err);
+        return site ? data_list_site(ctx, err) : data_list(ctx, err);
+    if (site)
+        return cli_fail(err, PUNCH_EXIT_USAGE, "data: --site goes with list only");
     if (strcmp(sub, "rm") == 0 && n == 2)
         return data_rm(ctx, argv[optind + 1], err);
     return cli_fail(err, PUNCH_EXIT_USAGE,
-                    "data: want push FILE [NAME], list or rm NAME (see punch data --help)");
+                    "data: want push FILE [NAME], list [--site] or rm NAME (see punch data --help)");
 }

@@ -410,6 +410,12 @@ int remote_dataset_list(httpc_client *c, json_t **out, cli_error *err)
                        err);
 }
 
+int remote_dataset_list_site(httpc_client *c, json_t **out, cli_error *err)
+{
+    return remote_json(c, "GET", "/api/v1/datasets?site=1", NULL, 0, 200,
+                       "listing the site's datasets", out, err);
+}
+
 int remote_dataset_delete(httpc_client *c, const char *name, json_t **out, cli_error *err)
 {
     char *path = remote_dataset_path(name);

@@ -74,6 +74,8 @@ int remote_dataset_push(httpc_client *c, const char *name, FILE *src, long long 
                         void (*progress)(void *ctx, long long done, long long total), void *ctx,
                         json_t **out, cli_error *err);
 int remote_dataset_list(httpc_client *c, json_t **out, cli_error *err);
+/* The site's datasets under the server's `datasets` roots (?site=1). */
+int remote_dataset_list_site(httpc_client *c, json_t **out, cli_error *err);
 int remote_dataset_delete(httpc_client *c, const char *name, json_t **out, cli_error *err);
 /* POST .../generate with a JSON request; the reply {"text", "tokens"}
  * into *out. */

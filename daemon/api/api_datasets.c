@@ -18,6 +18,7 @@
 
 #include "api/api.h"
 #include "api/datasets.h"
+#include "api/sitelist.h"
 #include "onnx/onnx_import.h"
 #include "log.h"
 
@@ -84,8 +85,32 @@ static bool api_dataset_add(const store_dataset *ds, void *arg)
     return o && json_array_append_new(arg, o) == 0;
 }
 
+/* ?site=1: the admin's datasets under the `datasets` roots, the same for
+ * every caller, at most ?limit=N (SITELIST_DEFAULT_LIMIT). */
+static enum MHD_Result api_datasets_site(api_request *r)
+{
+    const char *lim = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "limit");
+    long limit = SITELIST_DEFAULT_LIMIT;
+    if (lim) {
+        char *end;
+        limit = strtol(lim, &end, 10);
+        if (end == lim || *end || limit < 1 || limit > SITELIST_MAX_LIMIT)
+            return api_reply_error(r, MHD_HTTP_BAD_REQUEST, "limit",
+                                   "limit must be 1 to %d", SITELIST_MAX_LIMIT);
+    }
+    bool truncated = false;
+    json_t *list = sitelist_scan(r->d->cfg.datasets, (int)limit, &truncated);
+    if (!list)
+        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
+    return api_reply_json(r, MHD_HTTP_OK,
+                          json_pack("{s:o, s:b}", "datasets", list, "truncated", truncated));
+}
+
 enum MHD_Result api_datasets_list(api_request *r)
 {
+    const char *site = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "site");
+    if (site && strcmp(site, "0") != 0)
+        return api_datasets_site(r);
     bool admin = r->caller.role == AUTH_ROLE_ADMIN;
     json_t *list = json_array();
     if (!list || store_dataset_list(r->d->st, admin ? NULL : r->caller.identity,

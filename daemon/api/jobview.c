@@ -4,6 +4,7 @@
 
 #include <math.h>
 
+#include "run/quota.h"
 #include "run/rundir.h"
 
 static json_t *jobview_time(double t) { return isnan(t) ? json_null() : json_real(t); }
@@ -43,6 +44,33 @@ static const char *jobview_waiting_for(const daemon_ctx *d, const store_job *job
     return owner_active >= d->cfg.max_running ? "running_limit" : "resources";
 }
 
+static json_t *jobview_figure(double v) { return v >= 0 ? json_real(v) : json_null(); }
+
+/* What the job used: CPU time and peak memory from the supervisor's exit
+ * record (once it has ended), the run directory's size (quota.c's
+ * measure, kept in the store once the job is over); null where unknown. */
+static json_t *jobview_resources(daemon_ctx *d, const store_job *job)
+{
+    rundir_exit ex = {.cpu_s = -1, .peak_rss_bytes = -1};
+    json_t *rundir_bytes = json_null();
+    char dir[4096];
+    bool started = job->state != JOB_QUEUED && !job->files_removed &&
+                   rundir_path(dir, sizeof dir, d->cfg.data_dir, job->id, NULL);
+    if (started) {
+        if (job_state_is_final(job->state) && !rundir_read_exit(dir, &ex))
+            ex.cpu_s = ex.peak_rss_bytes = -1;
+        json_decref(rundir_bytes);
+        rundir_bytes = json_integer((json_int_t)quota_job_bytes(d, job));
+    }
+    json_t *o = json_object();
+    json_object_set_new(o, "cpu_s", jobview_figure(ex.cpu_s));
+    json_object_set_new(o, "peak_rss_bytes", ex.peak_rss_bytes >= 0
+                                                 ? json_integer((json_int_t)ex.peak_rss_bytes)
+                                                 : json_null());
+    json_object_set_new(o, "rundir_bytes", rundir_bytes);
+    return o;
+}
+
 json_t *jobview_json(daemon_ctx *d, const store_job *job)
 {
     int pos = 0, active = 0;
@@ -51,7 +79,10 @@ json_t *jobview_json(daemon_ctx *d, const store_job *job)
             return NULL;
         pos = store_queue_position(d->st, job);
     }
-    return jobview_json_with(d, job, pos, active);
+    json_t *o = jobview_json_with(d, job, pos, active);
+    if (o)
+        json_object_set_new(o, "resources_used", jobview_resources(d, job));
+    return o;
 }
 
 json_t *jobview_json_with(daemon_ctx *d, const store_job *job, int pos, int owner_active)

@@ -292,6 +292,42 @@ long cgroup_job_oom_kills(const cgroup_job *cg)
     return n;
 }
 
+/* The value of key in a "key value" file (key NULL: its first number);
+ * -1 when absent. */
+static double cgroup_read_value(const char *dir, const char *file, const char *key)
+{
+    char path[4200], k[64];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    double v = -1, x;
+    if (!key) {
+        if (fscanf(f, "%lf", &x) == 1)
+            v = x;
+    } else {
+        while (fscanf(f, "%63s %lf", k, &x) == 2)
+            if (strcmp(k, key) == 0)
+                v = x;
+    }
+    fclose(f);
+    return v;
+}
+
+void cgroup_job_usage(const cgroup_job *cg, double *cpu_s, double *peak_bytes)
+{
+    *cpu_s = *peak_bytes = -1;
+    if (!cg->dir[0])
+        return;
+    if (cg->version == 2) {
+        double usec = cgroup_read_value(cg->dir, "cpu.stat", "usage_usec");
+        *cpu_s = usec >= 0 ? usec / 1e6 : -1;
+        *peak_bytes = cgroup_read_value(cg->dir, "memory.peak", NULL);
+    } else {
+        *peak_bytes = cgroup_read_value(cg->dir, "memory.max_usage_in_bytes", NULL);
+    }
+}
+
 void cgroup_job_remove(cgroup_job *cg)
 {
     if (cg->dir[0])

@@ -78,6 +78,12 @@ bool cgroup_job_enter(const cgroup_job *cg);
  * ceiling; 0 if unknown. */
 long cgroup_job_oom_kills(const cgroup_job *cg);
 
+/* What the job's processes used, read before the cgroup is removed: CPU
+ * seconds (v2 cpu.stat usage_usec) and peak memory in bytes (v2
+ * memory.peak, v1 memory.max_usage_in_bytes; page cache included); -1 for
+ * each the kernel does not offer. */
+void cgroup_job_usage(const cgroup_job *cg, double *cpu_s, double *peak_bytes);
+
 /* Remove the (empty) cgroup once the job's processes are gone. */
 void cgroup_job_remove(cgroup_job *cg);
 

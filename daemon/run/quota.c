@@ -38,7 +38,7 @@ double quota_dir_bytes(const char *dir)
 /* A job's run directory: walked while it may still grow; once it has
  * ended, measured once and kept in the store (its directory no longer
  * changes, but for retention, which marks it files_removed). */
-static double quota_job_bytes(daemon_ctx *d, const store_job *job)
+double quota_job_bytes(daemon_ctx *d, const store_job *job)
 {
     if (job->files_removed)
         return 0;

@@ -22,6 +22,10 @@ double quota_dir_bytes(const char *dir);
  * not their history. */
 double quota_user_bytes(daemon_ctx *d, const char *owner);
 
+/* One job's run directory in bytes (walked while it may grow, the
+ * store's measure once it has ended); 0 once its files are removed. */
+double quota_job_bytes(daemon_ctx *d, const store_job *job);
+
 /* Free and total bytes of the file system holding path (for unprivileged
  * users: statvfs's f_bavail). False if statvfs fails. */
 bool quota_fs_space(const char *path, double *free_bytes, double *total_bytes);

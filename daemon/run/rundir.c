@@ -112,6 +112,10 @@ bool rundir_read_exit(const char *dir, rundir_exit *out)
         out->exit_code = (int)json_integer_value(code);
         out->signal = (int)json_integer_value(json_object_get(j, "signal"));
         out->ended_at = json_number_value(json_object_get(j, "ended_at"));
+        /* Absent from records written before they were kept: unknown. */
+        json_t *cpu = json_object_get(j, "cpu_s"), *peak = json_object_get(j, "peak_rss_bytes");
+        out->cpu_s = json_is_number(cpu) ? json_number_value(cpu) : -1;
+        out->peak_rss_bytes = json_is_number(peak) ? json_number_value(peak) : -1;
     }
     json_decref(j);
     return ok;

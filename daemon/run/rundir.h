@@ -44,6 +44,8 @@ typedef struct rundir_exit {
     int exit_code;
     int signal;      /* 0 if mpirun exited normally */
     double ended_at;
+    double cpu_s;          /* CPU seconds of the job on the launching host; -1 unknown */
+    double peak_rss_bytes; /* its peak memory there; -1 unknown */
 } rundir_exit;
 bool rundir_read_exit(const char *dir, rundir_exit *out);
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,11 +41,43 @@ static void supervisor_say(const char *fmt, ...)
     fflush(stderr);
 }
 
-static int supervisor_write_exit(const char *rundir, int code, int sig)
+/* A usage figure for exit.json: null when unknown. */
+static void supervisor_figure(char *buf, size_t len, double v, const char *fmt)
 {
-    char text[160], err[512];
-    snprintf(text, sizeof text, "{\"exit_code\": %d, \"signal\": %d, \"ended_at\": %.3f}\n", code,
-             sig, timeutil_wall_s());
+    if (v < 0)
+        snprintf(buf, len, "null");
+    else
+        snprintf(buf, len, fmt, v);
+}
+
+/* What the job used on this host: the cgroup's counts where it has them
+ * (every process of the job, strays included), else the rusage of the
+ * children waited for (mpirun and, through it, the local ranks; peak is
+ * then the largest single process's RSS). */
+static void supervisor_usage(const cgroup_job *cg, double *cpu_s, double *peak_bytes)
+{
+    double cg_cpu, cg_peak;
+    cgroup_job_usage(cg, &cg_cpu, &cg_peak);
+    struct rusage ru;
+    double ru_cpu = -1, ru_peak = -1;
+    if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
+        ru_cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+                 (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+        ru_peak = (double)ru.ru_maxrss * 1024; /* kilobytes on Linux */
+    }
+    *cpu_s = cg_cpu >= 0 ? cg_cpu : ru_cpu;
+    *peak_bytes = cg_peak > 0 ? cg_peak : ru_peak;
+}
+
+static int supervisor_write_exit(const char *rundir, int code, int sig, double cpu_s,
+                                 double peak_bytes)
+{
+    char text[256], err[512], cpu[32], peak[32];
+    supervisor_figure(cpu, sizeof cpu, cpu_s, "%.3f");
+    supervisor_figure(peak, sizeof peak, peak_bytes, "%.0f");
+    snprintf(text, sizeof text,
+             "{\"exit_code\": %d, \"signal\": %d, \"ended_at\": %.3f, \"cpu_s\": %s, "
+             "\"peak_rss_bytes\": %s}\n", code, sig, timeutil_wall_s(), cpu, peak);
     if (!rundir_write_atomic(rundir, "exit.json", text, strlen(text), err, sizeof err)) {
         supervisor_say("cannot record the exit status: %s", err);
         return 1;
@@ -138,12 +171,12 @@ int supervisor_main(int argc, char **argv)
     int ready[2];
     if (pipe2(ready, O_CLOEXEC) != 0) {
         supervisor_say("pipe: %s", strerror(errno));
-        return supervisor_write_exit(rundir, 127, 0);
+        return supervisor_write_exit(rundir, 127, 0, -1, -1);
     }
     pid_t child = fork();
     if (child < 0) {
         supervisor_say("fork: %s", strerror(errno));
-        return supervisor_write_exit(rundir, 127, 0);
+        return supervisor_write_exit(rundir, 127, 0, -1, -1);
     }
     if (child == 0) {
         setsid();
@@ -238,6 +271,8 @@ int supervisor_main(int argc, char **argv)
         supervisor_say("the job went past its memory ceiling of %s: the kernel killed %ld of "
                        "its processes", memest_format(memory_max, mem, sizeof mem), ooms);
     }
+    double cpu_s, peak_bytes;
+    supervisor_usage(&cg, &cpu_s, &peak_bytes);
     cgroup_job_remove(&cg);
-    return supervisor_write_exit(rundir, code, sig);
+    return supervisor_write_exit(rundir, code, sig, cpu_s, peak_bytes);
 }

@@ -42,7 +42,9 @@ def leftovers(d):
 
 
 def cases():
-    with Daemon(["--hold", "--upload-max", "200000", "--upload-quota", "400000"]) as d:
+    d = Daemon(["--hold", "--upload-max", "200000", "--upload-quota", "400000"])
+    d.args += ["--datasets", site_roots(d.tmp)]
+    with d:
         punchtest.case("npz upload, replace, list, get", upload_npz, d)
         punchtest.case("names", names, d)
         punchtest.case("broken files name the problem", broken, d)
@@ -52,8 +54,66 @@ def cases():
         punchtest.case("delete", delete, d)
         punchtest.case("punch data push, list, rm", punch_data, d)
         punchtest.case("a job's spec as written, and resolved", spec_round_trip, d)
+        punchtest.case("site datasets listed", site_list, d)
         punchtest.case("no temporary files left", lambda: check(not leftovers(d),
                                                                 "left: %s" % leftovers(d)))
+
+
+def idx_file(dims):
+    head = struct.pack(">BBBB", 0, 0, 8, len(dims)) + b"".join(struct.pack(">I", n)
+                                                               for n in dims)
+    return head + bytes(int(np.prod(dims)))
+
+
+def site_roots(tmp):
+    """Two dataset roots: an IDX pair (images gzipped), an images file
+    without labels, an npz, a CSV, CIFAR-10 batches, a hidden file, a
+    symlink out of the root; the second root repeats the npz's name."""
+    one, two, out = (os.path.join(tmp, n) for n in ("site1", "site2", "outside"))
+    for p in (os.path.join(one, "pets"), os.path.join(one, "cif"), two, out):
+        os.makedirs(p)
+    with gzip.open(os.path.join(one, "pets", "tiny-images-idx3-ubyte.gz"), "wb") as f:
+        f.write(idx_file([5, 4, 4]))
+    for name, blob in (("pets/tiny-labels-idx1-ubyte", idx_file([5])),
+                       ("pets/lone-images-idx3-ubyte", idx_file([2, 4, 4])),
+                       ("tab.npz", npz_bytes(x_train=np.zeros((7, 3)), y_train=np.zeros(7))),
+                       ("table.csv", b"1,2\n3,4\n"), (".hidden.npz", npz_bytes(x=np.zeros(2))),
+                       ("cif/data_batch_1.bin", bytes(2 * 3073)),
+                       ("cif/test_batch.bin", bytes(3073))):
+        with open(os.path.join(one, name), "wb") as f:
+            f.write(blob)
+    with open(os.path.join(out, "secret.npz"), "wb") as f:
+        f.write(npz_bytes(x=np.zeros(3)))
+    os.symlink(out, os.path.join(one, "escape"))
+    with open(os.path.join(two, "tab.npz"), "wb") as f:
+        f.write(npz_bytes(x=np.zeros((9, 2)), y=np.zeros(9)))
+    with open(os.path.join(two, "extra.csv.gz"), "wb") as f:
+        f.write(gzip.compress(b"1,2\n"))
+    return one + ":" + two
+
+
+def site_list(d):
+    """?site=1 lists the roots' datasets by the names jobs write, for any
+    user, bounded by limit; nothing hidden or outside a root."""
+    r = d.req("GET", "/api/v1/datasets?site=1", "bob")
+    check(r.status_code == 200, r.text)
+    got = {e["name"]: e for e in r.json()["datasets"]}
+    check(sorted(got) == ["cif/test", "cif/train", "extra", "pets/tiny", "tab", "table"],
+          sorted(got))
+    check(r.json()["truncated"] is False, r.json())
+    check(got["pets/tiny"] == {"name": "pets/tiny", "format": "idx", "records": 5,
+                               "shapes": {"images": [5, 4, 4], "labels": [5]}}, got)
+    check(got["tab"]["format"] == "npz" and got["tab"]["records"] == 7
+          and got["tab"]["shapes"] == {"x_train": [7, 3], "y_train": [7]}, got["tab"])
+    check(got["table"]["format"] == "csv" and got["table"]["records"] is None, got["table"])
+    check(got["cif/train"]["records"] == 2 and got["cif/test"]["shapes"] ==
+          {"images": [1, 3, 32, 32]}, got)
+    r = d.req("GET", "/api/v1/datasets?site=1&limit=2", "alice").json()
+    check(len(r["datasets"]) == 2 and r["truncated"] is True, r)
+    expect_error(d.req("GET", "/api/v1/datasets?site=1&limit=0", "alice"), 400, "limit 0")
+    p = punch(d, "bob", "data", "list", "--site")
+    check(p.returncode == 0 and "pets/tiny" in p.stdout and "images [5,4,4] labels [5]"
+          in p.stdout and "6 site datasets" in p.stdout, p.stdout + p.stderr)
 
 
 # A spec as a user types it: spacing, key order, a float that binary64

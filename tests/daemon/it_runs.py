@@ -5,6 +5,8 @@ download; another user gets 404 for all of them; a two-rank allreduce job
 runs; a job that fails at run time reports failed with its reason; the
 seed's submit/state/destroy round trip returns the model and history."""
 import os
+import re
+import subprocess
 
 import punchtest
 from punchtest import FINAL_STATES, QUICK_JOB, SECRETS, Daemon, check, expect_error, job_like
@@ -21,9 +23,24 @@ def cases():
         if punchtest.case("a job runs to succeeded", succeeded, d, jid):
             punchtest.case("history, weights and logs download", downloads, d, jid)
             punchtest.case("only the owner and the admin download", owner_only, d, jid)
+            punchtest.case("resources used", resources_used, d, jid)
         punchtest.case("a two-rank allreduce job runs", allreduce, d, jid2)
         punchtest.case("a job that fails at run time", fails, d)
         punchtest.case("the seed's round trip", seed_round_trip, d)
+
+
+def resources_used(d, jid):
+    """The ended job's CPU time and peak memory (the supervisor's record)
+    and run directory size, in the job view and in punch state ID."""
+    used = d.req("GET", "/api/v1/jobs/" + jid, "alice").json()["resources_used"]
+    check(used["cpu_s"] > 0 and used["peak_rss_bytes"] > 1 << 20
+          and used["rundir_bytes"] > 0, used)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PUNCH_")}
+    env.update(PUNCH_URL=d.url, PUNCH_SECRET=d.secrets["alice"], HOME=d.tmp)
+    exe = os.environ.get("PUNCH") or punchtest.build_path("client", "punch")
+    p = subprocess.run([exe, "state", jid], capture_output=True, text=True, env=env, timeout=60)
+    check(p.returncode == 0 and re.search(r"resources: CPU [0-9.]+ s, peak memory [0-9.]+ [kMG]?B, "
+                                          r"run directory [0-9.]+ [kMG]?B", p.stdout), p.stdout + p.stderr)
 
 
 def succeeded(d, jid):
