@@ -1,6 +1,7 @@
 /* rundir_test_util.h — what the train tests that run whole trainings share:
- * a temporary run directory and a bitwise comparison of two runs' weights
- * (the reproducibility checks). Header-only; include after <cmocka.h>. */
+ * a temporary run directory, its history, and a bitwise comparison of two
+ * runs' weights (the reproducibility checks). Header-only; include after
+ * <cmocka.h>. */
 #ifndef PUNCH_RUNDIR_TEST_UTIL_H
 #define PUNCH_RUNDIR_TEST_UTIL_H
 
@@ -8,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "io/tensorfile.h"
 
@@ -56,6 +59,18 @@ static inline const char *rt_weights_differ(const char *a, const char *b)
     tensorfile_free(ta, na);
     tensorfile_free(tb, nb);
     return differs;
+}
+
+/* The run directory's history.json; json_decref it. */
+static inline json_t *rt_history(const char *dir)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/history.json", dir);
+    json_error_t e;
+    json_t *h = json_load_file(p, 0, &e);
+    if (!h)
+        fail_msg("%s: %s", p, e.text);
+    return h;
 }
 
 #endif

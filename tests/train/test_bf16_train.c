@@ -69,12 +69,7 @@ static void train(const job_spec *s, const char *dir)
 
 static double final_accuracy(const char *dir)
 {
-    char p[512];
-    snprintf(p, sizeof p, "%s/history.json", dir);
-    json_error_t e;
-    json_t *h = json_load_file(p, 0, &e);
-    if (!h)
-        fail_msg("%s: %s", p, e.text);
+    json_t *h = rt_history(dir);
     json_t *acc = json_object_get(h, "accuracy");
     assert_int_equal(json_array_size(acc), EPOCHS);
     double a = json_number_value(json_array_get(acc, EPOCHS - 1));

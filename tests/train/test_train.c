@@ -79,13 +79,7 @@ static void expect_same_weights(const char *a, const char *b)
 
 static json_t *history(const char *dir)
 {
-    char p[512];
-    snprintf(p, sizeof p, "%s/history.json", dir);
-    json_error_t e;
-    json_t *h = json_load_file(p, 0, &e);
-    if (!h)
-        fail_msg("%s: %s", p, e.text);
-    return h;
+    return rt_history(dir);
 }
 
 static void test_reproducible(void **state)
