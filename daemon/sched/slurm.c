@@ -115,6 +115,10 @@ char **slurm_sbatch_argv(const slurm_site *site, const slurm_job *job)
     slurm_push(&a, "--output=%s/" SLURM_OUTPUT, job->rundir);
     slurm_push(&a, "--chdir=%s", job->rundir);
     slurm_push(&a, "--comment=punchcard id=%s user=%s", job->id, owner);
+    /* A node lost under the job: Slurm runs it again (the script resumes
+     * from the checkpoint) whatever the site's JobRequeue; slurm-args'
+     * --no-requeue, pushed later, still wins. */
+    slurm_push(&a, "--requeue");
     if (site && slurm_given(site->partition))
         slurm_push(&a, "--partition=%s", site->partition);
     if (site && slurm_given(site->account))

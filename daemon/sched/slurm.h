@@ -50,7 +50,7 @@ bool slurm_command(const slurm_site *site, const char *cmd, char *out, size_t ca
  *   sbatch --parsable --job-name=pc-ID --ntasks=R --cpus-per-task=T
  *          [--gres=gpu:N] [--time=D-HH:MM:SS] [--nice=N]
  *          --output=RUNDIR/slurm.out --chdir=RUNDIR
- *          --comment="punchcard id=ID user=OWNER"
+ *          --comment="punchcard id=ID user=OWNER" --requeue
  *          [--partition=P] [--account=A] [--qos=Q] [ARGS...] RUNDIR/slurm.sh
  * Slurm lets only administrators raise a job above the default, so
  * priorities 0..10 submit with no --nice and -1..-10 with --nice=100..1000.

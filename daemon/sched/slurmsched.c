@@ -367,23 +367,33 @@ static void slurmsched_deliver_stop(daemon_ctx *d, const store_job *job)
 /* A started job Slurm shows waiting again: it requeued it (preemption, node
  * failure, `scontrol requeue`). Queued again, with an event saying so; its
  * batch script passes --resume when it runs again, so it continues from its
- * last checkpoint. One a user asked to stop is cancelled now, not when it
- * runs again. */
-static void slurmsched_requeued(daemon_ctx *d, const store_job *job, const slurm_status *st,
-                                double now)
+ * last checkpoint (or starts over without one, as the event says). The
+ * stopped run's exit record goes: Slurm has ended it (a job still being
+ * killed shows COMPLETING), and the next run must not be settled from it.
+ * One a user asked to stop is cancelled now, not when it runs again. */
+static void slurmsched_requeued(daemon_ctx *d, const store_job *job, const char *dir,
+                                const slurm_status *st, double now)
 {
     if (job->stop_reason[0]) {
         if (!job->killed)
             slurmsched_deliver_stop(d, job);
         return;
     }
+    char err[300], ckpt[4200];
+    if (!rundir_clear_ended(dir, err, sizeof err)) {
+        log_error("job %s (%s): %s; its requeue by Slurm is recorded next tick", job->id,
+                  job->owner, err);
+        return;
+    }
+    snprintf(ckpt, sizeof ckpt, "%s/" SLURM_CHECKPOINT, dir);
     char detail[300];
-    snprintf(detail, sizeof detail, "requeued by Slurm (job %ld, %s)", job->slurm_id,
-             st->reason[0] ? st->reason : st->state);
+    snprintf(detail, sizeof detail, "requeued by Slurm (job %ld, %s); %s", job->slurm_id,
+             st->reason[0] ? st->reason : st->state,
+             access(ckpt, F_OK) == 0 ? "resumes from its last checkpoint"
+                                     : "no checkpoint was written, it starts over");
     store_status rs = store_job_requeued(d->st, job->id, st->reason, detail, now);
     if (rs == STORE_OK)
-        log_info("job %s (%s): Slurm requeued job %ld; it resumes from its last checkpoint",
-                 job->id, job->owner, job->slurm_id);
+        log_info("job %s (%s): %s", job->id, job->owner, detail);
     else if (rs == STORE_ERROR)
         log_error("job %s (%s): could not record Slurm's requeue; retrying next tick", job->id,
                   job->owner);
@@ -403,7 +413,7 @@ static void slurmsched_follow(daemon_ctx *d, store_job *job, const slurm_status 
         return;
     if (phase == SLURM_WAITING) {
         if (job->state != JOB_QUEUED) {
-            slurmsched_requeued(d, job, st, now);
+            slurmsched_requeued(d, job, dir, st, now);
             return;
         }
         if (job->state == JOB_QUEUED && strcmp(job->slurm_reason, st->reason) != 0 &&

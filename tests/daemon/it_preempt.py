@@ -2,13 +2,16 @@
 machine, against a real punchcardd and punch-train: one slot, so two jobs
 cannot run at once. Bob's priority-0 job, checkpointing every epoch, holds
 it; Alice's priority-5 job preempts it after the grace (a small one here)
-and runs at once; Bob's job goes back to the queue, resumes from its
+and runs at once (while Bob's job, its processes stopped for a moment,
+has not yet ended on its SIGTERM, Alice's shows waiting_for "preemption");
+Bob's job goes back to the queue, resumes from its
 checkpoint when the slot is free, and succeeds with each epoch once in its
 history. A job that opts out (resources.preemptible: false) keeps running
 past the grace, the waiting job saying it waits for resources, until its
 user cancels it."""
 import json
 import os
+import signal
 import time
 
 import punchtest
@@ -43,11 +46,50 @@ def running_after_epoch(d, user, jid):
           "a checkpoint before the preemption")
 
 
+def session_pids(d, jid):
+    """The job's processes: those in the session of its mpirun
+    (supervisor.json's sid), which this test's daemon started."""
+    sid = punchtest.read_json(os.path.join(d.run_dir(jid), "supervisor.json"))["sid"]
+    pids = []
+    for name in os.listdir("/proc"):
+        try:
+            if name.isdigit() and os.getsid(int(name)) == sid:
+                pids.append(int(name))
+        except OSError:
+            pass
+    return pids
+
+
+def signal_pids(pids, sig):
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
 def preempts(d):
     low = d.submit_id("bob", LOW)
     running_after_epoch(d, "bob", low)
+    # Stopped, Bob's ranks cannot end on the preemption's SIGTERM (it waits,
+    # pending) until they are continued: the preemption stays in flight
+    # (kill_grace is 20 s) and the urgent job must say it waits for it.
+    frozen = session_pids(d, low)
+    punchtest.require(frozen, "no process in the session of job " + low)
     submitted = time.time()
-    high = d.submit_id("alice", HIGH)
+    signal_pids(frozen, signal.SIGSTOP)
+    try:
+        high = d.submit_id("alice", HIGH)
+        last = {}
+
+        def waits_for_preemption():
+            last.update(d.job("alice", high))
+            return last["waiting_for"] == "preemption" or None
+        wait_for(waits_for_preemption, lambda _: "waiting_for \"preemption\": %r" % last,
+                 timeout=GRACE + 15)
+        check(last["state"] == "queued", last)
+    finally:
+        signal_pids(frozen, signal.SIGCONT)
     j = d.wait_state("alice", high, ["running", "succeeded", "failed"], timeout=GRACE + 30)
     waited = time.time() - submitted
     check(waited < GRACE + 15, "the urgent job started %.1f s after submit" % waited)

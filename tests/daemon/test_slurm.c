@@ -38,7 +38,7 @@ static void test_sbatch_argv_full(void **state)
         "/opt/slurm/bin/sbatch", "--parsable", "--job-name=pc-a1b2", "--ntasks=3",
         "--cpus-per-task=2", "--mem-per-cpu=1501M", "--gres=gpu:1", "--time=0-01:01:00", "--nice=200",
         "--output=/shared/pc/runs/a1b2/slurm.out", "--chdir=/shared/pc/runs/a1b2",
-        "--comment=punchcard id=a1b2 user=alice", "--partition=gpu", "--account=ml-lab",
+        "--comment=punchcard id=a1b2 user=alice", "--requeue", "--partition=gpu", "--account=ml-lab",
         "--qos=long", "--requeue", "--mail-type=NONE", "/shared/pc/runs/a1b2/slurm.sh",
     };
     assert_int_equal(argv_len(v), sizeof want / sizeof want[0]);
@@ -57,12 +57,13 @@ static void test_sbatch_argv_minimal(void **state)
     slurm_job job = {"j9", "bob\nx", "/d/j9", 1, 1, 0, 0, 5};
     char **v = slurm_sbatch_argv(&site, &job);
     assert_non_null(v);
-    assert_int_equal(argv_len(v), 9);
+    assert_int_equal(argv_len(v), 10);
     assert_string_equal(v[0], "sbatch");
     assert_string_equal(v[3], "--ntasks=1");
     assert_string_equal(v[5], "--output=/d/j9/slurm.out");
     assert_string_equal(v[7], "--comment=punchcard id=j9 user=bob?x");
-    assert_string_equal(v[8], "/d/j9/slurm.sh");
+    assert_string_equal(v[8], "--requeue");
+    assert_string_equal(v[9], "/d/j9/slurm.sh");
     for (size_t i = 0; v[i]; i++) {
         assert_null(strstr(v[i], "--nice"));
         assert_null(strstr(v[i], "--time"));

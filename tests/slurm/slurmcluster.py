@@ -52,7 +52,12 @@ class Slurm:
     """Start with start(); close() stops everything it started and removes
     its directory. env: the variables a Slurm client needs (SLURM_CONF)."""
 
-    def __init__(self):
+    def __init__(self, conf_extra="", cred_expire=None):
+        """conf_extra: slurm.conf lines added before the nodes';
+        cred_expire: AuthInfo's, in seconds (also how long Slurm holds a
+        requeued job back, 120 s by default)."""
+        self.conf_extra = conf_extra
+        self.cred_expire = cred_expire
         self.dir = tempfile.mkdtemp(prefix="pc-slurm-%d-" % os.getpid())
         os.chmod(self.dir, 0o755)
         self.conf = os.path.join(self.dir, "slurm.conf")
@@ -82,7 +87,7 @@ SlurmctldHost={host}({addr})
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
-AuthInfo=socket={d}/munge/munge.socket.2
+AuthInfo=socket={d}/munge/munge.socket.2{cred}
 CredType=cred/munge
 SlurmctldPort={ctld}
 SlurmdPort={slurmd}
@@ -107,7 +112,9 @@ SwitchType=switch/none
 KillWait=5
 MessageTimeout=2
 """.format(pid=os.getpid(), host=self.ctld[0], addr=self.ctld[1], d=self.dir, ctld=ctld,
-           slurmd=slurmd)
+           slurmd=slurmd,
+           cred=",cred_expire=%d" % self.cred_expire if self.cred_expire else "")
+        conf += self.conf_extra
         host = self.ctld[0] if not self.agent else None
         for name, addr, cpus in self.nodes:
             conf += "NodeName=%s NodeAddr=%s NodeHostname=%s CPUs=%d RealMemory=1000 " \
@@ -215,6 +222,17 @@ MessageTimeout=2
             for pidfile in self.pidfiles:
                 self._kill(pidfile)
             shutil.rmtree(self.dir, ignore_errors=True)
+
+    def node_lost(self, name):
+        """A node whose slurmd the test killed (with the host's other
+        processes): its stale pid file is dropped, so close() signals no
+        process that may have taken that pid since."""
+        pidfile = os.path.join(self.dir, "run", "slurmd-%s.pid" % name)
+        self.pidfiles = [p for p in self.pidfiles if p != pidfile]
+        try:
+            os.unlink(pidfile)
+        except OSError:
+            pass
 
     def _pid(self, i):
         try:
