@@ -2,7 +2,8 @@
  * supervisors (this binary re-executed as `--supervise`, as punchcardd is)
  * running a stand-in mpirun that waits for RUNDIR/release and exits with
  * the code written there. First the path of a job from queued to
- * succeeded; then every store failure the tick can meet, made with
+ * succeeded (and the placement, host-loss requeue and a preemption that
+ * spans a restart); then every store failure the tick can meet, made with
  * store_fault_sim(): each ends in a log line naming what was not recorded,
  * leaves the job in the store in a consistent state, and the next tick
  * after the fault clears carries the job on. */
@@ -29,6 +30,7 @@
 #include "daemon.h"
 #include "jobspec/spec.h"
 #include "sched/monitor.h"
+#include "sched/preemption.h"
 #include "run/rundir.h"
 #include "scratch.h"
 #include "run/supervisor.h"
@@ -487,6 +489,84 @@ static void test_hosts_after_restart(void **state)
     json_decref(view);
 }
 
+static void submit_priority(fixture *f, char id[STORE_ID_LEN + 1], const char *owner,
+                            int ranks, int priority)
+{
+    store_new_job nj = {.owner = owner, .name = "j", .trainer = "single", .spec = "{}",
+                        .ranks = ranks, .workers = ranks, .threads = 1, .priority = priority,
+                        .mem_per_rank = 1048576, .checkpoint_keep = 1};
+    assert_int_equal(store_job_submit(f->d.st, &nj, 0, 0, id), STORE_OK);
+}
+
+static bool find_any(double at, const char *from, const char *to, const char *detail, void *arg)
+{
+    (void)at, (void)from, (void)to;
+    const char **want = arg;
+    if (*want && detail && strcmp(detail, *want) == 0)
+        *want = NULL;
+    return true;
+}
+
+static void assert_event(fixture *f, const char *id, const char *detail)
+{
+    const char *want = detail;
+    assert_int_equal(store_job_events(f->d.st, id, find_any, &want), STORE_OK);
+    if (want)
+        fail_msg("job %s has no event \"%s\"", id, detail);
+}
+
+/* punchcardd restarted while a job it preempted is still ending: nothing of
+ * the preemption is in the new process's memory, only the job's
+ * preempted.json and the store. The restarted tick still shows the urgent
+ * job waiting for the preemption, requeues the preempted job when it ends
+ * (not failed), starts the urgent one, and says so when the preempted job
+ * resumes from its checkpoint. */
+static void test_preemption_across_restart(void **state)
+{
+    fixture *f = *state;
+    char low[STORE_ID_LEN + 1], high[STORE_ID_LEN + 1];
+    submit_priority(f, low, "bob", 4, 0);
+    tick(f);
+    wait_for(f, low, "supervisor.json");
+    tick(f);
+    assert_int_equal(state_of(f, low), JOB_RUNNING);
+    submit_priority(f, high, "alice", 4, 5);
+    /* What the previous process did before it stopped: the mark (its
+     * SIGTERM is the stand-in's exit below) and the checkpoint written. */
+    char dir[256], mark[128], err[256];
+    run_file(f, low, NULL, dir, sizeof dir);
+    snprintf(mark, sizeof mark, "{\"by\":\"%s\",\"priority\":5,\"at\":%f}", high,
+             daemon_now());
+    assert_true(rundir_write_atomic(dir, "preempted.json", mark, strlen(mark), err, sizeof err));
+    char ckpt[256];
+    run_file(f, low, "checkpoints", ckpt, sizeof ckpt);
+    assert_int_equal(mkdir(ckpt, 0700), 0);
+    assert_true(rundir_write_atomic(ckpt, "ckpt.bin", "x", 1, err, sizeof err));
+    monitor_cleanup();
+    assert_false(preemption_waiting(high));
+    tick(f);
+    assert_true(preemption_waiting(high));
+    assert_int_equal(state_of(f, high), JOB_QUEUED);
+    release(f, low, 1);
+    wait_for(f, low, "exit.json");
+    tick(f);
+    assert_int_equal(state_of(f, low), JOB_QUEUED);
+    char detail[64];
+    snprintf(detail, sizeof detail, "preempted by %s (priority 5)", high);
+    assert_event(f, low, detail);
+    assert_false(exists(f, low, "preempted.json"));
+    tick(f);
+    assert_int_equal(state_of(f, high), JOB_STARTING);
+    assert_false(preemption_waiting(high));
+    release(f, high, 0);
+    wait_for(f, high, "exit.json");
+    tick(f);
+    tick(f);
+    assert_int_equal(state_of(f, high), JOB_SUCCEEDED);
+    assert_int_equal(state_of(f, low), JOB_STARTING);
+    assert_event(f, low, "resumed after preemption");
+}
+
 /* Without every active job the free resources are unknown, and without the
  * whole queue its order is: nothing starts that tick. */
 static void test_fault_reading_jobs(void **state)
@@ -741,6 +821,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_hosts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_host_loss_requeue, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hosts_after_restart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_preemption_across_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fault_reading_jobs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fault_leaving_queue, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fault_recording_supervisor, setup, teardown),
