@@ -38,8 +38,9 @@ static void test_sbatch_argv_full(void **state)
         "/opt/slurm/bin/sbatch", "--parsable", "--job-name=pc-a1b2", "--ntasks=3",
         "--cpus-per-task=2", "--mem-per-cpu=1501M", "--gres=gpu:1", "--time=0-01:01:00", "--nice=200",
         "--output=/shared/pc/runs/a1b2/slurm.out", "--chdir=/shared/pc/runs/a1b2",
-        "--comment=punchcard id=a1b2 user=alice", "--requeue", "--partition=gpu", "--account=ml-lab",
-        "--qos=long", "--requeue", "--mail-type=NONE", "/shared/pc/runs/a1b2/slurm.sh",
+        "--comment=punchcard id=a1b2 user=alice", "--requeue", "--partition=gpu",
+        "--account=ml-lab", "--qos=long", "--requeue", "--mail-type=NONE",
+        "/shared/pc/runs/a1b2/slurm.sh",
     };
     assert_int_equal(argv_len(v), sizeof want / sizeof want[0]);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
