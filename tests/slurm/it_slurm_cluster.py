@@ -91,8 +91,13 @@ def node_lost(d, slurm):
     punchtest.require(len(nodes) == 2 and victims, "job on %r, batch host %s" % (nodes, batch))
     victim = victims[0]
     hist_path = os.path.join(d.run_dir(a), "history.json")
-    wait_for(lambda: (read_json(hist_path) if os.path.exists(hist_path) else {})
-             .get("loss", [])[1:], "two epochs of job " + a, timeout=60)
+
+    def epochs_done():
+        try:
+            return len(read_json(hist_path).get("loss", []))
+        except (OSError, ValueError):
+            return 0
+    wait_for(lambda: epochs_done() >= 2, "two epochs of job " + a, timeout=60)
     lost_at = time.monotonic()
     cluster.crash_host(victim)
     slurm.node_lost(victim)
