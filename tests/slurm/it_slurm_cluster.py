@@ -27,8 +27,9 @@ SLURMD_TIMEOUT = 8
 CRED_EXPIRE = 5
 SLURM_CONF = "SlurmdTimeout=%d\nSchedulerParameters=bf_interval=1\n" % SLURMD_TIMEOUT
 # 2 ranks in short epochs: the node is lost after the first checkpoints and
-# the job still has epochs to do when it resumes.
-EPOCHS = 12
+# the job still has epochs to do when it resumes: 18 epochs left leave a
+# fast machine seconds of margin between the 2nd checkpoint and the crash.
+EPOCHS = 20
 LOSS_JOB = job_like(punchtest.synthetic_job("nodeloss", 64, [(256, "relu"), (10, "softmax")],
                                             6000, 100, EPOCHS),
                     distributed={"trainer": "allreduce", "workers": 2},
