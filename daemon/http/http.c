@@ -362,14 +362,16 @@ static void http_notify_connection(void *cls, struct MHD_Connection *conn, void 
 {
     http_server *s = cls;
     if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        if (s->tls)
+            httptls_sniff_end(conn);
         httpwatch_close(s->watch, *socket_context);
         *socket_context = NULL;
         return;
     }
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (ci && s->tls && httptls_plain_hint(ci->connect_fd))
-        log_debug("http: a plain HTTP request to the TLS port was told to use https");
+    if (ci && s->tls)
+        httptls_sniff_start(conn, ci->connect_fd);
     *socket_context = ci ? httpwatch_open(s->watch, ci->connect_fd, s->d->cfg.header_timeout,
                                           "request header")
                          : NULL;
