@@ -172,12 +172,12 @@ static bool httptls_looks_plain(const unsigned char *b, size_t n)
 /* The reads of one TLS connection: GnuTLS pulls its bytes through
  * httptls_sniff_pull, which looks at the first ones (MSG_PEEK) before the
  * handshake takes them, when they have come: nothing ever waits for a
- * client that sends nothing. Lives as long as the connection. */
-typedef struct httptls_sniff {
+ * client that sends nothing. Lives as long as the connection's session. */
+struct httptls_sniff {
     gnutls_session_t session;
     int fd;
     bool decided; /* the first bytes came (or the end): plain reads from now */
-} httptls_sniff;
+};
 
 static void httptls_plain_reply(int fd);
 
@@ -220,14 +220,14 @@ static gnutls_session_t httptls_session(struct MHD_Connection *conn)
     return ci ? (gnutls_session_t)ci->tls_session : NULL;
 }
 
-void httptls_sniff_start(struct MHD_Connection *conn, int fd)
+httptls_sniff *httptls_sniff_start(struct MHD_Connection *conn, int fd)
 {
     gnutls_session_t session = httptls_session(conn);
     httptls_sniff *sn = session ? malloc(sizeof *sn) : NULL;
     if (!sn) {
         log_warn("http: no plain-HTTP check for a TLS connection (%s)",
                  session ? "out of memory" : "no TLS session");
-        return;
+        return NULL;
     }
     *sn = (httptls_sniff){.session = session, .fd = fd};
     gnutls_transport_ptr_t recv_ptr, send_ptr;
@@ -236,19 +236,12 @@ void httptls_sniff_start(struct MHD_Connection *conn, int fd)
     gnutls_transport_set_ptr2(session, sn, send_ptr);
     gnutls_transport_set_pull_function(session, httptls_sniff_pull);
     gnutls_transport_set_pull_timeout_function(session, httptls_sniff_pull_timeout);
+    return sn;
 }
 
-void httptls_sniff_end(struct MHD_Connection *conn)
+void httptls_sniff_free(httptls_sniff *sn)
 {
-    gnutls_session_t session = httptls_session(conn);
-    if (!session)
-        return;
-    gnutls_transport_ptr_t recv_ptr, send_ptr;
-    gnutls_transport_get_ptr2(session, &recv_ptr, &send_ptr);
-    if (recv_ptr == send_ptr)
-        return; /* never sniffed (httptls_sniff_start failed) */
-    gnutls_transport_set_ptr2(session, send_ptr, send_ptr);
-    free(recv_ptr);
+    free(sn);
 }
 
 /* The 400 in clear for a plain request on fd, then the end of writing. */

@@ -40,10 +40,12 @@ bool httptls_client_ok(const httptls *t, struct MHD_Connection *conn, char *why,
  * failure ("Empty reply from server"); nothing else is served in clear.
  * httptls_sniff_start (when libmicrohttpd opens conn, whose socket is fd)
  * has the TLS session read through a check of those bytes when they come,
- * so an idle connection holds no thread; httptls_sniff_end (when conn
- * closes) frees it. */
-void httptls_sniff_start(struct MHD_Connection *conn, int fd);
-void httptls_sniff_end(struct MHD_Connection *conn);
+ * so an idle connection holds no thread; NULL (logged) when it cannot.
+ * httptls_sniff_free (NULL is fine) once conn has closed: the session
+ * reads through it until then. */
+typedef struct httptls_sniff httptls_sniff;
+httptls_sniff *httptls_sniff_start(struct MHD_Connection *conn, int fd);
+void httptls_sniff_free(httptls_sniff *sn);
 
 /* Wipe the key and free t (NULL is fine). */
 void httptls_free(httptls *t);
