@@ -1,5 +1,5 @@
-/* httptls.c — the TLS files and the client-certificate check
- * (httptls.h). */
+/* httptls.c — the TLS files, the client-certificate check and the TLS
+ * port's hint to a plain HTTP request (httptls.h). */
 #include "http/httptls.h"
 
 #include <errno.h>
