@@ -23,10 +23,13 @@ const char cmd_list_usage[] =
     "                  failed, cancelled or timeout; several as a comma list or\n"
     "                  --state again (a job in any of them)\n"
     "  --name PATTERN  only jobs whose name matches PATTERN: a shell glob (*, ?,\n"
-    "                  [...]) of the whole name, or without those a substring\n"
+    "                  [...]) of the whole name, or without those a substring;\n"
+    "                  the server filters both, so --limit N counts matches\n"
     "  -n, --limit N   at most the newest N jobs\n"
     "  --all           every job (fetched a page of 1000 at a time)\n"
-    "  --wide          a sweep's trials with their params (PARAMS, last); the\n"
+    "  --wide          final metrics: EPOCH, then the last epoch's loss and\n"
+    "                  metrics (val_ too) and the test results, one column each;\n"
+    "                  a sweep's trials with their params (PARAMS, last); the\n"
     "                  SWEEP column shows whenever a listed job is a trial\n"
     "  --json          print a JSON array of job objects (as the API returns them)\n"
     "\n"
@@ -103,10 +106,6 @@ int list_parse_args(int argc, char **argv, list_args *args, cli_error *err)
     };
     if (cli_parse_options(argc, argv, options, err) != 0)
         return err->code;
-    /* One state: the server filters (an index range); several: punch does. */
-    for (int s = 0; s < JOB_STATE_COUNT; s++)
-        if (args->states == 1u << (unsigned)s)
-            args->state = job_state_name((job_state)s);
     if (args->all && args->limit > 0)
         return cli_fail(err, PUNCH_EXIT_USAGE, "list: --limit and --all exclude each other");
     if (optind < argc)
@@ -127,17 +126,24 @@ bool list_job_matches(const list_args *args, const json_t *job)
         const char *name = json_string_value(json_object_get(job, "name"));
         if (!name)
             return false;
+        /* As the server's GLOB: no backslash escapes. */
         if (strpbrk(args->name, "*?["))
-            return fnmatch(args->name, name, 0) == 0;
+            return fnmatch(args->name, name, FNM_NOESCAPE) == 0;
         return strstr(name, args->name) != NULL;
     }
     return true;
 }
 
-/* Whether punch filters the pages itself (what the server cannot). */
-static bool list_filters_here(const list_args *args)
+/* The --state mask as the API's comma list ("queued,running"); "" for
+ * every state. */
+static void list_state_query(unsigned states, char *buf, size_t len)
 {
-    return args->name || (args->states && !args->state);
+    size_t pos = 0;
+    buf[0] = '\0';
+    for (int s = 0; s < JOB_STATE_COUNT && pos < len; s++)
+        if (states & (1u << (unsigned)s))
+            pos += (size_t)snprintf(buf + pos, len - pos, "%s%s", pos ? "," : "",
+                                    job_state_name((job_state)s));
 }
 
 /* The jobs of page that pass args's filters, appended to jobs; at most
@@ -160,15 +166,16 @@ static void list_keep(const list_args *args, json_t *page, long want, json_t *jo
 static int list_fetch(httpc_client *client, const list_args *args, long want, json_t *jobs,
                       bool *more, cli_error *err)
 {
-    char *cursor = NULL;
-    bool here = list_filters_here(args);
+    char *cursor = NULL, states[128];
+    list_state_query(args->states, states, sizeof states);
     *more = false;
     for (;;) {
-        long left = want > 0 && !here ? want - (long)json_array_size(jobs) : LIST_PAGE_MAX;
+        long left = want > 0 ? want - (long)json_array_size(jobs) : LIST_PAGE_MAX;
         int limit = left < LIST_PAGE_MAX ? (int)left : LIST_PAGE_MAX;
         json_t *page = NULL;
         char *next = NULL;
-        int rc = remote_job_page(client, args->state, limit, cursor, &page, &next, err);
+        int rc = remote_job_page(client, states[0] ? states : NULL, args->name, limit, cursor,
+                                 &page, &next, err);
         free(cursor);
         if (rc != 0)
             return rc;

@@ -71,7 +71,7 @@ static void state_print_resources(const json_t *job, FILE *out)
 static int state_latest(httpc_client *c, json_t **job, cli_error *err)
 {
     json_t *jobs = NULL;
-    if (remote_job_page(c, NULL, 1, NULL, &jobs, NULL, err) != 0)
+    if (remote_job_page(c, NULL, NULL, 1, NULL, &jobs, NULL, err) != 0)
         return err->code;
     json_t *first = json_array_get(jobs, 0);
     if (first == NULL) {

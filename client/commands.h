@@ -68,13 +68,12 @@ typedef struct state_args {
 int state_parse_args(int argc, char **argv, state_args *args, cli_error *err);
 
 typedef struct list_args {
-    const char *state; /* the one state asked for (the server filters); NULL: none or several */
     unsigned states;   /* bit (1u << job_state) per --state given; 0: every state */
     const char *name;  /* --name: a glob (or, without * ? [, a substring) of the job's name */
     bool json;
     long limit;        /* at most this many jobs; 0: one page of the server's default */
     bool all;          /* every job, page after page */
-    bool wide;         /* a sweep's trials with their params */
+    bool wide;         /* final-metric columns, and a sweep's trials with their params */
 } list_args;
 int list_parse_args(int argc, char **argv, list_args *args, cli_error *err);
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "jobmetrics.h"
 #include "progress.h"
 
 void jobtext_format_age(const json_t *when, double now, char *buf, size_t len)
@@ -231,10 +232,15 @@ void jobtext_print_table_wide(const json_t *jobs, double now, bool wide, FILE *o
         summary_w = n > summary_w ? (n > JOBTEXT_SUMMARY_MAX ? JOBTEXT_SUMMARY_MAX : n)
                                   : summary_w;
     }
-    if (wide && sweeps)
-        fprintf(out, "%-*s  PARAMS\n", summary_w, "PROGRESS / RESULT");
-    else
+    jobmetrics metrics;
+    jobmetrics_collect(jobs, &metrics);
+    if (wide) {
+        fprintf(out, "%-*s  ", summary_w, "PROGRESS / RESULT");
+        jobmetrics_print_header(&metrics, out);
+        fprintf(out, "%s\n", sweeps ? "PARAMS" : "");
+    } else {
         fprintf(out, "%s\n", "PROGRESS / RESULT");
+    }
     json_array_foreach(jobs, i, job) {
         char age[32], summary[256], params[512];
         jobtext_format_age(json_object_get(job, "submitted_at"), now, age, sizeof age);
@@ -250,10 +256,12 @@ void jobtext_print_table_wide(const json_t *jobs, double now, bool wide, FILE *o
         bool trial = json_is_string(json_object_get(job, "sweep"));
         if (sweeps)
             fprintf(out, "%-12.12s  ", trial ? jobtext_str(job, "sweep") : "-");
-        if (wide && sweeps) {
-            if (trial)
+        if (wide) {
+            fprintf(out, "%-*s  ", summary_w, summary);
+            jobmetrics_print_row(&metrics, job, out);
+            if (sweeps && trial)
                 jobtext_params(job, params, sizeof params);
-            fprintf(out, "%-*s  %s\n", summary_w, summary, trial ? params : "-");
+            fprintf(out, "%s\n", !sweeps ? "" : trial ? params : "-");
         } else {
             fprintf(out, "%s\n", summary);
         }

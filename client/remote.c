@@ -203,18 +203,20 @@ int remote_job_submit(httpc_client *c, const char *spec, size_t len, json_t **re
     return rc;
 }
 
-int remote_job_page(httpc_client *c, const char *state, int limit, const char *after,
-                    json_t **jobs, char **next, cli_error *err)
+int remote_job_page(httpc_client *c, const char *state, const char *name, int limit,
+                    const char *after, json_t **jobs, char **next, cli_error *err)
 {
     char *escaped_state = state ? httpc_escape(state) : NULL;
+    char *escaped_name = name ? httpc_escape(name) : NULL;
     char *escaped_after = after ? httpc_escape(after) : NULL;
     char *path = NULL;
     int n = -1;
-    if ((!state || escaped_state) && (!after || escaped_after))
-        n = asprintf(&path, "/api/v1/jobs?limit=%d%s%s%s%s", limit, state ? "&state=" : "",
-                     state ? escaped_state : "", after ? "&after=" : "",
-                     after ? escaped_after : "");
+    if ((!state || escaped_state) && (!name || escaped_name) && (!after || escaped_after))
+        n = asprintf(&path, "/api/v1/jobs?limit=%d%s%s%s%s%s%s", limit, state ? "&state=" : "",
+                     state ? escaped_state : "", name ? "&name=" : "", name ? escaped_name : "",
+                     after ? "&after=" : "", after ? escaped_after : "");
     free(escaped_state);
+    free(escaped_name);
     free(escaped_after);
     if (n < 0)
         return cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory");

@@ -35,13 +35,13 @@ int remote_state_exit_code(const char *state);
 /* POST /api/v1/jobs with the spec text as given. */
 int remote_job_submit(httpc_client *c, const char *spec, size_t len, json_t **reply,
                       cli_error *err);
-/* GET /api/v1/jobs?limit=N[&state=S][&after=CURSOR]: one page of at most
- * limit jobs (1 to 1000), newest first, older than the page `after` ended
- * (NULL: from the newest). *jobs gets its "jobs" array; *next (when next
- * is not NULL; the caller frees it) the cursor of the following page, or
- * NULL on the last one. */
-int remote_job_page(httpc_client *c, const char *state, int limit, const char *after,
-                    json_t **jobs, char **next, cli_error *err);
+/* GET /api/v1/jobs?limit=N[&state=S[,S...]][&name=PATTERN][&after=CURSOR]:
+ * one page of at most limit jobs (1 to 1000) that pass the filters (NULL:
+ * none), newest first, older than the page `after` ended (NULL: from the
+ * newest). *jobs gets its "jobs" array; *next (when next is not NULL; the
+ * caller frees it) the cursor of the following page, or NULL on the last. */
+int remote_job_page(httpc_client *c, const char *state, const char *name, int limit,
+                    const char *after, json_t **jobs, char **next, cli_error *err);
 int remote_job_get(httpc_client *c, const char *id, json_t **job, cli_error *err);
 /* Is given a short prefix of the job's whole id (the server accepts one
  * that matches a single job)? Then that id is written to full, which punch

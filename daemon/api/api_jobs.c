@@ -111,24 +111,77 @@ static const char *api_arg(api_request *r, const char *name)
     return v && v[0] ? v : NULL;
 }
 
+/* state=S or S,S,...: one state is an index range (q->state), several are
+ * merged ranges (q->states); an unknown one is a 400 naming it. */
+static bool api_list_states(api_request *r, const char *v, store_page_query *q,
+                            enum MHD_Result *replied)
+{
+    unsigned mask = 0;
+    for (const char *p = v; *p;) {
+        size_t n = strcspn(p, ",");
+        char name[16] = "";
+        job_state js;
+        if (n < sizeof name)
+            memcpy(name, p, n);
+        if (n == 0 || n >= sizeof name || !job_state_parse(name, &js)) {
+            *replied = api_reply_error(r, MHD_HTTP_BAD_REQUEST, "state",
+                                       "state: unknown state \"%.*s\"; expected one or a comma "
+                                       "list of queued, starting, running, succeeded, failed, "
+                                       "cancelled, timeout",
+                                       (int)(n > 40 ? 40 : n), p);
+            return false;
+        }
+        mask |= 1u << (unsigned)js;
+        p += n + (p[n] == ',');
+    }
+    for (int js = 0; js < JOB_STATE_COUNT; js++)
+        if (mask == 1u << (unsigned)js)
+            q->state = js;
+    if (q->state < 0)
+        q->states = mask;
+    return true;
+}
+
+/* The longest name=PATTERN: a GLOB's cost grows with its length. */
+enum { API_NAME_PATTERN_MAX = 128, API_NAME_GLOB_MAX = API_NAME_PATTERN_MAX + 3 };
+
+/* name=PATTERN as `punch list --name` means it: a shell glob of the whole
+ * name when it has *, ? or [ ("[!...]" negating as in fnmatch), else a
+ * substring; as a GLOB in *buf (case-sensitive, as both are). */
+static bool api_list_name(api_request *r, const char *v, char buf[API_NAME_GLOB_MAX],
+                          store_page_query *q, enum MHD_Result *replied)
+{
+    size_t n = strlen(v);
+    if (n > API_NAME_PATTERN_MAX) {
+        *replied = api_reply_error(r, MHD_HTTP_BAD_REQUEST, "name",
+                                   "name: a pattern of at most %d bytes, got %zu",
+                                   API_NAME_PATTERN_MAX, n);
+        return false;
+    }
+    if (!strpbrk(v, "*?[")) {
+        snprintf(buf, API_NAME_GLOB_MAX, "*%s*", v);
+    } else {
+        snprintf(buf, API_NAME_GLOB_MAX, "%s", v);
+        for (char *b = buf; (b = strchr(b, '[')) != NULL; b++)
+            if (b[1] == '!')
+                b[1] = '^';
+    }
+    q->name_glob = buf;
+    return true;
+}
+
 /* The page the query string asks for, or an error reply already sent
  * (*replied set). */
-static bool api_list_query(api_request *r, store_page_query *q, enum MHD_Result *replied)
+static bool api_list_query(api_request *r, store_page_query *q, char glob[API_NAME_GLOB_MAX],
+                           enum MHD_Result *replied)
 {
     *q = (store_page_query){.owner = r->caller.identity, .state = -1, .since = NAN,
                             .limit = API_LIST_DEFAULT, .owner_active = jobview_needs_active(r->d)};
     const char *v;
-    if ((v = api_arg(r, "state"))) {
-        job_state js;
-        if (!job_state_parse(v, &js)) {
-            *replied = api_reply_error(r, MHD_HTTP_BAD_REQUEST, "state",
-                                       "state: unknown state \"%.40s\"; expected one of queued, "
-                                       "starting, running, succeeded, failed, cancelled, timeout",
-                                       v);
-            return false;
-        }
-        q->state = (int)js;
-    }
+    if ((v = api_arg(r, "state")) && !api_list_states(r, v, q, replied))
+        return false;
+    if ((v = api_arg(r, "name")) && !api_list_name(r, v, glob, q, replied))
+        return false;
     if ((v = api_arg(r, "limit"))) {
         char *end;
         errno = 0;
@@ -179,9 +232,10 @@ static bool api_list_query(api_request *r, store_page_query *q, enum MHD_Result 
  * be kept. */
 static bool api_list_key(const store_page_query *q, char key[PAGECACHE_KEY_MAX])
 {
-    int n = snprintf(key, PAGECACHE_KEY_MAX, "%d|%lld|%.17g|%d|%s%s", q->state,
-                     (long long)q->before, q->since, q->limit, q->owner ? "=" : "*",
-                     q->owner ? q->owner : "");
+    int n = snprintf(key, PAGECACHE_KEY_MAX, "%d|%x|%lld|%.17g|%d|%s%s|%s%s", q->state,
+                     q->states, (long long)q->before, q->since, q->limit, q->owner ? "=" : "*",
+                     q->owner ? q->owner : "", q->name_glob ? "~" : "",
+                     q->name_glob ? q->name_glob : "");
     return n > 0 && n < PAGECACHE_KEY_MAX;
 }
 
@@ -189,7 +243,8 @@ enum MHD_Result api_jobs_list(api_request *r)
 {
     store_page_query q;
     enum MHD_Result replied;
-    if (!api_list_query(r, &q, &replied))
+    char glob[API_NAME_GLOB_MAX];
+    if (!api_list_query(r, &q, glob, &replied))
         return replied;
     pagecache *pc = r->d->pages;
     char key[PAGECACHE_KEY_MAX];

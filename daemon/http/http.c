@@ -121,12 +121,21 @@ int http_listen(const char *hostport, int *port, char *err, size_t errlen)
     return fd;
 }
 
+/* What a connection carries from its accept to its close (its socket
+ * context): its deadline watch and, on the TLS port, its plain-HTTP check
+ * (freed here: libmicrohttpd has ended the TLS session by the close). */
+typedef struct http_conn {
+    httpwatch_conn *watch;
+    httptls_sniff *sniff;
+} http_conn;
+
 /* The deadline watch of conn (set when it was accepted), or NULL. */
 static httpwatch_conn *http_watched(struct MHD_Connection *conn)
 {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    return ci ? ci->socket_context : NULL;
+    const http_conn *hc = ci ? ci->socket_context : NULL;
+    return hc ? hc->watch : NULL;
 }
 
 static enum MHD_Result http_dispatch_now(http_server *s, struct MHD_Connection *conn,
@@ -361,18 +370,30 @@ static void http_notify_connection(void *cls, struct MHD_Connection *conn, void 
                                    enum MHD_ConnectionNotificationCode toe)
 {
     http_server *s = cls;
+    http_conn *hc = *socket_context;
     if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
-        httpwatch_close(s->watch, *socket_context);
+        if (hc) {
+            httpwatch_close(s->watch, hc->watch);
+            httptls_sniff_free(hc->sniff);
+            free(hc);
+        }
         *socket_context = NULL;
         return;
     }
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (ci && s->tls && httptls_plain_hint(ci->connect_fd))
-        log_debug("http: a plain HTTP request to the TLS port was told to use https");
-    *socket_context = ci ? httpwatch_open(s->watch, ci->connect_fd, s->d->cfg.header_timeout,
-                                          "request header")
-                         : NULL;
+    hc = ci ? calloc(1, sizeof *hc) : NULL;
+    if (!hc) {
+        log_warn("http: a connection without its deadline (%s)",
+                 ci ? "out of memory" : "no socket");
+        *socket_context = NULL;
+        return;
+    }
+    if (s->tls)
+        hc->sniff = httptls_sniff_start(conn, ci->connect_fd);
+    hc->watch = httpwatch_open(s->watch, ci->connect_fd, s->d->cfg.header_timeout,
+                               "request header");
+    *socket_context = hc;
 }
 
 static void http_mhd_log(void *cls, const char *fmt, va_list ap)

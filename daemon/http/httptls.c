@@ -1,7 +1,8 @@
-/* httptls.c — the TLS files and the client-certificate check
- * (httptls.h). */
+/* httptls.c — the TLS files, the client-certificate check and the TLS
+ * port's hint to a plain HTTP request (httptls.h). */
 #include "http/httptls.h"
 
+#include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <gnutls/gnutls.h>
 
 #include "io/io_file.h"
+#include "log.h"
 
 /* Certificates and keys are small; a bigger file is a wrong path. */
 #define HTTPTLS_FILE_MAX (1u << 20)
@@ -157,11 +159,6 @@ void httptls_free(httptls *t)
     free(t);
 }
 
-/* How long a new TLS connection's first bytes are waited for: a client
- * sends them (its ClientHello, or a plain request) with its connection's
- * last ACK, so this only delays a client that sends nothing. */
-#define HTTPTLS_SNIFF_MS 10
-
 /* Do the bytes look like an HTTP request line ("GET ", "POST "...), where
  * a TLS client's first byte is 0x16 (a handshake record)? */
 static bool httptls_looks_plain(const unsigned char *b, size_t n)
@@ -172,18 +169,87 @@ static bool httptls_looks_plain(const unsigned char *b, size_t n)
     return i >= 3 && i < n && b[i] == ' ';
 }
 
-bool httptls_plain_hint(int fd)
+/* The reads of one TLS connection: GnuTLS pulls its bytes through
+ * httptls_sniff_pull, which looks at the first ones (MSG_PEEK) before the
+ * handshake takes them, when they have come: nothing ever waits for a
+ * client that sends nothing. Lives as long as the connection's session. */
+struct httptls_sniff {
+    gnutls_session_t session;
+    int fd;
+    bool decided; /* the first bytes came (or the end): plain reads from now */
+};
+
+static void httptls_plain_reply(int fd);
+
+static ssize_t httptls_sniff_pull(gnutls_transport_ptr_t ptr, void *buf, size_t len)
+{
+    httptls_sniff *sn = ptr;
+    if (!sn->decided) {
+        unsigned char head[12];
+        ssize_t n = recv(sn->fd, head, sizeof head, MSG_PEEK | MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+            gnutls_transport_set_errno(sn->session, errno == EINTR ? EINTR : EAGAIN);
+            return -1;
+        }
+        sn->decided = true;
+        if (n > 0 && httptls_looks_plain(head, (size_t)n)) {
+            httptls_plain_reply(sn->fd);
+            log_debug("http: a plain HTTP request to the TLS port was told to use https");
+            /* The handshake fails on this, and libmicrohttpd closes. */
+            gnutls_transport_set_errno(sn->session, ECONNRESET);
+            return -1;
+        }
+    }
+    ssize_t got = recv(sn->fd, buf, len, 0);
+    if (got < 0)
+        gnutls_transport_set_errno(sn->session, errno);
+    return got;
+}
+
+static int httptls_sniff_pull_timeout(gnutls_transport_ptr_t ptr, unsigned int ms)
+{
+    httptls_sniff *sn = ptr;
+    struct pollfd p = {.fd = sn->fd, .events = POLLIN};
+    return poll(&p, 1, ms == GNUTLS_INDEFINITE_TIMEOUT ? -1 : (int)ms);
+}
+
+static gnutls_session_t httptls_session(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    return ci ? (gnutls_session_t)ci->tls_session : NULL;
+}
+
+httptls_sniff *httptls_sniff_start(struct MHD_Connection *conn, int fd)
+{
+    gnutls_session_t session = httptls_session(conn);
+    httptls_sniff *sn = session ? malloc(sizeof *sn) : NULL;
+    if (!sn) {
+        log_warn("http: no plain-HTTP check for a TLS connection (%s)",
+                 session ? "out of memory" : "no TLS session");
+        return NULL;
+    }
+    *sn = (httptls_sniff){.session = session, .fd = fd};
+    gnutls_transport_ptr_t recv_ptr, send_ptr;
+    gnutls_transport_get_ptr2(session, &recv_ptr, &send_ptr);
+    /* Sends keep libmicrohttpd's transport (the socket itself). */
+    gnutls_transport_set_ptr2(session, sn, send_ptr);
+    gnutls_transport_set_pull_function(session, httptls_sniff_pull);
+    gnutls_transport_set_pull_timeout_function(session, httptls_sniff_pull_timeout);
+    return sn;
+}
+
+void httptls_sniff_free(httptls_sniff *sn)
+{
+    free(sn);
+}
+
+/* The 400 in clear for a plain request on fd, then the end of writing. */
+static void httptls_plain_reply(int fd)
 {
     static const char body[] =
         "{\"error\":\"this port speaks HTTPS: use https:// (a plain http:// request was "
         "sent to it)\"}\n";
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    unsigned char head[12];
-    if (poll(&p, 1, HTTPTLS_SNIFF_MS) != 1 || !(p.revents & POLLIN))
-        return false;
-    ssize_t n = recv(fd, head, sizeof head, MSG_PEEK | MSG_DONTWAIT);
-    if (n <= 0 || !httptls_looks_plain(head, (size_t)n))
-        return false;
     /* Read what came (a header; bounded), so that the close does not reset
      * the connection before the client reads the answer. */
     char sink[4096];
@@ -196,5 +262,4 @@ bool httptls_plain_hint(int fd)
                        sizeof body - 1, body);
     (void)!send(fd, reply, (size_t)len, MSG_NOSIGNAL | MSG_DONTWAIT);
     shutdown(fd, SHUT_WR);
-    return true;
 }

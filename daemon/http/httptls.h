@@ -35,13 +35,17 @@ size_t httptls_options(const httptls *t, struct MHD_OptionItem *items);
  * Otherwise false with the reason in why. */
 bool httptls_client_ok(const httptls *t, struct MHD_Connection *conn, char *why, size_t whylen);
 
-/* A new connection to the TLS port whose first bytes are a plain HTTP
- * request (waited for a few milliseconds at most) gets a 400 in clear text
- * saying to use https:// instead of a handshake failure ("Empty reply
- * from server"); nothing else is served in clear. True if it did: the
- * connection is then shut for writing, and libmicrohttpd's handshake on it
- * fails and closes it. */
-bool httptls_plain_hint(int fd);
+/* A connection to the TLS port whose first bytes are a plain HTTP request
+ * gets a 400 in clear text saying to use https:// instead of a handshake
+ * failure ("Empty reply from server"); nothing else is served in clear.
+ * httptls_sniff_start (when libmicrohttpd opens conn, whose socket is fd)
+ * has the TLS session read through a check of those bytes when they come,
+ * so an idle connection holds no thread; NULL (logged) when it cannot.
+ * httptls_sniff_free (NULL is fine) once conn has closed: the session
+ * reads through it until then. */
+typedef struct httptls_sniff httptls_sniff;
+httptls_sniff *httptls_sniff_start(struct MHD_Connection *conn, int fd);
+void httptls_sniff_free(httptls_sniff *sn);
 
 /* Wipe the key and free t (NULL is fine). */
 void httptls_free(httptls *t);

@@ -32,8 +32,20 @@
 #define QUEUE_ORDER "priority DESC, vstart, seq"
 
 /* The rows of a page (store_job_page) after its filters: ?3 the cursor,
- * ?4 the first seq the `since` time admits, ?5 that time, ?6 the limit. */
-#define PAGE_RANGE "seq < ?3 AND seq >= ?4 AND submitted_at >= ?5 ORDER BY seq DESC LIMIT ?6"
+ * ?4 the first seq the `since` time admits, ?5 that time, ?6 the limit,
+ * ?7 a GLOB of the name (NULL: any; checked on the rows the range reads). */
+#define PAGE_WHERE                                                                    \
+    "seq < ?3 AND seq >= ?4 AND submitted_at >= ?5 AND (?7 IS NULL OR name GLOB ?7)"
+#define PAGE_RANGE PAGE_WHERE " ORDER BY seq DESC LIMIT ?6"
+/* Several states (?8 to ?14, NULL for the unused): one arm per state, each
+ * a range of an index in seq order, merged newest first, so the page still
+ * reads only the rows it returns (SQLite merges ordered compound arms). */
+#define PAGE_ARM(cond, n) "SELECT " JOB_COLUMNS " FROM jobs WHERE " cond "state = ?" n " AND " PAGE_WHERE
+#define PAGE_STATES(cond)                                                             \
+    PAGE_ARM(cond, "8") " UNION ALL " PAGE_ARM(cond, "9") " UNION ALL "               \
+    PAGE_ARM(cond, "10") " UNION ALL " PAGE_ARM(cond, "11") " UNION ALL "             \
+    PAGE_ARM(cond, "12") " UNION ALL " PAGE_ARM(cond, "13") " UNION ALL "             \
+    PAGE_ARM(cond, "14") " ORDER BY seq DESC LIMIT ?6"
 
 const char *const store_stmt_sql[ST_COUNT_] = {
     [ST_BEGIN] = "BEGIN IMMEDIATE",
@@ -82,6 +94,8 @@ const char *const store_stmt_sql[ST_COUNT_] = {
     [ST_PAGE_OWNER] = "SELECT " JOB_COLUMNS " FROM jobs WHERE owner = ?1 AND " PAGE_RANGE,
     [ST_PAGE_OWNER_STATE] =
         "SELECT " JOB_COLUMNS " FROM jobs WHERE owner = ?1 AND state = ?2 AND " PAGE_RANGE,
+    [ST_PAGE_STATES] = PAGE_STATES(""),
+    [ST_PAGE_OWNER_STATES] = PAGE_STATES("owner = ?1 AND "),
     /* Submission times follow seq (stamped in the submit transaction), so
      * the first job submitted at or after a time starts the seq range. */
     [ST_SEQ_SINCE] = "SELECT seq FROM jobs WHERE submitted_at >= ?1 "

@@ -134,7 +134,9 @@ typedef bool (*store_job_cb)(const store_job *job, void *arg);
  * first (by seq, which submission order gives), older than a cursor. */
 typedef struct store_page_query {
     const char *owner; /* NULL: every owner */
-    int state;         /* < 0: every state */
+    int state;         /* < 0: every state (or those of states) */
+    unsigned states;   /* with state < 0: a bit (1u << job_state) per state kept; 0: all */
+    const char *name_glob; /* only jobs whose name matches this SQLite GLOB; NULL: any */
     int64_t before;    /* only jobs with seq < before; <= 0: from the newest */
     double since;      /* only jobs submitted at or after this time; NAN: any */
     int limit;         /* at most this many jobs (>= 1) */

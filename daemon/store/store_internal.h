@@ -36,6 +36,8 @@ typedef enum stmt_id {
     ST_PAGE_STATE,
     ST_PAGE_OWNER,
     ST_PAGE_OWNER_STATE,
+    ST_PAGE_STATES,
+    ST_PAGE_OWNER_STATES,
     ST_SEQ_SINCE,
     ST_QUEUE_GEN,
     ST_QUEUE_WALK,

@@ -207,8 +207,10 @@ static bool store_page_rows(store_conn *c, const store_page_query *q, store_page
         if (!store_log_rc(c, rc, "finding the first job since a time"))
             return false;
     }
-    stmt_id id = q->owner ? (q->state >= 0 ? ST_PAGE_OWNER_STATE : ST_PAGE_OWNER)
-                          : (q->state >= 0 ? ST_PAGE_STATE : ST_PAGE_ALL);
+    bool several = q->state < 0 && q->states != 0;
+    stmt_id id = several ? (q->owner ? ST_PAGE_OWNER_STATES : ST_PAGE_STATES)
+                 : q->owner ? (q->state >= 0 ? ST_PAGE_OWNER_STATE : ST_PAGE_OWNER)
+                            : (q->state >= 0 ? ST_PAGE_STATE : ST_PAGE_ALL);
     sqlite3_stmt *s = store_stmt(c, id);
     if (!s)
         return false;
@@ -216,6 +218,12 @@ static bool store_page_rows(store_conn *c, const store_page_query *q, store_page
         store_bind_text(s, 1, q->owner);
     if (q->state >= 0)
         store_bind_text(s, 2, job_state_name((job_state)q->state));
+    if (q->name_glob)
+        store_bind_text(s, 7, q->name_glob);
+    /* One arm per state kept; the others stay NULL and read nothing. */
+    for (int js = 0, arm = 8; several && js < JOB_STATE_COUNT; js++)
+        if (q->states & (1u << (unsigned)js))
+            store_bind_text(s, arm++, job_state_name((job_state)js));
     sqlite3_bind_int64(s, 3, q->before > 0 ? q->before : INT64_MAX);
     sqlite3_bind_int64(s, 4, first);
     sqlite3_bind_double(s, 5, isnan(q->since) ? -INFINITY : q->since);

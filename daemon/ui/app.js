@@ -11,7 +11,8 @@
   const S = { secret: sessionStorage.getItem(KEY), admin: false, view: null, jobId: null,
               jobs: new Map(), stream: null, lastEventId: null, pollTimer: null,
               logOffset: 0, logTimer: null, logGen: 0, historyEpoch: -1,
-              sweepId: null, sweep: null, sweepPick: null, sweepHist: new Map() };
+              sweepId: null, sweep: null, sweepPick: null, sweepHist: new Map(),
+              jobPick: new Map(), jobHist: new Map() };
   const FINAL = ['succeeded', 'failed', 'cancelled', 'timeout'];
   const RESUMABLE = ['failed', 'cancelled', 'timeout'];
 
@@ -193,8 +194,64 @@
       el('td', { text: j.state === 'running' ? fmtDur(p.eta_s) : '' }),
       el('td', { text: fmtTime(j.submitted_at) }),
       el('td', { text: fmtTime(j.started_at) }),
-      el('td', { text: fmtTime(j.finished_at) }));
+      el('td', { text: fmtTime(j.finished_at) }),
+      compareCell(j));
     return tr;
+  }
+
+  /* ---- comparing jobs: the ticked jobs' curves overlaid ----------------- */
+
+  /* A ticked job keeps its colour while ticked: the lowest one free. */
+  function compareCell(j) {
+    const c = S.jobPick.get(j.id);
+    const pick = el('input', { type: 'checkbox', 'data-job': j.id, checked: c !== undefined,
+                               'aria-label': 'compare the curves of ' + j.name });
+    pick.addEventListener('change', () => {
+      if (!pick.checked) {
+        S.jobPick.delete(j.id);
+      } else {
+        const used = new Set(S.jobPick.values());
+        let k = 0;
+        while (used.has(k)) k++;
+        S.jobPick.set(j.id, k);
+      }
+      renderJobs();
+    });
+    return el('td', { class: 'compare' }, pick,
+              c !== undefined ? el('span', { class: 'swatch c' + (c % 8) }) : '');
+  }
+
+  /* The ticked jobs' histories, each fetched again only when its epochs or
+   * state changed; then one chart a metric (loss, accuracy) overlaying them. */
+  let compareGen = 0;
+  async function drawJobCompare() {
+    const gen = ++compareGen;
+    const picked = [...S.jobPick.keys()].map((id) => S.jobs.get(id)).filter(Boolean);
+    await Promise.all(picked.map(async (j) => {
+      /* A finished job's progress is its last epoch's line. */
+      const done = FINAL.includes(j.state) ? (j.progress || {}).epoch || 0 : epochsDone(j);
+      const key = done + '/' + j.state;
+      const have = S.jobHist.get(j.id);
+      if (have && have.key === key) return;
+      if (done < 1 && !(have && have.h)) return;  /* no history.json yet */
+      let h = null;
+      try {
+        h = await api('/api/v1/jobs/' + j.id + '/history');
+      } catch (e) { /* none: asked again when its epochs or state change */ }
+      S.jobHist.set(j.id, { key, h });
+    }));
+    if (gen !== compareGen) return;
+    const charts = ['loss', 'accuracy'].map((m) => {
+      const series = picked.map((j) => {
+        const h = (S.jobHist.get(j.id) || {}).h;
+        return h && Array.isArray(h[m]) && h[m].length
+          ? [j.id, h[m], 'c' + (S.jobPick.get(j.id) % 8)] : null;
+      }).filter(Boolean);
+      return series.length ? chart(m, series, { legend: false }) : null;
+    }).filter(Boolean);
+    $('jobs-charts').replaceChildren(...(charts.length ? charts
+      : [el('p', { class: 'hint', text: picked.length ? 'No ticked job has finished an epoch yet.'
+                                                      : 'Tick jobs to compare their curves.' })]));
   }
 
   function renderJobs() {
@@ -203,6 +260,7 @@
     tbody.replaceChildren(...rows.map(jobRow));
     for (const th of document.querySelectorAll('#jobs-table th.owner-col')) th.hidden = !S.admin;
     $('jobs-empty').hidden = rows.length > 0;
+    drawJobCompare();
   }
 
   let jobsPending = null;

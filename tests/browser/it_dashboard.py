@@ -9,7 +9,7 @@ the admin sees everyone's, with owners, the state filter and the cluster; a
 finished char language model's page generates the text the API gives; a 2x2 grid
 sweep's page lists its trials sorted by the metric with the best marked,
 overlays the picked trials' curves and draws one parallel-coordinates line
-a trial.
+a trial; the list overlays the curves of the jobs ticked in it.
 Throughout: no request leaves the origin and the console has no errors
 (beyond the API's expected refusals). Screenshots of the list and the job
 page go to $PUNCH_SCREENSHOTS.
@@ -144,6 +144,7 @@ def cases():
                 punchtest.case("a run file downloads as the API serves it", run_file, p, quick,
                                downloads)
                 punchtest.case("a sweep's page: trials, best, curves, axes", sweep_page, p)
+                punchtest.case("the list overlays ticked jobs' curves", list_compare, p, quick)
                 punchtest.case("another user sees none of alice's jobs", other_user, p)
                 punchtest.case("the admin sees everyone's", admin, p)
                 punchtest.case("a language model's page generates text", language_model, p)
@@ -277,6 +278,28 @@ def finished(p, jid):
     webdriver.ActionChains(p.drv).move_to_element(last).perform()
     p.wait(lambda: "epoch 2" in p.text("#job-charts svg[data-metric=loss] .readout"),
            "the hover read-out")
+    p.collect_console()
+
+
+def list_compare(p, quick):
+    """Ticking two finished jobs in the list overlays their loss curves in
+    one chart (a colour each); unticking one removes its curve."""
+    js = p.drv.execute_script
+    other = next(j["id"] for j in p.d.req("GET", "/api/v1/jobs?state=succeeded&name=trial",
+                                          "alice").json()["jobs"])
+    p.drv.get(p.d.url + "/#/")
+    curves = lambda: js("return [...document.querySelectorAll("
+                        "'#jobs-charts svg[data-metric=loss] polyline')].map(l => l.dataset.series)")
+    for jid in (quick, other):
+        p.wait(lambda: p.finds('#jobs-table input[data-job="%s"]' % jid), "the row of " + jid)
+        js("document.querySelector('#jobs-table input[data-job=\"%s\"]').click()" % jid)
+    p.wait(lambda: sorted(curves()) == sorted([quick, other]),
+           lambda _: "two loss curves (%s)" % curves())
+    colours = js("return [...document.querySelectorAll('#jobs-charts svg[data-metric=loss] "
+                 "polyline')].map(l => l.getAttribute('class'))")
+    check(len(set(colours)) == 2, "a colour each: %s" % colours)
+    js("document.querySelector('#jobs-table input[data-job=\"%s\"]').click()" % quick)
+    p.wait(lambda: curves() == [other], lambda _: "one curve once quick is unticked (%s)" % curves())
     p.collect_console()
 
 

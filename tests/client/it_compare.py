@@ -1,6 +1,7 @@
 """it_compare.py — comparing runs against a real punchcardd and punch-train:
 `punch list --state/--name` keeps only the matching rows (one state, a
-comma list of states, a glob, a substring; an unknown state exits 2), and
+comma list of states, a glob, a substring; an unknown state exits 2; the
+server filters), `punch list --wide` shows each job's final metrics, and
 `punch compare A B` of two quick jobs that differ in their learning rate
 prints that path with both values, not the fields they share, then both
 jobs' state and final metrics."""
@@ -54,6 +55,26 @@ def filters(d, home, a, b, long_id):
           "unknown state: exit %d %s" % (r.returncode, r.stderr))
 
 
+def wide(d, home, a, b):
+    """`punch list --wide`: EPOCH and the final metrics as columns, each
+    job's value the last entry of its history (no request per job)."""
+    r = punch(d, home, "list", "--wide", "--state", "succeeded")
+    check(r.returncode == 0, "punch list --wide: exit %d %s" % (r.returncode, r.stderr))
+    lines = r.stdout.splitlines()
+    head = lines[0].split()
+    check("EPOCH" in head and "LOSS" in head and "ACCURACY" in head, "header: %s" % lines[0])
+    rows = {ln.split()[0]: ln for ln in lines[1:]}
+    for jid in (a, b):
+        h = d.req("GET", "/api/v1/jobs/%s/history" % jid, "alice").json()
+        want = h["accuracy"][-1]
+        # Columns are padded to the header: the cell starts under its name.
+        col = lines[0].index(" ACCURACY ") + 1
+        acc = (rows.get(jid, "")[col:].split() or ["-"])[0]
+        check(" %d/%d " % (len(h["loss"]), len(h["loss"])) in rows.get(jid, "")
+              and acc != "-" and abs(float(acc) - want) < 1e-3,
+              "row of %s: %r, want accuracy %.4f" % (jid, rows.get(jid), want))
+
+
 def compare(d, home, a, b):
     r = punch(d, home, "compare", a, b)
     check(r.returncode == 0, "punch compare: exit %d %s" % (r.returncode, r.stderr))
@@ -97,6 +118,7 @@ def cases():
             d.wait_state("alice", long_id, FINAL_STATES, timeout=60)
             punchtest.case("list --state and --name filter the rows", filters, d, home, a, b,
                            long_id)
+            punchtest.case("list --wide shows the final metrics", wide, d, home, a, b)
             punchtest.case("compare shows the differing fields and final metrics", compare, d,
                            home, a, b)
     finally:

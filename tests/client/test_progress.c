@@ -243,6 +243,55 @@ static void test_table_owner_and_long_error(void **state)
     json_decref(jobs);
 }
 
+/* punch list --wide: the final metrics as columns shared by the table, loss
+ * first, then the metrics, validation's and test's; counters and timings
+ * are not metrics; a job without them shows "-". */
+static void test_table_wide_metrics(void **state)
+{
+    (void)state;
+    json_t *jobs = json_pack(
+        "[{s:s,s:s,s:s,s:s,s:{s:i,s:i,s:f,s:f,s:f,s:f,s:f,s:f},s:{s:f,s:f}},"
+        "{s:s,s:s,s:s,s:s}]",
+        "id", "aaaaaaaaaaaa", "owner", "alice", "name", "lr-a", "state", "succeeded",
+        "progress", "epoch", 3, "epochs", 3, "val_accuracy", 0.78, "lr", 0.001, "accuracy", 0.8,
+        "samples_per_s", 9000.0, "val_loss", 0.61, "loss", 0.5,
+        "result", "test_accuracy", 0.77, "test_loss", 0.6,
+        "id", "bbbbbbbbbbbb", "owner", "alice", "name", "lr-b", "state", "queued");
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    jobtext_print_table_wide(jobs, 0, true, out);
+    fclose(out);
+    const char *order[] = {"EPOCH", "LOSS", "ACCURACY", "VAL_LOSS", "VAL_ACCURACY", "TEST_LOSS",
+                           "TEST_ACCURACY"};
+    const char *at = text;
+    for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
+        char word[32];
+        snprintf(word, sizeof word, " %s ", order[i]);
+        const char *found = strstr(at, word);
+        if (!found)
+            fail_msg("no column %s after the previous one in:\n%s", order[i], text);
+        at = found;
+    }
+    assert_null(strstr(text, "LR"));
+    assert_null(strstr(text, "SAMPLES_PER_S"));
+    const char *row_a = strstr(text, "aaaaaaaaaaaa"), *row_b = strstr(text, "bbbbbbbbbbbb");
+    assert_non_null(row_a);
+    assert_non_null(row_b);
+    assert_non_null(strstr(row_a, "3/3"));
+    assert_non_null(strstr(row_a, "0.7800"));
+    assert_non_null(strstr(row_a, "0.7700"));
+    assert_null(strstr(row_b, "0.")); /* the queued job has no metric */
+    free(text);
+    /* Without --wide: no metric columns. */
+    out = open_memstream(&text, &len);
+    jobtext_print_table_wide(jobs, 0, false, out);
+    fclose(out);
+    assert_null(strstr(text, "VAL_ACCURACY"));
+    free(text);
+    json_decref(jobs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -256,6 +305,7 @@ int main(void)
         cmocka_unit_test(test_job_summaries),
         cmocka_unit_test(test_control_characters_escaped),
         cmocka_unit_test(test_table_owner_and_long_error),
+        cmocka_unit_test(test_table_wide_metrics),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,9 @@ queue is held: paging through a user's jobs while another client submits
 returns every job that existed when paging began exactly once, newest
 first, and no other user's; an admin's `user` and `state` filters; `since`;
 the default page of 100 and its cursor; the 400s and the 403 of a bad
-request; `punch list` with --all, --limit and its default page."""
+request; `punch list` with --all, --limit and its default page. Filters
+done by the server: `state` as a comma list and `name` (a glob, or a
+substring), paged by cursor, and `punch list --state S,S --name P`."""
 import json
 import os
 import subprocess
@@ -15,6 +17,7 @@ from punchtest import QUICK_JOB, Daemon, build_path, check, expect_error, http, 
 
 def cases():
     punchtest.case("pages under concurrent submits", pages)
+    punchtest.case("state lists and name patterns, paged", filters)
 
 
 def page_all(d, user, query, limit):
@@ -124,6 +127,63 @@ def pages():
             check(got == [j["id"] for j in mine[:3]] and not note, "punch list --limit 3")
             got, note = punch_list()
             check(len(got) == 100 and "--all" in note, "punch list: %d jobs, %r" % (len(got), note))
+
+
+def filters():
+    with Daemon(["--hold", "--max-queued", "0"]) as d:
+        made = []  # (id, name, state), oldest first
+        for i in range(24):
+            name = ("lr-%02d" % i) if i % 3 else ("bs-%02d" % i)
+            job_id = d.submit_id("alice", dict(QUICK_JOB, name=name))
+            state = "queued"
+            if i % 4 == 1:
+                r = d.req("POST", "/api/v1/jobs/%s/cancel" % job_id, "alice")
+                require(r.status_code in (200, 202), "cancel: %d %s" % (r.status_code, r.text))
+                state = "cancelled"
+            made.append((job_id, name, state))
+        d.submit_id("bob", dict(QUICK_JOB, name="lr-bob"))
+        newest = made[::-1]
+
+        def want(states=None, match=None):
+            return [i for i, n, s in newest
+                    if (states is None or s in states) and (match is None or match(n))]
+
+        for query, expect in (
+                ("&state=queued,cancelled", want({"queued", "cancelled"})),
+                ("&state=cancelled", want({"cancelled"})),
+                ("&state=cancelled,running", want({"cancelled"})),
+                ("&name=lr-", want(match=lambda n: "lr-" in n)),
+                ("&name=*-1?", want(match=lambda n: n[-2] == "1")),
+                ("&name=[!l]*", want(match=lambda n: n[0] != "l")),
+                ("&name=lr-&state=cancelled", want({"cancelled"}, lambda n: "lr-" in n)),
+                ("&name=nothing", [])):
+            for limit in (2, 1000):
+                got, n_pages = page_all(d, "alice", query, limit)
+                check([j["id"] for j in got] == expect,
+                      "%s in pages of %d: %d jobs, want %d" % (query, limit, len(got),
+                                                                len(expect)))
+        # An admin's several states: everyone's, merged newest first.
+        got, _ = page_all(d, "root", "&state=queued,cancelled&name=lr-*", 3)
+        check([j["name"] for j in got][0] == "lr-bob" and len(got) == len(
+            want(match=lambda n: n.startswith("lr-"))) + 1, "admin, state list and name")
+
+        body = expect_error(d.req("GET", "/api/v1/jobs?state=queued,sleeping", "alice"), 400,
+                            "a bad state in a list")
+        check(body["field"] == "state" and "sleeping" in body["error"],
+              "the 400 names the bad state: %r" % body)
+        body = expect_error(d.req("GET", "/api/v1/jobs?name=" + "x" * 129, "alice"), 400,
+                            "a long pattern")
+        check(body["field"] == "name", "a long pattern: %r" % body)
+
+        punch = build_path("client", "punch")
+        if os.access(punch, os.X_OK):
+            r = subprocess.run([punch, "--url", d.url, "--secret", d.secrets["alice"], "list",
+                                "--json", "--state", "cancelled,queued", "--name", "lr-",
+                                "--limit", "3"], capture_output=True, text=True, timeout=60)
+            require(r.returncode == 0, "punch list: %s" % r.stderr)
+            got = [j["id"] for j in json.loads(r.stdout)]
+            check(got == want(match=lambda n: "lr-" in n)[:3],
+                  "punch list --state --name --limit 3: %r" % got)
 
 
 if __name__ == "__main__":

@@ -4,12 +4,14 @@ refused by one that trusts another CA (requests and curl), not served in
 clear text (a plain request gets only a 400 saying to use https://); mutual TLS (--tls-client-ca) refuses a client without a
 certificate and serves one with; bad TLS settings stop the start with a
 message; a client that never completes its handshake is closed at the
-header deadline; a daemon listening beyond loopback without TLS warns."""
+header deadline; idle connections delay no other, and a plain request sent
+after a pause still gets the hint; a daemon listening beyond loopback without TLS warns."""
 import os
 import shutil
 import socket
 import subprocess
 import tempfile
+import time
 
 import punchtest
 from punchtest import Daemon, check, expect_error, requests
@@ -60,6 +62,44 @@ def served(d, other):
         out = subprocess.run([curl, "-sS", d.url.replace("https:", "http:") + "/healthz"],
                              capture_output=True, text=True, timeout=30)
         check("use https://" in out.stdout, "curl over http: %r %r" % (out.stdout, out.stderr))
+
+
+def plain_request(d, s):
+    """Send a plain request on socket s; the reply, or what came."""
+    s.sendall(b"GET /api/v1/jobs HTTP/1.1\r\nHost: x\r\n\r\n")
+    got = b""
+    try:
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            got += chunk
+    except (ConnectionResetError, socket.timeout):
+        pass
+    return got
+
+
+def idle_connections(d):
+    """Connections that send nothing hold no thread (the plain-HTTP check
+    waits for no bytes): with 50 idle ones open, a request is served; a
+    plain request sent after a pause still gets the hint."""
+    idle = [socket.create_connection(("127.0.0.1", d.port), timeout=10) for _ in range(50)]
+    try:
+        # Well past the 10 ms the check once waited for the first bytes,
+        # inside the 2 s header deadline.
+        time.sleep(0.3)
+        got = plain_request(d, idle[0])
+        check(got.startswith(b"HTTP/1.1 400 ") and b"use https://" in got,
+              "a plain request after a pause: %r" % got[:200])
+        t0 = time.monotonic()
+        for _ in range(5):
+            r = d.req("GET", "/api/v1/jobs", "alice")
+            check(r.status_code == 200, "GET jobs beside 49 idle connections: %d" % r.status_code)
+        check(time.monotonic() - t0 < 5, "5 requests beside 49 idle connections took %.1f s" % (
+            time.monotonic() - t0))
+    finally:
+        for s in idle:
+            s.close()
 
 
 def stalled_handshake(d):
@@ -141,6 +181,7 @@ def cases():
             punchtest.case("the start line says https", lambda: punchtest.wait_for(
                 lambda: "listening on https://" in d.read_log(), "the https start line",
                 timeout=10))
+            punchtest.case("idle connections", idle_connections, d)
             punchtest.case("stalled handshake", stalled_handshake, d)
         d = tls_daemon(tls, ["--tls-client-ca", tls["ca"]])
         d.cert = (tls["client_cert"], tls["client_key"])

@@ -208,6 +208,11 @@ static const struct {
     {"/api/v1/jobs?limit=%d", "root-secret"},
     {"/api/v1/jobs?limit=%d&state=queued", "root-secret"},
     {"/api/v1/jobs?limit=%d&user=bob&since=0", "root-secret"},
+    /* Server-side filters: several states merge index ranges; a name
+     * pattern is checked on the rows a range reads. */
+    {"/api/v1/jobs?limit=%d&state=queued,cancelled", "alice-secret"},
+    {"/api/v1/jobs?limit=%d&state=queued,starting&name=j*", "root-secret"},
+    {"/api/v1/jobs?limit=%d&name=j", "alice-secret"},
 };
 enum { N_LISTS = sizeof lists / sizeof lists[0] };
 
