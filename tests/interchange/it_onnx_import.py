@@ -346,6 +346,17 @@ def case_seq(engine, tmp):
         print("%s: max |punch-train --predict - torch| = %.3g" % (name, diff))
         pt.check(diff <= TOL, "%s: predictions %s differ from torch's %s by %g"
                  % (name, got.shape, want.shape, diff))
+    # An attribute the engine's LSTM does not have is refused by name.
+    import onnx
+    m = onnx.load(os.path.join(tmp, "lstm_h.onnx"))
+    lstm = [n for n in m.graph.node if n.op_type == "LSTM"][0]
+    lstm.attribute.append(onnx.helper.make_attribute("clip", 3.0))
+    onnx.save(m, os.path.join(tmp, "clip.onnx"))
+    spec = os.path.join(tmp, "clip.json")
+    pt.write_json(spec, seq_job(os.path.join(tmp, "clip.onnx"), tmp))
+    p = run([engine, "--validate", spec])
+    want = 'node "%s" (LSTM): attribute clip is not supported' % lstm.name
+    pt.check(p.returncode != 0 and want in p.stderr, "LSTM clip: %r" % p.stderr)
     # A few steps of training from the LSTM's imported weights: the loss falls.
     spec = os.path.join(tmp, "lstm_train.json")
     pt.write_json(spec, seq_job(os.path.join(tmp, "lstm_h.onnx"), tmp, epochs=4,
@@ -353,7 +364,7 @@ def case_seq(engine, tmp):
     run_dir = os.path.join(tmp, "lstm_run")
     p = run([engine, spec, "--out", run_dir, "--threads", "2"])
     pt.require(p.returncode == 0, "lstm training: %s" % p.stderr[-2000:])
-    losses = [e["loss"] for e in pt.read_json(os.path.join(run_dir, "history.json"))["epochs"]]
+    losses = pt.read_json(os.path.join(run_dir, "history.json"))["loss"]
     print("lstm_h training losses: %s" % ", ".join("%.4f" % v for v in losses))
     pt.check(losses[-1] < losses[0], "training the imported LSTM: the loss did not fall: %s"
              % losses)
