@@ -6,7 +6,7 @@
  * engine's "same" (ceil(in / stride) outputs, the odd row and column at
  * the far edge, as ONNX's SAME_UPPER); any other is refused naming the
  * node rather than trained differently from the graph. */
-#include "onnx/onnx_import_internal.h"
+#include "onnx/onnx_ops.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -465,8 +465,10 @@ int imp_op(imp *im)
         return op_matmul(im);
     if (strcmp(op, "Add") == 0 || strcmp(op, "Sum") == 0)
         return op_add(im);
-    if (strcmp(op, "Concat") == 0)
-        return op_concat(im);
+    if (strcmp(op, "Concat") == 0) {
+        int rc = imp_op_seq_concat(im);
+        return rc == 1 ? op_concat(im) : rc;
+    }
     if (strcmp(op, "Conv") == 0)
         return op_conv(im);
     if (strcmp(op, "MaxPool") == 0 || strcmp(op, "AveragePool") == 0)
@@ -483,6 +485,17 @@ int imp_op(imp *im)
         return imp_op_gelu(im);
     if (strcmp(op, "Div") == 0)
         return imp_op_div(im);
+    static const struct {
+        const char *op;
+        int (*map)(imp *);
+    } seq[] = {{"Gather", imp_op_gather}, {"Transpose", imp_op_transpose},
+               {"Squeeze", imp_op_squeeze}, {"Shape", imp_op_shape},
+               {"Unsqueeze", imp_op_unsqueeze}, {"ConstantOfShape", imp_op_constant_of_shape}};
+    for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++)
+        if (strcmp(op, seq[i].op) == 0)
+            return seq[i].map(im);
+    if (strcmp(op, "LSTM") == 0 || strcmp(op, "GRU") == 0)
+        return imp_op_rnn(im, op[0] == 'L');
     snprintf(im->err, im->errlen, "node \"%.80s\" (%.40s) is not supported",
              im->node->name && im->node->name[0] ? im->node->name
              : im->node->n_output ? im->node->output[0] : "", op);

@@ -5,7 +5,7 @@
  * opset 20's Gelu, or the subgraph PyTorch exports before it,
  * Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5), matched node by node
  * with its constants checked, so nothing else passes for a GELU. */
-#include "onnx/onnx_import_internal.h"
+#include "onnx/onnx_ops.h"
 
 #include <math.h>
 #include <stdbool.h>

@@ -10,12 +10,18 @@
   torch:  a CNN with batchnorm and an MLP classifier from torch.onnx.export
           import and predict as PyTorch does (1e-4); skipped without
           python3-torch.
+  seq:    sequence classifiers from torch.onnx.export (nn.Embedding ->
+          nn.LSTM / nn.GRU (batch_first) -> h_n[-1] or out[:, -1], and a
+          bidirectional LSTM's two h_n concatenated -> nn.Linear) import
+          as embedding / lstm / gru / bidirectional, predict as PyTorch
+          does on the same token ids (1e-4), and the LSTM one trains (its
+          loss falls); skipped without python3-torch.
   daemon: PUT /api/v1/datasets/NAME.onnx is checked at upload (a bad graph
           is a 400 naming its node); "model": "@NAME.onnx" trains, and a
           "task": "predict" job without init_from evaluates the model as it
           came.
 
-Run one part: it_onnx_import.py engine|torch|daemon."""
+Run one part: it_onnx_import.py engine|torch|seq|daemon."""
 import os
 import shutil
 import subprocess
@@ -266,6 +272,104 @@ def case_torch(engine, tmp):
                            ["dense"])
 
 
+SEQ_V, SEQ_T = 30, 7
+
+
+def seq_classifier(torch, cell, take, bidirectional=False):
+    """Embedding -> LSTM/GRU (batch first) -> the last step -> Linear, as
+    a PyTorch user writes it; take "h" is h_n[-1], "out" out[:, -1]."""
+    nn = torch.nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(SEQ_V, 8)
+            self.rnn = cell(8, 10, batch_first=True, bidirectional=bidirectional)
+            self.fc = nn.Linear(20 if bidirectional else 10, 3)
+
+        def forward(self, x):
+            out, h = self.rnn(self.emb(x))
+            h = h[0] if isinstance(h, tuple) else h
+            if bidirectional:
+                z = torch.cat([h[-2], h[-1]], dim=1)
+            else:
+                z = h[-1] if take == "h" else out[:, -1]
+            return self.fc(z)
+    return Net()
+
+
+def seq_job(path, tmp, **training):
+    t = {"epochs": 1, "batch_size": 16, "optimizer": {"name": "sgd"}}
+    t.update(training)
+    return {"name": "imported-seq", "model": "@" + path,
+            "data": {"format": "npz", "train": "@" + os.path.join(tmp, "seq.npz"), "num_classes": 3,
+                     "max_length": SEQ_T},
+            "training": t}
+
+
+def case_seq(engine, tmp):
+    torch = torch_or_skip()
+    import numpy as np
+    torch.manual_seed(0)
+    rng = np.random.default_rng(4)
+    # Ids from 1: a trailing 0 is padding to the engine (docs/interchange.md).
+    x = rng.integers(1, SEQ_V, size=(64, SEQ_T)).astype(np.int64)
+    y = (x[:, -1] % 3).astype(np.int64)  # learnable from the last step
+    np.savez(os.path.join(tmp, "seq.npz"), x_train=x, y_train=y)
+    nn = torch.nn
+    cases = [("lstm_h", nn.LSTM, "h", False, "lstm 10"), ("lstm_out", nn.LSTM, "out", False, "lstm 10"),
+             ("gru_h", nn.GRU, "h", False, "gru 10"), ("gru_out", nn.GRU, "out", False, "gru 10"),
+             ("bilstm", nn.LSTM, "h", True, "bidirectional")]
+    for name, cell, take, bi, layer in cases:
+        net = seq_classifier(torch, cell, take, bi).eval()
+        path = os.path.join(tmp, name + ".onnx")
+        torch.onnx.export(net, torch.from_numpy(x[:2]), path, input_names=["x"],
+                          output_names=["y"], opset_version=13,
+                          dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+        spec = os.path.join(tmp, name + ".json")
+        pt.write_json(spec, seq_job(path, tmp))
+        p = run([engine, "--validate", spec])
+        pt.require(p.returncode == 0, "%s: --validate: %s" % (name, p.stderr))
+        for want in ["embedding", layer, "dense 3"]:
+            pt.check(want in p.stdout, "%s: --validate does not print %s:\n%s"
+                     % (name, want, p.stdout))
+        xs = x[:16]
+        np.save(os.path.join(tmp, name + "_x.npy"), xs)
+        out = os.path.join(tmp, name + "_pred")
+        p = run([engine, spec, "--weights", path, "--predict",
+                 os.path.join(tmp, name + "_x.npy"), "--out", out])
+        pt.require(p.returncode == 0, "%s: --predict: %s" % (name, p.stderr))
+        got = np.load(os.path.join(out, "predictions.npy"))
+        with torch.no_grad():
+            want = net(torch.from_numpy(xs)).numpy()
+        diff = float(np.max(np.abs(got - want))) if got.shape == want.shape else float("inf")
+        print("%s: max |punch-train --predict - torch| = %.3g" % (name, diff))
+        pt.check(diff <= TOL, "%s: predictions %s differ from torch's %s by %g"
+                 % (name, got.shape, want.shape, diff))
+    # An attribute the engine's LSTM does not have is refused by name.
+    import onnx
+    m = onnx.load(os.path.join(tmp, "lstm_h.onnx"))
+    lstm = [n for n in m.graph.node if n.op_type == "LSTM"][0]
+    lstm.attribute.append(onnx.helper.make_attribute("clip", 3.0))
+    onnx.save(m, os.path.join(tmp, "clip.onnx"))
+    spec = os.path.join(tmp, "clip.json")
+    pt.write_json(spec, seq_job(os.path.join(tmp, "clip.onnx"), tmp))
+    p = run([engine, "--validate", spec])
+    want = 'node "%s" (LSTM): attribute clip is not supported' % lstm.name
+    pt.check(p.returncode != 0 and want in p.stderr, "LSTM clip: %r" % p.stderr)
+    # A few steps of training from the LSTM's imported weights: the loss falls.
+    spec = os.path.join(tmp, "lstm_train.json")
+    pt.write_json(spec, seq_job(os.path.join(tmp, "lstm_h.onnx"), tmp, epochs=4,
+                                optimizer={"name": "adam", "learning_rate": 0.02}))
+    run_dir = os.path.join(tmp, "lstm_run")
+    p = run([engine, spec, "--out", run_dir, "--threads", "2"])
+    pt.require(p.returncode == 0, "lstm training: %s" % p.stderr[-2000:])
+    losses = pt.read_json(os.path.join(run_dir, "history.json"))["loss"]
+    print("lstm_h training losses: %s" % ", ".join("%.4f" % v for v in losses))
+    pt.check(losses[-1] < losses[0], "training the imported LSTM: the loss did not fall: %s"
+             % losses)
+
+
 def case_daemon(tmp):
     import numpy as np
     rng = np.random.default_rng(3)
@@ -311,7 +415,7 @@ def cases():
         import onnx  # noqa: F401
     except ImportError:
         pt.skip("python3-onnx is not installed")
-    parts = sys.argv[1:] or ["engine", "torch", "daemon"]
+    parts = sys.argv[1:] or ["engine", "torch", "seq", "daemon"]
     tmp = tempfile.mkdtemp(prefix="punch-onnx-import-")
     try:
         if "engine" in parts:
@@ -320,6 +424,8 @@ def cases():
             pt.case("refused", case_refused, engine, tmp)
         if "torch" in parts:
             pt.case("torch", case_torch, engine, tmp)
+        if "seq" in parts:
+            pt.case("seq", case_seq, engine, tmp)
         if "daemon" in parts:
             pt.case("daemon", case_daemon, tmp)
     finally:
