@@ -300,10 +300,7 @@ store_status store_job_ids_by_prefix(store *st, const char *owner, const char *p
     if (s) {
         store_bind_text(s, 1, prefix);
         store_bind_text(s, 2, upper);
-        if (owner)
-            store_bind_text(s, 3, owner);
-        else
-            sqlite3_bind_null(s, 3);
+        store_bind_text(s, 3, owner);
         sqlite3_bind_int(s, 4, max);
         int rc;
         while ((rc = sqlite3_step(s)) == SQLITE_ROW && *n < max)
@@ -336,25 +333,25 @@ int store_owner_active(store *st, const char *owner)
 }
 
 /* Step through a bound statement, one callback per row. */
+typedef struct job_walk {
+    store_job_cb cb;
+    void *arg;
+} job_walk;
+
+static bool store_job_walk_row(sqlite3_stmt *s, void *walk)
+{
+    const job_walk *w = walk;
+    store_job job;
+    store_row_to_job(s, &job);
+    bool more = w->cb(&job, w->arg);
+    store_job_clear(&job);
+    return more;
+}
+
 store_status store_iterate(store_conn *c, sqlite3_stmt *s, store_job_cb cb, void *arg)
 {
-    store_status rs = STORE_OK;
-    for (;;) {
-        int rc = sqlite3_step(s);
-        if (rc == SQLITE_DONE)
-            break;
-        if (rc != SQLITE_ROW) {
-            store_log_rc(c, rc, "listing jobs");
-            rs = STORE_ERROR;
-            break;
-        }
-        store_job job;
-        store_row_to_job(s, &job);
-        bool more = cb(&job, arg);
-        store_job_clear(&job);
-        if (!more)
-            break;
-    }
+    job_walk w = {cb, arg};
+    store_status rs = store_rows(c, s, store_job_walk_row, &w, "listing jobs");
     store_done(s);
     return rs;
 }
@@ -462,14 +459,8 @@ static void store_bind_starting(sqlite3_stmt *s, const void *arg)
 {
     const starting_args *a = arg;
     sqlite3_bind_double(s, 2, a->now);
-    if (a->gpu_devices && a->gpu_devices[0])
-        store_bind_text(s, 3, a->gpu_devices);
-    else
-        sqlite3_bind_null(s, 3);
-    if (a->hosts && a->hosts[0])
-        store_bind_text(s, 4, a->hosts);
-    else
-        sqlite3_bind_null(s, 4);
+    store_bind_nonempty(s, 3, a->gpu_devices);
+    store_bind_nonempty(s, 4, a->hosts);
 }
 
 store_status store_job_mark_starting(store *st, const char *id, const char *gpu_devices,
@@ -508,10 +499,7 @@ static void store_bind_slurm(sqlite3_stmt *s, const void *arg)
 {
     const slurm_args *a = arg;
     sqlite3_bind_int64(s, 2, a->slurm_id);
-    if (a->reason && a->reason[0])
-        store_bind_text(s, 3, a->reason);
-    else
-        sqlite3_bind_null(s, 3);
+    store_bind_nonempty(s, 3, a->reason);
 }
 
 store_status store_job_set_slurm(store *st, const char *id, long slurm_id, const char *reason,
