@@ -19,33 +19,38 @@
 
 static const char *const job_hosts[] = {"h2", "h3"};
 
+/* Open MPI's banner when its daemons (orted) do not start or die: the part
+ * that names no host, common to the outputs below. */
+#define ORTE_START_FAILED \
+    "--------------------------------------------------------------------------\n" \
+    "ORTE was unable to reliably start one or more daemons.\n" \
+    "This usually is caused by:\n" \
+    "\n" \
+    "* not finding the required libraries and/or binaries on\n" \
+    "  one or more nodes. Please check your PATH and LD_LIBRARY_PATH\n" \
+    "  settings, or configure OMPI with --enable-orterun-prefix-by-default\n" \
+    "\n" \
+    "* lack of authority to execute on one or more specified nodes.\n" \
+    "  Please verify your allocation and authorities.\n" \
+    "\n" \
+    "* the inability to write startup files into /tmp (--tmpdir/orte_tmpdir_base).\n" \
+    "  Please check with your sys admin to determine the correct location to use.\n" \
+    "\n" \
+    "*  compilation of the orted with dynamic libraries when static are required\n" \
+    "  (e.g., on Cray). Please check your configure cmd line and consider using\n" \
+    "  one of the contrib/platform definitions for your system type.\n" \
+    "\n" \
+    "* an inability to create a connection back to mpirun due to a\n" \
+    "  lack of common network interfaces and/or no route found between\n" \
+    "  them. Please check network connectivity (including firewalls\n" \
+    "  and network routing requirements).\n" \
+    "--------------------------------------------------------------------------\n"
+
 /* mpirun --hostfile (h2, h3) with an agent failing for h3: the agent's line,
  * then Open MPI's banners. */
 static const char start_failure[] =
     "agent: cannot reach h3\n"
-    "--------------------------------------------------------------------------\n"
-    "ORTE was unable to reliably start one or more daemons.\n"
-    "This usually is caused by:\n"
-    "\n"
-    "* not finding the required libraries and/or binaries on\n"
-    "  one or more nodes. Please check your PATH and LD_LIBRARY_PATH\n"
-    "  settings, or configure OMPI with --enable-orterun-prefix-by-default\n"
-    "\n"
-    "* lack of authority to execute on one or more specified nodes.\n"
-    "  Please verify your allocation and authorities.\n"
-    "\n"
-    "* the inability to write startup files into /tmp (--tmpdir/orte_tmpdir_base).\n"
-    "  Please check with your sys admin to determine the correct location to use.\n"
-    "\n"
-    "*  compilation of the orted with dynamic libraries when static are required\n"
-    "  (e.g., on Cray). Please check your configure cmd line and consider using\n"
-    "  one of the contrib/platform definitions for your system type.\n"
-    "\n"
-    "* an inability to create a connection back to mpirun due to a\n"
-    "  lack of common network interfaces and/or no route found between\n"
-    "  them. Please check network connectivity (including firewalls\n"
-    "  and network routing requirements).\n"
-    "--------------------------------------------------------------------------\n"
+    ORTE_START_FAILED
     "--------------------------------------------------------------------------\n"
     "ORTE does not know how to route a message to the specified daemon\n"
     "located on the indicated node:\n"
@@ -70,29 +75,7 @@ static const char start_failure[] =
 
 /* An orted killed mid-job (its agent exits): no host named anywhere. */
 static const char killed_orted[] =
-    "--------------------------------------------------------------------------\n"
-    "ORTE was unable to reliably start one or more daemons.\n"
-    "This usually is caused by:\n"
-    "\n"
-    "* not finding the required libraries and/or binaries on\n"
-    "  one or more nodes. Please check your PATH and LD_LIBRARY_PATH\n"
-    "  settings, or configure OMPI with --enable-orterun-prefix-by-default\n"
-    "\n"
-    "* lack of authority to execute on one or more specified nodes.\n"
-    "  Please verify your allocation and authorities.\n"
-    "\n"
-    "* the inability to write startup files into /tmp (--tmpdir/orte_tmpdir_base).\n"
-    "  Please check with your sys admin to determine the correct location to use.\n"
-    "\n"
-    "*  compilation of the orted with dynamic libraries when static are required\n"
-    "  (e.g., on Cray). Please check your configure cmd line and consider using\n"
-    "  one of the contrib/platform definitions for your system type.\n"
-    "\n"
-    "* an inability to create a connection back to mpirun due to a\n"
-    "  lack of common network interfaces and/or no route found between\n"
-    "  them. Please check network connectivity (including firewalls\n"
-    "  and network routing requirements).\n"
-    "--------------------------------------------------------------------------\n";
+    ORTE_START_FAILED;
 
 static const char node_died[] =
     "punch-train: rank 0 on h1: epoch 1 step 3\n"
