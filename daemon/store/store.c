@@ -526,6 +526,26 @@ static void store_bind_texts(sqlite3_stmt *s, const char *const *arg, int n)
         store_bind_text(s, i + 1, arg[i]);
 }
 
+store_status store_stmt_rows(store *st, stmt_id id, const store_arg *args, int n,
+                             store_row_fn fn, void *arg, const char *what)
+{
+    store_conn *c = store_acquire(st);
+    store_status rs = STORE_ERROR;
+    sqlite3_stmt *s = store_stmt(c, id);
+    if (s) {
+        for (int i = 0; i < n; i++) {
+            if (args[i].is_int)
+                sqlite3_bind_int64(s, i + 1, args[i].i);
+            else
+                store_bind_text(s, i + 1, args[i].text);
+        }
+        rs = store_rows(c, s, fn, arg, what);
+        store_done(s);
+    }
+    store_release(st, c);
+    return rs;
+}
+
 store_status store_select(store *st, const store_query *q, bool one)
 {
     store_conn *c = store_acquire(st);

@@ -42,17 +42,9 @@ static bool store_job_event_row(sqlite3_stmt *s, void *walk)
 
 store_status store_job_events(store *st, const char *id, store_event_cb cb, void *arg)
 {
-    store_conn *c = store_acquire(st);
-    store_status rs = STORE_ERROR;
-    sqlite3_stmt *s = store_stmt(c, ST_EVENTS);
-    if (s) {
-        store_bind_text(s, 1, id);
-        event_walk w = {cb, arg};
-        rs = store_rows(c, s, store_job_event_row, &w, "listing events");
-        store_done(s);
-    }
-    store_release(st, c);
-    return rs;
+    event_walk w = {cb, arg};
+    const store_arg a[] = {STORE_TEXT(id)};
+    return store_stmt_rows(st, ST_EVENTS, a, 1, store_job_event_row, &w, "listing events");
 }
 
 typedef struct feed_walk {
@@ -77,18 +69,10 @@ static bool store_feed_row(sqlite3_stmt *s, void *walk)
 
 store_status store_events_since(store *st, int64_t after, int limit, store_feed_cb cb, void *arg)
 {
-    store_conn *c = store_acquire(st);
-    store_status rs = STORE_ERROR;
-    sqlite3_stmt *s = store_stmt(c, ST_EVENTS_SINCE);
-    if (s) {
-        sqlite3_bind_int64(s, 1, after);
-        sqlite3_bind_int(s, 2, limit);
-        feed_walk w = {cb, arg};
-        rs = store_rows(c, s, store_feed_row, &w, "reading the event feed");
-        store_done(s);
-    }
-    store_release(st, c);
-    return rs;
+    feed_walk w = {cb, arg};
+    const store_arg a[] = {STORE_INT(after), STORE_INT(limit)};
+    return store_stmt_rows(st, ST_EVENTS_SINCE, a, 2, store_feed_row, &w,
+                           "reading the event feed");
 }
 
 store_status store_events_last(store *st, int64_t *id)

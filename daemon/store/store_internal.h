@@ -174,6 +174,21 @@ store_status store_rows(store_conn *c, sqlite3_stmt *s, store_row_fn fn, void *a
 store_status store_row_one(store_conn *c, sqlite3_stmt *s, store_row_fn fn, void *arg,
                            const char *what);
 
+/* A parameter of a kept statement: a text (NULL binds NULL) or, with
+ * is_int, an integer. */
+typedef struct store_arg {
+    const char *text;
+    int64_t i;
+    bool is_int;
+} store_arg;
+#define STORE_TEXT(v) ((store_arg){.text = (v)})
+#define STORE_INT(v) ((store_arg){.i = (v), .is_int = true})
+
+/* Run kept statement id with args[0..n) bound as ?1.., fn per row
+ * (store_rows), on a connection of st. */
+store_status store_stmt_rows(store *st, stmt_id id, const store_arg *args, int n,
+                             store_row_fn fn, void *arg, const char *what);
+
 /* A rarely used SELECT, prepared once, its parameters ?1, ?2 bound to the
  * texts in arg (as many as the SQL has), its rows read by row(s, ctx). */
 typedef struct store_query {
@@ -212,8 +227,12 @@ void store_col_copy(sqlite3_stmt *s, int i, char *dst, size_t cap);
 /* Fill *job from a row selected with JOB_COLUMNS. */
 void store_row_to_job(sqlite3_stmt *s, store_job *job);
 
-/* Step through a bound statement, one callback per row. */
-store_status store_iterate(store_conn *c, sqlite3_stmt *s, store_job_cb cb, void *arg);
+/* Run kept statement id (args as in store_stmt_rows), one job per row. */
+store_status store_stmt_jobs(store *st, stmt_id id, const store_arg *args, int n,
+                             store_job_cb cb, void *arg);
+
+/* The number of queued jobs of job_id's owner, or -1 (logged). */
+long long store_owner_queued_of(store_conn *c, const char *job_id);
 
 /* ---- store_events.c -------------------------------------------------------- */
 /* Record a transition of job id inside the caller's transaction. */

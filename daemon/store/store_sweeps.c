@@ -176,44 +176,75 @@ store_status store_sweep_trials(store *st, const char *id, store_trial_cb cb, vo
     return store_select(st, &q, false);
 }
 
-store_status store_sweep_trial_set(store *st, const char *id, int idx, const char *job_id,
-                                   int budget, const char *rungs)
+/* Binds an UPDATE's parameters after ?1. */
+typedef void (*store_sweep_binder)(sqlite3_stmt *s, const void *arg);
+
+/* Run `sql`, an UPDATE of one row keyed by id as ?1 (bind binds the rest), in
+ * a write of its own: STORE_OK when it changed the row, `none` when it
+ * matched none. */
+static store_status store_sweep_update(store *st, const char *sql, const char *id,
+                                       store_sweep_binder bind, const void *arg,
+                                       store_status none, const char *what)
 {
     store_conn *c = store_write_begin(st);
     if (!c)
         return STORE_ERROR;
     store_status rs = STORE_ERROR;
-    sqlite3_stmt *s = store_prepare_once(
-        c, "UPDATE sweep_trials SET job_id = coalesce(?3, job_id), budget = ?4, rungs = ?5 "
-           "WHERE sweep_id = ?1 AND idx = ?2");
+    sqlite3_stmt *s = store_prepare_once(c, sql);
     if (s) {
         store_bind_text(s, 1, id);
-        sqlite3_bind_int(s, 2, idx);
-        store_bind_text(s, 3, job_id);
-        sqlite3_bind_int(s, 4, budget);
-        store_bind_text(s, 5, rungs);
-        if (store_step_once(c, s, "updating a sweep's trial"))
-            rs = sqlite3_changes(c->db) == 1 ? STORE_OK : STORE_NOT_FOUND;
+        bind(s, arg);
+        if (store_step_once(c, s, what))
+            rs = sqlite3_changes(c->db) == 1 ? STORE_OK : none;
     }
     return store_write_end(st, c, rs);
 }
 
+typedef struct trial_set_args {
+    int idx;
+    const char *job_id;
+    int budget;
+    const char *rungs;
+} trial_set_args;
+
+static void store_bind_trial_set(sqlite3_stmt *s, const void *arg)
+{
+    const trial_set_args *a = arg;
+    sqlite3_bind_int(s, 2, a->idx);
+    store_bind_text(s, 3, a->job_id);
+    sqlite3_bind_int(s, 4, a->budget);
+    store_bind_text(s, 5, a->rungs);
+}
+
+store_status store_sweep_trial_set(store *st, const char *id, int idx, const char *job_id,
+                                   int budget, const char *rungs)
+{
+    trial_set_args a = {idx, job_id, budget, rungs};
+    return store_sweep_update(
+        st,
+        "UPDATE sweep_trials SET job_id = coalesce(?3, job_id), budget = ?4, rungs = ?5 "
+        "WHERE sweep_id = ?1 AND idx = ?2",
+        id, store_bind_trial_set, &a, STORE_NOT_FOUND, "updating a sweep's trial");
+}
+
+typedef struct finish_args {
+    const char *state;
+    double now;
+} finish_args;
+
+static void store_bind_finish(sqlite3_stmt *s, const void *arg)
+{
+    const finish_args *a = arg;
+    store_bind_text(s, 2, a->state);
+    sqlite3_bind_double(s, 3, a->now);
+}
+
 store_status store_sweep_finish(store *st, const char *id, const char *state, double now)
 {
-    store_conn *c = store_write_begin(st);
-    if (!c)
-        return STORE_ERROR;
-    store_status rs = STORE_ERROR;
-    sqlite3_stmt *s = store_prepare_once(
-        c, "UPDATE sweeps SET state = ?2, finished_at = ?3 WHERE id = ?1 AND state = 'running'");
-    if (s) {
-        store_bind_text(s, 1, id);
-        store_bind_text(s, 2, state);
-        sqlite3_bind_double(s, 3, now);
-        if (store_step_once(c, s, "ending a sweep"))
-            rs = sqlite3_changes(c->db) == 1 ? STORE_OK : STORE_CONFLICT;
-    }
-    return store_write_end(st, c, rs);
+    finish_args a = {state, now};
+    return store_sweep_update(
+        st, "UPDATE sweeps SET state = ?2, finished_at = ?3 WHERE id = ?1 AND state = 'running'",
+        id, store_bind_finish, &a, STORE_CONFLICT, "ending a sweep");
 }
 
 typedef struct sweep_of_job {
@@ -242,14 +273,6 @@ store_status store_sweep_of_job(store *st, const char *job_id, char sweep_id[STO
     return store_select(st, &q, true);
 }
 
-/* The number of queued jobs of job_id's owner, or -1 (logged). */
-static long long store_sweep_owner_queued(store_conn *c, const char *job_id)
-{
-    return store_int_once(c, "SELECT COUNT(*) FROM jobs WHERE state = 'queued' "
-                             "AND owner = (SELECT owner FROM jobs WHERE id = ?1)",
-                          job_id, NULL, "counting queued jobs");
-}
-
 store_status store_sweep_requeue(store *st, const char *job_id, const char *spec,
                                  const char *written, int max_queued, const char *detail,
                                  double now)
@@ -258,7 +281,7 @@ store_status store_sweep_requeue(store *st, const char *job_id, const char *spec
     if (!c)
         return STORE_ERROR;
     store_status rs = STORE_ERROR;
-    long long queued = max_queued > 0 ? store_sweep_owner_queued(c, job_id) : 0;
+    long long queued = max_queued > 0 ? store_owner_queued_of(c, job_id) : 0;
     if (queued < 0)
         return store_write_end(st, c, STORE_ERROR);
     if (max_queued > 0 && queued >= max_queued)
@@ -288,22 +311,24 @@ store_status store_sweep_requeue(store *st, const char *job_id, const char *spec
 
 /* ---- PBT's params and job lists (issue 33, second part) ------------------- */
 
+typedef struct trial_params_args {
+    int idx;
+    const char *params;
+} trial_params_args;
+
+static void store_bind_trial_params(sqlite3_stmt *s, const void *arg)
+{
+    const trial_params_args *a = arg;
+    sqlite3_bind_int(s, 2, a->idx);
+    store_bind_text(s, 3, a->params);
+}
+
 store_status store_sweep_trial_params(store *st, const char *id, int idx, const char *params)
 {
-    store_conn *c = store_write_begin(st);
-    if (!c)
-        return STORE_ERROR;
-    store_status rs = STORE_ERROR;
-    sqlite3_stmt *s = store_prepare_once(
-        c, "UPDATE sweep_trials SET params = ?3 WHERE sweep_id = ?1 AND idx = ?2");
-    if (s) {
-        store_bind_text(s, 1, id);
-        sqlite3_bind_int(s, 2, idx);
-        store_bind_text(s, 3, params);
-        if (store_step_once(c, s, "updating a sweep trial's params"))
-            rs = sqlite3_changes(c->db) == 1 ? STORE_OK : STORE_NOT_FOUND;
-    }
-    return store_write_end(st, c, rs);
+    trial_params_args a = {idx, params};
+    return store_sweep_update(
+        st, "UPDATE sweep_trials SET params = ?3 WHERE sweep_id = ?1 AND idx = ?2", id,
+        store_bind_trial_params, &a, STORE_NOT_FOUND, "updating a sweep trial's params");
 }
 
 typedef struct job_trial_walk {
