@@ -51,17 +51,21 @@ static void test_fits(void **state)
     /* The whole cluster is enough: what is busy now does not matter here. */
     assert_true(admission_check(&d, 3, 2, 1, &field, why, sizeof why));
     assert_string_equal(field, "untouched");
+    /* Several workers on several hosts, one GPU each. */
+    d = sized(8, 1, 2);
+    assert_true(admission_check(&d, 3, 1, 2, &field, why, sizeof why));
 }
 
 /* A cluster (slots, GPUs per host, hosts), a job (ranks, GPUs per worker,
- * workers) it can never run, and the field and text of the refusal. */
+ * workers) it can never run, and the field and text of the refusal: too
+ * many ranks, then too many GPUs. */
 typedef struct refusal {
     int slots, gpus_per_host, hosts;
     int ranks, gpus_per_worker, workers;
     const char *field, *why;
 } refusal;
 
-static const refusal rank_refusals[] = {
+static const refusal refusals[] = {
     {4, 2, 1, 5, 0, 4, "distributed.workers",
      "distributed.workers: the job needs 5 MPI ranks but this cluster has 4 "
      "slots; it could never run"},
@@ -69,9 +73,6 @@ static const refusal rank_refusals[] = {
     {2, 0, 1, 3, 1, 3, "distributed.workers",
      "distributed.workers: the job needs 3 MPI ranks but this cluster has 2 "
      "slots; it could never run"},
-};
-
-static const refusal gpu_refusals[] = {
     {8, 2, 1, 2, 3, 1, "resources.gpus",
      "resources.gpus: the job needs 3 GPUs (3 per worker x 1 worker) but this "
      "cluster has 2 (--gpus 2 on each of 1 host); it could never run"},
@@ -85,30 +86,14 @@ static const refusal gpu_refusals[] = {
      "cluster has 2 (--gpus 1 on each of 2 hosts); it could never run"},
 };
 
-static void assert_refusals(const refusal *r, size_t n)
+static void test_refusals(void **state)
 {
-    for (size_t i = 0; i < n; i++) {
-        daemon_ctx d = sized(r[i].slots, r[i].gpus_per_host, r[i].hosts);
-        assert_refused(&d, r[i].ranks, r[i].gpus_per_worker, r[i].workers, r[i].field,
-                       r[i].why);
+    (void)state;
+    for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++) {
+        const refusal *r = &refusals[i];
+        daemon_ctx d = sized(r->slots, r->gpus_per_host, r->hosts);
+        assert_refused(&d, r->ranks, r->gpus_per_worker, r->workers, r->field, r->why);
     }
-}
-
-static void test_too_many_ranks(void **state)
-{
-    (void)state;
-    assert_refusals(rank_refusals, sizeof rank_refusals / sizeof rank_refusals[0]);
-}
-
-static void test_too_many_gpus(void **state)
-{
-    (void)state;
-    assert_refusals(gpu_refusals, sizeof gpu_refusals / sizeof gpu_refusals[0]);
-    /* One GPU per worker of those two hosts fits. */
-    daemon_ctx d = sized(8, 1, 2);
-    const char *field;
-    char why[256];
-    assert_true(admission_check(&d, 3, 1, 2, &field, why, sizeof why));
 }
 
 /* With the hosts known (d->cl), a worker's GPUs must be on its own host:
@@ -154,8 +139,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fits),
-        cmocka_unit_test(test_too_many_ranks),
-        cmocka_unit_test(test_too_many_gpus),
+        cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_gpus_per_host),
         cmocka_unit_test(test_truncation),
     };

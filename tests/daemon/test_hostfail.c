@@ -105,36 +105,31 @@ static void test_agent_line_names_host(void **state)
     assert_string_equal(host, "");
 }
 
+/* A line of ssh or the rsh agent before the killed orted's banner, and the
+ * host it blames ("" for none). */
+static const struct {
+    const char *line, *host;
+} ssh_lines[] = {
+    {"ssh: connect to host h3 port 22: No route to host\n", "h3"},
+    {"ssh: Could not resolve hostname h2: Name or service not known\n", "h2"},
+    /* The test cluster's rsh agent (tests/cluster/run.sh), as ssh would. */
+    {"rsh-agent: h3: no route to host\n", "h3"},
+    {"rsh-agent: lost host h2: connection closed by remote host\n", "h2"},
+    /* Real ssh when the host goes away under a running orted. */
+    {"Connection to h2 closed by remote host.\n", "h2"},
+    /* A host name inside a longer word is not that host. */
+    {"ssh: connect to host h33 port 22: refused\n", ""},
+};
+
 static void test_ssh_lines(void **state)
 {
     (void)state;
-    char host[64];
-    char log[4096];
-    snprintf(log, sizeof log, "%s%s",
-             "ssh: connect to host h3 port 22: No route to host\n", killed_orted);
-    assert_non_null(hostfail_find(log, job_hosts, 2, host, sizeof host));
-    assert_string_equal(host, "h3");
-    snprintf(log, sizeof log, "%s%s",
-             "ssh: Could not resolve hostname h2: Name or service not known\n", killed_orted);
-    assert_non_null(hostfail_find(log, job_hosts, 2, host, sizeof host));
-    assert_string_equal(host, "h2");
-    /* The test cluster's rsh agent (tests/cluster/run.sh), as ssh would. */
-    snprintf(log, sizeof log, "%s%s", "rsh-agent: h3: no route to host\n", killed_orted);
-    assert_non_null(hostfail_find(log, job_hosts, 2, host, sizeof host));
-    assert_string_equal(host, "h3");
-    snprintf(log, sizeof log, "%s%s",
-             "rsh-agent: lost host h2: connection closed by remote host\n", killed_orted);
-    assert_non_null(hostfail_find(log, job_hosts, 2, host, sizeof host));
-    assert_string_equal(host, "h2");
-    /* Real ssh when the host goes away under a running orted. */
-    snprintf(log, sizeof log, "%s%s", "Connection to h2 closed by remote host.\n", killed_orted);
-    assert_non_null(hostfail_find(log, job_hosts, 2, host, sizeof host));
-    assert_string_equal(host, "h2");
-    /* A host name inside a longer word is not that host. */
-    snprintf(log, sizeof log, "%s%s", "ssh: connect to host h33 port 22: refused\n",
-             killed_orted);
-    assert_non_null(hostfail_find(log, job_hosts, 2, host, sizeof host));
-    assert_string_equal(host, "");
+    for (size_t i = 0; i < sizeof ssh_lines / sizeof ssh_lines[0]; i++) {
+        char host[64], log[4096];
+        snprintf(log, sizeof log, "%s%s", ssh_lines[i].line, killed_orted);
+        assert_non_null(hostfail_find(log, job_hosts, 2, host, sizeof host));
+        assert_string_equal(host, ssh_lines[i].host);
+    }
 }
 
 static void test_killed_orted_names_nothing(void **state)
