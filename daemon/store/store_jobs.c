@@ -684,11 +684,11 @@ static store_status store_pick_apply(store *st, stmt_id pick, stmt_id act,
     *n = 0;
     if (max < 1)
         return STORE_OK;
-    store_conn *c = store_acquire(st);
-    pthread_mutex_lock(&st->write_lock);
-    bool ok = store_begin(c);
-    sqlite3_stmt *s = ok ? store_stmt(c, pick) : NULL;
-    ok = s != NULL;
+    store_conn *c = store_write_begin(st);
+    if (!c)
+        return STORE_ERROR;
+    sqlite3_stmt *s = store_stmt(c, pick);
+    bool ok = s != NULL;
     if (ok) {
         sqlite3_bind_double(s, 1, before);
         sqlite3_bind_int(s, 2, max);
@@ -700,15 +700,10 @@ static store_status store_pick_apply(store *st, stmt_id pick, stmt_id act,
     }
     for (int i = 0; ok && i < *n; i++)
         ok = apply(c, act, ids[i]);
-    if (ok)
-        ok = store_commit(c);
-    if (!ok) {
-        store_rollback(c);
+    store_status rs = store_write_end(st, c, ok ? STORE_OK : STORE_ERROR);
+    if (rs != STORE_OK)
         *n = 0;
-    }
-    pthread_mutex_unlock(&st->write_lock);
-    store_release(st, c);
-    return ok ? STORE_OK : STORE_ERROR;
+    return rs;
 }
 
 store_status store_prune_finished(store *st, double before, int max,
