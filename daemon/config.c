@@ -86,44 +86,6 @@ static const opt_def opts[] = {
 };
 #define N_OPTS (sizeof opts / sizeof opts[0])
 
-void config_defaults(config *c)
-{
-    memset(c, 0, sizeof *c);
-    snprintf(c->listen, sizeof c->listen, "127.0.0.1:8080");
-    snprintf(c->data_dir, sizeof c->data_dir, "punchcard-data");
-    snprintf(c->secrets, sizeof c->secrets, "secrets.json");
-    snprintf(c->datasets, sizeof c->datasets, "/usr/share/datasets");
-    c->max_running = 1;
-    c->max_queued = 100;
-    c->max_body = 1L << 20;
-    c->upload_max = 2L << 30;
-    c->upload_quota = 10L << 30;
-    c->predict_max = 64L << 20;
-    c->generate_max_tokens = 512;
-    c->generate_max_prompt = 4096;
-    c->http_threads = 4;
-    c->connection_timeout = 30;
-    c->connection_limit = 1024;
-    c->per_ip_limit = 128;
-    c->header_timeout = 30;
-    c->body_timeout = 60;
-    snprintf(c->metrics_auth, sizeof c->metrics_auth, "public");
-    c->kill_grace = 10;
-    c->tick_ms = 250;
-    c->host_probe_interval_s = 30;
-    c->job_output_quota_mb = 10240;
-    c->user_quota_mb = 51200;
-    c->disk_min_free_pct = 5;
-    c->disk_reserve_mb = -1; /* quota_reserve_bytes: 5% or 1 GiB */
-    c->max_time_limit_s = 7 * 24 * 3600;
-    snprintf(c->scheduler, sizeof c->scheduler, "local");
-    c->preempt_grace = 30;
-    c->preempt_allow_opt_out = true;
-    c->stall_grace = 3600;
-    c->stall_factor = 10;
-    c->host_loss_retries = 2;
-}
-
 bool config_metrics_admin(const config *c)
 {
     return strcmp(c->metrics_auth, "admin") == 0;
@@ -218,6 +180,61 @@ static bool config_set(config *c, const opt_def *o, const char *value, const cha
     else
         *(long *)base = v;
     return true;
+}
+
+/* The built-in settings, as a config file would write them: set through
+ * config_set like any other value, so each is checked against its option's
+ * range. Options not named here start as zero, false or "". */
+static const struct {
+    const char *name, *value;
+} config_default_values[] = {
+    {"listen", "127.0.0.1:8080"},
+    {"data_dir", "punchcard-data"},
+    {"secrets", "secrets.json"},
+    {"datasets", "/usr/share/datasets"},
+    {"max_running", "1"},
+    {"max_queued", "100"},
+    {"max_body", "1048576"},
+    {"upload_max", "2147483648"},
+    {"upload_quota", "10737418240"},
+    {"predict_max", "67108864"},
+    {"generate_max_tokens", "512"},
+    {"generate_max_prompt", "4096"},
+    {"http_threads", "4"},
+    {"connection_timeout", "30"},
+    {"connection_limit", "1024"},
+    {"per_ip_limit", "128"},
+    {"header_timeout", "30"},
+    {"body_timeout", "60"},
+    {"metrics_auth", "public"},
+    {"kill_grace", "10"},
+    {"tick_ms", "250"},
+    {"host_probe_interval_s", "30"},
+    {"job_output_quota_mb", "10240"},
+    {"user_quota_mb", "51200"},
+    {"disk_min_free_pct", "5"},
+    {"max_time_limit_s", "604800"},
+    {"scheduler", "local"},
+    {"preempt_grace", "30"},
+    {"preempt_allow_opt_out", "true"},
+    {"stall_grace", "3600"},
+    {"stall_factor", "10"},
+    {"host_loss_retries", "2"},
+};
+
+void config_defaults(config *c)
+{
+    memset(c, 0, sizeof *c);
+    for (size_t i = 0; i < sizeof config_default_values / sizeof config_default_values[0]; i++) {
+        const char *name = config_default_values[i].name;
+        const opt_def *o = config_find(name, strlen(name));
+        char err[256];
+        /* A default outside its option's range is a bug in the tables above,
+         * caught by every test that starts a daemon. */
+        if (!o || !config_set(c, o, config_default_values[i].value, "default", err, sizeof err))
+            abort();
+    }
+    c->disk_reserve_mb = -1; /* below the option's range: quota_reserve_bytes' 5% or 1 GiB */
 }
 
 static char *config_trim(char *s)

@@ -470,6 +470,127 @@ sqlite3_stmt *store_prepare_once(store_conn *c, const char *sql)
 
 /* ---- statement and column helpers shared by the tables' files ---------- */
 
+/* Run a bound one-off write statement to its end; finalizes it. */
+bool store_step_once(store_conn *c, sqlite3_stmt *s, const char *what)
+{
+    int rc = sqlite3_step(s);
+    sqlite3_finalize(s);
+    return store_log_rc(c, rc, what);
+}
+
+/* Begin a write: the writer mutex, then BEGIN IMMEDIATE. */
+store_conn *store_write_begin(store *st)
+{
+    store_conn *c = store_acquire(st);
+    pthread_mutex_lock(&st->write_lock);
+    if (store_begin(c))
+        return c;
+    pthread_mutex_unlock(&st->write_lock);
+    store_release(st, c);
+    return NULL;
+}
+
+store_status store_write_end(store *st, store_conn *c, store_status rs)
+{
+    if (rs == STORE_OK && !store_commit(c))
+        rs = STORE_ERROR;
+    if (rs != STORE_OK)
+        store_rollback(c);
+    pthread_mutex_unlock(&st->write_lock);
+    store_release(st, c);
+    return rs;
+}
+
+void store_bind_nonempty(sqlite3_stmt *s, int i, const char *v)
+{
+    if (v && v[0])
+        store_bind_text(s, i, v);
+    else
+        sqlite3_bind_null(s, i);
+}
+
+store_status store_rows(store_conn *c, sqlite3_stmt *s, store_row_fn fn, void *arg,
+                        const char *what)
+{
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+        if (!fn(s, arg))
+            return STORE_OK;
+    return store_log_rc(c, rc, what) ? STORE_OK : STORE_ERROR;
+}
+
+store_status store_row_one(store_conn *c, sqlite3_stmt *s, store_row_fn fn, void *arg,
+                           const char *what)
+{
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW)
+        return fn(s, arg) ? STORE_OK : STORE_ERROR;
+    if (rc == SQLITE_DONE)
+        return STORE_NOT_FOUND;
+    store_log_rc(c, rc, what);
+    return STORE_ERROR;
+}
+
+/* Bind texts to ?1.. up to what the statement has: one call serves SQL that
+ * takes an optional filter (an owner) and SQL that takes none. */
+static void store_bind_texts(sqlite3_stmt *s, const char *const *arg, int n)
+{
+    int k = sqlite3_bind_parameter_count(s);
+    for (int i = 0; i < k && i < n; i++)
+        store_bind_text(s, i + 1, arg[i]);
+}
+
+store_status store_stmt_rows(store *st, stmt_id id, const store_arg *args, int n,
+                             store_row_fn fn, void *arg, const char *what)
+{
+    store_conn *c = store_acquire(st);
+    store_status rs = STORE_ERROR;
+    sqlite3_stmt *s = store_stmt(c, id);
+    if (s) {
+        for (int i = 0; i < n; i++) {
+            if (args[i].is_int)
+                sqlite3_bind_int64(s, i + 1, args[i].i);
+            else
+                store_bind_text(s, i + 1, args[i].text);
+        }
+        rs = store_rows(c, s, fn, arg, what);
+        store_done(s);
+    }
+    store_release(st, c);
+    return rs;
+}
+
+store_status store_select(store *st, const store_query *q, bool one)
+{
+    store_conn *c = store_acquire(st);
+    store_status rs = STORE_ERROR;
+    sqlite3_stmt *s = store_prepare_once(c, q->sql);
+    if (s) {
+        store_bind_texts(s, q->arg, 2);
+        rs = one ? store_row_one(c, s, q->row, q->ctx, q->what)
+                 : store_rows(c, s, q->row, q->ctx, q->what);
+        sqlite3_finalize(s);
+    }
+    store_release(st, c);
+    return rs;
+}
+
+long long store_int_once(store_conn *c, const char *sql, const char *a1, const char *a2,
+                         const char *what)
+{
+    sqlite3_stmt *s = store_prepare_once(c, sql);
+    if (!s)
+        return -1;
+    const char *arg[2] = {a1, a2};
+    store_bind_texts(s, arg, 2);
+    int rc = sqlite3_step(s);
+    long long n = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : -1;
+    if (rc != SQLITE_ROW)
+        store_log_rc(c, rc, what);
+    sqlite3_finalize(s);
+    return n;
+}
+
 bool store_query_double(store_conn *c, stmt_id id, const char *arg, double *out)
 {
     sqlite3_stmt *s = store_stmt(c, id);

@@ -27,58 +27,52 @@ bool store_event(store_conn *c, const char *id, double now, const char *from,
     return store_log_rc(c, rc, "recording an event");
 }
 
+typedef struct event_walk {
+    store_event_cb cb;
+    void *arg;
+} event_walk;
+
+static bool store_job_event_row(sqlite3_stmt *s, void *walk)
+{
+    const event_walk *w = walk;
+    return w->cb(sqlite3_column_double(s, 0), (const char *)sqlite3_column_text(s, 1),
+                 (const char *)sqlite3_column_text(s, 2),
+                 (const char *)sqlite3_column_text(s, 3), w->arg);
+}
+
 store_status store_job_events(store *st, const char *id, store_event_cb cb, void *arg)
 {
-    store_conn *c = store_acquire(st);
-    store_status rs = STORE_ERROR;
-    sqlite3_stmt *s = store_stmt(c, ST_EVENTS);
-    if (s) {
-        store_bind_text(s, 1, id);
-        int rc;
-        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-            if (!cb(sqlite3_column_double(s, 0), (const char *)sqlite3_column_text(s, 1),
-                    (const char *)sqlite3_column_text(s, 2),
-                    (const char *)sqlite3_column_text(s, 3), arg)) {
-                rc = SQLITE_DONE;
-                break;
-            }
-        }
-        rs = store_log_rc(c, rc, "listing events") ? STORE_OK : STORE_ERROR;
-        store_done(s);
-    }
-    store_release(st, c);
-    return rs;
+    event_walk w = {cb, arg};
+    const store_arg a[] = {STORE_TEXT(id)};
+    return store_stmt_rows(st, ST_EVENTS, a, 1, store_job_event_row, &w, "listing events");
+}
+
+typedef struct feed_walk {
+    store_feed_cb cb;
+    void *arg;
+} feed_walk;
+
+static bool store_feed_row(sqlite3_stmt *s, void *walk)
+{
+    const feed_walk *w = walk;
+    store_feed_event e = {
+        .id = sqlite3_column_int64(s, 0),
+        .job_id = (const char *)sqlite3_column_text(s, 1),
+        .owner = (const char *)sqlite3_column_text(s, 2),
+        .at = sqlite3_column_double(s, 3),
+        .from = (const char *)sqlite3_column_text(s, 4),
+        .to = (const char *)sqlite3_column_text(s, 5),
+        .detail = (const char *)sqlite3_column_text(s, 6),
+    };
+    return w->cb(&e, w->arg);
 }
 
 store_status store_events_since(store *st, int64_t after, int limit, store_feed_cb cb, void *arg)
 {
-    store_conn *c = store_acquire(st);
-    store_status rs = STORE_ERROR;
-    sqlite3_stmt *s = store_stmt(c, ST_EVENTS_SINCE);
-    if (s) {
-        sqlite3_bind_int64(s, 1, after);
-        sqlite3_bind_int(s, 2, limit);
-        int rc;
-        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-            store_feed_event e = {
-                .id = sqlite3_column_int64(s, 0),
-                .job_id = (const char *)sqlite3_column_text(s, 1),
-                .owner = (const char *)sqlite3_column_text(s, 2),
-                .at = sqlite3_column_double(s, 3),
-                .from = (const char *)sqlite3_column_text(s, 4),
-                .to = (const char *)sqlite3_column_text(s, 5),
-                .detail = (const char *)sqlite3_column_text(s, 6),
-            };
-            if (!cb(&e, arg)) {
-                rc = SQLITE_DONE;
-                break;
-            }
-        }
-        rs = store_log_rc(c, rc, "reading the event feed") ? STORE_OK : STORE_ERROR;
-        store_done(s);
-    }
-    store_release(st, c);
-    return rs;
+    feed_walk w = {cb, arg};
+    const store_arg a[] = {STORE_INT(after), STORE_INT(limit)};
+    return store_stmt_rows(st, ST_EVENTS_SINCE, a, 2, store_feed_row, &w,
+                           "reading the event feed");
 }
 
 store_status store_events_last(store *st, int64_t *id)

@@ -149,6 +149,67 @@ void store_bind_text(sqlite3_stmt *s, int i, const char *v);
  * in every connection's table; NULL (logged) on failure or a simulated fault. */
 sqlite3_stmt *store_prepare_once(store_conn *c, const char *sql);
 
+/* A write transaction: the writer mutex, then BEGIN IMMEDIATE; NULL (logged)
+ * when it cannot begin. store_write_end commits when rs is STORE_OK, else
+ * rolls back, and returns rs (STORE_ERROR when the commit fails). */
+store_conn *store_write_begin(store *st);
+store_status store_write_end(store *st, store_conn *c, store_status rs);
+
+/* Run a bound one-off (store_prepare_once) statement to its end; finalizes it. */
+bool store_step_once(store_conn *c, sqlite3_stmt *s, const char *what);
+
+/* Binds v, or NULL when v is NULL or empty (optional columns). */
+void store_bind_nonempty(sqlite3_stmt *s, int i, const char *v);
+
+/* One row of a statement being read; false stops the walk (not an error) for
+ * store_rows, and fails the read for store_row_one. */
+typedef bool (*store_row_fn)(sqlite3_stmt *s, void *arg);
+
+/* Step through a bound statement, fn per row, until the rows end or fn
+ * returns false: STORE_OK then, STORE_ERROR (logged as `what`) when a step
+ * fails. The caller resets or finalizes s. */
+store_status store_rows(store_conn *c, sqlite3_stmt *s, store_row_fn fn, void *arg,
+                        const char *what);
+
+/* Step a bound statement once: STORE_OK when fn reads its row,
+ * STORE_NOT_FOUND when there is none, STORE_ERROR (logged) otherwise. */
+store_status store_row_one(store_conn *c, sqlite3_stmt *s, store_row_fn fn, void *arg,
+                           const char *what);
+
+/* A parameter of a kept statement: a text (NULL binds NULL) or, with
+ * is_int, an integer. */
+typedef struct store_arg {
+    const char *text;
+    int64_t i;
+    bool is_int;
+} store_arg;
+#define STORE_TEXT(v) ((store_arg){.text = (v)})
+#define STORE_INT(v) ((store_arg){.i = (v), .is_int = true})
+
+/* Run kept statement id with args[0..n) bound as ?1.., fn per row
+ * (store_rows), on a connection of st. */
+store_status store_stmt_rows(store *st, stmt_id id, const store_arg *args, int n,
+                             store_row_fn fn, void *arg, const char *what);
+
+/* A rarely used SELECT, prepared once, its parameters ?1, ?2 bound to the
+ * texts in arg (as many as the SQL has), its rows read by row(s, ctx). */
+typedef struct store_query {
+    const char *sql;
+    const char *arg[2];
+    store_row_fn row;
+    void *ctx;
+    const char *what; /* for the log: "reading a sweep" */
+} store_query;
+
+/* Run q on a connection of st: every row (store_rows) or the first
+ * (store_row_one, when one). */
+store_status store_select(store *st, const store_query *q, bool one);
+
+/* The integer that the rarely used `sql` selects with texts a1 and a2 as ?1
+ * and ?2 (as many as it has), or -1 (logged as `what`). */
+long long store_int_once(store_conn *c, const char *sql, const char *a1, const char *a2,
+                         const char *what);
+
 /* The one number that statement `id` (with arg as ?1, unless NULL) selects. */
 bool store_query_double(store_conn *c, stmt_id id, const char *arg, double *out);
 
@@ -168,8 +229,12 @@ void store_col_copy(sqlite3_stmt *s, int i, char *dst, size_t cap);
 /* Fill *job from a row selected with JOB_COLUMNS. */
 void store_row_to_job(sqlite3_stmt *s, store_job *job);
 
-/* Step through a bound statement, one callback per row. */
-store_status store_iterate(store_conn *c, sqlite3_stmt *s, store_job_cb cb, void *arg);
+/* Run kept statement id (args as in store_stmt_rows), one job per row. */
+store_status store_stmt_jobs(store *st, stmt_id id, const store_arg *args, int n,
+                             store_job_cb cb, void *arg);
+
+/* The number of queued jobs of job_id's owner, or -1 (logged). */
+long long store_owner_queued_of(store_conn *c, const char *job_id);
 
 /* ---- store_events.c -------------------------------------------------------- */
 /* Record a transition of job id inside the caller's transaction. */

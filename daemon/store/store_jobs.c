@@ -233,13 +233,9 @@ store_status store_job_submit(store *st, const store_new_job *nj, int max_queued
 
 /* ---- reads ----------------------------------------------------------------- */
 
-/* Reads the row a single-row query found into out; false if it cannot
- * (out of memory). */
-typedef bool (*store_row_reader)(sqlite3_stmt *s, void *out);
-
 /* Run single-row query `id` with `key` bound as ?1: STORE_OK with the row
  * read into out, STORE_NOT_FOUND when there is none. */
-static store_status store_read_one(store *st, stmt_id id, const char *key, store_row_reader read,
+static store_status store_read_one(store *st, stmt_id id, const char *key, store_row_fn read,
                                    void *out)
 {
     store_conn *c = store_acquire(st);
@@ -247,13 +243,7 @@ static store_status store_read_one(store *st, stmt_id id, const char *key, store
     sqlite3_stmt *s = store_stmt(c, id);
     if (s) {
         store_bind_text(s, 1, key);
-        int rc = sqlite3_step(s);
-        if (rc == SQLITE_ROW)
-            rs = read(s, out) ? STORE_OK : STORE_ERROR;
-        else if (rc == SQLITE_DONE)
-            rs = STORE_NOT_FOUND;
-        else
-            store_log_rc(c, rc, store_stmt_sql[id]);
+        rs = store_row_one(c, s, read, out, store_stmt_sql[id]);
         store_done(s);
     }
     store_release(st, c);
@@ -300,10 +290,7 @@ store_status store_job_ids_by_prefix(store *st, const char *owner, const char *p
     if (s) {
         store_bind_text(s, 1, prefix);
         store_bind_text(s, 2, upper);
-        if (owner)
-            store_bind_text(s, 3, owner);
-        else
-            sqlite3_bind_null(s, 3);
+        store_bind_text(s, 3, owner);
         sqlite3_bind_int(s, 4, max);
         int rc;
         while ((rc = sqlite3_step(s)) == SQLITE_ROW && *n < max)
@@ -335,28 +322,36 @@ int store_owner_active(store *st, const char *owner)
     return (int)n;
 }
 
-/* Step through a bound statement, one callback per row. */
-store_status store_iterate(store_conn *c, sqlite3_stmt *s, store_job_cb cb, void *arg)
+/* A job callback and its argument, for store_rows. */
+typedef struct job_walk {
+    store_job_cb cb;
+    void *arg;
+} job_walk;
+
+static bool store_job_walk_row(sqlite3_stmt *s, void *walk)
 {
-    store_status rs = STORE_OK;
-    for (;;) {
-        int rc = sqlite3_step(s);
-        if (rc == SQLITE_DONE)
-            break;
-        if (rc != SQLITE_ROW) {
-            store_log_rc(c, rc, "listing jobs");
-            rs = STORE_ERROR;
-            break;
-        }
-        store_job job;
-        store_row_to_job(s, &job);
-        bool more = cb(&job, arg);
-        store_job_clear(&job);
-        if (!more)
-            break;
-    }
+    const job_walk *w = walk;
+    store_job job;
+    store_row_to_job(s, &job);
+    bool more = w->cb(&job, w->arg);
+    store_job_clear(&job);
+    return more;
+}
+
+/* Step through a bound statement, one job per row; resets it. */
+static store_status store_iterate(store_conn *c, sqlite3_stmt *s, store_job_cb cb, void *arg)
+{
+    job_walk w = {cb, arg};
+    store_status rs = store_rows(c, s, store_job_walk_row, &w, "listing jobs");
     store_done(s);
     return rs;
+}
+
+store_status store_stmt_jobs(store *st, stmt_id id, const store_arg *args, int n,
+                             store_job_cb cb, void *arg)
+{
+    job_walk w = {cb, arg};
+    return store_stmt_rows(st, id, args, n, store_job_walk_row, &w, "listing jobs");
 }
 
 /* ---- transitions ------------------------------------------------------------ */
@@ -462,14 +457,8 @@ static void store_bind_starting(sqlite3_stmt *s, const void *arg)
 {
     const starting_args *a = arg;
     sqlite3_bind_double(s, 2, a->now);
-    if (a->gpu_devices && a->gpu_devices[0])
-        store_bind_text(s, 3, a->gpu_devices);
-    else
-        sqlite3_bind_null(s, 3);
-    if (a->hosts && a->hosts[0])
-        store_bind_text(s, 4, a->hosts);
-    else
-        sqlite3_bind_null(s, 4);
+    store_bind_nonempty(s, 3, a->gpu_devices);
+    store_bind_nonempty(s, 4, a->hosts);
 }
 
 store_status store_job_mark_starting(store *st, const char *id, const char *gpu_devices,
@@ -508,10 +497,7 @@ static void store_bind_slurm(sqlite3_stmt *s, const void *arg)
 {
     const slurm_args *a = arg;
     sqlite3_bind_int64(s, 2, a->slurm_id);
-    if (a->reason && a->reason[0])
-        store_bind_text(s, 3, a->reason);
-    else
-        sqlite3_bind_null(s, 3);
+    store_bind_nonempty(s, 3, a->reason);
 }
 
 store_status store_job_set_slurm(store *st, const char *id, long slurm_id, const char *reason,
@@ -698,11 +684,11 @@ static store_status store_pick_apply(store *st, stmt_id pick, stmt_id act,
     *n = 0;
     if (max < 1)
         return STORE_OK;
-    store_conn *c = store_acquire(st);
-    pthread_mutex_lock(&st->write_lock);
-    bool ok = store_begin(c);
-    sqlite3_stmt *s = ok ? store_stmt(c, pick) : NULL;
-    ok = s != NULL;
+    store_conn *c = store_write_begin(st);
+    if (!c)
+        return STORE_ERROR;
+    sqlite3_stmt *s = store_stmt(c, pick);
+    bool ok = s != NULL;
     if (ok) {
         sqlite3_bind_double(s, 1, before);
         sqlite3_bind_int(s, 2, max);
@@ -714,15 +700,10 @@ static store_status store_pick_apply(store *st, stmt_id pick, stmt_id act,
     }
     for (int i = 0; ok && i < *n; i++)
         ok = apply(c, act, ids[i]);
-    if (ok)
-        ok = store_commit(c);
-    if (!ok) {
-        store_rollback(c);
+    store_status rs = store_write_end(st, c, ok ? STORE_OK : STORE_ERROR);
+    if (rs != STORE_OK)
         *n = 0;
-    }
-    pthread_mutex_unlock(&st->write_lock);
-    store_release(st, c);
-    return ok ? STORE_OK : STORE_ERROR;
+    return rs;
 }
 
 store_status store_prune_finished(store *st, double before, int max,
@@ -782,46 +763,46 @@ store_status store_mark_files_removed(store *st, double before, int max,
 
 /* ---- resume (POST /api/v1/jobs/{id}/resume) --------------------------------- */
 
+long long store_owner_queued_of(store_conn *c, const char *job_id)
+{
+    return store_int_once(c, "SELECT COUNT(*) FROM jobs WHERE state = 'queued' AND "
+                             "owner = (SELECT owner FROM jobs WHERE id = ?1)",
+                          job_id, NULL, "counting queued jobs");
+}
+
+/* Whether job id may be resumed: STORE_CONFLICT unless it failed, was
+ * cancelled or timed out; STORE_LIMIT when its owner has max_queued jobs
+ * queued (0: no limit). Its state into *from. */
+static store_status store_may_resume(store_conn *c, const char *id, int max_queued,
+                                     job_state *from)
+{
+    store_status rs = store_state_of(c, id, from);
+    if (rs != STORE_OK)
+        return rs;
+    if (*from != JOB_FAILED && *from != JOB_CANCELLED && *from != JOB_TIMEOUT)
+        return STORE_CONFLICT;
+    if (max_queued <= 0)
+        return STORE_OK;
+    long long queued = store_owner_queued_of(c, id);
+    if (queued < 0)
+        return STORE_ERROR;
+    return queued >= max_queued ? STORE_LIMIT : STORE_OK;
+}
+
 store_status store_job_resume(store *st, const char *id, int max_queued, const char *detail,
                               double now)
 {
-    store_conn *c = store_acquire(st);
-    store_status rs = STORE_ERROR;
-    pthread_mutex_lock(&st->write_lock);
+    store_conn *c = store_write_begin(st);
+    if (!c)
+        return STORE_ERROR;
     job_state from;
-    sqlite3_stmt *s = NULL;
-    if (!store_begin(c))
-        goto out;
-    rs = store_state_of(c, id, &from);
+    store_status rs = store_may_resume(c, id, max_queued, &from);
     if (rs != STORE_OK)
-        goto out;
-    rs = STORE_ERROR;
-    if (from != JOB_FAILED && from != JOB_CANCELLED && from != JOB_TIMEOUT) {
-        rs = STORE_CONFLICT;
-        goto out;
-    }
-    if (max_queued > 0) {
-        s = store_prepare_once(c, "SELECT COUNT(*) FROM jobs WHERE state = 'queued' AND "
-                                  "owner = (SELECT owner FROM jobs WHERE id = ?1)");
-        if (!s)
-            goto out;
-        store_bind_text(s, 1, id);
-        int rc = sqlite3_step(s);
-        long long queued = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : -1;
-        sqlite3_finalize(s);
-        if (queued < 0) {
-            store_log_rc(c, rc, "counting queued jobs");
-            goto out;
-        }
-        if (queued >= max_queued) {
-            rs = STORE_LIMIT;
-            goto out;
-        }
-    }
+        return store_write_end(st, c, rs);
     /* Back to a queued job as submit makes one, with its start tag at the
      * scheduler's clock (its old tag would put it ahead of every job queued
      * since); migration 0008's trigger counts it as queued again. */
-    s = store_prepare_once(
+    sqlite3_stmt *s = store_prepare_once(
         c, "UPDATE jobs SET state = 'queued', vstart = (SELECT value FROM meta WHERE key = "
            "'vclock'), started_at = NULL, finished_at = NULL, exit_code = NULL, error = NULL, "
            "supervisor_pid = NULL, supervisor_start = NULL, sid = NULL, stop_reason = NULL, "
@@ -829,17 +810,9 @@ store_status store_job_resume(store *st, const char *id, int max_queued, const c
            "gpu_devices = NULL, hosts = NULL, slurm_id = NULL, slurm_reason = NULL "
            "WHERE id = ?1 AND state IN ('failed', 'cancelled', 'timeout')");
     if (!s)
-        goto out;
+        return store_write_end(st, c, STORE_ERROR);
     store_bind_text(s, 1, id);
-    int rc = sqlite3_step(s);
-    sqlite3_finalize(s);
-    if (store_log_rc(c, rc, "resuming a job") &&
-        store_event(c, id, now, job_state_name(from), "queued", detail) && store_commit(c))
-        rs = STORE_OK;
-out:
-    if (rs != STORE_OK)
-        store_rollback(c);
-    pthread_mutex_unlock(&st->write_lock);
-    store_release(st, c);
-    return rs;
+    bool ok = store_step_once(c, s, "resuming a job") &&
+              store_event(c, id, now, job_state_name(from), "queued", detail);
+    return store_write_end(st, c, ok ? STORE_OK : STORE_ERROR);
 }

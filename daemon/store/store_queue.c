@@ -292,15 +292,8 @@ int store_page_owner_active(const store_page *page, const char *owner)
 
 store_status store_queue_scan(store *st, int limit, store_job_cb cb, void *arg)
 {
-    store_conn *c = store_acquire(st);
-    store_status rs = STORE_ERROR;
-    sqlite3_stmt *s = store_stmt(c, ST_QUEUE_SCAN);
-    if (s) {
-        sqlite3_bind_int(s, 1, limit);
-        rs = store_iterate(c, s, cb, arg);
-    }
-    store_release(st, c);
-    return rs;
+    const store_arg a[] = {STORE_INT(limit)};
+    return store_stmt_jobs(st, ST_QUEUE_SCAN, a, 1, cb, arg);
 }
 
 store_status store_queue_scan_startable(store *st, int limit, int max_running,
@@ -308,27 +301,13 @@ store_status store_queue_scan_startable(store *st, int limit, int max_running,
 {
     if (max_running <= 0)
         return store_queue_scan(st, limit, cb, arg);
-    store_conn *c = store_acquire(st);
-    store_status rs = STORE_ERROR;
-    sqlite3_stmt *s = store_stmt(c, ST_QUEUE_SCAN_STARTABLE);
-    if (s) {
-        sqlite3_bind_int(s, 1, limit);
-        sqlite3_bind_int(s, 2, max_running);
-        rs = store_iterate(c, s, cb, arg);
-    }
-    store_release(st, c);
-    return rs;
+    const store_arg a[] = {STORE_INT(limit), STORE_INT(max_running)};
+    return store_stmt_jobs(st, ST_QUEUE_SCAN_STARTABLE, a, 2, cb, arg);
 }
 
 store_status store_active_jobs(store *st, store_job_cb cb, void *arg)
 {
-    store_conn *c = store_acquire(st);
-    store_status rs = STORE_ERROR;
-    sqlite3_stmt *s = store_stmt(c, ST_ACTIVE);
-    if (s)
-        rs = store_iterate(c, s, cb, arg);
-    store_release(st, c);
-    return rs;
+    return store_stmt_jobs(st, ST_ACTIVE, NULL, 0, cb, arg);
 }
 
 store_status store_counts(store *st, long counts[JOB_STATE_COUNT])

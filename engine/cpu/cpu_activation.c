@@ -80,6 +80,29 @@ static void cpu_activation_forward(backend *be, spec_activation act, long rows, 
                  cpu_act_forward_rows, &j);
 }
 
+/* g = dy * act'(y) from the output y, written once for the two loops below;
+ * DY is the expression of the incoming gradient at c (g[c] in place). */
+#define CPU_ACT_BACKWARD_LOOPS(act, y, DY, g, n)                                          \
+    switch (act) {                                                                       \
+    case ACT_RELU:                                                                       \
+        for (long c = 0; c < (n); c++)                                                   \
+            (g)[c] = (y)[c] > 0.0f ? (DY) : 0.0f;                                        \
+        return;                                                                          \
+    case ACT_SIGMOID:                                                                    \
+        for (long c = 0; c < (n); c++)                                                   \
+            (g)[c] = (DY) * (y)[c] * (1.0f - (y)[c]);                                    \
+        return;                                                                          \
+    case ACT_TANH:                                                                       \
+        for (long c = 0; c < (n); c++)                                                   \
+            (g)[c] = (DY) * (1.0f - (y)[c] * (y)[c]);                                    \
+        return;                                                                          \
+    case ACT_SOFTMAX:                                                                    \
+    case ACT_NONE:                                                                       \
+    case ACT_GELU: /* from the input only: gelu_backward */                              \
+    case ACT_GELU_EXACT:                                                                 \
+        return;                                                                          \
+    }
+
 /* g *= act'(y) in place (the conv and dense layers' common case): its own
  * loops, because a loop reading dy and writing g == dy fails the compiler's
  * overlap check and runs scalar. */
@@ -87,25 +110,7 @@ CPU_SIMD_CLONES
 static void act_backward_inplace(spec_activation act, const float *restrict y,
                                  float *restrict g, long n)
 {
-    switch (act) {
-    case ACT_RELU:
-        for (long c = 0; c < n; c++)
-            g[c] = y[c] > 0.0f ? g[c] : 0.0f;
-        return;
-    case ACT_SIGMOID:
-        for (long c = 0; c < n; c++)
-            g[c] = g[c] * y[c] * (1.0f - y[c]);
-        return;
-    case ACT_TANH:
-        for (long c = 0; c < n; c++)
-            g[c] = g[c] * (1.0f - y[c] * y[c]);
-        return;
-    case ACT_SOFTMAX:
-    case ACT_NONE:
-    case ACT_GELU:       /* from the input only: gelu_backward */
-    case ACT_GELU_EXACT:
-        return;
-    }
+    CPU_ACT_BACKWARD_LOOPS(act, y, g[c], g, n)
 }
 
 /* g = dy * act'(y) into a g apart from dy. restrict and the SIMD clones
@@ -117,25 +122,7 @@ CPU_SIMD_CLONES
 static void act_backward_apart(spec_activation act, const float *restrict y,
                                const float *restrict dy, float *restrict g, long n)
 {
-    switch (act) {
-    case ACT_RELU:
-        for (long c = 0; c < n; c++)
-            g[c] = y[c] > 0.0f ? dy[c] : 0.0f;
-        return;
-    case ACT_SIGMOID:
-        for (long c = 0; c < n; c++)
-            g[c] = dy[c] * y[c] * (1.0f - y[c]);
-        return;
-    case ACT_TANH:
-        for (long c = 0; c < n; c++)
-            g[c] = dy[c] * (1.0f - y[c] * y[c]);
-        return;
-    case ACT_SOFTMAX:
-    case ACT_NONE:
-    case ACT_GELU:       /* from the input only: gelu_backward */
-    case ACT_GELU_EXACT:
-        return;
-    }
+    CPU_ACT_BACKWARD_LOOPS(act, y, dy[c], g, n)
 }
 
 /* g = dy * act'(y) for one row. */

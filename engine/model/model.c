@@ -579,8 +579,10 @@ static void model_upload_batch(model *m, int batch)
     m->be->upload(m->be, m->targets, m->host_t, (long)batch * m->n_out);
 }
 
-int model_load_batch(model *m, const dataset *d, const int64_t *idx, int batch, char *err,
-                     size_t errlen)
+/* Stage samples idx[0..batch) on the host: their targets and inputs
+ * (model_upload_batch sends them). */
+static int model_stage_batch(model *m, const dataset *d, const int64_t *idx, int batch,
+                             char *err, size_t errlen)
 {
     if (model_check_batch(m, d, batch, err, errlen) < 0)
         return -1;
@@ -588,7 +590,14 @@ int model_load_batch(model *m, const dataset *d, const int64_t *idx, int batch, 
         if (model_stage_target(m, d, (long)idx[r], r, err, errlen) < 0)
             return -1;
     model_gather(m, d, idx, 0, batch);
-    if (model_stage_lengths(m, d, idx, 0, batch, err, errlen) < 0)
+    return 0;
+}
+
+int model_load_batch(model *m, const dataset *d, const int64_t *idx, int batch, char *err,
+                     size_t errlen)
+{
+    if (model_stage_batch(m, d, idx, batch, err, errlen) < 0 ||
+        model_stage_lengths(m, d, idx, 0, batch, err, errlen) < 0)
         return -1;
     model_upload_batch(m, batch);
     return 0;
@@ -600,12 +609,8 @@ int model_load_train_batch(model *m, const dataset *d, const int64_t *idx, int b
     const spec_augment *a = &m->spec->data.augment;
     if (!dataset_augment_on(a))
         return model_load_batch(m, d, idx, batch, err, errlen);
-    if (model_check_batch(m, d, batch, err, errlen) < 0)
+    if (model_stage_batch(m, d, idx, batch, err, errlen) < 0)
         return -1;
-    for (int r = 0; r < batch; r++)
-        if (model_stage_target(m, d, (long)idx[r], r, err, errlen) < 0)
-            return -1;
-    model_gather(m, d, idx, 0, batch);
     for (int r = 0; r < batch; r++)
         dataset_augment_sample(a, &m->spec->input, m->spec->training.seed, epoch, idx[r],
                                m->host_x + (long)r * m->in_size);

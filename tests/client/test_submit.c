@@ -41,6 +41,18 @@ static int dry_run(const char *path, cli_error *err)
     return cmd_submit(&ctx, 3, argv, err);
 }
 
+/* punch submit --dry-run PATH refuses it with exit code `code` and a
+ * message that holds `names` (unless NULL) and `why`. */
+static void assert_dry_run_refused(const char *path, int code, const char *names,
+                                   const char *why)
+{
+    cli_error err;
+    assert_int_equal(dry_run(path, &err), code);
+    if (names)
+        assert_non_null(strstr(err.msg, names));
+    assert_non_null(strstr(err.msg, why));
+}
+
 /* A sparse file of size bytes (all zeros) in tmpdir; returns its path. */
 static const char *sparse_file(const char *name, off_t size)
 {
@@ -53,14 +65,21 @@ static const char *sparse_file(const char *name, off_t size)
     return path;
 }
 
-static void test_valid_spec_passes(void **state)
+/* The path of the test job mlp-small.json into path; skips the test when
+ * PUNCH_SOURCE_ROOT does not say where the sources are. */
+static void job_path(char *path, size_t cap)
 {
-    (void)state;
     const char *root = getenv("PUNCH_SOURCE_ROOT");
     if (root == NULL)
         skip();
+    snprintf(path, cap, "%s/tests/client/jobs/mlp-small.json", root);
+}
+
+static void test_valid_spec_passes(void **state)
+{
+    (void)state;
     char path[4096];
-    snprintf(path, sizeof path, "%s/tests/client/jobs/mlp-small.json", root);
+    job_path(path, sizeof path);
     cli_error err;
     assert_int_equal(dry_run(path, &err), PUNCH_EXIT_OK);
 }
@@ -70,35 +89,25 @@ static void test_missing_file_names_it(void **state)
     (void)state;
     char path[256];
     snprintf(path, sizeof path, "%s/missing.json", tmpdir);
-    cli_error err;
-    assert_int_equal(dry_run(path, &err), PUNCH_EXIT_LOCAL);
-    assert_non_null(strstr(err.msg, path));
-    assert_non_null(strstr(err.msg, "No such file"));
+    assert_dry_run_refused(path, PUNCH_EXIT_LOCAL, path, "No such file");
 }
 
 static void test_directory_is_refused(void **state)
 {
     (void)state;
-    cli_error err;
-    assert_int_equal(dry_run(tmpdir, &err), PUNCH_EXIT_LOCAL);
-    assert_non_null(strstr(err.msg, tmpdir));
-    assert_non_null(strstr(err.msg, "not a regular file"));
+    assert_dry_run_refused(tmpdir, PUNCH_EXIT_LOCAL, tmpdir, "not a regular file");
 }
 
 static void test_too_large_is_an_invalid_spec(void **state)
 {
     (void)state;
-    cli_error err;
     /* Over the spec library's limit (16 MiB): read, then refused by it. */
     const char *big = sparse_file("big.json", (off_t)17 << 20);
-    assert_int_equal(dry_run(big, &err), PUNCH_EXIT_USAGE);
-    assert_non_null(strstr(err.msg, "the limit is"));
+    assert_dry_run_refused(big, PUNCH_EXIT_USAGE, NULL, "the limit is");
     unlink(big);
     /* Far over: refused before it is read, with the same exit code. */
     const char *huge = sparse_file("huge.json", ((off_t)64 << 20) + 1);
-    assert_int_equal(dry_run(huge, &err), PUNCH_EXIT_USAGE);
-    assert_non_null(strstr(err.msg, "huge.json"));
-    assert_non_null(strstr(err.msg, "too large"));
+    assert_dry_run_refused(huge, PUNCH_EXIT_USAGE, "huge.json", "too large");
     unlink(huge);
 }
 
@@ -107,11 +116,8 @@ static void test_too_large_is_an_invalid_spec(void **state)
 static void test_pipe_is_read(void **state)
 {
     (void)state;
-    const char *root = getenv("PUNCH_SOURCE_ROOT");
-    if (root == NULL)
-        skip();
     char path[4096];
-    snprintf(path, sizeof path, "%s/tests/client/jobs/mlp-small.json", root);
+    job_path(path, sizeof path);
     FILE *f = fopen(path, "rb");
     assert_non_null(f);
     char spec[4096];

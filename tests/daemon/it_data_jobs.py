@@ -12,7 +12,6 @@ import io
 import json
 import os
 import re
-import subprocess
 
 import punchtest
 from punchtest import Daemon, check, expect_error, require
@@ -127,7 +126,7 @@ def files(d):
         check("passwd" not in e["error"] or bad.startswith("planted"), e)
     # punch fetch --all: the same files (the planted links are not), same bytes.
     out = os.path.join(d.tmp, "fetched")
-    p = punch(d, "alice", "fetch", jid, "--all", "-o", out)
+    p = d.punch("alice", "fetch", jid, "--all", "-o", out)
     check(p.returncode == 0, "punch fetch --all: %d %s %s" % (p.returncode, p.stdout, p.stderr))
     for path in on_disk:
         if path in ("progress.jsonl", "train.log"):
@@ -209,7 +208,7 @@ def predict(d):
           "NCHW input")
     infile, outfile = os.path.join(d.tmp, "in.npy"), os.path.join(d.tmp, "out.npy")
     np.save(infile, xt[:50])
-    proc = punch(d, "alice", "predict", jid, infile, "-o", outfile)
+    proc = d.punch("alice", "predict", jid, infile, "-o", outfile)
     check(proc.returncode == 0, "punch predict: %s %s" % (proc.stdout, proc.stderr))
     check(np.array_equal(np.load(outfile), p[:50]), "punch predict's output")
     e = expect_error(d.req("POST", "/api/v1/jobs/%s/predict" % jid, "alice",
@@ -221,7 +220,7 @@ def predict(d):
                        body=npy_bytes(np.zeros((5000, 16), np.uint8))), 413, "over predict_max")
     expect_error(d.req("POST", "/api/v1/jobs/%s/predict" % jid, "bob", body=npy_bytes(xt)),
                  404, "bob predicts with alice's job")
-    proc = punch(d, "bob", "predict", jid, infile, "-o", outfile + ".bob")
+    proc = d.punch("bob", "predict", jid, infile, "-o", outfile + ".bob")
     check(proc.returncode == 5 and not os.path.exists(outfile + ".bob"), proc.stderr)
     # Large inputs: a job with "task": "predict" over an upload.
     spec = job(train=None)
@@ -235,14 +234,6 @@ def predict(d):
           "the predict job's predictions.npy = the request's")
     left = os.listdir(os.path.join(d.data_dir, "tmp"))
     check(not left, "temporary files left: %s" % left)
-
-
-def punch(d, user, *args):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PUNCH_")}
-    env.update(PUNCH_URL=d.url, PUNCH_SECRET=d.secrets[user], HOME=d.tmp)
-    exe = os.environ.get("PUNCH") or punchtest.build_path("client", "punch")
-    return subprocess.run([exe] + list(args), capture_output=True, text=True, env=env,
-                          timeout=60)
 
 
 def foreign(d):

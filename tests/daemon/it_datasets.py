@@ -10,7 +10,6 @@ import hashlib
 import io
 import os
 import struct
-import subprocess
 
 import punchtest
 from punchtest import Daemon, check, expect_error
@@ -111,7 +110,7 @@ def site_list(d):
     r = d.req("GET", "/api/v1/datasets?site=1&limit=2", "alice").json()
     check(len(r["datasets"]) == 2 and r["truncated"] is True, r)
     expect_error(d.req("GET", "/api/v1/datasets?site=1&limit=0", "alice"), 400, "limit 0")
-    p = punch(d, "bob", "data", "list", "--site")
+    p = d.punch("bob", "data", "list", "--site")
     check(p.returncode == 0 and "pets/tiny" in p.stdout and "images [5,4,4] labels [5]"
           in p.stdout and "6 site datasets" in p.stdout, p.stdout + p.stderr)
 
@@ -360,14 +359,6 @@ def delete(d):
     expect_error(d.req("DELETE", "/api/v1/datasets/fm", "alice"), 404, "deleted twice")
 
 
-def punch(d, user, *args):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PUNCH_")}
-    env.update(PUNCH_URL=d.url, PUNCH_SECRET=d.secrets[user], HOME=d.tmp)
-    exe = os.environ.get("PUNCH") or punchtest.build_path("client", "punch")
-    return subprocess.run([exe] + list(args), capture_output=True, text=True, env=env,
-                          timeout=60)
-
-
 def punch_data(d):
     x, y = images(200)
     path = os.path.join(d.tmp, "mine.npz")
@@ -375,31 +366,31 @@ def punch_data(d):
         f.write(npz_bytes(x_train=x, y_train=y))
     with open(path, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()
-    p = punch(d, "alice", "data", "push", path)
+    p = d.punch("alice", "data", "push", path)
     check(p.returncode == 0, "push: %d %s %s" % (p.returncode, p.stdout, p.stderr))
     check("sha256 here:   " + digest in p.stdout and "sha256 server: " + digest in p.stdout
           and "match" in p.stdout and "200 records" in p.stdout, p.stdout)
-    p = punch(d, "alice", "data", "push", path, "other")
+    p = d.punch("alice", "data", "push", path, "other")
     check(p.returncode == 0 and "other: npz" in p.stdout, p.stdout + p.stderr)
-    p = punch(d, "alice", "data", "list")
+    p = d.punch("alice", "data", "list")
     check(p.returncode == 0 and "mine.npz" in p.stdout and "other" in p.stdout
           and digest in p.stdout, p.stdout)
-    p = punch(d, "bob", "data", "list")
+    p = d.punch("bob", "data", "list")
     check(p.returncode == 0 and "mine.npz" not in p.stdout, p.stdout)
-    p = punch(d, "bob", "data", "rm", "other")
+    p = d.punch("bob", "data", "rm", "other")
     check(p.returncode == 5, "bob removes alice's: %d %s" % (p.returncode, p.stderr))
     bad = os.path.join(d.tmp, "bad.npz")
     with open(path, "rb") as f, open(bad, "wb") as g:
         g.write(f.read()[:3000])
-    p = punch(d, "alice", "data", "push", bad)
+    p = d.punch("alice", "data", "push", bad)
     check(p.returncode == 2 and "npz: " in p.stderr, "truncated: %d %s" % (p.returncode,
                                                                           p.stderr))
-    p = punch(d, "alice", "data", "push", os.path.join(d.tmp, "missing.npz"))
+    p = d.punch("alice", "data", "push", os.path.join(d.tmp, "missing.npz"))
     check(p.returncode == 9, "missing file: %d %s" % (p.returncode, p.stderr))
     for name in ("mine.npz", "other"):
-        p = punch(d, "alice", "data", "rm", name)
+        p = d.punch("alice", "data", "rm", name)
         check(p.returncode == 0 and "deleted" in p.stdout, p.stdout + p.stderr)
-    p = punch(d, "alice", "data", "list")
+    p = d.punch("alice", "data", "list")
     check("mine.npz" not in p.stdout, p.stdout)
 
 

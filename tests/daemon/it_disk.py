@@ -15,14 +15,7 @@ from punchtest import (FINAL_STATES, QUICK_JOB, Daemon, check, expect_error, job
 
 # A job named "fill" writes 4 MiB into its run directory; every job then
 # waits for OUT/release (60 s at most).
-FILLER = """#!/bin/sh
-spec="$1"
-out=""
-while [ $# -gt 0 ]; do
-  [ "$1" = "--out" ] && out="$2"
-  shift
-done
-if grep -q '"name":"fill"' "$spec"; then
+FILLER = punchtest.stand_in_engine("""if grep -q '"name":"fill"' "$spec"; then
   head -c 4194304 /dev/urandom > "$out/filler.bin"
 fi
 if grep -q '"name":"ckpt"' "$spec"; then
@@ -31,7 +24,7 @@ if grep -q '"name":"ckpt"' "$spec"; then
 fi
 i=0
 while [ ! -e "$out/release" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
-"""
+""")
 
 
 def cases():

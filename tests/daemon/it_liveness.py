@@ -11,13 +11,7 @@ from punchtest import FINAL_STATES, QUICK_JOB, Daemon, check, job_like
 
 # Reports when its job is named "reporter", else hangs (as a rank blocked on
 # a lost host does) for at most 60 s.
-ENGINE = """#!/bin/sh
-out=""
-while [ $# -gt 0 ]; do
-  [ "$1" = "--out" ] && out="$2"
-  shift
-done
-if grep -q '"reporter"' "$out/job.json"; then
+ENGINE = punchtest.stand_in_engine("""if grep -q '"reporter"' "$out/job.json"; then
   i=0
   while [ $i -lt 40 ]; do
     echo '{"event":"step"}' >> "$out/progress.jsonl"
@@ -27,7 +21,7 @@ if grep -q '"reporter"' "$out/job.json"; then
   exit 0
 fi
 sleep 60
-"""
+""")
 
 
 def cases():

@@ -11,16 +11,10 @@ import punchtest
 from punchtest import FINAL_STATES, QUICK_JOB, Daemon, check, expect_error, job_like, wait_for
 
 # Writes the files a download serves, then ends.
-ENGINE = """#!/bin/sh
-out=""
-while [ $# -gt 0 ]; do
-  [ "$1" = "--out" ] && out="$2"
-  shift
-done
-printf 'weights' > "$out/weights.safetensors"
+ENGINE = punchtest.stand_in_engine("""printf 'weights' > "$out/weights.safetensors"
 printf '{"epochs": []}' > "$out/history.json"
 echo "epoch 1" >> "$out/train.log"
-"""
+""")
 
 DOWNLOADS = ["weights", "history", "logs", "files", "files/weights.safetensors"]
 

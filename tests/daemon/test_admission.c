@@ -51,42 +51,49 @@ static void test_fits(void **state)
     /* The whole cluster is enough: what is busy now does not matter here. */
     assert_true(admission_check(&d, 3, 2, 1, &field, why, sizeof why));
     assert_string_equal(field, "untouched");
-}
-
-static void test_too_many_ranks(void **state)
-{
-    (void)state;
-    daemon_ctx d = sized(4, 2, 1);
-    assert_refused(&d, 5, 0, 4, "distributed.workers",
-                   "distributed.workers: the job needs 5 MPI ranks but this cluster has 4 "
-                   "slots; it could never run");
-    /* Slots are judged first. */
-    d = sized(2, 0, 1);
-    assert_refused(&d, 3, 1, 3, "distributed.workers",
-                   "distributed.workers: the job needs 3 MPI ranks but this cluster has 2 "
-                   "slots; it could never run");
-}
-
-static void test_too_many_gpus(void **state)
-{
-    (void)state;
-    daemon_ctx d = sized(8, 2, 1);
-    assert_refused(&d, 2, 3, 1, "resources.gpus",
-                   "resources.gpus: the job needs 3 GPUs (3 per worker x 1 worker) but this "
-                   "cluster has 2 (--gpus 2 on each of 1 host); it could never run");
-    /* Singular GPU, a cluster without any. */
-    d = sized(8, 0, 1);
-    assert_refused(&d, 1, 1, 1, "resources.gpus",
-                   "resources.gpus: the job needs 1 GPU (1 per worker x 1 worker) but this "
-                   "cluster has 0 (--gpus 0 on each of 1 host); it could never run");
-    /* Several workers on several hosts: GPUs are per worker, summed. */
+    /* Several workers on several hosts, one GPU each. */
     d = sized(8, 1, 2);
-    const char *field;
-    char why[256];
     assert_true(admission_check(&d, 3, 1, 2, &field, why, sizeof why));
-    assert_refused(&d, 3, 2, 2, "resources.gpus",
-                   "resources.gpus: the job needs 4 GPUs (2 per worker x 2 workers) but this "
-                   "cluster has 2 (--gpus 1 on each of 2 hosts); it could never run");
+}
+
+/* A cluster (slots, GPUs per host, hosts), a job (ranks, GPUs per worker,
+ * workers) it can never run, and the field and text of the refusal: too
+ * many ranks, then too many GPUs. */
+typedef struct refusal {
+    int slots, gpus_per_host, hosts;
+    int ranks, gpus_per_worker, workers;
+    const char *field, *why;
+} refusal;
+
+static const refusal refusals[] = {
+    {4, 2, 1, 5, 0, 4, "distributed.workers",
+     "distributed.workers: the job needs 5 MPI ranks but this cluster has 4 "
+     "slots; it could never run"},
+    /* Slots are judged first. */
+    {2, 0, 1, 3, 1, 3, "distributed.workers",
+     "distributed.workers: the job needs 3 MPI ranks but this cluster has 2 "
+     "slots; it could never run"},
+    {8, 2, 1, 2, 3, 1, "resources.gpus",
+     "resources.gpus: the job needs 3 GPUs (3 per worker x 1 worker) but this "
+     "cluster has 2 (--gpus 2 on each of 1 host); it could never run"},
+    /* Singular GPU, a cluster without any. */
+    {8, 0, 1, 1, 1, 1, "resources.gpus",
+     "resources.gpus: the job needs 1 GPU (1 per worker x 1 worker) but this "
+     "cluster has 0 (--gpus 0 on each of 1 host); it could never run"},
+    /* Several workers on several hosts: GPUs are per worker, summed. */
+    {8, 1, 2, 3, 2, 2, "resources.gpus",
+     "resources.gpus: the job needs 4 GPUs (2 per worker x 2 workers) but this "
+     "cluster has 2 (--gpus 1 on each of 2 hosts); it could never run"},
+};
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++) {
+        const refusal *r = &refusals[i];
+        daemon_ctx d = sized(r->slots, r->gpus_per_host, r->hosts);
+        assert_refused(&d, r->ranks, r->gpus_per_worker, r->workers, r->field, r->why);
+    }
 }
 
 /* With the hosts known (d->cl), a worker's GPUs must be on its own host:
@@ -132,8 +139,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fits),
-        cmocka_unit_test(test_too_many_ranks),
-        cmocka_unit_test(test_too_many_gpus),
+        cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_gpus_per_host),
         cmocka_unit_test(test_truncation),
     };

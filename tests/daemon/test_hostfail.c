@@ -19,33 +19,38 @@
 
 static const char *const job_hosts[] = {"h2", "h3"};
 
+/* Open MPI's banner when its daemons (orted) do not start or die: the part
+ * that names no host, common to the outputs below. */
+#define ORTE_START_FAILED \
+    "--------------------------------------------------------------------------\n" \
+    "ORTE was unable to reliably start one or more daemons.\n" \
+    "This usually is caused by:\n" \
+    "\n" \
+    "* not finding the required libraries and/or binaries on\n" \
+    "  one or more nodes. Please check your PATH and LD_LIBRARY_PATH\n" \
+    "  settings, or configure OMPI with --enable-orterun-prefix-by-default\n" \
+    "\n" \
+    "* lack of authority to execute on one or more specified nodes.\n" \
+    "  Please verify your allocation and authorities.\n" \
+    "\n" \
+    "* the inability to write startup files into /tmp (--tmpdir/orte_tmpdir_base).\n" \
+    "  Please check with your sys admin to determine the correct location to use.\n" \
+    "\n" \
+    "*  compilation of the orted with dynamic libraries when static are required\n" \
+    "  (e.g., on Cray). Please check your configure cmd line and consider using\n" \
+    "  one of the contrib/platform definitions for your system type.\n" \
+    "\n" \
+    "* an inability to create a connection back to mpirun due to a\n" \
+    "  lack of common network interfaces and/or no route found between\n" \
+    "  them. Please check network connectivity (including firewalls\n" \
+    "  and network routing requirements).\n" \
+    "--------------------------------------------------------------------------\n"
+
 /* mpirun --hostfile (h2, h3) with an agent failing for h3: the agent's line,
  * then Open MPI's banners. */
 static const char start_failure[] =
     "agent: cannot reach h3\n"
-    "--------------------------------------------------------------------------\n"
-    "ORTE was unable to reliably start one or more daemons.\n"
-    "This usually is caused by:\n"
-    "\n"
-    "* not finding the required libraries and/or binaries on\n"
-    "  one or more nodes. Please check your PATH and LD_LIBRARY_PATH\n"
-    "  settings, or configure OMPI with --enable-orterun-prefix-by-default\n"
-    "\n"
-    "* lack of authority to execute on one or more specified nodes.\n"
-    "  Please verify your allocation and authorities.\n"
-    "\n"
-    "* the inability to write startup files into /tmp (--tmpdir/orte_tmpdir_base).\n"
-    "  Please check with your sys admin to determine the correct location to use.\n"
-    "\n"
-    "*  compilation of the orted with dynamic libraries when static are required\n"
-    "  (e.g., on Cray). Please check your configure cmd line and consider using\n"
-    "  one of the contrib/platform definitions for your system type.\n"
-    "\n"
-    "* an inability to create a connection back to mpirun due to a\n"
-    "  lack of common network interfaces and/or no route found between\n"
-    "  them. Please check network connectivity (including firewalls\n"
-    "  and network routing requirements).\n"
-    "--------------------------------------------------------------------------\n"
+    ORTE_START_FAILED
     "--------------------------------------------------------------------------\n"
     "ORTE does not know how to route a message to the specified daemon\n"
     "located on the indicated node:\n"
@@ -70,29 +75,7 @@ static const char start_failure[] =
 
 /* An orted killed mid-job (its agent exits): no host named anywhere. */
 static const char killed_orted[] =
-    "--------------------------------------------------------------------------\n"
-    "ORTE was unable to reliably start one or more daemons.\n"
-    "This usually is caused by:\n"
-    "\n"
-    "* not finding the required libraries and/or binaries on\n"
-    "  one or more nodes. Please check your PATH and LD_LIBRARY_PATH\n"
-    "  settings, or configure OMPI with --enable-orterun-prefix-by-default\n"
-    "\n"
-    "* lack of authority to execute on one or more specified nodes.\n"
-    "  Please verify your allocation and authorities.\n"
-    "\n"
-    "* the inability to write startup files into /tmp (--tmpdir/orte_tmpdir_base).\n"
-    "  Please check with your sys admin to determine the correct location to use.\n"
-    "\n"
-    "*  compilation of the orted with dynamic libraries when static are required\n"
-    "  (e.g., on Cray). Please check your configure cmd line and consider using\n"
-    "  one of the contrib/platform definitions for your system type.\n"
-    "\n"
-    "* an inability to create a connection back to mpirun due to a\n"
-    "  lack of common network interfaces and/or no route found between\n"
-    "  them. Please check network connectivity (including firewalls\n"
-    "  and network routing requirements).\n"
-    "--------------------------------------------------------------------------\n";
+    ORTE_START_FAILED;
 
 static const char node_died[] =
     "punch-train: rank 0 on h1: epoch 1 step 3\n"
@@ -122,36 +105,31 @@ static void test_agent_line_names_host(void **state)
     assert_string_equal(host, "");
 }
 
+/* A line of ssh or the rsh agent before the killed orted's banner, and the
+ * host it blames ("" for none). */
+static const struct {
+    const char *line, *host;
+} ssh_lines[] = {
+    {"ssh: connect to host h3 port 22: No route to host\n", "h3"},
+    {"ssh: Could not resolve hostname h2: Name or service not known\n", "h2"},
+    /* The test cluster's rsh agent (tests/cluster/run.sh), as ssh would. */
+    {"rsh-agent: h3: no route to host\n", "h3"},
+    {"rsh-agent: lost host h2: connection closed by remote host\n", "h2"},
+    /* Real ssh when the host goes away under a running orted. */
+    {"Connection to h2 closed by remote host.\n", "h2"},
+    /* A host name inside a longer word is not that host. */
+    {"ssh: connect to host h33 port 22: refused\n", ""},
+};
+
 static void test_ssh_lines(void **state)
 {
     (void)state;
-    char host[64];
-    char log[4096];
-    snprintf(log, sizeof log, "%s%s",
-             "ssh: connect to host h3 port 22: No route to host\n", killed_orted);
-    assert_non_null(hostfail_find(log, job_hosts, 2, host, sizeof host));
-    assert_string_equal(host, "h3");
-    snprintf(log, sizeof log, "%s%s",
-             "ssh: Could not resolve hostname h2: Name or service not known\n", killed_orted);
-    assert_non_null(hostfail_find(log, job_hosts, 2, host, sizeof host));
-    assert_string_equal(host, "h2");
-    /* The test cluster's rsh agent (tests/cluster/run.sh), as ssh would. */
-    snprintf(log, sizeof log, "%s%s", "rsh-agent: h3: no route to host\n", killed_orted);
-    assert_non_null(hostfail_find(log, job_hosts, 2, host, sizeof host));
-    assert_string_equal(host, "h3");
-    snprintf(log, sizeof log, "%s%s",
-             "rsh-agent: lost host h2: connection closed by remote host\n", killed_orted);
-    assert_non_null(hostfail_find(log, job_hosts, 2, host, sizeof host));
-    assert_string_equal(host, "h2");
-    /* Real ssh when the host goes away under a running orted. */
-    snprintf(log, sizeof log, "%s%s", "Connection to h2 closed by remote host.\n", killed_orted);
-    assert_non_null(hostfail_find(log, job_hosts, 2, host, sizeof host));
-    assert_string_equal(host, "h2");
-    /* A host name inside a longer word is not that host. */
-    snprintf(log, sizeof log, "%s%s", "ssh: connect to host h33 port 22: refused\n",
-             killed_orted);
-    assert_non_null(hostfail_find(log, job_hosts, 2, host, sizeof host));
-    assert_string_equal(host, "");
+    for (size_t i = 0; i < sizeof ssh_lines / sizeof ssh_lines[0]; i++) {
+        char host[64], log[4096];
+        snprintf(log, sizeof log, "%s%s", ssh_lines[i].line, killed_orted);
+        assert_non_null(hostfail_find(log, job_hosts, 2, host, sizeof host));
+        assert_string_equal(host, ssh_lines[i].host);
+    }
 }
 
 static void test_killed_orted_names_nothing(void **state)

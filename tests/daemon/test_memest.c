@@ -14,21 +14,12 @@
 #include "sched/admission.h"
 #include "sched/memest.h"
 
-static job_spec *parse(const char *text)
-{
-    spec_error err;
-    job_spec *s = spec_parse(text, strlen(text), &err);
-    if (!s) {
-        char msg[600];
-        fail_msg("%s", spec_error_str(&err, msg, sizeof msg));
-    }
-    return s;
-}
+#include "../layers/spec_fixture.h"
 
 static void test_mlp_by_hand(void **state)
 {
     (void)state;
-    job_spec *s = parse(
+    job_spec *s = spec_fixture_parse(
         "{\"model\": {\"input\": [64], \"layers\": [{\"type\": \"dense\", \"units\": 256, "
         "\"activation\": \"relu\"}, {\"type\": \"dense\", \"units\": 10, \"activation\": "
         "\"softmax\"}]}, \"data\": {\"format\": \"synthetic\", \"synthetic_train\": 60000, "
@@ -49,13 +40,13 @@ static void test_mlp_by_hand(void **state)
     assert_true(m.total == 2 * m.per_rank);
     spec_free(s);
     /* Plain SGD keeps no state; SGD with momentum one slot. */
-    s = parse("{\"model\": {\"input\": [4], \"layers\": [{\"type\": \"dense\", \"units\": 2}]},"
+    s = spec_fixture_parse("{\"model\": {\"input\": [4], \"layers\": [{\"type\": \"dense\", \"units\": 2}]},"
               " \"data\": {\"format\": \"synthetic\", \"num_classes\": 2},"
               " \"training\": {\"optimizer\": {\"name\": \"sgd\"}}}");
     memest_job(s, &m);
     assert_true(m.optimizer == 0);
     spec_free(s);
-    s = parse("{\"model\": {\"input\": [4], \"layers\": [{\"type\": \"dense\", \"units\": 2}]},"
+    s = spec_fixture_parse("{\"model\": {\"input\": [4], \"layers\": [{\"type\": \"dense\", \"units\": 2}]},"
               " \"data\": {\"format\": \"synthetic\", \"num_classes\": 2},"
               " \"training\": {\"optimizer\": {\"name\": \"sgd\", \"momentum\": 0.9}}}");
     memest_job(s, &m);
@@ -66,7 +57,7 @@ static void test_mlp_by_hand(void **state)
 static void test_vgg16(void **state)
 {
     (void)state;
-    job_spec *s = parse("{\"model\": {\"preset\": \"vgg16_cifar10\", \"input\": [3, 32, 32]},"
+    job_spec *s = spec_fixture_parse("{\"model\": {\"preset\": \"vgg16_cifar10\", \"input\": [3, 32, 32]},"
                         " \"data\": {\"format\": \"synthetic\", \"synthetic_train\": 1,"
                         " \"synthetic_test\": 1}}");
     memest m;
@@ -93,7 +84,7 @@ static char *huge_dense(void)
 static void test_issue_model_refused(void **state)
 {
     (void)state;
-    job_spec *s = parse(huge_dense());
+    job_spec *s = spec_fixture_parse(huge_dense());
     memest m;
     memest_job(s, &m);
     const double gib = 1024.0 * 1024 * 1024;

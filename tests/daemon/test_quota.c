@@ -18,7 +18,7 @@
 #include "run/quota.h"
 #include "run/retention.h"
 #include "run/rundir.h"
-#include "scratch.h"
+#include "scratch_daemon.h"
 
 #define NOW 2000000000.0
 #define KIB 1024.0
@@ -31,16 +31,8 @@ typedef struct fixture {
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
-    if (!f || !scratch_create(f->dir, "quota"))
-        return -1;
-    config_defaults(&f->d.cfg);
-    snprintf(f->d.cfg.data_dir, sizeof f->d.cfg.data_dir, "%s", f->dir);
-    char path[256], err[256];
-    snprintf(path, sizeof path, "%s/runs", f->dir);
-    if (mkdir(path, 0700) != 0)
-        return -1;
-    snprintf(path, sizeof path, "%s/punchcard.db", f->dir);
-    if (!(f->d.st = store_open(path, 2, err, sizeof err)))
+    char db[256];
+    if (!f || !scratch_daemon_open(&f->d, f->dir, "quota", db, sizeof db))
         return -1;
     *state = f;
     return 0;
@@ -49,8 +41,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture *f = *state;
-    store_close(f->d.st);
-    bool removed = scratch_remove(f->dir);
+    bool removed = scratch_daemon_close(&f->d, f->dir);
     free(f);
     return removed ? 0 : -1;
 }

@@ -20,7 +20,7 @@
 
 #include "run/retention.h"
 #include "run/rundir.h"
-#include "scratch.h"
+#include "scratch_daemon.h"
 
 #define DAY 86400.0
 #define NOW 2000000000.0
@@ -34,16 +34,7 @@ typedef struct fixture {
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
-    if (!f || !scratch_create(f->dir, "retention"))
-        return -1;
-    config_defaults(&f->d.cfg);
-    snprintf(f->d.cfg.data_dir, sizeof f->d.cfg.data_dir, "%s", f->dir);
-    char path[256], err[256];
-    snprintf(path, sizeof path, "%s/runs", f->dir);
-    if (mkdir(path, 0700) != 0)
-        return -1;
-    snprintf(f->db, sizeof f->db, "%s/punchcard.db", f->dir);
-    if (!(f->d.st = store_open(f->db, 2, err, sizeof err)))
+    if (!f || !scratch_daemon_open(&f->d, f->dir, "retention", f->db, sizeof f->db))
         return -1;
     *state = f;
     return 0;
@@ -53,8 +44,7 @@ static int teardown(void **state)
 {
     fixture *f = *state;
     store_fault_sim(NULL, NULL);
-    store_close(f->d.st);
-    bool removed = scratch_remove(f->dir);
+    bool removed = scratch_daemon_close(&f->d, f->dir);
     free(f);
     return removed ? 0 : -1;
 }

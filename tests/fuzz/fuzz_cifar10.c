@@ -11,32 +11,30 @@
 
 #define FUZZ_CLASSES 10
 
+static int cifar10_load(const void *in, dataset *d, char *err, size_t errlen)
+{
+    return data_cifar10_load(in, 2, FUZZ_CLASSES, d, err, errlen);
+}
+
+static int cifar10_count(const void *in, long *n, char *err, size_t errlen)
+{
+    return data_cifar10_count(in, 2, n, err, errlen);
+}
+
+static int cifar10_load_range(const void *in, long lo, long hi, dataset *d, char *err,
+                              size_t errlen)
+{
+    return data_cifar10_load_range(in, 2, FUZZ_CLASSES, lo, hi, d, err, errlen);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    const uint8_t *pick = data;
-    size_t pick_size = size < 2 ? size : 2;
-    data += pick_size;
-    size -= pick_size;
+    const uint8_t *pick;
+    size_t pick_size;
+    fuzz_data_pick(&data, &size, &pick, &pick_size);
     const char *paths[2];
     fuzz_data_split(data, size, &paths[0], &paths[1]);
-    char err[512];
-    dataset d = {0};
-    long whole = -1;
-    if (data_cifar10_load(paths, 2, FUZZ_CLASSES, &d, err, sizeof err) == 0) {
-        whole = d.n;
-        fuzz_data_check(&d, -1, FUZZ_CLASSES);
-    }
-    long n;
-    if (data_cifar10_count(paths, 2, &n, err, sizeof err) != 0)
-        return 0;
-    if (whole >= 0 && n != whole)
-        abort();
-    long lo, hi;
-    fuzz_data_range(&pick, &pick_size, n, &lo, &hi);
-    dataset part = {0};
-    if (data_cifar10_load_range(paths, 2, FUZZ_CLASSES, lo, hi, &part, err, sizeof err) == 0)
-        fuzz_data_check(&part, hi - lo, FUZZ_CLASSES);
-    else if (whole >= 0)
-        abort(); /* a range of files that load whole loads too */
+    const fuzz_reader r = {cifar10_load, cifar10_count, cifar10_load_range, FUZZ_CLASSES};
+    fuzz_data_agree(&r, paths, pick, pick_size);
     return 0;
 }

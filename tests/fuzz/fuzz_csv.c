@@ -9,39 +9,47 @@
 #include "fuzz.h"
 #include "fuzz_data.h"
 
+/* The file and the options of one input. */
+typedef struct csv_input {
+    const char *path;
+    int label_column;
+    bool header;
+    int classes;
+} csv_input;
+
+static int csv_load(const void *in, dataset *d, char *err, size_t errlen)
+{
+    const csv_input *c = in;
+    return data_csv_load(c->path, c->label_column, c->header, c->classes, 0, d, err, errlen);
+}
+
+static int csv_count(const void *in, long *n, char *err, size_t errlen)
+{
+    const csv_input *c = in;
+    return data_csv_count(c->path, c->header, n, err, errlen);
+}
+
+static int csv_load_range(const void *in, long lo, long hi, dataset *d, char *err,
+                          size_t errlen)
+{
+    const csv_input *c = in;
+    return data_csv_load_range(c->path, c->label_column, c->header, c->classes, 0, lo, hi, d,
+                               err, errlen);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     unsigned opt = fuzz_take_byte(&data, &size);
-    int label_column = (int)(opt & 3);
-    bool header = (opt & 4) != 0;
-    int classes = (int)(opt >> 3 & 7);
-    const uint8_t *pick = data;
-    size_t pick_size = size < 2 ? size : 2;
-    data += pick_size;
-    size -= pick_size;
-    const char *path = fuzz_file(0, data, size);
-    char err[512];
-    dataset d = {0};
-    long whole = -1;
-    if (data_csv_load(path, label_column, header, classes, 0, &d, err, sizeof err) == 0) {
-        whole = d.n;
-        fuzz_data_check(&d, -1, classes);
-    }
-    long n;
-    if (data_csv_count(path, header, &n, err, sizeof err) != 0) {
-        if (whole >= 0)
-            abort();
-        return 0;
-    }
-    if (whole >= 0 && n != whole)
-        abort();
-    long lo, hi;
-    fuzz_data_range(&pick, &pick_size, n, &lo, &hi);
-    dataset part = {0};
-    if (data_csv_load_range(path, label_column, header, classes, 0, lo, hi, &part, err,
-                            sizeof err) == 0)
-        fuzz_data_check(&part, hi - lo, classes);
-    else if (whole >= 0)
-        abort(); /* a range of a file that loads whole loads too */
+    csv_input c = {
+        .label_column = (int)(opt & 3),
+        .header = (opt & 4) != 0,
+        .classes = (int)(opt >> 3 & 7),
+    };
+    const uint8_t *pick;
+    size_t pick_size;
+    fuzz_data_pick(&data, &size, &pick, &pick_size);
+    c.path = fuzz_file(0, data, size);
+    const fuzz_reader r = {csv_load, csv_count, csv_load_range, c.classes};
+    fuzz_data_agree(&r, &c, pick, pick_size);
     return 0;
 }

@@ -47,3 +47,39 @@ void fuzz_data_check(dataset *d, long want_n, int num_classes)
     (void)sink;
     dataset_free(d);
 }
+
+void fuzz_data_pick(const uint8_t **data, size_t *size, const uint8_t **pick,
+                    size_t *pick_size)
+{
+    *pick = *data;
+    *pick_size = *size < 2 ? *size : 2;
+    *data += *pick_size;
+    *size -= *pick_size;
+}
+
+void fuzz_data_agree(const fuzz_reader *r, const void *in, const uint8_t *pick,
+                     size_t pick_size)
+{
+    char err[512];
+    dataset d = {0};
+    long whole = -1;
+    if (r->load(in, &d, err, sizeof err) == 0) {
+        whole = d.n;
+        fuzz_data_check(&d, -1, r->classes);
+    }
+    long n;
+    if (r->count(in, &n, err, sizeof err) != 0) {
+        if (whole >= 0)
+            abort();
+        return;
+    }
+    if (whole >= 0 && n != whole)
+        abort();
+    long lo, hi;
+    fuzz_data_range(&pick, &pick_size, n, &lo, &hi);
+    dataset part = {0};
+    if (r->load_range(in, lo, hi, &part, err, sizeof err) == 0)
+        fuzz_data_check(&part, hi - lo, r->classes);
+    else if (whole >= 0)
+        abort(); /* a range of an input that loads whole loads too */
+}

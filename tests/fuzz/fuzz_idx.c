@@ -11,32 +11,38 @@
 
 #define FUZZ_CLASSES 10
 
+/* The images file and the labels file. */
+typedef struct idx_files {
+    const char *images, *labels;
+} idx_files;
+
+static int idx_load(const void *in, dataset *d, char *err, size_t errlen)
+{
+    const idx_files *f = in;
+    return data_idx_load(f->images, f->labels, FUZZ_CLASSES, d, err, errlen);
+}
+
+static int idx_count(const void *in, long *n, char *err, size_t errlen)
+{
+    const idx_files *f = in;
+    return data_idx_count(f->images, n, err, errlen);
+}
+
+static int idx_load_range(const void *in, long lo, long hi, dataset *d, char *err,
+                          size_t errlen)
+{
+    const idx_files *f = in;
+    return data_idx_load_range(f->images, f->labels, FUZZ_CLASSES, lo, hi, d, err, errlen);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    const uint8_t *pick = data;
-    size_t pick_size = size < 2 ? size : 2;
-    data += pick_size;
-    size -= pick_size;
-    const char *images, *labels;
-    fuzz_data_split(data, size, &images, &labels);
-    char err[512];
-    dataset d = {0};
-    long whole = -1;
-    if (data_idx_load(images, labels, FUZZ_CLASSES, &d, err, sizeof err) == 0) {
-        whole = d.n;
-        fuzz_data_check(&d, -1, FUZZ_CLASSES);
-    }
-    long n;
-    if (data_idx_count(images, &n, err, sizeof err) != 0)
-        return 0;
-    if (whole >= 0 && n != whole)
-        abort();
-    long lo, hi;
-    fuzz_data_range(&pick, &pick_size, n, &lo, &hi);
-    dataset part = {0};
-    if (data_idx_load_range(images, labels, FUZZ_CLASSES, lo, hi, &part, err, sizeof err) == 0)
-        fuzz_data_check(&part, hi - lo, FUZZ_CLASSES);
-    else if (whole >= 0)
-        abort(); /* a range of a file that loads whole loads too */
+    const uint8_t *pick;
+    size_t pick_size;
+    fuzz_data_pick(&data, &size, &pick, &pick_size);
+    idx_files f;
+    fuzz_data_split(data, size, &f.images, &f.labels);
+    const fuzz_reader r = {idx_load, idx_count, idx_load_range, FUZZ_CLASSES};
+    fuzz_data_agree(&r, &f, pick, pick_size);
     return 0;
 }

@@ -50,6 +50,10 @@
 #include "jobspec/spec.h"
 #include "cpu/cpu.h"
 
+/* The run directories' weights, compared as the train tests compare them. */
+#include "../train/rundir_test_util.h"
+#include "../layers/spec_fixture.h"
+
 #define TOL_EXACT 1e-6f, 1e-6f
 #define TOL_ACT 1e-4f, 1e-5f
 #define TOL_SUM 1e-4f, 1e-4f
@@ -1124,29 +1128,7 @@ static job_spec *trainer_job(int epochs, bool on_gpu)
              "  \"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 0.05,"
              "                  \"momentum\": 0.9}, \"seed\": 7}}",
              on_gpu ? 1 : 0, epochs);
-    spec_error serr;
-    job_spec *spec = spec_parse(json, strlen(json), &serr);
-    if (!spec) {
-        char msg[512];
-        fail_msg("spec: %s", spec_error_str(&serr, msg, sizeof msg));
-    }
-    return spec;
-}
-
-static char *trainer_dir(void)
-{
-    char *d = strdup("/tmp/punch-gpu-single-XXXXXX");
-    assert_non_null(d);
-    assert_non_null(mkdtemp(d));
-    return d;
-}
-
-static void trainer_rmdir(char *d)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
-    assert_int_equal(system(cmd), 0);
-    free(d);
+    return spec_fixture_parse(json);
 }
 
 /* SIGTERM after step `step` of epoch `epoch` (0-based), as test_train.c. */
@@ -1181,27 +1163,19 @@ static void trainer_run(const job_spec *s, const char *dir, bool resume, trainer
  * atol + rtol * |b| (0, 0: bit for bit). */
 static void expect_weights(const char *a, const char *b, float rtol, float atol)
 {
-    char pa[512], pb[512], err[256];
-    snprintf(pa, sizeof pa, "%s/weights.safetensors", a);
-    snprintf(pb, sizeof pb, "%s/weights.safetensors", b);
     tensor_entry *ta = NULL, *tb = NULL;
-    int na = 0, nb = 0;
-    assert_int_equal(safetensors_read(pa, &ta, &na, err, sizeof err), 0);
-    assert_int_equal(safetensors_read(pb, &tb, &nb, err, sizeof err), 0);
-    assert_int_equal(na, nb);
-    for (int i = 0; i < na; i++) {
-        assert_string_equal(ta[i].name, tb[i].name);
-        long n = tensor_entry_size(&ta[i]);
-        assert_int_equal(n, tensor_entry_size(&tb[i]));
+    int n = rt_weights_pair(a, b, &ta, &tb);
+    for (int i = 0; i < n; i++) {
+        long size = tensor_entry_size(&ta[i]);
         if (rtol == 0.0f && atol == 0.0f) {
-            if (memcmp(ta[i].data, tb[i].data, (size_t)n * sizeof(float)) != 0)
+            if (memcmp(ta[i].data, tb[i].data, (size_t)size * sizeof(float)) != 0)
                 fail_msg("%s differs bitwise between %s and %s", ta[i].name, a, b);
         } else {
-            expect_host_close(ta[i].name, ta[i].data, tb[i].data, n, rtol, atol);
+            expect_host_close(ta[i].name, ta[i].data, tb[i].data, size, rtol, atol);
         }
     }
-    tensorfile_free(ta, na);
-    tensorfile_free(tb, nb);
+    tensorfile_free(ta, n);
+    tensorfile_free(tb, n);
 }
 
 /* The single trainer on the GPU steps with the device optimizer and
@@ -1210,12 +1184,12 @@ static void test_single_trainer(void **state)
 {
     (void)state;
     job_spec *sg = trainer_job(2, true), *sc = trainer_job(2, false);
-    char *dg = trainer_dir(), *dc = trainer_dir();
+    char *dg = rt_tempdir("punch-gpu-single"), *dc = rt_tempdir("punch-gpu-single");
     trainer_run(sg, dg, false, NULL);
     trainer_run(sc, dc, false, NULL);
     expect_weights(dg, dc, 1e-3f, 1e-4f);
-    trainer_rmdir(dg);
-    trainer_rmdir(dc);
+    rt_removedir(dg);
+    rt_removedir(dc);
     spec_free(sg);
     spec_free(sc);
 }
@@ -1227,7 +1201,8 @@ static void test_single_trainer_resume(void **state)
 {
     (void)state;
     job_spec *sg = trainer_job(3, true), *sc = trainer_job(3, false);
-    char *full = trainer_dir(), *resumed = trainer_dir(), *from_cpu = trainer_dir();
+    char *full = rt_tempdir("punch-gpu-single"), *resumed = rt_tempdir("punch-gpu-single");
+    char *from_cpu = rt_tempdir("punch-gpu-single");
     trainer_run(sg, full, false, NULL);
     trainer_stop mid = {.epoch = 1, .step = 3};
     trainer_run(sg, resumed, false, &mid);
@@ -1236,9 +1211,9 @@ static void test_single_trainer_resume(void **state)
     trainer_run(sc, from_cpu, false, &mid);
     trainer_run(sg, from_cpu, true, NULL);
     expect_weights(from_cpu, full, 1e-3f, 1e-4f);
-    trainer_rmdir(full);
-    trainer_rmdir(resumed);
-    trainer_rmdir(from_cpu);
+    rt_removedir(full);
+    rt_removedir(resumed);
+    rt_removedir(from_cpu);
     spec_free(sg);
     spec_free(sc);
 }

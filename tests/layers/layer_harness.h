@@ -74,6 +74,35 @@ static inline double harness_rel_err(const float *a, const float *ref, long n)
     return rmax > 0.0 ? dmax / rmax : dmax;
 }
 
+/* A zeroed buffer of n floats (one at least, so n = 0 is not NULL). */
+static inline float *harness_fresh(long n)
+{
+    float *p = calloc((size_t)(n > 0 ? n : 1), sizeof *p);
+    assert_non_null(p);
+    return p;
+}
+
+/* A square convolution of the convolution tests: kern x kern, the same
+ * stride, dilation (0: 1) and padding on every side, `extra` more at the
+ * bottom and right (oneDNN's asymmetric case), groups (0: 1). */
+typedef struct harness_conv {
+    int batch, c, h, w, k;
+    int kern, stride, pad, extra, dil, groups;
+} harness_conv;
+
+static inline conv2d_desc harness_conv_desc(harness_conv hc)
+{
+    int dil = hc.dil > 0 ? hc.dil : 1, span = dil * (hc.kern - 1) + 1;
+    return (conv2d_desc){.max_batch = hc.batch, .c = hc.c, .h = hc.h, .w = hc.w, .k = hc.k,
+                         .kh = hc.kern, .kw = hc.kern, .stride_h = hc.stride,
+                         .stride_w = hc.stride, .pad_top = hc.pad, .pad_left = hc.pad,
+                         .pad_bottom = hc.pad + hc.extra, .pad_right = hc.pad + hc.extra,
+                         .dil_h = dil, .dil_w = dil,
+                         .oh = (hc.h + 2 * hc.pad + hc.extra - span) / hc.stride + 1,
+                         .ow = (hc.w + 2 * hc.pad + hc.extra - span) / hc.stride + 1,
+                         .groups = hc.groups > 0 ? hc.groups : 1};
+}
+
 static inline void harness_fill(float *p, long n, rng *g, float lo, float hi)
 {
     for (long i = 0; i < n; i++)

@@ -25,23 +25,11 @@ typedef struct conv_run {
     bool in_bf16; /* the layer ran in oneDNN's bf16 primitives */
 } conv_run;
 
-static float *fresh(long n)
-{
-    float *p = calloc((size_t)(n > 0 ? n : 1), sizeof *p);
-    assert_non_null(p);
-    return p;
-}
-
 static conv2d_desc case_desc(const bf16_case *bc)
 {
-    return (conv2d_desc){.max_batch = bc->batch, .c = bc->c, .h = bc->h, .w = bc->w,
-                         .k = bc->k, .kh = bc->kern, .kw = bc->kern,
-                         .stride_h = bc->stride, .stride_w = bc->stride,
-                         .pad_top = bc->pad, .pad_left = bc->pad, .pad_bottom = bc->pad,
-                         .pad_right = bc->pad, .dil_h = 1, .dil_w = 1,
-                         .oh = (bc->h + 2 * bc->pad - bc->kern) / bc->stride + 1,
-                         .ow = (bc->w + 2 * bc->pad - bc->kern) / bc->stride + 1,
-                         .groups = 1};
+    return harness_conv_desc((harness_conv){.batch = bc->batch, .c = bc->c, .h = bc->h,
+                                            .w = bc->w, .k = bc->k, .kern = bc->kern,
+                                            .stride = bc->stride, .pad = bc->pad});
 }
 
 /* One forward and backward of the case on a fresh 2-thread backend,
@@ -63,7 +51,7 @@ static conv_run run_case(const bf16_case *bc, bool bf16)
     long xn = (long)bc->batch * bc->c * bc->h * bc->w;
     long yn = (long)bc->batch * bc->k * d.oh * d.ow;
     long wn = (long)bc->k * bc->c * bc->kern * bc->kern;
-    float *x = fresh(xn), *w = fresh(wn), *bias = fresh(bc->k), *dz = fresh(yn);
+    float *x = harness_fresh(xn), *w = harness_fresh(wn), *bias = harness_fresh(bc->k), *dz = harness_fresh(yn);
     rng g = rng_make(7, (uint64_t)(bc->c * 31 + bc->k));
     harness_fill(x, xn, &g, -1.0f, 1.0f);
     harness_fill(w, wn, &g, -0.3f, 0.3f);
@@ -71,10 +59,10 @@ static conv_run run_case(const bf16_case *bc, bool bf16)
     harness_fill(dz, yn, &g, -1.0f, 1.0f);
     float *work = be->alloc(be, ws > 0 ? ws : 1);
     assert_non_null(work);
-    r.y = fresh(yn);
-    r.dx = fresh(xn);
-    r.dw = fresh(wn);
-    r.db = fresh(bc->k);
+    r.y = harness_fresh(yn);
+    r.dx = harness_fresh(xn);
+    r.dw = harness_fresh(wn);
+    r.db = harness_fresh(bc->k);
     be->conv2d_forward(be, &d, bc->batch, x, w, bias, bc->act, r.y, work);
     be->conv2d_backward(be, &d, bc->batch, x, w, dz, r.dx, false, r.dw, r.db, work);
     be->conv2d_release(be, &d);

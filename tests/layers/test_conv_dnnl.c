@@ -31,25 +31,13 @@ typedef struct conv_out {
 
 static conv2d_desc case_desc(const dnnl_case *dc)
 {
-    int ext = dc->pad_extra ? 1 : 0, span = dc->dil * (dc->kern - 1) + 1;
-    return (conv2d_desc){.max_batch = dc->max_batch, .c = dc->c, .h = dc->h, .w = dc->w,
-                         .k = dc->k, .kh = dc->kern, .kw = dc->kern, .stride_h = dc->stride,
-                         .stride_w = dc->stride, .pad_top = dc->pad, .pad_left = dc->pad,
-                         .pad_bottom = dc->pad + ext, .pad_right = dc->pad + ext,
-                         .dil_h = dc->dil, .dil_w = dc->dil,
-                         .oh = (dc->h + 2 * dc->pad + ext - span) / dc->stride + 1,
-                         .ow = (dc->w + 2 * dc->pad + ext - span) / dc->stride + 1,
-                         .groups = 1};
+    return harness_conv_desc((harness_conv){.batch = dc->max_batch, .c = dc->c, .h = dc->h,
+                                            .w = dc->w, .k = dc->k, .kern = dc->kern,
+                                            .stride = dc->stride, .pad = dc->pad,
+                                            .extra = dc->pad_extra ? 1 : 0, .dil = dc->dil});
 }
 
 #ifdef PUNCH_HAVE_DNNL
-static float *fresh(long n)
-{
-    float *p = calloc((size_t)(n > 0 ? n : 1), sizeof *p);
-    assert_non_null(p);
-    return p;
-}
-
 static void expect_close(const float *a, const float *ref, long n, const char *what,
                          const dnnl_case *dc, int batch)
 {
@@ -78,10 +66,10 @@ static case_data data_make(const dnnl_case *dc, const conv2d_desc *d)
     cd.xn = (long)dc->max_batch * dc->c * dc->h * dc->w;
     cd.yn = (long)dc->max_batch * dc->k * d->oh * d->ow;
     cd.wn = (long)dc->k * dc->c * dc->kern * dc->kern;
-    cd.x = fresh(cd.xn);
-    cd.w = fresh(cd.wn);
-    cd.bias = fresh(dc->k);
-    cd.dz = fresh(cd.yn);
+    cd.x = harness_fresh(cd.xn);
+    cd.w = harness_fresh(cd.wn);
+    cd.bias = harness_fresh(dc->k);
+    cd.dz = harness_fresh(cd.yn);
     rng g = rng_make(29, (uint64_t)(dc->c * 101 + dc->k * 7 + dc->h));
     harness_fill(cd.x, cd.xn, &g, -1.0f, 1.0f);
     harness_fill(cd.w, cd.wn, &g, -0.5f, 0.5f);
@@ -103,7 +91,7 @@ static conv_out run_batch(backend *be, const conv2d_desc *d, const dnnl_case *dc
                           const case_data *cd, int batch, float *work)
 {
     long xn = (long)batch * dc->c * dc->h * dc->w, yn = (long)batch * dc->k * d->oh * d->ow;
-    conv_out o = {fresh(yn), fresh(xn), fresh(cd->wn), fresh(dc->k)};
+    conv_out o = {harness_fresh(yn), harness_fresh(xn), harness_fresh(cd->wn), harness_fresh(dc->k)};
     /* Accumulation: dx starts at 0.5 and keeps it. */
     for (long i = 0; i < xn; i++)
         o.dx[i] = dc->accumulate ? 0.5f : 0.0f;

@@ -25,22 +25,11 @@ typedef struct conv_out {
     float *y, *dx, *dw, *db;
 } conv_out;
 
-static float *fresh(long n)
-{
-    float *p = calloc((size_t)(n > 0 ? n : 1), sizeof *p);
-    assert_non_null(p);
-    return p;
-}
-
 static conv2d_desc case_desc(const folded_case *fc)
 {
-    return (conv2d_desc){.max_batch = fc->max_batch, .c = fc->c, .h = fc->h, .w = fc->w,
-                         .k = fc->k, .kh = fc->kern, .kw = fc->kern, .stride_h = fc->stride,
-                         .stride_w = fc->stride, .pad_top = fc->pad, .pad_left = fc->pad,
-                         .pad_bottom = fc->pad, .pad_right = fc->pad, .dil_h = 1, .dil_w = 1,
-                         .oh = (fc->h + 2 * fc->pad - fc->kern) / fc->stride + 1,
-                         .ow = (fc->w + 2 * fc->pad - fc->kern) / fc->stride + 1,
-                         .groups = 1};
+    return harness_conv_desc((harness_conv){.batch = fc->max_batch, .c = fc->c, .h = fc->h,
+                                            .w = fc->w, .k = fc->k, .kern = fc->kern,
+                                            .stride = fc->stride, .pad = fc->pad});
 }
 
 static void expect_close(const float *a, const float *ref, long n, const char *what,
@@ -56,7 +45,7 @@ static void expect_close(const float *a, const float *ref, long n, const char *w
 
 static conv_out out_alloc(long yn, long xn, long wn, int k)
 {
-    return (conv_out){fresh(yn), fresh(xn), fresh(wn), fresh(k)};
+    return (conv_out){harness_fresh(yn), harness_fresh(xn), harness_fresh(wn), harness_fresh(k)};
 }
 
 static void out_free(conv_out *o)
@@ -102,7 +91,7 @@ static void compare_case(const folded_case *fc)
     long xn = (long)fc->batch * fc->c * fc->h * fc->w;
     long yn = (long)fc->batch * fc->k * d.oh * d.ow;
     long wn = (long)fc->k * fc->c * fc->kern * fc->kern;
-    float *x = fresh(xn), *w = fresh(wn), *bias = fresh(fc->k), *dz = fresh(yn);
+    float *x = harness_fresh(xn), *w = harness_fresh(wn), *bias = harness_fresh(fc->k), *dz = harness_fresh(yn);
     rng g = rng_make(23, (uint64_t)(fc->c * 101 + fc->k * 7 + fc->h));
     harness_fill(x, xn, &g, -1.0f, 1.0f);
     harness_fill(w, wn, &g, -0.5f, 0.5f);

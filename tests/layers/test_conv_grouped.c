@@ -18,24 +18,11 @@ typedef struct grouped_case {
     spec_activation act;
 } grouped_case;
 
-static float *fresh(long n)
-{
-    float *p = calloc((size_t)(n > 0 ? n : 1), sizeof *p);
-    assert_non_null(p);
-    return p;
-}
-
 static conv2d_desc case_desc(const grouped_case *gc, int c, int k, int groups)
 {
-    int span = gc->dil * (gc->kern - 1) + 1;
-    return (conv2d_desc){.max_batch = gc->batch, .c = c, .h = gc->h, .w = gc->w, .k = k,
-                         .kh = gc->kern, .kw = gc->kern, .stride_h = gc->stride,
-                         .stride_w = gc->stride, .pad_top = gc->pad, .pad_left = gc->pad,
-                         .pad_bottom = gc->pad, .pad_right = gc->pad, .dil_h = gc->dil,
-                         .dil_w = gc->dil,
-                         .oh = (gc->h + 2 * gc->pad - span) / gc->stride + 1,
-                         .ow = (gc->w + 2 * gc->pad - span) / gc->stride + 1,
-                         .groups = groups};
+    return harness_conv_desc((harness_conv){.batch = gc->batch, .c = c, .h = gc->h, .w = gc->w,
+                                            .k = k, .kern = gc->kern, .stride = gc->stride,
+                                            .pad = gc->pad, .dil = gc->dil, .groups = groups});
 }
 
 static void expect_close(const float *a, const float *ref, long n, const char *what,
@@ -93,22 +80,22 @@ static void compare_case(const grouped_case *gc)
     long plane = (long)gc->h * gc->w, oplane = (long)d.oh * d.ow;
     long xn = gc->batch * gc->c * plane, yn = gc->batch * gc->k * oplane;
     long wn = (long)gc->k * cg * kk;
-    float *x = fresh(xn), *w = fresh(wn), *bias = fresh(gc->k), *dz = fresh(yn);
+    float *x = harness_fresh(xn), *w = harness_fresh(wn), *bias = harness_fresh(gc->k), *dz = harness_fresh(yn);
     rng g = rng_make(11, (uint64_t)(gc->c * 97 + gc->k * 13 + G));
     harness_fill(x, xn, &g, -1.0f, 1.0f);
     harness_fill(w, wn, &g, -0.5f, 0.5f);
     harness_fill(bias, gc->k, &g, -0.2f, 0.2f);
     harness_fill(dz, yn, &g, -1.0f, 1.0f);
-    conv_out got = {fresh(yn), fresh(xn), fresh(wn), fresh(gc->k)};
+    conv_out got = {harness_fresh(yn), harness_fresh(xn), harness_fresh(wn), harness_fresh(gc->k)};
     /* Accumulation: dx starts at 0.5 and keeps it. */
     for (long i = 0; i < xn; i++)
         got.dx[i] = 0.5f;
     run(be, &d, CPU_CONV_GROUPED, gc->batch, x, w, bias, dz, gc->act, &got, true);
     assert_int_equal(d.groups, G);
 
-    conv_out want = {fresh(yn), fresh(xn), fresh(wn), fresh(gc->k)};
-    float *xg = fresh(gc->batch * cg * plane), *dzg = fresh(gc->batch * kg * oplane);
-    conv_out part = {fresh(gc->batch * kg * oplane), fresh(gc->batch * cg * plane), NULL,
+    conv_out want = {harness_fresh(yn), harness_fresh(xn), harness_fresh(wn), harness_fresh(gc->k)};
+    float *xg = harness_fresh(gc->batch * cg * plane), *dzg = harness_fresh(gc->batch * kg * oplane);
+    conv_out part = {harness_fresh(gc->batch * kg * oplane), harness_fresh(gc->batch * cg * plane), NULL,
                      NULL};
     for (int grp = 0; grp < G; grp++) {
         conv2d_desc dg = case_desc(gc, cg, kg, 1);

@@ -43,13 +43,6 @@ typedef struct conv_data {
     float *x, *w, *bias, *dz;
 } conv_data;
 
-static float *fresh(long n)
-{
-    float *p = calloc((size_t)(n > 0 ? n : 1), sizeof *p);
-    assert_non_null(p);
-    return p;
-}
-
 static conv_run run_algo(backend *be, const conv_case *cc, const conv_data *cd,
                          cpu_conv_algo algo)
 {
@@ -59,17 +52,17 @@ static conv_run run_algo(backend *be, const conv_case *cc, const conv_data *cd,
     assert_int_equal(cpu_conv2d_algo(&d), algo);
     float *work = be->alloc(be, ws > 0 ? ws : 1);
     assert_non_null(work);
-    conv_run r = {fresh(cd->yn), fresh(cd->xn), fresh(cd->wn), fresh(cc->k), fresh(cd->xn)};
+    conv_run r = {harness_fresh(cd->yn), harness_fresh(cd->xn), harness_fresh(cd->wn), harness_fresh(cc->k), harness_fresh(cd->xn)};
     be->conv2d_forward(be, &d, cc->batch, cd->x, cd->w, cd->bias, cc->act, r.y, work);
     be->conv2d_backward(be, &d, cc->batch, cd->x, cd->w, cd->dz, r.dx, false, r.dw, r.db,
                         work);
     for (long i = 0; i < cd->xn; i++)
         r.dx_acc[i] = 0.25f;
-    float *dw2 = fresh(cd->wn);
+    float *dw2 = harness_fresh(cd->wn);
     be->conv2d_backward(be, &d, cc->batch, cd->x, cd->w, cd->dz, r.dx_acc, true, dw2, NULL,
                         work);
     /* Without an input gradient the weight gradient is the same. */
-    float *dw3 = fresh(cd->wn);
+    float *dw3 = harness_fresh(cd->wn);
     be->conv2d_backward(be, &d, cc->batch, cd->x, cd->w, cd->dz, NULL, false, dw3, NULL, work);
     assert_memory_equal(dw2, r.dw, (size_t)cd->wn * sizeof *dw2);
     assert_memory_equal(dw3, r.dw, (size_t)cd->wn * sizeof *dw3);
@@ -111,10 +104,10 @@ static void compare_case(const conv_case *cc)
     conv_data cd = {.xn = (long)cc->batch * cc->c * cc->h * cc->w,
                     .yn = (long)cc->batch * cc->k * d.oh * d.ow,
                     .wn = (long)cc->k * cc->c * 25};
-    cd.x = fresh(cd.xn);
-    cd.w = fresh(cd.wn);
-    cd.bias = fresh(cc->k);
-    cd.dz = fresh(cd.yn);
+    cd.x = harness_fresh(cd.xn);
+    cd.w = harness_fresh(cd.wn);
+    cd.bias = harness_fresh(cc->k);
+    cd.dz = harness_fresh(cd.yn);
     rng g = rng_make(7, (uint64_t)(cc->c * 131 + cc->h * 17 + cc->w + cc->batch));
     harness_fill(cd.x, cd.xn, &g, -1.0f, 1.0f);
     harness_fill(cd.w, cd.wn, &g, -0.1f, 0.1f);

@@ -484,19 +484,26 @@ def job_like(base, **changes):
     return job
 
 
-# A stand-in for punch-train, for scheduling tests: each rank writes what it
-# sees of CUDA_VISIBLE_DEVICES to OUT/gpus.RANK, then runs until OUT/release
-# exists (at most 60 s) and exits 0.
-STAND_IN_ENGINE = """#!/bin/sh
+def stand_in_engine(body):
+    """A shell script standing in for punch-train: $spec is the job file it
+    was given, $out its run directory (--out), then body runs."""
+    return """#!/bin/sh
+spec="$1"
 out=""
 while [ $# -gt 0 ]; do
   [ "$1" = "--out" ] && out="$2"
   shift
 done
-echo "${CUDA_VISIBLE_DEVICES-unset}" > "$out/gpus.$OMPI_COMM_WORLD_RANK"
+""" + body
+
+
+# A stand-in for punch-train, for scheduling tests: each rank writes what it
+# sees of CUDA_VISIBLE_DEVICES to OUT/gpus.RANK, then runs until OUT/release
+# exists (at most 60 s) and exits 0.
+STAND_IN_ENGINE = stand_in_engine("""echo "${CUDA_VISIBLE_DEVICES-unset}" > "$out/gpus.$OMPI_COMM_WORLD_RANK"
 i=0
 while [ ! -e "$out/release" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
-"""
+""")
 
 
 # ---- a punchcardd under test ---------------------------------------------------
@@ -770,6 +777,15 @@ class Daemon:
 
     def run_dir(self, job_id):
         return os.path.join(self.data_dir, "runs", job_id)
+
+    def punch(self, user, *args, timeout=60):
+        """Run the punch client as user against this daemon (no PUNCH_*
+        setting of the caller's, a HOME of its own); the CompletedProcess."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PUNCH_")}
+        env.update(PUNCH_URL=self.url, PUNCH_SECRET=self.secrets[user], HOME=self.tmp)
+        exe = os.environ.get("PUNCH") or build_path("client", "punch")
+        return subprocess.run([exe] + list(args), capture_output=True, text=True, env=env,
+                              timeout=timeout)
 
     def train_log(self, job_id):
         try:

@@ -32,32 +32,46 @@ static inline void rt_removedir(char *d)
     free(d);
 }
 
+/* The tensors of the two run directories' weights.safetensors into *ta and
+ * *tb, their count the return value: fails unless both files hold the same
+ * tensors (names, sizes, order). Free both with tensorfile_free. */
+static inline int rt_weights_pair(const char *a, const char *b, tensor_entry **ta,
+                                  tensor_entry **tb)
+{
+    char pa[512], pb[512], err[256];
+    snprintf(pa, sizeof pa, "%s/weights.safetensors", a);
+    snprintf(pb, sizeof pb, "%s/weights.safetensors", b);
+    int na = 0, nb = 0;
+    if (safetensors_read(pa, ta, &na, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    if (safetensors_read(pb, tb, &nb, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    assert_int_equal(na, nb);
+    for (int i = 0; i < na; i++) {
+        assert_string_equal((*ta)[i].name, (*tb)[i].name);
+        assert_int_equal(tensor_entry_size(&(*ta)[i]), tensor_entry_size(&(*tb)[i]));
+    }
+    return na;
+}
+
 /* The name of the first tensor whose bits differ between the two run
  * directories' weights.safetensors (static storage), or NULL when every
  * tensor is the same; fails when the files do not hold the same tensors. */
 static inline const char *rt_weights_differ(const char *a, const char *b)
 {
     static char name[256];
-    char pa[512], pb[512], err[256];
-    snprintf(pa, sizeof pa, "%s/weights.safetensors", a);
-    snprintf(pb, sizeof pb, "%s/weights.safetensors", b);
     tensor_entry *ta = NULL, *tb = NULL;
-    int na = 0, nb = 0;
-    assert_int_equal(safetensors_read(pa, &ta, &na, err, sizeof err), 0);
-    assert_int_equal(safetensors_read(pb, &tb, &nb, err, sizeof err), 0);
-    assert_int_equal(na, nb);
-    assert_true(na > 0);
+    int n = rt_weights_pair(a, b, &ta, &tb);
+    assert_true(n > 0);
     const char *differs = NULL;
-    for (int i = 0; i < na && !differs; i++) {
-        assert_string_equal(ta[i].name, tb[i].name);
-        assert_int_equal(tensor_entry_size(&ta[i]), tensor_entry_size(&tb[i]));
+    for (int i = 0; i < n && !differs; i++) {
         if (memcmp(ta[i].data, tb[i].data, (size_t)tensor_entry_size(&ta[i]) * sizeof(float))) {
             snprintf(name, sizeof name, "%s", ta[i].name);
             differs = name;
         }
     }
-    tensorfile_free(ta, na);
-    tensorfile_free(tb, nb);
+    tensorfile_free(ta, n);
+    tensorfile_free(tb, n);
     return differs;
 }
 
