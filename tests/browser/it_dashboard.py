@@ -359,8 +359,11 @@ def pbt_page(p):
     check(r.status_code == 201, "sweep submit: %d %s" % (r.status_code, r.text))
     sid = r.json()["id"]
     p.drv.get(p.d.url + "/#/sweep/" + sid)
-    p.wait(lambda: p.text("#sweep-state") == "succeeded",
-           lambda _: "the page to show the sweep succeeded (shows %r)" % p.text("#sweep-state"))
+    # The hash moves from the grid's page: its facts stay until this loads.
+    shown = lambda: js("return [document.getElementById('sweep-title').textContent, "
+                       "document.getElementById('sweep-state').textContent]")
+    p.wait(lambda: sid in shown()[0] and shown()[1] == "succeeded",
+           lambda _: "the page to show the sweep succeeded (shows %r)" % shown())
     w = p.d.req("GET", "/api/v1/sweeps/" + sid, "alice").json()
     want = {t["job"]: " ".join("%d:%s" % (g["generation"], g["from_job"])
                                for g in t["pbt"] if g["from_job"]) for t in w["trials"]}
