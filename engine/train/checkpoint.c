@@ -133,9 +133,12 @@ int checkpoint_load_optimizer(const char *path, const model *m, optimizer *opt, 
                 (int)CKPT_VERSION);
         goto out;
     }
+    /* Another run's file: every length is checked before it is summed. */
     if (h.n_params != m->n_params || h.n_state != m->n_state ||
-        h.n_optim != optim_state_floats(opt) || h.n_history < 0 || h.sched_bytes < 0 ||
-        h.record_bytes < 0 || checkpoint_body_size(&h) + 4 != len) {
+        h.n_optim != optim_state_floats(opt) || h.sched_bytes != sizeof(schedule_state) ||
+        h.record_bytes != sizeof(epoch_record) || h.n_history < 0 ||
+        (size_t)h.n_history > len / sizeof(epoch_record) ||
+        checkpoint_body_size(&h) + 4 != len) {
         io_errf(err, errlen, "%s: sizes do not match this model and optimizer (%lld "
                 "parameters and %lld optimizer floats, checkpoint has %lld and %lld)", path,
                 (long long)m->n_params, (long long)optim_state_floats(opt),
