@@ -9,7 +9,8 @@ the admin sees everyone's, with owners, the state filter and the cluster; a
 finished char language model's page generates the text the API gives; a 2x2 grid
 sweep's page lists its trials sorted by the metric with the best marked,
 overlays the picked trials' curves and draws one parallel-coordinates line
-a trial.
+a trial; a PBT sweep's page shows each member's generation and its exploit's
+donor, and the metric at each generation's end.
 Throughout: no request leaves the origin and the console has no errors
 (beyond the API's expected refusals). Screenshots of the list and the job
 page go to $PUNCH_SCREENSHOTS.
