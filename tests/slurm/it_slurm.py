@@ -41,10 +41,14 @@ def cases():
                            cancel, d, slurm)
             punchtest.case("kill -9 and restart re-attach running and pending jobs",
                            reattach, d, slurm)
+            # The sweep's two rounds of Slurm jobs run beside the requeue
+            # case's waits rather than adding their own.
+            sweep = punchtest.case("an ASHA sweep under Slurm: submitted", asha_submit, d)
             punchtest.case("scontrol requeue: queued again, resumes from its checkpoint",
                            requeue, d, slurm)
-            punchtest.case("an ASHA sweep promotes as its trials end under Slurm",
-                           asha_sweep, d)
+            if sweep:
+                punchtest.case("an ASHA sweep promotes as its trials end under Slurm",
+                               asha_promoted, d, sweep)
             punchtest.case("slurmctld down: 503 on submit; followed again when it is back",
                            ctld_down, d, slurm)
             slurm_s = local_s = None
@@ -196,11 +200,9 @@ def job_events(d, job_id):
     return d.req("GET", "/api/v1/jobs/%s/events" % job_id, "alice").json()["events"]
 
 
-def asha_sweep(d):
-    """Two learning rates, rungs at 1 and 2 epochs (eta 2): the better at
-    rung 1 is promoted when both have ended, through the job-end hook
-    that settle_job calls for a job Slurm ended, since only the jobs are
-    watched here (a read of the sweep would advance it too)."""
+def asha_submit(d):
+    """Two learning rates, rungs at 1 and 2 epochs (eta 2), both trials
+    submitted at once; (sweep id, trial jobs) for asha_promoted."""
     body = {"name": "asha-slurm", "job": job_like(QUICK_JOB, name="trial"),
             "search": {"method": "asha", "metric": "loss", "max_concurrent": 2,
                        "asha": {"min_epochs": 1, "max_epochs": 2, "reduction_factor": 2},
@@ -211,6 +213,14 @@ def asha_sweep(d):
     sid = r.json()["id"]
     jobs = [t["job"] for t in d.req("GET", "/api/v1/sweeps/" + sid, "alice").json()["trials"]]
     check(len(jobs) == 2 and all(jobs), "both trials submitted at once: %s" % jobs)
+    return sid, jobs
+
+
+def asha_promoted(d, sweep):
+    """The better trial at rung 1 was promoted when both had ended, through
+    the job-end hook that settle_job calls for a job Slurm ended: only the
+    jobs are watched here (a read of the sweep would advance it too)."""
+    sid, jobs = sweep
 
     def promoted_done():
         for j in jobs:
