@@ -19,6 +19,7 @@
 #include "sched/settle.h"
 #include "run/rundir.h"
 #include "sched/slurm.h"
+#include "sweep/sweep.h"
 #include "timeutil/timeutil.h"
 
 /* squeue at most this often: every tick would load slurmctld for nothing. */
@@ -218,10 +219,15 @@ static void slurmsched_fail(daemon_ctx *d, const store_job *job, const char *why
     char msg[600];
     snprintf(msg, sizeof msg, "could not submit to Slurm: %s", why);
     log_error("job %s (%s): %s", job->id, job->owner, msg);
-    if (store_job_finish(d->st, job->id, JOB_FAILED, NULL, msg, "{}", NULL, daemon_now()) ==
-        STORE_ERROR)
+    store_status rs =
+        store_job_finish(d->st, job->id, JOB_FAILED, NULL, msg, "{}", NULL, daemon_now());
+    if (rs == STORE_ERROR)
         log_error("job %s (%s): could not record the failure; retrying next tick", job->id,
                   job->owner);
+    /* A trial that never reached Slurm ends as settle_job's do, so its
+     * sweep frees the slot and goes on (not only when someone reads it). */
+    else if (rs == STORE_OK)
+        sweep_job_ended(d, job->id);
 }
 
 /* The batch script: exec the supervisor (with --engine-env's words) around

@@ -121,21 +121,28 @@ static bool sweep_copy_file(const char *src, const char *dst)
     return ok;
 }
 
-/* The file an exploiting trial's job warm-starts from: a copy of the
- * donor's weights taken at the boundary, in the trial's own run
- * directory, since the donor goes on training and rewrites its own. */
+/* The files an exploiting trial's job warm-starts from: copies of the
+ * donor's weights and of its checkpoint (for its optimizer state) taken
+ * at the boundary, in the trial's own run directory, since the donor goes
+ * on training and rewrites its own. */
 static bool sweep_pbt_init_path(daemon_ctx *d, const char *job_id, char *path, size_t cap)
 {
     return rundir_path(path, cap, d->cfg.data_dir, job_id, "pbt-init.safetensors");
 }
 
+static bool sweep_pbt_optim_path(daemon_ctx *d, const char *job_id, char *path, size_t cap)
+{
+    return rundir_path(path, cap, d->cfg.data_dir, job_id, "pbt-init.ckpt");
+}
+
 /* job's stored spec (written: as its user wrote it) for an exploit:
  * params applied, training.epochs a generation, training.init_from the
- * donor's job (and, in the spec that runs, the copy of its weights). */
+ * donor's job (and, in the spec that runs, the copies of its weights and
+ * of its checkpoint, whose optimizer state the run takes too). */
 static char *sweep_pbt_spec(daemon_ctx *d, const sweep_conf *c, const char *job_id,
                             bool written, const json_t *params, const char *donor)
 {
-    char *text = NULL, msg[512], path[4096];
+    char *text = NULL, msg[512], path[4096], optim[4096];
     if ((written ? store_job_spec_written(d->st, job_id, &text)
                  : store_job_spec(d->st, job_id, &text)) != STORE_OK)
         return NULL;
@@ -146,16 +153,19 @@ static char *sweep_pbt_spec(daemon_ctx *d, const sweep_conf *c, const char *job_
         tr = json_object();
         json_object_set_new(spec, "training", tr);
     }
-    bool ok = json_is_object(tr) && sweep_pbt_init_path(d, job_id, path, sizeof path);
+    bool ok = json_is_object(tr) && sweep_pbt_init_path(d, job_id, path, sizeof path) &&
+              sweep_pbt_optim_path(d, job_id, optim, sizeof optim);
     const char *key;
     const json_t *v;
     json_object_foreach((json_t *)params, key, v) {
         ok = ok && sweep_search_apply(spec, key, v, msg, sizeof msg);
     }
-    char ref[4200];
+    char ref[4200], optim_ref[4200];
     snprintf(ref, sizeof ref, "@%s", path);
+    snprintf(optim_ref, sizeof optim_ref, "@%s", optim);
     json_t *init = written ? json_pack("{s:s}", "job", donor)
-                           : json_pack("{s:s, s:s}", "job", donor, "path", ref);
+                           : json_pack("{s:s, s:s, s:s}", "job", donor, "path", ref,
+                                       "optimizer", optim_ref);
     ok = ok && init && json_object_set_new(tr, "epochs", json_integer(c->perturb)) == 0;
     if (ok)
         ok = json_object_set_new(tr, "init_from", init) == 0;
@@ -168,8 +178,8 @@ static char *sweep_pbt_spec(daemon_ctx *d, const sweep_conf *c, const char *job_
 
 /* At the boundary, before anything moves: the exploit's spec through the
  * submit's checks (the donor's weights against the model, the new values
- * against the schema) and the donor's weights copied. false: the trial
- * goes on from its own checkpoint instead (logged). */
+ * against the schema) and the donor's weights and checkpoint copied.
+ * false: the trial goes on from its own checkpoint instead (logged). */
 static bool sweep_pbt_prepare(daemon_ctx *d, const store_sweep *sw, const sweep_conf *c,
                               const sweep_trial *t, const sweep_trial *donor,
                               const json_t *params)
@@ -185,7 +195,10 @@ static bool sweep_pbt_prepare(daemon_ctx *d, const store_sweep *sw, const sweep_
     char src[4096], dst[4096];
     return ok && rundir_path(src, sizeof src, d->cfg.data_dir, donor->job_id,
                              "weights.safetensors") &&
-           sweep_pbt_init_path(d, t->job_id, dst, sizeof dst) && sweep_copy_file(src, dst);
+           sweep_pbt_init_path(d, t->job_id, dst, sizeof dst) && sweep_copy_file(src, dst) &&
+           rundir_path(src, sizeof src, d->cfg.data_dir, donor->job_id,
+                       "checkpoints/ckpt.bin") &&
+           sweep_pbt_optim_path(d, t->job_id, dst, sizeof dst) && sweep_copy_file(src, dst);
 }
 
 /* The generation every live trial (a succeeded job whose records are all
@@ -331,6 +344,9 @@ void sweep_pbt_forget(daemon_ctx *d, const sweep_trial *t)
 {
     char path[4096];
     if (sweep_pbt_init_path(d, t->job_id, path, sizeof path) && unlink(path) != 0 &&
+        errno != ENOENT)
+        log_error("job %s: cannot remove %s: %s", t->job_id, path, strerror(errno));
+    if (sweep_pbt_optim_path(d, t->job_id, path, sizeof path) && unlink(path) != 0 &&
         errno != ENOENT)
         log_error("job %s: cannot remove %s: %s", t->job_id, path, strerror(errno));
 }

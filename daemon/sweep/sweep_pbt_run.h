@@ -39,8 +39,8 @@ bool sweep_pbt_start(daemon_ctx *d, const store_sweep *sw, const sweep_conf *c, 
 /* t's lineage [{generation, from_job, params}]. */
 json_t *sweep_pbt_lineage(const sweep_trial *t);
 
-/* A losing member under keep "best": the copy of a donor's weights it
- * warm-started from goes with its other weights. */
+/* A losing member under keep "best": the copies of a donor's weights and
+ * checkpoint it warm-started from go with its other weights. */
 void sweep_pbt_forget(daemon_ctx *d, const sweep_trial *t);
 
 #endif

@@ -503,6 +503,7 @@
    * to the page (a sweep's trials table carries the colours). */
   function chart(name, series, opts) {
     opts = opts || {};
+    const unit = opts.unit || 'epoch';
     const W = 420, H = 240, L = 52, R = 12, T = 26, B = 34;
     const n = Math.max(...series.map(([, v]) => v.length));
     const all = series.flatMap(([, v]) => v).filter((x) => typeof x === 'number' && isFinite(x));
@@ -511,16 +512,16 @@
     const x = (i) => L + (n > 1 ? (i / (n - 1)) * (W - L - R) : (W - L - R) / 2);
     const y = (v) => T + (1 - (v - lo) / (hi - lo)) * (H - T - B);
     const svg = sv('svg', { class: 'chart', viewBox: '0 0 ' + W + ' ' + H, width: W, height: H,
-                            role: 'img', 'aria-label': name + ' per epoch', 'data-metric': name,
+                            role: 'img', 'aria-label': name + ' per ' + unit, 'data-metric': name,
                             'data-points': String(n) });
-    svg.append(sv('title', {}, name + ' per epoch'));
+    svg.append(sv('title', {}, name + ' per ' + unit));
     for (const t of ticks(lo, hi, 4)) {
       svg.append(sv('line', { class: 'grid', x1: L, x2: W - R, y1: y(t), y2: y(t) }));
       svg.append(sv('text', { x: L - 6, y: y(t) + 4, 'text-anchor': 'end' }, fmtNum(t, 3)));
     }
     const xt = ticks(1, n, Math.min(n, 6)).filter((t) => Number.isInteger(t));
     for (const t of xt) svg.append(sv('text', { x: x(t - 1), y: H - B + 16, 'text-anchor': 'middle' }, String(t)));
-    svg.append(sv('text', { x: (L + W - R) / 2, y: H - 4, 'text-anchor': 'middle' }, 'epoch'));
+    svg.append(sv('text', { x: (L + W - R) / 2, y: H - 4, 'text-anchor': 'middle' }, unit));
     svg.append(sv('line', { class: 'axis', x1: L, x2: L, y1: T, y2: H - B }));
     svg.append(sv('line', { class: 'axis', x1: L, x2: W - R, y1: H - B, y2: H - B }));
     series.forEach(([label, v, cls], k) => {
@@ -536,7 +537,7 @@
     const readout = sv('text', { class: 'readout', x: W - R, y: 14, 'text-anchor': 'end' }, '');
     const band = (W - L - R) / Math.max(1, n - 1);
     for (let i = 0; i < n; i++) {
-      const text = 'epoch ' + (i + 1) + ': ' + series.map(([label, v]) =>
+      const text = unit + ' ' + (i + 1) + ': ' + series.map(([label, v]) =>
         label + ' ' + (typeof v[i] === 'number' ? fmtNum(v[i], 4) : '–')).join(', ');
       const x0 = Math.max(L, x(i) - band / 2), x1 = Math.min(W - R, x(i) + band / 2);
       const r = sv('rect', { class: 'hover', x: x0, y: T, width: x1 - x0, height: H - T - B,
@@ -676,6 +677,39 @@
   const fmtParams = (p) => Object.entries(p || {}).map(([k, v]) => k + '=' + JSON.stringify(v)).join(', ');
   const bestText = (b) => b ? fmtNum(b.metric, 4) + ' (' + b.job + ')' : '';
 
+  /* How the sweep searches, per method: ASHA's rungs, PBT's population
+   * and generations; grid and random need no more than their name. */
+  function sweepSearchText(w) {
+    let s = w.method;
+    if (w.rungs) s += ', rungs at ' + w.rungs.join(', ') + ' epochs, η ' + w.reduction_factor;
+    if (w.pbt) s += ', population ' + w.pbt.population + ', ' + w.pbt.generations +
+                    ' generations of ' + w.pbt.perturb_every_epochs + ' epochs, bottom ' +
+                    Math.round(w.pbt.quantile * 100) + '% exploit the top';
+    return s + ', ' + w.max_concurrent + ' at once';
+  }
+
+  /* A trial's place in the schedule: under ASHA the rung it reached (of
+   * the sweep's), under PBT its generation and lineage, each exploit
+   * linking the job whose weights it took; null for grid and random. */
+  function sweepStageCell(w, t) {
+    if (w.rungs) {
+      const done = (t.rungs || []).filter((r) => typeof r.metric === 'number').length;
+      return el('td', { class: 'stage', 'data-rung': String(done),
+                        text: done ? 'rung ' + done + ' of ' + w.rungs.length : '' });
+    }
+    if (!w.pbt) return null;
+    const gens = Array.isArray(t.pbt) ? t.pbt : [];
+    const last = gens.length ? gens[gens.length - 1].generation : null;
+    const from = gens.filter((g) => g.from_job);
+    const td = el('td', { class: 'stage lineage', 'data-generation': last === null ? '' : String(last),
+                          'data-from': from.map((g) => g.generation + ':' + g.from_job).join(' ') },
+                  last === null ? '' : 'gen ' + last + ' of ' + w.pbt.generations);
+    for (const g of from)
+      td.append(el('br'), 'gen ' + g.generation + ' from ', el('a', { href: '#/job/' + g.from_job, text: g.from_job }));
+    if (last !== null && !from.length) td.append(el('br'), 'own line');
+    return td;
+  }
+
   let sweepsPending = null;
   async function loadSweeps() {
     if (sweepsPending) return sweepsPending;
@@ -737,14 +771,15 @@
     dl.replaceChildren(el('dt', { text: 'State' }),
                        el('dd', { id: 'sweep-state', class: 'state state-' + w.state, text: w.state }));
     if (S.admin) fact(dl, 'Owner', w.owner);
-    fact(dl, 'Search', w.method + (w.rungs ? ', rungs at ' + w.rungs.join(', ') + ' epochs, η ' +
-         w.reduction_factor : '') + ', ' + w.max_concurrent + ' at once');
+    fact(dl, 'Search', sweepSearchText(w));
     fact(dl, 'Trials', w.trials_done + '/' + w.trials_total + ' done, ' + w.trials_running + ' running');
     fact(dl, 'Best', w.best ? w.metric + ' ' + fmtNum(w.best.metric, 4) + ' by ' + w.best.job +
          ' (' + fmtParams(w.best.params) + ')' : '');
     fact(dl, 'Created', fmtTime(w.created_at));
     fact(dl, 'Finished', fmtTime(w.finished_at));
     $('sweep-metric-col').textContent = w.metric + ' (' + w.mode + ')';
+    $('sweep-stage-col').hidden = !w.rungs && !w.pbt;
+    $('sweep-stage-col').textContent = w.pbt ? 'Generation, lineage' : 'Rung';
     const trials = w.trials.slice().sort(trialOrder(w));
     /* Picked at first: the five best that have a job. */
     if (!S.sweepPick) S.sweepPick = new Set(trials.filter((t) => t.job).slice(0, 5).map((t) => t.job));
@@ -765,6 +800,7 @@
         el('td', { class: 'state state-' + t.state, text: t.state }),
         el('td', { class: 'num', text: String(t.epochs_run) }),
         el('td', { class: 'num metric', text: fmtNum(t.metric, 5) }),
+        ...[sweepStageCell(w, t)].filter(Boolean),
         el('td', { text: fmtParams(t.params) }));
     }));
     drawSweep(w);
@@ -794,9 +830,26 @@
       }).filter(Boolean);
       return series.length ? chart(m, series, { legend: false }) : null;
     }).filter(Boolean);
+    const gens = w.pbt ? sweepGenerationChart(w, picked) : null;
+    if (gens) charts.unshift(gens);
     $('sweep-charts').replaceChildren(...(charts.length ? charts
       : [el('p', { class: 'hint', text: picked.length ? 'No picked trial has finished an epoch yet.'
                                                       : 'Tick trials above to see their curves.' })]));
+  }
+
+  /* PBT: an exploited member starts a fresh history from its donor's
+   * weights, so its own curve covers its last generations only; the
+   * metric each member reached at each generation's end (its records)
+   * is the member's whole path, exploits included. */
+  function sweepGenerationChart(w, picked) {
+    const series = picked.map((t) => {
+      const v = (t.rungs || []).map((r) => r.metric).filter((m) => typeof m === 'number');
+      return v.length ? [t.job, v, 'c' + (t.index % 8)] : null;
+    }).filter(Boolean);
+    if (!series.length) return null;
+    const svg = chart(w.metric, series, { legend: false, unit: 'generation' });
+    svg.setAttribute('id', 'sweep-generations');
+    return svg;
   }
 
   /* One axis per parameter, then the metric; a trial is a polyline across

@@ -114,6 +114,56 @@ static int checkpoint_check_head(const checkpoint_head *h, size_t len, uint64_t 
     return 0;
 }
 
+int checkpoint_load_optimizer(const char *path, const model *m, optimizer *opt, char *err,
+                              size_t errlen)
+{
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    if (io_read_file(path, CKPT_MAX_BYTES, &buf, &len, err, errlen) != 0)
+        return -1;
+    checkpoint_head h;
+    int rc = -1;
+    if (len < sizeof h + 4) {
+        io_errf(err, errlen, "%s: truncated (%zu bytes)", path, len);
+        goto out;
+    }
+    memcpy(&h, buf, sizeof h);
+    if (memcmp(h.magic, CKPT_MAGIC, 8) != 0 || h.version != CKPT_VERSION) {
+        io_errf(err, errlen, "%s: not a punch-train checkpoint (version %d)", path,
+                (int)CKPT_VERSION);
+        goto out;
+    }
+    /* Another run's file: every length is checked before it is summed. */
+    if (h.n_params != m->n_params || h.n_state != m->n_state ||
+        h.n_optim != optim_state_floats(opt) || h.sched_bytes != sizeof(schedule_state) ||
+        h.record_bytes != sizeof(epoch_record) || h.n_history < 0 ||
+        (size_t)h.n_history > len / sizeof(epoch_record) ||
+        checkpoint_body_size(&h) + 4 != len) {
+        io_errf(err, errlen, "%s: sizes do not match this model and optimizer (%lld "
+                "parameters and %lld optimizer floats, checkpoint has %lld and %lld)", path,
+                (long long)m->n_params, (long long)optim_state_floats(opt),
+                (long long)h.n_params, (long long)h.n_optim);
+        goto out;
+    }
+    size_t body = len - 4;
+    if (io_get_le32(buf + body) != (uint32_t)crc32_z(0L, buf, body)) {
+        io_errf(err, errlen, "%s: checksum mismatch (corrupt checkpoint)", path);
+        goto out;
+    }
+    const float *opt_state = (const float *)(const void *)(buf + sizeof h + h.sched_bytes +
+        (size_t)h.n_history * (size_t)h.record_bytes +
+        (size_t)(h.n_params + h.n_state) * sizeof(float));
+    if (!optim_state_valid(opt, opt_state, h.n_optim)) {
+        io_errf(err, errlen, "%s: optimizer state does not fit this optimizer", path);
+        goto out;
+    }
+    optim_state_load(opt, opt_state);
+    rc = 0;
+out:
+    free(buf);
+    return rc;
+}
+
 int checkpoint_load(const char *dir, uint64_t spec_hash, train_position *pos,
                     schedule_state *sched, run_history *hist, model *m, optimizer *opt,
                     char *err, size_t errlen)

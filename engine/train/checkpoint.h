@@ -50,4 +50,12 @@ int checkpoint_load(const char *dir, uint64_t spec_hash, train_position *pos,
                     schedule_state *sched, run_history *hist, model *m, optimizer *opt,
                     char *err, size_t errlen);
 
+/* Read only the optimizer state of the checkpoint file at path (another
+ * run's, any spec: PBT's exploit carries its donor's momenta into a run
+ * with explored hyperparameters) into opt. The model and optimizer must
+ * have the sizes the checkpoint was written with. 0, or -1 + message
+ * naming the file (missing, corrupt, or of another model or optimizer). */
+int checkpoint_load_optimizer(const char *path, const model *m, optimizer *opt, char *err,
+                              size_t errlen);
+
 #endif

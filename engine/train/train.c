@@ -515,6 +515,26 @@ static int train_finish_epoch(train_run *r, double lr, bool *stop, char *err, si
     return train_checkpoint(r, err, errlen);
 }
 
+/* training.init_from.optimizer: the warm start's optimizer state, from
+ * another run's checkpoint (PBT's exploit: the donor's momenta with its
+ * weights), so the first step moves as the donor's next would have. */
+static int train_warm_optimizer(train_run *r, char *err, size_t errlen)
+{
+    const char *ref = r->spec->training.init_optimizer_file;
+    if (!ref)
+        return 0;
+    char why[600];
+    if (ref[0] != '@' || ref[1] != '/') {
+        snprintf(err, errlen, "training.init_from.optimizer: \"%s\" is not \"@/path\"", ref);
+        return -1;
+    }
+    if (checkpoint_load_optimizer(ref + 1, r->m, r->optim.host, why, sizeof why) != 0) {
+        snprintf(err, errlen, "training.init_from.optimizer: %s", why);
+        return -1;
+    }
+    return train_optim_push(&r->optim, err, errlen);
+}
+
 static int train_resume_or_start(train_run *r, char *err, size_t errlen)
 {
     char path[4096];
@@ -529,7 +549,8 @@ static int train_resume_or_start(train_run *r, char *err, size_t errlen)
     }
     /* A fresh run starts a fresh progress log, from init_from's weights
      * when the spec names some. */
-    if (warmstart_load(r->m, r->spec, err, errlen) != 0)
+    if (warmstart_load(r->m, r->spec, err, errlen) != 0 ||
+        train_warm_optimizer(r, err, errlen) != 0)
         return -1;
     if (unlink(path) != 0 && errno != ENOENT) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));

@@ -661,6 +661,7 @@ void spec_free(job_spec *spec)
     free(spec->data.ctf_labels);
     free(spec->training.init_from_job);
     free(spec->training.init_from_file);
+    free(spec->training.init_optimizer_file);
     free(spec->model_file);
     free(spec);
 }

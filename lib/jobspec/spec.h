@@ -313,6 +313,11 @@ typedef struct spec_training {
      * same way), or "@/abs/path" run by hand. NULL: none. */
     char *init_from_job;
     char *init_from_file;
+    /* training.init_from.optimizer ("@PATH" of a checkpoints/ckpt.bin):
+     * the warm start takes that checkpoint's optimizer state too (momenta,
+     * Adam's moments and step). Written by punchcardd for PBT's exploit
+     * beside "path"; NULL: the optimizer starts afresh. */
+    char *init_optimizer_file;
     int checkpoint_keep; /* model_checkpoint saves kept, newest first; 0 = all;
                             default 1 (with a monitor, the latest is the best) */
     /* PyDTNN's options. */

@@ -421,6 +421,8 @@ static json_t *training_json(const spec_training *t)
             json_object_set_new(init, "job", json_string(t->init_from_job));
             if (t->init_from_file)
                 json_object_set_new(init, "path", json_string(t->init_from_file));
+            if (t->init_optimizer_file)
+                json_object_set_new(init, "optimizer", json_string(t->init_optimizer_file));
         } else {
             json_object_set_new(init, "dataset", json_string(t->init_from_file));
         }

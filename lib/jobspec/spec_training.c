@@ -284,22 +284,24 @@ static bool parse_loss(const json_t *obj, int *loss, spec_error *err)
                                  spec_loss_names, 4, "loss", loss, err);
 }
 
-/* training.init_from: {"job": ID [, "path": "@PATH"]} or
- * {"dataset": "@NAME" | "@PATH"}. "path" is what punchcardd writes when
- * it resolves a job; a user's spec has no reason to give it. */
+/* training.init_from: {"job": ID [, "path": "@PATH" [, "optimizer":
+ * "@PATH"]]} or {"dataset": "@NAME" | "@PATH"}. "path" is what punchcardd
+ * writes when it resolves a job, "optimizer" what a PBT exploit adds (the
+ * donor's checkpoint); a user's spec has no reason to give either. */
 static bool parse_init_from(const json_t *o, spec_training *tr, spec_error *err)
 {
-    static const char *const keys[] = {"job", "dataset", "path", NULL};
+    static const char *const keys[] = {"job", "dataset", "path", "optimizer", NULL};
     const char *p = "training.init_from";
     if (!o)
         return true;
     if (!json_is_object(o))
         return spec_fail(err, p, "expected {\"job\": \"ID\"} or {\"dataset\": \"@NAME\"}, "
                                  "got %s", spec_json_type_name(o));
-    const char *job = NULL, *dataset = NULL, *path = NULL;
+    const char *job = NULL, *dataset = NULL, *path = NULL, *optim = NULL;
     if (!spec_check_keys(o, p, keys, err) || !spec_get_string(o, p, "job", &job, err) ||
         !spec_get_string(o, p, "dataset", &dataset, err) ||
-        !spec_get_string(o, p, "path", &path, err))
+        !spec_get_string(o, p, "path", &path, err) ||
+        !spec_get_string(o, p, "optimizer", &optim, err))
         return false;
     if ((job != NULL) == (dataset != NULL))
         return spec_fail(err, p, "give exactly one of \"job\" (a finished job's id) and "
@@ -316,9 +318,14 @@ static bool parse_init_from(const json_t *o, spec_training *tr, spec_error *err)
     if (path && (!job || spec_dataset_ref_kind(path, NULL) != SPEC_REF_UPLOAD_PATH))
         return spec_fail(err, "training.init_from.path", "is written by punchcardd for a "
                                                          "job; do not give it");
+    if (optim && (!path || spec_dataset_ref_kind(optim, NULL) != SPEC_REF_UPLOAD_PATH))
+        return spec_fail(err, "training.init_from.optimizer", "is written by punchcardd for "
+                                                              "a sweep's exploit; do not give it");
     tr->init_from_job = job ? strdup(job) : NULL;
     tr->init_from_file = dataset ? strdup(dataset) : path ? strdup(path) : NULL;
-    if ((job && !tr->init_from_job) || ((dataset || path) && !tr->init_from_file))
+    tr->init_optimizer_file = optim ? strdup(optim) : NULL;
+    if ((job && !tr->init_from_job) || ((dataset || path) && !tr->init_from_file) ||
+        (optim && !tr->init_optimizer_file))
         return spec_fail(err, p, "out of memory");
     return true;
 }

@@ -9,7 +9,9 @@ the admin sees everyone's, with owners, the state filter and the cluster; a
 finished char language model's page generates the text the API gives; a 2x2 grid
 sweep's page lists its trials sorted by the metric with the best marked,
 overlays the picked trials' curves and draws one parallel-coordinates line
-a trial; the list overlays the curves of the jobs ticked in it.
+a trial; a PBT sweep's page shows each member's generation and its exploit's
+donor, and the metric at each generation's end; the list overlays the curves
+of the jobs ticked in it.
 Throughout: no request leaves the origin and the console has no errors
 (beyond the API's expected refusals). Screenshots of the list and the job
 page go to $PUNCH_SCREENSHOTS.
@@ -144,6 +146,7 @@ def cases():
                 punchtest.case("a run file downloads as the API serves it", run_file, p, quick,
                                downloads)
                 punchtest.case("a sweep's page: trials, best, curves, axes", sweep_page, p)
+                punchtest.case("a PBT sweep's page: generations and lineage", pbt_page, p)
                 punchtest.case("the list overlays ticked jobs' curves", list_compare, p, quick)
                 punchtest.case("another user sees none of alice's jobs", other_user, p)
                 punchtest.case("the admin sees everyone's", admin, p)
@@ -354,8 +357,56 @@ def sweep_page(p):
                ".map(l => [l.dataset.job, l.classList.contains('best')])")
     check(sorted(j for j, _ in lines) == sorted(want), "one line a trial: %s" % lines)
     check([j for j, b in lines if b] == [want[0]], "the best's line is marked: %s" % lines)
+    check(js("return document.getElementById('sweep-stage-col').hidden") and
+          not p.finds("#sweep-trials td.stage"), "a grid has no rung or lineage column")
     p.drv.save_screenshot(os.path.join(os.environ.get("PUNCH_SCREENSHOTS") or
                                        punchtest.build_path("tests", "browser"), "dashboard-sweep.png"))
+    p.collect_console()
+
+
+# Two members of one-epoch generations, twice: the worse of the two
+# exploits the better at the boundary (quantile 0.5 of 2).
+PBT_SWEEP = {"name": "pbt-ui", "job": job_like(QUICK_JOB, name="member"),
+             "search": {"method": "pbt", "metric": "loss", "max_concurrent": 2,
+                        "pbt": {"population": 2, "perturb_every_epochs": 1, "generations": 2,
+                                "quantile": 0.5, "seed": 3},
+                        "parameters": {"training.optimizer.learning_rate":
+                                       {"loguniform": [0.001, 0.5]}}}}
+
+
+def pbt_page(p):
+    """A PBT sweep's page says its population and generations, shows each
+    member's generation and, for the one that exploited, a link to its
+    donor's job as the API's lineage says; the metric-per-generation chart
+    has a point a generation and a line a member."""
+    js = p.drv.execute_script
+    r = p.d.req("POST", "/api/v1/sweeps", "alice", body=PBT_SWEEP)
+    check(r.status_code == 201, "sweep submit: %d %s" % (r.status_code, r.text))
+    sid = r.json()["id"]
+    p.drv.get(p.d.url + "/#/sweep/" + sid)
+    # The hash moves from the grid's page: its facts stay until this loads.
+    shown = lambda: js("return [document.getElementById('sweep-title').textContent, "
+                       "document.getElementById('sweep-state').textContent]")
+    p.wait(lambda: sid in shown()[0] and shown()[1] == "succeeded",
+           lambda _: "the page to show the sweep succeeded (shows %r)" % shown())
+    w = p.d.req("GET", "/api/v1/sweeps/" + sid, "alice").json()
+    want = {t["job"]: " ".join("%d:%s" % (g["generation"], g["from_job"])
+                               for g in t["pbt"] if g["from_job"]) for t in w["trials"]}
+    check(sum(1 for v in want.values() if v) == 1, "one member exploited: %s" % w["trials"])
+    rows = lambda: js("return [...document.querySelectorAll('#sweep-trials tbody tr')].map(r => "
+                      "[r.dataset.job, r.querySelector('td.lineage').dataset.generation, "
+                      "r.querySelector('td.lineage').dataset.from, "
+                      "[...r.querySelectorAll('td.lineage a')].map(a => a.textContent).join(' ')])")
+    expect = sorted([j, "1", v, " ".join(x.split(":")[1] for x in v.split())]
+                    for j, v in want.items())
+    p.wait(lambda: sorted(rows()) == expect, lambda _: "lineage %s, want %s" % (rows(), expect))
+    check(p.text("#sweep-stage-col") == "Generation, lineage", "the column's header")
+    check("population 2, 2 generations of 1 epochs" in p.text("#sweep-facts"),
+          "the search facts: %r" % p.text("#sweep-facts"))
+    gens = lambda: js("const s = document.getElementById('sweep-generations'); return s ? "
+                      "[s.getAttribute('data-points'), s.querySelectorAll('polyline').length] "
+                      ": null")
+    p.wait(lambda: gens() == ["2", 2], lambda _: "the generations chart: %s" % gens())
     p.collect_console()
 
 

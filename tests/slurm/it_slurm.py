@@ -9,7 +9,8 @@ and a restart re-attach a running and a pending job by their stored Slurm
 ids; slurmctld stopped: submits get 503, and once it is back the jobs are
 followed again and a new job runs; `scontrol requeue` of a running job:
 queued again with an event saying so, then it resumes from its checkpoint
-and succeeds; a job past Slurm's time limit ends as timeout (normal build
+and succeeds; an ASHA sweep's promotion follows its trials' ends under
+Slurm (the sweep's job-end hook); a job past Slurm's time limit ends as timeout (normal build
 only: Slurm's smallest limit is a minute). Not covered here: jobs spanning
 nodes (one node in this machine's namespace; it_slurm_cluster.py)."""
 import json
@@ -40,8 +41,14 @@ def cases():
                            cancel, d, slurm)
             punchtest.case("kill -9 and restart re-attach running and pending jobs",
                            reattach, d, slurm)
+            # The sweep's two rounds of Slurm jobs run beside the requeue
+            # case's waits rather than adding their own.
+            sweep = punchtest.case("an ASHA sweep under Slurm: submitted", asha_submit, d)
             punchtest.case("scontrol requeue: queued again, resumes from its checkpoint",
                            requeue, d, slurm)
+            if sweep:
+                punchtest.case("an ASHA sweep promotes as its trials end under Slurm",
+                               asha_promoted, d, sweep)
             punchtest.case("slurmctld down: 503 on submit; followed again when it is back",
                            ctld_down, d, slurm)
             slurm_s = local_s = None
@@ -187,6 +194,47 @@ def requeue(d, slurm):
     check(len(starts) == 2 and not starts[0]["resumed"] and starts[1]["resumed"] and
           starts[1]["epoch"] >= 1, "the second run resumed: %s" % starts)
     check(slurm_id(d, a) == sid, "the same Slurm job ran twice")
+
+
+def job_events(d, job_id):
+    return d.req("GET", "/api/v1/jobs/%s/events" % job_id, "alice").json()["events"]
+
+
+def asha_submit(d):
+    """Two learning rates, rungs at 1 and 2 epochs (eta 2), both trials
+    submitted at once; (sweep id, trial jobs) for asha_promoted."""
+    body = {"name": "asha-slurm", "job": job_like(QUICK_JOB, name="trial"),
+            "search": {"method": "asha", "metric": "loss", "max_concurrent": 2,
+                       "asha": {"min_epochs": 1, "max_epochs": 2, "reduction_factor": 2},
+                       "parameters": {"training.optimizer.learning_rate":
+                                      {"values": [0.01, 0.5]}}}}
+    r = d.req("POST", "/api/v1/sweeps", "alice", body=body)
+    check(r.status_code == 201, "sweep submit: %d %s" % (r.status_code, r.text))
+    sid = r.json()["id"]
+    jobs = [t["job"] for t in d.req("GET", "/api/v1/sweeps/" + sid, "alice").json()["trials"]]
+    check(len(jobs) == 2 and all(jobs), "both trials submitted at once: %s" % jobs)
+    return sid, jobs
+
+
+def asha_promoted(d, sweep):
+    """The better trial at rung 1 was promoted when both had ended, through
+    the job-end hook that settle_job calls for a job Slurm ended: only the
+    jobs are watched here (a read of the sweep would advance it too)."""
+    sid, jobs = sweep
+
+    def promoted_done():
+        for j in jobs:
+            ev = job_events(d, j)
+            at = [i for i, e in enumerate(ev) if "promoted by sweep" in (e.get("detail") or "")]
+            if at and any(e["to"] == "succeeded" for e in ev[at[-1]:]):
+                return j
+        return None
+    best = wait_for(promoted_done, "a trial promoted and run again under Slurm", timeout=120)
+    check(sum(1 for e in job_events(d, best) if e["to"] == "running") == 2,
+          "two Slurm runs of the promoted trial: %s" % job_events(d, best))
+    s = d.req("GET", "/api/v1/sweeps/" + sid, "alice").json()
+    check(s["state"] == "succeeded" and s["best"]["job"] == best and
+          s["best"]["epochs_run"] == 2, "the sweep: %s" % s)
 
 
 def latency(d):

@@ -9,12 +9,15 @@ trial without training an epoch twice, spends well under half the grid's
 epochs and its best reached the last rung; PBT's exploit starts the worst
 trial from the best one's weights (its lineage, its job's event, and its
 first evaluation equal to the donor's last) and is reproducible with its
-seed; trials carry their sweep and params in job lists and punch list;
+seed; its warm start takes the donor's optimizer state (by hand: a warm
+start with a checkpoint's optimizer trains as resuming it does); trials carry their sweep and params in job lists and punch list;
 cancel stops every trial; another user sees nothing; a bad trial is
 refused naming its parameters."""
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 
 import punchtest
 from punchtest import Daemon, check, wait_for
@@ -26,6 +29,7 @@ LRS = [0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0]
 
 def cases():
     punchtest.require_engine()
+    punchtest.case("pbt's warm start takes the donor's optimizer state", warm_optimizer)
     with Daemon(["--slots", "2", "--max-running", "4"]) as d:
         punchtest.case("2x2 grid: four trials, best is the best", grid, d)
         punchtest.case("random search: same seed, same params", random_seed, d)
@@ -213,6 +217,47 @@ def asha(d):
     check(s["best"]["epochs_run"] == 9, "best reached the last rung: %s" % s["best"])
 
 
+def warm_optimizer():
+    """What a PBT exploit runs (training.init_from with "path" and
+    "optimizer", as sweep_pbt_run.c writes them), by hand: with momentum
+    and the batches in the same order each epoch, a one-epoch warm start
+    from a checkpoint's weights and optimizer state ends with the weights
+    of that run resumed for one more epoch; without the optimizer state it
+    does not (so the check can fail)."""
+    engine = punchtest.engine_path()
+    job = json.loads(json.dumps(JOB))
+    job["data"]["shuffle"] = False
+    job["training"]["optimizer"] = {"name": "sgd", "learning_rate": 0.1, "momentum": 0.9}
+    with tempfile.TemporaryDirectory() as tmp:
+        def run(name, epochs, init=None, resume_from=None):
+            out = os.path.join(tmp, name)
+            if resume_from:
+                shutil.copytree(os.path.join(tmp, resume_from), out)
+            spec = json.loads(json.dumps(job))
+            spec["training"]["epochs"] = epochs
+            if init:
+                spec["training"]["init_from"] = dict({"job": "0123456789ab"}, **init)
+            path = os.path.join(tmp, name + ".json")
+            punchtest.write_json(path, spec)
+            punchtest.train(engine, path, out, resume=bool(resume_from))
+            return punchtest.load_safetensors(os.path.join(out, "weights.safetensors"))
+        run("donor", 1)
+        resumed = run("resumed", 2, resume_from="donor")
+        donor = os.path.join(tmp, "donor")
+        weights = "@" + os.path.join(donor, "weights.safetensors")
+        carried = run("carried", 1, {"path": weights, "optimizer": "@" + os.path.join(
+            donor, "checkpoints", "ckpt.bin")})
+        fresh = run("fresh", 1, {"path": weights})
+    check(sorted(carried) == sorted(resumed),
+          "tensors: %s vs %s" % (sorted(carried), sorted(resumed)))
+    for name in resumed:
+        a, b = carried[name], resumed[name]
+        check(a.shape == b.shape and abs(a - b).max() <= 1e-6 * max(1.0, abs(b).max()),
+              "%s: warm start with the optimizer state %s, resumed %s" % (name, a, b))
+    moved = max(abs(fresh[n] - resumed[n]).max() for n in resumed)
+    check(moved > 1e-4, "without the optimizer state the weights differ (by %g)" % moved)
+
+
 def pbt_body(seed):
     job = json.loads(json.dumps(JOB))
     job["training"]["evaluate"] = True
@@ -265,6 +310,12 @@ def pbt(d):
             if abs(e["test_loss"] - before[0]["test_loss"]) <= 1e-6 * abs(e["test_loss"])]
     check(same == [best["job"]], "warm start from the donor's weights: %s vs %s"
           % (before[0], ends))
+    # ... and its optimizer state: the run's spec names the copy of the
+    # donor's checkpoint (warm_optimizer checks what the engine does with it).
+    ran = punchtest.read_json(os.path.join(d.run_dir(worst["job"]), "job.json"))
+    optim = ran["training"]["init_from"].get("optimizer", "")
+    check(optim == "@" + os.path.join(d.run_dir(worst["job"]), "pbt-init.ckpt") and
+          os.path.getsize(optim[1:]) > 0, "the exploit's optimizer state: %s" % ran)
     events = d.req("GET", "/api/v1/jobs/%s/events" % worst["job"], "alice").json()["events"]
     check(any("exploited by sweep %s" % sid in (e["detail"] or "") and best["job"] in e["detail"]
               for e in events), "exploit event: %s" % events)
