@@ -107,10 +107,19 @@ static void gemm_chunk(void *ctx, long begin, long end, int tid)
     }
 }
 
+static bool cpu_gemm_bf16(backend *be, bool ta, bool tb, int m, int n, int k,
+                          const float *a, int lda, const float *b, int ldb, bool accumulate,
+                          float *c, int ldc);
+
 static void cpu_gemm(backend *be, bool trans_a, bool trans_b, int m, int n, int k,
                      float alpha, const float *a, int lda, const float *b, int ldb,
                      float beta, float *c, int ldc)
 {
+    /* bf16: the op's GEMMs (LSTM input projections and recurrences,
+     * conv1d, tied dense) as the dense layer's; they all use alpha 1. */
+    if (be->bf16 && alpha == 1.0f && (beta == 0.0f || beta == 1.0f) &&
+        cpu_gemm_bf16(be, trans_a, trans_b, m, n, k, a, lda, b, ldb, beta == 1.0f, c, ldc))
+        return;
     gemm_job g = {trans_a, trans_b, m >= n, m, n, k, alpha, beta, a, b, c, lda, ldb, ldc};
     long work = (long)m * n * (k > 0 ? k : 1);
     int threads = pool_threads(cpu_pool(be));

@@ -29,7 +29,7 @@ typedef struct mm_key {
 typedef struct mm_entry {
     mm_key key;
     dnnl_primitive_t prim; /* NULL: oneDNN has no JIT kernel for the shape */
-    dnnl_memory_t *mem;    /* per thread: src, weights, dst */
+    dnnl_memory_t *mem;    /* per thread: src, weights, dst, scratchpad */
 } mm_entry;
 
 struct cpu_mm_bf16 {
@@ -41,6 +41,11 @@ struct cpu_mm_bf16 {
     uint16_t *a, *b; /* A and B in bf16, packed */
     long a_cap, b_cap;
     mm_entry **chunk; /* per thread: the entry of its rows in this call */
+    /* Per thread: the primitives' scratchpad. oneDNN's own (library mode)
+     * is one buffer for the process unless built for concurrent execution,
+     * and the pool's threads run primitives at once. */
+    void **scratch;
+    size_t scratch_bytes;
     long calls;
     char impl[64];
 };
@@ -49,6 +54,9 @@ static void mm_one_thread(void)
 {
     /* The pool owns the cores (cpu_dense.c's cpu_sgemm_dnnl). */
     static _Thread_local bool done;
+    /* Also before a primitive is made: oneDNN sizes its split of the work
+     * by the creating thread's team, and a split of K would change the
+     * sums' order from one primitive to the next. */
     if (!done) {
         omp_set_num_threads(1);
         done = true;
@@ -57,13 +65,15 @@ static void mm_one_thread(void)
 
 cpu_mm_bf16 *cpu_mm_bf16_create(int threads)
 {
+    mm_one_thread();
     cpu_mm_bf16 *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
     s->threads = threads < 1 ? 1 : threads;
     s->streams = calloc((size_t)s->threads, sizeof *s->streams);
     s->chunk = calloc((size_t)s->threads, sizeof *s->chunk);
-    if (!s->streams || !s->chunk || dnnl_engine_create(&s->engine, dnnl_cpu, 0)) {
+    s->scratch = calloc((size_t)s->threads, sizeof *s->scratch);
+    if (!s->streams || !s->chunk || !s->scratch || dnnl_engine_create(&s->engine, dnnl_cpu, 0)) {
         s->engine = NULL;
         cpu_mm_bf16_destroy(s);
         return NULL;
@@ -80,7 +90,7 @@ cpu_mm_bf16 *cpu_mm_bf16_create(int threads)
 static void mm_entry_free(cpu_mm_bf16 *s, mm_entry *e)
 {
     if (e->mem)
-        for (int i = 0; i < 3 * s->threads; i++)
+        for (int i = 0; i < 4 * s->threads; i++)
             if (e->mem[i])
                 dnnl_memory_destroy(e->mem[i]);
     free(e->mem);
@@ -101,6 +111,9 @@ void cpu_mm_bf16_destroy(cpu_mm_bf16 *s)
         dnnl_engine_destroy(s->engine);
     free(s->streams);
     free(s->chunk);
+    for (int t = 0; s->scratch && t < s->threads; t++)
+        free(s->scratch[t]);
+    free(s->scratch);
     free(s->a);
     free(s->b);
     free(s);
@@ -125,12 +138,29 @@ static bool mm_md(dnnl_memory_desc_t *md, dnnl_dim_t r, dnnl_dim_t c, dnnl_dim_t
     return dnnl_memory_desc_init_by_strides(md, 2, dims, dt, strides) == dnnl_success;
 }
 
+/* Every thread's scratchpad to at least bytes (64-byte aligned). */
+static bool mm_scratch_grow(cpu_mm_bf16 *s, size_t bytes)
+{
+    if (bytes <= s->scratch_bytes)
+        return true;
+    size_t size = (bytes + 63) / 64 * 64;
+    for (int t = 0; t < s->threads; t++) {
+        void *p = aligned_alloc(64, size);
+        if (!p)
+            return false;
+        free(s->scratch[t]);
+        s->scratch[t] = p;
+    }
+    s->scratch_bytes = size;
+    return true;
+}
+
 /* The primitive and per-thread memory objects for key; e->prim stays NULL
  * when oneDNN offers only its reference kernel. False when oneDNN fails. */
 static bool mm_entry_build(cpu_mm_bf16 *s, mm_entry *e)
 {
     const mm_key *k = &e->key;
-    dnnl_memory_desc_t src, wei, dst;
+    dnnl_memory_desc_t src, wei, dst, scratch;
     bool ok = mm_md(&src, k->mc, k->k, k->ta ? 1 : k->k, k->ta ? k->sa : 1, dnnl_bf16) &&
               mm_md(&wei, k->k, k->n, k->tb ? 1 : k->n, k->tb ? k->k : 1, dnnl_bf16) &&
               mm_md(&dst, k->mc, k->n, k->ldc, 1, dnnl_f32);
@@ -140,7 +170,9 @@ static bool mm_entry_build(cpu_mm_bf16 *s, mm_entry *e)
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
     dnnl_primitive_desc_t pd = NULL;
-    ok = dnnl_primitive_attr_create(&attr) == dnnl_success;
+    ok = dnnl_primitive_attr_create(&attr) == dnnl_success &&
+         dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) ==
+             dnnl_success;
     if (ok && k->acc)
         ok = dnnl_post_ops_create(&po) == dnnl_success &&
              dnnl_post_ops_append_sum(po, 1.0f) == dnnl_success &&
@@ -150,6 +182,7 @@ static bool mm_entry_build(cpu_mm_bf16 *s, mm_entry *e)
     if (ok && dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
         impl && strncmp(impl, "ref", 3) != 0) {
         strncpy(s->impl, impl, sizeof s->impl - 1);
+        scratch = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
         ok = dnnl_primitive_create(&e->prim, pd) == dnnl_success;
         if (!ok)
             e->prim = NULL;
@@ -162,12 +195,14 @@ static bool mm_entry_build(cpu_mm_bf16 *s, mm_entry *e)
         dnnl_primitive_attr_destroy(attr);
     if (!ok || !e->prim)
         return ok;
-    e->mem = calloc((size_t)s->threads * 3, sizeof *e->mem);
+    if (!mm_scratch_grow(s, dnnl_memory_desc_get_size(&scratch)))
+        return false;
+    e->mem = calloc((size_t)s->threads * 4, sizeof *e->mem);
     if (!e->mem)
         return false;
-    const dnnl_memory_desc_t *mds[3] = {&src, &wei, &dst};
-    for (int i = 0; i < 3 * s->threads; i++)
-        if (dnnl_memory_create(&e->mem[i], mds[i % 3], s->engine, DNNL_MEMORY_NONE)) {
+    const dnnl_memory_desc_t *mds[4] = {&src, &wei, &dst, &scratch};
+    for (int i = 0; i < 4 * s->threads; i++)
+        if (dnnl_memory_create(&e->mem[i], mds[i % 4], s->engine, DNNL_MEMORY_NONE)) {
             e->mem[i] = NULL;
             return false;
         }
@@ -263,14 +298,15 @@ static void mm_rows(void *ctx, long begin, long end, int tid)
     cpu_mm_bf16 *s = j->s;
     mm_entry *e = s->chunk[tid];
     const mm_key *k = j->base;
-    dnnl_memory_t *mem = e->mem + 3 * tid;
+    dnnl_memory_t *mem = e->mem + 4 * tid;
     void *a = k->ta ? (void *)(s->a + begin) : (void *)(s->a + begin * k->k);
     bool ok = dnnl_memory_set_data_handle(mem[0], a) == dnnl_success &&
               dnnl_memory_set_data_handle(mem[1], s->b) == dnnl_success &&
-              dnnl_memory_set_data_handle(mem[2], j->c + begin * k->ldc) == dnnl_success;
-    dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, mem[0]}, {DNNL_ARG_WEIGHTS, mem[1]},
-                               {DNNL_ARG_DST, mem[2]}};
-    ok = ok && dnnl_primitive_execute(e->prim, s->streams[tid], 3, args) == dnnl_success &&
+              dnnl_memory_set_data_handle(mem[2], j->c + begin * k->ldc) == dnnl_success &&
+              dnnl_memory_set_data_handle(mem[3], s->scratch[tid]) == dnnl_success;
+    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, mem[0]}, {DNNL_ARG_WEIGHTS, mem[1]},
+                               {DNNL_ARG_DST, mem[2]}, {DNNL_ARG_SCRATCHPAD, mem[3]}};
+    ok = ok && dnnl_primitive_execute(e->prim, s->streams[tid], 4, args) == dnnl_success &&
          dnnl_stream_wait(s->streams[tid]) == dnnl_success;
     j->failed[tid] = !ok;
 }
@@ -281,6 +317,7 @@ bool cpu_mm_bf16_gemm(cpu_mm_bf16 *s, thread_pool *pool, bool ta, bool tb, int m
 {
     if (m <= 0 || n <= 0 || k <= 0)
         return false;
+    mm_one_thread();
     int threads = pool_threads(pool);
     if (threads > s->threads || threads > CPU_MAX_CHUNKS)
         return false;
