@@ -209,12 +209,20 @@ static bool mm_entry_build(cpu_mm_bf16 *s, mm_entry *e)
     return true;
 }
 
+/* Field by field: a struct's padding bytes are unspecified. */
+static bool mm_key_eq(const mm_key *x, const mm_key *y)
+{
+    return x->mc == y->mc && x->n == y->n && x->k == y->k && x->sa == y->sa &&
+           x->sb == y->sb && x->ldc == y->ldc && x->ta == y->ta && x->tb == y->tb &&
+           x->acc == y->acc;
+}
+
 /* The entry for key, made on first use; NULL when the context is full or
  * oneDNN failed. An entry without a primitive is remembered too. */
 static mm_entry *mm_entry_get(cpu_mm_bf16 *s, const mm_key *key)
 {
     for (int i = 0; i < s->n_entries; i++)
-        if (!memcmp(&s->entries[i].key, key, sizeof *key))
+        if (mm_key_eq(&s->entries[i].key, key))
             return &s->entries[i];
     if (s->n_entries == MM_MAX_ENTRIES)
         return NULL;
