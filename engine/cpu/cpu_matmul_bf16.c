@@ -4,8 +4,11 @@
  * them in AVX512_BF16/AMX kernels. Each call rounds A and B to bf16 (round
  * to nearest even, so the same inputs give the same bits), then every pool
  * thread runs a matmul on its rows of C: rows split as pool_run splits
- * them, so the result depends only on the thread count. The transposed
- * operands keep their storage order and are described by strides. */
+ * them, so the result depends only on the thread count. A transposed B
+ * keeps its storage order (described by strides); a transposed A is
+ * transposed as it is converted: oneDNN 2.6 runs a strided ("ba") bf16 src
+ * in its slower gemm:jit kernel instead of brgemm (dw = x^T dz of the gpt
+ * preset took 1.4x the time of all its other matmuls together). */
 #include "cpu/cpu_matmul_bf16.h"
 
 #include <oneapi/dnnl/dnnl.h>
@@ -22,7 +25,7 @@
 
 typedef struct mm_key {
     int mc, n, k;
-    long sa, sb, ldc; /* strides: A's transposed one (its full m), B's, C's */
+    long sb, ldc; /* strides: B's, C's */
     bool ta, tb, acc;
 } mm_key;
 
@@ -161,7 +164,7 @@ static bool mm_entry_build(cpu_mm_bf16 *s, mm_entry *e)
 {
     const mm_key *k = &e->key;
     dnnl_memory_desc_t src, wei, dst, scratch;
-    bool ok = mm_md(&src, k->mc, k->k, k->ta ? 1 : k->k, k->ta ? k->sa : 1, dnnl_bf16) &&
+    bool ok = mm_md(&src, k->mc, k->k, k->k, 1, dnnl_bf16) &&
               mm_md(&wei, k->k, k->n, k->tb ? 1 : k->n, k->tb ? k->k : 1, dnnl_bf16) &&
               mm_md(&dst, k->mc, k->n, k->ldc, 1, dnnl_f32);
     dnnl_matmul_desc_t desc;
@@ -212,7 +215,7 @@ static bool mm_entry_build(cpu_mm_bf16 *s, mm_entry *e)
 /* Field by field: a struct's padding bytes are unspecified. */
 static bool mm_key_eq(const mm_key *x, const mm_key *y)
 {
-    return x->mc == y->mc && x->n == y->n && x->k == y->k && x->sa == y->sa &&
+    return x->mc == y->mc && x->n == y->n && x->k == y->k &&
            x->sb == y->sb && x->ldc == y->ldc && x->ta == y->ta && x->tb == y->tb &&
            x->acc == y->acc;
 }
@@ -252,7 +255,8 @@ static inline uint16_t mm_to_bf16(float f)
 
 typedef struct mm_cvt_job {
     const float *x;
-    long ld, cols;
+    long ld, rows, cols;
+    bool transpose; /* y = x^T (cols x rows) */
     uint16_t *y;
 } mm_cvt_job;
 
@@ -263,15 +267,21 @@ static void mm_cvt_rows(void *ctx, long begin, long end, int tid)
     const mm_cvt_job *j = ctx;
     for (long r = begin; r < end; r++) {
         const float *x = j->x + r * j->ld;
+        if (j->transpose) {
+            for (long c = 0; c < j->cols; c++)
+                j->y[c * j->rows + r] = mm_to_bf16(x[c]);
+            continue;
+        }
         uint16_t *y = j->y + r * j->cols;
         for (long c = 0; c < j->cols; c++)
             y[c] = mm_to_bf16(x[c]);
     }
 }
 
-/* rows x cols of x (leading dimension ld) into buf, grown as needed. */
+/* rows x cols of x (leading dimension ld), or its transpose, into buf,
+ * grown as needed. */
 static bool mm_convert(thread_pool *pool, const float *x, long rows, long cols, long ld,
-                       uint16_t **buf, long *cap)
+                       bool transpose, uint16_t **buf, long *cap)
 {
     long n = rows * cols;
     if (n > *cap) {
@@ -281,7 +291,7 @@ static bool mm_convert(thread_pool *pool, const float *x, long rows, long cols, 
         *buf = p;
         *cap = n;
     }
-    mm_cvt_job j = {x, ld, cols, *buf};
+    mm_cvt_job j = {x, ld, rows, cols, transpose, *buf};
     pool_run_min(pool, rows, rows * cols < CPU_ELEM_MIN_PARALLEL ? rows + 1 : 1, mm_cvt_rows,
                  &j);
     return true;
@@ -307,7 +317,7 @@ static void mm_rows(void *ctx, long begin, long end, int tid)
     mm_entry *e = s->chunk[tid];
     const mm_key *k = j->base;
     dnnl_memory_t *mem = e->mem + 4 * tid;
-    void *a = k->ta ? (void *)(s->a + begin) : (void *)(s->a + begin * k->k);
+    void *a = s->a + begin * k->k;
     bool ok = dnnl_memory_set_data_handle(mem[0], a) == dnnl_success &&
               dnnl_memory_set_data_handle(mem[1], s->b) == dnnl_success &&
               dnnl_memory_set_data_handle(mem[2], j->c + begin * k->ldc) == dnnl_success &&
@@ -332,7 +342,7 @@ bool cpu_mm_bf16_gemm(cpu_mm_bf16 *s, thread_pool *pool, bool ta, bool tb, int m
     /* Small GEMMs and thin C run on the caller, as cpu_gemm's do. */
     bool split = threads > 1 && (long)m * n * k >= CPU_GEMM_MIN_PARALLEL && m >= 16 * threads;
     int parts = split ? threads : 1;
-    mm_key key = {0, n, k, ta ? m : 0, tb ? k : n, ldc, ta, tb, accumulate};
+    mm_key key = {0, n, k, tb ? k : n, ldc, ta, tb, accumulate};
     for (int t = 0; t < parts; t++) {
         long b0 = (long)m * t / parts, b1 = (long)m * (t + 1) / parts;
         key.mc = (int)(b1 - b0);
@@ -340,8 +350,8 @@ bool cpu_mm_bf16_gemm(cpu_mm_bf16 *s, thread_pool *pool, bool ta, bool tb, int m
         if (key.mc > 0 && (!s->chunk[t] || !s->chunk[t]->prim))
             return false;
     }
-    if (!mm_convert(pool, a, ta ? k : m, ta ? m : k, lda, &s->a, &s->a_cap) ||
-        !mm_convert(pool, b, tb ? n : k, tb ? k : n, ldb, &s->b, &s->b_cap))
+    if (!mm_convert(pool, a, ta ? k : m, ta ? m : k, lda, ta, &s->a, &s->a_cap) ||
+        !mm_convert(pool, b, tb ? n : k, tb ? k : n, ldb, false, &s->b, &s->b_cap))
         return false;
     mm_job j = {s, &key, m, c, {false}};
     if (split)
