@@ -260,18 +260,35 @@ typedef struct mm_cvt_job {
     uint16_t *y;
 } mm_cvt_job;
 
+/* Rows [begin, end) of x transposed, in tiles of 16 rows by 64 columns so
+ * that both the reads and the writes stay in a few cache lines (a plain
+ * column walk made the gpt preset's bf16 backward twice as slow as fp32). */
+static void mm_cvt_transpose(const mm_cvt_job *j, long begin, long end)
+{
+    for (long r0 = begin; r0 < end; r0 += 16) {
+        long r1 = r0 + 16 < end ? r0 + 16 : end;
+        for (long c0 = 0; c0 < j->cols; c0 += 64) {
+            long c1 = c0 + 64 < j->cols ? c0 + 64 : j->cols;
+            for (long c = c0; c < c1; c++) {
+                uint16_t *y = j->y + c * j->rows;
+                for (long r = r0; r < r1; r++)
+                    y[r] = mm_to_bf16(j->x[r * j->ld + c]);
+            }
+        }
+    }
+}
+
 CPU_SIMD_CLONES
 static void mm_cvt_rows(void *ctx, long begin, long end, int tid)
 {
     (void)tid;
     const mm_cvt_job *j = ctx;
+    if (j->transpose) {
+        mm_cvt_transpose(j, begin, end);
+        return;
+    }
     for (long r = begin; r < end; r++) {
         const float *x = j->x + r * j->ld;
-        if (j->transpose) {
-            for (long c = 0; c < j->cols; c++)
-                j->y[c * j->rows + r] = mm_to_bf16(x[c]);
-            continue;
-        }
         uint16_t *y = j->y + r * j->cols;
         for (long c = 0; c < j->cols; c++)
             y[c] = mm_to_bf16(x[c]);
