@@ -72,6 +72,7 @@ static void cpu_destroy(backend *be)
         return;
     cpu_backend *cb = be->impl;
     if (cb) {
+        cpu_dense_bf16_release(be);
         pool_free(cb->pool);
         free(cb);
     }

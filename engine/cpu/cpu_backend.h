@@ -27,6 +27,9 @@
 
 typedef struct cpu_backend {
     thread_pool *pool;
+    /* training.precision bf16: the dense GEMMs' oneDNN matmul context
+     * (cpu_matmul_bf16.h), made by cpu_dense.c on the first bf16 GEMM. */
+    struct cpu_mm_bf16 *mm_bf16;
 } cpu_backend;
 
 static inline thread_pool *cpu_pool(backend *be)

@@ -18,6 +18,9 @@
 #include "cpu/cpu_activation.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/cpu_ops.h"
+#ifdef PUNCH_HAVE_DNNL
+#include "cpu/cpu_matmul_bf16.h"
+#endif
 
 static bool cpu_sgemm_openblas_forced;
 
@@ -104,10 +107,19 @@ static void gemm_chunk(void *ctx, long begin, long end, int tid)
     }
 }
 
+static bool cpu_gemm_bf16(backend *be, bool ta, bool tb, int m, int n, int k,
+                          const float *a, int lda, const float *b, int ldb, bool accumulate,
+                          float *c, int ldc);
+
 static void cpu_gemm(backend *be, bool trans_a, bool trans_b, int m, int n, int k,
                      float alpha, const float *a, int lda, const float *b, int ldb,
                      float beta, float *c, int ldc)
 {
+    /* bf16: the op's GEMMs (LSTM input projections and recurrences,
+     * conv1d, tied dense) as the dense layer's; they all use alpha 1. */
+    if (be->bf16 && alpha == 1.0f && (beta == 0.0f || beta == 1.0f) &&
+        cpu_gemm_bf16(be, trans_a, trans_b, m, n, k, a, lda, b, ldb, beta == 1.0f, c, ldc))
+        return;
     gemm_job g = {trans_a, trans_b, m >= n, m, n, k, alpha, beta, a, b, c, lda, ldb, ldc};
     long work = (long)m * n * (k > 0 ? k : 1);
     int threads = pool_threads(cpu_pool(be));
@@ -117,6 +129,41 @@ static void cpu_gemm(backend *be, bool trans_a, bool trans_b, int m, int n, int 
     }
     long parts = g.split_m ? m : (n + 15) / 16;
     pool_run(cpu_pool(be), parts, gemm_chunk, &g);
+}
+
+/* ---- bf16 (training.precision) --------------------------------------- */
+
+/* The dense GEMMs in bf16 (cpu_matmul_bf16.h) when the backend is bf16;
+ * false (nothing written) when they cannot run there: a build without
+ * oneDNN, or a shape without a bf16 kernel, which then runs in fp32. */
+static bool cpu_gemm_bf16(backend *be, bool ta, bool tb, int m, int n, int k,
+                          const float *a, int lda, const float *b, int ldb, bool accumulate,
+                          float *c, int ldc)
+{
+#ifdef PUNCH_HAVE_DNNL
+    if (!be->bf16)
+        return false;
+    cpu_backend *cb = be->impl;
+    if (!cb->mm_bf16)
+        cb->mm_bf16 = cpu_mm_bf16_create(pool_threads(cb->pool));
+    return cb->mm_bf16 && cpu_mm_bf16_gemm(cb->mm_bf16, cb->pool, ta, tb, m, n, k, a, lda, b,
+                                           ldb, accumulate, c, ldc);
+#else
+    (void)be, (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b;
+    (void)ldb, (void)accumulate, (void)c, (void)ldc;
+    return false;
+#endif
+}
+
+void cpu_dense_bf16_release(backend *be)
+{
+#ifdef PUNCH_HAVE_DNNL
+    cpu_backend *cb = be->impl;
+    cpu_mm_bf16_destroy(cb->mm_bf16);
+    cb->mm_bf16 = NULL;
+#else
+    (void)be;
+#endif
 }
 
 /* ---- element-wise ---------------------------------------------------- */
@@ -213,6 +260,11 @@ static void cpu_dense_forward(backend *be, int batch, int in, int out, const flo
                               float *y)
 {
     dense_job j = {in, out, x, w, {act, out, false, NULL, NULL, NULL, bias, y, batch}};
+    if (cpu_gemm_bf16(be, false, false, batch, out, in, x, in, w, out, false, y, out)) {
+        if (bias || act != ACT_NONE)
+            pool_run_min(cpu_pool(be), batch, 16, cpu_act_forward_rows, &j.act);
+        return;
+    }
     long work = (long)batch * out * (in > 0 ? in : 1);
     int threads = pool_threads(cpu_pool(be));
     /* Row blocks of at least 8 keep the GEMM's micro-kernel fed. */
@@ -297,11 +349,33 @@ static bool dense_dw_by_rows(thread_pool *pool, int batch, int in, int out)
     return pool_threads(pool) > 1 && work >= CPU_GEMM_MIN_PARALLEL && in >= out && batch > 0;
 }
 
+/* dw, db and dx as cpu_dense_backward, the GEMMs in bf16; false (nothing
+ * written) when dw cannot run in bf16. dx runs in fp32 when its shape alone
+ * has no bf16 kernel. */
+static bool cpu_dense_bf16_backward(backend *be, int batch, int in, int out, const float *x,
+                                    const float *w, const float *dz, float *dx,
+                                    bool accumulate, float *dw, float *db)
+{
+    if (!be->bf16 || batch <= 0)
+        return false;
+    if (!cpu_gemm_bf16(be, true, false, in, out, batch, x, in, dz, out, false, dw, out))
+        return false;
+    if (dx && !cpu_gemm_bf16(be, false, true, batch, in, out, dz, out, w, out, accumulate, dx,
+                             in))
+        cpu_gemm(be, false, true, batch, in, out, 1.0f, dz, out, w, out,
+                 accumulate ? 1.0f : 0.0f, dx, in);
+    if (db)
+        bias_grad_rows(dz, batch, out, db);
+    return true;
+}
+
 static void cpu_dense_backward(backend *be, int batch, int in, int out, const float *x,
                                const float *w, const float *dz, float *dx, bool accumulate,
                                float *dw, float *db)
 {
     thread_pool *pool = cpu_pool(be);
+    if (cpu_dense_bf16_backward(be, batch, in, out, x, w, dz, dx, accumulate, dw, db))
+        return;
     if (dense_dw_by_rows(pool, batch, in, out)) {
         dense_update_job j = {batch, in, out, x, dz, dw, db, NULL, NULL};
         pool_run_chunks(pool, in, cpu_fine_chunks(pool, in, CPU_UPDATE_MIN_ROWS),
@@ -324,11 +398,17 @@ static void cpu_dense_backward_update(backend *be, int batch, int in, int out,
                                       void (*update)(void *ctx, long begin, long end),
                                       void *ctx)
 {
+    dense_update_job j = {batch, in, out, x, dz, dw, db, update, ctx};
+    thread_pool *pool = cpu_pool(be);
+    if (cpu_dense_bf16_backward(be, batch, in, out, x, w, dz, dx, accumulate, dw, db)) {
+        long n = (long)in * out + (db ? out : 0);
+        pool_run_min(pool, (n + CPU_UPDATE_CHUNK - 1) / CPU_UPDATE_CHUNK, 2,
+                     dense_update_pieces, &j);
+        return;
+    }
     if (dx)
         cpu_gemm(be, false, true, batch, in, out, 1.0f, dz, out, w, out,
                  accumulate ? 1.0f : 0.0f, dx, in);
-    dense_update_job j = {batch, in, out, x, dz, dw, db, update, ctx};
-    thread_pool *pool = cpu_pool(be);
     if (dense_dw_by_rows(pool, batch, in, out)) {
         pool_run_chunks(pool, in, cpu_fine_chunks(pool, in, CPU_UPDATE_MIN_ROWS),
                         dense_update_rows, &j);

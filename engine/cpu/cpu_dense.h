@@ -16,4 +16,9 @@ void cpu_sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
  * libraries in one build; set it before a model runs. */
 void cpu_sgemm_force_openblas(bool on);
 
+/* Frees what training.precision bf16 made for the dense GEMMs (the
+ * backend's destroy calls it). */
+struct backend;
+void cpu_dense_bf16_release(struct backend *be);
+
 #endif

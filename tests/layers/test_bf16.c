@@ -4,13 +4,16 @@
  * precision (1e-2 relative, max error over max value) forward, input,
  * weight and bias gradients, differ from it (so bf16 really ran), and
  * give the same bits run after run; a shape oneDNN has no bf16 kernel
- * for still runs, in fp32. Skipped (exit 77) on a CPU without
+ * for still runs, in fp32. The dense layer's three GEMMs (forward, dx,
+ * dw) likewise, in oneDNN's bf16 matmul. Skipped (exit 77) on a CPU without
  * AVX512_BF16/AMX or a build without oneDNN. */
 #include "layer_harness.h"
 
 #include "cpu/cpu_conv.h"
 #ifdef PUNCH_HAVE_DNNL
 #include "cpu/cpu_conv_dnnl.h"
+#include "cpu/cpu_backend.h"
+#include "cpu/cpu_matmul_bf16.h"
 #endif
 
 #define BF16_TOL 1e-2
@@ -141,6 +144,100 @@ static void test_bf16_first_layer(void **state)
     check_case(&bc, false);
 }
 
+/* ---- dense ----------------------------------------------------------- */
+
+typedef struct dense_case {
+    int batch, in, out;
+    spec_activation act;
+    bool accumulate; /* dx += */
+} dense_case;
+
+typedef struct dense_run {
+    float *y, *dx, *dw, *db;
+    long bf16_gemms; /* GEMMs the backend ran in oneDNN's bf16 matmul */
+} dense_run;
+
+static dense_run run_dense(const dense_case *dc, bool bf16)
+{
+    char err[256];
+    backend *be = backend_cpu_create(2, err, sizeof err);
+    if (!be)
+        fail_msg("%s", err);
+    be->bf16 = bf16;
+    long xn = (long)dc->batch * dc->in, yn = (long)dc->batch * dc->out;
+    long wn = (long)dc->in * dc->out;
+    float *x = fresh(xn), *w = fresh(wn), *bias = fresh(dc->out), *dz = fresh(yn);
+    rng g = rng_make(11, (uint64_t)(dc->in * 31 + dc->out));
+    harness_fill(x, xn, &g, -1.0f, 1.0f);
+    harness_fill(w, wn, &g, -0.3f, 0.3f);
+    harness_fill(bias, dc->out, &g, -0.2f, 0.2f);
+    harness_fill(dz, yn, &g, -1.0f, 1.0f);
+    dense_run r = {fresh(yn), fresh(xn), fresh(wn), fresh(dc->out), 0};
+    if (dc->accumulate)
+        harness_fill(r.dx, xn, &g, -1.0f, 1.0f);
+    be->dense_forward(be, dc->batch, dc->in, dc->out, x, w, bias, dc->act, r.y);
+    be->dense_backward(be, dc->batch, dc->in, dc->out, x, w, dz, r.dx, dc->accumulate, r.dw,
+                       r.db);
+#ifdef PUNCH_HAVE_DNNL
+    r.bf16_gemms = cpu_mm_bf16_calls(((cpu_backend *)be->impl)->mm_bf16);
+    if (r.bf16_gemms)
+        print_message("dense %dx%dx%d: %s\n", dc->batch, dc->in, dc->out,
+                      cpu_mm_bf16_impl(((cpu_backend *)be->impl)->mm_bf16));
+#endif
+    be->destroy(be);
+    free(x);
+    free(w);
+    free(bias);
+    free(dz);
+    return r;
+}
+
+static void dense_run_free(dense_run *r)
+{
+    free(r->y);
+    free(r->dx);
+    free(r->dw);
+    free(r->db);
+}
+
+static void dense_expect(const float *a, const float *ref, long n, const char *what,
+                         const dense_case *dc)
+{
+    double e = harness_rel_err(a, ref, n);
+    if (!(e <= BF16_TOL) || !(e > 1e-5))
+        fail_msg("dense %dx%dx%d %s: bf16 vs fp32 relative error %.3g (want in (1e-5, %.g])",
+                 dc->batch, dc->in, dc->out, what, e, BF16_TOL);
+}
+
+/* A batch split over both threads (and an MLP's ReLU), and a small odd
+ * shape run on the caller with dx accumulated. */
+static void test_bf16_dense(void **state)
+{
+    (void)state;
+    static const dense_case cases[] = {
+        {64, 256, 128, ACT_RELU, false},
+        {5, 40, 24, ACT_NONE, true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const dense_case *dc = &cases[i];
+        dense_run ref = run_dense(dc, false), a = run_dense(dc, true), b = run_dense(dc, true);
+        if (ref.bf16_gemms != 0 || a.bf16_gemms != 3)
+            fail_msg("dense %dx%dx%d: %ld of 3 GEMMs in bf16 matmul (fp32 backend: %ld)",
+                     dc->batch, dc->in, dc->out, a.bf16_gemms, ref.bf16_gemms);
+        long xn = (long)dc->batch * dc->in, yn = (long)dc->batch * dc->out;
+        long wn = (long)dc->in * dc->out;
+        dense_expect(a.y, ref.y, yn, "y", dc);
+        dense_expect(a.dx, ref.dx, xn, "dx", dc);
+        dense_expect(a.dw, ref.dw, wn, "dw", dc);
+        if (memcmp(a.y, b.y, (size_t)yn * 4) || memcmp(a.dx, b.dx, (size_t)xn * 4) ||
+            memcmp(a.dw, b.dw, (size_t)wn * 4) || memcmp(a.db, b.db, (size_t)dc->out * 4))
+            fail_msg("dense %dx%dx%d: two bf16 runs differ", dc->batch, dc->in, dc->out);
+        dense_run_free(&ref);
+        dense_run_free(&a);
+        dense_run_free(&b);
+    }
+}
+
 int main(void)
 {
 #ifndef PUNCH_HAVE_DNNL
@@ -154,6 +251,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bf16_conv),
         cmocka_unit_test(test_bf16_first_layer),
+        cmocka_unit_test(test_bf16_dense),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
