@@ -26,6 +26,15 @@ int initfrom_resolve(daemon_ctx *d, const char *owner, json_t *spec, const char 
     json_t *init = json_object_get(json_object_get(spec, "training"), "init_from");
     if (!json_is_object(init))
         return 0;
+    /* "path" and "optimizer" name files by absolute path; only the daemon
+     * writes them (a job's weights, a PBT donor's checkpoint), never a
+     * user, whose spec could otherwise point them at another user's run. */
+    if (json_object_get(init, "path") || json_object_get(init, "optimizer")) {
+        *field = json_object_get(init, "path") ? "training.init_from.path"
+                                                : "training.init_from.optimizer";
+        return initfrom_fail(msg, msglen, "%s: %s", *field,
+                             "is written by punchcardd; do not give it");
+    }
     const char *job = json_string_value(json_object_get(init, "job"));
     const char *ds = json_string_value(json_object_get(init, "dataset"));
     char path[4200];

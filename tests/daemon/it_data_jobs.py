@@ -157,6 +157,14 @@ def warm(d):
     e = expect_error(d.submit("bob", dict(spec, data=dict(spec["data"], train="@mine",
                                                           test="@mine"))), 400, "bob's warm")
     check("no" in e["error"], e)
+    # The files a resolved warm start names are the daemon's to write: an
+    # optimizer state (or weights) by path could be another user's run.
+    other = os.path.join(d.run_dir(first), "checkpoints", "ckpt.bin")
+    for key in ("optimizer", "path"):
+        spec["training"]["init_from"] = {"job": first, key: "@" + other}
+        e = expect_error(d.submit("alice", spec), 400, "init_from." + key + " given")
+        check(e["field"] == "training.init_from." + key and "punchcardd" in e["error"], e)
+    spec["training"]["init_from"] = {"job": first}
     jid = d.submit_id("alice", spec)
     # An uploaded weights file works the same way.
     with open(os.path.join(d.run_dir(first), "weights.npz"), "rb") as f:
