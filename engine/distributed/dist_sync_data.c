@@ -240,7 +240,8 @@ static bool dist_data_buckets(const dist_ctx *c)
 
 /* Every train record's length for the bucketed order: the blocks' lengths
  * gathered over the training ranks (a block without lengths is all T
- * long), or the train part's own when this rank holds all of it. */
+ * long), or the train part's own when this rank holds all of it; none
+ * when no block has lengths. */
 static void dist_data_gather_lengths(dist_ctx *c, long lo, long hi)
 {
     if (!dist_data_buckets(c))
@@ -249,6 +250,12 @@ static void dist_data_gather_lengths(dist_ctx *c, long lo, long hi)
         c->all_len = c->train.len;
         return;
     }
+    /* The single trainer buckets when its load has lengths (text windows,
+     * all T long, have none): the same rule here, over all the blocks. */
+    int has = c->train.len != NULL;
+    DIST_MPI(MPI_Allreduce(MPI_IN_PLACE, &has, 1, MPI_INT, MPI_MAX, c->hcomm));
+    if (!has)
+        return;
     int T = c->n_holders;
     long n = c->n_train;
     int *counts = malloc((size_t)T * 2 * sizeof *counts);
