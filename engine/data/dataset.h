@@ -216,6 +216,21 @@ int dataset_scaling_tensors(const dataset *train, tensor_entry out[2]);
  * engine/data/rng.c and the Python twin in tests/data/check_numpy.py. */
 void dataset_epoch_permutation(long n, unsigned long seed, int epoch, int64_t *perm);
 
+/* data.bucket_by_length: rearrange positions [lo, hi) of an epoch's order
+ * so that each batch of `batch` positions from lo holds sequences of
+ * similar lengths (len[record], record ids as perm holds them). The range
+ * is cut into chunks of 64 batches, each sorted by length (ties keep the
+ * shuffled order), and the full batches are then shuffled from (seed, lo,
+ * epoch); a short last batch stays last. Every record stays in [lo, hi),
+ * so a trainer's slices keep their samples; deterministic, so every rank
+ * and a resumed run compute the same order. len NULL or a single batch:
+ * nothing changes. -1 when out of memory (perm unchanged). */
+int dataset_bucket_order(int64_t *perm, long lo, long hi, const int32_t *len, long batch,
+                         unsigned long seed, int epoch);
+/* Steps a batch runs over when padded to its longest sequence, summed over
+ * the batches of perm[0, n) (the measure bucketing lowers). */
+long dataset_padded_steps(const int64_t *perm, long n, const int32_t *len, long batch);
+
 /* ---- augmentation (data.augment) --------------------------------------- */
 
 /* Whether a asks for any transform. */

@@ -129,6 +129,11 @@ typedef struct dist_ctx {
     int64_t *perms;         /* sharded ensemble: every member's permutation */
     int64_t *perm;          /* n_train entries: this epoch's permutation
                                (dist_data_batch maps positions to rows) */
+    /* data.bucket_by_length: every train record's length (the synchronous
+     * trainers on sequences; NULL otherwise), gathered from the blocks,
+     * or the whole train part's own when each rank holds it all. */
+    const int32_t *all_len;
+    int32_t *all_len_own;   /* all_len when gathered here (freed with the data) */
     float *host_params;     /* n_params */
     float *host_state;      /* n_state (+1) */
     dist_report *rep;       /* rank 0 only */

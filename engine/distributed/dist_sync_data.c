@@ -229,6 +229,53 @@ static void dist_data_plan(dist_ctx *c)
     c->per_epoch = per_epoch;
 }
 
+/* data.bucket_by_length: whether this run orders its batches by length
+ * (dist_data_order). Asynchronous workers read their slices from the
+ * files each epoch and know no other sample's length: not bucketed. */
+static bool dist_data_buckets(const dist_ctx *c)
+{
+    const spec_data *d = &c->spec->data;
+    return d->shuffle && d->bucket_by_length && !c->has_server && c->train.shape.rank == 2;
+}
+
+/* Every train record's length for the bucketed order: the blocks' lengths
+ * gathered over the training ranks (a block without lengths is all T
+ * long), or the train part's own when this rank holds all of it; none
+ * when no block has lengths. */
+static void dist_data_gather_lengths(dist_ctx *c, long lo, long hi)
+{
+    if (!dist_data_buckets(c))
+        return;
+    if (c->whole) {
+        c->all_len = c->train.len;
+        return;
+    }
+    /* The single trainer buckets when its load has lengths (text windows,
+     * all T long, have none): the same rule here, over all the blocks. */
+    int has = c->train.len != NULL;
+    DIST_MPI(MPI_Allreduce(MPI_IN_PLACE, &has, 1, MPI_INT, MPI_MAX, c->hcomm));
+    if (!has)
+        return;
+    int T = c->n_holders;
+    long n = c->n_train;
+    int *counts = malloc((size_t)T * 2 * sizeof *counts);
+    int32_t *mine = malloc((size_t)(hi - lo + 1) * sizeof *mine);
+    c->all_len_own = malloc((size_t)(n + 1) * sizeof *c->all_len_own);
+    if (!counts || !mine || !c->all_len_own || n > INT_MAX)
+        dist_die("data.bucket_by_length: out of memory for %ld lengths", n);
+    for (long i = 0; i < hi - lo; i++)
+        mine[i] = c->train.len ? c->train.len[i] : (int32_t)c->train.shape.dim[0];
+    for (int q = 0; q < T; q++) {
+        counts[q] = (int)(n * (q + 1) / T - n * q / T);
+        counts[T + q] = (int)(n * q / T);
+    }
+    DIST_MPI(MPI_Allgatherv(mine, (int)(hi - lo), MPI_INT32_T, c->all_len_own, counts,
+                            counts + T, MPI_INT32_T, c->hcomm));
+    c->all_len = c->all_len_own;
+    free(counts);
+    free(mine);
+}
+
 void dist_data_load(dist_ctx *c)
 {
     const job_spec *s = c->spec;
@@ -298,6 +345,7 @@ void dist_data_load(dist_ctx *c)
         c->holder = k;
         if (!c->whole && !c->local)
             dist_data_plan(c);
+        dist_data_gather_lengths(c, lo, hi);
     }
     c->data = c->whole || c->local ? &c->train : &c->epoch;
     c->shard_lo = lo;
@@ -325,6 +373,7 @@ void dist_data_free(dist_ctx *c)
     dataset_free(&c->test);
     dataset_free(&c->epoch);
     free(c->perms ? c->perms : c->perm);
+    free(c->all_len_own);
     dist_stream_close(c->stream);
     free(c->rows);
     free(c->send_x);
@@ -453,11 +502,35 @@ static void dist_data_window(dist_ctx *c, long w)
     free(cnt);
 }
 
+/* data.bucket_by_length on the permutation, in the units the trainer
+ * consumes it: allreduce's global batches (T x batch_size from 0, so the
+ * order is the single trainer's at that batch size), an ensemble member's
+ * or a replicated averaging replica's batches over all of it, and
+ * averaging's batches of each rank's slice. */
+static void dist_data_bucket(const dist_ctx *c, unsigned long seed, int epoch, int64_t *perm)
+{
+    long n = c->n_train, T = c->n_holders, B = c->spec->training.batch_size;
+    spec_trainer t = c->spec->distributed.trainer;
+    int rc = 0;
+    if (t == TRAINER_ALLREDUCE)
+        rc = dataset_bucket_order(perm, 0, n, c->all_len, T * B, seed, epoch);
+    else if (t == TRAINER_ENSEMBLE || c->opt->env.replicate)
+        rc = dataset_bucket_order(perm, 0, n, c->all_len, B, seed, epoch);
+    else
+        for (long q = 0; q < T && rc == 0; q++)
+            rc = dataset_bucket_order(perm, n * q / T, n * (q + 1) / T, c->all_len, B, seed,
+                                      epoch);
+    if (rc != 0)
+        dist_die("data.bucket_by_length: out of memory ordering %ld samples", n);
+}
+
 static void dist_data_order(const dist_ctx *c, unsigned long seed, int epoch, int64_t *perm)
 {
     long n = c->n_train;
     if (c->spec->data.shuffle) {
         dataset_epoch_permutation(n, seed, epoch, perm);
+        if (c->all_len)
+            dist_data_bucket(c, seed, epoch, perm);
         return;
     }
     for (long i = 0; i < n; i++)

@@ -371,17 +371,37 @@ static float train_step_lr(const train_run *r, long step, double lr)
     return schedule_step_lr(tr, done, run, (float)lr);
 }
 
+/* The epoch's order: shuffled from (seed, epoch), batches of similar
+ * lengths under data.bucket_by_length; a function of the position alone,
+ * so a resumed run finds its step in the same order. */
+static int train_epoch_order(train_run *r, char *err, size_t errlen)
+{
+    long n = r->train.n;
+    const spec_data *d = &r->spec->data;
+    unsigned long seed = r->spec->training.seed;
+    int epoch = (int)r->pos.epoch;
+    if (!d->shuffle) {
+        for (long i = 0; i < n; i++)
+            r->perm[i] = i;
+        return 0;
+    }
+    dataset_epoch_permutation(n, seed, epoch, r->perm);
+    if (d->bucket_by_length && dataset_bucket_order(r->perm, 0, n, r->train.len,
+                                                    r->spec->training.batch_size, seed,
+                                                    epoch) != 0) {
+        snprintf(err, errlen, "data.bucket_by_length: out of memory ordering %ld samples", n);
+        return -1;
+    }
+    return 0;
+}
+
 /* The batches of the epoch in progress, from r->pos.step on. */
 static int train_epoch_steps(train_run *r, float lr, char *err, size_t errlen)
 {
     long n = r->train.n, b = r->spec->training.batch_size;
     long steps = train_steps_per_epoch(r);
-    if (r->spec->data.shuffle) {
-        dataset_epoch_permutation(n, r->spec->training.seed, (int)r->pos.epoch, r->perm);
-    } else {
-        for (long i = 0; i < n; i++)
-            r->perm[i] = i;
-    }
+    if (train_epoch_order(r, err, errlen) != 0)
+        return -1;
     double start = timeutil_mono_s() - r->pos.elapsed_s;
     while (r->pos.step < steps) {
         long first = r->pos.step * b;
