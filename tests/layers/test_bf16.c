@@ -54,7 +54,8 @@ static conv_run run_case(const bf16_case *bc, bool bf16)
     long xn = (long)bc->batch * bc->c * bc->h * bc->w;
     long yn = (long)bc->batch * bc->k * d.oh * d.ow;
     long wn = (long)bc->k * bc->c * bc->kern * bc->kern;
-    float *x = harness_fresh(xn), *w = harness_fresh(wn), *bias = harness_fresh(bc->k), *dz = harness_fresh(yn);
+    float *x = harness_fresh(xn), *w = harness_fresh(wn);
+    float *bias = harness_fresh(bc->k), *dz = harness_fresh(yn);
     rng g = rng_make(7, (uint64_t)(bc->c * 31 + bc->k));
     harness_fill(x, xn, &g, -1.0f, 1.0f);
     harness_fill(w, wn, &g, -0.3f, 0.3f);
@@ -166,13 +167,15 @@ static dense_run run_dense(const dense_case *dc, bool bf16)
     be->bf16 = bf16;
     long xn = (long)dc->batch * dc->in, yn = (long)dc->batch * dc->out;
     long wn = (long)dc->in * dc->out;
-    float *x = fresh(xn), *w = fresh(wn), *bias = fresh(dc->out), *dz = fresh(yn);
+    float *x = harness_fresh(xn), *w = harness_fresh(wn);
+    float *bias = harness_fresh(dc->out), *dz = harness_fresh(yn);
     rng g = rng_make(11, (uint64_t)(dc->in * 31 + dc->out));
     harness_fill(x, xn, &g, -1.0f, 1.0f);
     harness_fill(w, wn, &g, -0.3f, 0.3f);
     harness_fill(bias, dc->out, &g, -0.2f, 0.2f);
     harness_fill(dz, yn, &g, -1.0f, 1.0f);
-    dense_run r = {fresh(yn), fresh(xn), fresh(wn), fresh(dc->out), 0};
+    dense_run r = {harness_fresh(yn), harness_fresh(xn), harness_fresh(wn),
+                   harness_fresh(dc->out), 0};
     if (dc->accumulate)
         harness_fill(r.dx, xn, &g, -1.0f, 1.0f);
     be->dense_forward(be, dc->batch, dc->in, dc->out, x, w, bias, dc->act, r.y);
