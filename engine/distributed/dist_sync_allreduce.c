@@ -17,11 +17,28 @@
  * device (dist_sync_nccl.c), with the same arithmetic and checkpoint layout;
  * parameters cross to the host only at start, at epoch ends (batchnorm
  * statistics, checkpoints, evaluation) and for the final weights. */
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "distributed/dist_internal.h"
+#include <mpi.h>
+
+#include "distributed/dist_checkpoint.h"
+#include "distributed/dist_ctx.h"
+#include "distributed/dist_error.h"
+#include "distributed/dist_eval.h"
+#include "distributed/dist_optim.h"
+#include "distributed/dist_profile.h"
+#include "distributed/dist_report.h"
+#include "distributed/dist_sync.h"
+#include "distributed/dist_sync_data.h"
+#include "distributed/dist_sync_grad.h"
+#include "distributed/dist_sync_heartbeat.h"
+#include "distributed/dist_sync_nccl.h"
+#include "distributed/dist_trainers.h"
+#include "distributed/dist_watchdog.h"
 #include "train/warmstart.h"
 
 static long dist_ar_steps(const dist_ctx *c, long global_batch)

@@ -19,11 +19,26 @@
  *
  * On a CUDA device the optimizer and its state live there (gpu.h), in
  * optim.h's checkpoint layout: a step never leaves the device. */
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "distributed/dist_internal.h"
+#include <mpi.h>
+
+#include "distributed/dist_checkpoint.h"
+#include "distributed/dist_ctx.h"
+#include "distributed/dist_error.h"
+#include "distributed/dist_eval.h"
+#include "distributed/dist_optim.h"
+#include "distributed/dist_profile.h"
+#include "distributed/dist_report.h"
+#include "distributed/dist_sync.h"
+#include "distributed/dist_sync_data.h"
+#include "distributed/dist_sync_heartbeat.h"
+#include "distributed/dist_trainers.h"
+#include "distributed/dist_watchdog.h"
 #include "gpu/gpu.h"
 #include "train/warmstart.h"
 
