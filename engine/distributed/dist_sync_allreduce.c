@@ -276,8 +276,11 @@ int dist_run_allreduce(dist_ctx *c)
         if (has_val)
             dist_eval_sharded(c, &c->val, &val);
         if (c->rank == 0) {
+            /* The rate of the epoch's last step, as the single trainer
+             * records it (cosine and warm-up move it off the base rate). */
+            float last_lr = dist_optim_lr(c, epoch, steps - 1, steps, lr_used);
             dist_epoch_info e = {.epoch = epoch, .train = total, .has_val = has_val,
-                                 .val = val, .lr = lr_used, .seconds = secs,
+                                 .val = val, .lr = last_lr, .seconds = secs,
                                  .samples = total.n, .per_worker = per,
                                  .n_workers = c->size, .worker_ranks = ranks};
             if (dist_report_epoch(c->rep, &e, err, sizeof err) < 0)

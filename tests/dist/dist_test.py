@@ -1041,8 +1041,12 @@ def case_optim_features(tmp):
         ranks = None if trainer == "single" else 3 if trainer in ASYNC else 2
         workers = 1 if trainer == "single" else 2
         out, _ = run(tmp, "full-" + trainer, small_job(trainer, workers, **full), ranks)
-        loss = history(out)["loss"][-1]
-        print("%s with adamw + cosine + clip_norm + grad_accum: loss %.4f" % (trainer, loss))
+        loss, lr = history(out)["loss"][-1], history(out)["lr"][-1]
+        print("%s with adamw + cosine + clip_norm + grad_accum: loss %.4f, lr %.3g"
+              % (trainer, loss, lr))
+        # The single and synchronous trainers record the rate of the
+        # epoch's last step: the cosine's end near min_lr, not the base rate.
+        check(trainer in ASYNC or lr < 0.0015, "%s: history lr %g, not the cosine's" % (trainer, lr))
         # Below chance (ln 10 = 2.303) after one short epoch, and finite.
         check(loss == loss and loss < 2.28, "%s: loss %g" % (trainer, loss))
 
