@@ -10,8 +10,6 @@
 /* The learning rate this epoch's steps use, after warm-up/reductions. */
 float dist_optim_epoch_lr(dist_ctx *c, int epoch);
 
-/* dist_optim.c: accumulation, clipping, the per-step rate and AdamW's
- * decay ranges around every trainer's host optimizer step. */
 void dist_optim_setup(dist_ctx *c);
 void dist_optim_free(dist_ctx *c);
 /* The rate of the optimizer step at micro-batch `step` of `epoch`. */
