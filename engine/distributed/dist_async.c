@@ -19,7 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <mpi.h>
+
 #include "distributed/dist_async_protocol.h"
+#include "distributed/dist_checkpoint.h"
+#include "distributed/dist_error.h"
+#include "distributed/dist_trainers.h"
 #include "train/warmstart.h"
 
 /* Rank 0: the checkpoint's center, counters and schedule; returns the

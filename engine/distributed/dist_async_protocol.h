@@ -24,7 +24,8 @@
 #ifndef PUNCH_DIST_PS_H
 #define PUNCH_DIST_PS_H
 
-#include "distributed/dist_internal.h"
+#include "distributed/dist_ctx.h"
+#include "distributed/dist_eval.h"
 
 enum {
     DIST_TAG_HDR = 101,

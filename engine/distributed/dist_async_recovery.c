@@ -9,13 +9,16 @@
  * makes mpirun end every rank and exit non-zero. And MPI_Finalize, whose
  * fence counts every rank, may wait forever for a dead one: once a rank is
  * lost the survivors leave without it. */
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "distributed/dist_internal.h"
+#include <mpi.h>
+
+#include "distributed/dist_async_recovery.h"
 
 static int dist_recovery_lost_ranks;
 

@@ -27,13 +27,25 @@
  * records it (history.json's lost_workers, a worker_lost event) and
  * serves the others on: its epochs count as reported with nothing
  * trained, and should it speak again it is told to leave. */
+#include <stdbool.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include <mpi.h>
+
 #include "distributed/dist_async_protocol.h"
+#include "distributed/dist_async_recovery.h"
+#include "distributed/dist_checkpoint.h"
+#include "distributed/dist_error.h"
+#include "distributed/dist_optim.h"
+#include "distributed/dist_profile.h"
+#include "distributed/dist_report.h"
+#include "distributed/dist_sync.h"
+#include "distributed/dist_watchdog.h"
 #include "distributed/dist_async_update.h"
 
 typedef struct dist_server {

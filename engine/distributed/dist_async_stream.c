@@ -22,13 +22,21 @@
  * The read thread calls no MPI (MPI_THREAD_FUNNELED): a failed read
  * leaves its message, and the worker ends the job with it (dist_die,
  * naming the rank) when it takes that epoch. */
+#include <stdbool.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "distributed/dist_internal.h"
+#include <mpi.h>
+
+#include "distributed/dist_async_stream.h"
+#include "distributed/dist_ctx.h"
+#include "distributed/dist_error.h"
+#include "distributed/dist_sync_data.h"
+#include "distributed/dist_watchdog.h"
 
 /* One epoch's samples of this worker. */
 typedef struct dist_slice {

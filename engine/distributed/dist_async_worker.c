@@ -30,13 +30,24 @@
  * only commits and pulls cross to the host, through the backend's pinned
  * staging buffers (model_get_params / model_set_params), as the MPI
  * messages to the CPU server need host memory. */
+#include <stdbool.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <mpi.h>
+
 #include "distributed/dist_async_protocol.h"
+#include "distributed/dist_async_recovery.h"
+#include "distributed/dist_async_stream.h"
+#include "distributed/dist_error.h"
+#include "distributed/dist_optim.h"
+#include "distributed/dist_profile.h"
+#include "distributed/dist_sync_data.h"
+#include "distributed/dist_watchdog.h"
 #include "distributed/dist_async_update.h"
 #include "gpu/gpu.h"
 

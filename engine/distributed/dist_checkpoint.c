@@ -25,11 +25,13 @@
  *   f64 staleness_sum  i64 n_params n_state n_optim sched_bytes
  *   sched_bytes of schedule_state, i64 worker_commits[n_workers],
  *   then per replica: params, state, optimizer floats. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "distributed/dist_internal.h"
+#include "distributed/dist_checkpoint.h"
+#include "distributed/dist_ctx.h"
 #include "io/io_file.h"
 #include "train/checkpoint_file.h"
 

@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include "distributed/dist_internal.h"
+#include <mpi.h>
+
+#include "distributed/dist_error.h"
+#include "distributed/dist_async_recovery.h"
 #include "train/runlog.h"
 
 static int dist_error_rank = -1;

@@ -1,10 +1,16 @@
 /* dist_eval.c — metric sums, and evaluation of a model (or of an
  * ensemble's mean prediction) on validation and test data, in inference
  * mode, sharded over the ranks when they all hold the same model. */
+#include <stdbool.h>
 #include <math.h>
 #include <stdlib.h>
 
-#include "distributed/dist_internal.h"
+#include <mpi.h>
+
+#include "distributed/dist_eval.h"
+#include "distributed/dist_ctx.h"
+#include "distributed/dist_error.h"
+#include "distributed/dist_watchdog.h"
 
 void dist_sums_add_batch(dist_sums *s, const model *m, double loss_sum, const batch_metrics *bm,
                          int batch)

@@ -7,9 +7,17 @@
  * (averaging, ensemble, the asynchronous workers) clip the gradient their
  * own step applies. Device backends refuse the three features
  * (train_optim_device_check) until gpu_optim implements them. */
+#include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
-#include "distributed/dist_internal.h"
+#include <mpi.h>
+
+#include "distributed/dist_optim.h"
+#include "distributed/dist_ctx.h"
+#include "distributed/dist_error.h"
+#include "distributed/dist_sync_heartbeat.h"
+#include "distributed/dist_sync_nccl.h"
 #include "optim/schedule.h"
 #include "train/train_optim.h"
 

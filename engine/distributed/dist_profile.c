@@ -13,7 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "distributed/dist_internal.h"
+#include <mpi.h>
+
+#include "distributed/dist_profile.h"
+#include "distributed/dist_ctx.h"
+#include "distributed/dist_error.h"
+#include "distributed/dist_watchdog.h"
 #include "io/tensorfile.h"
 
 /* Doubles per profile_stat on the wire: total, max, n. */

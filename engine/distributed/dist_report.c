@@ -7,6 +7,7 @@
  * every rank's host name, gathered to rank 0 at start for "rank_hosts",
  * and whether every rank's backend is bit-reproducible, for
  * "reproducible". */
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -17,7 +18,12 @@
 
 #include <jansson.h>
 
-#include "distributed/dist_internal.h"
+#include <mpi.h>
+
+#include "distributed/dist_report.h"
+#include "distributed/dist_ctx.h"
+#include "distributed/dist_error.h"
+#include "distributed/dist_eval.h"
 #include "train/runlog.h"
 #include "timeutil/timeutil.h"
 #include "train/weights.h"

@@ -5,10 +5,22 @@
  *
  * The environment knobs (watchdog, overlap, sharding, ...) arrive in
  * opt->env, read once by main.c (train/options.h). */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "distributed/dist_internal.h"
+#include <mpi.h>
+
+#include "distributed/dist_async_recovery.h"
+#include "distributed/dist_ctx.h"
+#include "distributed/dist_error.h"
+#include "distributed/dist_optim.h"
+#include "distributed/dist_profile.h"
+#include "distributed/dist_report.h"
+#include "distributed/dist_sync_data.h"
+#include "distributed/dist_sync_heartbeat.h"
+#include "distributed/dist_trainers.h"
+#include "distributed/dist_watchdog.h"
 #include "device/device.h"
 #include "cpu/cpu.h"
 

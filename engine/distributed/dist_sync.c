@@ -2,11 +2,19 @@
  * ensemble) share at epoch boundaries: gathering per-rank metric sums, one
  * schedule decision for all ranks, the identical-weights check, and the
  * final weights and "end" event. */
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "distributed/dist_internal.h"
+#include <mpi.h>
+
+#include "distributed/dist_sync.h"
+#include "distributed/dist_ctx.h"
+#include "distributed/dist_error.h"
+#include "distributed/dist_eval.h"
+#include "distributed/dist_report.h"
 
 dist_sums dist_gather_sums(dist_ctx *c, const dist_sums *mine, dist_sums *per_worker)
 {

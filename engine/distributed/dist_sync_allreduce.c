@@ -17,11 +17,28 @@
  * device (dist_sync_nccl.c), with the same arithmetic and checkpoint layout;
  * parameters cross to the host only at start, at epoch ends (batchnorm
  * statistics, checkpoints, evaluation) and for the final weights. */
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "distributed/dist_internal.h"
+#include <mpi.h>
+
+#include "distributed/dist_checkpoint.h"
+#include "distributed/dist_ctx.h"
+#include "distributed/dist_error.h"
+#include "distributed/dist_eval.h"
+#include "distributed/dist_optim.h"
+#include "distributed/dist_profile.h"
+#include "distributed/dist_report.h"
+#include "distributed/dist_sync.h"
+#include "distributed/dist_sync_data.h"
+#include "distributed/dist_sync_grad.h"
+#include "distributed/dist_sync_heartbeat.h"
+#include "distributed/dist_sync_nccl.h"
+#include "distributed/dist_trainers.h"
+#include "distributed/dist_watchdog.h"
 #include "train/warmstart.h"
 
 static long dist_ar_steps(const dist_ctx *c, long global_batch)
@@ -259,8 +276,11 @@ int dist_run_allreduce(dist_ctx *c)
         if (has_val)
             dist_eval_sharded(c, &c->val, &val);
         if (c->rank == 0) {
+            /* The rate of the epoch's last step, as the single trainer
+             * records it (cosine and warm-up move it off the base rate). */
+            float last_lr = dist_optim_lr(c, epoch, steps - 1, steps, lr_used);
             dist_epoch_info e = {.epoch = epoch, .train = total, .has_val = has_val,
-                                 .val = val, .lr = lr_used, .seconds = secs,
+                                 .val = val, .lr = last_lr, .seconds = secs,
                                  .samples = total.n, .per_worker = per,
                                  .n_workers = c->size, .worker_ranks = ranks};
             if (dist_report_epoch(c->rep, &e, err, sizeof err) < 0)

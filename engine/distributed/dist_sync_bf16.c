@@ -14,9 +14,12 @@
  * even, so unbiased on average, within 2^-9 of the partial sum each. The
  * addition of two values is the same whichever operand comes first, so
  * every rank receives the same bits and the replicas stay identical. */
+#include <stdint.h>
 #include <string.h>
 
-#include "distributed/dist_internal.h"
+#include <mpi.h>
+
+#include "distributed/dist_sync_bf16.h"
 
 uint16_t dist_bf16_round(float x)
 {

@@ -39,12 +39,21 @@
  * members score the mean prediction over whole sets, and the parameter
  * server scores the center alone, so those load them whole; asynchronous
  * workers load none. */
+#include <stdbool.h>
+#include <stdint.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "distributed/dist_internal.h"
+#include <mpi.h>
+
+#include "distributed/dist_sync_data.h"
+#include "distributed/dist_async_stream.h"
+#include "distributed/dist_ctx.h"
+#include "distributed/dist_error.h"
+#include "distributed/dist_sync_heartbeat.h"
+#include "distributed/dist_watchdog.h"
 
 /* The holder (0..T-1) of train record g: the k with
  * floor(n k / T) <= g < floor(n (k + 1) / T). */

@@ -19,9 +19,18 @@
  * Each rank scales its gradient by batch_r / total before the sum, so the
  * result is the mean gradient over the global batch even when the last
  * batch of an epoch leaves some ranks fewer (or no) samples. */
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 
-#include "distributed/dist_internal.h"
+#include <mpi.h>
+
+#include "distributed/dist_sync_grad.h"
+#include "distributed/dist_error.h"
+#include "distributed/dist_sync_bf16.h"
+#include "distributed/dist_sync_heartbeat.h"
+#include "distributed/dist_sync_nccl.h"
+#include "distributed/dist_sync_progress.h"
 
 typedef struct dist_bucket {
     long lo, hi;            /* floats of the gradient buffer */

@@ -6,11 +6,15 @@
  * that never arrived: the hung ones. If the window cannot be made (an
  * MPI without passive-target progress), the watchdog says less, nothing
  * else changes. */
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "distributed/dist_internal.h"
+#include <mpi.h>
+
+#include "distributed/dist_sync_heartbeat.h"
 
 static struct {
     MPI_Win win;

@@ -15,11 +15,18 @@
  * The planning functions are plain C and run in every build; the rest
  * calls gpu.h, whose entry points fail clearly in a build without CUDA —
  * and dist_gpu_wanted() never selects this path there. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "distributed/dist_internal.h"
+#include <mpi.h>
+
+#include "distributed/dist_sync_nccl.h"
+#include "distributed/dist_ctx.h"
+#include "distributed/dist_error.h"
+#include "distributed/dist_sync_heartbeat.h"
+#include "distributed/dist_watchdog.h"
 #include "gpu/gpu.h"
 
 struct dist_gpu {

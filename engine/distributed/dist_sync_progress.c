@@ -17,12 +17,16 @@
  * SERIALIZED (a program that initialised MPI itself), there is no thread
  * and the caller tests between layers as before. */
 #define _POSIX_C_SOURCE 200809L
+#include <stdbool.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
 
-#include "distributed/dist_internal.h"
+#include <mpi.h>
+
+#include "distributed/dist_sync_progress.h"
+#include "distributed/dist_error.h"
 
 /* Short enough that a 10 Gbit/s link drains at most ~125 KB per poll (a
  * socket buffer holds more), long enough to cost little CPU. */

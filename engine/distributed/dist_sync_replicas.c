@@ -19,11 +19,26 @@
  *
  * On a CUDA device the optimizer and its state live there (gpu.h), in
  * optim.h's checkpoint layout: a step never leaves the device. */
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "distributed/dist_internal.h"
+#include <mpi.h>
+
+#include "distributed/dist_checkpoint.h"
+#include "distributed/dist_ctx.h"
+#include "distributed/dist_error.h"
+#include "distributed/dist_eval.h"
+#include "distributed/dist_optim.h"
+#include "distributed/dist_profile.h"
+#include "distributed/dist_report.h"
+#include "distributed/dist_sync.h"
+#include "distributed/dist_sync_data.h"
+#include "distributed/dist_sync_heartbeat.h"
+#include "distributed/dist_trainers.h"
+#include "distributed/dist_watchdog.h"
 #include "gpu/gpu.h"
 #include "train/warmstart.h"
 
@@ -392,8 +407,11 @@ int dist_run_replicas(dist_ctx *c)
         bool has_val = c->lay.n_val > 0;
         dist_sums val = has_val ? dist_rep_eval(&r, &c->val) : (dist_sums){0};
         if (c->rank == 0) {
+            /* The rate of the epoch's last step, as the single trainer
+             * records it (cosine and warm-up move it off the base rate). */
+            float last_lr = dist_optim_lr(c, epoch, r.steps - 1, r.steps, lr);
             dist_epoch_info e = {.epoch = epoch, .train = total, .has_val = has_val,
-                                 .val = val, .lr = lr, .seconds = secs, .samples = total.n,
+                                 .val = val, .lr = last_lr, .seconds = secs, .samples = total.n,
                                  .per_worker = per, .n_workers = c->size,
                                  .worker_ranks = ranks};
             if (dist_report_epoch(c->rep, &e, err, sizeof err) < 0)

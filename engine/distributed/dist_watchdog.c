@@ -6,12 +6,17 @@
  * only be called from the main thread here (MPI_THREAD_FUNNELED); mpirun
  * then tears down every other rank of the job (under --enable-recovery,
  * once this rank has ended it: dist_async_recovery.c). */
+#include <stdbool.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <unistd.h>
 
-#include "distributed/dist_internal.h"
+#include <mpi.h>
+
+#include "distributed/dist_watchdog.h"
+#include "distributed/dist_async_recovery.h"
+#include "distributed/dist_sync_heartbeat.h"
 #include "timeutil/timeutil.h"
 
 static struct {

@@ -89,10 +89,11 @@ bool spec_preset_is_knob(const char *key);
 bool spec_infer_shapes(job_spec *spec, spec_error *err);
 
 /* Imported models (spec_import.c): whether model is "@...MODEL.onnx";
- * import it (its layers through spec_parse_model); record model.imported,
- * the file the initial weights come from. */
+ * import it as our model object {"input", "layers", "imported"} in *layers
+ * (caller owns) for spec_parse_model to parse; record model.imported, the
+ * file the initial weights come from. */
 bool spec_model_is_import(const json_t *model);
-bool spec_import_model(const json_t *model, job_spec *spec, spec_error *err);
+bool spec_import_model(const json_t *model, json_t **layers, spec_error *err);
 bool spec_model_set_file(const char *ref, const char *path, job_spec *spec, spec_error *err);
 /* "model": {"keras": CONFIG} (keras.c): Keras's to_json() as our model
  * object {"input", "layers"} in *model (caller owns). */

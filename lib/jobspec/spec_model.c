@@ -488,8 +488,13 @@ bool spec_parse_model(const json_t *model, job_spec *spec, spec_error *err)
     static const char *const keys[] = {"preset",     "input",  "layers", "n_layer",
                                        "n_head",     "n_embd", "max_length",
                                        "block_size", "dropout", "imported", NULL};
-    if (spec_model_is_import(model))
-        return spec_import_model(model, spec, err);
+    if (spec_model_is_import(model)) {
+        json_t *imported = NULL;
+        bool ok = spec_import_model(model, &imported, err) &&
+                  spec_parse_model(imported, spec, err);
+        json_decref(imported);
+        return ok;
+    }
     if (json_is_object(model) && json_object_get(model, "keras")) {
         json_t *translated = NULL;
         if (json_object_size(model) != 1)

@@ -645,7 +645,7 @@ def permutation(n, seed, epoch):
 
 
 def order_hash(records):
-    """dist_order_hash over records in training order (dist_internal.h)."""
+    """dist_order_hash over records in training order (dist_sync_data.h)."""
     h = 0xcbf29ce484222325
     for g in records:
         h = ((h ^ g) * 0x100000001b3) & M64
@@ -1088,14 +1088,23 @@ def case_optim_features(tmp):
     full = {"optimizer": {"name": "adamw", "learning_rate": 0.003, "weight_decay": 0.1},
             "lr_schedulers": [{"name": "cosine", "warmup_steps": 3, "min_lr": 0.0003}],
             "clip_norm": 1.0, "grad_accum_steps": 2}
+    lrs = {}
     for trainer in ["single", "allreduce", "averaging", "ensemble"] + list(ASYNC):
         ranks = None if trainer == "single" else 3 if trainer in ASYNC else 2
         workers = 1 if trainer == "single" else 2
         out, _ = run(tmp, "full-" + trainer, small_job(trainer, workers, **full), ranks)
-        loss = history(out)["loss"][-1]
-        print("%s with adamw + cosine + clip_norm + grad_accum: loss %.4f" % (trainer, loss))
+        loss, lr = history(out)["loss"][-1], history(out)["lr"][-1]
+        print("%s with adamw + cosine + clip_norm + grad_accum: loss %.4f, lr %.3g"
+              % (trainer, loss, lr))
+        # The synchronous trainers record the rate of the epoch's last step
+        # as single does: an ensemble member takes single's steps, so the
+        # same cosine rate (allreduce and averaging take fewer steps, still
+        # in the warm-up here, and end at the base rate).
+        lrs[trainer] = lr
         # Below chance (ln 10 = 2.303) after one short epoch, and finite.
         check(loss == loss and loss < 2.28, "%s: loss %g" % (trainer, loss))
+    check(abs(lrs["ensemble"] - lrs["single"]) < 1e-8 and lrs["single"] < 0.0015,
+          "history lr: ensemble %g, single %g" % (lrs["ensemble"], lrs["single"]))
 
 
 def check_profile(name, out, ranks, steps_per_rank):

@@ -24,7 +24,12 @@
 
 #include <cmocka.h>
 
-#include "distributed/dist_internal.h"
+#include "distributed/dist_checkpoint.h"
+#include "distributed/dist_ctx.h"
+#include "distributed/dist_eval.h"
+#include "distributed/dist_sync_bf16.h"
+#include "distributed/dist_sync_grad.h"
+#include "distributed/dist_sync_nccl.h"
 #include "cpu/cpu.h"
 
 static const char *JOB =
