@@ -18,12 +18,6 @@
 
 #include "export/onnx_layers.h"
 
-const char *onnx_emit_int64s(onnx_emit *e, const int64_t *v, int n)
-{
-    int64_t len = n;
-    return onnx_graph_int64s(e->g, onnx_graph_name(e->g, "ints"), &len, 1, v);
-}
-
 static const char *seq_transpose(onnx_emit *e, const char *x, const int64_t *perm, int rank)
 {
     Onnx__NodeProto *n = onnx_graph_node(e->g, "Transpose", &x, 1, NULL);
