@@ -639,7 +639,13 @@ class Daemon:
             cmd += ["--allow-root-jobs"]
         # A sanitizer build of the engine: LeakSanitizer reports Open MPI's
         # own allocations at exit; the daemon itself stays leak-checked.
-        cmd += ["--engine-env", "ASAN_OPTIONS=detect_leaks=0"]
+        # Added to a test's own --engine-env (a second flag would replace it).
+        asan = "ASAN_OPTIONS=detect_leaks=0"
+        if "--engine-env" in cmd[:-1]:
+            i = cmd.index("--engine-env") + 1
+            cmd[i] += " " + asan
+        else:
+            cmd += ["--engine-env", asan]
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log)
         self.down = False
