@@ -114,54 +114,107 @@ static int checkpoint_check_head(const checkpoint_head *h, size_t len, uint64_t 
     return 0;
 }
 
-int checkpoint_load_optimizer(const char *path, const model *m, optimizer *opt, char *err,
-                              size_t errlen)
+/* The file at path whole, its header copied to *h, its CRC checked after
+ * check_head (NULL: none) has passed: 0, or -1 with a message (nothing to
+ * free). The optimizer state's place in buf is opt_state_at's. */
+typedef int (*checkpoint_head_check)(const checkpoint_head *h, size_t len, void *ctx,
+                                     const char *path, char *err, size_t errlen);
+
+static int checkpoint_read(const char *path, checkpoint_head_check check_head, void *ctx,
+                           checkpoint_head *h, unsigned char **buf_out, char *err,
+                           size_t errlen)
 {
     unsigned char *buf = NULL;
     size_t len = 0;
     if (io_read_file(path, CKPT_MAX_BYTES, &buf, &len, err, errlen) != 0)
         return -1;
-    checkpoint_head h;
-    int rc = -1;
-    if (len < sizeof h + 4) {
+    if (len < sizeof *h + 4) {
         io_errf(err, errlen, "%s: truncated (%zu bytes)", path, len);
-        goto out;
+        free(buf);
+        return -1;
     }
-    memcpy(&h, buf, sizeof h);
-    if (memcmp(h.magic, CKPT_MAGIC, 8) != 0 || h.version != CKPT_VERSION) {
-        io_errf(err, errlen, "%s: not a punch-train checkpoint (version %d)", path,
-                (int)CKPT_VERSION);
-        goto out;
-    }
-    /* Another run's file: every length is checked before it is summed. */
-    if (h.n_params != m->n_params || h.n_state != m->n_state ||
-        h.n_optim != optim_state_floats(opt) || h.sched_bytes != sizeof(schedule_state) ||
-        h.record_bytes != sizeof(epoch_record) || h.n_history < 0 ||
-        (size_t)h.n_history > len / sizeof(epoch_record) ||
-        checkpoint_body_size(&h) + 4 != len) {
-        io_errf(err, errlen, "%s: sizes do not match this model and optimizer (%lld "
-                "parameters and %lld optimizer floats, checkpoint has %lld and %lld)", path,
-                (long long)m->n_params, (long long)optim_state_floats(opt),
-                (long long)h.n_params, (long long)h.n_optim);
-        goto out;
+    memcpy(h, buf, sizeof *h);
+    if (check_head(h, len, ctx, path, err, errlen) != 0) {
+        free(buf);
+        return -1;
     }
     size_t body = len - 4;
     if (io_get_le32(buf + body) != (uint32_t)crc32_z(0L, buf, body)) {
         io_errf(err, errlen, "%s: checksum mismatch (corrupt checkpoint)", path);
-        goto out;
+        free(buf);
+        return -1;
     }
-    const float *opt_state = (const float *)(const void *)(buf + sizeof h + h.sched_bytes +
-        (size_t)h.n_history * (size_t)h.record_bytes +
-        (size_t)(h.n_params + h.n_state) * sizeof(float));
-    if (!optim_state_valid(opt, opt_state, h.n_optim)) {
+    *buf_out = buf;
+    return 0;
+}
+
+/* Where the optimizer state starts in a checked file's bytes. */
+static const float *checkpoint_opt_state_at(const unsigned char *buf, const checkpoint_head *h)
+{
+    return (const float *)(const void *)(buf + sizeof *h + h->sched_bytes +
+                                          (size_t)h->n_history * (size_t)h->record_bytes +
+                                          (size_t)(h->n_params + h->n_state) * sizeof(float));
+}
+
+typedef struct {
+    const model *m;
+    const optimizer *opt;
+} optimizer_only;
+
+/* Another run's file: every length is checked before it is summed. */
+static int checkpoint_check_for_optimizer(const checkpoint_head *h, size_t len, void *ctx,
+                                          const char *path, char *err, size_t errlen)
+{
+    const optimizer_only *o = ctx;
+    if (memcmp(h->magic, CKPT_MAGIC, 8) != 0 || h->version != CKPT_VERSION)
+        return io_errf(err, errlen, "%s: not a punch-train checkpoint (version %d)", path,
+                       (int)CKPT_VERSION);
+    if (h->n_params != o->m->n_params || h->n_state != o->m->n_state ||
+        h->n_optim != optim_state_floats(o->opt) || h->sched_bytes != sizeof(schedule_state) ||
+        h->record_bytes != sizeof(epoch_record) || h->n_history < 0 ||
+        (size_t)h->n_history > len / sizeof(epoch_record) ||
+        checkpoint_body_size(h) + 4 != len)
+        return io_errf(err, errlen, "%s: sizes do not match this model and optimizer (%lld "
+                       "parameters and %lld optimizer floats, checkpoint has %lld and %lld)",
+                       path, (long long)o->m->n_params, (long long)optim_state_floats(o->opt),
+                       (long long)h->n_params, (long long)h->n_optim);
+    return 0;
+}
+
+int checkpoint_load_optimizer(const char *path, const model *m, optimizer *opt, char *err,
+                              size_t errlen)
+{
+    checkpoint_head h;
+    unsigned char *buf = NULL;
+    optimizer_only o = {m, opt};
+    if (checkpoint_read(path, checkpoint_check_for_optimizer, &o, &h, &buf, err, errlen) != 0)
+        return -1;
+    const float *opt_state = checkpoint_opt_state_at(buf, &h);
+    int rc = -1;
+    if (!optim_state_valid(opt, opt_state, h.n_optim))
         io_errf(err, errlen, "%s: optimizer state does not fit this optimizer", path);
-        goto out;
+    else {
+        optim_state_load(opt, opt_state);
+        rc = 0;
     }
-    optim_state_load(opt, opt_state);
-    rc = 0;
-out:
     free(buf);
     return rc;
+}
+
+typedef struct {
+    uint64_t spec_hash;
+    const run_history *hist;
+    const model *m;
+    const optimizer *opt;
+} resume_check;
+
+/* This run's own checkpoint: checkpoint_check_head's rules. */
+static int checkpoint_check_for_resume(const checkpoint_head *h, size_t len, void *ctx,
+                                       const char *path, char *err, size_t errlen)
+{
+    const resume_check *r = ctx;
+    return checkpoint_check_head(h, len, r->spec_hash, r->hist, r->m, r->opt, path, err,
+                                 errlen);
 }
 
 int checkpoint_load(const char *dir, uint64_t spec_hash, train_position *pos,
@@ -173,28 +226,14 @@ int checkpoint_load(const char *dir, uint64_t spec_hash, train_position *pos,
     struct stat st;
     if (stat(path, &st) != 0 && errno == ENOENT)
         return 1;
-    unsigned char *buf = NULL;
-    size_t len = 0;
-    if (io_read_file(path, CKPT_MAX_BYTES, &buf, &len, err, errlen) != 0)
-        return -1;
     checkpoint_head h;
+    unsigned char *buf = NULL;
+    resume_check r = {spec_hash, hist, m, opt};
+    if (checkpoint_read(path, checkpoint_check_for_resume, &r, &h, &buf, err, errlen) != 0)
+        return -1;
     int rc = -1;
-    if (len < sizeof h + 4) {
-        io_errf(err, errlen, "%s: truncated (%zu bytes)", path, len);
-        goto out;
-    }
-    memcpy(&h, buf, sizeof h);
-    if (checkpoint_check_head(&h, len, spec_hash, hist, m, opt, path, err, errlen) != 0)
-        goto out;
-    size_t body = len - 4;
-    if (io_get_le32(buf + body) != (uint32_t)crc32_z(0L, buf, body)) {
-        io_errf(err, errlen, "%s: checksum mismatch (corrupt checkpoint)", path);
-        goto out;
-    }
     const unsigned char *p = buf + sizeof h;
-    const float *opt_state = (const float *)(const void *)(p + h.sched_bytes +
-        (size_t)h.n_history * sizeof(epoch_record) +
-        (size_t)(h.n_params + h.n_state) * sizeof(float));
+    const float *opt_state = checkpoint_opt_state_at(buf, &h);
     if (!optim_state_valid(opt, opt_state, h.n_optim)) {
         io_errf(err, errlen, "%s: optimizer state does not fit this optimizer", path);
         goto out;
