@@ -18,6 +18,11 @@
 #include <zlib.h>
 
 #include "crypto/sha256.h"
+#include "dataformat/cifar_format.h"
+#include "dataformat/csv_format.h"
+#include "dataformat/ctf_format.h"
+#include "dataformat/idx_format.h"
+#include "dataformat/npz_format.h"
 #include "io/io_file.h"
 #include "io/npzarray.h"
 #include "io/utf8.h"
@@ -27,7 +32,6 @@
 #define DS_CHUNK 65536
 #define DS_CSV_MAX_LINE (1u << 20)
 #define DS_SAFETENSORS_MAX_HEADER (100u << 20)
-#define DS_CIFAR_RECORD 3073
 
 bool datasets_name_ok(const char *name, const char **why)
 {
@@ -151,51 +155,49 @@ static int ds_check_idx(int fd, bool gz, datasets_info *info, char *err, size_t 
         return io_errf(err, errlen, "idx: out of memory");
     }
     char why[200];
-    unsigned char head[4 + 4 * 4];
+    unsigned char head[4 + 4 * IDXFMT_MAX_RANK];
+    idxfmt_header h;
     long long got = ds_src_read(s, head, 4, why, sizeof why);
-    int rank = got == 4 ? head[3] : 0;
+    long need = got == 4 ? idxfmt_header_parse(head, 4, &h) : -1;
     if (got < 0) {
         io_errf(err, errlen, "idx: %s", why);
         goto out;
     }
-    if (got < 4 || head[0] != 0 || head[1] != 0 || head[2] != 0x08 || rank < 1 || rank > 4) {
+    if (need < 0) {
         io_errf(err, errlen, "idx: not an unsigned-byte IDX file (bad magic)");
         goto out;
     }
-    got = ds_src_read(s, head + 4, (size_t)rank * 4, why, sizeof why);
-    if (got != rank * 4) {
+    got = ds_src_read(s, head + 4, (size_t)need - 4, why, sizeof why);
+    if (got != need - 4 || idxfmt_header_parse(head, (size_t)need, &h) != 0) {
         io_errf(err, errlen, "idx: %s", got < 0 ? why : "truncated header");
         goto out;
     }
-    long long dims[4], per = 1;
-    for (int i = 0; i < rank; i++) {
-        const unsigned char *p = head + 4 + 4 * i;
-        dims[i] = (long long)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-                              (uint32_t)p[2] << 8 | p[3]);
-        if (i > 0)
-            per *= dims[i];
-    }
-    unsigned long long want = (unsigned long long)dims[0] * (unsigned long long)per, total = 0;
+    uint64_t total = 0, have, extra;
     while ((got = ds_src_read(s, buf, DS_CHUNK, why, sizeof why)) > 0)
-        total += (unsigned long long)got;
-    if (got < 0 && total < want) {
+        total += (uint64_t)got;
+    idxfmt_body body = idxfmt_body_check(&h, total, &have, &extra);
+    if (got < 0 && body == IDXFMT_BODY_SHORT) {
         io_errf(err, errlen, "idx: %s after %llu of %lld records", why,
-                per ? total / (unsigned long long)per : 0, dims[0]);
+                (unsigned long long)have, (long long)h.dims[0]);
         goto out;
     }
     if (got < 0) {
         io_errf(err, errlen, "idx: %s", why);
         goto out;
     }
-    if (total != want) {
-        io_errf(err, errlen, total < want ? "idx: truncated after %llu of %lld records"
-                                          : "idx: %llu records' worth of data, header says %lld",
-                per ? total / (unsigned long long)per : 0, dims[0]);
+    if (body != IDXFMT_BODY_OK) {
+        io_errf(err, errlen, body == IDXFMT_BODY_SHORT
+                                 ? "idx: truncated after %llu of %lld records"
+                                 : "idx: %llu records' worth of data, header says %lld",
+                (unsigned long long)have, (long long)h.dims[0]);
         goto out;
     }
+    long long dims[IDXFMT_MAX_RANK];
+    for (int i = 0; i < h.rank; i++)
+        dims[i] = h.dims[i];
     snprintf(info->format, sizeof info->format, "idx");
     info->records = dims[0];
-    info->shapes = json_pack("{s:o}", rank == 1 ? "labels" : "images", ds_shape(rank, dims));
+    info->shapes = json_pack("{s:o}", h.rank == 1 ? "labels" : "images", ds_shape(h.rank, dims));
     rc = 0;
 out:
     ds_src_close(s);
@@ -204,24 +206,38 @@ out:
     return rc;
 }
 
+/* The labels of every record, read a chunk of whole records at a time. */
 static int ds_check_cifar10(int fd, uint64_t size, datasets_info *info, char *err,
                             size_t errlen)
 {
-    if (size == 0 || size % DS_CIFAR_RECORD != 0)
+    uint64_t part, n = cifarfmt_records(size, &part);
+    if (n == 0 || part != 0)
         return io_errf(err, errlen, "cifar10: %llu bytes is not a whole number of %d-byte "
-                       "records (truncated?)", (unsigned long long)size, DS_CIFAR_RECORD);
-    long long n = (long long)(size / DS_CIFAR_RECORD);
-    for (long long i = 0; i < n; i++) {
-        unsigned char label;
-        if (io_pread_full(fd, &label, 1, (off_t)(i * DS_CIFAR_RECORD)) != 1)
-            return io_errf(err, errlen, "cifar10: read error at record %lld", i + 1);
-        if (label > 9)
-            return io_errf(err, errlen, "cifar10: record %lld: label %d out of range [0, 10)",
-                           i + 1, label);
+                       "records (truncated?)", (unsigned long long)size, CIFARFMT_RECORD);
+    size_t per = DS_CHUNK / CIFARFMT_RECORD;
+    unsigned char *buf = malloc(per * CIFARFMT_RECORD);
+    if (!buf)
+        return io_errf(err, errlen, "cifar10: out of memory");
+    for (uint64_t i = 0; i < n; i += per) {
+        size_t k = n - i < per ? (size_t)(n - i) : per;
+        if (io_pread_full(fd, buf, k * CIFARFMT_RECORD, (off_t)(i * CIFARFMT_RECORD)) !=
+            (ssize_t)(k * CIFARFMT_RECORD)) {
+            free(buf);
+            return io_errf(err, errlen, "cifar10: read error at record %llu",
+                           (unsigned long long)i + 1);
+        }
+        long long bad = cifarfmt_bad_label(buf, k, CIFARFMT_CLASSES);
+        if (bad >= 0) {
+            int label = buf[(size_t)bad * CIFARFMT_RECORD];
+            free(buf);
+            return io_errf(err, errlen, "cifar10: record %llu: label %d out of range [0, 10)",
+                           (unsigned long long)(i + (uint64_t)bad) + 1, label);
+        }
     }
-    long long dims[4] = {n, 3, 32, 32};
+    free(buf);
+    long long dims[4] = {(long long)n, 3, 32, 32};
     snprintf(info->format, sizeof info->format, "cifar10");
-    info->records = n;
+    info->records = (long long)n;
     info->shapes = json_pack("{s:o}", "images", ds_shape(4, dims));
     return 0;
 }
@@ -232,36 +248,15 @@ static int ds_check_cifar10(int fd, uint64_t size, datasets_info *info, char *er
 static void ds_csv_fields(const char *line, long *fields, long *bad_col, char *bad,
                           size_t badlen)
 {
-    *fields = 0;
-    *bad_col = -1;
-    const char *p = line;
-    for (;;) {
-        const char *end = strchr(p, ',');
-        size_t n = end ? (size_t)(end - p) : strlen(p);
-        char field[64];
-        while (n > 0 && isspace((unsigned char)*p)) {
-            p++;
-            n--;
-        }
-        while (n > 0 && isspace((unsigned char)p[n - 1]))
-            n--;
-        bool numeric = n > 0 && n < sizeof field;
-        if (numeric) {
-            memcpy(field, p, n);
-            field[n] = 0;
-            char *stop;
-            strtod(field, &stop);
-            numeric = !*stop;
-        }
-        if (!numeric && *bad_col < 0) {
-            *bad_col = *fields;
-            snprintf(bad, badlen, "%.*s", (int)(n < 40 ? n : 40), p);
-        }
-        (*fields)++;
-        if (!end)
-            return;
-        p = end + 1;
-    }
+    const char *s, *e;
+    *bad_col = csvfmt_first_bad(line, line + strlen(line), fields, &s, &e);
+    if (*bad_col < 0)
+        return;
+    while (s < e && isspace((unsigned char)*s))
+        s++;
+    while (e > s && isspace((unsigned char)e[-1]))
+        e--;
+    snprintf(bad, badlen, "%.*s", (int)(e - s < 40 ? e - s : 40), s);
 }
 
 static int ds_check_csv(int fd, bool gz, datasets_info *info, char *err, size_t errlen)
@@ -380,9 +375,9 @@ static ds_text_kind ds_text_sniff(const unsigned char *buf, size_t n)
         const char *t = line + strspn(line, " \t");
         if (!*t)
             continue;
-        const char *after = t + strcspn(t, " \t|");
-        after += strspn(after, " \t");
-        if (*after == '|')
+        ctffmt_head h;
+        const char *le = line + strlen(line);
+        if (ctffmt_head_parse(t, le, &h) == 0 && h.bar < le)
             return DS_TEXT_CTF;
         long fields, bad_col;
         char bad[48];
@@ -436,17 +431,19 @@ static int ds_check_plain(ds_src *s, unsigned char *buf, datasets_info *info, ch
 }
 
 /* One CTF line (NUL-terminated): whether it starts a sequence after the
- * line whose id is prev (updated), or -1 when it is not "[ID] |name ...". */
+ * line whose id is prev (updated), or -1 when it is not "[ID] |name ...".
+ * An id is kept to 255 bytes (the upload's own limit: it is held a line
+ * at a time). */
 static int ds_ctf_line(const char *line, char prev[256], bool first)
 {
-    const char *t = line + strspn(line, " \t");
-    size_t id = strcspn(t, " \t|");
-    const char *bar = t + id + strspn(t + id, " \t");
-    if (*bar != '|' || id >= 256 || bar[1] == 0 || strchr(" \t|", bar[1]))
+    ctffmt_head h;
+    const char *end = line + strlen(line);
+    if (ctffmt_head_parse(line, end, &h) != 0 || h.bar == end || h.id_len >= 256 ||
+        h.bar[1] == 0 || strchr(" \t|", h.bar[1]))
         return -1;
-    bool fresh = first || id == 0 || strlen(prev) != id || memcmp(prev, t, id) != 0;
-    memcpy(prev, t, id);
-    prev[id] = 0;
+    bool fresh = ctffmt_new_seq(h.id, h.id_len, prev, strlen(prev), first);
+    memcpy(prev, h.id, h.id_len);
+    prev[h.id_len] = 0;
     return fresh;
 }
 
@@ -533,35 +530,18 @@ static int ds_check_text(int fd, bool gz, datasets_info *info, char *err, size_t
     return rc;
 }
 
-/* One x/y pair of an npz: both or neither, rows equal, dtypes usable. */
+/* One x/y pair of an npz (npz_format.h's rules): its rows, -1 when the
+ * file has neither. */
 static int ds_npz_pair(const npz_index *ix, const char *xn, const char *yn, long long *rows,
                        char *err, size_t errlen)
 {
-    const npz_array *x = npz_index_find(ix, xn), *y = npz_index_find(ix, yn);
+    npzfmt_pair pair;
+    char why[300];
     *rows = -1;
-    if (!x && !y)
-        return 0;
-    if (!x || !y)
-        return io_errf(err, errlen, "npz: %s without %s", x ? xn : yn, x ? yn : xn);
-    if (x->h.rank < 2)
-        return io_errf(err, errlen, "npz: %s has shape of rank %d; expected [N, features...]",
-                       xn, x->h.rank);
-    if (y->h.rank < 1 || y->h.rank > 2)
-        return io_errf(err, errlen, "npz: %s has rank %d; expected [N] class ids or [N, K]",
-                       yn, y->h.rank);
-    if (x->h.dims[0] != y->h.dims[0])
-        return io_errf(err, errlen, "npz: %s has %ld rows but %s %ld", xn, x->h.dims[0], yn,
-                       y->h.dims[0]);
-    /* Every number dtype is read (converted once on load); x [N, T] and
-     * [N, T, F] are sequences, whose lengths len_* (x's name with "len"
-     * for "x") must give one per row. */
-    char ln[96];
-    snprintf(ln, sizeof ln, "len%s", xn + 1);
-    const npz_array *len = npz_index_find(ix, ln);
-    if (len && (len->h.rank != 1 || len->h.dims[0] != x->h.dims[0]))
-        return io_errf(err, errlen, "npz: %s must be [N] with %s's %ld rows", ln, xn,
-                       x->h.dims[0]);
-    *rows = x->h.dims[0];
+    if (npzfmt_pair_find(ix, xn, yn, &pair, why, sizeof why) != 0)
+        return io_errf(err, errlen, "npz: %s", why);
+    if (pair.x)
+        *rows = pair.x->h.dims[0];
     return 0;
 }
 
@@ -584,12 +564,10 @@ static int ds_check_npz(int fd, datasets_info *info, char *err, size_t errlen)
             dims[k] = a->h.dims[k];
         json_object_set_new(shapes, a->name, ds_shape(a->h.rank, dims));
     }
-    static const char *const pairs[][2] = {
-        {"x_train", "y_train"}, {"x", "y"}, {"x_test", "y_test"}, {"x_val", "y_val"}};
     long long records = -1;
-    for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; p++) {
+    for (size_t p = 0; p < NPZFMT_PAIRS; p++) {
         long long rows;
-        if (ds_npz_pair(&ix, pairs[p][0], pairs[p][1], &rows, err, errlen) != 0)
+        if (ds_npz_pair(&ix, npzfmt_pairs[p][0], npzfmt_pairs[p][1], &rows, err, errlen) != 0)
             goto out;
         if (records < 0)
             records = rows;
@@ -736,7 +714,7 @@ int datasets_check(int fd, datasets_info *info, char *err, size_t errlen)
     }
     if (got >= 4 && m[0] == 0 && m[1] == 0 && m[2] == 0x08)
         return ds_check_idx(fd, false, info, err, errlen);
-    if (m[0] < 10 && size % DS_CIFAR_RECORD == 0)
+    if (m[0] < 10 && size % CIFARFMT_RECORD == 0)
         return ds_check_cifar10(fd, size, info, err, errlen);
     return ds_check_text(fd, false, info, err, errlen);
 }

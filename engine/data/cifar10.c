@@ -7,29 +7,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dataformat/cifar_format.h"
 #include "io/io_file.h"
 
-#define CIFAR_PIXELS 3072
-#define CIFAR_RECORD (1 + CIFAR_PIXELS)
-_Static_assert(CIFAR_RECORD == 3073, "the truncation message spells out 3,073");
+_Static_assert(CIFARFMT_RECORD == 3073, "the truncation message spells out 3,073");
 
 /* Validate one batch; *records is how many it holds. */
 static int cifar_check(const data_buf *b, const char *name, int num_classes, long *records,
                        char *err, size_t errlen)
 {
     char c1[32], c2[32];
-    size_t whole = b->len / CIFAR_RECORD, part = b->len % CIFAR_RECORD;
+    uint64_t part, whole = cifarfmt_records(b->len, &part);
     if (part != 0 || b->gz_truncated)
         return io_errf(err, errlen, "%s: truncated record %s (%s of 3,073 bytes)", name,
                        data_fmt_count((long long)whole + 1, c1),
                        data_fmt_count((long long)part, c2));
-    for (size_t i = 0; num_classes > 0 && i < whole; i++) {
-        unsigned label = b->p[i * CIFAR_RECORD];
-        if (label >= (unsigned)num_classes)
-            return io_errf(err, errlen, "%s: record %s of %s: label %u out of range [0, %d)",
-                           name, data_fmt_count((long long)i + 1, c1),
-                           data_fmt_count((long long)whole, c2), label, num_classes);
-    }
+    long long i = num_classes > 0 ? cifarfmt_bad_label(b->p, (size_t)whole, num_classes) : -1;
+    if (i >= 0)
+        return io_errf(err, errlen, "%s: record %s of %s: label %u out of range [0, %d)",
+                       name, data_fmt_count(i + 1, c1), data_fmt_count((long long)whole, c2),
+                       (unsigned)b->p[(size_t)i * CIFARFMT_RECORD], num_classes);
     *records = (long)whole;
     return 0;
 }
@@ -58,7 +55,7 @@ int data_cifar10_load(const char *const *paths, int n_paths, int num_classes, da
         }
         total += counts[loaded];
     }
-    if (data_alloc(out, total, CIFAR_PIXELS) != 0) {
+    if (data_alloc(out, total, CIFARFMT_PIXELS) != 0) {
         io_errf(err, errlen, "CIFAR-10: out of memory for %ld images", total);
         goto done;
     }
@@ -66,10 +63,10 @@ int data_cifar10_load(const char *const *paths, int n_paths, int num_classes, da
     long row = 0;
     for (int f = 0; f < n_paths; f++) {
         for (long i = 0; i < counts[f]; i++, row++) {
-            const unsigned char *rec = bufs[f].p + (size_t)i * CIFAR_RECORD;
-            float *x = out->x + (size_t)row * CIFAR_PIXELS;
+            const unsigned char *rec = bufs[f].p + (size_t)i * CIFARFMT_RECORD;
+            float *x = out->x + (size_t)row * CIFARFMT_PIXELS;
             out->y[row] = rec[0];
-            for (int k = 0; k < CIFAR_PIXELS; k++)
+            for (int k = 0; k < CIFARFMT_PIXELS; k++)
                 x[k] = (float)rec[1 + k];
         }
         /* Release each batch once converted, not all at the end. */
@@ -99,7 +96,8 @@ int data_cifar10_count(const char *const *paths, int n_paths, long *n, char *err
         data_stream_close(st);
         if (rc != 0)
             return -1;
-        *n += (long)(total / CIFAR_RECORD);
+        uint64_t part;
+        *n += (long)cifarfmt_records(total, &part);
     }
     return 0;
 }
@@ -115,7 +113,7 @@ int data_cifar10_load_pick(const char *const *paths, int n_paths, int num_classe
     if (data_pick_check(pick, "CIFAR-10", err, errlen) != 0)
         return -1;
     long want = data_pick_count(pick), cursor = 0;
-    if (data_pick_alloc(pick, out, want, CIFAR_PIXELS) != 0)
+    if (data_pick_alloc(pick, out, want, CIFARFMT_PIXELS) != 0)
         return io_errf(err, errlen, "CIFAR-10: out of memory for %ld images", want);
     long first = 0; /* global number of the current file's first record */
     int max = -1;
@@ -129,18 +127,18 @@ int data_cifar10_load_pick(const char *const *paths, int n_paths, int num_classe
             goto fail;
         }
         for (long i = 0; i < count; i++) {
-            const unsigned char *rec = b.p + (size_t)i * CIFAR_RECORD;
+            const unsigned char *rec = b.p + (size_t)i * CIFARFMT_RECORD;
             max = rec[0] > max ? rec[0] : max;
             long row = data_pick_row(pick, first + i, &cursor);
             if (row < 0)
                 continue;
             out->y[row] = rec[0];
             if (pick->bytes) {
-                memcpy(pick->bytes + (size_t)row * CIFAR_PIXELS, rec + 1, CIFAR_PIXELS);
+                memcpy(pick->bytes + (size_t)row * CIFARFMT_PIXELS, rec + 1, CIFARFMT_PIXELS);
                 continue;
             }
-            float *x = out->x + (size_t)row * CIFAR_PIXELS;
-            for (int k = 0; k < CIFAR_PIXELS; k++)
+            float *x = out->x + (size_t)row * CIFARFMT_PIXELS;
+            for (int k = 0; k < CIFARFMT_PIXELS; k++)
                 x[k] = (float)rec[1 + k];
         }
         first += count;

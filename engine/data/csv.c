@@ -8,12 +8,12 @@
  * skipped. The file may be gzipped. */
 #include "data_internal.h"
 
-#include <errno.h>
 #include <stdbool.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "dataformat/csv_format.h"
 #include "io/io_file.h"
 
 typedef struct csv_ctx {
@@ -34,48 +34,6 @@ static int csv_fail(const csv_ctx *c, const char *fmt, const char *field, size_t
     return io_errf(c->err, c->errlen, "%s:%ld: %s", c->name, c->line, why);
 }
 
-/* Parse field [s, e) as a finite float. */
-static int csv_number(const char *s, const char *e, double *out)
-{
-    while (s < e && (*s == ' ' || *s == '\t'))
-        s++;
-    while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
-        e--;
-    if (s == e)
-        return -1;
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end != e || !isfinite(v) || (errno == ERANGE && fabs(v) > 1.0))
-        return -1;
-    *out = v;
-    return 0;
-}
-
-static size_t csv_fields(const char *s, const char *e)
-{
-    size_t n = 1;
-    for (const char *p = s; (p = memchr(p, ',', (size_t)(e - p))) != NULL; p++)
-        n++;
-    return n;
-}
-
-/* Is every field of line [s, e) a number? (SPEC_HEADER_AUTO's test.) */
-static bool csv_all_numbers(const char *s, const char *e)
-{
-    for (const char *p = s;;) {
-        const char *q = memchr(p, ',', (size_t)(e - p));
-        if (!q)
-            q = e;
-        double v;
-        if (csv_number(p, q, &v) != 0)
-            return false;
-        if (q == e)
-            return true;
-        p = q + 1;
-    }
-}
-
 /* Parse one line [s, e) into x (features floats) and *label, or with a
  * target (regression) the label column's value into *target. */
 static int csv_line(const csv_ctx *c, const char *s, const char *e, long label_column,
@@ -87,7 +45,7 @@ static int csv_line(const csv_ctx *c, const char *s, const char *e, long label_c
         if (!q)
             q = e;
         double v;
-        if (csv_number(p, q, &v) != 0) {
+        if (csvfmt_number(p, q, &v) != 0) {
             if (col == label_column && !target)
                 return csv_fail(c, "label (column %ld) \"%s\" is not a number: class labels "
                                 "are integers 0, 1, ... (map class names to numbers first)",
@@ -198,9 +156,9 @@ int data_csv_load_pick(const char *path, int label_column, int header, int num_c
             continue;
         bool was_first = first;
         first = false;
-        if (was_first && header == SPEC_HEADER_AUTO && !csv_all_numbers(s, e))
+        if (was_first && header == SPEC_HEADER_AUTO && !csvfmt_all_numbers(s, e))
             continue;
-        long fields = (long)csv_fields(s, e);
+        long fields = csvfmt_fields(s, e);
         label_at = label_column < 0 ? fields - 1 : label_column;
         if (label_at >= fields) {
             io_errf(err, errlen, "%s:%ld: no column %d for data.label_column (the line has "
@@ -307,7 +265,7 @@ int data_csv_count(const char *path, int header, long *n, char *err, size_t errl
             continue;
         bool was_first = first;
         first = false;
-        if (was_first && header == SPEC_HEADER_AUTO && !csv_all_numbers(s, e))
+        if (was_first && header == SPEC_HEADER_AUTO && !csvfmt_all_numbers(s, e))
             continue;
         (*n)++;
     }

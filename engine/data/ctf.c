@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dataformat/ctf_format.h"
 #include "io/io_file.h"
 
 /* One stream's values on a line: dense floats, or sparse idx:val pairs. */
@@ -49,30 +50,21 @@ typedef struct ctf_reader {
     double sp_val;
 } ctf_reader;
 
-static bool ctf_space(char c)
-{
-    return c == ' ' || c == '\t' || c == '\r';
-}
-
 /* Split line [p, end) into its id and the features and label streams. */
 static int ctf_split(const ctf_reader *r, long lineno, const char *p, const char *end,
                      ctf_line *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    while (p < end && ctf_space(*p))
-        p++;
-    out->id = p;
-    while (p < end && *p != '|' && !ctf_space(*p))
-        p++;
-    out->id_len = (size_t)(p - out->id);
-    while (p < end && ctf_space(*p))
-        p++;
-    if (p < end && *p != '|')
+    ctffmt_head h;
+    if (ctffmt_head_parse(p, end, &h) != 0)
         return io_errf(err, errlen, "%s:%ld: expected |name after the sequence id", r->name,
                        lineno);
+    out->id = h.id;
+    out->id_len = h.id_len;
+    p = h.bar;
     while (p < end) {
         const char *nm = ++p;
-        while (p < end && *p != '|' && !ctf_space(*p))
+        while (p < end && *p != '|' && !ctffmt_space(*p))
             p++;
         size_t nl = (size_t)(p - nm);
         const char *vals = p;
@@ -104,7 +96,7 @@ static int ctf_values(ctf_reader *r, long lineno, const ctf_stream *s, const cha
     *sparse_n = -1;
     const char *p = s->p;
     for (;;) {
-        while (p < s->end && ctf_space(*p))
+        while (p < s->end && ctffmt_space(*p))
             p++;
         if (p >= s->end)
             break;
@@ -113,7 +105,7 @@ static int ctf_values(ctf_reader *r, long lineno, const ctf_stream *s, const cha
         double v = strtod(p, &e);
         bool is_sparse = e < s->end && *e == ':';
         if (e == p || errno == ERANGE || !isfinite(v) ||
-            (e < s->end && !ctf_space(*e) && !is_sparse)) {
+            (e < s->end && !ctffmt_space(*e) && !is_sparse)) {
             size_t shown = strcspn(p, " \t\r|\n");
             return io_errf(err, errlen, "%s:%ld: |%s: \"%.*s\" is not a number", r->name,
                            lineno, what, (int)(shown < 40 ? shown : 40), p);
@@ -128,7 +120,7 @@ static int ctf_values(ctf_reader *r, long lineno, const ctf_stream *s, const cha
             const char *q = e + 1;
             errno = 0;
             double val = strtod(q, &e);
-            if (e == q || errno == ERANGE || !isfinite(val) || (e < s->end && !ctf_space(*e)))
+            if (e == q || errno == ERANGE || !isfinite(val) || (e < s->end && !ctffmt_space(*e)))
                 return io_errf(err, errlen, "%s:%ld: |%s: bad sparse entry after %g:",
                                r->name, lineno, what, v);
             *sparse_n = *sparse_n < 0 ? 1 : *sparse_n + 1;
@@ -268,20 +260,6 @@ static bool ctf_next_line(const char **p, const char *end, const char **ls, cons
     return true;
 }
 
-static bool ctf_blank(const char *p, const char *end)
-{
-    while (p < end && (ctf_space(*p)))
-        p++;
-    return p == end;
-}
-
-/* Whether a line starts a new sequence after the line before it. */
-static bool ctf_new_seq(const ctf_line *l, const ctf_line *prev, bool first)
-{
-    return first || l->id_len == 0 || l->id_len != prev->id_len ||
-           memcmp(l->id, prev->id, l->id_len) != 0;
-}
-
 /* One pass over the text: with out NULL, count the sequences into *n;
  * else fill out's n samples. */
 static int ctf_pass(ctf_reader *r, const char *text, size_t len, dataset *out, long *n,
@@ -292,11 +270,11 @@ static int ctf_pass(ctf_reader *r, const char *text, size_t len, dataset *out, l
     long lineno = 0, seq = -1, step = 0, seq_line = 0;
     while (ctf_next_line(&p, end, &ls, &le)) {
         lineno++;
-        if (ctf_blank(ls, le))
+        if (ctffmt_blank(ls, le))
             continue;
         if (ctf_split(r, lineno, ls, le, &l, err, errlen) != 0)
             return -1;
-        bool fresh = ctf_new_seq(&l, &prev, seq < 0);
+        bool fresh = ctffmt_new_seq(l.id, l.id_len, prev.id, prev.id_len, seq < 0);
         prev = l;
         if (fresh) {
             if (out && seq >= 0)

@@ -9,51 +9,61 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dataformat/idx_format.h"
 #include "io/io_file.h"
 
-#define IDX_IMAGES_MAGIC 0x00000803u
-#define IDX_LABELS_MAGIC 0x00000801u
 #define IDX_MAX_PIXELS (1L << 24)
 
-static uint32_t idx_be32(const unsigned char *p)
+/* Check the header (idx_format.h) against the rank this file must have;
+ * *h is what it says. */
+static int idx_header(const data_buf *b, const char *name, int rank, const char *what,
+                      idxfmt_header *h, char *err, size_t errlen)
 {
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-/* Check magic and header length; *count is the first dimension. */
-static int idx_header(const data_buf *b, const char *name, uint32_t magic, size_t header_len,
-                      const char *what, uint32_t *count, char *err, size_t errlen)
-{
-    if (b->len < 4 || idx_be32(b->p) != magic) {
-        if (b->len < 4)
-            return io_errf(err, errlen, "%s: truncated header (%zu of %zu bytes)", name,
-                           b->len, header_len);
-        return io_errf(err, errlen, "%s: wrong magic 0x%08x, expected 0x%08x (IDX %s)", name,
-                       idx_be32(b->p), magic, what);
-    }
-    if (b->len < header_len)
+    uint32_t magic = 0x00000800u | (uint32_t)rank;
+    size_t header_len = 4 + 4 * (size_t)rank;
+    if (b->len < 4)
         return io_errf(err, errlen, "%s: truncated header (%zu of %zu bytes)", name, b->len,
                        header_len);
-    *count = idx_be32(b->p + 4);
+    long got = idxfmt_header_parse(b->p, b->len, h);
+    if (got < 0 || (got == 0 && h->rank != rank) || idxfmt_be32(b->p) != magic)
+        return io_errf(err, errlen, "%s: wrong magic 0x%08x, expected 0x%08x (IDX %s)", name,
+                       idxfmt_be32(b->p), magic, what);
+    if (got > 0)
+        return io_errf(err, errlen, "%s: truncated header (%zu of %zu bytes)", name, b->len,
+                       header_len);
     return 0;
 }
 
-/* Check that the body holds exactly count records of rec_len bytes. */
-static int idx_body(const data_buf *b, const char *name, size_t header_len, uint32_t count,
-                    size_t rec_len, const char *noun, char *err, size_t errlen)
+/* Check that the body holds exactly the header's records. */
+static int idx_body(const data_buf *b, const char *name, const idxfmt_header *h,
+                    const char *noun, char *err, size_t errlen)
 {
     char c1[32], c2[32];
-    size_t have = (b->len - header_len) / rec_len;
-    if (have < count)
+    uint64_t have, extra;
+    idxfmt_body body = idxfmt_body_check(h, b->len - h->header_len, &have, &extra);
+    if (body == IDXFMT_BODY_SHORT)
         return io_errf(err, errlen, "%s: truncated after %s of %s %s", name,
-                       data_fmt_count((long long)have, c1), data_fmt_count(count, c2), noun);
+                       data_fmt_count((long long)have, c1), data_fmt_count(h->dims[0], c2),
+                       noun);
     if (b->gz_truncated)
         return io_errf(err, errlen, "%s: corrupt gzip data (stream ends before its trailer)",
                        name);
-    size_t extra = b->len - header_len - (size_t)count * rec_len;
-    if (extra > 0)
+    if (body == IDXFMT_BODY_EXTRA)
         return io_errf(err, errlen, "%s: %s bytes of unexpected data after %s %s", name,
-                       data_fmt_count((long long)extra, c1), data_fmt_count(count, c2), noun);
+                       data_fmt_count((long long)extra, c1), data_fmt_count(h->dims[0], c2),
+                       noun);
+    return 0;
+}
+
+/* The images file's header: 3 dimensions, images of a plausible size. */
+static int idx_images_header(const data_buf *b, const char *name, idxfmt_header *h, char *err,
+                             size_t errlen)
+{
+    if (idx_header(b, name, 3, "images: unsigned bytes, 3 dimensions", h, err, errlen) != 0)
+        return -1;
+    if (h->dims[1] == 0 || h->dims[2] == 0 || h->record_bytes > IDX_MAX_PIXELS)
+        return io_errf(err, errlen, "%s: implausible image size %ux%u", name, h->dims[1],
+                       h->dims[2]);
     return 0;
 }
 
@@ -83,11 +93,11 @@ static int idx_labels(const char *labels_path, const char *iname, uint32_t n, in
     const char *lname = io_basename(labels_path);
     if (data_file_read(labels_path, lab, err, errlen) != 0)
         return -1;
-    uint32_t n_labels = 0;
-    if (idx_header(lab, lname, IDX_LABELS_MAGIC, 8, "labels: unsigned bytes, 1 dimension",
-                   &n_labels, err, errlen) != 0 ||
-        idx_body(lab, lname, 8, n_labels, 1, "labels", err, errlen) != 0)
+    idxfmt_header h;
+    if (idx_header(lab, lname, 1, "labels: unsigned bytes, 1 dimension", &h, err, errlen) != 0 ||
+        idx_body(lab, lname, &h, "labels", err, errlen) != 0)
         goto fail;
+    uint32_t n_labels = h.dims[0];
     if (n_labels != n) {
         char c1[32], c2[32];
         io_errf(err, errlen, "%s has %s images but %s has %s labels", iname,
@@ -133,18 +143,12 @@ int data_idx_load(const char *images_path, const char *labels_path, int num_clas
     data_buf img, lab;
     if (data_file_read(images_path, &img, err, errlen) != 0)
         return -1;
-    uint32_t n = 0;
-    if (idx_header(&img, iname, IDX_IMAGES_MAGIC, 16, "images: unsigned bytes, 3 dimensions",
-                   &n, err, errlen) != 0)
+    idxfmt_header h;
+    if (idx_images_header(&img, iname, &h, err, errlen) != 0 ||
+        idx_body(&img, iname, &h, "images", err, errlen) != 0)
         goto fail_img;
-    uint32_t rows = idx_be32(img.p + 8), cols = idx_be32(img.p + 12);
-    if (rows == 0 || cols == 0 || (uint64_t)rows * cols > IDX_MAX_PIXELS) {
-        io_errf(err, errlen, "%s: implausible image size %ux%u", iname, rows, cols);
-        goto fail_img;
-    }
-    size_t pixels = (size_t)rows * cols;
-    if (idx_body(&img, iname, 16, n, pixels, "images", err, errlen) != 0)
-        goto fail_img;
+    uint32_t n = h.dims[0], rows = h.dims[1], cols = h.dims[2];
+    size_t pixels = (size_t)h.record_bytes;
     if (idx_labels(labels_path, iname, n, num_classes, &lab, err, errlen) != 0)
         goto fail_img;
     const unsigned char *labels = lab.p + 8;
@@ -182,8 +186,8 @@ static int idx_stream_fail(data_stream *st, const char *why, char *err, size_t e
 }
 
 /* Open the images file and read and check its header. */
-static int idx_open_images(const char *path, data_stream **st, uint32_t *n, uint32_t *rows,
-                           uint32_t *cols, char *err, size_t errlen)
+static int idx_open_images(const char *path, data_stream **st, idxfmt_header *h, char *err,
+                           size_t errlen)
 {
     const char *iname = io_basename(path);
     if (data_stream_open(path, st, err, errlen) != 0)
@@ -195,15 +199,7 @@ static int idx_open_images(const char *path, data_stream **st, uint32_t *n, uint
     char why[512];
     /* A header shorter than 16 bytes is the whole file. */
     data_buf hb = {head, got, false};
-    if (idx_header(&hb, iname, IDX_IMAGES_MAGIC, 16, "images: unsigned bytes, 3 dimensions", n,
-                   why, sizeof why) != 0) {
-        idx_stream_fail(*st, why, err, errlen);
-        goto fail;
-    }
-    *rows = idx_be32(head + 8);
-    *cols = idx_be32(head + 12);
-    if (*rows == 0 || *cols == 0 || (uint64_t)*rows * *cols > IDX_MAX_PIXELS) {
-        snprintf(why, sizeof why, "%s: implausible image size %ux%u", iname, *rows, *cols);
+    if (idx_images_header(&hb, iname, h, why, sizeof why) != 0) {
         idx_stream_fail(*st, why, err, errlen);
         goto fail;
     }
@@ -217,11 +213,11 @@ fail:
 int data_idx_count(const char *images_path, long *n, char *err, size_t errlen)
 {
     data_stream *st;
-    uint32_t count, rows, cols;
-    if (idx_open_images(images_path, &st, &count, &rows, &cols, err, errlen) != 0)
+    idxfmt_header h;
+    if (idx_open_images(images_path, &st, &h, err, errlen) != 0)
         return -1;
     data_stream_close(st);
-    *n = (long)count;
+    *n = (long)h.dims[0];
     return 0;
 }
 
@@ -310,13 +306,14 @@ int data_idx_load_pick(const char *images_path, const char *labels_path, int num
         return -1;
     const char *iname = io_basename(images_path);
     data_stream *st;
-    uint32_t n, rows, cols;
+    idxfmt_header h;
     char bad[256] = "";
     bool malformed = pick->rows || pick->bytes ? data_pick_check(pick, iname, bad, sizeof bad) != 0
                                 : pick->lo < 0 || pick->hi < pick->lo;
-    if (idx_open_images(images_path, &st, &n, &rows, &cols, err, errlen) != 0)
+    if (idx_open_images(images_path, &st, &h, err, errlen) != 0)
         return -1;
-    size_t pixels = (size_t)rows * cols;
+    uint32_t n = h.dims[0], rows = h.dims[1], cols = h.dims[2];
+    size_t pixels = (size_t)h.record_bytes;
     /* A pick past the header's count: the file's own faults first. */
     bool beyond = malformed || data_pick_end(pick) > (long)n;
     /* Nor is memory taken for records a short (or forged) file cannot
@@ -339,7 +336,7 @@ int data_idx_load_pick(const char *images_path, const char *labels_path, int num
     data_stream_close(st);
     st = NULL;
     data_buf whole = {NULL, (size_t)total, truncated};
-    if (idx_body(&whole, iname, 16, n, pixels, "images", err, errlen) != 0 ||
+    if (idx_body(&whole, iname, &h, "images", err, errlen) != 0 ||
         idx_labels(labels_path, iname, n, num_classes, &lab, err, errlen) != 0)
         goto fail;
     if (beyond) {

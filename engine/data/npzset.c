@@ -23,6 +23,7 @@
 
 #include "io/io_file.h"
 #include "io/npzarray.h"
+#include "dataformat/npz_format.h"
 
 /* The pair a set reads, by the spec field that names it. */
 static void npzset_names(const char *field, const char **x, const char **y)
@@ -71,43 +72,27 @@ static int npzset_open(npzset *s, const char *path, const char *field, char *err
     }
     const char *xn, *yn;
     npzset_names(field, &xn, &yn);
-    s->x = npz_index_find(&s->ix, xn);
-    s->y = npz_index_find(&s->ix, yn);
-    if (!s->x && !s->y) {
-        s->x = npz_index_find(&s->ix, "x");
-        s->y = npz_index_find(&s->ix, "y");
-        if (!s->x || !s->y) {
-            npzset_close(s);
-            return io_errf(err, errlen, "%s: no %s and %s arrays for %s (nor x and y)",
-                           io_basename(path), xn, yn, field);
-        }
+    npzfmt_pair pair;
+    if (npzfmt_pair_find(&s->ix, xn, yn, &pair, why, sizeof why) == 0 && !pair.x) {
+        if (npzfmt_pair_find(&s->ix, "x", "y", &pair, why, sizeof why) == 0 && !pair.x)
+            snprintf(why, sizeof why, "no %s and %s arrays for %s (nor x and y)", xn, yn,
+                     field);
         xn = "x";
-        yn = "y";
     }
-    if (!s->x || !s->y) {
+    if (!pair.x) {
         npzset_close(s);
-        return io_errf(err, errlen, "%s: %s without %s", io_basename(path),
-                       s->x ? xn : yn, s->x ? yn : xn);
+        return io_errf(err, errlen, "%s: %s", s->name, why);
     }
-    /* x_train's lengths are len_train, x's len. */
-    char ln[96];
-    snprintf(ln, sizeof ln, "len%s", xn + 1);
-    s->len = npz_index_find(&s->ix, ln);
-    if (s->len && (s->len->h.rank != 1 || s->len->h.dims[0] != s->x->h.dims[0])) {
-        io_errf(err, errlen, "%s: %s must be [N] with %s's %ld rows", s->name, ln, xn,
-                s->x->h.dims[0]);
-        npzset_close(s);
-        return -1;
-    }
-    if (s->x->h.rank < 2 || s->x->h.rank > 4 || s->y->h.rank < 1 || s->y->h.rank > 2 ||
-        s->x->h.dims[0] != s->y->h.dims[0]) {
+    if (pair.x->h.rank > 4) {
         /* The message reads the index: before it is freed. */
-        io_errf(err, errlen, "%s: %s is [N, ...sample] and %s [N] or [N, classes] with the "
-                "same N; got ranks %d and %d, %ld and %ld rows", io_basename(path), xn, yn,
-                s->x->h.rank, s->y->h.rank, s->x->h.dims[0], s->y->h.dims[0]);
+        io_errf(err, errlen, "%s: %s has shape of rank %d; expected [N, features], [N, H, W] "
+                "or [N, H, W, C]", s->name, xn, pair.x->h.rank);
         npzset_close(s);
         return -1;
     }
+    s->x = pair.x;
+    s->y = pair.y;
+    s->len = pair.len;
     return 0;
 }
 

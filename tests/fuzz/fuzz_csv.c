@@ -4,8 +4,10 @@
  * byte of options (label column: bits 0-1; header: bit 2; classes: bits
  * 3-5, 0 = no check), two bytes choosing the range, then the file. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "data/data_internal.h"
+#include "dataformat/csv_format.h"
 #include "fuzz.h"
 #include "fuzz_data.h"
 
@@ -37,8 +39,24 @@ static int csv_load_range(const void *in, long lo, long hi, dataset *d, char *er
                                err, errlen);
 }
 
+/* lib/dataformat's field rules on the input's first line, which the
+ * loader above and the daemon's upload check both go by. */
+static void csv_rules(const uint8_t *data, size_t size)
+{
+    const char *s = (const char *)data, *nl = memchr(s, '\n', size);
+    const char *e = nl ? nl : s + size, *bs = NULL, *be = NULL;
+    long fields;
+    long bad = csvfmt_first_bad(s, e, &fields, &bs, &be);
+    double v;
+    if (fields != csvfmt_fields(s, e) || bad >= fields || (bad < 0) != csvfmt_all_numbers(s, e))
+        abort();
+    if (bad >= 0 && (bs < s || be > e || bs > be || csvfmt_number(bs, be, &v) == 0))
+        abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    csv_rules(data, size);
     unsigned opt = fuzz_take_byte(&data, &size);
     csv_input c = {
         .label_column = (int)(opt & 3),

@@ -83,3 +83,13 @@ void fuzz_data_agree(const fuzz_reader *r, const void *in, const uint8_t *pick,
     else if (whole >= 0)
         abort(); /* a range of an input that loads whole loads too */
 }
+
+void fuzz_data_agree_two(const fuzz_reader *r, const uint8_t *data, size_t size)
+{
+    const uint8_t *pick;
+    size_t pick_size;
+    fuzz_data_pick(&data, &size, &pick, &pick_size);
+    const char *paths[2];
+    fuzz_data_split(data, size, &paths[0], &paths[1]);
+    fuzz_data_agree(r, paths, pick, pick_size);
+}

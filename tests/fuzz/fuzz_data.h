@@ -45,4 +45,9 @@ typedef struct fuzz_reader {
 void fuzz_data_agree(const fuzz_reader *r, const void *in, const uint8_t *pick,
                      size_t pick_size);
 
+/* fuzz_data_agree on two files: the range's bytes taken off the front
+ * (fuzz_data_pick), the rest cut in two (fuzz_data_split) and handed to
+ * r's calls as a const char *[2]. */
+void fuzz_data_agree_two(const fuzz_reader *r, const uint8_t *data, size_t size);
+
 #endif
