@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "jobtext.h"
 #include "remote.h"
+#include "safetext.h"
 
 const char cmd_compare_usage[] =
     "usage: punch compare ID ID [ID...]\n"
@@ -135,7 +136,7 @@ static void compare_cell(const json_t *v, char *buf, size_t len)
         snprintf(buf, len, "%s", s ? s : "?");
         free(s);
     }
-    jobtext_clean(buf);
+    safetext_clean(buf);
     if (strlen(buf) > COMPARE_CELL_MAX)
         snprintf(buf + COMPARE_CELL_MAX - 3, len - (COMPARE_CELL_MAX - 3), "...");
 }
@@ -205,7 +206,7 @@ static bool compare_spec_rows(const compare_job *jobs, int n, compare_table *t)
         if (!(ok = row != NULL))
             break;
         snprintf(row[0], sizeof row[0], "%s", path);
-        jobtext_clean(row[0]);
+        safetext_clean(row[0]);
         for (int i = 0; i < n; i++)
             compare_cell(json_object_get(jobs[i].flat, path), row[i + 1], sizeof row[i + 1]);
     }
@@ -239,7 +240,7 @@ static bool compare_metric_row(const compare_job *jobs, int n, compare_table *t,
     if (!row)
         return false;
     snprintf(row[0], sizeof row[0], "%s", label);
-    jobtext_clean(row[0]);
+    safetext_clean(row[0]);
     for (int i = 0; i < n; i++)
         compare_cell(get(&jobs[i], key), row[i + 1], sizeof row[i + 1]);
     return true;

@@ -13,6 +13,7 @@
 #include "progress.h"
 #include "remote.h"
 #include "timeutil/timeutil.h"
+#include "safetext.h"
 
 /* How long to keep polling a server that went away (it may be restarting:
  * punchcardd re-adopts running jobs). */
@@ -130,7 +131,7 @@ static void wait_show_state(wait_view *v, const json_t *job)
     const char *name = json_string_value(json_object_get(job, "name"));
     snprintf(line, sizeof line, "job %s%s%s%s: %s", v->id, name ? " (" : "", name ? name : "",
              name ? ")" : "", strcmp(state, "running") == 0 ? "running" : what);
-    jobtext_clean(line);
+    safetext_clean(line);
     wait_print(v, line);
 }
 

@@ -3,9 +3,10 @@
 #include "jobmetrics.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <string.h>
 
-#include "jobtext.h"
+#include "safetext.h"
 
 /* Progress keys that are counters and timings, not metrics. */
 static const char *const jobmetrics_not_metric[] = {
@@ -84,7 +85,7 @@ void jobmetrics_print_header(const jobmetrics *m, FILE *out)
     for (int c = 0; c < m->n; c++) {
         char head[32];
         snprintf(head, sizeof head, "%s", m->key[c]);
-        jobtext_clean(head);
+        safetext_clean(head);
         for (char *p = head; *p; p++)
             *p = (char)toupper((unsigned char)*p);
         fprintf(out, "%-*.*s  ", m->width[c], m->width[c], head);

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "jobmetrics.h"
+#include "safetext.h"
 #include "progress.h"
 
 void jobtext_format_age(const json_t *when, double now, char *buf, size_t len)
@@ -51,21 +52,7 @@ static void jobtext_format_time(const json_t *when, double now, char *buf, size_
     snprintf(buf, len, "%s (%s)", stamp, age);
 }
 
-void jobtext_clean(char *s)
-{
-    char *w = s;
-    for (const unsigned char *r = (const unsigned char *)s; *r; r++) {
-        if (r[0] == 0xc2 && r[1] >= 0x80 && r[1] <= 0x9f) {
-            *w++ = '?'; /* C1, two bytes in UTF-8 */
-            r++;
-        } else {
-            *w++ = *r < 0x20 || *r == 0x7f ? '?' : (char)*r;
-        }
-    }
-    *w = '\0';
-}
-
-/* A job's string field made safe to print (jobtext_clean), "-" if absent.
+/* A job's string field made safe to print (safetext_clean), "-" if absent.
  * The copy lives in one of a few rotating buffers, enough for the fields
  * of one printf. */
 static const char *jobtext_str(const json_t *job, const char *key)
@@ -77,7 +64,7 @@ static const char *jobtext_str(const json_t *job, const char *key)
         return "-";
     char *b = bufs[next++ % 8];
     snprintf(b, sizeof bufs[0], "%s", s);
-    jobtext_clean(b);
+    safetext_clean(b);
     return b;
 }
 
@@ -88,7 +75,7 @@ void jobtext_format_summary(const json_t *job, char *buf, size_t len)
     const char *error = json_string_value(json_object_get(job, "error"));
     if (error != NULL && strcmp(state, "succeeded") != 0) {
         snprintf(buf, len, "%s", error);
-        jobtext_clean(buf);
+        safetext_clean(buf);
         return;
     }
     if (json_object_size(result) > 0) {
@@ -104,7 +91,7 @@ void jobtext_format_summary(const json_t *job, char *buf, size_t len)
         }
         if (pos == 0)
             snprintf(buf, len, "-");
-        jobtext_clean(buf);
+        safetext_clean(buf);
         return;
     }
     const json_t *p = json_object_get(job, "progress");
@@ -161,7 +148,7 @@ void jobtext_print_detail(const json_t *job, double now, FILE *out)
         json_object_foreach((json_t *)result, key, v) {
             if (json_is_number(v)) {
                 snprintf(buf, sizeof buf, "%s", key);
-                jobtext_clean(buf);
+                safetext_clean(buf);
                 fprintf(out, " %s %.4f", buf, json_number_value(v));
             }
         }
@@ -183,7 +170,7 @@ static void jobtext_params(const json_t *job, char *buf, size_t cap)
     char *p = json_dumps(json_object_get(job, "params"), JSON_COMPACT | JSON_REAL_PRECISION(6));
     snprintf(buf, cap, "%s", p ? p : "-");
     free(p);
-    jobtext_clean(buf);
+    safetext_clean(buf);
 }
 
 void jobtext_print_table(const json_t *jobs, double now, FILE *out)

@@ -22,12 +22,6 @@ void jobtext_print_table(const json_t *jobs, double now, FILE *out);
  * each trial's params last. */
 void jobtext_print_table_wide(const json_t *jobs, double now, bool wide, FILE *out);
 
-/* Make s safe for a terminal, in place: every control character (C0 such
- * as ESC, BEL, CR and LF; DEL; and C1, U+0080..U+009F in UTF-8) becomes
- * '?'. A job's strings come from other users and from the server; written
- * raw they could move the cursor, retitle the window or hide lines. */
-void jobtext_clean(char *s);
-
 /* "5s ago", "3m ago", "2h ago", "4d ago"; "-" for a missing time. */
 void jobtext_format_age(const json_t *when, double now, char *buf, size_t len);
 

@@ -1,7 +1,7 @@
 /* sweep_trials.h — what sweep.c and the PBT lifecycle (sweep_pbt_run.c)
  * share inside daemon/sweep: a sweep's configuration as its request says
  * it, its trials as advancing sees them (copies of their rows), and the
- * helpers both use to record and requeue them. Not for other modules:
+ * helpers both use to record and requeue them (sweep_trials.c). Not for other modules:
  * sweep.h is the sweep's interface. */
 #ifndef PUNCH_SWEEP_TRIALS_H
 #define PUNCH_SWEEP_TRIALS_H
@@ -73,5 +73,9 @@ char *sweep_spec_with_epochs(daemon_ctx *d, const char *job_id, bool written, in
  * detail; false (logged) when not now. */
 bool sweep_requeue(daemon_ctx *d, const char *id, const sweep_trial *t, char *spec,
                    char *written, const char *detail);
+
+/* Remove the files that say how job's last run ended (exit.json,
+ * supervisor.json), as a resume does; false (logged) on failure. */
+bool sweep_clear_ending(daemon_ctx *d, const char *job_id);
 
 #endif

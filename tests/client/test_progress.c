@@ -12,6 +12,7 @@
 
 #include "jobtext.h"
 #include "progress.h"
+#include "safetext.h"
 
 static json_t *running_job(void)
 {
@@ -187,7 +188,7 @@ static void test_control_characters_escaped(void **state)
 {
     (void)state;
     char s[] = "a\x1b[31mb\x07\r\n\xc2\x9b\x7f \xc3\xa9\xc2\xa0z";
-    jobtext_clean(s);
+    safetext_clean(s);
     assert_string_equal(s, "a?[31mb????? \xc3\xa9\xc2\xa0z");
     json_t *job = json_pack("{s:s, s:s, s:s, s:s}", "id", "0123456789ab", "name",
                             "x\x1b]0;owned\x07", "state", "failed", "error", "bad\x1b[2Jline");

@@ -4,7 +4,8 @@
 # calling A means neither can be read, tested or moved without the other.
 # The graph comes from the built objects (nm on PUNCH_BUILD_ROOT, default
 # build/): an edge A -> B for each global symbol A leaves undefined that B
-# defines, both objects of one folder (engine/NAME or lib/NAME). A loop is a
+# defines, both objects of one folder (engine/NAME, lib/NAME, daemon/ or
+# daemon/NAME, client/). A loop is a
 # strongly connected set of two or more files; each is printed with the
 # calls that close it.
 # Every folder fails on a loop (STRICT "all"); CHECK_FILE_LOOPS_STRICT may
@@ -20,7 +21,10 @@ STRICT=${CHECK_FILE_LOOPS_STRICT:-all}
 
 shopt -s nullglob
 objs=("$build"/engine/libpunchengine.a.p/*.o "$build"/engine/gpu/libpunchgpukernels.a.p/*.o
-      "$build"/lib/*/*.a.p/*.o)
+      "$build"/lib/*/*.a.p/*.o "$build"/daemon/*.a.p/*.o "$build"/client/*.a.p/*.o)
+# daemon/'s subfolders: meson names their objects SUB_FILE.c.o, and a file
+# of daemon/ itself may hold an underscore too.
+DAEMON_SUBS=$(cd "$root/daemon" && ls -d */ 2>/dev/null | tr -d / | tr '\n' ' ')
 [ -n "${CHECK_FILE_LOOPS_EXTRA_OBJECTS:-}" ] && objs+=("$CHECK_FILE_LOOPS_EXTRA_OBJECTS"/*.o)
 if [ ${#objs[@]} -eq 0 ]; then
   echo "FAIL: no built objects under $build (PUNCH_BUILD_ROOT): build first; the check never skips"
@@ -28,12 +32,22 @@ if [ ${#objs[@]} -eq 0 ]; then
 fi
 
 # "FILE:ADDR T SYM" and "FILE: U SYM" lines, one nm for all objects.
-nm -A -g "${objs[@]}" 2>/dev/null | awk -v strict="$STRICT" '
+nm -A -g "${objs[@]}" 2>/dev/null | awk -v strict="$STRICT" -v dsubs="$DAEMON_SUBS" '
   # An object as "folder file": engine objects are FOLDER_FILE.c.o in one
   # archive folder (the gpu kernels in engine/gpu/), lib objects sit in
-  # lib/NAME/libX.a.p/FILE.c.o.
-  function place(f,  n, p, b, dir) {
+  # lib/NAME/libX.a.p/FILE.c.o, daemon objects in one archive folder as
+  # SUB_FILE.c.o or FILE.c.o (generated ones as meson-generated_..._FILE.c.o),
+  # client objects as FILE.c.o.
+  function place(f,  n, p, b, dir, sd) {
     sub(/:.*/, "", f); n = split(f, p, "/"); b = p[n]; sub(/\.o$/, "", b)
+    if (n >= 3 && (p[n - 2] == "daemon" || p[n - 2] == "client") && p[n - 1] ~ /\.a\.p$/) {
+      dir = p[n - 2]
+      if (b ~ /^meson-generated_/) { sub(/^meson-generated_(\.\._)*/, "", b); return dir " " b }
+      sd = b; sub(/_.*/, "", sd)
+      if (dir == "daemon" && b ~ /_/ && index(" " dsubs " ", " " sd " ") > 0) {
+        sub(/^[^_]*_/, "", b); return "daemon/" sd " " b }
+      return dir " " b
+    }
     if (n >= 4 && p[n - 3] == "lib") dir = "lib/" p[n - 2]
     if (dir == "" && p[n - 2] == "gpu" && p[n - 1] ~ /gpukernels/) { return "engine/gpu " b }
     if (dir != "") return dir " " b
@@ -78,6 +92,7 @@ nm -A -g "${objs[@]}" 2>/dev/null | awk -v strict="$STRICT" '
         if (strict == "all" || f in is_strict) { print "FAIL: " msg; bad = 1 } else print "info: " msg
       }
     }
-    if (!bad) print "file loops: none in " (strict == "all" ? "any folder of engine/ and lib/" : strict)
+    all = "any folder of engine/, lib/, daemon/ and client/"
+    if (!bad) print "file loops: none in " (strict == "all" ? all : strict)
     exit bad
   }'
