@@ -241,6 +241,58 @@ static void test_bf16_dense(void **state)
     }
 }
 
+#ifdef PUNCH_HAVE_DNNL
+/* The dense pair keeps the forward's bf16 copy of w for the backward's dx
+ * and rounds dz once: a forward and backward round x, w, dz and x^T (four
+ * matrices; six when each GEMM rounds both operands, as the gemm op does),
+ * with the bits the gemm op gives. A second forward after w changed must
+ * round w again (a stale copy would give the old y). */
+static void test_bf16_dense_reuses_rounding(void **state)
+{
+    (void)state;
+    enum { B = 64, IN = 96, OUT = 80 };
+    char err[256];
+    backend *be = backend_cpu_create(2, err, sizeof err);
+    if (!be)
+        fail_msg("%s", err);
+    be->bf16 = true;
+    float *x = harness_fresh(B * IN), *w = harness_fresh(IN * OUT), *dz = harness_fresh(B * OUT);
+    float *y = harness_fresh(B * OUT), *dx = harness_fresh(B * IN), *dw = harness_fresh(IN * OUT);
+    float *y2 = harness_fresh(B * OUT), *dx2 = harness_fresh(B * IN);
+    float *dw2 = harness_fresh(IN * OUT);
+    rng g = rng_make(5, 1);
+    harness_fill(x, B * IN, &g, -1.0f, 1.0f);
+    harness_fill(w, IN * OUT, &g, -0.3f, 0.3f);
+    harness_fill(dz, B * OUT, &g, -1.0f, 1.0f);
+    be->gemm(be, false, false, B, OUT, IN, 1.0f, x, IN, w, OUT, 0.0f, y2, OUT);
+    be->gemm(be, false, true, B, IN, OUT, 1.0f, dz, OUT, w, OUT, 0.0f, dx2, IN);
+    be->gemm(be, true, false, IN, OUT, B, 1.0f, x, IN, dz, OUT, 0.0f, dw2, OUT);
+    cpu_mm_bf16 *mm = ((cpu_backend *)be->impl)->mm_bf16;
+    assert_non_null(mm);
+    long before = cpu_mm_bf16_roundings(mm);
+    assert_int_equal(before, 6);
+    be->dense_forward(be, B, IN, OUT, x, w, NULL, ACT_NONE, y);
+    be->dense_backward(be, B, IN, OUT, x, w, dz, dx, false, dw, NULL);
+    if (cpu_mm_bf16_roundings(mm) - before != 4)
+        fail_msg("dense forward and backward rounded %ld matrices to bf16, want 4",
+                 cpu_mm_bf16_roundings(mm) - before);
+    assert_memory_equal(y, y2, sizeof(float) * B * OUT);
+    assert_memory_equal(dx, dx2, sizeof(float) * B * IN);
+    assert_memory_equal(dw, dw2, sizeof(float) * IN * OUT);
+    for (long i = 0; i < IN * OUT; i++)
+        w[i] = -w[i];
+    be->dense_forward(be, B, IN, OUT, x, w, NULL, ACT_NONE, y);
+    for (long i = 0; i < B * OUT; i++)
+        if (y[i] != -y2[i])
+            fail_msg("y[%ld] after w changed: %g, want %g: a stale bf16 copy of w", i, y[i],
+                     -y2[i]);
+    be->destroy(be);
+    float *bufs[] = {x, w, dz, y, dx, dw, y2, dx2, dw2};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+        free(bufs[i]);
+}
+#endif
+
 int main(void)
 {
 #ifndef PUNCH_HAVE_DNNL
@@ -255,6 +307,9 @@ int main(void)
         cmocka_unit_test(test_bf16_conv),
         cmocka_unit_test(test_bf16_first_layer),
         cmocka_unit_test(test_bf16_dense),
+#ifdef PUNCH_HAVE_DNNL
+        cmocka_unit_test(test_bf16_dense_reuses_rounding),
+#endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
