@@ -133,6 +133,18 @@ static void cpu_gemm(backend *be, bool trans_a, bool trans_b, int m, int n, int 
 
 /* ---- bf16 (training.precision) --------------------------------------- */
 
+#ifdef PUNCH_HAVE_DNNL
+/* The backend's bf16 GEMM context, made on first use; NULL when the
+ * backend is fp32 or oneDNN cannot make one. */
+static cpu_mm_bf16 *cpu_mm(backend *be)
+{
+    cpu_backend *cb = be->impl;
+    if (be->bf16 && !cb->mm_bf16)
+        cb->mm_bf16 = cpu_mm_bf16_create(pool_threads(cb->pool));
+    return be->bf16 ? cb->mm_bf16 : NULL;
+}
+#endif
+
 /* The dense GEMMs in bf16 (cpu_matmul_bf16.h) when the backend is bf16;
  * false (nothing written) when they cannot run there: a build without
  * oneDNN, or a shape without a bf16 kernel, which then runs in fp32. */
@@ -141,16 +153,43 @@ static bool cpu_gemm_bf16(backend *be, bool ta, bool tb, int m, int n, int k,
                           float *c, int ldc)
 {
 #ifdef PUNCH_HAVE_DNNL
-    if (!be->bf16)
-        return false;
-    cpu_backend *cb = be->impl;
-    if (!cb->mm_bf16)
-        cb->mm_bf16 = cpu_mm_bf16_create(pool_threads(cb->pool));
-    return cb->mm_bf16 && cpu_mm_bf16_gemm(cb->mm_bf16, cb->pool, ta, tb, m, n, k, a, lda, b,
-                                           ldb, accumulate, c, ldc);
+    cpu_mm_bf16 *mm = cpu_mm(be);
+    return mm && cpu_mm_bf16_gemm(mm, cpu_pool(be), ta, tb, m, n, k, a, lda, b, ldb,
+                                  accumulate, c, ldc);
 #else
     (void)be, (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b;
     (void)ldb, (void)accumulate, (void)c, (void)ldc;
+    return false;
+#endif
+}
+
+/* The dense forward's GEMM in bf16 (cpu_mm_bf16_dense_forward: keeps w's
+ * bf16 copy for the backward); false as cpu_gemm_bf16. */
+static bool cpu_dense_bf16_forward(backend *be, int batch, int in, int out, const float *x,
+                                   const float *w, float *y)
+{
+#ifdef PUNCH_HAVE_DNNL
+    cpu_mm_bf16 *mm = cpu_mm(be);
+    return mm && cpu_mm_bf16_dense_forward(mm, cpu_pool(be), batch, in, out, x, w, y);
+#else
+    (void)be, (void)batch, (void)in, (void)out, (void)x, (void)w, (void)y;
+    return false;
+#endif
+}
+
+/* dw = x^T dz and dx (+)= dz w^T in bf16 (cpu_mm_bf16_dense_backward);
+ * false, nothing written, when dw cannot run there; *dx_done as there. */
+static bool cpu_dense_bf16_gemms(backend *be, int batch, int in, int out, const float *x,
+                                 const float *w, const float *dz, float *dx, bool accumulate,
+                                 float *dw, bool *dx_done)
+{
+#ifdef PUNCH_HAVE_DNNL
+    cpu_mm_bf16 *mm = cpu_mm(be);
+    return mm && cpu_mm_bf16_dense_backward(mm, cpu_pool(be), batch, in, out, x, w, dz, dx,
+                                            accumulate, dw, dx_done);
+#else
+    (void)be, (void)batch, (void)in, (void)out, (void)x, (void)w, (void)dz, (void)dx;
+    (void)accumulate, (void)dw, (void)dx_done;
     return false;
 #endif
 }
@@ -260,7 +299,7 @@ static void cpu_dense_forward(backend *be, int batch, int in, int out, const flo
                               float *y)
 {
     dense_job j = {in, out, x, w, {act, out, false, NULL, NULL, NULL, bias, y, batch}};
-    if (cpu_gemm_bf16(be, false, false, batch, out, in, x, in, w, out, false, y, out)) {
+    if (cpu_dense_bf16_forward(be, batch, in, out, x, w, y)) {
         if (bias || act != ACT_NONE)
             pool_run_min(cpu_pool(be), batch, 16, cpu_act_forward_rows, &j.act);
         return;
@@ -356,12 +395,11 @@ static bool cpu_dense_bf16_backward(backend *be, int batch, int in, int out, con
                                     const float *w, const float *dz, float *dx,
                                     bool accumulate, float *dw, float *db)
 {
-    if (!be->bf16 || batch <= 0)
+    bool dx_done;
+    if (!be->bf16 || batch <= 0 ||
+        !cpu_dense_bf16_gemms(be, batch, in, out, x, w, dz, dx, accumulate, dw, &dx_done))
         return false;
-    if (!cpu_gemm_bf16(be, true, false, in, out, batch, x, in, dz, out, false, dw, out))
-        return false;
-    if (dx && !cpu_gemm_bf16(be, false, true, batch, in, out, dz, out, w, out, accumulate, dx,
-                             in))
+    if (dx && !dx_done)
         cpu_gemm(be, false, true, batch, in, out, 1.0f, dz, out, w, out,
                  accumulate ? 1.0f : 0.0f, dx, in);
     if (db)

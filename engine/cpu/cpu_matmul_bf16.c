@@ -8,7 +8,14 @@
  * keeps its storage order (described by strides); a transposed A is
  * transposed as it is converted: oneDNN 2.6 runs a strided ("ba") bf16 src
  * in its slower gemm:jit kernel instead of brgemm (dw = x^T dz of the gpt
- * preset took 1.4x the time of all its other matmuls together). */
+ * preset took 1.4x the time of all its other matmuls together).
+ *
+ * The dense layer's pair (cpu_mm_bf16_dense_forward and _backward) rounds
+ * less: the forward keeps its bf16 copy of w for the backward's dx, and
+ * the backward rounds dz once for both dx and dw, so a step rounds w once
+ * and four matrices in all instead of six (the copy of w is refreshed by
+ * every forward and dropped by the dx that used it, so a weight update
+ * between steps is never missed). */
 #include "cpu/cpu_matmul_bf16.h"
 
 #include <oneapi/dnnl/dnnl.h>
@@ -22,11 +29,16 @@
 /* Shapes kept per context: a model's dense layers need three GEMMs each,
  * in at most two row-chunk sizes, for the full and the short last batch. */
 #define MM_MAX_ENTRIES 256
+/* Dense layers whose forward's copy of w is kept for their backward; a
+ * model with more layers replaces the oldest copy. */
+#define MM_MAX_WEIGHTS 128
 
+/* A is always packed (m x k, transposed as it is rounded), so its
+ * orientation is not part of the primitive. */
 typedef struct mm_key {
     int mc, n, k;
     long sb, ldc; /* strides: B's, C's */
-    bool ta, tb, acc;
+    bool tb, acc;
 } mm_key;
 
 typedef struct mm_entry {
@@ -35,14 +47,28 @@ typedef struct mm_entry {
     dnnl_memory_t *mem;    /* per thread: src, weights, dst, scratchpad */
 } mm_entry;
 
+/* The bf16 copy of a dense layer's w made by its forward, valid until the
+ * dx of its backward used it. The slot stays w's (its buffer sized for w)
+ * while valid or not, so steps after the first allocate nothing. */
+typedef struct mm_weight {
+    const float *w; /* the fp32 master it copies; NULL: a slot never used */
+    long n;         /* elements of w */
+    bool valid;
+    uint16_t *data;
+    long cap;
+    long stamp; /* forwards so far at the last refresh: the oldest is replaced */
+} mm_weight;
+
 struct cpu_mm_bf16 {
     int threads;
     dnnl_engine_t engine;
     dnnl_stream_t *streams;
     mm_entry entries[MM_MAX_ENTRIES];
     int n_entries;
-    uint16_t *a, *b; /* A and B in bf16, packed */
-    long a_cap, b_cap;
+    uint16_t *a, *b, *d; /* A and B in bf16, packed; d: the dense backward's dz */
+    long a_cap, b_cap, d_cap;
+    mm_weight weights[MM_MAX_WEIGHTS];
+    long forwards;
     mm_entry **chunk; /* per thread: the entry of its rows in this call */
     /* Per thread: the primitives' scratchpad. oneDNN's own (library mode)
      * is one buffer for the process unless built for concurrent execution,
@@ -50,6 +76,7 @@ struct cpu_mm_bf16 {
     void **scratch;
     size_t scratch_bytes;
     long calls;
+    long roundings; /* matrices rounded to bf16 so far */
     char impl[64];
 };
 
@@ -119,12 +146,20 @@ void cpu_mm_bf16_destroy(cpu_mm_bf16 *s)
     free(s->scratch);
     free(s->a);
     free(s->b);
+    free(s->d);
+    for (int i = 0; i < MM_MAX_WEIGHTS; i++)
+        free(s->weights[i].data);
     free(s);
 }
 
 long cpu_mm_bf16_calls(const cpu_mm_bf16 *s)
 {
     return s ? s->calls : 0;
+}
+
+long cpu_mm_bf16_roundings(const cpu_mm_bf16 *s)
+{
+    return s ? s->roundings : 0;
 }
 
 const char *cpu_mm_bf16_impl(const cpu_mm_bf16 *s)
@@ -216,8 +251,7 @@ static bool mm_entry_build(cpu_mm_bf16 *s, mm_entry *e)
 static bool mm_key_eq(const mm_key *x, const mm_key *y)
 {
     return x->mc == y->mc && x->n == y->n && x->k == y->k &&
-           x->sb == y->sb && x->ldc == y->ldc && x->ta == y->ta && x->tb == y->tb &&
-           x->acc == y->acc;
+           x->sb == y->sb && x->ldc == y->ldc && x->tb == y->tb && x->acc == y->acc;
 }
 
 /* The entry for key, made on first use; NULL when the context is full or
@@ -297,8 +331,8 @@ static void mm_cvt_rows(void *ctx, long begin, long end, int tid)
 
 /* rows x cols of x (leading dimension ld), or its transpose, into buf,
  * grown as needed. */
-static bool mm_convert(thread_pool *pool, const float *x, long rows, long cols, long ld,
-                       bool transpose, uint16_t **buf, long *cap)
+static bool mm_convert(cpu_mm_bf16 *s, thread_pool *pool, const float *x, long rows,
+                       long cols, long ld, bool transpose, uint16_t **buf, long *cap)
 {
     long n = rows * cols;
     if (n > *cap) {
@@ -311,7 +345,41 @@ static bool mm_convert(thread_pool *pool, const float *x, long rows, long cols, 
     mm_cvt_job j = {x, ld, rows, cols, transpose, *buf};
     pool_run_min(pool, rows, rows * cols < CPU_ELEM_MIN_PARALLEL ? rows + 1 : 1, mm_cvt_rows,
                  &j);
+    s->roundings++;
     return true;
+}
+
+/* The slot holding w's copy, or NULL. */
+static mm_weight *mm_weight_find(cpu_mm_bf16 *s, const float *w)
+{
+    for (int i = 0; i < MM_MAX_WEIGHTS; i++)
+        if (s->weights[i].w == w)
+            return &s->weights[i];
+    return NULL;
+}
+
+/* w (in x out) rounded into its slot: the one already w's, else an unused
+ * one, else the one refreshed longest ago. NULL when memory is short. */
+static mm_weight *mm_weight_refresh(cpu_mm_bf16 *s, thread_pool *pool, const float *w,
+                                    int in, int out)
+{
+    mm_weight *slot = mm_weight_find(s, w);
+    if (!slot)
+        slot = mm_weight_find(s, NULL);
+    if (!slot) {
+        slot = &s->weights[0];
+        for (int i = 1; i < MM_MAX_WEIGHTS; i++)
+            if (s->weights[i].stamp < slot->stamp)
+                slot = &s->weights[i];
+    }
+    slot->valid = false;
+    slot->w = w;
+    slot->n = (long)in * out;
+    if (!mm_convert(s, pool, w, in, out, out, false, &slot->data, &slot->cap))
+        return NULL;
+    slot->valid = true;
+    slot->stamp = ++s->forwards;
+    return slot;
 }
 
 /* ---- the GEMM -------------------------------------------------------- */
@@ -319,7 +387,7 @@ static bool mm_convert(thread_pool *pool, const float *x, long rows, long cols, 
 typedef struct mm_job {
     cpu_mm_bf16 *s;
     const mm_key *base;
-    int m;
+    const uint16_t *a, *b; /* rounded, A packed m x k */
     float *c;
     bool failed[CPU_MAX_CHUNKS];
 } mm_job;
@@ -334,9 +402,9 @@ static void mm_rows(void *ctx, long begin, long end, int tid)
     mm_entry *e = s->chunk[tid];
     const mm_key *k = j->base;
     dnnl_memory_t *mem = e->mem + 4 * tid;
-    void *a = s->a + begin * k->k;
+    void *a = (void *)(j->a + begin * k->k), *b = (void *)j->b;
     bool ok = dnnl_memory_set_data_handle(mem[0], a) == dnnl_success &&
-              dnnl_memory_set_data_handle(mem[1], s->b) == dnnl_success &&
+              dnnl_memory_set_data_handle(mem[1], b) == dnnl_success &&
               dnnl_memory_set_data_handle(mem[2], j->c + begin * k->ldc) == dnnl_success &&
               dnnl_memory_set_data_handle(mem[3], s->scratch[tid]) == dnnl_success;
     dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, mem[0]}, {DNNL_ARG_WEIGHTS, mem[1]},
@@ -346,9 +414,11 @@ static void mm_rows(void *ctx, long begin, long end, int tid)
     j->failed[tid] = !ok;
 }
 
-bool cpu_mm_bf16_gemm(cpu_mm_bf16 *s, thread_pool *pool, bool ta, bool tb, int m, int n,
-                      int k, const float *a, int lda, const float *b, int ldb,
-                      bool accumulate, float *c, int ldc)
+/* The plan of C (m x n) = A B: whether the rows are split over the pool,
+ * and each chunk's primitive in s->chunk. False when a chunk's shape has no
+ * JIT kernel or the pool is wider than the context. */
+static bool mm_plan(cpu_mm_bf16 *s, thread_pool *pool, bool tb, int m, int n, int k,
+                    bool accumulate, int ldc, mm_key *key, bool *split)
 {
     if (m <= 0 || n <= 0 || k <= 0)
         return false;
@@ -357,27 +427,97 @@ bool cpu_mm_bf16_gemm(cpu_mm_bf16 *s, thread_pool *pool, bool ta, bool tb, int m
     if (threads > s->threads || threads > CPU_MAX_CHUNKS)
         return false;
     /* Small GEMMs and thin C run on the caller, as cpu_gemm's do. */
-    bool split = threads > 1 && (long)m * n * k >= CPU_GEMM_MIN_PARALLEL && m >= 16 * threads;
-    int parts = split ? threads : 1;
-    mm_key key = {0, n, k, tb ? k : n, ldc, ta, tb, accumulate};
+    *split = threads > 1 && (long)m * n * k >= CPU_GEMM_MIN_PARALLEL && m >= 16 * threads;
+    int parts = *split ? threads : 1;
+    *key = (mm_key){0, n, k, tb ? k : n, ldc, tb, accumulate};
+    mm_key chunk = *key;
     for (int t = 0; t < parts; t++) {
         long b0 = (long)m * t / parts, b1 = (long)m * (t + 1) / parts;
-        key.mc = (int)(b1 - b0);
-        s->chunk[t] = key.mc > 0 ? mm_entry_get(s, &key) : NULL;
-        if (key.mc > 0 && (!s->chunk[t] || !s->chunk[t]->prim))
+        chunk.mc = (int)(b1 - b0);
+        s->chunk[t] = chunk.mc > 0 ? mm_entry_get(s, &chunk) : NULL;
+        if (chunk.mc > 0 && (!s->chunk[t] || !s->chunk[t]->prim))
             return false;
     }
-    if (!mm_convert(pool, a, ta ? k : m, ta ? m : k, lda, ta, &s->a, &s->a_cap) ||
-        !mm_convert(pool, b, tb ? n : k, tb ? k : n, ldb, false, &s->b, &s->b_cap))
-        return false;
-    mm_job j = {s, &key, m, c, {false}};
+    return true;
+}
+
+/* Runs the plan mm_plan made, on A and B already rounded. */
+static bool mm_run(cpu_mm_bf16 *s, thread_pool *pool, const mm_key *key, bool split, int m,
+                   const uint16_t *a, const uint16_t *b, float *c)
+{
+    mm_job j = {s, key, a, b, c, {false}};
     if (split)
         pool_run(pool, m, mm_rows, &j);
     else
         mm_rows(&j, 0, m, 0);
+    int parts = split ? pool_threads(pool) : 1;
     for (int t = 0; t < parts; t++)
         if (j.failed[t])
             return false; /* C may be half written: cannot happen short of a oneDNN bug */
     s->calls++;
+    return true;
+}
+
+bool cpu_mm_bf16_gemm(cpu_mm_bf16 *s, thread_pool *pool, bool ta, bool tb, int m, int n,
+                      int k, const float *a, int lda, const float *b, int ldb,
+                      bool accumulate, float *c, int ldc)
+{
+    mm_key key;
+    bool split;
+    if (!mm_plan(s, pool, tb, m, n, k, accumulate, ldc, &key, &split))
+        return false;
+    if (!mm_convert(s, pool, a, ta ? k : m, ta ? m : k, lda, ta, &s->a, &s->a_cap) ||
+        !mm_convert(s, pool, b, tb ? n : k, tb ? k : n, ldb, false, &s->b, &s->b_cap))
+        return false;
+    return mm_run(s, pool, &key, split, m, s->a, s->b, c);
+}
+
+bool cpu_mm_bf16_dense_forward(cpu_mm_bf16 *s, thread_pool *pool, int batch, int in, int out,
+                               const float *x, const float *w, float *y)
+{
+    mm_key key;
+    bool split;
+    if (!mm_plan(s, pool, false, batch, out, in, false, out, &key, &split))
+        return false;
+    mm_weight *wc = mm_weight_refresh(s, pool, w, in, out);
+    if (!wc || !mm_convert(s, pool, x, batch, in, in, false, &s->a, &s->a_cap))
+        return false;
+    return mm_run(s, pool, &key, split, batch, s->a, wc->data, y);
+}
+
+/* dx (+)= dz w^T with dz already in s->d and w's copy from its forward,
+ * or rounded here when there is none (copy NULL). */
+static bool mm_dense_dx(cpu_mm_bf16 *s, thread_pool *pool, int batch, int in, int out,
+                        const float *w, const uint16_t *copy, float *dx, bool accumulate)
+{
+    mm_key key;
+    bool split;
+    if (!mm_plan(s, pool, true, batch, in, out, accumulate, in, &key, &split))
+        return false;
+    if (!copy && !mm_convert(s, pool, w, in, out, out, false, &s->b, &s->b_cap))
+        return false;
+    return mm_run(s, pool, &key, split, batch, s->d, copy ? copy : s->b, dx);
+}
+
+bool cpu_mm_bf16_dense_backward(cpu_mm_bf16 *s, thread_pool *pool, int batch, int in,
+                                int out, const float *x, const float *w, const float *dz,
+                                float *dx, bool accumulate, float *dw, bool *dx_done)
+{
+    *dx_done = false;
+    /* The forward's copy serves this backward only: the optimizer may
+     * change w next, and the next forward rounds it again. */
+    mm_weight *wc = mm_weight_find(s, w);
+    const uint16_t *copy = wc && wc->valid && wc->n == (long)in * out ? wc->data : NULL;
+    if (wc)
+        wc->valid = false;
+    mm_key key;
+    bool split;
+    if (!mm_plan(s, pool, false, in, out, batch, false, out, &key, &split))
+        return false;
+    if (!mm_convert(s, pool, dz, batch, out, out, false, &s->d, &s->d_cap) ||
+        !mm_convert(s, pool, x, batch, in, in, true, &s->a, &s->a_cap) ||
+        !mm_run(s, pool, &key, split, in, s->a, s->d, dw))
+        return false;
+    *dx_done = dx && mm_dense_dx(s, pool, batch, in, out, w, copy, dx, accumulate);
     return true;
 }

@@ -31,9 +31,25 @@ bool cpu_mm_bf16_gemm(cpu_mm_bf16 *s, thread_pool *pool, bool ta, bool tb, int m
                       int k, const float *a, int lda, const float *b, int ldb,
                       bool accumulate, float *c, int ldc);
 
+/* The dense layer's GEMMs, rounding less than three cpu_mm_bf16_gemm
+ * calls would (the file comment of cpu_matmul_bf16.c), with the same bits.
+ * Forward: y = x w (x: batch x in, w: in x out, y: batch x out), keeping
+ * w's bf16 copy for the backward's dx. Backward: dw = x^T dz, then
+ * dx (+)= dz w^T with dz rounded once; w must be unchanged since the
+ * forward (as backpropagation has it). Both false, nothing written, when
+ * dw (forward: y) has no JIT kernel or memory is short; *dx_done false when
+ * dx was NULL or could not run in bf16 (the caller runs it in fp32). */
+bool cpu_mm_bf16_dense_forward(cpu_mm_bf16 *s, thread_pool *pool, int batch, int in, int out,
+                               const float *x, const float *w, float *y);
+bool cpu_mm_bf16_dense_backward(cpu_mm_bf16 *s, thread_pool *pool, int batch, int in,
+                                int out, const float *x, const float *w, const float *dz,
+                                float *dx, bool accumulate, float *dw, bool *dx_done);
+
 /* GEMMs run in bf16 so far, and the oneDNN implementation of the last
  * primitive made (for tests: that a JIT bf16 kernel really ran). */
 long cpu_mm_bf16_calls(const cpu_mm_bf16 *s);
+/* Matrices rounded to bf16 so far (for tests: that copies are reused). */
+long cpu_mm_bf16_roundings(const cpu_mm_bf16 *s);
 const char *cpu_mm_bf16_impl(const cpu_mm_bf16 *s);
 
 #endif

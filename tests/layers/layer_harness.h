@@ -82,6 +82,16 @@ static inline float *harness_fresh(long n)
     return p;
 }
 
+/* Frees the buffers listed: HARNESS_FREE(x, w, dz). */
+static inline void harness_free_bufs(float *const *bufs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(bufs[i]);
+}
+#define HARNESS_FREE(...)                                                                  \
+    harness_free_bufs((float *const[]){__VA_ARGS__},                                       \
+                      sizeof((float *const[]){__VA_ARGS__}) / sizeof(float *))
+
 /* A square convolution of the convolution tests: kern x kern, the same
  * stride, dilation (0: 1) and padding on every side, `extra` more at the
  * bottom and right (oneDNN's asymmetric case), groups (0: 1). */

@@ -23,10 +23,12 @@ typedef struct bf16_case {
     spec_activation act;
 } bf16_case;
 
-typedef struct conv_run {
+/* A forward and backward's outputs, of a convolution or a dense layer. */
+typedef struct bf16_run {
     float *y, *dx, *dw, *db;
-    bool in_bf16; /* the layer ran in oneDNN's bf16 primitives */
-} conv_run;
+    bool in_bf16;    /* convolution: ran in oneDNN's bf16 primitives */
+    long bf16_gemms; /* dense: GEMMs the backend ran in oneDNN's bf16 matmul */
+} bf16_run;
 
 static conv2d_desc case_desc(const bf16_case *bc)
 {
@@ -37,7 +39,7 @@ static conv2d_desc case_desc(const bf16_case *bc)
 
 /* One forward and backward of the case on a fresh 2-thread backend,
  * prepared through the backend's own choice. */
-static conv_run run_case(const bf16_case *bc, bool bf16)
+static bf16_run run_case(const bf16_case *bc, bool bf16)
 {
     char err[256];
     backend *be = backend_cpu_create(2, err, sizeof err);
@@ -47,7 +49,7 @@ static conv_run run_case(const bf16_case *bc, bool bf16)
     conv2d_desc d = case_desc(bc);
     long ws = be->conv2d_prepare(be, &d);
     assert_true(ws >= 0);
-    conv_run r = {.in_bf16 = false};
+    bf16_run r = {.in_bf16 = false};
 #ifdef PUNCH_HAVE_DNNL
     r.in_bf16 = cpu_conv2d_algo(&d) == CPU_CONV_DNNL && cpu_conv_dnnl_is_bf16(d.impl);
 #endif
@@ -72,19 +74,13 @@ static conv_run run_case(const bf16_case *bc, bool bf16)
     be->conv2d_release(be, &d);
     be->free(be, work);
     be->destroy(be);
-    free(x);
-    free(w);
-    free(bias);
-    free(dz);
+    HARNESS_FREE(x, w, bias, dz);
     return r;
 }
 
-static void run_free(conv_run *r)
+static void run_free(bf16_run *r)
 {
-    free(r->y);
-    free(r->dx);
-    free(r->dw);
-    free(r->db);
+    HARNESS_FREE(r->y, r->dx, r->dw, r->db);
 }
 
 static void expect_close(const float *a, const float *ref, long n, const char *what,
@@ -101,7 +97,7 @@ static void expect_close(const float *a, const float *ref, long n, const char *w
 
 static void check_case(const bf16_case *bc, bool want_bf16)
 {
-    conv_run ref = run_case(bc, false), a = run_case(bc, true), b = run_case(bc, true);
+    bf16_run ref = run_case(bc, false), a = run_case(bc, true), b = run_case(bc, true);
     if (want_bf16 && !a.in_bf16)
         fail_msg("c %d k %d: the bf16 backend did not pick oneDNN's bf16 convolution", bc->c,
                  bc->k);
@@ -153,12 +149,7 @@ typedef struct dense_case {
     bool accumulate; /* dx += */
 } dense_case;
 
-typedef struct dense_run {
-    float *y, *dx, *dw, *db;
-    long bf16_gemms; /* GEMMs the backend ran in oneDNN's bf16 matmul */
-} dense_run;
-
-static dense_run run_dense(const dense_case *dc, bool bf16)
+static bf16_run run_dense(const dense_case *dc, bool bf16)
 {
     char err[256];
     backend *be = backend_cpu_create(2, err, sizeof err);
@@ -174,8 +165,8 @@ static dense_run run_dense(const dense_case *dc, bool bf16)
     harness_fill(w, wn, &g, -0.3f, 0.3f);
     harness_fill(bias, dc->out, &g, -0.2f, 0.2f);
     harness_fill(dz, yn, &g, -1.0f, 1.0f);
-    dense_run r = {harness_fresh(yn), harness_fresh(xn), harness_fresh(wn),
-                   harness_fresh(dc->out), 0};
+    bf16_run r = {harness_fresh(yn), harness_fresh(xn), harness_fresh(wn),
+                  harness_fresh(dc->out), false, 0};
     if (dc->accumulate)
         harness_fill(r.dx, xn, &g, -1.0f, 1.0f);
     be->dense_forward(be, dc->batch, dc->in, dc->out, x, w, bias, dc->act, r.y);
@@ -188,19 +179,8 @@ static dense_run run_dense(const dense_case *dc, bool bf16)
                       cpu_mm_bf16_impl(((cpu_backend *)be->impl)->mm_bf16));
 #endif
     be->destroy(be);
-    free(x);
-    free(w);
-    free(bias);
-    free(dz);
+    HARNESS_FREE(x, w, bias, dz);
     return r;
-}
-
-static void dense_run_free(dense_run *r)
-{
-    free(r->y);
-    free(r->dx);
-    free(r->dw);
-    free(r->db);
 }
 
 static void dense_expect(const float *a, const float *ref, long n, const char *what,
@@ -223,7 +203,7 @@ static void test_bf16_dense(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const dense_case *dc = &cases[i];
-        dense_run ref = run_dense(dc, false), a = run_dense(dc, true), b = run_dense(dc, true);
+        bf16_run ref = run_dense(dc, false), a = run_dense(dc, true), b = run_dense(dc, true);
         if (ref.bf16_gemms != 0 || a.bf16_gemms != 3)
             fail_msg("dense %dx%dx%d: %ld of 3 GEMMs in bf16 matmul (fp32 backend: %ld)",
                      dc->batch, dc->in, dc->out, a.bf16_gemms, ref.bf16_gemms);
@@ -235,11 +215,62 @@ static void test_bf16_dense(void **state)
         if (memcmp(a.y, b.y, (size_t)yn * 4) || memcmp(a.dx, b.dx, (size_t)xn * 4) ||
             memcmp(a.dw, b.dw, (size_t)wn * 4) || memcmp(a.db, b.db, (size_t)dc->out * 4))
             fail_msg("dense %dx%dx%d: two bf16 runs differ", dc->batch, dc->in, dc->out);
-        dense_run_free(&ref);
-        dense_run_free(&a);
-        dense_run_free(&b);
+        run_free(&ref);
+        run_free(&a);
+        run_free(&b);
     }
 }
+
+#ifdef PUNCH_HAVE_DNNL
+/* The dense pair keeps the forward's bf16 copy of w for the backward's dx
+ * and rounds dz once: a forward and backward round x, w, dz and x^T (four
+ * matrices; six when each GEMM rounds both operands, as the gemm op does),
+ * with the bits the gemm op gives. A forward after w changed must round w
+ * again, even with a copy of the old w held (a stale copy gives the old y). */
+static void test_bf16_dense_reuses_rounding(void **state)
+{
+    (void)state;
+    enum { B = 64, IN = 96, OUT = 80 };
+    char err[256];
+    backend *be = backend_cpu_create(2, err, sizeof err);
+    if (!be)
+        fail_msg("%s", err);
+    be->bf16 = true;
+    float *x = harness_fresh(B * IN), *w = harness_fresh(IN * OUT), *dz = harness_fresh(B * OUT);
+    float *y = harness_fresh(B * OUT), *dx = harness_fresh(B * IN), *dw = harness_fresh(IN * OUT);
+    float *y2 = harness_fresh(B * OUT), *dx2 = harness_fresh(B * IN);
+    float *dw2 = harness_fresh(IN * OUT);
+    rng g = rng_make(5, 1);
+    harness_fill(x, B * IN, &g, -1.0f, 1.0f);
+    harness_fill(w, IN * OUT, &g, -0.3f, 0.3f);
+    harness_fill(dz, B * OUT, &g, -1.0f, 1.0f);
+    be->gemm(be, false, false, B, OUT, IN, 1.0f, x, IN, w, OUT, 0.0f, y2, OUT);
+    be->gemm(be, false, true, B, IN, OUT, 1.0f, dz, OUT, w, OUT, 0.0f, dx2, IN);
+    be->gemm(be, true, false, IN, OUT, B, 1.0f, x, IN, dz, OUT, 0.0f, dw2, OUT);
+    cpu_mm_bf16 *mm = ((cpu_backend *)be->impl)->mm_bf16;
+    assert_non_null(mm);
+    long before = cpu_mm_bf16_roundings(mm);
+    assert_int_equal(before, 6);
+    be->dense_forward(be, B, IN, OUT, x, w, NULL, ACT_NONE, y);
+    be->dense_backward(be, B, IN, OUT, x, w, dz, dx, false, dw, NULL);
+    if (cpu_mm_bf16_roundings(mm) - before != 4)
+        fail_msg("dense forward and backward rounded %ld matrices to bf16, want 4",
+                 cpu_mm_bf16_roundings(mm) - before);
+    assert_memory_equal(y, y2, sizeof(float) * B * OUT);
+    assert_memory_equal(dx, dx2, sizeof(float) * B * IN);
+    assert_memory_equal(dw, dw2, sizeof(float) * IN * OUT);
+    be->dense_forward(be, B, IN, OUT, x, w, NULL, ACT_NONE, y); /* a copy of w held */
+    for (long i = 0; i < IN * OUT; i++)
+        w[i] = -w[i];
+    be->dense_forward(be, B, IN, OUT, x, w, NULL, ACT_NONE, y);
+    for (long i = 0; i < B * OUT; i++)
+        if (y[i] != -y2[i])
+            fail_msg("y[%ld] after w changed: %g, want %g: a stale bf16 copy of w", i, y[i],
+                     -y2[i]);
+    be->destroy(be);
+    HARNESS_FREE(x, w, dz, y, dx, dw, y2, dx2, dw2);
+}
+#endif
 
 int main(void)
 {
@@ -255,6 +286,9 @@ int main(void)
         cmocka_unit_test(test_bf16_conv),
         cmocka_unit_test(test_bf16_first_layer),
         cmocka_unit_test(test_bf16_dense),
+#ifdef PUNCH_HAVE_DNNL
+        cmocka_unit_test(test_bf16_dense_reuses_rounding),
+#endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -75,11 +75,7 @@ static conv_run run_algo(backend *be, const conv_case *cc, const conv_data *cd,
 
 static void run_free(conv_run *r)
 {
-    free(r->y);
-    free(r->dx);
-    free(r->dw);
-    free(r->db);
-    free(r->dx_acc);
+    HARNESS_FREE(r->y, r->dx, r->dw, r->db, r->dx_acc);
 }
 
 static void expect_close(const float *a, const float *ref, long n, const char *what,
