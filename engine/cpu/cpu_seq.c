@@ -335,18 +335,36 @@ typedef struct conv1d_job {
  * kernel * c floats: the window's input steps one after the other, zero
  * where the window leaves the sample's real steps; rows past the sample's
  * output length all zero. */
+/* Sample s of the chunk: its index, length, output length and padding
+ * before, and its rows of the column matrix. */
+typedef struct conv1d_sample {
+    int n, len, out_len, pad;
+    long row;               /* floats of a column row */
+    long cols;              /* offset of its first row in j->cols */
+} conv1d_sample;
+
+static conv1d_sample conv1d_sample_of(const conv1d_job *j, long s)
+{
+    const conv1d_desc *d = j->d;
+    conv1d_sample a = {.n = j->first + (int)s, .row = (long)d->kernel * d->c};
+    a.len = seq_len(j->lengths, a.n, d->steps);
+    a.out_len = conv1d_out_length(d, a.len);
+    a.pad = conv1d_pad_before(d, a.len);
+    a.cols = s * d->out_steps * a.row;
+    return a;
+}
+
 static void conv1d_im2col(void *ctx, long begin, long end, int tid)
 {
     (void)tid;
     const conv1d_job *j = ctx;
     const conv1d_desc *d = j->d;
-    long row = (long)d->kernel * d->c;
     for (long s = begin; s < end; s++) {
-        int n = j->first + (int)s;
-        int len = seq_len(j->lengths, n, d->steps);
-        int out_len = conv1d_out_length(d, len), pad = conv1d_pad_before(d, len);
-        const float *x = j->x + (long)n * d->steps * d->c;
-        float *cols = j->cols + s * d->out_steps * row;
+        conv1d_sample a = conv1d_sample_of(j, s);
+        int len = a.len, out_len = a.out_len, pad = a.pad;
+        long row = a.row;
+        const float *x = j->x + (long)a.n * d->steps * d->c;
+        float *cols = j->cols + a.cols;
         for (int t = 0; t < d->out_steps; t++) {
             float *r = cols + (long)t * row;
             for (int k = 0; k < d->kernel; k++) {
@@ -368,13 +386,12 @@ static void conv1d_col2im(void *ctx, long begin, long end, int tid)
     (void)tid;
     const conv1d_job *j = ctx;
     const conv1d_desc *d = j->d;
-    long row = (long)d->kernel * d->c;
     for (long s = begin; s < end; s++) {
-        int n = j->first + (int)s;
-        int len = seq_len(j->lengths, n, d->steps);
-        int out_len = conv1d_out_length(d, len), pad = conv1d_pad_before(d, len);
-        float *dx = j->dx + (long)n * d->steps * d->c;
-        const float *cols = j->cols + s * d->out_steps * row;
+        conv1d_sample a = conv1d_sample_of(j, s);
+        int len = a.len, out_len = a.out_len, pad = a.pad;
+        long row = a.row;
+        float *dx = j->dx + (long)a.n * d->steps * d->c;
+        const float *cols = j->cols + a.cols;
         if (!j->accumulate)
             memset(dx, 0, (size_t)d->steps * (size_t)d->c * sizeof *dx);
         for (int t = 0; t < out_len; t++)
