@@ -1,11 +1,12 @@
 /* test_batch_steps.c — a sequence batch runs at its own longest length
- * (model/batch_steps.c): the loss, the probabilities and every parameter
- * gradient of a short batch in a model of data.max_length 20 equal those
- * of the same batch in the same model at max_length = the batch's longest
- * length (where nothing is skipped), for a one-label model through every
- * kind of sequence layer and a per-step model; the layers' sample-steps
- * fall to the batches' own lengths, and a model with a layer laid out
- * over all T steps (flatten) keeps running at T. */
+ * (model/batch_steps.c): the loss, the outputs and every parameter
+ * gradient of a short batch in a model of data.max_length 20 are the
+ * bits of the same model made to run the batch at all 20 steps, and equal
+ * those of the model at max_length = the batch's longest length, for a
+ * one-label model through every kind of sequence layer and a per-step
+ * model; the layers' sample-steps fall to the batches' own lengths, and a
+ * model with a layer laid out over all T steps (flatten) keeps running at
+ * T. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
