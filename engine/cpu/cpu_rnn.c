@@ -275,33 +275,12 @@ static void rnn_gru_fwd_after(void *ctx, long begin, long end, int tid)
     }
 }
 
-/* gru, reset before the product: a holds h'R_zr (2U) on entry; leaves
- * z, r and r*h' for the candidate's GEMM. */
-static void rnn_gru_fwd_gates(void *ctx, long begin, long end, int tid)
+/* gru, reset before the product, in two passes over rows [begin, end)
+ * around the candidate's GEMM. The gates pass: a holds h'R_zr (2U) on
+ * entry and leaves z, r and r*h' for the GEMM; the state pass, with
+ * a[2U..3U) then holding (r*h')R_h, the candidate and the new state. */
+static void rnn_gru_fwd_rows(const rnn_step *k, long begin, long end, bool state)
 {
-    (void)tid;
-    const rnn_step *k = ctx;
-    int U = k->d->units;
-    const float *b = k->bias;
-    for (long j = begin; j < end; j++) {
-        float *a = k->a + j * 4 * U;
-        const float *x = k->pre + rnn_row(k, (int)j) * 3 * U;
-        const float *hp = k->hp + j * U;
-        for (int u = 0; u < U; u++) {
-            float z = rnn_sigmoid(x[u] + b[u] + a[u]);
-            float r = rnn_sigmoid(x[U + u] + b[U + u] + a[U + u]);
-            a[u] = z;
-            a[U + u] = r;
-            a[3 * U + u] = r * hp[u];
-        }
-    }
-}
-
-/* ... then a[2U..3U) holds (r*h')R_h. */
-static void rnn_gru_fwd_state(void *ctx, long begin, long end, int tid)
-{
-    (void)tid;
-    const rnn_step *k = ctx;
     int U = k->d->units;
     const float *b = k->bias;
     for (long j = begin; j < end; j++) {
@@ -309,13 +288,32 @@ static void rnn_gru_fwd_state(void *ctx, long begin, long end, int tid)
         const float *x = k->pre + rnn_row(k, (int)j) * 3 * U;
         const float *hp = k->hp + j * U;
         float *hn = k->hn + j * U;
-        for (int u = 0; u < U; u++) {
+        for (int u = 0; u < U && !state; u++) {
+            float z = rnn_sigmoid(x[u] + b[u] + a[u]);
+            float r = rnn_sigmoid(x[U + u] + b[U + u] + a[U + u]);
+            a[u] = z;
+            a[U + u] = r;
+            a[3 * U + u] = r * hp[u];
+        }
+        for (int u = 0; u < U && state; u++) {
             float z = a[u];
             float hh = rnn_tanh(x[2 * U + u] + b[2 * U + u] + a[2 * U + u]);
             a[2 * U + u] = hh;
             hn[u] = z * hp[u] + (1.0f - z) * hh;
         }
     }
+}
+
+static void rnn_gru_fwd_gates(void *ctx, long begin, long end, int tid)
+{
+    (void)tid;
+    rnn_gru_fwd_rows(ctx, begin, end, false);
+}
+
+static void rnn_gru_fwd_state(void *ctx, long begin, long end, int tid)
+{
+    (void)tid;
+    rnn_gru_fwd_rows(ctx, begin, end, true);
 }
 
 static void rnn_parallel(backend *be, int rows, int units, pool_fn fn, void *ctx)

@@ -39,24 +39,28 @@ static void cpu_sequence_mask(backend *be, int batch, int steps, int features,
 
 /* ---- embedding ------------------------------------------------------- */
 
-typedef struct embed_job {
-    int steps, vocab, dim;
+/* The job of the embedding and the global pooling ops: one sequence
+ * tensor x (the embedding's ids, `features` = 1 there) in, out written. */
+typedef struct seq_job {
+    pool_mode mode;          /* global pooling */
+    int steps, features;     /* of x; the embedding's rows are dim wide */
+    int dim, batch;          /* embedding */
     const int32_t *lengths;
-    const float *ids, *table, *dy;
+    const float *x, *y, *dy; /* y: the pooling's output, the embedding's table */
     float *out;
-    int batch;
-} embed_job;
+    bool accumulate;
+} seq_job;
 
 static void embed_forward_samples(void *ctx, long begin, long end, int tid)
 {
     (void)tid;
-    const embed_job *j = ctx;
+    const seq_job *j = ctx;
     size_t row = (size_t)j->dim * sizeof(float);
     for (long n = begin; n < end; n++) {
         int len = seq_len(j->lengths, (int)n, j->steps);
         float *y = j->out + n * j->steps * j->dim;
         for (int t = 0; t < len; t++)
-            memcpy(y + (long)t * j->dim, j->table + (long)j->ids[n * j->steps + t] * j->dim,
+            memcpy(y + (long)t * j->dim, j->y + (long)j->x[n * j->steps + t] * j->dim,
                    row);
         memset(y + (long)len * j->dim, 0, (size_t)(j->steps - len) * row);
     }
@@ -65,7 +69,8 @@ static void embed_forward_samples(void *ctx, long begin, long end, int tid)
 static void cpu_embedding_forward(backend *be, int batch, int steps, int dim, const int32_t *lengths,
                            const float *ids, const float *table, float *y)
 {
-    embed_job j = {steps, 0, dim, lengths, ids, table, NULL, y, batch};
+    seq_job j = {.steps = steps, .features = 1, .dim = dim, .batch = batch, .lengths = lengths,
+                 .x = ids, .y = table, .out = y};
     pool_run_min(cpu_pool(be), batch, 8, embed_forward_samples, &j);
 }
 
@@ -77,13 +82,13 @@ static void cpu_embedding_forward(backend *be, int batch, int steps, int dim, co
 static void embed_backward_rows(void *ctx, long begin, long end, int tid)
 {
     (void)tid;
-    const embed_job *j = ctx;
+    const seq_job *j = ctx;
     long dim = j->dim;
     memset(j->out + begin * dim, 0, (size_t)((end - begin) * dim) * sizeof(float));
     for (int n = 0; n < j->batch; n++) {
         int len = seq_len(j->lengths, n, j->steps);
         for (int t = 0; t < len; t++) {
-            long id = (long)j->ids[(long)n * j->steps + t];
+            long id = (long)j->x[(long)n * j->steps + t];
             if (id < begin || id >= end)
                 continue;
             float *g = j->out + id * dim;
@@ -98,25 +103,17 @@ static void cpu_embedding_backward(backend *be, int batch, int steps, int vocab,
                             const int32_t *lengths, const float *ids, const float *dy,
                             float *dtable)
 {
-    embed_job j = {steps, vocab, dim, lengths, ids, NULL, dy, dtable, batch};
+    seq_job j = {.steps = steps, .features = 1, .dim = dim, .batch = batch, .lengths = lengths,
+                 .x = ids, .dy = dy, .out = dtable};
     pool_run(cpu_pool(be), vocab, embed_backward_rows, &j);
 }
 
 /* ---- masked global pooling over time ------------------------------- */
 
-typedef struct gpool_job {
-    pool_mode mode;
-    int steps, features;
-    const int32_t *lengths;
-    const float *x, *y, *dy;
-    float *out;
-    bool accumulate;
-} gpool_job;
-
 static void gpool_forward_samples(void *ctx, long begin, long end, int tid)
 {
     (void)tid;
-    const gpool_job *j = ctx;
+    const seq_job *j = ctx;
     int f = j->features;
     for (long n = begin; n < end; n++) {
         int len = seq_len(j->lengths, (int)n, j->steps);
@@ -143,7 +140,8 @@ static void gpool_forward_samples(void *ctx, long begin, long end, int tid)
 static void cpu_global_pool1d_forward(backend *be, pool_mode mode, int batch, int steps, int features,
                                const int32_t *lengths, const float *x, float *y)
 {
-    gpool_job j = {mode, steps, features, lengths, x, NULL, NULL, y, false};
+    seq_job j = {.mode = mode, .steps = steps, .features = features, .lengths = lengths,
+                 .x = x, .out = y};
     pool_run_min(cpu_pool(be), batch, 8, gpool_forward_samples, &j);
 }
 
@@ -152,7 +150,7 @@ static void cpu_global_pool1d_forward(backend *be, pool_mode mode, int batch, in
 static void gpool_backward_samples(void *ctx, long begin, long end, int tid)
 {
     (void)tid;
-    const gpool_job *j = ctx;
+    const seq_job *j = ctx;
     int f = j->features;
     long per = (long)j->steps * f;
     for (long n = begin; n < end; n++) {
@@ -185,7 +183,8 @@ static void cpu_global_pool1d_backward(backend *be, pool_mode mode, int batch, i
 {
     if (!dx)
         return;
-    gpool_job j = {mode, steps, features, lengths, x, y, dy, dx, accumulate};
+    seq_job j = {.mode = mode, .steps = steps, .features = features, .lengths = lengths,
+                 .x = x, .y = y, .dy = dy, .out = dx, .accumulate = accumulate};
     pool_run_min(cpu_pool(be), batch, 8, gpool_backward_samples, &j);
 }
 
@@ -314,7 +313,12 @@ static long cpu_conv1d_prepare(backend *be, const conv1d_desc *d)
     if (d->steps < 1 || d->out_steps < 1 || d->c < 1 || d->filters < 1 || d->kernel < 1 ||
         d->stride < 1 || d->dilation < 1 || d->pad_before < 0 || d->max_batch < 1)
         return -1;
-    return (long)conv1d_chunk(d) * d->out_steps * d->kernel * d->c;
+    /* A batch at fewer steps takes more samples a chunk (as many as fit
+     * the cap, or the whole batch): the workspace holds either. */
+    long per = (long)d->out_steps * d->kernel * d->c;
+    long cap = CPU_CONV1D_COLS_MAX > per ? CPU_CONV1D_COLS_MAX : per;
+    long all = (long)d->max_batch * per;
+    return all < cap ? all : cap;
 }
 
 typedef struct conv1d_job {
@@ -331,18 +335,36 @@ typedef struct conv1d_job {
  * kernel * c floats: the window's input steps one after the other, zero
  * where the window leaves the sample's real steps; rows past the sample's
  * output length all zero. */
+/* Sample s of the chunk: its index, length, output length and padding
+ * before, and its rows of the column matrix. */
+typedef struct conv1d_sample {
+    int n, len, out_len, pad;
+    long row;               /* floats of a column row */
+    long cols;              /* offset of its first row in j->cols */
+} conv1d_sample;
+
+static conv1d_sample conv1d_sample_of(const conv1d_job *j, long s)
+{
+    const conv1d_desc *d = j->d;
+    conv1d_sample a = {.n = j->first + (int)s, .row = (long)d->kernel * d->c};
+    a.len = seq_len(j->lengths, a.n, d->steps);
+    a.out_len = conv1d_out_length(d, a.len);
+    a.pad = conv1d_pad_before(d, a.len);
+    a.cols = s * d->out_steps * a.row;
+    return a;
+}
+
 static void conv1d_im2col(void *ctx, long begin, long end, int tid)
 {
     (void)tid;
     const conv1d_job *j = ctx;
     const conv1d_desc *d = j->d;
-    long row = (long)d->kernel * d->c;
     for (long s = begin; s < end; s++) {
-        int n = j->first + (int)s;
-        int len = seq_len(j->lengths, n, d->steps);
-        int out_len = conv1d_out_length(d, len), pad = conv1d_pad_before(d, len);
-        const float *x = j->x + (long)n * d->steps * d->c;
-        float *cols = j->cols + s * d->out_steps * row;
+        conv1d_sample a = conv1d_sample_of(j, s);
+        int len = a.len, out_len = a.out_len, pad = a.pad;
+        long row = a.row;
+        const float *x = j->x + (long)a.n * d->steps * d->c;
+        float *cols = j->cols + a.cols;
         for (int t = 0; t < d->out_steps; t++) {
             float *r = cols + (long)t * row;
             for (int k = 0; k < d->kernel; k++) {
@@ -364,13 +386,12 @@ static void conv1d_col2im(void *ctx, long begin, long end, int tid)
     (void)tid;
     const conv1d_job *j = ctx;
     const conv1d_desc *d = j->d;
-    long row = (long)d->kernel * d->c;
     for (long s = begin; s < end; s++) {
-        int n = j->first + (int)s;
-        int len = seq_len(j->lengths, n, d->steps);
-        int out_len = conv1d_out_length(d, len), pad = conv1d_pad_before(d, len);
-        float *dx = j->dx + (long)n * d->steps * d->c;
-        const float *cols = j->cols + s * d->out_steps * row;
+        conv1d_sample a = conv1d_sample_of(j, s);
+        int len = a.len, out_len = a.out_len, pad = a.pad;
+        long row = a.row;
+        float *dx = j->dx + (long)a.n * d->steps * d->c;
+        const float *cols = j->cols + a.cols;
         if (!j->accumulate)
             memset(dx, 0, (size_t)d->steps * (size_t)d->c * sizeof *dx);
         for (int t = 0; t < out_len; t++)

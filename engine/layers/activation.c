@@ -16,14 +16,14 @@ static void activation_forward(layer *l, backend *be, int batch, bool training, 
 {
     (void)training;
     (void)seed;
-    be->activation_forward(be, l->act, batch, l->out_size, l->x[0], l->y);
+    be->activation_forward(be, l->act, batch, layer_y_floats(l), l->x[0], l->y);
 }
 
 static void activation_backward(layer *l, backend *be, int batch)
 {
     if (!l->dx[0])
         return;
-    be->activation_backward(be, l->act, batch, l->out_size, l->y, l->dy, l->dx[0],
+    be->activation_backward(be, l->act, batch, layer_y_floats(l), l->y, l->dy, l->dx[0],
                             l->dx_accumulate[0]);
 }
 

@@ -21,7 +21,7 @@ static void add_forward(layer *l, backend *be, int batch, bool training, uint64_
 {
     (void)training;
     (void)seed;
-    long n = batch * l->out_size;
+    long n = batch * layer_y_floats(l);
     be->copy(be, l->y, l->x[0], n);
     for (int i = 1; i < l->n_in; i++)
         be->axpy(be, n, 1.0f, l->x[i], l->y);
@@ -30,7 +30,8 @@ static void add_forward(layer *l, backend *be, int batch, bool training, uint64_
 static void add_backward(layer *l, backend *be, int batch)
 {
     for (int i = 0; i < l->n_in; i++)
-        layer_pass_gradient(be, l->dy, l->dx[i], l->dx_accumulate[i], batch * l->out_size);
+        layer_pass_gradient(be, l->dy, l->dx[i], l->dx_accumulate[i],
+                            batch * layer_y_floats(l));
 }
 
 const layer_ops layer_add_ops = {

@@ -132,7 +132,8 @@ static void attention_forward(layer *l, backend *be, int batch, bool training, u
 {
     attention_dims d = attention_dims_of(l);
     attention_desc desc = attention_desc_of(l);
-    int rows = batch * d.steps;
+    desc.steps = layer_steps(l);
+    int rows = batch * desc.steps;
     const float *xq = l->x[0], *xkv = l->n_in == 2 ? l->x[1] : l->x[0];
     float *q = l->aux, *k = l->aux + attention_slot(l, 1), *v = l->aux + attention_slot(l, 2);
     float *o = l->aux + attention_slot(l, 3), *lse = l->aux + attention_slot(l, 4);
@@ -154,7 +155,8 @@ static void attention_backward(layer *l, backend *be, int batch)
 {
     attention_dims d = attention_dims_of(l);
     attention_desc desc = attention_desc_of(l);
-    int rows = batch * d.steps;
+    desc.steps = layer_steps(l);
+    int rows = batch * desc.steps;
     bool cross = l->n_in == 2;
     const float *xq = l->x[0], *xkv = cross ? l->x[1] : l->x[0];
     float *dxkv = cross ? l->dx[1] : l->dx[0];

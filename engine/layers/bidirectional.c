@@ -12,10 +12,11 @@
 #include <stdio.h>
 
 /* Floats of one direction's output for `batch` samples. */
-static long bidir_dir_size(const layer *l, int batch)
+/* One direction's output floats for `batch` samples of `steps` steps. */
+static long bidir_dir_size(const layer *l, int batch, int steps)
 {
     const rnn_desc *d = &l->desc.rnn[0];
-    return (long)batch * (d->return_sequences ? (long)d->steps * d->units : d->units);
+    return (long)batch * (d->return_sequences ? (long)steps * d->units : d->units);
 }
 
 static int bidir_setup(layer *l, backend *be, char *err, size_t errlen)
@@ -43,7 +44,7 @@ static int bidir_setup(layer *l, backend *be, char *err, size_t errlen)
         return -1;
     }
     long ws = ws0 > ws1 ? ws0 : ws1;
-    long dir = bidir_dir_size(l, l->max_batch);
+    long dir = bidir_dir_size(l, l->max_batch, l->desc.rnn[0].steps);
     bool apart = s->merge_mode != MERGE_CONCAT;
     l->aux_floats = l->desc.rnn[0].aux_floats + l->desc.rnn[1].aux_floats +
                     (apart ? 2 * dir : 0);
@@ -70,7 +71,7 @@ static void bidir_buffers(const layer *l, int batch, float *aux[2], float *out[2
     aux[0] = l->aux;
     aux[1] = l->aux + a0;
     out[0] = l->aux + a0 + a1;
-    out[1] = out[0] + bidir_dir_size(l, batch);
+    out[1] = out[0] + bidir_dir_size(l, batch, layer_steps(l));
 }
 
 static void bidir_forward(layer *l, backend *be, int batch, bool training, uint64_t seed)
@@ -82,15 +83,16 @@ static void bidir_forward(layer *l, backend *be, int batch, bool training, uint6
     bidir_buffers(l, batch, aux, out);
     bool concat = l->spec->merge_mode == MERGE_CONCAT;
     for (int k = 0; k < 2; k++) {
+        rnn_desc d = layer_rnn_desc(l, k);
         float *w, *r, *b;
         layer_rnn_tensors(l, 3 * k, l->params, &w, &r, &b);
         float *y = concat ? l->y + k * U : out[k];
-        be->rnn_forward(be, &l->desc.rnn[k], batch, l->lengths, l->x[0], w, r, b, y,
+        be->rnn_forward(be, &d, batch, l->lengths, l->x[0], w, r, b, y,
                         concat ? 2 * U : U, aux[k], l->workspace);
     }
     if (concat)
         return;
-    long n = bidir_dir_size(l, batch);
+    long n = bidir_dir_size(l, batch, layer_steps(l));
     switch (l->spec->merge_mode) {
     case MERGE_MUL:
         be->mul(be, n, out[0], out[1], l->y, false);
@@ -113,7 +115,7 @@ static void bidir_backward(layer *l, backend *be, int batch)
     float *aux[2], *out[2];
     bidir_buffers(l, batch, aux, out);
     spec_merge_mode mode = l->spec->merge_mode;
-    long n = bidir_dir_size(l, batch);
+    long n = bidir_dir_size(l, batch, layer_steps(l));
     const float *dy[2] = {l->dy, l->dy};
     int ldy = U;
     if (mode == MERGE_CONCAT) {
@@ -124,7 +126,8 @@ static void bidir_backward(layer *l, backend *be, int batch)
     } else if (mode == MERGE_MUL) {
         /* Past the rnn workspace, which backward uses for itself. The
          * products at padding steps are never read. */
-        long ws = l->workspace_floats - 2 * bidir_dir_size(l, l->max_batch);
+        long ws = l->workspace_floats -
+                  2 * bidir_dir_size(l, l->max_batch, l->desc.rnn[0].steps);
         float *d0 = l->workspace + ws, *d1 = d0 + n;
         be->mul(be, n, l->dy, out[1], d0, false);
         be->mul(be, n, l->dy, out[0], d1, false);
@@ -132,11 +135,12 @@ static void bidir_backward(layer *l, backend *be, int batch)
         dy[1] = d1;
     }
     for (int k = 0; k < 2; k++) {
+        rnn_desc d = layer_rnn_desc(l, k);
         float *w, *r, *b, *dw, *dr, *db;
         layer_rnn_tensors(l, 3 * k, l->params, &w, &r, &b);
         layer_rnn_tensors(l, 3 * k, l->grads, &dw, &dr, &db);
         bool acc = k == 0 ? l->dx_accumulate[0] : true;
-        be->rnn_backward(be, &l->desc.rnn[k], batch, l->lengths, l->x[0], w, r, dy[k], ldy,
+        be->rnn_backward(be, &d, batch, l->lengths, l->x[0], w, r, dy[k], ldy,
                          l->dx[0], acc, dw, dr, db, aux[k], l->workspace);
     }
 }

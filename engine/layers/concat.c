@@ -46,20 +46,26 @@ static void concat_channels(const layer *l, int *c_in)
         c_in[i] = (int)(l->x_size[i] / spatial / concat_steps(l));
 }
 
+/* Op rows of the batch: this batch's steps of each sample on a sequence. */
+static int concat_rows(const layer *l, int batch)
+{
+    return batch * (l->spec->out_shape.rank == 2 ? layer_out_steps(l) : 1);
+}
+
 static void concat_forward(layer *l, backend *be, int batch, bool training, uint64_t seed)
 {
     (void)training;
     (void)seed;
     int c_in[SPEC_MAX_INPUTS];
     concat_channels(l, c_in);
-    be->concat_forward(be, batch * concat_steps(l), l->n_in, c_in, concat_spatial(l), l->x, l->y);
+    be->concat_forward(be, concat_rows(l, batch), l->n_in, c_in, concat_spatial(l), l->x, l->y);
 }
 
 static void concat_backward(layer *l, backend *be, int batch)
 {
     int c_in[SPEC_MAX_INPUTS];
     concat_channels(l, c_in);
-    be->concat_backward(be, batch * concat_steps(l), l->n_in, c_in, concat_spatial(l), l->dy, l->dx,
+    be->concat_backward(be, concat_rows(l, batch), l->n_in, c_in, concat_spatial(l), l->dy, l->dx,
                         l->dx_accumulate);
 }
 

@@ -36,6 +36,8 @@ static conv1d_desc conv1d_layer_desc(const layer *l)
 {
     conv1d_desc d;
     layer_conv1d_desc(l->spec, l->max_batch, &d);
+    d.steps = layer_steps(l);
+    d.out_steps = layer_out_steps(l);
     return d;
 }
 

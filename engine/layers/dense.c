@@ -13,6 +13,12 @@ static int dense_steps(const layer *l)
     return l->spec->in_shape.rank == 2 ? l->spec->in_shape.dim[0] : 1;
 }
 
+/* GEMM rows of the batch: this batch's steps of each sample. */
+static int dense_rows(const layer *l, int batch)
+{
+    return batch * (l->spec->in_shape.rank == 2 ? layer_steps(l) : 1);
+}
+
 /* Inputs and outputs of one row. */
 static long dense_in(const layer *l)
 {
@@ -101,7 +107,7 @@ static void dense_forward(layer *l, backend *be, int batch, bool training, uint6
     (void)training;
     (void)seed;
     long in = dense_in(l), out = dense_out(l);
-    int rows = batch * dense_steps(l);
+    int rows = dense_rows(l, batch);
     if (l->spec->tied) {
         dense_tied_forward(l, be, rows, in, out);
         return;
@@ -130,7 +136,7 @@ static void dense_undo_activation(layer *l, backend *be, int rows, long out)
 static void dense_backward(layer *l, backend *be, int batch)
 {
     long in = dense_in(l), out = dense_out(l);
-    int rows = batch * dense_steps(l);
+    int rows = dense_rows(l, batch);
     dense_undo_activation(l, be, rows, out);
     if (l->spec->tied) {
         dense_tied_backward(l, be, rows, in, out);
@@ -147,7 +153,7 @@ bool layer_dense_backward_update(layer *l, backend *be, int batch,
     if (!be->dense_backward_update)
         return false;
     long in = dense_in(l), out = dense_out(l);
-    int rows = batch * dense_steps(l);
+    int rows = dense_rows(l, batch);
     dense_undo_activation(l, be, rows, out);
     float *db = l->spec->use_bias ? l->grads + l->tensors[1].offset : NULL;
     be->dense_backward_update(be, rows, (int)in, (int)out, l->x[0], l->params, l->dy,

@@ -15,7 +15,7 @@ static int dropout_setup(layer *l, backend *be, char *err, size_t errlen)
 
 static void dropout_forward(layer *l, backend *be, int batch, bool training, uint64_t seed)
 {
-    long n = batch * l->out_size;
+    long n = batch * layer_y_floats(l);
     if (!training || l->spec->rate <= 0.0f) {
         be->copy(be, l->y, l->x[0], n);
         return;
@@ -25,7 +25,7 @@ static void dropout_forward(layer *l, backend *be, int batch, bool training, uin
 
 static void dropout_backward(layer *l, backend *be, int batch)
 {
-    long n = batch * l->out_size;
+    long n = batch * layer_y_floats(l);
     if (!l->dx[0])
         return;
     if (l->spec->rate <= 0.0f) {

@@ -46,7 +46,7 @@ static void embedding_forward(layer *l, backend *be, int batch, bool training, u
     (void)training;
     (void)seed;
     const spec_layer *s = l->spec;
-    be->embedding_forward(be, batch, s->in_shape.dim[0], s->output_dim, l->lengths, l->x[0],
+    be->embedding_forward(be, batch, layer_steps(l), s->output_dim, l->lengths, l->x[0],
                           l->params, l->y);
 }
 
@@ -55,12 +55,12 @@ static void embedding_forward(layer *l, backend *be, int batch, bool training, u
 static void embedding_backward(layer *l, backend *be, int batch)
 {
     const spec_layer *s = l->spec;
-    be->embedding_backward(be, batch, s->in_shape.dim[0], s->input_dim, s->output_dim,
+    be->embedding_backward(be, batch, layer_steps(l), s->input_dim, s->output_dim,
                            l->lengths, l->x[0], l->dy, l->grads);
     if (l->tied_grad)
         be->axpy(be, l->n_params, 1.0f, l->tied_grad, l->grads);
     if (l->dx[0] && !l->dx_accumulate[0])
-        be->zero(be, l->dx[0], (long)batch * l->in_size);
+        be->zero(be, l->dx[0], (long)batch * layer_x_floats(l, 0));
 }
 
 const layer_ops layer_embedding_ops = {

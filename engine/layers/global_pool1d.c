@@ -31,14 +31,14 @@ static void global_pool1d_forward(layer *l, backend *be, int batch, bool trainin
     (void)training;
     (void)seed;
     const spec_shape *in = &l->spec->in_shape;
-    be->global_pool1d_forward(be, global_pool1d_mode(l), batch, in->dim[0], in->dim[1],
+    be->global_pool1d_forward(be, global_pool1d_mode(l), batch, layer_steps(l), in->dim[1],
                               l->lengths, l->x[0], l->y);
 }
 
 static void global_pool1d_backward(layer *l, backend *be, int batch)
 {
     const spec_shape *in = &l->spec->in_shape;
-    be->global_pool1d_backward(be, global_pool1d_mode(l), batch, in->dim[0], in->dim[1],
+    be->global_pool1d_backward(be, global_pool1d_mode(l), batch, layer_steps(l), in->dim[1],
                                l->lengths, l->x[0], l->y, l->dy, l->dx[0],
                                l->dx_accumulate[0]);
 }

@@ -94,3 +94,32 @@ bool layer_seq_length(const spec_layer *s, int *len)
     *len = conv1d_out_length(&c, *len);
     return true;
 }
+
+bool layer_runs_short(const spec_layer *s)
+{
+    switch (s->type) {
+    case LAYER_DENSE:
+    case LAYER_DROPOUT:
+    case LAYER_RELU:
+    case LAYER_SIGMOID:
+    case LAYER_TANH:
+    case LAYER_ADD:
+    case LAYER_CONCAT:
+    case LAYER_EMBEDDING:
+    case LAYER_CONV1D:
+    case LAYER_GLOBAL_MAXPOOL1D:
+    case LAYER_GLOBAL_AVGPOOL1D:
+    case LAYER_MAXPOOL1D:
+    case LAYER_AVGPOOL1D:
+    case LAYER_LSTM:
+    case LAYER_GRU:
+    case LAYER_BIDIRECTIONAL:
+    case LAYER_LAYER_NORM:
+    case LAYER_POSITIONAL_EMBEDDING:
+    case LAYER_SINUSOIDAL_POSITION:
+    case LAYER_MULTI_HEAD_ATTENTION:
+        return true;
+    default:
+        return false;
+    }
+}

@@ -89,6 +89,13 @@ struct layer {
      * a sequence reads its input only at real steps, writes zeros at the
      * padding steps of y and of dx, and never reads dy there. */
     const int32_t *lengths;
+    /* Sequences: the steps of this batch, of the layer's first input and
+     * of its output, set by the model with the lengths (the spec's dims
+     * until then; per batch the longest sample's, model/model.c). A
+     * sequence tensor is packed (batch, steps, features) at that length;
+     * layer_x_floats and layer_y_floats give a sample's floats. Nothing
+     * at the steps past them is read: every sample is padding there. */
+    int steps, out_steps;
     /* multi_head_attention: the last forward's dropout seed and mode, so
      * its backward redraws the same mask. */
     uint64_t step_seed;
@@ -158,6 +165,21 @@ void layer_pass_gradient(backend *be, const float *dy, float *dx, bool accumulat
 double layer_init_limit(long fan_in, long fan_out);
 /* The total padding "same" needs beyond pad_before, from the output size. */
 int layer_pad_after(int in, int out, int kernel, int stride, int dilation, int pad_before);
+
+/* This batch's steps of the first input and of the output (layer.steps,
+ * layer.out_steps; the spec's dims where the model has not set them, as
+ * in the layer tests). Meaningful on sequences (rank-2 shapes) only. */
+int layer_steps(const layer *l);
+int layer_out_steps(const layer *l);
+/* Floats per sample of input i and of the output at this batch's steps
+ * (x_size[i] and out_size for a full-length batch). */
+long layer_x_floats(const layer *l, int i);
+long layer_y_floats(const layer *l);
+/* Whether a layer of this type runs a sequence batch at the batch's own
+ * steps (layer.steps below the spec's T) with the same results as at T:
+ * false for a layer whose parameters or output are laid out over all T
+ * steps (flatten, batchnorm, conv2d...), which keeps its model at T. */
+bool layer_runs_short(const spec_layer *s);
 
 /* The window of a maxpool1d/avgpool1d layer into *d, true; false for
  * every other type. */

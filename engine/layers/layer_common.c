@@ -62,3 +62,31 @@ int layer_pad_after(int in, int out, int kernel, int stride, int dilation, int p
     int needed = (out - 1) * stride + dilation * (kernel - 1) + 1 - in - pad_before;
     return needed > 0 ? needed : 0;
 }
+
+int layer_steps(const layer *l)
+{
+    return l->steps > 0 ? l->steps : l->spec->in_shape.dim[0];
+}
+
+int layer_out_steps(const layer *l)
+{
+    return l->out_steps > 0 ? l->out_steps : l->spec->out_shape.dim[0];
+}
+
+/* A merge layer's sequence inputs all have the first's steps (the model
+ * refuses branches that shorten time differently). */
+long layer_x_floats(const layer *l, int i)
+{
+    const spec_shape *in = &l->spec->in_shape;
+    if (in->rank != 2)
+        return l->x_size[i];
+    return l->x_size[i] / in->dim[0] * layer_steps(l);
+}
+
+long layer_y_floats(const layer *l)
+{
+    const spec_shape *out = &l->spec->out_shape;
+    if (out->rank != 2)
+        return l->out_size;
+    return l->out_size / out->dim[0] * layer_out_steps(l);
+}

@@ -20,6 +20,12 @@ static int layer_norm_features(const layer *l)
     return (int)(l->in_size / layer_norm_steps(l));
 }
 
+/* Rows of the batch: this batch's steps of each sample on a sequence. */
+static long layer_norm_rows(const layer *l, int batch)
+{
+    return (long)batch * (l->spec->in_shape.rank == 2 ? layer_steps(l) : 1);
+}
+
 static int layer_norm_setup(layer *l, backend *be, char *err, size_t errlen)
 {
     if (!be->layer_norm_forward || !be->layer_norm_backward) {
@@ -49,14 +55,14 @@ static void layer_norm_forward(layer *l, backend *be, int batch, bool training, 
 {
     (void)training;
     (void)seed;
-    long rows = (long)batch * layer_norm_steps(l);
+    long rows = layer_norm_rows(l, batch);
     be->layer_norm_forward(be, rows, layer_norm_features(l), l->spec->epsilon, l->x[0],
                            l->params, l->params + l->tensors[1].offset, l->y, l->aux);
 }
 
 static void layer_norm_backward(layer *l, backend *be, int batch)
 {
-    long rows = (long)batch * layer_norm_steps(l);
+    long rows = layer_norm_rows(l, batch);
     be->layer_norm_backward(be, rows, layer_norm_features(l), l->x[0], l->params, l->aux,
                             l->dy, l->dx[0], l->dx_accumulate[0], l->grads,
                             l->grads + l->tensors[1].offset);

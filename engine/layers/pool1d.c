@@ -29,6 +29,16 @@ bool layer_pool1d_desc(const spec_layer *s, pool1d_desc *d)
     return true;
 }
 
+/* The window at this batch's steps. */
+static pool1d_desc pool1d_layer_desc(const layer *l)
+{
+    pool1d_desc d;
+    layer_pool1d_desc(l->spec, &d);
+    d.steps = layer_steps(l);
+    d.out_steps = layer_out_steps(l);
+    return d;
+}
+
 static int pool1d_setup(layer *l, backend *be, char *err, size_t errlen)
 {
     pool1d_desc d;
@@ -48,15 +58,13 @@ static void pool1d_forward(layer *l, backend *be, int batch, bool training, uint
 {
     (void)training;
     (void)seed;
-    pool1d_desc d;
-    layer_pool1d_desc(l->spec, &d);
+    pool1d_desc d = pool1d_layer_desc(l);
     be->pool1d_forward(be, &d, batch, l->lengths, l->x[0], l->y);
 }
 
 static void pool1d_backward(layer *l, backend *be, int batch)
 {
-    pool1d_desc d;
-    layer_pool1d_desc(l->spec, &d);
+    pool1d_desc d = pool1d_layer_desc(l);
     be->pool1d_backward(be, &d, batch, l->lengths, l->x[0], l->y, l->dy, l->dx[0],
                         l->dx_accumulate[0]);
 }

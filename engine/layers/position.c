@@ -27,7 +27,7 @@ static int position_features(const layer *l)
 
 static int position_length(const layer *l, int n)
 {
-    return l->lengths ? l->lengths[n] : position_steps(l);
+    return l->lengths ? l->lengths[n] : layer_steps(l);
 }
 
 static int positional_embedding_setup(layer *l, backend *be, char *err, size_t errlen)
@@ -54,7 +54,7 @@ static void positional_embedding_init(const layer *l, float *params, float *stat
 /* y = x + table at every real step. */
 static void position_add(layer *l, backend *be, int batch, const float *table)
 {
-    long per = (long)position_steps(l) * position_features(l);
+    long per = (long)layer_steps(l) * position_features(l);
     be->copy(be, l->y, l->x[0], batch * per);
     for (int n = 0; n < batch; n++)
         be->axpy(be, (long)position_length(l, n) * position_features(l), 1.0f, table,
@@ -71,7 +71,7 @@ static void positional_embedding_forward(layer *l, backend *be, int batch, bool 
 
 static void positional_embedding_backward(layer *l, backend *be, int batch)
 {
-    long per = (long)position_steps(l) * position_features(l);
+    long per = (long)layer_steps(l) * position_features(l);
     be->zero(be, l->grads, l->n_params);
     for (int n = 0; n < batch; n++)
         be->axpy(be, (long)position_length(l, n) * position_features(l), 1.0f, l->dy + n * per,
@@ -114,7 +114,8 @@ static void sinusoidal_position_forward(layer *l, backend *be, int batch, bool t
 
 static void sinusoidal_position_backward(layer *l, backend *be, int batch)
 {
-    layer_pass_gradient(be, l->dy, l->dx[0], l->dx_accumulate[0], batch * l->out_size);
+    layer_pass_gradient(be, l->dy, l->dx[0], l->dx_accumulate[0],
+                        batch * layer_y_floats(l));
 }
 
 static void sinusoidal_position_release(layer *l, backend *be)

@@ -58,6 +58,13 @@ long layer_rnn_add_tensors(layer *l, const rnn_desc *d, long offset,
     return layer_param_align(offset + (d->reset_after ? 2 : 1) * G);
 }
 
+rnn_desc layer_rnn_desc(const layer *l, int k)
+{
+    rnn_desc d = l->desc.rnn[k];
+    d.steps = layer_steps(l);
+    return d;
+}
+
 void layer_rnn_tensors(const layer *l, int first, float *base, float **w, float **r,
                        float **b)
 {
@@ -145,20 +152,20 @@ static void rnn_forward(layer *l, backend *be, int batch, bool training, uint64_
 {
     (void)training;
     (void)seed;
-    const rnn_desc *d = &l->desc.rnn[0];
+    rnn_desc d = layer_rnn_desc(l, 0);
     float *w, *r, *b;
     layer_rnn_tensors(l, 0, l->params, &w, &r, &b);
-    be->rnn_forward(be, d, batch, l->lengths, l->x[0], w, r, b, l->y, d->units, l->aux,
+    be->rnn_forward(be, &d, batch, l->lengths, l->x[0], w, r, b, l->y, d.units, l->aux,
                     l->workspace);
 }
 
 static void rnn_backward(layer *l, backend *be, int batch)
 {
-    const rnn_desc *d = &l->desc.rnn[0];
+    rnn_desc d = layer_rnn_desc(l, 0);
     float *w, *r, *b, *dw, *dr, *db;
     layer_rnn_tensors(l, 0, l->params, &w, &r, &b);
     layer_rnn_tensors(l, 0, l->grads, &dw, &dr, &db);
-    be->rnn_backward(be, d, batch, l->lengths, l->x[0], w, r, l->dy, d->units, l->dx[0],
+    be->rnn_backward(be, &d, batch, l->lengths, l->x[0], w, r, l->dy, d.units, l->dx[0],
                      l->dx_accumulate[0], dw, dr, db, l->aux, l->workspace);
 }
 

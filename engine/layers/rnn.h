@@ -26,6 +26,9 @@ long layer_rnn_add_tensors(layer *l, const rnn_desc *d, long offset,
  * bias zero (lstm: forget gate 1). */
 void layer_rnn_init(const layer *l, const rnn_desc *d, int first, float *params, rng *r);
 
+/* Direction k's descriptor at this batch's steps (layer_steps). */
+rnn_desc layer_rnn_desc(const layer *l, int k);
+
 /* The direction's tensors as pointers into params (or grads). */
 void layer_rnn_tensors(const layer *l, int first, float *base, float **w, float **r,
                        float **b);

@@ -2,6 +2,7 @@
  * parameters, gradients, state and activations out of a few flat buffers,
  * and runs forward, loss and backward through the backend. */
 #include "model/model.h"
+#include "model/batch_steps.h"
 
 #include "layers/dense.h"
 
@@ -274,6 +275,8 @@ static int model_setup_sequences(model *m, char *err, size_t errlen)
     }
     for (int r = 0; r < m->max_batch; r++)
         m->lengths[r] = m->steps;
+    m->short_steps = batch_steps_allowed(m);
+    m->batch_steps = m->steps;
     int32_t *next = m->seq_lengths;
     for (int i = 0; i < m->n_layers; i++) {
         int src = spec->layers[i].inputs[0];
@@ -570,6 +573,7 @@ static int model_stage_lengths(model *m, const dataset *d, const int64_t *idx, l
         memset(m->host_x + (long)r * m->in_size + m->lengths[r] * per_step, 0,
                (size_t)((m->steps - m->lengths[r]) * per_step) * sizeof *m->host_x);
     model_window_lengths(m, batch);
+    batch_steps_set(m, batch);
     return 0;
 }
 
@@ -644,7 +648,8 @@ static void model_mask_steps(model *m, const layer *l, float *t, int batch)
 {
     const spec_shape *o = &l->spec->out_shape;
     if (m->lengths && o->rank == 2)
-        m->be->sequence_mask(m->be, batch, o->dim[0], o->dim[1], m->out_lengths[l->index], t);
+        m->be->sequence_mask(m->be, batch, layer_out_steps(l), o->dim[1],
+                             m->out_lengths[l->index], t);
 }
 
 void model_forward(model *m, int batch, bool training, uint64_t step)
@@ -660,6 +665,8 @@ void model_forward(model *m, int batch, bool training, uint64_t step)
         if (m->profile && training)
             profile_stat_add(&m->profile->forward[i], model_profile_now(m) - t0);
     }
+    if (m->lengths)
+        batch_steps_unpack_output(m, batch);
 }
 
 long model_loss_terms(const model *m, int batch)
@@ -826,6 +833,8 @@ static void model_backward_layer(model *m, int i, int batch, model_update *u)
             l->dx_accumulate[k] = m->grad_written[src];
             m->grad_written[src] = true;
         }
+        if (m->lengths && i == m->n_layers - 1)
+            batch_steps_pack_output_grad(m, batch);
         model_mask_steps(m, l, l->dy, batch);
         if (u && l->spec->type == LAYER_DENSE && l->n_params > 0) {
             u->offset = l->params - m->params;

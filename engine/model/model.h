@@ -85,6 +85,13 @@ typedef struct model {
      * layer.lengths is the array of its first input. */
     const int32_t **out_lengths;
     int32_t *seq_lengths;
+    /* A sequence batch runs at its longest sample's steps (batch_steps
+     * below steps) when short_steps (every layer allows it,
+     * model/batch_steps.c); seq_steps_run adds batch x batch_steps at
+     * every batch load: the sample-steps the layers ran. */
+    bool short_steps;
+    int batch_steps;
+    long seq_steps_run;
     model_output_kind output_kind;
 
     /* Internal. */
