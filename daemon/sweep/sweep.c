@@ -583,16 +583,28 @@ static bool sweep_submit(daemon_ctx *d, const store_sweep *sw, const json_t *job
 
 static void sweep_retain(daemon_ctx *d, const sweep_conf *c, const sweep_trials *ts);
 
+/* sw's request (*doc, the caller's), its search read into *c, and its
+ * trials (*ts); false, holding nothing, when one of them cannot be read. */
+static bool sweep_read(daemon_ctx *d, const store_sweep *sw, json_t **doc, sweep_conf *c,
+                       sweep_trials *ts)
+{
+    sweep_error err;
+    *doc = json_loads(sw->doc, 0, NULL);
+    if (*doc && sweep_conf_parse(json_object_get(*doc, "search"), c, &err) &&
+        sweep_trials_load(d, sw->id, ts))
+        return true;
+    json_decref(*doc);
+    *doc = NULL;
+    return false;
+}
+
 static void sweep_advance_locked(daemon_ctx *d, const store_sweep *sw)
 {
-    json_t *doc = json_loads(sw->doc, 0, NULL);
+    json_t *doc;
     sweep_conf c;
-    sweep_error err;
     sweep_trials ts;
-    if (!doc || !sweep_conf_parse(json_object_get(doc, "search"), &c, &err) ||
-        !sweep_trials_load(d, sw->id, &ts)) {
+    if (!sweep_read(d, sw, &doc, &c, &ts)) {
         log_error("sweep %s: cannot read its request or trials; not advanced", sw->id);
-        json_decref(doc);
         return;
     }
     const json_t *job = json_object_get(doc, "job");
@@ -853,15 +865,11 @@ static json_t *sweep_best(const sweep_conf *c, const sweep_trials *ts)
 
 json_t *sweep_json(daemon_ctx *d, const store_sweep *sw, bool detail)
 {
-    json_t *doc = json_loads(sw->doc, 0, NULL);
+    json_t *doc;
     sweep_conf c;
-    sweep_error err;
     sweep_trials ts;
-    if (!doc || !sweep_conf_parse(json_object_get(doc, "search"), &c, &err) ||
-        !sweep_trials_load(d, sw->id, &ts)) {
-        json_decref(doc);
+    if (!sweep_read(d, sw, &doc, &c, &ts))
         return NULL;
-    }
     int done = 0, running = 0;
     for (size_t i = 0; i < ts.n; i++) {
         const sweep_trial *t = &ts.v[i];
