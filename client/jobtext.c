@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "jobhparams.h"
 #include "jobmetrics.h"
 #include "safetext.h"
 #include "progress.h"
@@ -221,7 +222,10 @@ void jobtext_print_table_wide(const json_t *jobs, double now, bool wide, FILE *o
     }
     jobmetrics metrics;
     jobmetrics_collect(jobs, &metrics);
+    jobhparams hparams;
+    jobhparams_collect(jobs, &hparams);
     if (wide) {
+        jobhparams_print_header(&hparams, out);
         fprintf(out, "%-*s  ", summary_w, "PROGRESS / RESULT");
         jobmetrics_print_header(&metrics, out);
         fprintf(out, "%s\n", sweeps ? "PARAMS" : "");
@@ -244,6 +248,7 @@ void jobtext_print_table_wide(const json_t *jobs, double now, bool wide, FILE *o
         if (sweeps)
             fprintf(out, "%-12.12s  ", trial ? jobtext_str(job, "sweep") : "-");
         if (wide) {
+            jobhparams_print_row(&hparams, job, out);
             fprintf(out, "%-*s  ", summary_w, summary);
             jobmetrics_print_row(&metrics, job, out);
             if (sweeps && trial)

@@ -18,8 +18,9 @@ void jobtext_print_detail(const json_t *job, double now, FILE *out);
  * (an admin's list); a long error cut to the row. */
 void jobtext_print_table(const json_t *jobs, double now, FILE *out);
 /* The same with a SWEEP column when some job is a sweep's trial (its id,
- * "-" for the others); with wide the jobs' final metrics (jobmetrics.h) and
- * each trial's params last. */
+ * "-" for the others); with wide the jobs' key hyperparameters
+ * (jobhparams.h), their final metrics (jobmetrics.h) and each trial's
+ * params last. */
 void jobtext_print_table_wide(const json_t *jobs, double now, bool wide, FILE *out);
 
 /* "5s ago", "3m ago", "2h ago", "4d ago"; "-" for a missing time. */

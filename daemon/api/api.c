@@ -308,6 +308,7 @@ bool api_submit_job(daemon_ctx *d, const char *owner, const char *spec_text, siz
         .gpus = spec->resources.gpus * spec->distributed.workers,
         .mem_per_rank = mem.per_rank,
         .checkpoint_keep = sub.facts.checkpoint_keep,
+        .hparams = sub.hparams,
     };
     if (config_slurm(&d->cfg) && atomic_load(&d->slurm_down)) {
         spec_submission_clear(&sub);

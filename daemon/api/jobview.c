@@ -115,6 +115,9 @@ json_t *jobview_json_with(daemon_ctx *d, const store_job *job, int pos, int owne
     json_object_set_new(o, "priority", json_integer(job->priority));
     json_object_set_new(o, "ranks", json_integer(job->ranks));
     json_object_set_new(o, "trainer", json_string(job->trainer));
+    /* Kept at submit; a job from before migration 0016 has none. */
+    json_object_set_new(o, "hparams", jobview_frozen(job->hparams[0] ? job->hparams : NULL,
+                                                     json_null()));
     json_object_set_new(o, "workers", json_integer(job->workers));
     json_object_set_new(o, "gpus", json_integer(job->gpus));
     json_object_set_new(o, "gpu_devices",

@@ -26,7 +26,7 @@
     "time_limit_s, vstart, submitted_at, started_at, finished_at, exit_code, error, "     \
     "supervisor_pid, supervisor_start, sid, stop_reason, stop_requested_at, killed, "     \
     "progress, result, gpus, gpu_devices, hosts, slurm_id, slurm_reason, mem_per_rank, "  \
-    "files_removed, final_bytes, final_bytes_at, checkpoint_keep"
+    "files_removed, final_bytes, final_bytes_at, checkpoint_keep, hparams"
 
 /* Run order of the queue: priority, fair-share start tag, FIFO. */
 #define QUEUE_ORDER "priority DESC, vstart, seq"
@@ -60,9 +60,9 @@ const char *const store_stmt_sql[ST_COUNT_] = {
     [ST_INSERT_JOB] =
         "INSERT INTO jobs (id, owner, name, state, priority, ranks, trainer, workers, threads, "
         "time_limit_s, vstart, spec, submitted_at, gpus, mem_per_rank, spec_written, "
-        "checkpoint_keep) "
+        "checkpoint_keep, hparams) "
         "VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
-        "?16)",
+        "?16, ?17)",
     [ST_UPSERT_OWNER] = "INSERT INTO owners (owner, vfinish) VALUES (?1, ?2) "
                         "ON CONFLICT (owner) DO UPDATE SET vfinish = excluded.vfinish",
     [ST_INSERT_EVENT] = "INSERT INTO events (job_id, at, from_state, to_state, detail) "

@@ -62,6 +62,9 @@ typedef struct store_job {
                                    not measured, or not ended */
     int checkpoint_keep;        /* training.checkpoint_keep, kept at submit; -1:
                                    submitted before migration 0013 (job.json) */
+    char hparams[256];          /* its key hyperparameters, compact JSON
+                                   (spec_hparams.h), kept at submit; "":
+                                   submitted before migration 0016 */
 } store_job;
 
 void store_job_clear(store_job *job);
@@ -80,6 +83,7 @@ typedef struct store_new_job {
     int gpus;              /* resources.gpus x workers */
     double mem_per_rank;   /* estimated bytes per rank (memest.c); 0: none */
     int checkpoint_keep;   /* training.checkpoint_keep; -1: unknown (NULL) */
+    const char *hparams;   /* key hyperparameters, compact JSON; NULL: none */
 } store_new_job;
 
 typedef enum store_status {

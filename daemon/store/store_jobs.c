@@ -70,6 +70,7 @@ void store_row_to_job(sqlite3_stmt *s, store_job *job)
                            : -1;
     job->checkpoint_keep =
         sqlite3_column_type(s, 34) != SQLITE_NULL ? sqlite3_column_int(s, 34) : -1;
+    store_col_copy(s, 35, job->hparams, sizeof job->hparams);
 }
 
 /* ---- submit ---------------------------------------------------------------- */
@@ -139,6 +140,7 @@ static store_status store_submit_txn(store_conn *c, const store_new_job *nj, int
             sqlite3_bind_int(s, 16, nj->checkpoint_keep);
         else
             sqlite3_bind_null(s, 16);
+        store_bind_text(s, 17, nj->hparams);
         rc = sqlite3_step(s);
         store_done(s);
     }

@@ -50,17 +50,49 @@ static bool sweep_int_field(const json_t *o, const char *key, const char *field,
     return true;
 }
 
+/* An optional integer field of a search section, read into *out. */
+typedef struct sweep_int_spec {
+    const char *key;
+    int lo, hi, def;
+    int *out;
+} sweep_int_spec;
+
+/* search's section ("asha", "pbt"), which must be an object (shape names
+ * its fields), with its n integer fields read in order; NULL with err
+ * naming the first field refused. */
+static const json_t *sweep_conf_section(const json_t *search, const char *section,
+                                        const char *shape, const sweep_int_spec *ints, size_t n,
+                                        sweep_error *err)
+{
+    const json_t *o = json_object_get(search, section);
+    char field[64];
+    if (!json_is_object(o)) {
+        char msg[160];
+        snprintf(field, sizeof field, "search.%s", section);
+        snprintf(msg, sizeof msg, "must be an object {%s}", shape);
+        sweep_refuse(err, field, msg);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        snprintf(field, sizeof field, "search.%s.%s", section, ints[i].key);
+        if (!sweep_int_field(o, ints[i].key, field, ints[i].lo, ints[i].hi, ints[i].def,
+                             ints[i].out, err))
+            return NULL;
+    }
+    return o;
+}
+
 static bool sweep_conf_asha(const json_t *search, sweep_conf *c, sweep_error *err)
 {
-    const json_t *a = json_object_get(search, "asha");
-    if (!json_is_object(a))
-        return sweep_refuse(err, "search.asha", "must be an object {\"min_epochs\", "
-                                                "\"max_epochs\", \"reduction_factor\"}");
     int lo, hi;
-    if (!sweep_int_field(a, "min_epochs", "search.asha.min_epochs", 1, 100000, 1, &lo, err) ||
-        !sweep_int_field(a, "max_epochs", "search.asha.max_epochs", 1, 100000, 0, &hi, err) ||
-        !sweep_int_field(a, "reduction_factor", "search.asha.reduction_factor", 2, 100, 3,
-                         &c->eta, err))
+    const sweep_int_spec ints[] = {
+        {"min_epochs", 1, 100000, 1, &lo},
+        {"max_epochs", 1, 100000, 0, &hi},
+        {"reduction_factor", 2, 100, 3, &c->eta},
+    };
+    if (!sweep_conf_section(search, "asha",
+                            "\"min_epochs\", \"max_epochs\", \"reduction_factor\"", ints,
+                            sizeof ints / sizeof *ints, err))
         return false;
     if (hi <= lo)
         return sweep_refuse(err, "search.asha.max_epochs", "must be given and above min_epochs");
@@ -73,16 +105,16 @@ static bool sweep_conf_asha(const json_t *search, sweep_conf *c, sweep_error *er
  * is drawn (sweep_search_trials). */
 static bool sweep_conf_pbt(const json_t *search, sweep_conf *c, sweep_error *err)
 {
-    const json_t *p = json_object_get(search, "pbt");
-    if (!json_is_object(p))
-        return sweep_refuse(err, "search.pbt", "must be an object {\"population\", "
-                                               "\"perturb_every_epochs\", \"generations\"}");
     int total;
-    if (!sweep_int_field(p, "perturb_every_epochs", "search.pbt.perturb_every_epochs", 1, 100000,
-                         0, &c->perturb, err) ||
-        !sweep_int_field(p, "generations", "search.pbt.generations", 1, 1000, 0, &c->generations,
-                         err) ||
-        !sweep_int_field(p, "epochs", "search.pbt.epochs", 1, 1000000, 0, &total, err))
+    const sweep_int_spec ints[] = {
+        {"perturb_every_epochs", 1, 100000, 0, &c->perturb},
+        {"generations", 1, 1000, 0, &c->generations},
+        {"epochs", 1, 1000000, 0, &total},
+    };
+    const json_t *p = sweep_conf_section(
+        search, "pbt", "\"population\", \"perturb_every_epochs\", \"generations\"", ints,
+        sizeof ints / sizeof *ints, err);
+    if (!p)
         return false;
     if (c->perturb == 0)
         return sweep_refuse(err, "search.pbt.perturb_every_epochs",
@@ -446,16 +478,28 @@ static bool sweep_submit(daemon_ctx *d, const store_sweep *sw, const json_t *job
 
 static void sweep_retain(daemon_ctx *d, const sweep_conf *c, const sweep_trials *ts);
 
+/* sw's request (*doc, the caller's), its search read into *c, and its
+ * trials (*ts); false, holding nothing, when one of them cannot be read. */
+static bool sweep_read(daemon_ctx *d, const store_sweep *sw, json_t **doc, sweep_conf *c,
+                       sweep_trials *ts)
+{
+    sweep_error err;
+    *doc = json_loads(sw->doc, 0, NULL);
+    if (*doc && sweep_conf_parse(json_object_get(*doc, "search"), c, &err) &&
+        sweep_trials_load(d, sw->id, ts))
+        return true;
+    json_decref(*doc);
+    *doc = NULL;
+    return false;
+}
+
 static void sweep_advance_locked(daemon_ctx *d, const store_sweep *sw)
 {
-    json_t *doc = json_loads(sw->doc, 0, NULL);
+    json_t *doc;
     sweep_conf c;
-    sweep_error err;
     sweep_trials ts;
-    if (!doc || !sweep_conf_parse(json_object_get(doc, "search"), &c, &err) ||
-        !sweep_trials_load(d, sw->id, &ts)) {
+    if (!sweep_read(d, sw, &doc, &c, &ts)) {
         log_error("sweep %s: cannot read its request or trials; not advanced", sw->id);
-        json_decref(doc);
         return;
     }
     const json_t *job = json_object_get(doc, "job");
@@ -716,15 +760,11 @@ static json_t *sweep_best(const sweep_conf *c, const sweep_trials *ts)
 
 json_t *sweep_json(daemon_ctx *d, const store_sweep *sw, bool detail)
 {
-    json_t *doc = json_loads(sw->doc, 0, NULL);
+    json_t *doc;
     sweep_conf c;
-    sweep_error err;
     sweep_trials ts;
-    if (!doc || !sweep_conf_parse(json_object_get(doc, "search"), &c, &err) ||
-        !sweep_trials_load(d, sw->id, &ts)) {
-        json_decref(doc);
+    if (!sweep_read(d, sw, &doc, &c, &ts))
         return NULL;
-    }
     int done = 0, running = 0;
     for (size_t i = 0; i < ts.n; i++) {
         const sweep_trial *t = &ts.v[i];

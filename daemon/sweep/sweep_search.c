@@ -114,6 +114,46 @@ static sweep_param *sweep_params(const json_t *search, size_t *n, sweep_error *e
     return p;
 }
 
+/* One trial's params from the n parameters p, the t-th of total (ctx the
+ * maker's own); NULL when out of memory. */
+typedef json_t *(*sweep_trial_fn)(const sweep_param *p, size_t n, size_t t, void *ctx);
+
+/* total trials, each one's params made by one, as a JSON array; NULL with
+ * err when out of memory. */
+static json_t *sweep_trials_make(const sweep_param *p, size_t n, size_t total, sweep_trial_fn one,
+                                 void *ctx, sweep_error *err)
+{
+    json_t *trials = json_array();
+    for (size_t t = 0; trials && t < total; t++) {
+        json_t *o = one(p, n, t, ctx);
+        if (!o || json_array_append_new(trials, o) != 0) {
+            json_decref(trials);
+            trials = NULL;
+        }
+    }
+    if (!trials)
+        sweep_fail(err, "search", "out of memory");
+    return trials;
+}
+
+/* The grid's t-th combination: t's digits in the values' counts, the last
+ * parameter the lowest digit. */
+static json_t *sweep_grid_trial(const sweep_param *p, size_t n, size_t t, void *ctx)
+{
+    (void)ctx;
+    json_t *o = json_object();
+    size_t rest = t;
+    for (size_t i = n; o && i-- > 0;) {
+        size_t k = json_array_size(p[i].values);
+        if (json_object_set(o, p[i].path, json_array_get(p[i].values, rest % k)) != 0) {
+            json_decref(o);
+            o = NULL;
+        }
+        rest /= k;
+    }
+    return o;
+}
+
 /* Every combination of values, the last parameter varying fastest. */
 static json_t *sweep_grid(const sweep_param *p, size_t n, size_t max_trials, sweep_error *err)
 {
@@ -131,23 +171,7 @@ static json_t *sweep_grid(const sweep_param *p, size_t n, size_t max_trials, swe
                               "the grid has more than %zu trials (the limit)", max_trials),
                    NULL;
     }
-    json_t *trials = json_array();
-    for (size_t t = 0; trials && t < total; t++) {
-        json_t *o = json_object();
-        size_t rest = t;
-        for (size_t i = n; o && i-- > 0;) {
-            size_t k = json_array_size(p[i].values);
-            json_object_set(o, p[i].path, json_array_get(p[i].values, rest % k));
-            rest /= k;
-        }
-        if (!o || json_array_append_new(trials, o) != 0) {
-            json_decref(trials);
-            trials = NULL;
-        }
-    }
-    if (!trials)
-        sweep_fail(err, "search", "out of memory");
-    return trials;
+    return sweep_trials_make(p, n, total, sweep_grid_trial, NULL, err);
 }
 
 static uint64_t sweep_next(uint64_t *state)
@@ -182,25 +206,23 @@ static json_t *sweep_draw(const sweep_param *p, uint64_t *state)
     return NULL;
 }
 
+/* The next draw of every parameter, in order (ctx: the generator's state). */
+static json_t *sweep_random_trial(const sweep_param *p, size_t n, size_t t, void *ctx)
+{
+    (void)t;
+    json_t *o = json_object();
+    for (size_t i = 0; o && i < n; i++)
+        if (json_object_set_new(o, p[i].path, sweep_draw(&p[i], ctx)) != 0) {
+            json_decref(o);
+            o = NULL;
+        }
+    return o;
+}
+
 static json_t *sweep_random(const sweep_param *p, size_t n, size_t total, uint64_t state,
                             sweep_error *err)
 {
-    json_t *trials = json_array();
-    for (size_t t = 0; trials && t < total; t++) {
-        json_t *o = json_object();
-        for (size_t i = 0; o && i < n; i++)
-            if (json_object_set_new(o, p[i].path, sweep_draw(&p[i], &state)) != 0) {
-                json_decref(o);
-                o = NULL;
-            }
-        if (!o || json_array_append_new(trials, o) != 0) {
-            json_decref(trials);
-            trials = NULL;
-        }
-    }
-    if (!trials)
-        sweep_fail(err, "search", "out of memory");
-    return trials;
+    return sweep_trials_make(p, n, total, sweep_random_trial, &state, err);
 }
 
 /* How many draws and from which seed: "trials" and "seed" (random, ASHA),

@@ -178,6 +178,17 @@
     return td;
   }
 
+  /* The key hyperparameters the server kept at submit ("convnet adam lr
+   * 0.001 bs 64 5 epochs"); '' for a job from before it kept them. */
+  function hparamsText(h) {
+    if (!h) return '';
+    const t = [h.model];
+    if (h.optimizer) t.push(h.optimizer + ' lr ' + h.lr);
+    if (h.batch_size) t.push('bs ' + h.batch_size);
+    if (h.epochs) t.push(h.epochs + ' epochs');
+    return t.join(' ');
+  }
+
   function jobRow(j) {
     const p = j.progress || {};
     const acc = p.accuracy !== undefined ? p.accuracy : p.val_accuracy;
@@ -187,6 +198,7 @@
       el('td', { class: 'state state-' + j.state, text: j.state +
                  (j.state === 'queued' && j.queue_position ? ' #' + j.queue_position : '') }),
       el('td', { text: j.trainer + (j.workers > 1 ? ' x' + j.workers : '') }),
+      el('td', { class: 'hparams', text: hparamsText(j.hparams) }),
       progressCell(j),
       el('td', { class: 'loss', text: fmtNum(p.loss, 4) }),
       el('td', { text: fmtNum(acc, 3) }),

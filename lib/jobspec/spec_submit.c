@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jobspec/spec_hparams.h"
+
 /* Does s hold a control character: C0 (ESC, BEL, CR, LF...), DEL, or C1
  * (U+0080..U+009F, two bytes in UTF-8)? */
 static bool spec_has_control(const char *s)
@@ -100,6 +102,9 @@ spec_submit_status spec_submit_read(const char *text, size_t len, const spec_res
         return spec_submit_fail(NULL, out, SPEC_SUBMIT_REFUSED);
     out->facts.ranks = spec_ranks_needed(out->spec);
     out->facts.checkpoint_keep = out->spec->training.checkpoint_keep;
+    out->hparams = spec_hparams_text(out->spec);
+    if (!out->hparams)
+        return spec_submit_fail(NULL, out, SPEC_SUBMIT_NOMEM);
     return SPEC_SUBMIT_OK;
 }
 
@@ -107,6 +112,8 @@ void spec_submission_clear(spec_submission *s)
 {
     spec_free(s->spec);
     free(s->text);
+    free(s->hparams);
     s->spec = NULL;
     s->text = NULL;
+    s->hparams = NULL;
 }

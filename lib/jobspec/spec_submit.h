@@ -5,7 +5,7 @@
  * training.init_from), and returns the resolved spec, its canonical text
  * and the facts a scheduler keeps, so nothing downstream parses it again.
  *
- * Ownership: the spec_submission's spec and text are heap; release them
+ * Ownership: the spec_submission's spec, text and hparams are heap; release them
  * with spec_submission_clear(). */
 #ifndef PUNCH_SPEC_SUBMIT_H
 #define PUNCH_SPEC_SUBMIT_H
@@ -45,6 +45,7 @@ typedef struct spec_submission {
     job_spec *spec; /* the resolved spec */
     char *text;     /* its canonical text: compact, resolved; what runs */
     spec_facts facts;
+    char *hparams;  /* its key hyperparameters, compact JSON (spec_hparams.h) */
 } spec_submission;
 
 /* Which step refused a submit: the spec itself (err holds the JSON path),

@@ -188,7 +188,8 @@ def bad_spec(p):
 
 def list_progress(p, shots):
     """Alice's running job in the list: its progress label takes several
-    values while it trains. Returns its id."""
+    values while it trains, its Setup cell the key hyperparameters.
+    Returns its id."""
     p.drv.get(p.d.url + "/#/")
     jid = p.d.submit_id("alice", GROWING_JOB)
     seen = set()
@@ -199,6 +200,12 @@ def list_progress(p, shots):
             seen.add(label)
         return len(seen) >= 3
     p.wait(moved, lambda _: "the progress label to change (seen %s)" % sorted(seen))
+    # Its key hyperparameters, from the list's own rows (the job's hparams).
+    h = p.d.job("alice", jid)["hparams"]
+    setup = p.text('#jobs-table tr[data-job="%s"] td.hparams' % jid)
+    check(setup.startswith(h["model"] + " " + h["optimizer"] + " lr ")
+          and ("bs %d" % h["batch_size"]) in setup and ("%d epochs" % h["epochs"]) in setup,
+          "the Setup cell: %r for %s" % (setup, h))
     p.drv.save_screenshot(os.path.join(shots, "dashboard-jobs.png"))
     p.collect_console()
     return jid

@@ -1,7 +1,8 @@
 """it_compare.py — comparing runs against a real punchcardd and punch-train:
 `punch list --state/--name` keeps only the matching rows (one state, a
 comma list of states, a glob, a substring; an unknown state exits 2; the
-server filters), `punch list --wide` shows each job's final metrics, and
+server filters), `punch list --wide` shows each job's key hyperparameters
+and final metrics, and
 `punch compare A B` of two quick jobs that differ in their learning rate
 prints that path with both values, not the fields they share, then both
 jobs' state and final metrics."""
@@ -56,14 +57,23 @@ def filters(d, home, a, b, long_id):
 
 
 def wide(d, home, a, b):
-    """`punch list --wide`: EPOCH and the final metrics as columns, each
-    job's value the last entry of its history (no request per job)."""
+    """`punch list --wide`: the key hyperparameters (kept by the server at
+    submit), EPOCH and the final metrics as columns, each job's value the
+    last entry of its history (no request per job)."""
     r = punch(d, home, "list", "--wide", "--state", "succeeded")
     check(r.returncode == 0, "punch list --wide: exit %d %s" % (r.returncode, r.stderr))
     lines = r.stdout.splitlines()
     head = lines[0].split()
     check("EPOCH" in head and "LOSS" in head and "ACCURACY" in head, "header: %s" % lines[0])
     rows = {ln.split()[0]: ln for ln in lines[1:]}
+
+    def cell(jid, name):
+        col = lines[0].index(" %s " % name) + 1
+        return (rows.get(jid, "")[col:].split() or ["-"])[0]
+    for jid, lr in ((a, "0.01"), (b, "0.1")):
+        got = [cell(jid, h) for h in ("OPT", "LR", "EPOCHS", "TRAINER", "RANKS")]
+        check(got == ["sgd", lr, "2", "single", "1"],
+              "hyperparameters of %s: %s in\n%s" % (jid, got, r.stdout))
     for jid in (a, b):
         h = d.req("GET", "/api/v1/jobs/%s/history" % jid, "alice").json()
         want = h["accuracy"][-1]

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -244,27 +245,49 @@ static void test_table_owner_and_long_error(void **state)
     json_decref(jobs);
 }
 
-/* punch list --wide: the final metrics as columns shared by the table, loss
- * first, then the metrics, validation's and test's; counters and timings
- * are not metrics; a job without them shows "-". */
+/* The cell of row under the header word head ("-" if none). */
+static void table_cell(const char *text, const char *row, const char *head, char *cell,
+                       size_t cap)
+{
+    char word[32];
+    snprintf(word, sizeof word, " %s ", head);
+    const char *at = strstr(text, word);
+    assert_non_null(at);
+    size_t col = (size_t)(at - text) + 1, n = strcspn(row, "\n");
+    snprintf(cell, cap, "-");
+    if (col < n)
+        sscanf(row + col, "%31s", cell);
+}
+
+/* punch list --wide: the key hyperparameters (the job object's hparams, its
+ * trainer and ranks), then the final metrics as columns shared by the
+ * table, loss first, then the metrics, validation's and test's; counters
+ * and timings are not metrics; a job without them (submitted before the
+ * server kept hparams) shows "-". */
 static void test_table_wide_metrics(void **state)
 {
     (void)state;
     json_t *jobs = json_pack(
-        "[{s:s,s:s,s:s,s:s,s:{s:i,s:i,s:f,s:f,s:f,s:f,s:f,s:f},s:{s:f,s:f}},"
-        "{s:s,s:s,s:s,s:s}]",
+        "[{s:s,s:s,s:s,s:s,s:s,s:i,s:{s:s,s:s,s:f,s:i,s:i},"
+        "s:{s:i,s:i,s:f,s:f,s:f,s:f,s:f,s:f},s:{s:f,s:f}},"
+        "{s:s,s:s,s:s,s:s,s:s,s:i,s:n}]",
         "id", "aaaaaaaaaaaa", "owner", "alice", "name", "lr-a", "state", "succeeded",
+        "trainer", "allreduce", "ranks", 4,
+        "hparams", "model", "convnet", "optimizer", "adam", "lr", 0.0003, "batch_size", 128,
+        "epochs", 3,
         "progress", "epoch", 3, "epochs", 3, "val_accuracy", 0.78, "lr", 0.001, "accuracy", 0.8,
         "samples_per_s", 9000.0, "val_loss", 0.61, "loss", 0.5,
         "result", "test_accuracy", 0.77, "test_loss", 0.6,
-        "id", "bbbbbbbbbbbb", "owner", "alice", "name", "lr-b", "state", "queued");
+        "id", "bbbbbbbbbbbb", "owner", "alice", "name", "lr-b", "state", "queued",
+        "trainer", "single", "ranks", 1, "hparams");
     char *text = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&text, &len);
     jobtext_print_table_wide(jobs, 0, true, out);
     fclose(out);
-    const char *order[] = {"EPOCH", "LOSS", "ACCURACY", "VAL_LOSS", "VAL_ACCURACY", "TEST_LOSS",
-                           "TEST_ACCURACY"};
+    const char *order[] = {"MODEL", "OPT", "LR", "BATCH", "EPOCHS", "TRAINER", "RANKS",
+                           "PROGRESS", "EPOCH", "LOSS", "ACCURACY", "VAL_LOSS", "VAL_ACCURACY",
+                           "TEST_LOSS", "TEST_ACCURACY"};
     const char *at = text;
     for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
         char word[32];
@@ -274,11 +297,26 @@ static void test_table_wide_metrics(void **state)
             fail_msg("no column %s after the previous one in:\n%s", order[i], text);
         at = found;
     }
-    assert_null(strstr(text, "LR"));
     assert_null(strstr(text, "SAMPLES_PER_S"));
+    /* LR once: the hyperparameter, not progress's lr as a metric. */
+    assert_null(strstr(strstr(text, " LR ") + 1, " LR "));
     const char *row_a = strstr(text, "aaaaaaaaaaaa"), *row_b = strstr(text, "bbbbbbbbbbbb");
     assert_non_null(row_a);
     assert_non_null(row_b);
+    /* Each under its header; the old job's hyperparameters are "-" but its
+     * row's trainer and ranks are there. */
+    const char *head[] = {"MODEL", "OPT", "LR", "BATCH", "EPOCHS", "TRAINER", "RANKS"};
+    const char *want_a[] = {"convnet", "adam", "0.0003", "128", "3", "allreduce", "4"};
+    const char *want_b[] = {"-", "-", "-", "-", "-", "single", "1"};
+    for (size_t i = 0; i < sizeof head / sizeof *head; i++) {
+        char cell[32];
+        table_cell(text, row_a, head[i], cell, sizeof cell);
+        if (strcmp(cell, want_a[i]) != 0)
+            fail_msg("%s of lr-a: \"%s\", want \"%s\" in:\n%s", head[i], cell, want_a[i], text);
+        table_cell(text, row_b, head[i], cell, sizeof cell);
+        if (strcmp(cell, want_b[i]) != 0)
+            fail_msg("%s of lr-b: \"%s\", want \"%s\" in:\n%s", head[i], cell, want_b[i], text);
+    }
     assert_non_null(strstr(row_a, "3/3"));
     assert_non_null(strstr(row_a, "0.7800"));
     assert_non_null(strstr(row_a, "0.7700"));
@@ -289,6 +327,7 @@ static void test_table_wide_metrics(void **state)
     jobtext_print_table_wide(jobs, 0, false, out);
     fclose(out);
     assert_null(strstr(text, "VAL_ACCURACY"));
+    assert_null(strstr(text, "TRAINER"));
     free(text);
     json_decref(jobs);
 }

@@ -478,6 +478,14 @@ static void test_submit_parses_once(void **state)
     assert_int_equal(store_job_spec(f->d.st, j.id, &text), STORE_OK);
     assert_non_null(strstr(text, "\"epochs\":2,")); /* the canonical text: compact */
     free(text);
+    /* The key hyperparameters a list shows, from the same parse. */
+    json_t *h = json_loads(j.hparams, 0, NULL);
+    assert_non_null(h);
+    assert_string_equal(json_string_value(json_object_get(h, "model")), "custom");
+    assert_int_equal(json_integer_value(json_object_get(h, "epochs")), 2);
+    assert_true(json_is_string(json_object_get(h, "optimizer")));
+    assert_true(json_real_value(json_object_get(h, "lr")) > 0);
+    json_decref(h);
     store_job_clear(&j);
     reply_clear(&r);
     before = spec_parse_count();

@@ -13,7 +13,8 @@
  * queue). A sweep of 1,000 trials is one request that stores fewer
  * statements than 1,000 jobs do, puts only its max_concurrent trials in the
  * queue the scheduler scans, and is read (and advanced) with as many
- * statements as a sweep of 4. The API runs in this process, as in
+ * statements as a sweep of 4. A page's key hyperparameters (kept at
+ * submit) cost no statement and no spec parse. The API runs in this process, as in
  * test_api.c, and libcurl calls it. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -32,6 +33,7 @@
 #include "api/api.h"
 #include "http/http.h"
 #include "api/pagecache.h"
+#include "jobspec/spec.h"
 #include "scratch.h"
 
 static const char *const secrets_json =
@@ -519,6 +521,72 @@ static void test_submit_cost_does_not_grow(void **state)
     assert_true(steps_big <= steps_small + 200);
 }
 
+/* ---- key hyperparameters ------------------------------------------------ */
+
+#define SGD_SPEC                                                                            \
+    "{\"name\": \"h\", \"model\": {\"input\": [8], \"layers\": [{\"type\": \"dense\", "    \
+    "\"units\": 4, \"activation\": \"softmax\"}]}, \"data\": {\"format\": \"synthetic\", "     \
+    "\"num_classes\": 4}, \"training\": {\"epochs\": 3, \"batch_size\": 32, "              \
+    "\"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 0.2}}}"
+
+/* n submits of SGD_SPEC through the API; the last one's id into id. */
+static void submit_sgd(fixture *f, int n, char id[STORE_ID_LEN + 1])
+{
+    for (int i = 0; i < n; i++) {
+        api_submitted out;
+        assert_true(api_submit_job(&f->d, "alice", SGD_SPEC, strlen(SGD_SPEC), false, &out));
+        snprintf(id, STORE_ID_LEN + 1, "%s", out.id);
+    }
+}
+
+/* A list page's jobs carry their key hyperparameters, kept at submit: the
+ * page runs as many statements with 22 such jobs as with 2, and parses no
+ * spec; a job stored without them (as before migration 0016) shows null. */
+static void test_list_hparams_cost_nothing(void **state)
+{
+    fixture *f = *state;
+    char id[STORE_ID_LEN + 1];
+    grow(f, 10, id);
+    submit_sgd(f, 2, id);
+    const char *path = "/api/v1/jobs?limit=50&since=0";
+    unsigned long parses = spec_parse_count();
+    uint64_t few = statements_of(f, path, "alice-secret");
+    assert_int_equal(spec_parse_count(), parses);
+    submit_sgd(f, 20, id);
+    parses = spec_parse_count();
+    body b = {0};
+    uint64_t before = store_statements(f->d.st);
+    assert_int_equal(get_body(f, path, "alice-secret", &b), 200);
+    uint64_t many = store_statements(f->d.st) - before;
+    assert_int_equal(spec_parse_count(), parses);
+    if (many != few)
+        fail_msg("a page of 22 jobs with hparams: %llu statements; of 2: %llu",
+                 (unsigned long long)many, (unsigned long long)few);
+    json_t *page = json_loads(b.text, 0, NULL);
+    json_t *jobs = json_object_get(page, "jobs");
+    int with = 0, without = 0;
+    size_t i;
+    json_t *job;
+    json_array_foreach(jobs, i, job) {
+        json_t *h = json_object_get(job, "hparams");
+        if (strcmp(json_string_value(json_object_get(job, "name")), "j") == 0) {
+            assert_true(json_is_null(h)); /* stored without them */
+            without++;
+            continue;
+        }
+        with++;
+        assert_string_equal(json_string_value(json_object_get(h, "model")), "custom");
+        assert_string_equal(json_string_value(json_object_get(h, "optimizer")), "sgd");
+        assert_true(json_real_value(json_object_get(h, "lr")) == 0.2);
+        assert_int_equal(json_integer_value(json_object_get(h, "batch_size")), 32);
+        assert_int_equal(json_integer_value(json_object_get(h, "epochs")), 3);
+    }
+    assert_int_equal(with, 22);
+    assert_true(without >= 1);
+    json_decref(page);
+    free(b.text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -527,6 +595,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_repeated_pages, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sweep_costs_no_more_than_its_jobs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_submit_cost_does_not_grow, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_list_hparams_cost_nothing, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -430,6 +430,7 @@ static void test_migration_from_v1(void **state)
     assert_int_equal(store_job_get(f->st, "bbbbbbbbbbbb", &j), STORE_OK);
     assert_int_equal(store_queue_position(f->st, &j), 2);
     assert_int_equal(j.gpus, 0);
+    assert_string_equal(j.hparams, ""); /* migration 0016: none kept before */
     store_job_clear(&j);
     /* Migration 3 derives GPUs from the stored spec: 2 per worker x 2. */
     assert_int_equal(store_job_get(f->st, "dddddddddddd", &j), STORE_OK);
