@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "jobtext.h"
+#include "safetext.h"
 
 typedef struct jobhparams_column {
     const char *head;
@@ -35,7 +35,7 @@ static void jobhparams_cell(const json_t *job, int c, char *buf, size_t cap)
         snprintf(buf, cap, "%.4g", json_number_value(v));
     else
         snprintf(buf, cap, "-");
-    jobtext_clean(buf);
+    safetext_clean(buf);
 }
 
 void jobhparams_collect(const json_t *jobs, jobhparams *h)
