@@ -253,13 +253,20 @@ static void release(fixture *f, const char *id, int code)
     assert_true(rundir_write_atomic(dir, "release", text, strlen(text), err, sizeof err));
 }
 
-/* Queue a job and tick it through to running. */
-static void start_running(fixture *f, char id[STORE_ID_LEN + 1], long time_limit_s)
+/* Queue a job of alice's and tick it through to starting, its supervisor up
+ * (supervisor.json written). */
+static void start_launched(fixture *f, char id[STORE_ID_LEN + 1], int ranks, long time_limit_s)
 {
-    submit(f, id, "alice", 2, time_limit_s);
+    submit(f, id, "alice", ranks, time_limit_s);
     tick(f);
     assert_int_equal(state_of(f, id), JOB_STARTING);
     wait_for(f, id, "supervisor.json");
+}
+
+/* Queue a job and tick it through to running. */
+static void start_running(fixture *f, char id[STORE_ID_LEN + 1], long time_limit_s)
+{
+    start_launched(f, id, 2, time_limit_s);
     tick(f);
     assert_int_equal(state_of(f, id), JOB_RUNNING);
 }
@@ -650,9 +657,7 @@ static void test_fault_marking_running(void **state)
 {
     fixture *f = *state;
     char id[STORE_ID_LEN + 1];
-    submit(f, id, "alice", 1, 0);
-    tick(f);
-    wait_for(f, id, "supervisor.json");
+    start_launched(f, id, 1, 0);
     tick_faulty(f, "SET state = 'running'", "could not record it running");
     assert_int_equal(state_of(f, id), JOB_STARTING);
     tick(f);
