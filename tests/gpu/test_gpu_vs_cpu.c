@@ -103,6 +103,31 @@ static void mbuf_free(mbuf *b)
     gpu->free(gpu, b->g);
 }
 
+/* mbuf_free each of a list. */
+static void mbufs_free(mbuf *const *all, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        mbuf_free(all[i]);
+}
+
+#define MBUFS_FREE(...)                                                                           \
+    mbufs_free((mbuf *const[]){__VA_ARGS__},                                                      \
+               sizeof((mbuf *const[]){__VA_ARGS__}) / sizeof(mbuf *))
+
+/* A layer's workspaces of wc floats on the CPU and wg on the GPU (at least
+ * one each, as an empty one may be NULL). */
+static void ws_alloc(long wc, long wg, float **ws_c, float **ws_g)
+{
+    *ws_c = cpu->alloc(cpu, wc > 0 ? wc : 1);
+    *ws_g = gpu->alloc(gpu, wg > 0 ? wg : 1);
+}
+
+static void ws_free(float *ws_c, float *ws_g)
+{
+    cpu->free(cpu, ws_c);
+    gpu->free(gpu, ws_g);
+}
+
 /* One-hot rows of n classes. */
 static mbuf mbuf_onehot(int rows, int n)
 {
@@ -221,9 +246,7 @@ static void test_dense(void **state)
             cpu->dense_backward(cpu, batch, in, out, x.c, w.c, dz.c, NULL, false, dw.c, NULL);
             gpu->dense_backward(gpu, batch, in, out, x.g, w.g, dz.g, NULL, false, dw.g, NULL);
             expect_close("dense dw (no dx)", &dw, TOL_SUM);
-            mbuf *all[] = {&x, &w, &bias, &y, &dz, &dx, &dw, &db};
-            for (size_t i = 0; i < 8; i++)
-                mbuf_free(all[i]);
+            MBUFS_FREE(&x, &w, &bias, &y, &dz, &dx, &dw, &db);
         }
 }
 
@@ -306,7 +329,8 @@ static void test_conv2d(void **state)
         long wc = cpu->conv2d_prepare(cpu, &dc), wg = gpu->conv2d_prepare(gpu, &dg);
         assert_true(wc >= 0);
         assert_true(wg >= 0);
-        float *ws_c = cpu->alloc(cpu, wc > 0 ? wc : 1), *ws_g = gpu->alloc(gpu, wg > 0 ? wg : 1);
+        float *ws_c, *ws_g;
+        ws_alloc(wc, wg, &ws_c, &ws_g);
         assert_non_null(ws_c);
         assert_non_null(ws_g);
         for (int batch = max_batch; batch >= max_batch - 2; batch -= 2) { /* incl. short batch */
@@ -334,12 +358,9 @@ static void test_conv2d(void **state)
             cpu->conv2d_backward(cpu, &dc, batch, x.c, w.c, dz.c, NULL, false, dw.c, NULL, ws_c);
             gpu->conv2d_backward(gpu, &dg, batch, x.g, w.g, dz.g, NULL, false, dw.g, NULL, ws_g);
             expect_close("conv dw (no dx)", &dw, TOL_SUM);
-            mbuf *all[] = {&x, &w, &bias, &y, &dz, &dx, &dw, &db};
-            for (size_t i = 0; i < 8; i++)
-                mbuf_free(all[i]);
+            MBUFS_FREE(&x, &w, &bias, &y, &dz, &dx, &dw, &db);
         }
-        cpu->free(cpu, ws_c);
-        gpu->free(gpu, ws_g);
+        ws_free(ws_c, ws_g);
         cpu->conv2d_release(cpu, &dc);
         gpu->conv2d_release(gpu, &dg);
     }
@@ -394,9 +415,7 @@ static void test_conv2d_deterministic(void **state)
                     free(now);
                 }
             }
-            mbuf *all[] = {&x, &dz, &y, &w, &dx, &dw, &db};
-            for (size_t i = 0; i < 7; i++)
-                mbuf_free(all[i]);
+            MBUFS_FREE(&x, &dz, &y, &w, &dx, &dw, &db);
         }
         gpu->free(gpu, ws);
         gpu->conv2d_release(gpu, &dg);
@@ -468,7 +487,8 @@ static void test_batchnorm(void **state)
         long wc = cpu->batchnorm_prepare(cpu, &dc), wg = gpu->batchnorm_prepare(gpu, &dg);
         assert_true(wc >= 0);
         assert_true(wg >= 0);
-        float *ws_c = cpu->alloc(cpu, wc > 0 ? wc : 1), *ws_g = gpu->alloc(gpu, wg > 0 ? wg : 1);
+        float *ws_c, *ws_g;
+        ws_alloc(wc, wg, &ws_c, &ws_g);
         long n = (long)batch * c * sp;
         mbuf x = mbuf_new(n, -2, 3), gamma = mbuf_new(c, 0.5f, 1.5f), beta = mbuf_new(c, -1, 1);
         mbuf rmean = mbuf_new(c, -0.1f, 0.1f), rvar = mbuf_new(c, 0.5f, 1.5f);
@@ -503,12 +523,8 @@ static void test_batchnorm(void **state)
         gpu->batchnorm_backward(gpu, &dg, batch, x.g, dy.g, gamma.g, smean.g, sinv.g, NULL,
                                 false, dgamma.g, dbeta.g, ws_g);
         expect_close("bn dgamma (no dx)", &dgamma, TOL_SUM);
-        mbuf *all[] = {&x, &gamma, &beta, &rmean, &rvar, &smean, &sinv, &y,
-                       &dy, &dx, &dgamma, &dbeta};
-        for (size_t i = 0; i < 12; i++)
-            mbuf_free(all[i]);
-        cpu->free(cpu, ws_c);
-        gpu->free(gpu, ws_g);
+        MBUFS_FREE(&x, &gamma, &beta, &rmean, &rvar, &smean, &sinv, &y, &dy, &dx, &dgamma, &dbeta);
+        ws_free(ws_c, ws_g);
         cpu->batchnorm_release(cpu, &dc);
         gpu->batchnorm_release(gpu, &dg);
     }
@@ -528,7 +544,8 @@ static void test_batchnorm_single(void **state)
     long wc = cpu->batchnorm_prepare(cpu, &dc), wg = gpu->batchnorm_prepare(gpu, &dg);
     assert_true(wc >= 0);
     assert_true(wg >= 0);
-    float *ws_c = cpu->alloc(cpu, wc > 0 ? wc : 1), *ws_g = gpu->alloc(gpu, wg > 0 ? wg : 1);
+    float *ws_c, *ws_g;
+    ws_alloc(wc, wg, &ws_c, &ws_g);
     mbuf x = mbuf_new((long)full * c, -2, 3), gamma = mbuf_new(c, 0.5f, 1.5f);
     mbuf beta = mbuf_new(c, -1, 1), rmean = mbuf_new(c, -0.1f, 0.1f);
     mbuf rvar = mbuf_new(c, 0.5f, 1.5f), smean = mbuf_new(c, 0, 0), sinv = mbuf_new(c, 0, 0);
@@ -564,12 +581,8 @@ static void test_batchnorm_single(void **state)
         expect_close("bn1 dgamma", &dgamma, TOL_SUM);
         expect_close("bn1 dbeta", &dbeta, TOL_SUM);
     }
-    mbuf *all[] = {&x, &gamma, &beta, &rmean, &rvar, &smean, &sinv, &y, &dy, &dx, &dgamma,
-                   &dbeta};
-    for (size_t i = 0; i < 12; i++)
-        mbuf_free(all[i]);
-    cpu->free(cpu, ws_c);
-    gpu->free(gpu, ws_g);
+    MBUFS_FREE(&x, &gamma, &beta, &rmean, &rvar, &smean, &sinv, &y, &dy, &dx, &dgamma, &dbeta);
+    ws_free(ws_c, ws_g);
     cpu->batchnorm_release(cpu, &dc);
     gpu->batchnorm_release(gpu, &dg);
 }
@@ -591,9 +604,7 @@ static void test_dropout(void **state)
         gpu->dropout_backward(gpu, n, mask.g, dy.g, dx.g, acc);
         expect_close("dropout dx", &dx, TOL_EXACT);
     }
-    mbuf *all[] = {&x, &mask, &y, &dy, &dx};
-    for (size_t i = 0; i < 5; i++)
-        mbuf_free(all[i]);
+    MBUFS_FREE(&x, &mask, &y, &dy, &dx);
 }
 
 static void test_concat(void **state)
@@ -759,9 +770,7 @@ static void losses_metrics_case(int batch, int n)
         gpu->metrics(gpu, batch, n, probs.g, t.g, &mg);
         assert_true(mc.correct == mg.correct);
     }
-    mbuf *all[] = {&logits, &t, &probs, &grad, &p, &tb};
-    for (size_t i = 0; i < 6; i++)
-        mbuf_free(all[i]);
+    MBUFS_FREE(&logits, &t, &probs, &grad, &p, &tb);
 }
 
 /* Rows shorter than a block, longer than a block (5000 > 256 threads),
