@@ -599,6 +599,31 @@ static json_t *progress_event(const char *dir, const char *event, int *line)
     return found;
 }
 
+/* A one-epoch run of the default job in a fresh directory, checked by
+ * `check` (that an opt-in feature stayed off) and removed. */
+static void check_default_run(void (*check)(const char *dir))
+{
+    job_spec *s = job(1, NULL);
+    char *d = tempdir();
+    train(s, d, 1, false);
+    check(d);
+    rt_removedir(d);
+    spec_free(s);
+}
+
+static void expect_no_evaluate(const char *dir)
+{
+    int line;
+    assert_null(progress_event(dir, "evaluate", &line));
+}
+
+static void expect_no_profile(const char *dir)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/profile.json", dir);
+    assert_int_not_equal(access(p, F_OK), 0);
+}
+
 /* training.evaluate: the test set before the first step, then training
  * and the final evaluation as always. */
 static void test_evaluate_before(void **state)
@@ -626,12 +651,7 @@ static void test_evaluate_before(void **state)
     rt_removedir(d);
     spec_free(s);
     /* Off by default: no such event. */
-    s = job(1, NULL);
-    d = tempdir();
-    train(s, d, 1, false);
-    assert_null(progress_event(d, "evaluate", &at_eval));
-    rt_removedir(d);
-    spec_free(s);
+    check_default_run(expect_no_evaluate);
 }
 
 /* data.augment on CIFAR-shaped synthetic data: training runs, repeats
@@ -776,14 +796,7 @@ static void test_profile(void **state)
     json_decref(prof);
     rt_removedir(d);
     spec_free(s);
-    s = job(1, NULL);
-    d = tempdir();
-    train(s, d, 1, false);
-    char p[512];
-    snprintf(p, sizeof p, "%s/profile.json", d);
-    assert_int_not_equal(access(p, F_OK), 0);
-    rt_removedir(d);
-    spec_free(s);
+    check_default_run(expect_no_profile);
 }
 
 /* training.loss categorical_hinge through a whole run (softmax outputs,
