@@ -8,12 +8,25 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 
 #include <curl/curl.h>
 
 #include "daemon.h"
 #include "http/http.h"
+#include "scratch.h"
+
+/* A test's server: its scratch data directory, the store's path, the
+ * daemon context, the server and its port, and the client handle. */
+typedef struct api_server {
+    char dir[SCRATCH_DIR_LEN];
+    char db[128];
+    daemon_ctx d;
+    http_server *http;
+    int port;
+    CURL *curl;
+} api_server;
 
 /* d over the existing directory dir with the callers of secrets_json, the
  * store's path into db (db_cap bytes), served on *port by *http and called
@@ -60,6 +73,30 @@ static inline void api_server_stop(daemon_ctx *d, http_server *http, CURL *curl)
     store_close(d->st);
     cluster_close(d->cl);
     auth_close(d->au);
+}
+
+/* A cmocka setup: a new api_server in *state over a fresh scratch
+ * directory /tmp/punch-NAME-XXXXXX, serving the callers of secrets_json. */
+static inline int api_server_setup(void **state, const char *name, const char *secrets_json)
+{
+    api_server *s = calloc(1, sizeof *s);
+    if (!s || !scratch_create(s->dir, name))
+        return -1;
+    *state = s;
+    return api_server_start(&s->d, s->dir, secrets_json, s->db, sizeof s->db, &s->http,
+                            &s->port, &s->curl)
+               ? 0
+               : -1;
+}
+
+/* The cmocka teardown of api_server_setup: all stopped and removed. */
+static inline int api_server_teardown(void **state)
+{
+    api_server *s = *state;
+    api_server_stop(&s->d, s->http, s->curl);
+    bool removed = scratch_remove(s->dir);
+    free(s);
+    return removed ? 0 : -1;
 }
 
 #endif

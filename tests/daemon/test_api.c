@@ -57,13 +57,7 @@ static const char *const secrets_json =
     " {\"secret\": \"dave-secret\", \"identity\": \"dave\"},"
     " {\"secret\": \"root-secret\", \"identity\": \"root\", \"role\": \"admin\"}]";
 
-typedef struct fixture {
-    char dir[64];
-    daemon_ctx d;
-    http_server *http;
-    int port;
-    CURL *curl;
-} fixture;
+typedef api_server fixture;
 
 /* ---- the fault ------------------------------------------------------------- */
 
@@ -252,27 +246,12 @@ static size_t count_jobs(fixture *f, const char *secret)
 
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof *f);
-    if (!f)
-        return -1;
-    snprintf(f->dir, sizeof f->dir, "/tmp/punch-apifaults-XXXXXX");
-    if (!mkdtemp(f->dir))
-        return -1;
-    char db[256];
-    if (!api_server_start(&f->d, f->dir, secrets_json, db, sizeof db, &f->http, &f->port,
-                          &f->curl))
-        return -1;
-    *state = f;
-    return 0;
+    return api_server_setup(state, "apifaults", secrets_json);
 }
 
 static int teardown(void **state)
 {
-    fixture *f = *state;
-    api_server_stop(&f->d, f->http, f->curl);
-    int rc = rundir_remove(f->dir) ? 0 : -1;
-    free(f);
-    return rc;
+    return api_server_teardown(state);
 }
 
 /* ---- routing --------------------------------------------------------------- */

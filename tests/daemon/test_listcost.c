@@ -39,15 +39,10 @@ static const char *const secrets_json =
     "[{\"secret\": \"alice-secret\", \"identity\": \"alice\"},"
     " {\"secret\": \"root-secret\", \"identity\": \"root\", \"role\": \"admin\"}]";
 
-typedef struct fixture {
-    char dir[SCRATCH_DIR_LEN];
-    char db[128];
-    daemon_ctx d;
-    http_server *http;
-    int port;
-    CURL *curl;
-    int n_jobs;
-} fixture;
+typedef api_server fixture;
+
+/* The jobs grow() has stored in this test's store (setup starts it at 0). */
+static int n_jobs;
 
 typedef struct body {
     char *text;
@@ -116,11 +111,11 @@ static uint64_t statements_of(fixture *f, const char *path, const char *secret)
 static void grow(fixture *f, int n, char last_id[STORE_ID_LEN + 1])
 {
     static const char *const owners[] = {"alice", "bob", "alice", "carol"};
-    for (; f->n_jobs < n; f->n_jobs++) {
-        store_new_job nj = {.owner = owners[f->n_jobs % 4], .name = "j", .trainer = "single",
+    for (; n_jobs < n; n_jobs++) {
+        store_new_job nj = {.owner = owners[n_jobs % 4], .name = "j", .trainer = "single",
                             .spec = "{}", .ranks = 1, .workers = 1, .threads = 1};
         assert_int_equal(store_job_submit(f->d.st, &nj, 0, 0, last_id), STORE_OK);
-        int kind = f->n_jobs % 10;
+        int kind = n_jobs % 10;
         if (kind < 3)
             assert_int_equal(store_job_mark_starting(f->d.st, last_id, NULL, NULL, 1), STORE_OK);
         if (kind < 2)
@@ -132,23 +127,13 @@ static void grow(fixture *f, int n, char last_id[STORE_ID_LEN + 1])
 
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof *f);
-    if (!f || !scratch_create(f->dir, "listcost"))
-        return -1;
-    if (!api_server_start(&f->d, f->dir, secrets_json, f->db, sizeof f->db, &f->http, &f->port,
-                          &f->curl))
-        return -1;
-    *state = f;
-    return 0;
+    n_jobs = 0;
+    return api_server_setup(state, "listcost", secrets_json);
 }
 
 static int teardown(void **state)
 {
-    fixture *f = *state;
-    api_server_stop(&f->d, f->http, f->curl);
-    bool removed = scratch_remove(f->dir);
-    free(f);
-    return removed ? 0 : -1;
+    return api_server_teardown(state);
 }
 
 /* The lists whose cost is compared, each with the page size as %d. */

@@ -649,7 +649,7 @@ static void test_fault_recording_supervisor(void **state)
     run_file(f, id, NULL, path, sizeof path);
     rundir_supervisor sup;
     assert_true(rundir_read_supervisor(path, &sup));
-    j = get(f, id);
+    store_job j = get(f, id);
     assert_int_equal(j.state, JOB_RUNNING);
     assert_int_equal(j.supervisor_pid, sup.supervisor_pid);
     store_job_clear(&j);

@@ -102,15 +102,23 @@ static void test_reproducible(void **state)
     spec_free(s);
 }
 
+/* full trained into a uninterrupted; part (full stopped after fewer
+ * epochs) into b, then b resumed with full to its end: the same weights. */
+static void expect_resumed_same_weights(const job_spec *full, const job_spec *part,
+                                        const char *a, const char *b)
+{
+    train(full, a, 2, false);
+    train(part, b, 2, false);
+    train(full, b, 2, true);
+    expect_same_weights(a, b);
+}
+
 static void test_resume_equals_uninterrupted(void **state)
 {
     (void)state;
     job_spec *full = job(4, NULL), *part = job(2, NULL);
     char *a = tempdir(), *b = tempdir();
-    train(full, a, 2, false);
-    train(part, b, 2, false);
-    train(full, b, 2, true);
-    expect_same_weights(a, b);
+    expect_resumed_same_weights(full, part, a, b);
     json_t *ha = history(a), *hb = history(b);
     const char *keys[] = {"loss", "accuracy", "val_loss", "val_accuracy", "lr"};
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
@@ -182,10 +190,7 @@ static void test_resume_adamw_cosine(void **state)
     snprintf(json, sizeof json, fmt, 2);
     job_spec *part = spec_fixture_parse(json);
     char *a = tempdir(), *b = tempdir();
-    train(full, a, 2, false);
-    train(part, b, 2, false);
-    train(full, b, 2, true);
-    expect_same_weights(a, b);
+    expect_resumed_same_weights(full, part, a, b);
     json_t *ha = history(a), *hb = history(b);
     json_t *la = json_object_get(ha, "loss"), *lb = json_object_get(hb, "loss");
     assert_int_equal(json_array_size(la), 4);
