@@ -426,15 +426,8 @@ def language_model(p):
                 headers={"Content-Type": "application/octet-stream"})
     check(r.status_code == 201, "upload: %d %s" % (r.status_code, r.text[:200]))
     vocab = len(set(text.decode()))
-    lm = p.d.submit_id("alice", {
-        "name": "tiny-lm",
-        "model": {"input": {"tokens": vocab}, "layers": [
-            {"type": "embedding", "output_dim": 8},
-            {"type": "lstm", "units": 16, "return_sequences": True},
-            {"type": "dense", "units": vocab, "activation": "softmax"}]},
-        "data": {"format": "text", "train": "@tiny.txt", "tokenizer": "char",
-                 "num_classes": vocab, "max_length": 16},
-        "training": {"epochs": 2, "batch_size": 8, "seed": 1}})
+    lm = p.d.submit_id("alice", punchtest.char_lm_job(
+        "tiny-lm", vocab, "@tiny.txt", 8, 16, 16, {"epochs": 2, "batch_size": 8, "seed": 1}))
     end = p.d.wait_state("alice", lm, FINAL_STATES, timeout=120)
     check(end["state"] == "succeeded", "the language model: %s" % end)
     p.drv.get(p.d.url + "/#/job/" + lm)

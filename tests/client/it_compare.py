@@ -6,15 +6,12 @@ and final metrics, and
 `punch compare A B` of two quick jobs that differ in their learning rate
 prints that path with both values, not the fields they share, then both
 jobs' state and final metrics."""
-import os
 import shutil
-import subprocess
 import tempfile
 
 import punchtest
 from punchtest import FINAL_STATES, LONG_JOB, QUICK_JOB, Daemon, check, job_like
 
-PUNCH = os.environ.get("PUNCH") or punchtest.build_path("client", "punch")
 LR_PATH = "training.optimizer.learning_rate"
 
 
@@ -25,12 +22,8 @@ def lr_job(name, lr):
 
 
 def punch(d, home, *args):
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("PUNCH_") or k in ("PUNCH_SOURCE_ROOT", "PUNCH_BUILD_ROOT")}
-    env.pop("XDG_CONFIG_HOME", None)
-    env.update(HOME=home, PUNCH_URL=d.url, PUNCH_SECRET=d.secrets["alice"])
-    return subprocess.run([PUNCH] + list(args), capture_output=True, text=True, env=env,
-                          timeout=60)
+    return punchtest.run_client(args, home, {"PUNCH_URL": d.url,
+                                             "PUNCH_SECRET": d.secrets["alice"]})
 
 
 def listed(d, home, *args):

@@ -7,13 +7,11 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 
 import punchtest
 from punchtest import FINAL_STATES, QUICK_JOB, Daemon, check, job_like, synthetic_job
 
-PUNCH = os.environ.get("PUNCH") or punchtest.build_path("client", "punch")
 
 PROFILED = job_like(synthetic_job("profiled", 8, [(16, "relu"), (4, "softmax")], 256, 64, 1,
                                   num_classes=4), name="profiled")
@@ -22,12 +20,8 @@ PROFILED["training"]["profile"] = True
 
 
 def punch(d, home, *args):
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("PUNCH_") or k in ("PUNCH_SOURCE_ROOT", "PUNCH_BUILD_ROOT")}
-    env.pop("XDG_CONFIG_HOME", None)
-    env.update(HOME=home, PUNCH_URL=d.url, PUNCH_SECRET=d.secrets["alice"])
-    return subprocess.run([PUNCH] + list(args), capture_output=True, text=True, env=env,
-                          timeout=60)
+    return punchtest.run_client(args, home, {"PUNCH_URL": d.url,
+                                             "PUNCH_SECRET": d.secrets["alice"]})
 
 
 def finished(d, jid):

@@ -13,18 +13,9 @@ import tempfile
 import punchtest
 from punchtest import Daemon, check
 
-PUNCH = os.environ.get("PUNCH") or punchtest.build_path("client", "punch")
-
 
 def punch(args, env_extra=None, home=None):
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("PUNCH_") or k in ("PUNCH_SOURCE_ROOT", "PUNCH_BUILD_ROOT")}
-    for name in ("XDG_CONFIG_HOME", "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY",
-                 "all_proxy", "ALL_PROXY"):
-        env.pop(name, None)
-    env["HOME"] = home
-    env.update(env_extra or {})
-    return subprocess.run([PUNCH] + args, capture_output=True, text=True, env=env, timeout=60)
+    return punchtest.run_client(args, home, env_extra)
 
 
 def over_https(d, tls, home):

@@ -16,7 +16,7 @@ import time
 import numpy as np
 import cluster
 import punchtest
-from punchtest import check, fail, read_json, require
+from punchtest import check, read_json, require
 
 PUNCH_TRAIN = punchtest.engine_path()
 
@@ -121,15 +121,9 @@ def start_async(tmp, name, epochs):
 
 def wait_async(p, err):
     """mpirun's exit code, the seconds it took, and its stderr."""
-    t0 = time.monotonic()
-    try:
-        rc = p.wait(timeout=90)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
-        fail("mpirun still running 90 s after the loss")
+    rc, secs = punchtest.wait_ended(p, "mpirun still running 90 s after the loss", timeout=90)
     err.seek(0)
-    return rc, time.monotonic() - t0, err.read()
+    return rc, secs, err.read()
 
 
 def case_async_host_lost(tmp):

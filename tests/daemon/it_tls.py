@@ -45,15 +45,7 @@ def served(d, other):
     s = socket.create_connection(("127.0.0.1", d.port), timeout=10)
     try:
         s.sendall(b"GET /api/v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer x\r\n\r\n")
-        got = b""
-        try:
-            while True:
-                chunk = s.recv(4096)
-                if not chunk:
-                    break
-                got += chunk
-        except (ConnectionResetError, socket.timeout):
-            pass
+        got = read_reply(s)
         check(got.startswith(b"HTTP/1.1 400 ") and b"use https://" in got
               and b"jobs" not in got, "plain HTTP on the TLS port: %r" % got[:200])
     finally:
@@ -64,9 +56,9 @@ def served(d, other):
         check("use https://" in out.stdout, "curl over http: %r %r" % (out.stdout, out.stderr))
 
 
-def plain_request(d, s):
-    """Send a plain request on socket s; the reply, or what came."""
-    s.sendall(b"GET /api/v1/jobs HTTP/1.1\r\nHost: x\r\n\r\n")
+def read_reply(s):
+    """What comes on socket s until the server closes it (or resets it, or
+    the socket's timeout passes)."""
     got = b""
     try:
         while True:
@@ -77,6 +69,12 @@ def plain_request(d, s):
     except (ConnectionResetError, socket.timeout):
         pass
     return got
+
+
+def plain_request(d, s):
+    """Send a plain request on socket s; the reply, or what came."""
+    s.sendall(b"GET /api/v1/jobs HTTP/1.1\r\nHost: x\r\n\r\n")
+    return read_reply(s)
 
 
 def idle_connections(d):

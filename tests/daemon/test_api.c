@@ -29,6 +29,7 @@
 #include "daemon.h"
 #include "jobspec/spec.h"
 #include "http/http.h"
+#include "api_server.h"
 #include "run/rundir.h"
 
 #define QUICK_JOB                                                                                 \
@@ -56,13 +57,7 @@ static const char *const secrets_json =
     " {\"secret\": \"dave-secret\", \"identity\": \"dave\"},"
     " {\"secret\": \"root-secret\", \"identity\": \"root\", \"role\": \"admin\"}]";
 
-typedef struct fixture {
-    char dir[64];
-    daemon_ctx d;
-    http_server *http;
-    int port;
-    CURL *curl;
-} fixture;
+typedef api_server fixture;
 
 /* ---- the fault ------------------------------------------------------------- */
 
@@ -251,57 +246,12 @@ static size_t count_jobs(fixture *f, const char *secret)
 
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof *f);
-    if (!f)
-        return -1;
-    snprintf(f->dir, sizeof f->dir, "/tmp/punch-apifaults-XXXXXX");
-    if (!mkdtemp(f->dir))
-        return -1;
-    char path[256], err[512];
-    snprintf(path, sizeof path, "%s/secrets.json", f->dir);
-    FILE *fp = fopen(path, "w");
-    if (!fp || fputs(secrets_json, fp) < 0 || fclose(fp) != 0)
-        return -1;
-    daemon_ctx *d = &f->d;
-    config_defaults(&d->cfg);
-    snprintf(d->cfg.data_dir, sizeof d->cfg.data_dir, "%s", f->dir);
-    d->cfg.max_running = 2; /* a queued job's view then asks the store */
-    d->total_slots = 4;
-    char cerr[256];
-    d->cl = cluster_open(NULL, 4, 0, cerr, sizeof cerr);
-    if (!d->cl)
-        return -1;
-    d->hosts = 1;
-    d->au = auth_open(path, err, sizeof err);
-    snprintf(path, sizeof path, "%s/runs", f->dir);
-    if (!d->au || mkdir(path, 0700) != 0)
-        return -1;
-    snprintf(path, sizeof path, "%s/punchcard.db", f->dir);
-    d->st = store_open(path, d->cfg.http_threads + 1, err, sizeof err);
-    if (!d->st)
-        return -1;
-    int fd = http_listen("127.0.0.1:0", &f->port, err, sizeof err);
-    if (fd < 0 || !(f->http = http_start(d, fd, err, sizeof err)))
-        return -1;
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 || !(f->curl = curl_easy_init()))
-        return -1;
-    *state = f;
-    return 0;
+    return api_server_setup(state, "apifaults", secrets_json);
 }
 
 static int teardown(void **state)
 {
-    fixture *f = *state;
-    store_fault_sim(NULL, NULL);
-    curl_easy_cleanup(f->curl);
-    curl_global_cleanup();
-    http_stop(f->http);
-    store_close(f->d.st);
-    cluster_close(f->d.cl);
-    auth_close(f->d.au);
-    int rc = rundir_remove(f->dir) ? 0 : -1;
-    free(f);
-    return rc;
+    return api_server_teardown(state);
 }
 
 /* ---- routing --------------------------------------------------------------- */

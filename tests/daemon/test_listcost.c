@@ -32,6 +32,7 @@
 #include "daemon.h"
 #include "api/api.h"
 #include "http/http.h"
+#include "api_server.h"
 #include "api/pagecache.h"
 #include "jobspec/spec.h"
 #include "scratch.h"
@@ -40,15 +41,10 @@ static const char *const secrets_json =
     "[{\"secret\": \"alice-secret\", \"identity\": \"alice\"},"
     " {\"secret\": \"root-secret\", \"identity\": \"root\", \"role\": \"admin\"}]";
 
-typedef struct fixture {
-    char dir[SCRATCH_DIR_LEN];
-    char db[128];
-    daemon_ctx d;
-    http_server *http;
-    int port;
-    CURL *curl;
-    int n_jobs;
-} fixture;
+typedef api_server fixture;
+
+/* The jobs grow() has stored in this test's store (setup starts it at 0). */
+static int n_jobs;
 
 typedef struct body {
     char *text;
@@ -71,45 +67,26 @@ static size_t body_sink(char *p, size_t size, size_t n, void *arg)
     return size * n;
 }
 
-/* GET path as secret's user: the status, and the body into *out when out
- * is not NULL (the caller frees out->text). */
-static long get_body(fixture *f, const char *path, const char *secret, body *out)
+/* GET path, or POST json when it is not NULL, as secret's user: the status,
+ * and the body into *out when out is not NULL (the caller frees out->text). */
+static long request(fixture *f, const char *path, const char *secret, const char *json,
+                    body *out)
 {
     char url[512], bearer[128];
     snprintf(url, sizeof url, "http://127.0.0.1:%d%s", f->port, path);
     snprintf(bearer, sizeof bearer, "Authorization: Bearer %s", secret);
     struct curl_slist *headers = curl_slist_append(NULL, bearer);
+    if (json)
+        headers = curl_slist_append(headers, "Content-Type: application/json");
     assert_non_null(headers);
     curl_easy_reset(f->curl);
     curl_easy_setopt(f->curl, CURLOPT_URL, url);
     curl_easy_setopt(f->curl, CURLOPT_HTTPHEADER, headers);
+    if (json)
+        curl_easy_setopt(f->curl, CURLOPT_POSTFIELDS, json);
     curl_easy_setopt(f->curl, CURLOPT_WRITEFUNCTION, body_sink);
     curl_easy_setopt(f->curl, CURLOPT_WRITEDATA, out);
-    curl_easy_setopt(f->curl, CURLOPT_TIMEOUT, 30L);
-    assert_int_equal(curl_easy_perform(f->curl), CURLE_OK);
-    curl_slist_free_all(headers);
-    long status = 0;
-    curl_easy_getinfo(f->curl, CURLINFO_RESPONSE_CODE, &status);
-    return status;
-}
-
-/* POST a JSON body as secret's user: the status, the reply into *out. */
-static long post_body(fixture *f, const char *path, const char *secret, const char *json,
-                      body *out)
-{
-    char url[512], bearer[128];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", f->port, path);
-    snprintf(bearer, sizeof bearer, "Authorization: Bearer %s", secret);
-    struct curl_slist *headers = curl_slist_append(NULL, bearer);
-    headers = curl_slist_append(headers, "Content-Type: application/json");
-    assert_non_null(headers);
-    curl_easy_reset(f->curl);
-    curl_easy_setopt(f->curl, CURLOPT_URL, url);
-    curl_easy_setopt(f->curl, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(f->curl, CURLOPT_POSTFIELDS, json);
-    curl_easy_setopt(f->curl, CURLOPT_WRITEFUNCTION, body_sink);
-    curl_easy_setopt(f->curl, CURLOPT_WRITEDATA, out);
-    curl_easy_setopt(f->curl, CURLOPT_TIMEOUT, 60L);
+    curl_easy_setopt(f->curl, CURLOPT_TIMEOUT, json ? 60L : 30L);
     assert_int_equal(curl_easy_perform(f->curl), CURLE_OK);
     curl_slist_free_all(headers);
     long status = 0;
@@ -119,7 +96,7 @@ static long post_body(fixture *f, const char *path, const char *secret, const ch
 
 static long get(fixture *f, const char *path, const char *secret)
 {
-    return get_body(f, path, secret, NULL);
+    return request(f, path, secret, NULL, NULL);
 }
 
 /* Statements the store ran for one GET (nothing else uses it meanwhile:
@@ -136,11 +113,11 @@ static uint64_t statements_of(fixture *f, const char *path, const char *secret)
 static void grow(fixture *f, int n, char last_id[STORE_ID_LEN + 1])
 {
     static const char *const owners[] = {"alice", "bob", "alice", "carol"};
-    for (; f->n_jobs < n; f->n_jobs++) {
-        store_new_job nj = {.owner = owners[f->n_jobs % 4], .name = "j", .trainer = "single",
+    for (; n_jobs < n; n_jobs++) {
+        store_new_job nj = {.owner = owners[n_jobs % 4], .name = "j", .trainer = "single",
                             .spec = "{}", .ranks = 1, .workers = 1, .threads = 1};
         assert_int_equal(store_job_submit(f->d.st, &nj, 0, 0, last_id), STORE_OK);
-        int kind = f->n_jobs % 10;
+        int kind = n_jobs % 10;
         if (kind < 3)
             assert_int_equal(store_job_mark_starting(f->d.st, last_id, NULL, NULL, 1), STORE_OK);
         if (kind < 2)
@@ -152,53 +129,13 @@ static void grow(fixture *f, int n, char last_id[STORE_ID_LEN + 1])
 
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof *f);
-    if (!f || !scratch_create(f->dir, "listcost"))
-        return -1;
-    char path[256], err[512];
-    snprintf(path, sizeof path, "%s/secrets.json", f->dir);
-    FILE *fp = fopen(path, "w");
-    if (!fp || fputs(secrets_json, fp) < 0 || fclose(fp) != 0)
-        return -1;
-    daemon_ctx *d = &f->d;
-    config_defaults(&d->cfg);
-    snprintf(d->cfg.data_dir, sizeof d->cfg.data_dir, "%s", f->dir);
-    d->cfg.max_running = 2; /* queued jobs' views need their owners' active counts */
-    d->total_slots = 4;
-    char cerr[256];
-    if (!(d->cl = cluster_open(NULL, 4, 0, cerr, sizeof cerr)))
-        return -1;
-    d->hosts = 1;
-    if (!(d->au = auth_open(path, err, sizeof err)))
-        return -1;
-    snprintf(path, sizeof path, "%s/runs", f->dir);
-    if (mkdir(path, 0700) != 0)
-        return -1;
-    snprintf(f->db, sizeof f->db, "%s/punchcard.db", f->dir);
-    if (!(d->st = store_open(f->db, d->cfg.http_threads + 1, err, sizeof err)))
-        return -1;
-    int fd = http_listen("127.0.0.1:0", &f->port, err, sizeof err);
-    if (fd < 0 || !(f->http = http_start(d, fd, err, sizeof err)))
-        return -1;
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 || !(f->curl = curl_easy_init()))
-        return -1;
-    *state = f;
-    return 0;
+    n_jobs = 0;
+    return api_server_setup(state, "listcost", secrets_json);
 }
 
 static int teardown(void **state)
 {
-    fixture *f = *state;
-    store_fault_sim(NULL, NULL);
-    curl_easy_cleanup(f->curl);
-    curl_global_cleanup();
-    http_stop(f->http);
-    store_close(f->d.st);
-    cluster_close(f->d.cl);
-    auth_close(f->d.au);
-    bool removed = scratch_remove(f->dir);
-    free(f);
-    return removed ? 0 : -1;
+    return api_server_teardown(state);
 }
 
 /* The lists whose cost is compared, each with the page size as %d. */
@@ -331,7 +268,7 @@ static uint64_t fetch(fixture *f, const char *path, body *b)
 {
     *b = (body){0};
     uint64_t before = store_statements(f->d.st);
-    assert_int_equal(get_body(f, path, "alice-secret", b), 200);
+    assert_int_equal(request(f, path, "alice-secret", NULL, b), 200);
     return store_statements(f->d.st) - before;
 }
 
@@ -398,7 +335,7 @@ static void post_sweep(fixture *f, int n, char id[STORE_ID_LEN + 1], uint64_t *s
     snprintf(json + len, cap - (size_t)len, "]}}}}");
     body reply = {0};
     uint64_t before = store_statements(f->d.st);
-    long status = post_body(f, "/api/v1/sweeps", "alice-secret", json, &reply);
+    long status = request(f, "/api/v1/sweeps", "alice-secret", json, &reply);
     *statements = store_statements(f->d.st) - before;
     if (status != 201)
         fail_msg("POST /api/v1/sweeps: %ld %s", status, reply.text ? reply.text : "");

@@ -253,13 +253,29 @@ static void release(fixture *f, const char *id, int code)
     assert_true(rundir_write_atomic(dir, "release", text, strlen(text), err, sizeof err));
 }
 
-/* Queue a job and tick it through to running. */
-static void start_running(fixture *f, char id[STORE_ID_LEN + 1], long time_limit_s)
+/* Job id is still starting, with no supervisor pid recorded. */
+static void expect_starting_unrecorded(fixture *f, const char *id)
 {
-    submit(f, id, "alice", 2, time_limit_s);
+    store_job j = get(f, id);
+    assert_int_equal(j.state, JOB_STARTING);
+    assert_int_equal(j.supervisor_pid, 0);
+    store_job_clear(&j);
+}
+
+/* Queue a job of alice's and tick it through to starting, its supervisor up
+ * (supervisor.json written). */
+static void start_launched(fixture *f, char id[STORE_ID_LEN + 1], int ranks, long time_limit_s)
+{
+    submit(f, id, "alice", ranks, time_limit_s);
     tick(f);
     assert_int_equal(state_of(f, id), JOB_STARTING);
     wait_for(f, id, "supervisor.json");
+}
+
+/* Queue a job and tick it through to running. */
+static void start_running(fixture *f, char id[STORE_ID_LEN + 1], long time_limit_s)
+{
+    start_launched(f, id, 2, time_limit_s);
     tick(f);
     assert_int_equal(state_of(f, id), JOB_RUNNING);
 }
@@ -627,16 +643,13 @@ static void test_fault_recording_supervisor(void **state)
     tick(f);
     fault_off(f);
     assert_logged(f, "could not record supervisor pid");
-    store_job j = get(f, id);
-    assert_int_equal(j.state, JOB_STARTING);
-    assert_int_equal(j.supervisor_pid, 0);
-    store_job_clear(&j);
+    expect_starting_unrecorded(f, id);
     tick(f);
     char path[256];
     run_file(f, id, NULL, path, sizeof path);
     rundir_supervisor sup;
     assert_true(rundir_read_supervisor(path, &sup));
-    j = get(f, id);
+    store_job j = get(f, id);
     assert_int_equal(j.state, JOB_RUNNING);
     assert_int_equal(j.supervisor_pid, sup.supervisor_pid);
     store_job_clear(&j);
@@ -650,9 +663,7 @@ static void test_fault_marking_running(void **state)
 {
     fixture *f = *state;
     char id[STORE_ID_LEN + 1];
-    submit(f, id, "alice", 1, 0);
-    tick(f);
-    wait_for(f, id, "supervisor.json");
+    start_launched(f, id, 1, 0);
     tick_faulty(f, "SET state = 'running'", "could not record it running");
     assert_int_equal(state_of(f, id), JOB_STARTING);
     tick(f);
@@ -780,10 +791,7 @@ static void test_fault_failing_start(void **state)
     submit(f, id, "alice", 1, 0);
     tick_faulty(f, "SET state = ?2", "could not start");
     assert_logged(f, "could not record the failure");
-    store_job j = get(f, id);
-    assert_int_equal(j.state, JOB_STARTING);
-    assert_int_equal(j.supervisor_pid, 0);
-    store_job_clear(&j);
+    expect_starting_unrecorded(f, id);
     tick(f);
     assert_int_equal(state_of(f, id), JOB_STARTING);
     assert_int_equal(unlink(runs), 0);

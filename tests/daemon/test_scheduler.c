@@ -76,6 +76,23 @@ static const char *submit(fixture *f, const char *owner, int priority, int ranks
     return id;
 }
 
+/* One job to queue: its owner, priority, ranks and GPUs. */
+typedef struct queued {
+    const char *owner;
+    int priority, ranks, gpus;
+} queued;
+
+/* Queue the jobs of a list, in its order. */
+static void submit_all(fixture *f, const queued *jobs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        submit(f, jobs[i].owner, jobs[i].priority, jobs[i].ranks, jobs[i].gpus);
+}
+
+#define SUBMIT(f, ...)                                                                            \
+    submit_all((f), (const queued[]){__VA_ARGS__},                                                \
+               sizeof((const queued[]){__VA_ARGS__}) / sizeof(queued))
+
 /* The active jobs, fresh from the store. */
 static void load_active(fixture *f)
 {
@@ -177,10 +194,7 @@ static void test_order(void **state)
     fixture *f = *state;
     for (int i = 0; i < 6; i++)
         submit(f, "a", 0, 1, 0);
-    submit(f, "b", 0, 1, 0);
-    submit(f, "b", 0, 1, 0);
-    submit(f, "c", 5, 1, 0);
-    submit(f, "d", -1, 1, 0);
+    SUBMIT(f, {"b", 0, 1, 0}, {"b", 0, 1, 0}, {"c", 5, 1, 0}, {"d", -1, 1, 0});
     assert_pass(f, 100, 0, 0, "cababaaaad");
 }
 
@@ -218,9 +232,7 @@ static void test_per_user_limit(void **state)
     fixture *f = *state;
     char first[STORE_ID_LEN + 1];
     snprintf(first, sizeof first, "%s", submit(f, "a", 0, 1, 0));
-    submit(f, "a", 0, 1, 0);
-    submit(f, "b", 0, 1, 0);
-    submit(f, "c", 0, 1, 0);
+    SUBMIT(f, {"a", 0, 1, 0}, {"b", 0, 1, 0}, {"c", 0, 1, 0});
     /* Four free slots, limit one each: a's second job waits. */
     assert_pass(f, 4, 0, 1, "abc");
     /* A slot is free, but a already runs one; without the limit it starts. */
@@ -235,9 +247,7 @@ static void test_per_user_limit(void **state)
 static void test_slots_and_no_backfill(void **state)
 {
     fixture *f = *state;
-    submit(f, "a", 0, 2, 0);
-    submit(f, "b", 0, 3, 0);
-    submit(f, "c", 0, 1, 0);
+    SUBMIT(f, {"a", 0, 2, 0}, {"b", 0, 3, 0}, {"c", 0, 1, 0});
     /* 4 slots: a (2) fits, b (3) does not, and c must not pass it. */
     assert_plan(f, 4, 0, 1, "a");
     assert_plan(f, 0, 0, 1, "");
@@ -260,9 +270,7 @@ static void test_limit_skip_reserves_nothing(void **state)
 static void test_gpus_fit(void **state)
 {
     fixture *f = *state;
-    submit(f, "a", 0, 2, 2);
-    submit(f, "b", 0, 1, 1);
-    submit(f, "c", 0, 1, 0);
+    SUBMIT(f, {"a", 0, 2, 2}, {"b", 0, 1, 1}, {"c", 0, 1, 0});
     assert_plan(f, 4, 3, 1, "abc");
     /* No GPUs at all: the GPU jobs wait (keeping 3 slots), the CPU job runs. */
     assert_plan(f, 4, 0, 1, "c");
@@ -273,10 +281,11 @@ static void test_gpus_fit(void **state)
 static void test_gpus_wait_for_free(void **state)
 {
     fixture *f = *state;
-    submit(f, "a", 0, 1, 2); /* needs 2 GPUs, 1 is free: waits, reserves 1 slot */
-    submit(f, "b", 0, 1, 1); /* must not jump ahead of a to the free GPU: reserves 1 */
-    submit(f, "c", 0, 2, 0); /* CPU only: 4 - 2 reserved = 2 slots, fits */
-    submit(f, "d", 0, 2, 0); /* no slot left: waits */
+    SUBMIT(f,
+           {"a", 0, 1, 2}, /* needs 2 GPUs, 1 is free: waits, reserves 1 slot */
+           {"b", 0, 1, 1}, /* must not jump ahead of a to the free GPU: reserves 1 */
+           {"c", 0, 2, 0}, /* CPU only: 4 - 2 reserved = 2 slots, fits */
+           {"d", 0, 2, 0}); /* no slot left: waits */
     assert_plan(f, 4, 1, 1, "c");
     /* More GPUs and slots: all four, in queue order. */
     assert_plan(f, 6, 3, 1, "abcd");
@@ -286,9 +295,7 @@ static void test_gpus_wait_for_free(void **state)
 static void test_gpus_short_of_slots(void **state)
 {
     fixture *f = *state;
-    submit(f, "a", 0, 4, 1);
-    submit(f, "b", 0, 1, 0);
-    submit(f, "c", 0, 1, 1);
+    SUBMIT(f, {"a", 0, 4, 1}, {"b", 0, 1, 0}, {"c", 0, 1, 1});
     assert_plan(f, 3, 2, 1, "");
 }
 
@@ -297,9 +304,7 @@ static void test_gpus_short_of_slots(void **state)
 static void test_gpus_reservation_keeps_slots(void **state)
 {
     fixture *f = *state;
-    submit(f, "a", 0, 2, 1);
-    submit(f, "b", 0, 2, 0);
-    submit(f, "c", 0, 1, 0);
+    SUBMIT(f, {"a", 0, 2, 1}, {"b", 0, 2, 0}, {"c", 0, 1, 0});
     /* 3 free slots, no GPU: a keeps 2, b would need 2 of the 1 left and
      * waits in turn, keeping the last one from c. */
     assert_plan(f, 3, 0, 0, "");
@@ -374,10 +379,7 @@ static void test_gpus_never_overallocate(void **state)
 static void test_hosts_disjoint(void **state)
 {
     fixture *f = *state;
-    submit(f, "a", 0, 2, 0);
-    submit(f, "b", 0, 1, 0);
-    submit(f, "c", 0, 3, 0);
-    submit(f, "d", 0, 1, 0);
+    SUBMIT(f, {"a", 0, 2, 0}, {"b", 0, 1, 0}, {"c", 0, 3, 0}, {"d", 0, 1, 0});
     load_queue(f);
     placement_cluster c = {.n_hosts = 3, .slots = {2, 2, 1}};
     size_t picked[MAX_ROWS];
@@ -410,11 +412,7 @@ static void test_hosts_disjoint(void **state)
 static void test_hosts_gpus(void **state)
 {
     fixture *f = *state;
-    submit(f, "a", 0, 1, 2);
-    submit(f, "b", 0, 1, 2);
-    submit(f, "c", 0, 1, 2);
-    submit(f, "d", 0, 1, 1);
-    submit(f, "e", 0, 1, 0);
+    SUBMIT(f, {"a", 0, 1, 2}, {"b", 0, 1, 2}, {"c", 0, 1, 2}, {"d", 0, 1, 1}, {"e", 0, 1, 0});
     load_queue(f);
     placement_cluster c = {.n_hosts = 2, .slots = {4, 4}, .gpus = {3, 2}};
     size_t picked[MAX_ROWS];

@@ -27,6 +27,20 @@ static size_t argv_len(char **v)
     return n;
 }
 
+/* v is n arguments long, each want's where want has one (NULL: not
+ * checked here). */
+static void expect_argv(char **v, const char *const *want, size_t n)
+{
+    assert_int_equal(argv_len(v), n);
+    for (size_t i = 0; i < n; i++)
+        if (want[i])
+            assert_string_equal(v[i], want[i]);
+}
+
+#define EXPECT_ARGV(v, ...)                                                                       \
+    expect_argv((v), (const char *const[]){__VA_ARGS__},                                          \
+                sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))
+
 static void test_sbatch_argv_full(void **state)
 {
     (void)state;
@@ -42,9 +56,7 @@ static void test_sbatch_argv_full(void **state)
         "--account=ml-lab", "--qos=long", "--requeue", "--mail-type=NONE",
         "/shared/pc/runs/a1b2/slurm.sh",
     };
-    assert_int_equal(argv_len(v), sizeof want / sizeof want[0]);
-    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
-        assert_string_equal(v[i], want[i]);
+    expect_argv(v, want, sizeof want / sizeof want[0]);
     launcher_argv_free(v);
 }
 
@@ -58,13 +70,8 @@ static void test_sbatch_argv_minimal(void **state)
     slurm_job job = {"j9", "bob\nx", "/d/j9", 1, 1, 0, 0, 5};
     char **v = slurm_sbatch_argv(&site, &job);
     assert_non_null(v);
-    assert_int_equal(argv_len(v), 10);
-    assert_string_equal(v[0], "sbatch");
-    assert_string_equal(v[3], "--ntasks=1");
-    assert_string_equal(v[5], "--output=/d/j9/slurm.out");
-    assert_string_equal(v[7], "--comment=punchcard id=j9 user=bob?x");
-    assert_string_equal(v[8], "--requeue");
-    assert_string_equal(v[9], "/d/j9/slurm.sh");
+    EXPECT_ARGV(v, "sbatch", NULL, NULL, "--ntasks=1", NULL, "--output=/d/j9/slurm.out", NULL,
+                "--comment=punchcard id=j9 user=bob?x", "--requeue", "/d/j9/slurm.sh");
     for (size_t i = 0; v[i]; i++) {
         assert_null(strstr(v[i], "--nice"));
         assert_null(strstr(v[i], "--time"));
@@ -85,11 +92,7 @@ static void test_squeue_argv(void **state)
     slurm_site site = {"/usr/local/bin", NULL, NULL, NULL, NULL};
     char **v = slurm_squeue_argv(&site);
     assert_non_null(v);
-    assert_int_equal(argv_len(v), 5);
-    assert_string_equal(v[0], "/usr/local/bin/squeue");
-    assert_string_equal(v[1], "--me");
-    assert_string_equal(v[3], "--states=all");
-    assert_string_equal(v[4], "--format=%i|%T|%j|%r");
+    EXPECT_ARGV(v, "/usr/local/bin/squeue", "--me", NULL, "--states=all", "--format=%i|%T|%j|%r");
     launcher_argv_free(v);
 }
 

@@ -764,7 +764,8 @@ def case_async_read_failure(tmp):
     with open(images + ".tmp", "wb") as f:
         f.write(raw[:len(raw) // 2])
     os.replace(images + ".tmp", images)
-    rc, secs = wait_ended(p, "the job still runs 60 s after its images file was damaged")
+    rc, secs = punchtest.wait_ended(
+        p, "the job still runs 60 s after its images file was damaged")
     err.seek(0)
     text = err.read()
     lines = [l for l in text.splitlines() if l.startswith("punch-train: rank")]
@@ -772,21 +773,6 @@ def case_async_read_failure(tmp):
     check(rc != 0, "mpirun exited 0 after a worker's read failed")
     check(any(("rank 1: " in l or "rank 2: " in l) and "train-images-idx3-ubyte.gz: " in l
               for l in lines), "no message naming a worker rank and the file:\n" + text[-2000:])
-
-
-def wait_ended(p, what, ranks=()):
-    """mpirun's exit code and the seconds until it exited. After 60 s (a
-    bound against hanging the suite, not a timing check) it and its ranks
-    are killed and the case fails with `what`."""
-    t0 = time.monotonic()
-    try:
-        rc = p.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
-        punchtest.kill_pids(ranks)
-        fail(what)
-    return rc, time.monotonic() - t0
 
 
 def start_until_epoch(path, out, ranks, env, datasets):
@@ -840,8 +826,8 @@ def start_and_signal(tmp, name, spec, ranks, victim, sig, env=None):
         punchtest.kill_pids(pids.values())
         fail("rank %d not found among %s" % (victim, pids))
     os.kill(pids[victim], sig)
-    rc, secs = wait_ended(p, "%s: mpirun still running 60 s after rank %d got signal %d"
-                          % (name, victim, sig), pids.values())
+    rc, secs = punchtest.wait_ended(p, "%s: mpirun still running 60 s after rank %d got "
+                                    "signal %d" % (name, victim, sig), pids.values())
     err.seek(0)
     text = err.read()
     for line in text.splitlines():

@@ -513,11 +513,72 @@ static float *host_random(long n)
     return p;
 }
 
+/* host_random's values times scale. */
+static float *host_scaled(long n, float scale)
+{
+    float *p = host_random(n);
+    for (long i = 0; i < n; i++)
+        p[i] *= scale;
+    return p;
+}
+
+/* A malloc'd copy of n floats. */
+static float *host_copy(const float *src, long n)
+{
+    float *p = malloc((size_t)n * sizeof *p);
+    assert_non_null(p);
+    memcpy(p, src, (size_t)n * sizeof *p);
+    return p;
+}
+
+/* An activation's buffers: x (host_random times scale), dy (host_random),
+ * y on the CPU backend, yk (a copy of x) for the kernel's formula. */
+typedef struct act_bufs {
+    float *x, *dy, *y, *yk;
+} act_bufs;
+
+static act_bufs act_bufs_new(backend *cpu, long n, float scale)
+{
+    act_bufs b = {.x = host_scaled(n, scale)};
+    b.dy = host_random(n);
+    b.y = cpu->alloc(cpu, n);
+    assert_non_null(b.y);
+    b.yk = host_copy(b.x, n);
+    return b;
+}
+
+static void act_bufs_free(backend *cpu, act_bufs *b)
+{
+    cpu->free(cpu, b->y);
+    free(b->yk);
+    free(b->x);
+    free(b->dy);
+}
+
+/* The CPU backend on one thread, the reference the kernels' formulas are
+ * checked against. */
+static backend *cpu_reference(void)
+{
+    char err[256];
+    backend *cpu = backend_cpu_create(1, err, sizeof err);
+    if (!cpu)
+        fail_msg("backend_cpu_create: %s", err);
+    return cpu;
+}
+
 static void expect_near(const float *a, const float *b, long n, float tol)
 {
     for (long i = 0; i < n; i++)
         if (!(fabsf(a[i] - b[i]) <= tol * (1.0f + fabsf(b[i]))))
             fail_msg("element %ld: %.9g vs %.9g", i, a[i], b[i]);
+}
+
+/* The kernel's dxk against the CPU's dx; both freed. */
+static void expect_dx(float *dxk, float *dx, long n)
+{
+    expect_near(dxk, dx, n, 1e-6f);
+    free(dx);
+    free(dxk);
 }
 
 static void test_pool_formulas(void **state)
@@ -531,9 +592,7 @@ static void test_pool_formulas(void **state)
         {2, 4, 4, 1, 1, 1, 1, 1, 1},   /* windows entirely in the padding */
         {1, 9, 9, 4, 3, 2, 1, 2, 3},   /* stride < kernel, overlapping */
     };
-    char err[256];
-    backend *cpu = backend_cpu_create(1, err, sizeof err);
-    assert_non_null(cpu);
+    backend *cpu = cpu_reference();
     const int batch = 3;
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
         for (int mode = 0; mode < 2; mode++) {
@@ -583,39 +642,24 @@ static void test_pool_formulas(void **state)
 static void test_softmax_formulas(void **state)
 {
     (void)state;
-    char err[256];
-    backend *cpu = backend_cpu_create(1, err, sizeof err);
-    assert_non_null(cpu);
+    backend *cpu = cpu_reference();
     const long shapes[][2] = {{9, 13}, {3, 5000}, {2, GPU_BLOCK_THREADS + 1}};
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
         const long rows = shapes[s][0], cols = shapes[s][1], n = rows * cols;
-        float *x = host_random(n), *dy = host_random(n);
-        for (long i = 0; i < n; i++)
-            x[i] *= 8.0f;
-        float *y = cpu->alloc(cpu, n), *yk = malloc((size_t)n * sizeof *yk);
-        assert_non_null(y);
-        assert_non_null(yk);
-        cpu->activation_forward(cpu, ACT_SOFTMAX, rows, cols, x, y);
-        memcpy(yk, x, (size_t)n * sizeof *yk);
+        act_bufs b = act_bufs_new(cpu, n, 8.0f);
+        cpu->activation_forward(cpu, ACT_SOFTMAX, rows, cols, b.x, b.y);
         for (long r = 0; r < rows; r++) /* in place, as dense layers use it */
-            gpu_softmax_row(yk + r * cols, yk + r * cols, cols);
-        expect_near(yk, y, n, 1e-6f);
+            gpu_softmax_row(b.yk + r * cols, b.yk + r * cols, cols);
+        expect_near(b.yk, b.y, n, 1e-6f);
         for (int acc = 0; acc < 2; acc++) {
-            float *dx = host_random(n), *dxk = malloc((size_t)n * sizeof *dxk);
-            assert_non_null(dxk);
-            memcpy(dxk, dx, (size_t)n * sizeof *dxk);
-            cpu->activation_backward(cpu, ACT_SOFTMAX, rows, cols, y, dy, dx, acc);
+            float *dx = host_random(n), *dxk = host_copy(dx, n);
+            cpu->activation_backward(cpu, ACT_SOFTMAX, rows, cols, b.y, b.dy, dx, acc);
             for (long r = 0; r < rows; r++)
-                gpu_softmax_row_backward(y + r * cols, dy + r * cols, dxk + r * cols, cols,
+                gpu_softmax_row_backward(b.y + r * cols, b.dy + r * cols, dxk + r * cols, cols,
                                          acc);
-            expect_near(dxk, dx, n, 1e-6f);
-            free(dx);
-            free(dxk);
+            expect_dx(dxk, dx, n);
         }
-        cpu->free(cpu, y);
-        free(yk);
-        free(x);
-        free(dy);
+        act_bufs_free(cpu, &b);
     }
     cpu->destroy(cpu);
 }
@@ -626,45 +670,32 @@ static void test_softmax_formulas(void **state)
 static void test_activation_formulas(void **state)
 {
     (void)state;
-    char err[256];
-    backend *cpu = backend_cpu_create(1, err, sizeof err);
-    assert_non_null(cpu);
+    backend *cpu = cpu_reference();
     static const spec_activation acts[] = {ACT_RELU, ACT_SIGMOID, ACT_TANH};
     static const gpu_act_kind kinds[] = {GPU_ACT_RELU, GPU_ACT_SIGMOID, GPU_ACT_TANH};
     const long rows = 7, cols = 41, n = rows * cols;
     for (size_t a = 0; a < 3; a++) {
-        float *x = host_random(n), *dy = host_random(n);
+        act_bufs b = act_bufs_new(cpu, n, 4.0f);
+        b.x[0] = 0.0f; /* relu's boundary: y == 0 passes no gradient */
+        cpu->activation_forward(cpu, acts[a], rows, cols, b.x, b.y);
         for (long i = 0; i < n; i++)
-            x[i] *= 4.0f;
-        x[0] = 0.0f; /* relu's boundary: y == 0 passes no gradient */
-        float *y = cpu->alloc(cpu, n), *yk = malloc((size_t)n * sizeof *yk);
-        assert_non_null(y);
-        assert_non_null(yk);
-        cpu->activation_forward(cpu, acts[a], rows, cols, x, y);
-        for (long i = 0; i < n; i++)
-            yk[i] = gpu_act_forward_at(kinds[a], x[i]);
-        expect_near(yk, y, n, 1e-6f);
+            b.yk[i] = gpu_act_forward_at(kinds[a], b.x[i]);
+        expect_near(b.yk, b.y, n, 1e-6f);
         for (int acc = 0; acc < 3; acc++) {
             /* acc 2: overwriting in place, dx == dy. */
-            float *dx = host_random(n), *dxk = malloc((size_t)n * sizeof *dxk);
-            assert_non_null(dxk);
+            float *dx = host_random(n);
             if (acc == 2)
-                memcpy(dx, dy, (size_t)n * sizeof *dx);
-            memcpy(dxk, dx, (size_t)n * sizeof *dxk);
-            cpu->activation_backward(cpu, acts[a], rows, cols, y, acc == 2 ? dx : dy, dx,
+                memcpy(dx, b.dy, (size_t)n * sizeof *dx);
+            float *dxk = host_copy(dx, n);
+            cpu->activation_backward(cpu, acts[a], rows, cols, b.y, acc == 2 ? dx : b.dy, dx,
                                      acc == 1);
             for (long i = 0; i < n; i++) {
-                float g = gpu_act_backward_at(kinds[a], y[i], dy[i]);
+                float g = gpu_act_backward_at(kinds[a], b.y[i], b.dy[i]);
                 dxk[i] = acc == 1 ? dxk[i] + g : g;
             }
-            expect_near(dxk, dx, n, 1e-6f);
-            free(dx);
-            free(dxk);
+            expect_dx(dxk, dx, n);
         }
-        cpu->free(cpu, y);
-        free(yk);
-        free(x);
-        free(dy);
+        act_bufs_free(cpu, &b);
     }
     cpu->destroy(cpu);
 }
@@ -675,9 +706,7 @@ static void test_activation_formulas(void **state)
 static void test_batchnorm_running_rule(void **state)
 {
     (void)state;
-    char err[256];
-    backend *cpu = backend_cpu_create(1, err, sizeof err);
-    assert_non_null(cpu);
+    backend *cpu = cpu_reference();
     const int c = 6;
     const float momentum = 0.5f, eps = 1e-3f;
     const int shapes[][2] = {{1, 1}, {4, 1}, {1, 3}}; /* batch, spatial */
@@ -749,8 +778,7 @@ static void test_conv_explicit_padding(void **state)
 {
     (void)state;
     char err[256];
-    backend *cpu = backend_cpu_create(1, err, sizeof err);
-    assert_non_null(cpu);
+    backend *cpu = cpu_reference();
     const int batch = 2;
     conv2d_desc d = conv_desc(3, 6, 7, 4, 2, 1, 1, 0, 0, 1, 1);
     d.max_batch = batch;

@@ -103,6 +103,31 @@ static void mbuf_free(mbuf *b)
     gpu->free(gpu, b->g);
 }
 
+/* mbuf_free each of a list. */
+static void mbufs_free(mbuf *const *all, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        mbuf_free(all[i]);
+}
+
+#define MBUFS_FREE(...)                                                                           \
+    mbufs_free((mbuf *const[]){__VA_ARGS__},                                                      \
+               sizeof((mbuf *const[]){__VA_ARGS__}) / sizeof(mbuf *))
+
+/* A layer's workspaces of wc floats on the CPU and wg on the GPU (at least
+ * one each, as an empty one may be NULL). */
+static void ws_alloc(long wc, long wg, float **ws_c, float **ws_g)
+{
+    *ws_c = cpu->alloc(cpu, wc > 0 ? wc : 1);
+    *ws_g = gpu->alloc(gpu, wg > 0 ? wg : 1);
+}
+
+static void ws_free(float *ws_c, float *ws_g)
+{
+    cpu->free(cpu, ws_c);
+    gpu->free(gpu, ws_g);
+}
+
 /* One-hot rows of n classes. */
 static mbuf mbuf_onehot(int rows, int n)
 {
@@ -221,9 +246,7 @@ static void test_dense(void **state)
             cpu->dense_backward(cpu, batch, in, out, x.c, w.c, dz.c, NULL, false, dw.c, NULL);
             gpu->dense_backward(gpu, batch, in, out, x.g, w.g, dz.g, NULL, false, dw.g, NULL);
             expect_close("dense dw (no dx)", &dw, TOL_SUM);
-            mbuf *all[] = {&x, &w, &bias, &y, &dz, &dx, &dw, &db};
-            for (size_t i = 0; i < 8; i++)
-                mbuf_free(all[i]);
+            MBUFS_FREE(&x, &w, &bias, &y, &dz, &dx, &dw, &db);
         }
 }
 
@@ -306,7 +329,8 @@ static void test_conv2d(void **state)
         long wc = cpu->conv2d_prepare(cpu, &dc), wg = gpu->conv2d_prepare(gpu, &dg);
         assert_true(wc >= 0);
         assert_true(wg >= 0);
-        float *ws_c = cpu->alloc(cpu, wc > 0 ? wc : 1), *ws_g = gpu->alloc(gpu, wg > 0 ? wg : 1);
+        float *ws_c, *ws_g;
+        ws_alloc(wc, wg, &ws_c, &ws_g);
         assert_non_null(ws_c);
         assert_non_null(ws_g);
         for (int batch = max_batch; batch >= max_batch - 2; batch -= 2) { /* incl. short batch */
@@ -334,12 +358,9 @@ static void test_conv2d(void **state)
             cpu->conv2d_backward(cpu, &dc, batch, x.c, w.c, dz.c, NULL, false, dw.c, NULL, ws_c);
             gpu->conv2d_backward(gpu, &dg, batch, x.g, w.g, dz.g, NULL, false, dw.g, NULL, ws_g);
             expect_close("conv dw (no dx)", &dw, TOL_SUM);
-            mbuf *all[] = {&x, &w, &bias, &y, &dz, &dx, &dw, &db};
-            for (size_t i = 0; i < 8; i++)
-                mbuf_free(all[i]);
+            MBUFS_FREE(&x, &w, &bias, &y, &dz, &dx, &dw, &db);
         }
-        cpu->free(cpu, ws_c);
-        gpu->free(gpu, ws_g);
+        ws_free(ws_c, ws_g);
         cpu->conv2d_release(cpu, &dc);
         gpu->conv2d_release(gpu, &dg);
     }
@@ -394,9 +415,7 @@ static void test_conv2d_deterministic(void **state)
                     free(now);
                 }
             }
-            mbuf *all[] = {&x, &dz, &y, &w, &dx, &dw, &db};
-            for (size_t i = 0; i < 7; i++)
-                mbuf_free(all[i]);
+            MBUFS_FREE(&x, &dz, &y, &w, &dx, &dw, &db);
         }
         gpu->free(gpu, ws);
         gpu->conv2d_release(gpu, &dg);
@@ -454,63 +473,121 @@ static void test_pool2d(void **state)
 
 /* ---- batch normalisation ------------------------------------------------ */
 
+/* A batchnorm layer on both backends: its descriptors (max_batch x c x
+ * spatial), workspaces, and buffers of max_batch samples (x and the
+ * gradients random, running statistics near their start values). */
+typedef struct bn_pair {
+    batchnorm_desc dc, dg;
+    float *ws_c, *ws_g;
+    mbuf x, gamma, beta, rmean, rvar, smean, sinv, y, dy, dx, dgamma, dbeta;
+} bn_pair;
+
+/* A momentum of 0.5 makes the running-variance update weigh enough that a
+ * biased (N) instead of unbiased (N - 1) variance shows. */
+static void bn_open(bn_pair *b, int max_batch, int c, int sp)
+{
+    b->dc = (batchnorm_desc){.max_batch = max_batch, .c = c, .spatial = sp, .epsilon = 1e-3f,
+                             .momentum = 0.5f};
+    b->dg = b->dc;
+    long wc = cpu->batchnorm_prepare(cpu, &b->dc), wg = gpu->batchnorm_prepare(gpu, &b->dg);
+    assert_true(wc >= 0);
+    assert_true(wg >= 0);
+    ws_alloc(wc, wg, &b->ws_c, &b->ws_g);
+    long n = (long)max_batch * c * sp;
+    b->x = mbuf_new(n, -2, 3);
+    b->gamma = mbuf_new(c, 0.5f, 1.5f);
+    b->beta = mbuf_new(c, -1, 1);
+    b->rmean = mbuf_new(c, -0.1f, 0.1f);
+    b->rvar = mbuf_new(c, 0.5f, 1.5f);
+    b->smean = mbuf_new(c, 0, 0);
+    b->sinv = mbuf_new(c, 0, 0);
+    b->y = mbuf_new(n, 0, 0);
+    b->dy = mbuf_new(n, -1, 1);
+    b->dx = mbuf_new(n, -1, 1);
+    b->dgamma = mbuf_new(c, 0, 0);
+    b->dbeta = mbuf_new(c, 0, 0);
+}
+
+static void bn_close(bn_pair *b)
+{
+    MBUFS_FREE(&b->x, &b->gamma, &b->beta, &b->rmean, &b->rvar, &b->smean, &b->sinv, &b->y,
+               &b->dy, &b->dx, &b->dgamma, &b->dbeta);
+    ws_free(b->ws_c, b->ws_g);
+    cpu->batchnorm_release(cpu, &b->dc);
+    gpu->batchnorm_release(gpu, &b->dg);
+}
+
+/* expect_close of the buffer named "<tag> <name>". */
+static void bn_expect(const char *tag, const char *name, const mbuf *m)
+{
+    char what[64];
+    snprintf(what, sizeof what, "%s %s", tag, name);
+    expect_close(what, m, TOL_SUM);
+}
+
+/* A training forward pass of `batch` samples: the same output, saved and
+ * running statistics on both. */
+static void bn_train(bn_pair *b, int batch, const char *tag)
+{
+    cpu->batchnorm_forward_train(cpu, &b->dc, batch, b->x.c, b->gamma.c, b->beta.c, b->rmean.c,
+                                 b->rvar.c, b->smean.c, b->sinv.c, b->y.c, b->ws_c);
+    gpu->batchnorm_forward_train(gpu, &b->dg, batch, b->x.g, b->gamma.g, b->beta.g, b->rmean.g,
+                                 b->rvar.g, b->smean.g, b->sinv.g, b->y.g, b->ws_g);
+    bn_expect(tag, "y", &b->y);
+    bn_expect(tag, "save_mean", &b->smean);
+    bn_expect(tag, "save_invstd", &b->sinv);
+    bn_expect(tag, "running_mean", &b->rmean);
+    bn_expect(tag, "running_var", &b->rvar);
+}
+
+/* Inference of `batch` samples from the running statistics. */
+static void bn_eval(bn_pair *b, int batch, const char *tag)
+{
+    cpu->batchnorm_forward_eval(cpu, &b->dc, batch, b->x.c, b->gamma.c, b->beta.c, b->rmean.c,
+                                b->rvar.c, b->y.c);
+    gpu->batchnorm_forward_eval(gpu, &b->dg, batch, b->x.g, b->gamma.g, b->beta.g, b->rmean.g,
+                                b->rvar.g, b->y.g);
+    bn_expect(tag, "eval y", &b->y);
+}
+
+/* One backward pass of `batch` samples on both, accumulating when acc;
+ * with_dx false: the parameter gradients alone (dx NULL). */
+static void bn_backward(bn_pair *b, int batch, bool with_dx, int acc)
+{
+    cpu->batchnorm_backward(cpu, &b->dc, batch, b->x.c, b->dy.c, b->gamma.c, b->smean.c,
+                            b->sinv.c, with_dx ? b->dx.c : NULL, acc, b->dgamma.c, b->dbeta.c,
+                            b->ws_c);
+    gpu->batchnorm_backward(gpu, &b->dg, batch, b->x.g, b->dy.g, b->gamma.g, b->smean.g,
+                            b->sinv.g, with_dx ? b->dx.g : NULL, acc, b->dgamma.g, b->dbeta.g,
+                            b->ws_g);
+}
+
+/* Backward of `batch` samples, overwriting then accumulating: the same
+ * dx, dgamma and dbeta on both. */
+static void bn_expect_backward(bn_pair *b, int batch, const char *tag)
+{
+    for (int acc = 0; acc < 2; acc++) {
+        bn_backward(b, batch, true, acc);
+        bn_expect(tag, "dx", &b->dx);
+        bn_expect(tag, "dgamma", &b->dgamma);
+        bn_expect(tag, "dbeta", &b->dbeta);
+    }
+}
+
 static void test_batchnorm(void **state)
 {
     (void)state;
     const int shapes[][3] = {{7, 5, 12}, {16, 9, 1}}; /* batch, c, spatial */
     for (size_t s = 0; s < 2; s++) {
-        int batch = shapes[s][0], c = shapes[s][1], sp = shapes[s][2];
-        /* A momentum of 0.5 makes the running-variance update weigh enough
-         * that a biased (N) instead of unbiased (N - 1) variance shows. */
-        batchnorm_desc dc = {.max_batch = batch, .c = c, .spatial = sp, .epsilon = 1e-3f,
-                             .momentum = 0.5f};
-        batchnorm_desc dg = dc;
-        long wc = cpu->batchnorm_prepare(cpu, &dc), wg = gpu->batchnorm_prepare(gpu, &dg);
-        assert_true(wc >= 0);
-        assert_true(wg >= 0);
-        float *ws_c = cpu->alloc(cpu, wc > 0 ? wc : 1), *ws_g = gpu->alloc(gpu, wg > 0 ? wg : 1);
-        long n = (long)batch * c * sp;
-        mbuf x = mbuf_new(n, -2, 3), gamma = mbuf_new(c, 0.5f, 1.5f), beta = mbuf_new(c, -1, 1);
-        mbuf rmean = mbuf_new(c, -0.1f, 0.1f), rvar = mbuf_new(c, 0.5f, 1.5f);
-        mbuf smean = mbuf_new(c, 0, 0), sinv = mbuf_new(c, 0, 0), y = mbuf_new(n, 0, 0);
-        cpu->batchnorm_forward_train(cpu, &dc, batch, x.c, gamma.c, beta.c, rmean.c, rvar.c,
-                                     smean.c, sinv.c, y.c, ws_c);
-        gpu->batchnorm_forward_train(gpu, &dg, batch, x.g, gamma.g, beta.g, rmean.g, rvar.g,
-                                     smean.g, sinv.g, y.g, ws_g);
-        expect_close("bn y", &y, TOL_SUM);
-        expect_close("bn save_mean", &smean, TOL_SUM);
-        expect_close("bn save_invstd", &sinv, TOL_SUM);
-        expect_close("bn running_mean", &rmean, TOL_SUM);
-        expect_close("bn running_var", &rvar, TOL_SUM);
-        cpu->batchnorm_forward_eval(cpu, &dc, batch, x.c, gamma.c, beta.c, rmean.c, rvar.c,
-                                    y.c);
-        gpu->batchnorm_forward_eval(gpu, &dg, batch, x.g, gamma.g, beta.g, rmean.g, rvar.g,
-                                    y.g);
-        expect_close("bn eval y", &y, TOL_SUM);
-        mbuf dy = mbuf_new(n, -1, 1), dx = mbuf_new(n, -1, 1);
-        mbuf dgamma = mbuf_new(c, 0, 0), dbeta = mbuf_new(c, 0, 0);
-        for (int acc = 0; acc < 2; acc++) {
-            cpu->batchnorm_backward(cpu, &dc, batch, x.c, dy.c, gamma.c, smean.c, sinv.c, dx.c,
-                                    acc, dgamma.c, dbeta.c, ws_c);
-            gpu->batchnorm_backward(gpu, &dg, batch, x.g, dy.g, gamma.g, smean.g, sinv.g, dx.g,
-                                    acc, dgamma.g, dbeta.g, ws_g);
-            expect_close("bn dx", &dx, TOL_SUM);
-            expect_close("bn dgamma", &dgamma, TOL_SUM);
-            expect_close("bn dbeta", &dbeta, TOL_SUM);
-        }
-        cpu->batchnorm_backward(cpu, &dc, batch, x.c, dy.c, gamma.c, smean.c, sinv.c, NULL,
-                                false, dgamma.c, dbeta.c, ws_c);
-        gpu->batchnorm_backward(gpu, &dg, batch, x.g, dy.g, gamma.g, smean.g, sinv.g, NULL,
-                                false, dgamma.g, dbeta.g, ws_g);
-        expect_close("bn dgamma (no dx)", &dgamma, TOL_SUM);
-        mbuf *all[] = {&x, &gamma, &beta, &rmean, &rvar, &smean, &sinv, &y,
-                       &dy, &dx, &dgamma, &dbeta};
-        for (size_t i = 0; i < 12; i++)
-            mbuf_free(all[i]);
-        cpu->free(cpu, ws_c);
-        gpu->free(gpu, ws_g);
-        cpu->batchnorm_release(cpu, &dc);
-        gpu->batchnorm_release(gpu, &dg);
+        int batch = shapes[s][0];
+        bn_pair b;
+        bn_open(&b, batch, shapes[s][1], shapes[s][2]);
+        bn_train(&b, batch, "bn");
+        bn_eval(&b, batch, "bn");
+        bn_expect_backward(&b, batch, "bn");
+        bn_backward(&b, batch, false, false);
+        expect_close("bn dgamma (no dx)", &b.dgamma, TOL_SUM);
+        bn_close(&b);
     }
 }
 
@@ -522,56 +599,18 @@ static void test_batchnorm_single(void **state)
 {
     (void)state;
     const int c = 5, full = 4;
-    batchnorm_desc dc = {.max_batch = full, .c = c, .spatial = 1, .epsilon = 1e-3f,
-                         .momentum = 0.5f};
-    batchnorm_desc dg = dc;
-    long wc = cpu->batchnorm_prepare(cpu, &dc), wg = gpu->batchnorm_prepare(gpu, &dg);
-    assert_true(wc >= 0);
-    assert_true(wg >= 0);
-    float *ws_c = cpu->alloc(cpu, wc > 0 ? wc : 1), *ws_g = gpu->alloc(gpu, wg > 0 ? wg : 1);
-    mbuf x = mbuf_new((long)full * c, -2, 3), gamma = mbuf_new(c, 0.5f, 1.5f);
-    mbuf beta = mbuf_new(c, -1, 1), rmean = mbuf_new(c, -0.1f, 0.1f);
-    mbuf rvar = mbuf_new(c, 0.5f, 1.5f), smean = mbuf_new(c, 0, 0), sinv = mbuf_new(c, 0, 0);
-    mbuf y = mbuf_new((long)full * c, 0, 0), dy = mbuf_new((long)full * c, -1, 1);
-    mbuf dx = mbuf_new((long)full * c, -1, 1), dgamma = mbuf_new(c, 0, 0);
-    mbuf dbeta = mbuf_new(c, 0, 0);
+    bn_pair b;
+    bn_open(&b, full, c, 1);
     static const int batches[] = {full, 1, 1};
-    for (size_t k = 0; k < 3; k++) {
-        int batch = batches[k];
-        cpu->batchnorm_forward_train(cpu, &dc, batch, x.c, gamma.c, beta.c, rmean.c, rvar.c,
-                                     smean.c, sinv.c, y.c, ws_c);
-        gpu->batchnorm_forward_train(gpu, &dg, batch, x.g, gamma.g, beta.g, rmean.g, rvar.g,
-                                     smean.g, sinv.g, y.g, ws_g);
-        expect_close("bn1 y", &y, TOL_SUM);
-        expect_close("bn1 save_mean", &smean, TOL_SUM);
-        expect_close("bn1 save_invstd", &sinv, TOL_SUM);
-        expect_close("bn1 running_mean", &rmean, TOL_SUM);
-        expect_close("bn1 running_var", &rvar, TOL_SUM);
-    }
-    float *rv = gpu_bytes(&rvar);
+    for (size_t k = 0; k < 3; k++)
+        bn_train(&b, batches[k], "bn1");
+    float *rv = gpu_bytes(&b.rvar);
     for (int i = 0; i < c; i++)
         assert_true(isfinite(rv[i]));
     free(rv);
-    cpu->batchnorm_forward_eval(cpu, &dc, 1, x.c, gamma.c, beta.c, rmean.c, rvar.c, y.c);
-    gpu->batchnorm_forward_eval(gpu, &dg, 1, x.g, gamma.g, beta.g, rmean.g, rvar.g, y.g);
-    expect_close("bn1 eval y", &y, TOL_SUM);
-    for (int acc = 0; acc < 2; acc++) {
-        cpu->batchnorm_backward(cpu, &dc, 1, x.c, dy.c, gamma.c, smean.c, sinv.c, dx.c, acc,
-                                dgamma.c, dbeta.c, ws_c);
-        gpu->batchnorm_backward(gpu, &dg, 1, x.g, dy.g, gamma.g, smean.g, sinv.g, dx.g, acc,
-                                dgamma.g, dbeta.g, ws_g);
-        expect_close("bn1 dx", &dx, TOL_SUM);
-        expect_close("bn1 dgamma", &dgamma, TOL_SUM);
-        expect_close("bn1 dbeta", &dbeta, TOL_SUM);
-    }
-    mbuf *all[] = {&x, &gamma, &beta, &rmean, &rvar, &smean, &sinv, &y, &dy, &dx, &dgamma,
-                   &dbeta};
-    for (size_t i = 0; i < 12; i++)
-        mbuf_free(all[i]);
-    cpu->free(cpu, ws_c);
-    gpu->free(gpu, ws_g);
-    cpu->batchnorm_release(cpu, &dc);
-    gpu->batchnorm_release(gpu, &dg);
+    bn_eval(&b, 1, "bn1");
+    bn_expect_backward(&b, 1, "bn1");
+    bn_close(&b);
 }
 
 /* ---- dropout and concat ------------------------------------------------- */
@@ -591,9 +630,7 @@ static void test_dropout(void **state)
         gpu->dropout_backward(gpu, n, mask.g, dy.g, dx.g, acc);
         expect_close("dropout dx", &dx, TOL_EXACT);
     }
-    mbuf *all[] = {&x, &mask, &y, &dy, &dx};
-    for (size_t i = 0; i < 5; i++)
-        mbuf_free(all[i]);
+    MBUFS_FREE(&x, &mask, &y, &dy, &dx);
 }
 
 static void test_concat(void **state)
@@ -759,9 +796,7 @@ static void losses_metrics_case(int batch, int n)
         gpu->metrics(gpu, batch, n, probs.g, t.g, &mg);
         assert_true(mc.correct == mg.correct);
     }
-    mbuf *all[] = {&logits, &t, &probs, &grad, &p, &tb};
-    for (size_t i = 0; i < 6; i++)
-        mbuf_free(all[i]);
+    MBUFS_FREE(&logits, &t, &probs, &grad, &p, &tb);
 }
 
 /* Rows shorter than a block, longer than a block (5000 > 256 threads),

@@ -5,6 +5,8 @@
 #ifndef PUNCH_SPEC_FIXTURE_H
 #define PUNCH_SPEC_FIXTURE_H
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "jobspec/spec.h"
@@ -18,6 +20,21 @@ static inline job_spec *spec_fixture_parse(const char *json)
         fail_msg("spec: %s\n%s", spec_error_str(&e, msg, sizeof msg), json);
     }
     return s;
+}
+
+/* spec_fixture_parse of the JSON text printf makes of fmt and its
+ * arguments (8 KiB at the most, or the test fails). */
+__attribute__((format(printf, 1, 2))) static inline job_spec *spec_fixture_parsef(const char *fmt,
+                                                                                   ...)
+{
+    char json[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(json, sizeof json, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof json)
+        fail_msg("spec: the JSON text of \"%.60s...\" is over %zu bytes", fmt, sizeof json);
+    return spec_fixture_parse(json);
 }
 
 #endif

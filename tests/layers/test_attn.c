@@ -7,6 +7,7 @@
  * O(T^2) computation; Keras's parameter counts; a small encoder that
  * learns through the model; and the spec's refusals by JSON path. */
 #include "layer_harness.h"
+#include "model_fixture.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -320,14 +321,8 @@ static const int32_t TLENS[TN] = {8, 5, 1, 3};
 static model *torch_fixture(const char *json, bool next, job_spec **spec, backend **be,
                             dataset *d)
 {
-    *spec = spec_fixture_parse(json);
+    model *m = model_fixture_open(json, 2, TN, 7, spec, be);
     char err[256];
-    *be = backend_cpu_create(2, err, sizeof err);
-    assert_non_null(*be);
-    model *m = model_create(*spec, *be, TN, err, sizeof err);
-    if (!m)
-        fail_msg("model_create: %s", err);
-    assert_int_equal(model_init_params(m, 7, err, sizeof err), 0);
     rng g = rng_make(3, 0);
     for (int i = 0; i < m->n_layers; i++)
         for (int t = 0; t < m->layers[i].n_tensors; t++) {
@@ -536,14 +531,10 @@ static void test_encoder_learns(void **state)
         " \"training\": {\"loss\": \"categorical_crossentropy\","
         " \"optimizer\": {\"name\": \"adam\", \"learning_rate\": 0.01}}}";
     enum { N = 32, T = 8, F = 4 };
-    job_spec *spec = spec_fixture_parse(json);
+    job_spec *spec;
+    backend *be;
+    model *m = model_fixture_open(json, 2, N, 5, &spec, &be);
     char err[256];
-    backend *be = backend_cpu_create(2, err, sizeof err);
-    assert_non_null(be);
-    model *m = model_create(spec, be, N, err, sizeof err);
-    if (!m)
-        fail_msg("model_create: %s", err);
-    assert_int_equal(model_init_params(m, 5, err, sizeof err), 0);
     dataset d = {.n = N, .features = T * F, .shape = {2, {T, F, 1}}, .num_classes = 2,
                  .label_steps = 1};
     d.x = calloc(N * T * F, sizeof *d.x);

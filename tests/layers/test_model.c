@@ -16,7 +16,7 @@
 
 #include "model/model.h"
 #include "backend/rng.h"
-#include "spec_fixture.h"
+#include "model_fixture.h"
 #include "cpu/cpu.h"
 
 typedef struct fixture {
@@ -31,14 +31,8 @@ static fixture *fixture_make(const char *json, int batch, int threads)
 {
     fixture *f = calloc(1, sizeof *f);
     assert_non_null(f);
-    f->spec = spec_fixture_parse(json);
+    f->m = model_fixture_open(json, threads, batch, 3, &f->spec, &f->be);
     char err[256];
-    f->be = backend_cpu_create(threads, err, sizeof err);
-    assert_non_null(f->be);
-    f->m = model_create(f->spec, f->be, batch, err, sizeof err);
-    if (!f->m)
-        fail_msg("model_create: %s", err);
-    assert_int_equal(model_init_params(f->m, 3, err, sizeof err), 0);
     f->batch = batch;
     dataset *d = &f->data;
     d->n = batch;

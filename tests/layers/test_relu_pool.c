@@ -19,7 +19,7 @@
 
 #include "model/model.h"
 #include "backend/rng.h"
-#include "spec_fixture.h"
+#include "model_fixture.h"
 #include "cpu/cpu.h"
 
 typedef struct pool_case {
@@ -192,14 +192,8 @@ typedef struct net {
 static net *net_make(const char *json, int batch)
 {
     net *n = xalloc(sizeof *n);
-    n->spec = spec_fixture_parse(json);
+    n->m = model_fixture_open(json, 2, batch, 3, &n->spec, &n->be);
     char err[256];
-    n->be = backend_cpu_create(2, err, sizeof err);
-    assert_non_null(n->be);
-    n->m = model_create(n->spec, n->be, batch, err, sizeof err);
-    if (!n->m)
-        fail_msg("model_create: %s", err);
-    assert_int_equal(model_init_params(n->m, 3, err, sizeof err), 0);
     n->batch = batch;
     dataset *d = &n->data;
     d->n = batch;

@@ -8,6 +8,7 @@
  * loss does not move by one bit when padding steps change, and that
  * refuses out-of-range ids; the spec's refusals of what is not built. */
 #include "layer_harness.h"
+#include "model_fixture.h"
 
 #include "model/model.h"
 #include "cpu/cpu.h"
@@ -416,14 +417,7 @@ static token_fixture *token_make_spec(const char *json, int threads, unsigned lo
 {
     token_fixture *f = calloc(1, sizeof *f);
     assert_non_null(f);
-    f->spec = spec_fixture_parse(json);
-    char err[256];
-    f->be = backend_cpu_create(threads, err, sizeof err);
-    assert_non_null(f->be);
-    f->m = model_create(f->spec, f->be, N_SEQ, err, sizeof err);
-    if (!f->m)
-        fail_msg("model_create: %s", err);
-    assert_int_equal(model_init_params(f->m, seed, err, sizeof err), 0);
+    f->m = model_fixture_open(json, threads, N_SEQ, seed, &f->spec, &f->be);
     token_data(&f->d);
     return f;
 }

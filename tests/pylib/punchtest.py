@@ -394,6 +394,21 @@ def job_processes(path):
     return found
 
 
+def wait_ended(p, what, pids=(), timeout=60):
+    """Process p's exit code and the seconds until it exited. After
+    `timeout` s (a bound against hanging the suite, not a timing check) it
+    and `pids` are killed and the case fails with `what`."""
+    t0 = time.monotonic()
+    try:
+        rc = p.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        kill_pids(pids)
+        fail(what)
+    return rc, time.monotonic() - t0
+
+
 def kill_pids(pids):
     """SIGKILL each pid, ignoring those already gone."""
     for pid in pids:
@@ -412,6 +427,22 @@ def free_port():
 
 
 # ---- HTTP ------------------------------------------------------------------
+
+def run_client(args, home, env_extra=None, timeout=60):
+    """Run the punch client (PUNCH, else the build's) with args, HOME=home,
+    none of the caller's PUNCH_* settings but the source and build roots,
+    no XDG_CONFIG_HOME nor proxy, then env_extra; the CompletedProcess."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("PUNCH_") or k in ("PUNCH_SOURCE_ROOT", "PUNCH_BUILD_ROOT")}
+    for name in ("XDG_CONFIG_HOME", "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY",
+                 "all_proxy", "ALL_PROXY"):
+        env.pop(name, None)
+    env["HOME"] = home
+    env.update(env_extra or {})
+    exe = os.environ.get("PUNCH") or build_path("client", "punch")
+    return subprocess.run([exe] + list(args), capture_output=True, text=True, env=env,
+                          timeout=timeout)
+
 
 def bearer(secret):
     """The Authorization header for a secret."""
@@ -475,6 +506,20 @@ _WIDE = [(256, "relu"), (10, "softmax")]
 MEDIUM_JOB = synthetic_job("medium", 64, _WIDE, 60000, 100, 10)
 # Trains for a very long time: for cancel, time limits and restarts.
 LONG_JOB = synthetic_job("long", 64, _WIDE, 60000, 100, 100000)
+
+
+def char_lm_job(name, vocab, train, embedding, units, max_length, training):
+    """A character language model of the uploaded text `train` (a dataset
+    reference, "@name"): an embedding, an LSTM returning every step, a
+    softmax over the vocabulary; `training` as given."""
+    return {"name": name,
+            "model": {"input": {"tokens": vocab}, "layers": [
+                {"type": "embedding", "output_dim": embedding},
+                {"type": "lstm", "units": units, "return_sequences": True},
+                {"type": "dense", "units": vocab, "activation": "softmax"}]},
+            "data": {"format": "text", "train": train, "tokenizer": "char",
+                     "num_classes": vocab, "max_length": max_length},
+            "training": training}
 
 
 def job_like(base, **changes):

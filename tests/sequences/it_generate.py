@@ -26,15 +26,10 @@ def corpus():
 
 
 def lm_job(vocab):
-    return {"name": "charlm",
-            "model": {"input": {"tokens": vocab}, "layers": [
-                {"type": "embedding", "output_dim": 16},
-                {"type": "lstm", "units": 64, "return_sequences": True},
-                {"type": "dense", "units": vocab, "activation": "softmax"}]},
-            "data": {"format": "text", "train": "@fortunes.txt", "tokenizer": "char",
-                     "num_classes": vocab, "max_length": 32},
-            "training": {"epochs": 10, "batch_size": 16,
-                         "optimizer": {"name": "adam", "learning_rate": 0.01}, "seed": 1}}
+    return punchtest.char_lm_job(
+        "charlm", vocab, "@fortunes.txt", 16, 64, 32,
+        {"epochs": 10, "batch_size": 16, "optimizer": {"name": "adam", "learning_rate": 0.01},
+         "seed": 1})
 
 
 def punch(d, user, *args):

@@ -19,7 +19,7 @@
 #include "model/model.h"
 #include "backend/rng.h"
 #include "optim/optim.h"
-#include "../layers/spec_fixture.h"
+#include "../layers/model_fixture.h"
 #include "cpu/cpu.h"
 
 #define VOCAB 7
@@ -74,14 +74,7 @@ static fixture *fixture_make(const char *json, int threads, int batch)
 {
     fixture *f = calloc(1, sizeof *f);
     assert_non_null(f);
-    f->spec = spec_fixture_parse(json);
-    char err[256];
-    f->be = backend_cpu_create(threads, err, sizeof err);
-    assert_non_null(f->be);
-    f->m = model_create(f->spec, f->be, batch, err, sizeof err);
-    if (!f->m)
-        fail_msg("model_create: %s", err);
-    assert_int_equal(model_init_params(f->m, 5, err, sizeof err), 0);
+    f->m = model_fixture_open(json, threads, batch, 5, &f->spec, &f->be);
     return f;
 }
 

@@ -75,16 +75,23 @@ static inline const char *rt_weights_differ(const char *a, const char *b)
     return differs;
 }
 
-/* The run directory's history.json; json_decref it. */
-static inline json_t *rt_history(const char *dir)
+/* The run directory's JSON file `name` (the test fails without it);
+ * json_decref it. */
+static inline json_t *rt_json(const char *dir, const char *name)
 {
     char p[512];
-    snprintf(p, sizeof p, "%s/history.json", dir);
+    snprintf(p, sizeof p, "%s/%s", dir, name);
     json_error_t e;
     json_t *h = json_load_file(p, 0, &e);
     if (!h)
         fail_msg("%s: %s", p, e.text);
     return h;
+}
+
+/* The run directory's history.json; json_decref it. */
+static inline json_t *rt_history(const char *dir)
+{
+    return rt_json(dir, "history.json");
 }
 
 #endif

@@ -47,14 +47,12 @@ static char *tempdir(void)
 
 static job_spec *job(const char *precision)
 {
-    char json[4096];
-    snprintf(json, sizeof json,
-             "{\"name\": \"t\", \"model\": " NET ", \"data\": {\"format\": \"synthetic\", "
-             "\"synthetic_train\": 240, \"synthetic_test\": 30, \"num_classes\": 3}, "
-             "\"training\": {\"epochs\": %d, \"batch_size\": 16, \"precision\": \"%s\", "
-             "\"optimizer\": {\"name\": \"adam\", \"learning_rate\": 0.003}, \"seed\": 9}}",
-             EPOCHS, precision);
-    return spec_fixture_parse(json);
+    return spec_fixture_parsef(
+        "{\"name\": \"t\", \"model\": " NET ", \"data\": {\"format\": \"synthetic\", "
+        "\"synthetic_train\": 240, \"synthetic_test\": 30, \"num_classes\": 3}, "
+        "\"training\": {\"epochs\": %d, \"batch_size\": 16, \"precision\": \"%s\", "
+        "\"optimizer\": {\"name\": \"adam\", \"learning_rate\": 0.003}, \"seed\": 9}}",
+        EPOCHS, precision);
 }
 
 

@@ -170,11 +170,7 @@ static void test_range_equals_gather(void **state)
     d.n = 99;
     check_range(m, &d, 3, 48);
     d.x = x;
-    free(d.x);
-    free(d.y);
-    model_free(m);
-    be->destroy(be);
-    spec_free(s);
+    tt_free_all(&d, NULL, m, be, s);
 }
 
 int main(void)

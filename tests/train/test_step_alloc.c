@@ -186,12 +186,7 @@ static long count_step_allocations(const char *job, int threads, int batch, int 
     atomic_store(&counting, false);
     long n = atomic_load(&allocations);
     free(idx);
-    free(d.x);
-    free(d.y);
-    optim_free(opt);
-    model_free(m);
-    be->destroy(be);
-    spec_free(s);
+    tt_free_all(&d, opt, m, be, s);
     return n;
 }
 

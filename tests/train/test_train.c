@@ -45,14 +45,12 @@ static char *tempdir(void)
 
 static job_spec *job_with(int epochs, int batch, double lr, const char *extra_training)
 {
-    char json[4096];
-    snprintf(json, sizeof json,
-             "{\"name\": \"t\", \"model\": " NET ", \"data\": {\"format\": \"synthetic\", "
-             "\"synthetic_train\": 300, \"synthetic_test\": 50, \"num_classes\": 3, "
-             "\"validation_split\": 0.2}, \"training\": {\"epochs\": %d, \"batch_size\": %d, "
-             "\"optimizer\": {\"name\": \"adam\", \"learning_rate\": %g}, \"seed\": 5%s}}",
-             epochs, batch, lr, extra_training ? extra_training : "");
-    return spec_fixture_parse(json);
+    return spec_fixture_parsef(
+        "{\"name\": \"t\", \"model\": " NET ", \"data\": {\"format\": \"synthetic\", "
+        "\"synthetic_train\": 300, \"synthetic_test\": 50, \"num_classes\": 3, "
+        "\"validation_split\": 0.2}, \"training\": {\"epochs\": %d, \"batch_size\": %d, "
+        "\"optimizer\": {\"name\": \"adam\", \"learning_rate\": %g}, \"seed\": 5%s}}",
+        epochs, batch, lr, extra_training ? extra_training : "");
 }
 
 static job_spec *job(int epochs, const char *extra_training)
@@ -104,15 +102,23 @@ static void test_reproducible(void **state)
     spec_free(s);
 }
 
+/* full trained into a uninterrupted; part (full stopped after fewer
+ * epochs) into b, then b resumed with full to its end: the same weights. */
+static void expect_resumed_same_weights(const job_spec *full, const job_spec *part,
+                                        const char *a, const char *b)
+{
+    train(full, a, 2, false);
+    train(part, b, 2, false);
+    train(full, b, 2, true);
+    expect_same_weights(a, b);
+}
+
 static void test_resume_equals_uninterrupted(void **state)
 {
     (void)state;
     job_spec *full = job(4, NULL), *part = job(2, NULL);
     char *a = tempdir(), *b = tempdir();
-    train(full, a, 2, false);
-    train(part, b, 2, false);
-    train(full, b, 2, true);
-    expect_same_weights(a, b);
+    expect_resumed_same_weights(full, part, a, b);
     json_t *ha = history(a), *hb = history(b);
     const char *keys[] = {"loss", "accuracy", "val_loss", "val_accuracy", "lr"};
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
@@ -184,10 +190,7 @@ static void test_resume_adamw_cosine(void **state)
     snprintf(json, sizeof json, fmt, 2);
     job_spec *part = spec_fixture_parse(json);
     char *a = tempdir(), *b = tempdir();
-    train(full, a, 2, false);
-    train(part, b, 2, false);
-    train(full, b, 2, true);
-    expect_same_weights(a, b);
+    expect_resumed_same_weights(full, part, a, b);
     json_t *ha = history(a), *hb = history(b);
     json_t *la = json_object_get(ha, "loss"), *lb = json_object_get(hb, "loss");
     assert_int_equal(json_array_size(la), 4);
@@ -279,6 +282,30 @@ static void expect_same_history(const char *a, const char *b, size_t epochs)
     }
     json_decref(ha);
     json_decref(hb);
+}
+
+/* s (3 epochs) over the data root dirs[0]: trained into a uninterrupted,
+ * and into b stopped by SIGTERM at at[0], resumed, stopped at at[1] and
+ * resumed to the end: the same weights and history in both. */
+static void expect_resumed_twice_same(const job_spec *s, const char *dirs[1], const char *a,
+                                      const char *b, stop_at at[2])
+{
+    char err[512];
+    train_options o = {.out_dir = a, .threads = 2, .roots = {dirs, 1}};
+    if (train_single(s, &o, err, sizeof err) != 0)
+        fail_msg("train_single: %s", err);
+    for (int k = 0; k < 3; k++) {
+        train_options ob = {.out_dir = b, .threads = 2, .roots = {dirs, 1}, .resume = k > 0,
+                            .on_step = k < 2 ? on_step_raise : NULL,
+                            .on_step_ctx = k < 2 ? &at[k] : NULL};
+        int rc = train_single(s, &ob, err, sizeof err);
+        if (k < 2 && (rc != -1 || at[k].fired != 1 || !strstr(err, "interrupted by SIGTERM")))
+            fail_msg("stop %d: rc %d fired %d: %s", k, rc, at[k].fired, err);
+        if (k == 2 && rc != 0)
+            fail_msg("resumed: %s", err);
+    }
+    expect_same_weights(a, b);
+    expect_same_history(a, b, 3);
 }
 
 static int count_lines(const char *path, const char *needle)
@@ -411,22 +438,8 @@ static void test_resume_bucketed(void **state)
     const char *dirs[] = {data};
     char *a = tempdir(), *b = tempdir(), *c = tempdir();
     char err[512];
-    train_options o = {.out_dir = a, .threads = 2, .roots = {dirs, 1}};
-    if (train_single(s, &o, err, sizeof err) != 0)
-        fail_msg("train_single: %s", err);
-    stop_at at[2] = {{.epoch = 0, .step = 5}, {.epoch = 1, .step = 13}};
-    for (int k = 0; k < 3; k++) {
-        train_options ob = {.out_dir = b, .threads = 2, .roots = {dirs, 1}, .resume = k > 0,
-                            .on_step = k < 2 ? on_step_raise : NULL,
-                            .on_step_ctx = k < 2 ? &at[k] : NULL};
-        int rc = train_single(s, &ob, err, sizeof err);
-        if (k < 2 && (rc != -1 || at[k].fired != 1 || !strstr(err, "interrupted by SIGTERM")))
-            fail_msg("stop %d: rc %d fired %d: %s", k, rc, at[k].fired, err);
-        if (k == 2 && rc != 0)
-            fail_msg("resumed: %s", err);
-    }
-    expect_same_weights(a, b);
-    expect_same_history(a, b, 3);
+    expect_resumed_twice_same(s, dirs, a, b, (stop_at[2]){{.epoch = 0, .step = 5},
+                                                         {.epoch = 1, .step = 13}});
     train_options oc = {.out_dir = c, .threads = 2, .roots = {dirs, 1}};
     if (train_single(plain, &oc, err, sizeof err) != 0)
         fail_msg("train_single (not bucketed): %s", err);
@@ -458,23 +471,8 @@ static void test_resume_sequences(void **state)
     job_spec *s = spec_fixture_parse(json);
     const char *dirs[] = {data};
     char *a = tempdir(), *b = tempdir();
-    train_options o = {.out_dir = a, .threads = 2, .roots = {dirs, 1}};
-    char err[512];
-    if (train_single(s, &o, err, sizeof err) != 0)
-        fail_msg("train_single: %s", err);
-    stop_at at[2] = {{.epoch = 0, .step = 3}, {.epoch = 1, .step = 8}};
-    for (int k = 0; k < 3; k++) {
-        train_options ob = {.out_dir = b, .threads = 2, .roots = {dirs, 1}, .resume = k > 0,
-                            .on_step = k < 2 ? on_step_raise : NULL,
-                            .on_step_ctx = k < 2 ? &at[k] : NULL};
-        int rc = train_single(s, &ob, err, sizeof err);
-        if (k < 2 && (rc != -1 || at[k].fired != 1 || !strstr(err, "interrupted by SIGTERM")))
-            fail_msg("stop %d: rc %d fired %d: %s", k, rc, at[k].fired, err);
-        if (k == 2 && rc != 0)
-            fail_msg("resumed: %s", err);
-    }
-    expect_same_weights(a, b);
-    expect_same_history(a, b, 3);
+    expect_resumed_twice_same(s, dirs, a, b, (stop_at[2]){{.epoch = 0, .step = 3},
+                                                         {.epoch = 1, .step = 8}});
     rt_removedir(a);
     rt_removedir(b);
     rt_removedir(data);
@@ -606,6 +604,31 @@ static json_t *progress_event(const char *dir, const char *event, int *line)
     return found;
 }
 
+/* A one-epoch run of the default job in a fresh directory, checked by
+ * `check` (that an opt-in feature stayed off) and removed. */
+static void check_default_run(void (*check)(const char *dir))
+{
+    job_spec *s = job(1, NULL);
+    char *d = tempdir();
+    train(s, d, 1, false);
+    check(d);
+    rt_removedir(d);
+    spec_free(s);
+}
+
+static void expect_no_evaluate(const char *dir)
+{
+    int line;
+    assert_null(progress_event(dir, "evaluate", &line));
+}
+
+static void expect_no_profile(const char *dir)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/profile.json", dir);
+    assert_int_not_equal(access(p, F_OK), 0);
+}
+
 /* training.evaluate: the test set before the first step, then training
  * and the final evaluation as always. */
 static void test_evaluate_before(void **state)
@@ -633,12 +656,7 @@ static void test_evaluate_before(void **state)
     rt_removedir(d);
     spec_free(s);
     /* Off by default: no such event. */
-    s = job(1, NULL);
-    d = tempdir();
-    train(s, d, 1, false);
-    assert_null(progress_event(d, "evaluate", &at_eval));
-    rt_removedir(d);
-    spec_free(s);
+    check_default_run(expect_no_evaluate);
 }
 
 /* data.augment on CIFAR-shaped synthetic data: training runs, repeats
@@ -753,12 +771,7 @@ static void test_profile(void **state)
     job_spec *s = job(2, ", \"profile\": true");
     char *d = tempdir();
     train(s, d, 1, false);
-    char p[512];
-    snprintf(p, sizeof p, "%s/profile.json", d);
-    json_error_t e;
-    json_t *prof = json_load_file(p, 0, &e);
-    if (!prof)
-        fail_msg("%s: %s", p, e.text);
+    json_t *prof = rt_json(d, "profile.json");
     /* 240 training samples (validation_split 0.2 of 300), batch 32: 8 steps an epoch. */
     assert_int_equal(json_integer_value(json_object_get(prof, "steps")), 16);
     json_t *layers = json_object_get(prof, "layers");
@@ -788,13 +801,7 @@ static void test_profile(void **state)
     json_decref(prof);
     rt_removedir(d);
     spec_free(s);
-    s = job(1, NULL);
-    d = tempdir();
-    train(s, d, 1, false);
-    snprintf(p, sizeof p, "%s/profile.json", d);
-    assert_int_not_equal(access(p, F_OK), 0);
-    rt_removedir(d);
-    spec_free(s);
+    check_default_run(expect_no_profile);
 }
 
 /* training.loss categorical_hinge through a whole run (softmax outputs,

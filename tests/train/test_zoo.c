@@ -22,13 +22,11 @@ enum { BATCH = 2, STEPS = 2 };
 
 static job_spec *zoo_spec(const char *preset, const char *input)
 {
-    char json[512];
-    snprintf(json, sizeof json,
-             "{\"model\": {\"preset\": \"%s\", \"input\": %s}, "
-             "\"data\": {\"format\": \"synthetic\", \"num_classes\": 10}, "
-             "\"training\": {\"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 0.01}}}",
-             preset, input);
-    return spec_fixture_parse(json);
+    return spec_fixture_parsef(
+        "{\"model\": {\"preset\": \"%s\", \"input\": %s}, "
+        "\"data\": {\"format\": \"synthetic\", \"num_classes\": 10}, "
+        "\"training\": {\"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 0.01}}}",
+        preset, input);
 }
 
 static void check_trains(const char *preset, const char *input)
@@ -63,12 +61,7 @@ static void check_trains(const char *preset, const char *input)
     double after = model_loss(m, BATCH, NULL);
     if (!isfinite(after) || after == before)
         fail_msg("%s: loss %g before the steps, %g after", preset, before, after);
-    free(d.x);
-    free(d.y);
-    optim_free(opt);
-    model_free(m);
-    be->destroy(be);
-    spec_free(s);
+    tt_free_all(&d, opt, m, be, s);
 }
 
 #define CIFAR "[3, 32, 32]"

@@ -10,16 +10,11 @@
 
 #include "model/model.h"
 #include "backend/rng.h"
-#include "../layers/spec_fixture.h"
+#include "../layers/model_fixture.h"
 
 static inline model *tt_make_model(const job_spec *s, backend *be, int batch)
 {
-    char err[256];
-    model *m = model_create(s, be, batch, err, sizeof err);
-    if (!m)
-        fail_msg("model_create: %s", err);
-    assert_int_equal(model_init_params(m, 3, err, sizeof err), 0);
-    return m;
+    return model_fixture_seeded(s, be, batch, 3);
 }
 
 /* n random samples of m's input size, rows 64-byte aligned when the row
@@ -40,6 +35,18 @@ static inline void tt_make_data(dataset *d, const model *m, long n)
         d->x[i] = (float)rng_symmetric(&g, 2.0);
     for (long i = 0; i < n; i++)
         d->y[i] = (int32_t)(rng_uniform(&g) * m->n_out) % m->n_out;
+}
+
+/* Free what a step test built: d's samples (tt_make_data), the optimizer
+ * (NULL when there is none), the model, its backend and its spec. */
+static inline void tt_free_all(dataset *d, optimizer *opt, model *m, backend *be, job_spec *s)
+{
+    free(d->x);
+    free(d->y);
+    optim_free(opt);
+    model_free(m);
+    be->destroy(be);
+    spec_free(s);
 }
 
 #endif
