@@ -8,7 +8,8 @@
  * `punch-train RUNDIR/job.json --weights RUNDIR/weights.safetensors
  * --predict INPUT --out TMPDIR` writes predictions.npy there (engine_run.c:
  * a time limit, its reason on failure), which is served from its
- * descriptor and removed. The cost per request is the engine's start
+ * descriptor and removed. The run goes to the engine pool (api_engine.c,
+ * predict_threads), never a thread that serves submits. The cost per request is the engine's start
  * (process, BLAS threads, model build, weights read) plus the forward
  * passes; docs/api.md gives a measurement. */
 #include <errno.h>
@@ -20,7 +21,6 @@
 #include <unistd.h>
 
 #include "api/api.h"
-#include "run/engine_run.h"
 #include "log.h"
 #include "run/rundir.h"
 
@@ -59,6 +59,36 @@ api_stream *api_predict_stream_open(api_request *r)
     return s;
 }
 
+/* The engine's predictions.npy in dir as the reply (api_engine_run). */
+static enum MHD_Result api_predict_reply(api_request *r, const char *dir, int rc, const char *msg)
+{
+    char result[4200];
+    struct stat st;
+    snprintf(result, sizeof result, "%s/predictions.npy", dir);
+    int fd = rc == 0 ? open(result, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+    if (rc == 2)
+        return api_reply_error(r, MHD_HTTP_BAD_REQUEST, NULL, "%s", msg);
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        if (fd >= 0)
+            close(fd);
+        log_error("job %s (for %s): predictions failed: %s", r->job_id, r->caller.identity,
+                  msg);
+        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL,
+                               "predictions failed: %s", msg);
+    }
+    struct MHD_Response *resp = MHD_create_response_from_fd((uint64_t)st.st_size, fd);
+    if (!resp) {
+        close(fd);
+        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
+    }
+    if (MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                "application/octet-stream") != MHD_YES) {
+        MHD_destroy_response(resp);
+        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
+    }
+    return api_reply_response(r, MHD_HTTP_OK, resp);
+}
+
 enum MHD_Result api_job_predict(api_request *r)
 {
     daemon_ctx *d = r->d;
@@ -70,8 +100,7 @@ enum MHD_Result api_job_predict(api_request *r)
     int status = api_stream_status(s, &refusal);
     if (status)
         return api_reply_error(r, status, NULL, "%s", refusal);
-    char spec[4096], weights[4096], out[4096], result[4200];
-    struct stat st;
+    char spec[4096], weights[4096], out[4096];
     enum MHD_Result reply;
     if (!api_job_final_weights(r, spec, weights, "predict with", &reply))
         return reply;
@@ -85,26 +114,6 @@ enum MHD_Result api_job_predict(api_request *r)
     char *argv[] = {d->engine,         spec,     (char *)"--out", out,
                     (char *)"--weights", weights, (char *)"--predict",
                     (char *)api_stream_path(s), (char *)"--threads", threads, NULL};
-    char msg[1024];
-    int rc = engine_run(argv, API_PREDICT_TIMEOUT_S, msg, sizeof msg);
-    snprintf(result, sizeof result, "%s/predictions.npy", out);
-    int fd = rc == 0 ? open(result, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
-    unlink(result);
-    rmdir(out);
-    if (rc == 2)
-        return api_reply_error(r, MHD_HTTP_BAD_REQUEST, NULL, "%s", msg);
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        if (fd >= 0)
-            close(fd);
-        log_error("job %s (%s): predictions failed: %s", job->id, job->owner, msg);
-        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL,
-                               "predictions failed: %s", msg);
-    }
-    struct MHD_Response *resp = MHD_create_response_from_fd((uint64_t)st.st_size, fd);
-    if (!resp) {
-        close(fd);
-        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
-    }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
-    return api_reply_response(r, MHD_HTTP_OK, resp);
+    api_engine_run run = {argv, API_PREDICT_TIMEOUT_S, out, api_predict_reply};
+    return api_engine_submit(r, &run);
 }

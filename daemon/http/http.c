@@ -21,6 +21,7 @@
 #include "http/httptls.h"
 #include "http/httpwatch.h"
 #include "log.h"
+#include "run/enginepool.h"
 #include "http/routes.h"
 #include "timeutil/timeutil.h"
 
@@ -31,6 +32,7 @@ struct http_server {
     httpwatch *watch;
     httptls *tls; /* NULL: plain HTTP */
     httpdefer *writers; /* runs the requests that write (http_dispatch) */
+    enginepool *engines; /* predictions and generations (api_engine.c) */
 };
 
 /* Per-request state, from the first call of the access handler to the
@@ -138,9 +140,25 @@ static httpwatch_conn *http_watched(struct MHD_Connection *conn)
     return hc ? hc->watch : NULL;
 }
 
-static enum MHD_Result http_dispatch_now(http_server *s, struct MHD_Connection *conn,
-                                         const char *url, const char *method, http_req *req)
+/* The end of a request a handler answered from another thread
+ * (api_request.resume): its metrics, then the resume that sends the reply. */
+static void http_resume_later(void *ctx, const api_request *r, enum MHD_Result ret)
 {
+    http_req *req = ctx;
+    double elapsed = timeutil_mono_s() - req->t0;
+    metrics_record(r->route, r->status, elapsed);
+    log_debug("http: %s %.200s -> %d in %.3f ms", r->method, r->path, r->status, elapsed * 1e3);
+    req->deferred_ret = ret;
+    MHD_resume_connection(req->conn);
+}
+
+/* Answer req. *later: its handler took it over (api_engine.c) and ends it
+ * through http_resume_later, perhaps already: req may be gone then. */
+static enum MHD_Result http_dispatch_now(http_server *s, struct MHD_Connection *conn,
+                                         const char *url, const char *method, http_req *req,
+                                         bool *later)
+{
+    *later = false;
     /* The reply is sent under the idle timeout alone. */
     httpwatch_set(s->watch, http_watched(conn), 0, NULL);
     api_request r = {0};
@@ -155,6 +173,11 @@ static enum MHD_Result http_dispatch_now(http_server *s, struct MHD_Connection *
     r.stream = req->stream;
     /* A request with a body left unread or unreadable ends its connection. */
     r.close_connection = req->too_large;
+    r.engines = s->engines;
+    if (req->deferred) { /* suspended: a handler may answer it later */
+        r.resume = http_resume_later;
+        r.resume_ctx = req;
+    }
     enum MHD_Result ret;
     if (req->refused) {
         /* Where this request ends is unknown, or this client may send none:
@@ -163,6 +186,10 @@ static enum MHD_Result http_dispatch_now(http_server *s, struct MHD_Connection *
         ret = api_reply_error(&r, req->refused, NULL, "%s", req->refusal);
     } else {
         ret = routes_dispatch(&r);
+    }
+    if (r.answered_later) {
+        *later = true;
+        return MHD_YES;
     }
     double elapsed = timeutil_mono_s() - req->t0;
     metrics_record(r.route, r.status, elapsed);
@@ -177,8 +204,13 @@ static enum MHD_Result http_dispatch_now(http_server *s, struct MHD_Connection *
 static void http_deferred(void *arg)
 {
     http_req *req = arg;
-    req->deferred_ret = http_dispatch_now(req->server, req->conn, req->url, req->method, req);
-    MHD_resume_connection(req->conn);
+    bool later;
+    struct MHD_Connection *conn = req->conn;
+    enum MHD_Result ret = http_dispatch_now(req->server, conn, req->url, req->method, req, &later);
+    if (later)
+        return;
+    req->deferred_ret = ret;
+    MHD_resume_connection(conn);
 }
 
 /* Does this request write to the store (POST, PUT, PATCH and DELETE may:
@@ -200,8 +232,9 @@ static bool http_writes(const char *method, const http_req *req)
 static enum MHD_Result http_dispatch(http_server *s, struct MHD_Connection *conn, const char *url,
                                      const char *method, http_req *req)
 {
+    bool later; /* never: req is not deferred */
     if (!http_writes(method, req))
-        return http_dispatch_now(s, conn, url, method, req);
+        return http_dispatch_now(s, conn, url, method, req, &later);
     req->server = s;
     req->conn = conn;
     req->url = url;
@@ -253,6 +286,7 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
 {
     http_server *s = cls;
     http_req *req = *con_cls;
+    bool later; /* never, for a request answered on this thread */
     /* Called again after a deferred request's resume: its response went
      * out; only a failure to queue one is left to report (MHD_NO closes). */
     if (req && req->deferred)
@@ -267,12 +301,12 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
         req->refusal = httpframe_check(conn, method, url, version);
         if (req->refusal) {
             req->refused = MHD_HTTP_BAD_REQUEST;
-            return http_dispatch_now(s, conn, url, method, req);
+            return http_dispatch_now(s, conn, url, method, req, &later);
         }
         if (!httptls_client_ok(s->tls, conn, req->tls_why, sizeof req->tls_why)) {
             req->refused = MHD_HTTP_FORBIDDEN;
             req->refusal = req->tls_why;
-            return http_dispatch_now(s, conn, url, method, req);
+            return http_dispatch_now(s, conn, url, method, req, &later);
         }
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -294,7 +328,7 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
             return MHD_YES;
         }
         if (so == ROUTES_ANSWER_NOW)
-            return http_dispatch_now(s, conn, url, method, req);
+            return http_dispatch_now(s, conn, url, method, req, &later);
         if (so == ROUTES_STREAM) {
             /* An upload may be large: its deadline grows with its length,
              * at HTTP_STREAM_MIN_RATE bytes a second. */
@@ -315,7 +349,7 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
                                                          MHD_HTTP_HEADER_EXPECT);
         if ((expect && strcasecmp(expect, "100-continue") == 0) ||
             declared - (unsigned long long)s->d->cfg.max_body > http_discard_max(s))
-            return http_dispatch_now(s, conn, url, method, req);
+            return http_dispatch_now(s, conn, url, method, req, &later);
         httpwatch_set(s->watch, http_watched(conn),
                       s->d->cfg.body_timeout + (double)(declared / HTTP_STREAM_MIN_RATE),
                       "request body");
@@ -465,6 +499,16 @@ http_server *http_start(daemon_ctx *d, int listen_fd, char *err, size_t errlen)
         free(s);
         return NULL;
     }
+    s->engines = enginepool_start(d->cfg.predict_threads, d->cfg.predict_queue,
+                                  d->cfg.predict_per_user, err, errlen);
+    if (!s->engines) {
+        httpdefer_stop(s->writers);
+        httpdefer_free(s->writers);
+        httpwatch_stop(s->watch);
+        httptls_free(s->tls);
+        free(s);
+        return NULL;
+    }
     /* Said before the first request can be answered: a client that sees
      * the server up finds the warning in the log. */
     if (!s->tls && !http_loopback_only(listen_fd))
@@ -494,6 +538,8 @@ http_server *http_start(daemon_ctx *d, int listen_fd, char *err, size_t errlen)
     if (!s->mhd) {
         snprintf(err, errlen, "libmicrohttpd failed to start%s (see the log above)",
                  s->tls ? " with tls_cert and tls_key (do they match?)" : "");
+        enginepool_stop(s->engines);
+        enginepool_free(s->engines);
         httpdefer_stop(s->writers);
         httpdefer_free(s->writers);
         httpwatch_stop(s->watch);
@@ -518,12 +564,17 @@ void http_stop(http_server *s)
     if (!s)
         return;
     /* Every deferred request finishes and resumes its connection first: a
-     * suspended one must not be left to MHD_stop_daemon. A request deferred
-     * after this runs on libmicrohttpd's thread (httpdefer_run). */
+     * suspended one must not be left to MHD_stop_daemon. The engine pool
+     * first: its waiting requests are answered 503, its running engines
+     * ended (api_engine.c); a writer handing it one later gets the 503 at
+     * once. A request deferred after this runs on libmicrohttpd's thread
+     * (httpdefer_run). */
+    enginepool_stop(s->engines);
     httpdefer_stop(s->writers);
     /* libmicrohttpd closes the listening socket unless quiesce took it back. */
     MHD_stop_daemon(s->mhd);
     httpdefer_free(s->writers);
+    enginepool_free(s->engines);
     httpwatch_stop(s->watch);
     httptls_free(s->tls);
     free(s);
