@@ -134,14 +134,16 @@ bool api_stream_place(api_stream *s, const char *final);
 /* Remove the temporary file unless it was put in place. */
 void api_stream_free(api_stream *s);
 
-/* A punch-train run for a request (api_engine.c): argv (copied), its time
- * limit, the request's temporary directory dir (removed once answered, in
- * every case), and the reply once the engine ended (rc and msg as
- * engine_run's), with dir's files still there. */
+/* A punch-train run for a request on r->job (api_engine.c): `ENGINE spec
+ * --out dir --weights weights mode input --threads N` (N the job's
+ * threads) under a time limit; dir is the request's temporary directory
+ * (removed once answered, in every case); reply answers once the engine
+ * ended (rc and msg as engine_run's), with dir's files still there. */
 typedef struct api_engine_run {
-    char *const *argv;
-    int timeout_s;
+    const char *spec, *weights;
+    const char *mode, *input; /* "--predict" INPUT.npy, "--generate" REQUEST.json */
     const char *dir;
+    int timeout_s;
     enum MHD_Result (*reply)(api_request *r, const char *dir, int rc, const char *msg);
 } api_engine_run;
 /* Run e on the engine pool (predict_threads) and answer r from there while

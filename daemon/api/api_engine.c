@@ -45,16 +45,18 @@ static void api_engine_task_free(api_engine_task *t)
  * of memory. */
 static api_engine_task *api_engine_task_new(const api_request *r, const api_engine_run *e)
 {
+    char threads[16];
+    snprintf(threads, sizeof threads, "%d", r->job && r->job->threads > 0 ? r->job->threads : 1);
+    const char *argv[] = {r->d->engine, e->spec,  "--out",     e->dir, "--weights",
+                          e->weights,   e->mode,  e->input,    "--threads", threads};
+    size_t n = sizeof argv / sizeof argv[0];
     api_engine_task *t = calloc(1, sizeof *t);
-    size_t n = 0;
-    while (e->argv[n])
-        n++;
     if (!t || !(t->argv = calloc(n + 1, sizeof *t->argv))) {
         free(t);
         return NULL;
     }
     for (size_t i = 0; i < n; i++)
-        if (!(t->argv[i] = strdup(e->argv[i]))) {
+        if (!(t->argv[i] = strdup(argv[i]))) {
             api_engine_task_free(t);
             return NULL;
         }

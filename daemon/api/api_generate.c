@@ -168,11 +168,7 @@ enum MHD_Result api_job_generate(api_request *r)
                                "generation failed: cannot write the request file: %s",
                                strerror(saved));
     }
-    char threads[16];
-    snprintf(threads, sizeof threads, "%d", job->threads > 0 ? job->threads : 1);
-    char *argv[] = {d->engine,         spec,    (char *)"--out",  dir,
-                    (char *)"--weights", weights, (char *)"--generate", reqpath,
-                    (char *)"--threads", threads, NULL};
-    api_engine_run run = {argv, API_GENERATE_TIMEOUT_S, dir, api_generate_reply};
+    api_engine_run run = {spec, weights, "--generate", reqpath, dir, API_GENERATE_TIMEOUT_S,
+                          api_generate_reply};
     return api_engine_submit(r, &run);
 }

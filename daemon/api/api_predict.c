@@ -92,7 +92,6 @@ static enum MHD_Result api_predict_reply(api_request *r, const char *dir, int rc
 enum MHD_Result api_job_predict(api_request *r)
 {
     daemon_ctx *d = r->d;
-    const store_job *job = r->job;
     api_stream *s = r->stream;
     if (!s)
         return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "no input stream");
@@ -109,11 +108,7 @@ enum MHD_Result api_job_predict(api_request *r)
         return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL,
                                "cannot make a directory for the predictions: %s",
                                strerror(errno));
-    char threads[16];
-    snprintf(threads, sizeof threads, "%d", job->threads > 0 ? job->threads : 1);
-    char *argv[] = {d->engine,         spec,     (char *)"--out", out,
-                    (char *)"--weights", weights, (char *)"--predict",
-                    (char *)api_stream_path(s), (char *)"--threads", threads, NULL};
-    api_engine_run run = {argv, API_PREDICT_TIMEOUT_S, out, api_predict_reply};
+    api_engine_run run = {spec, weights, "--predict", api_stream_path(s), out,
+                          API_PREDICT_TIMEOUT_S, api_predict_reply};
     return api_engine_submit(r, &run);
 }

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <pthread.h>
+#include <time.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -33,7 +35,14 @@ struct http_server {
     httptls *tls; /* NULL: plain HTTP */
     httpdefer *writers; /* runs the requests that write (http_dispatch) */
     enginepool *engines; /* predictions and generations (api_engine.c) */
+    /* Requests resumed from another thread whose reply is not sent yet:
+     * http_stop lets them go out before libmicrohttpd closes everything. */
+    pthread_mutex_t flush_lock;
+    int flushing;
 };
+
+/* How long http_stop waits for resumed replies to go out. */
+#define HTTP_FLUSH_WAIT_S 2.0
 
 /* Per-request state, from the first call of the access handler to the
  * completion callback. */
@@ -55,6 +64,7 @@ typedef struct http_req {
     struct MHD_Connection *conn;
     const char *url, *method;
     bool deferred;
+    bool resumed;            /* counted in the server's flushing until completed */
     enum MHD_Result deferred_ret;
 } http_req;
 
@@ -140,6 +150,19 @@ static httpwatch_conn *http_watched(struct MHD_Connection *conn)
     return hc ? hc->watch : NULL;
 }
 
+/* Resume a deferred request whose reply is queued, counted until its
+ * completion (http_completed), so that http_stop can let it go out. */
+static void http_resume(http_req *req, enum MHD_Result ret)
+{
+    http_server *s = req->server;
+    req->deferred_ret = ret;
+    pthread_mutex_lock(&s->flush_lock);
+    s->flushing++;
+    req->resumed = true;
+    pthread_mutex_unlock(&s->flush_lock);
+    MHD_resume_connection(req->conn);
+}
+
 /* The end of a request a handler answered from another thread
  * (api_request.resume): its metrics, then the resume that sends the reply. */
 static void http_resume_later(void *ctx, const api_request *r, enum MHD_Result ret)
@@ -148,8 +171,7 @@ static void http_resume_later(void *ctx, const api_request *r, enum MHD_Result r
     double elapsed = timeutil_mono_s() - req->t0;
     metrics_record(r->route, r->status, elapsed);
     log_debug("http: %s %.200s -> %d in %.3f ms", r->method, r->path, r->status, elapsed * 1e3);
-    req->deferred_ret = ret;
-    MHD_resume_connection(req->conn);
+    http_resume(req, ret);
 }
 
 /* Answer req. *later: its handler took it over (api_engine.c) and ends it
@@ -205,12 +227,10 @@ static void http_deferred(void *arg)
 {
     http_req *req = arg;
     bool later;
-    struct MHD_Connection *conn = req->conn;
-    enum MHD_Result ret = http_dispatch_now(req->server, conn, req->url, req->method, req, &later);
-    if (later)
-        return;
-    req->deferred_ret = ret;
-    MHD_resume_connection(conn);
+    enum MHD_Result ret =
+        http_dispatch_now(req->server, req->conn, req->url, req->method, req, &later);
+    if (!later)
+        http_resume(req, ret);
 }
 
 /* Does this request write to the store (POST, PUT, PATCH and DELETE may:
@@ -391,6 +411,11 @@ static void http_completed(void *cls, struct MHD_Connection *conn, void **con_cl
     /* A kept-alive connection waits for its next request's header. */
     httpwatch_set(s->watch, http_watched(conn), s->d->cfg.header_timeout, "request header");
     http_req *req = *con_cls;
+    if (req && req->resumed) {
+        pthread_mutex_lock(&s->flush_lock);
+        s->flushing--;
+        pthread_mutex_unlock(&s->flush_lock);
+    }
     if (req) {
         api_stream_free(req->stream);
         free(req->body);
@@ -471,6 +496,20 @@ static bool http_loopback_only(int listen_fd)
     return false;
 }
 
+/* Stop and free the threads and parts http_start made (those not made
+ * are NULL); libmicrohttpd is stopped already or never started. */
+static void http_server_free(http_server *s)
+{
+    pthread_mutex_destroy(&s->flush_lock);
+    enginepool_stop(s->engines);
+    httpdefer_stop(s->writers);
+    enginepool_free(s->engines);
+    httpdefer_free(s->writers);
+    httpwatch_stop(s->watch);
+    httptls_free(s->tls);
+    free(s);
+}
+
 http_server *http_start(daemon_ctx *d, int listen_fd, char *err, size_t errlen)
 {
     http_server *s = calloc(1, sizeof *s);
@@ -480,33 +519,18 @@ http_server *http_start(daemon_ctx *d, int listen_fd, char *err, size_t errlen)
     }
     s->d = d;
     s->listen_fd = listen_fd;
-    if (httptls_load(&d->cfg, &s->tls, err, errlen) != 0) {
-        free(s);
-        return NULL;
-    }
-    s->watch = httpwatch_start(err, errlen);
-    if (!s->watch) {
-        httptls_free(s->tls);
-        free(s);
-        return NULL;
-    }
+    pthread_mutex_init(&s->flush_lock, NULL);
+    if (httptls_load(&d->cfg, &s->tls, err, errlen) == 0)
+        s->watch = httpwatch_start(err, errlen);
     /* Twice the readers' threads: writes batch into group commits
      * (store_job_submit), so more writers waiting means fewer fsyncs. */
-    s->writers = httpdefer_start(2 * d->cfg.http_threads, err, errlen);
-    if (!s->writers) {
-        httpwatch_stop(s->watch);
-        httptls_free(s->tls);
-        free(s);
-        return NULL;
-    }
-    s->engines = enginepool_start(d->cfg.predict_threads, d->cfg.predict_queue,
-                                  d->cfg.predict_per_user, err, errlen);
+    if (s->watch)
+        s->writers = httpdefer_start(2 * d->cfg.http_threads, err, errlen);
+    if (s->writers)
+        s->engines = enginepool_start(d->cfg.predict_threads, d->cfg.predict_queue,
+                                      d->cfg.predict_per_user, err, errlen);
     if (!s->engines) {
-        httpdefer_stop(s->writers);
-        httpdefer_free(s->writers);
-        httpwatch_stop(s->watch);
-        httptls_free(s->tls);
-        free(s);
+        http_server_free(s);
         return NULL;
     }
     /* Said before the first request can be answered: a client that sees
@@ -538,13 +562,7 @@ http_server *http_start(daemon_ctx *d, int listen_fd, char *err, size_t errlen)
     if (!s->mhd) {
         snprintf(err, errlen, "libmicrohttpd failed to start%s (see the log above)",
                  s->tls ? " with tls_cert and tls_key (do they match?)" : "");
-        enginepool_stop(s->engines);
-        enginepool_free(s->engines);
-        httpdefer_stop(s->writers);
-        httpdefer_free(s->writers);
-        httpwatch_stop(s->watch);
-        httptls_free(s->tls);
-        free(s);
+        http_server_free(s);
         return NULL;
     }
     return s;
@@ -556,6 +574,22 @@ void http_quiesce(http_server *s)
     if (fd != MHD_INVALID_SOCKET) {
         close(fd);
         s->listen_fd = -1;
+    }
+}
+
+/* Wait (a while at most) for the replies queued from other threads to be
+ * sent: MHD_stop_daemon closes connections without sending them. */
+static void http_flush(http_server *s)
+{
+    double deadline = timeutil_mono_s() + HTTP_FLUSH_WAIT_S;
+    for (;;) {
+        pthread_mutex_lock(&s->flush_lock);
+        int left = s->flushing;
+        pthread_mutex_unlock(&s->flush_lock);
+        if (left <= 0 || timeutil_mono_s() >= deadline)
+            return;
+        struct timespec tick = {0, 10 * 1000000L};
+        nanosleep(&tick, NULL);
     }
 }
 
@@ -571,11 +605,8 @@ void http_stop(http_server *s)
      * (httpdefer_run). */
     enginepool_stop(s->engines);
     httpdefer_stop(s->writers);
+    http_flush(s);
     /* libmicrohttpd closes the listening socket unless quiesce took it back. */
     MHD_stop_daemon(s->mhd);
-    httpdefer_free(s->writers);
-    enginepool_free(s->engines);
-    httpwatch_stop(s->watch);
-    httptls_free(s->tls);
-    free(s);
+    http_server_free(s);
 }
