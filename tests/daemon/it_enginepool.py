@@ -81,15 +81,23 @@ def started(marks):
     return sorted(glob.glob(os.path.join(marks, "started.*")), key=os.path.getmtime)
 
 
-def busy_pool(d, jobs, marks):
-    alice = Predict(d, "alice", jobs["alice"])
-    alice.start()
-    wait_for(lambda: len(started(marks)) == 1, "alice's prediction to start", timeout=20)
-    # root (an admin) may predict with alice's job: it waits in the queue.
-    root = Predict(d, "root", jobs["alice"])
-    root.start()
-    wait_for(lambda: gauge(d, "waiting") == 1, "root's prediction to wait", timeout=10)
+def running_and_waiting(d, marks, first, second):
+    """Two predictions, (user, job) each: the first running in the pool's
+    one thread, the second waiting in its queue (seen in /metrics)."""
+    a = Predict(d, *first)
+    a.start()
+    wait_for(lambda: len(started(marks)) == 1, "%s's prediction to start" % first[0], timeout=20)
+    b = Predict(d, *second)
+    b.start()
+    wait_for(lambda: gauge(d, "waiting") == 1, "%s's prediction to wait" % second[0], timeout=10)
     check(gauge(d, "running") == 1, "/metrics: %d predictions running" % gauge(d, "running"))
+    return a, b
+
+
+def busy_pool(d, jobs, marks):
+    # root (an admin) may predict with alice's job: it waits in the queue.
+    alice, root = running_and_waiting(d, marks, ("alice", jobs["alice"]),
+                                      ("root", jobs["alice"]))
     try:
         # Both writer threads would be held by the two predictions without
         # the pool; these are answered while both are still in progress.
@@ -135,12 +143,8 @@ def busy_pool(d, jobs, marks):
 
 
 def shutdown(d, jobs, marks):
-    running = Predict(d, "alice", jobs["alice"])
-    running.start()
-    wait_for(lambda: len(started(marks)) == 1, "the prediction to start", timeout=20)
-    waiting = Predict(d, "bob", jobs["bob"])
-    waiting.start()
-    wait_for(lambda: gauge(d, "waiting") == 1, "bob's prediction to wait", timeout=10)
+    running, waiting = running_and_waiting(d, marks, ("alice", jobs["alice"]),
+                                           ("bob", jobs["bob"]))
     d.stop()  # checks the exit status: 0
     for t in (running, waiting):
         t.join(30)

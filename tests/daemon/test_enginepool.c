@@ -98,6 +98,15 @@ static enginepool *start(int threads, int queue, int per_user)
     return p;
 }
 
+/* Tasks 0 and 1 of user0 and user1 running on the pool's two threads. */
+static void run_two(enginepool *p, const char *user0, const char *user1)
+{
+    assert_int_equal(submit(p, user0, 0), ENGINEPOOL_QUEUED);
+    assert_int_equal(submit(p, user1, 1), ENGINEPOOL_QUEUED);
+    wait_started(0);
+    wait_started(1);
+}
+
 static void finish(enginepool *p, int n)
 {
     for (int i = 0; i < n; i++)
@@ -134,10 +143,7 @@ static void test_per_user_cap(void **state)
 {
     (void)state;
     enginepool *p = start(2, 8, 2);
-    assert_int_equal(submit(p, "alice", 0), ENGINEPOOL_QUEUED);
-    assert_int_equal(submit(p, "alice", 1), ENGINEPOOL_QUEUED);
-    wait_started(0);
-    wait_started(1);
+    run_two(p, "alice", "alice");
     assert_int_equal(submit(p, "alice", 2), ENGINEPOOL_USER_FULL);
     assert_int_equal(submit(p, "bob", 3), ENGINEPOOL_QUEUED);
     release(0);
@@ -151,10 +157,7 @@ static void test_fair_pick(void **state)
 {
     (void)state;
     enginepool *p = start(2, 8, 8);
-    assert_int_equal(submit(p, "alice", 0), ENGINEPOOL_QUEUED);
-    assert_int_equal(submit(p, "carol", 1), ENGINEPOOL_QUEUED);
-    wait_started(0);
-    wait_started(1);
+    run_two(p, "alice", "carol");
     assert_int_equal(submit(p, "alice", 2), ENGINEPOOL_QUEUED);
     assert_int_equal(submit(p, "alice", 3), ENGINEPOOL_QUEUED);
     assert_int_equal(submit(p, "bob", 4), ENGINEPOOL_QUEUED);
