@@ -51,6 +51,9 @@ typedef struct config {
     long predict_max;              /* bytes of a predict request's input (413 above) */
     long generate_max_tokens;      /* max_new_tokens of a generate request (400 above) */
     long generate_max_prompt;      /* bytes of a generate request's prompt (400 above) */
+    int predict_threads;           /* engine pool: predictions/generations at once */
+    int predict_queue;             /* ... waiting for a thread (503 above) */
+    int predict_per_user;          /* ... of one caller, running or waiting (429 above) */
     long host_memory_mb;           /* memory of a host for jobs; 0: MemTotal less headroom */
     long job_output_quota_mb;      /* a job's run directory; 0: no limit */
     long user_quota_mb;            /* all of a user's run directories; 0: no limit */

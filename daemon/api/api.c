@@ -30,6 +30,14 @@ enum MHD_Result api_reply_response(api_request *r, int status, struct MHD_Respon
         r->status = 500;
         return MHD_NO;
     }
+    char retry[16];
+    snprintf(retry, sizeof retry, "%d", r->retry_after);
+    if (r->retry_after > 0 &&
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, retry) != MHD_YES) {
+        MHD_destroy_response(resp);
+        r->status = 500;
+        return MHD_NO;
+    }
     /* RFC 9110 §11.6.1: a 401 names the scheme that would succeed. */
     if (status == MHD_HTTP_UNAUTHORIZED &&
         MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,

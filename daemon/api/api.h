@@ -40,6 +40,15 @@ typedef struct api_request {
     const char *name;        /* the {name} of /api/v1/datasets/{name} or the {path}
                                 of /api/v1/jobs/{id}/files/{path}, else NULL */
     api_stream *stream;      /* the body, for a streaming route; else NULL */
+    int retry_after;         /* > 0: the reply carries "Retry-After: N" (seconds) */
+    struct enginepool *engines; /* predictions' threads (http.c's); NULL: none */
+    /* Set by http.c while the request's connection is suspended (its handler
+     * runs on a writer thread): how a handler that answers from another
+     * thread ends the request (api_engine.c); the handler then sets
+     * answered_later and http.c leaves the end to resume. */
+    void (*resume)(void *ctx, const struct api_request *r, enum MHD_Result ret);
+    void *resume_ctx;
+    bool answered_later;
 } api_request;
 
 /* Replies. api_reply_json takes ownership of body. */
@@ -124,6 +133,28 @@ void api_stream_sha256(api_stream *s, char hex[65]);
 bool api_stream_place(api_stream *s, const char *final);
 /* Remove the temporary file unless it was put in place. */
 void api_stream_free(api_stream *s);
+
+/* A punch-train run for a request on r->job (api_engine.c): `ENGINE spec
+ * --out dir --weights weights mode input --threads N` (N the job's
+ * threads) under a time limit; dir is the request's temporary directory
+ * (removed once answered, in every case); reply answers once the engine
+ * ended (rc and msg as engine_run's), with dir's files still there. */
+typedef struct api_engine_run {
+    const char *spec, *weights;
+    const char *mode, *input; /* "--predict" INPUT.npy, "--generate" REQUEST.json */
+    const char *dir;
+    int timeout_s;
+    enum MHD_Result (*reply)(api_request *r, const char *dir, int rc, const char *msg);
+} api_engine_run;
+/* Run e on the engine pool (predict_threads) and answer r from there while
+ * its connection stays suspended; or refuse at once with Retry-After: 503
+ * when predict_queue requests wait already or the server is stopping, 429
+ * when the caller has predict_per_user in the pool. Without a pool (r not
+ * suspended) it runs here. */
+enum MHD_Result api_engine_submit(api_request *r, const api_engine_run *e);
+/* Append the pool's gauges (predictions running, waiting) to the metrics
+ * text *text of *len bytes (reallocated); false when out of memory. */
+bool api_engine_metrics(struct enginepool *p, char **text, size_t *len);
 
 /* Route handlers (routes.c says which needs a caller and which a job). */
 enum MHD_Result api_healthz(api_request *r);

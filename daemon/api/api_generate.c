@@ -7,7 +7,8 @@
  * code. The request is checked here, field by field, against the
  * configured bounds (generate_max_tokens, generate_max_prompt) so a bad
  * one costs no process; the checked request is written to TMPDIR as the
- * engine's input and generated.json read back as the reply. */
+ * engine's input and generated.json read back as the reply, on the engine
+ * pool (api_engine.c) as predictions are. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +18,6 @@
 
 #include "api/api.h"
 #include "log.h"
-#include "run/engine_run.h"
 #include "run/rundir.h"
 
 #define API_GENERATE_TIMEOUT_S 300
@@ -105,14 +105,26 @@ static bool api_generate_is_lm(const char *spec_path)
     return lm;
 }
 
-/* generated.json of dir, parsed; NULL when missing or not JSON. */
-static json_t *api_generate_result(const char *dir)
+/* The engine's generated.json in dir as the reply (api_engine_run). */
+static enum MHD_Result api_generate_reply(api_request *r, const char *dir, int rc,
+                                          const char *msg)
 {
+    /* The engine's refusals that are the prompt's (a character outside the
+     * vocabulary) name it as the field. */
+    if (rc == 2)
+        return api_reply_error(r, MHD_HTTP_BAD_REQUEST,
+                               strncmp(msg, "prompt:", 7) == 0 ? "prompt" : NULL, "%s", msg);
     char path[4200];
     snprintf(path, sizeof path, "%s/generated.json", dir);
-    json_t *out = json_load_file(path, 0, NULL);
-    unlink(path);
-    return out;
+    json_t *out = rc == 0 ? json_load_file(path, 0, NULL) : NULL;
+    if (!json_is_object(out)) {
+        json_decref(out);
+        log_error("job %s (for %s): generation failed: %s", r->job_id, r->caller.identity,
+                  msg);
+        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "generation failed: %s",
+                               msg[0] ? msg : "no generated.json");
+    }
+    return api_reply_json(r, MHD_HTTP_OK, out);
 }
 
 enum MHD_Result api_job_generate(api_request *r)
@@ -148,31 +160,15 @@ enum MHD_Result api_job_generate(api_request *r)
     snprintf(reqpath, sizeof reqpath, "%s/request.json", dir);
     int wrote = json_dump_file(req, reqpath, JSON_COMPACT);
     json_decref(req);
-    char msg[1024] = "";
-    int rc = -1;
-    if (wrote == 0) {
-        char threads[16];
-        snprintf(threads, sizeof threads, "%d", job->threads > 0 ? job->threads : 1);
-        char *argv[] = {d->engine,         spec,    (char *)"--out",  dir,
-                        (char *)"--weights", weights, (char *)"--generate", reqpath,
-                        (char *)"--threads", threads, NULL};
-        rc = engine_run(argv, API_GENERATE_TIMEOUT_S, msg, sizeof msg);
-    } else {
-        snprintf(msg, sizeof msg, "cannot write the request file: %s", strerror(errno));
+    if (wrote != 0) {
+        int saved = errno;
+        unlink(reqpath);
+        rmdir(dir);
+        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL,
+                               "generation failed: cannot write the request file: %s",
+                               strerror(saved));
     }
-    json_t *out = rc == 0 ? api_generate_result(dir) : NULL;
-    unlink(reqpath);
-    rmdir(dir);
-    /* The engine's refusals that are the prompt's (a character outside the
-     * vocabulary) name it as the field. */
-    if (rc == 2)
-        return api_reply_error(r, MHD_HTTP_BAD_REQUEST,
-                               strncmp(msg, "prompt:", 7) == 0 ? "prompt" : NULL, "%s", msg);
-    if (!json_is_object(out)) {
-        json_decref(out);
-        log_error("job %s (%s): generation failed: %s", job->id, job->owner, msg);
-        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "generation failed: %s",
-                               msg[0] ? msg : "no generated.json");
-    }
-    return api_reply_json(r, MHD_HTTP_OK, out);
+    api_engine_run run = {spec, weights, "--generate", reqpath, dir, API_GENERATE_TIMEOUT_S,
+                          api_generate_reply};
+    return api_engine_submit(r, &run);
 }

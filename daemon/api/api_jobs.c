@@ -62,6 +62,10 @@ enum MHD_Result api_metrics(api_request *r)
     char *text = metrics_render(r->d->st, &len);
     if (!text)
         return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "cannot render metrics");
+    if (r->engines && !api_engine_metrics(r->engines, &text, &len)) {
+        free(text);
+        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "cannot render metrics");
+    }
     struct MHD_Response *resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
     if (!resp)
         free(text);

@@ -8,7 +8,8 @@
  * `punch-train RUNDIR/job.json --weights RUNDIR/weights.safetensors
  * --predict INPUT --out TMPDIR` writes predictions.npy there (engine_run.c:
  * a time limit, its reason on failure), which is served from its
- * descriptor and removed. The cost per request is the engine's start
+ * descriptor and removed. The run goes to the engine pool (api_engine.c,
+ * predict_threads), never a thread that serves submits. The cost per request is the engine's start
  * (process, BLAS threads, model build, weights read) plus the forward
  * passes; docs/api.md gives a measurement. */
 #include <errno.h>
@@ -20,7 +21,6 @@
 #include <unistd.h>
 
 #include "api/api.h"
-#include "run/engine_run.h"
 #include "log.h"
 #include "run/rundir.h"
 
@@ -59,44 +59,20 @@ api_stream *api_predict_stream_open(api_request *r)
     return s;
 }
 
-enum MHD_Result api_job_predict(api_request *r)
+/* The engine's predictions.npy in dir as the reply (api_engine_run). */
+static enum MHD_Result api_predict_reply(api_request *r, const char *dir, int rc, const char *msg)
 {
-    daemon_ctx *d = r->d;
-    const store_job *job = r->job;
-    api_stream *s = r->stream;
-    if (!s)
-        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "no input stream");
-    const char *refusal;
-    int status = api_stream_status(s, &refusal);
-    if (status)
-        return api_reply_error(r, status, NULL, "%s", refusal);
-    char spec[4096], weights[4096], out[4096], result[4200];
+    char result[4200];
     struct stat st;
-    enum MHD_Result reply;
-    if (!api_job_final_weights(r, spec, weights, "predict with", &reply))
-        return reply;
-    snprintf(out, sizeof out, "%s/tmp/predict-XXXXXX", d->cfg.data_dir);
-    if (!mkdtemp(out))
-        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL,
-                               "cannot make a directory for the predictions: %s",
-                               strerror(errno));
-    char threads[16];
-    snprintf(threads, sizeof threads, "%d", job->threads > 0 ? job->threads : 1);
-    char *argv[] = {d->engine,         spec,     (char *)"--out", out,
-                    (char *)"--weights", weights, (char *)"--predict",
-                    (char *)api_stream_path(s), (char *)"--threads", threads, NULL};
-    char msg[1024];
-    int rc = engine_run(argv, API_PREDICT_TIMEOUT_S, msg, sizeof msg);
-    snprintf(result, sizeof result, "%s/predictions.npy", out);
+    snprintf(result, sizeof result, "%s/predictions.npy", dir);
     int fd = rc == 0 ? open(result, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
-    unlink(result);
-    rmdir(out);
     if (rc == 2)
         return api_reply_error(r, MHD_HTTP_BAD_REQUEST, NULL, "%s", msg);
     if (fd < 0 || fstat(fd, &st) != 0) {
         if (fd >= 0)
             close(fd);
-        log_error("job %s (%s): predictions failed: %s", job->id, job->owner, msg);
+        log_error("job %s (for %s): predictions failed: %s", r->job_id, r->caller.identity,
+                  msg);
         return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL,
                                "predictions failed: %s", msg);
     }
@@ -105,6 +81,34 @@ enum MHD_Result api_job_predict(api_request *r)
         close(fd);
         return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
     }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
+    if (MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                "application/octet-stream") != MHD_YES) {
+        MHD_destroy_response(resp);
+        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
+    }
     return api_reply_response(r, MHD_HTTP_OK, resp);
+}
+
+enum MHD_Result api_job_predict(api_request *r)
+{
+    daemon_ctx *d = r->d;
+    api_stream *s = r->stream;
+    if (!s)
+        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "no input stream");
+    const char *refusal;
+    int status = api_stream_status(s, &refusal);
+    if (status)
+        return api_reply_error(r, status, NULL, "%s", refusal);
+    char spec[4096], weights[4096], out[4096];
+    enum MHD_Result reply;
+    if (!api_job_final_weights(r, spec, weights, "predict with", &reply))
+        return reply;
+    snprintf(out, sizeof out, "%s/tmp/predict-XXXXXX", d->cfg.data_dir);
+    if (!mkdtemp(out))
+        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL,
+                               "cannot make a directory for the predictions: %s",
+                               strerror(errno));
+    api_engine_run run = {spec, weights, "--predict", api_stream_path(s), out,
+                          API_PREDICT_TIMEOUT_S, api_predict_reply};
+    return api_engine_submit(r, &run);
 }

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <pthread.h>
+#include <time.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -21,6 +23,7 @@
 #include "http/httptls.h"
 #include "http/httpwatch.h"
 #include "log.h"
+#include "run/enginepool.h"
 #include "http/routes.h"
 #include "timeutil/timeutil.h"
 
@@ -31,7 +34,15 @@ struct http_server {
     httpwatch *watch;
     httptls *tls; /* NULL: plain HTTP */
     httpdefer *writers; /* runs the requests that write (http_dispatch) */
+    enginepool *engines; /* predictions and generations (api_engine.c) */
+    /* Requests resumed from another thread whose reply is not sent yet:
+     * http_stop lets them go out before libmicrohttpd closes everything. */
+    pthread_mutex_t flush_lock;
+    int flushing;
 };
+
+/* How long http_stop waits for resumed replies to go out. */
+#define HTTP_FLUSH_WAIT_S 2.0
 
 /* Per-request state, from the first call of the access handler to the
  * completion callback. */
@@ -53,6 +64,7 @@ typedef struct http_req {
     struct MHD_Connection *conn;
     const char *url, *method;
     bool deferred;
+    bool resumed;            /* counted in the server's flushing until completed */
     enum MHD_Result deferred_ret;
 } http_req;
 
@@ -138,9 +150,37 @@ static httpwatch_conn *http_watched(struct MHD_Connection *conn)
     return hc ? hc->watch : NULL;
 }
 
-static enum MHD_Result http_dispatch_now(http_server *s, struct MHD_Connection *conn,
-                                         const char *url, const char *method, http_req *req)
+/* Resume a deferred request whose reply is queued, counted until its
+ * completion (http_completed), so that http_stop can let it go out. */
+static void http_resume(http_req *req, enum MHD_Result ret)
 {
+    http_server *s = req->server;
+    req->deferred_ret = ret;
+    pthread_mutex_lock(&s->flush_lock);
+    s->flushing++;
+    req->resumed = true;
+    pthread_mutex_unlock(&s->flush_lock);
+    MHD_resume_connection(req->conn);
+}
+
+/* The end of a request a handler answered from another thread
+ * (api_request.resume): its metrics, then the resume that sends the reply. */
+static void http_resume_later(void *ctx, const api_request *r, enum MHD_Result ret)
+{
+    http_req *req = ctx;
+    double elapsed = timeutil_mono_s() - req->t0;
+    metrics_record(r->route, r->status, elapsed);
+    log_debug("http: %s %.200s -> %d in %.3f ms", r->method, r->path, r->status, elapsed * 1e3);
+    http_resume(req, ret);
+}
+
+/* Answer req. *later: its handler took it over (api_engine.c) and ends it
+ * through http_resume_later, perhaps already: req may be gone then. */
+static enum MHD_Result http_dispatch_now(http_server *s, struct MHD_Connection *conn,
+                                         const char *url, const char *method, http_req *req,
+                                         bool *later)
+{
+    *later = false;
     /* The reply is sent under the idle timeout alone. */
     httpwatch_set(s->watch, http_watched(conn), 0, NULL);
     api_request r = {0};
@@ -155,6 +195,11 @@ static enum MHD_Result http_dispatch_now(http_server *s, struct MHD_Connection *
     r.stream = req->stream;
     /* A request with a body left unread or unreadable ends its connection. */
     r.close_connection = req->too_large;
+    r.engines = s->engines;
+    if (req->deferred) { /* suspended: a handler may answer it later */
+        r.resume = http_resume_later;
+        r.resume_ctx = req;
+    }
     enum MHD_Result ret;
     if (req->refused) {
         /* Where this request ends is unknown, or this client may send none:
@@ -163,6 +208,10 @@ static enum MHD_Result http_dispatch_now(http_server *s, struct MHD_Connection *
         ret = api_reply_error(&r, req->refused, NULL, "%s", req->refusal);
     } else {
         ret = routes_dispatch(&r);
+    }
+    if (r.answered_later) {
+        *later = true;
+        return MHD_YES;
     }
     double elapsed = timeutil_mono_s() - req->t0;
     metrics_record(r.route, r.status, elapsed);
@@ -177,8 +226,11 @@ static enum MHD_Result http_dispatch_now(http_server *s, struct MHD_Connection *
 static void http_deferred(void *arg)
 {
     http_req *req = arg;
-    req->deferred_ret = http_dispatch_now(req->server, req->conn, req->url, req->method, req);
-    MHD_resume_connection(req->conn);
+    bool later;
+    enum MHD_Result ret =
+        http_dispatch_now(req->server, req->conn, req->url, req->method, req, &later);
+    if (!later)
+        http_resume(req, ret);
 }
 
 /* Does this request write to the store (POST, PUT, PATCH and DELETE may:
@@ -200,8 +252,9 @@ static bool http_writes(const char *method, const http_req *req)
 static enum MHD_Result http_dispatch(http_server *s, struct MHD_Connection *conn, const char *url,
                                      const char *method, http_req *req)
 {
+    bool later; /* never: req is not deferred */
     if (!http_writes(method, req))
-        return http_dispatch_now(s, conn, url, method, req);
+        return http_dispatch_now(s, conn, url, method, req, &later);
     req->server = s;
     req->conn = conn;
     req->url = url;
@@ -253,6 +306,7 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
 {
     http_server *s = cls;
     http_req *req = *con_cls;
+    bool later; /* never, for a request answered on this thread */
     /* Called again after a deferred request's resume: its response went
      * out; only a failure to queue one is left to report (MHD_NO closes). */
     if (req && req->deferred)
@@ -267,12 +321,12 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
         req->refusal = httpframe_check(conn, method, url, version);
         if (req->refusal) {
             req->refused = MHD_HTTP_BAD_REQUEST;
-            return http_dispatch_now(s, conn, url, method, req);
+            return http_dispatch_now(s, conn, url, method, req, &later);
         }
         if (!httptls_client_ok(s->tls, conn, req->tls_why, sizeof req->tls_why)) {
             req->refused = MHD_HTTP_FORBIDDEN;
             req->refusal = req->tls_why;
-            return http_dispatch_now(s, conn, url, method, req);
+            return http_dispatch_now(s, conn, url, method, req, &later);
         }
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -294,7 +348,7 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
             return MHD_YES;
         }
         if (so == ROUTES_ANSWER_NOW)
-            return http_dispatch_now(s, conn, url, method, req);
+            return http_dispatch_now(s, conn, url, method, req, &later);
         if (so == ROUTES_STREAM) {
             /* An upload may be large: its deadline grows with its length,
              * at HTTP_STREAM_MIN_RATE bytes a second. */
@@ -315,7 +369,7 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
                                                          MHD_HTTP_HEADER_EXPECT);
         if ((expect && strcasecmp(expect, "100-continue") == 0) ||
             declared - (unsigned long long)s->d->cfg.max_body > http_discard_max(s))
-            return http_dispatch_now(s, conn, url, method, req);
+            return http_dispatch_now(s, conn, url, method, req, &later);
         httpwatch_set(s->watch, http_watched(conn),
                       s->d->cfg.body_timeout + (double)(declared / HTTP_STREAM_MIN_RATE),
                       "request body");
@@ -357,6 +411,11 @@ static void http_completed(void *cls, struct MHD_Connection *conn, void **con_cl
     /* A kept-alive connection waits for its next request's header. */
     httpwatch_set(s->watch, http_watched(conn), s->d->cfg.header_timeout, "request header");
     http_req *req = *con_cls;
+    if (req && req->resumed) {
+        pthread_mutex_lock(&s->flush_lock);
+        s->flushing--;
+        pthread_mutex_unlock(&s->flush_lock);
+    }
     if (req) {
         api_stream_free(req->stream);
         free(req->body);
@@ -437,6 +496,20 @@ static bool http_loopback_only(int listen_fd)
     return false;
 }
 
+/* Stop and free the threads and parts http_start made (those not made
+ * are NULL); libmicrohttpd is stopped already or never started. */
+static void http_server_free(http_server *s)
+{
+    pthread_mutex_destroy(&s->flush_lock);
+    enginepool_stop(s->engines);
+    httpdefer_stop(s->writers);
+    enginepool_free(s->engines);
+    httpdefer_free(s->writers);
+    httpwatch_stop(s->watch);
+    httptls_free(s->tls);
+    free(s);
+}
+
 http_server *http_start(daemon_ctx *d, int listen_fd, char *err, size_t errlen)
 {
     http_server *s = calloc(1, sizeof *s);
@@ -446,23 +519,18 @@ http_server *http_start(daemon_ctx *d, int listen_fd, char *err, size_t errlen)
     }
     s->d = d;
     s->listen_fd = listen_fd;
-    if (httptls_load(&d->cfg, &s->tls, err, errlen) != 0) {
-        free(s);
-        return NULL;
-    }
-    s->watch = httpwatch_start(err, errlen);
-    if (!s->watch) {
-        httptls_free(s->tls);
-        free(s);
-        return NULL;
-    }
+    pthread_mutex_init(&s->flush_lock, NULL);
+    if (httptls_load(&d->cfg, &s->tls, err, errlen) == 0)
+        s->watch = httpwatch_start(err, errlen);
     /* Twice the readers' threads: writes batch into group commits
      * (store_job_submit), so more writers waiting means fewer fsyncs. */
-    s->writers = httpdefer_start(2 * d->cfg.http_threads, err, errlen);
-    if (!s->writers) {
-        httpwatch_stop(s->watch);
-        httptls_free(s->tls);
-        free(s);
+    if (s->watch)
+        s->writers = httpdefer_start(2 * d->cfg.http_threads, err, errlen);
+    if (s->writers)
+        s->engines = enginepool_start(d->cfg.predict_threads, d->cfg.predict_queue,
+                                      d->cfg.predict_per_user, err, errlen);
+    if (!s->engines) {
+        http_server_free(s);
         return NULL;
     }
     /* Said before the first request can be answered: a client that sees
@@ -494,11 +562,7 @@ http_server *http_start(daemon_ctx *d, int listen_fd, char *err, size_t errlen)
     if (!s->mhd) {
         snprintf(err, errlen, "libmicrohttpd failed to start%s (see the log above)",
                  s->tls ? " with tls_cert and tls_key (do they match?)" : "");
-        httpdefer_stop(s->writers);
-        httpdefer_free(s->writers);
-        httpwatch_stop(s->watch);
-        httptls_free(s->tls);
-        free(s);
+        http_server_free(s);
         return NULL;
     }
     return s;
@@ -513,18 +577,36 @@ void http_quiesce(http_server *s)
     }
 }
 
+/* Wait (a while at most) for the replies queued from other threads to be
+ * sent: MHD_stop_daemon closes connections without sending them. */
+static void http_flush(http_server *s)
+{
+    double deadline = timeutil_mono_s() + HTTP_FLUSH_WAIT_S;
+    for (;;) {
+        pthread_mutex_lock(&s->flush_lock);
+        int left = s->flushing;
+        pthread_mutex_unlock(&s->flush_lock);
+        if (left <= 0 || timeutil_mono_s() >= deadline)
+            return;
+        struct timespec tick = {0, 10 * 1000000L};
+        nanosleep(&tick, NULL);
+    }
+}
+
 void http_stop(http_server *s)
 {
     if (!s)
         return;
     /* Every deferred request finishes and resumes its connection first: a
-     * suspended one must not be left to MHD_stop_daemon. A request deferred
-     * after this runs on libmicrohttpd's thread (httpdefer_run). */
+     * suspended one must not be left to MHD_stop_daemon. The engine pool
+     * first: its waiting requests are answered 503, its running engines
+     * ended (api_engine.c); a writer handing it one later gets the 503 at
+     * once. A request deferred after this runs on libmicrohttpd's thread
+     * (httpdefer_run). */
+    enginepool_stop(s->engines);
     httpdefer_stop(s->writers);
+    http_flush(s);
     /* libmicrohttpd closes the listening socket unless quiesce took it back. */
     MHD_stop_daemon(s->mhd);
-    httpdefer_free(s->writers);
-    httpwatch_stop(s->watch);
-    httptls_free(s->tls);
-    free(s);
+    http_server_free(s);
 }

@@ -53,6 +53,11 @@ static void engine_run_waiter(const engine_child *c)
 
 int engine_run(char *const *argv, int timeout_s, char *msg, size_t msglen)
 {
+    return engine_run_until(argv, timeout_s, -1, msg, msglen);
+}
+
+int engine_run_until(char *const *argv, int timeout_s, int stop_fd, char *msg, size_t msglen)
+{
     if (msglen > 0)
         msg[0] = '\0';
     int pfd[2], sfd[2] = {-1, -1};
@@ -89,21 +94,25 @@ int engine_run(char *const *argv, int timeout_s, char *msg, size_t msglen)
     char buf[4096];
     size_t used = 0;
     double deadline = timeutil_mono_s() + timeout_s;
-    bool timed_out = false;
+    bool timed_out = false, stopped = false;
     for (;;) {
         double left = deadline - timeutil_mono_s();
-        if (left <= 0) {
+        if (left <= 0 || stopped) {
             timed_out = true;
             kill(-pid, SIGKILL);
             kill(pid, SIGKILL);
             break;
         }
-        struct pollfd p = {pfd[0], POLLIN, 0};
-        int ready = poll(&p, 1, (int)(left * 1000) + 1);
+        struct pollfd p[2] = {{pfd[0], POLLIN, 0}, {stop_fd, POLLIN, 0}};
+        int ready = poll(p, stop_fd >= 0 ? 2 : 1, (int)(left * 1000) + 1);
         if (ready < 0 && errno == EINTR)
             continue;
         if (ready <= 0)
             continue;
+        if (stop_fd >= 0 && p[1].revents) {
+            stopped = true;
+            continue;
+        }
         char chunk[1024];
         ssize_t r = read(pfd[0], chunk, sizeof chunk);
         if (r < 0 && errno == EINTR)
@@ -136,6 +145,10 @@ int engine_run(char *const *argv, int timeout_s, char *msg, size_t msglen)
     last = last ? last + 1 : buf;
     if (strncmp(last, "punch-train: ", 13) == 0)
         last += 13;
+    if (stopped) {
+        snprintf(msg, msglen, "%s was stopped: punchcardd is shutting down", argv[0]);
+        return -1;
+    }
     if (timed_out) {
         snprintf(msg, msglen, "%s did not finish within %d s", argv[0], timeout_s);
         return -1;

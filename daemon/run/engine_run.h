@@ -13,4 +13,8 @@
  * not start, ran past timeout_s (then killed), or died of a signal. */
 int engine_run(char *const *argv, int timeout_s, char *msg, size_t msglen);
 
+/* engine_run that also ends the engine (-1, msg saying so) as soon as
+ * stop_fd turns readable (enginepool_stop_fd); -1: no such descriptor. */
+int engine_run_until(char *const *argv, int timeout_s, int stop_fd, char *msg, size_t msglen);
+
 #endif
