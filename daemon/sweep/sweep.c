@@ -546,11 +546,14 @@ static void sweep_advance_locked(daemon_ctx *d, const store_sweep *sw)
         const json_t *last = sweep_last_rung(&ts.v[i]);
         any_metric = any_metric || json_is_number(json_object_get(last, "metric"));
     }
-    if (active == 0 && !pending && !blocked &&
-        store_sweep_finish(d->st, sw->id, any_metric ? "succeeded" : "failed", daemon_now()) ==
-            STORE_OK) {
-        log_info("sweep %s (%s): %s", sw->id, sw->owner, any_metric ? "succeeded" : "failed");
+    /* Files go before the sweep shows as ended, so whoever sees it ended
+     * sees what it kept (retention is idempotent if the finish fails). */
+    if (active == 0 && !pending && !blocked) {
         sweep_retain(d, &c, &ts);
+        if (store_sweep_finish(d->st, sw->id, any_metric ? "succeeded" : "failed",
+                               daemon_now()) == STORE_OK)
+            log_info("sweep %s (%s): %s", sw->id, sw->owner,
+                     any_metric ? "succeeded" : "failed");
     }
     sweep_trials_free(&ts);
     json_decref(doc);
