@@ -178,6 +178,19 @@ static bool kx_padding(kx *k, const json_t *cfg, bool causal_ok, const char **pa
 #define CHANNELS_LAST "\"data_format\": [\"channels_last\", null]"
 
 /* One Keras layer on its inputs: out is what it produces. */
+/* Conv1D's and Conv2D's options checked (fixed: those only one value of
+ * maps) and their window read: the activation, or NULL with the error set. */
+static const char *kx_conv_window(kx *k, const json_t *cfg, const char *const *mapped,
+                                  const char *fixed, bool causal_ok, long ks[2], long st[2],
+                                  long dl[2], const char **pad, bool *ok)
+{
+    if (!kx_options(k, cfg, mapped, fixed) || !kx_pair(k, cfg, "kernel_size", 1, 1, ks) ||
+        !kx_pair(k, cfg, "strides", 1, 1, st) || !kx_pair(k, cfg, "dilation_rate", 1, 1, dl) ||
+        !kx_padding(k, cfg, causal_ok, pad))
+        return NULL;
+    return kx_activation(k, cfg, ok);
+}
+
 static bool kx_layer(kx *k, const json_t *cfg, const knode *in, int n_in, bool seq, knode *out)
 {
     const char *c = k->cls;
@@ -206,12 +219,8 @@ static bool kx_layer(kx *k, const json_t *cfg, const knode *in, int n_in, bool s
                                         "depth_multiplier", NULL};
         long ks[2], st[2], dl[2];
         const char *pad;
-        const char *act = kx_options(k, cfg, m, "{" CHANNELS_LAST "}") &&
-                                  kx_pair(k, cfg, "kernel_size", 1, 1, ks) &&
-                                  kx_pair(k, cfg, "strides", 1, 1, st) &&
-                                  kx_pair(k, cfg, "dilation_rate", 1, 1, dl) &&
-                                  kx_padding(k, cfg, false, &pad)
-                              ? kx_activation(k, cfg, &ok) : NULL;
+        const char *act = kx_conv_window(k, cfg, m, "{" CHANNELS_LAST "}", false, ks, st, dl,
+                                         &pad, &ok);
         if (!act)
             return false;
         if (s->rank != 3)
@@ -396,12 +405,8 @@ static bool kx_layer(kx *k, const json_t *cfg, const knode *in, int n_in, bool s
                                         "dilation_rate", "activation", "use_bias", NULL};
         long ks[2], st[2], dl[2];
         const char *pad;
-        const char *act = kx_options(k, cfg, m, "{" CHANNELS_LAST ", \"groups\": [1]}") &&
-                                  kx_pair(k, cfg, "kernel_size", 1, 1, ks) &&
-                                  kx_pair(k, cfg, "strides", 1, 1, st) &&
-                                  kx_pair(k, cfg, "dilation_rate", 1, 1, dl) &&
-                                  kx_padding(k, cfg, true, &pad)
-                              ? kx_activation(k, cfg, &ok) : NULL;
+        const char *act = kx_conv_window(k, cfg, m, "{" CHANNELS_LAST ", \"groups\": [1]}", true,
+                                         ks, st, dl, &pad, &ok);
         if (!act)
             return false;
         l = json_pack("{s:s,s:O,s:i,s:i,s:i,s:s,s:s,s:O}", "type", "conv1d", "filters",

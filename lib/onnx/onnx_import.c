@@ -148,17 +148,19 @@ static int imp_output(imp *im, onnx_model *out)
         return -1;
     }
     imp_value *v = imp_find(im, g->output[0]->name ? g->output[0]->name : "");
-    if (!v || v->layer < 0 || v->layer != im->n_layers - 1 || v->kind != IMP_PLAIN) {
+    if (!v || v->layer < 0 || v->layer != im->n_layers - 1 ||
+        (v->kind != IMP_PLAIN && v->kind != IMP_STEPS)) {
         snprintf(im->err, im->errlen, "output \"%.80s\" must be computed by the graph's last "
                  "layer", g->output[0]->name ? g->output[0]->name : "");
         return -1;
     }
-    if (v->rank != 1) {
+    if (v->kind != IMP_STEPS && v->rank != 1) {
         snprintf(im->err, im->errlen, "output \"%.80s\" must be [N, outputs]; flatten it in "
                  "the graph", g->output[0]->name);
         return -1;
     }
-    out->outputs = v->dim[0];
+    /* A per-step output is [N, T, outputs] (data.per_step_labels). */
+    out->outputs = v->kind == IMP_STEPS ? v->dim[1] : v->dim[0];
     json_t *last = json_array_get(im->layers, (size_t)im->n_layers - 1);
     const char *type = json_string_value(json_object_get(last, "type"));
     out->logits = !type || strcmp(type, "softmax") != 0;

@@ -22,11 +22,13 @@ typedef enum imp_kind {
     IMP_RNN_Y,      /* an LSTM/GRU's Y [T, dirs, N, U] */
     IMP_RNN_Y_TNU,  /* one direction's Y squeezed, [T, N, U] */
     IMP_RNN_Y_NTU,  /* that batch first, [N, T, U] */
+    IMP_RNN_Y_TNDU, /* a bidirectional Y with the directions next to the units, [T, N, 2, U] */
     IMP_RNN_H,      /* Y_h [dirs, N, U] */
     IMP_RNN_H_DIR,  /* one direction `dir` of a bidirectional Y_h, [N, U] */
     IMP_RNN_C,      /* Y_c (no use supported) */
     IMP_SHAPE,      /* ints computed from a tensor's shape */
     IMP_ZEROS,      /* ConstantOfShape 0 of such a shape (an initial state) */
+    IMP_STEPS,      /* a layer applied per step to a whole sequence, [N, T, F]: dim {T, F} */
 } imp_kind;
 
 typedef struct imp_value {
@@ -37,6 +39,8 @@ typedef struct imp_value {
     const Onnx__TensorProto *init; /* constants */
     imp_kind kind;
     int dirs, dir;                 /* recurrent values: directions, and which one */
+    int hbase;                     /* Y_h of stacked layers concatenated: the entries before
+                                      this layer's (PyTorch's h_n of num_layers > 1) */
 } imp_value;
 
 #define IMP_CONST (-2)

@@ -61,15 +61,18 @@ const char *imp_kind_name(imp_kind kind)
         [IMP_TOKENS] = "the token ids (only an embedding's Gather reads them)",
         [IMP_SEQ] = "a sequence [N, T, F]",
         [IMP_SEQ_TMAJOR] = "a time-major sequence [T, N, F]",
-        [IMP_RNN_Y] = "a recurrent layer's Y (only its last step is supported)",
-        [IMP_RNN_Y_TNU] = "a recurrent layer's Y (only its last step is supported)",
-        [IMP_RNN_Y_NTU] = "a recurrent layer's Y (only its last step is supported)",
+        [IMP_RNN_Y] = "a recurrent layer's Y (its last step, or all steps batch first)",
+        [IMP_RNN_Y_TNU] = "a recurrent layer's Y (its last step, or all steps batch first)",
+        [IMP_RNN_Y_NTU] = "a recurrent layer's Y [N, T, U] (its last step, a per-step MatMul, "
+                          "the next LSTM/GRU or a mean over time)",
+        [IMP_RNN_Y_TNDU] = "a bidirectional Y [T, N, 2, U] (only its reshape to [T, N, 2U])",
         [IMP_RNN_H] = "a recurrent layer's Y_h (only Y_h[-1] is supported)",
         [IMP_RNN_H_DIR] = "one direction of a bidirectional Y_h (only the two concatenated, "
                           "forward first, are supported)",
         [IMP_RNN_C] = "an LSTM's cell state Y_c (not supported)",
         [IMP_SHAPE] = "a shape (only an initial state's ConstantOfShape reads it)",
         [IMP_ZEROS] = "zeros of a computed shape (only an initial state is supported)",
+        [IMP_STEPS] = "a per-step result [N, T, F] (only a bias Add, or the graph's output)",
     };
     return (unsigned)kind < sizeof names / sizeof names[0] ? names[kind] : "unknown";
 }

@@ -179,17 +179,20 @@ static int op_add(imp *im)
     }
     if (b->layer == IMP_CONST && im->node->n_input == 2) {
         int l = im->last_type_dense_nobias;
-        if (l < 0 || a->layer != l || imp_const_count(b->init) != a->dim[0])
+        long units = a->rank > 0 ? a->dim[a->rank - 1] : 0; /* per step: {T, units} */
+        if (l < 0 || a->layer != l || imp_const_count(b->init) != units)
             return imp_fail(im, "adding a constant is supported only as the bias of the "
                             "MatMul just before it");
         json_t *layer = json_array_get(im->layers, (size_t)l);
         json_object_set_new(layer, "use_bias", json_true());
-        long bd[1] = {a->dim[0]};
+        long bd[1] = {units};
         imp_value av = *a;
         im->last_type_dense_nobias = -1;
-        if (imp_weight(im, l, "dense", "bias", b->init, 1, bd, false) != 0)
+        if (imp_weight(im, l, "dense", "bias", b->init, 1, bd, false) != 0 ||
+            imp_alias(im, &av) != 0)
             return -1;
-        return imp_alias(im, &av);
+        im->v[im->nv - 1].kind = av.kind;
+        return 0;
     }
     imp_value xs[SPEC_MAX_INPUTS_IMP];
     const imp_value *in[SPEC_MAX_INPUTS_IMP];
@@ -438,6 +441,36 @@ static int op_constant(imp *im)
     return 0;
 }
 
+static int op_relu(imp *im) { return op_unary(im, "relu"); }
+static int op_sigmoid(imp *im) { return op_unary(im, "sigmoid"); }
+static int op_tanh(imp *im) { return op_unary(im, "tanh"); }
+static int op_maxpool(imp *im) { return op_pool(im, true); }
+static int op_avgpool(imp *im) { return op_pool(im, false); }
+static int op_global_maxpool(imp *im) { return op_global_pool(im, true); }
+static int op_global_avgpool(imp *im) { return op_global_pool(im, false); }
+static int op_lstm(imp *im) { return imp_op_rnn(im, true); }
+static int op_gru(imp *im) { return imp_op_rnn(im, false); }
+
+/* Concat, Reshape, MatMul: a sequence's pattern first (1: not one), else
+ * the plain tensor's mapping. */
+static int op_concat_any(imp *im)
+{
+    int rc = imp_op_seq_concat(im);
+    return rc == 1 ? op_concat(im) : rc;
+}
+
+static int op_reshape_any(imp *im)
+{
+    int rc = imp_op_seq_reshape(im);
+    return rc == 1 ? op_reshape(im) : rc;
+}
+
+static int op_matmul_any(imp *im)
+{
+    int rc = imp_op_seq_matmul(im);
+    return rc == 1 ? op_matmul(im) : rc;
+}
+
 int imp_op(imp *im)
 {
     const char *op = im->node->op_type ? im->node->op_type : "";
@@ -446,56 +479,25 @@ int imp_op(imp *im)
     if (strcmp(op, "MatMul") != 0 && strcmp(op, "Add") != 0)
         im->last_type_dense_nobias = -1;
     static const struct {
-        const char *op, *type;
-    } unary[] = {{"Relu", "relu"}, {"Sigmoid", "sigmoid"}, {"Tanh", "tanh"}};
-    for (size_t i = 0; i < sizeof unary / sizeof unary[0]; i++)
-        if (strcmp(op, unary[i].op) == 0)
-            return op_unary(im, unary[i].type);
-    if (strcmp(op, "Identity") == 0 || strcmp(op, "Dropout") == 0)
-        return op_identity(im);
-    if (strcmp(op, "Softmax") == 0)
-        return op_softmax(im);
-    if (strcmp(op, "Flatten") == 0)
-        return op_flatten(im);
-    if (strcmp(op, "Reshape") == 0)
-        return op_reshape(im);
-    if (strcmp(op, "Gemm") == 0)
-        return op_gemm(im);
-    if (strcmp(op, "MatMul") == 0)
-        return op_matmul(im);
-    if (strcmp(op, "Add") == 0 || strcmp(op, "Sum") == 0)
-        return op_add(im);
-    if (strcmp(op, "Concat") == 0) {
-        int rc = imp_op_seq_concat(im);
-        return rc == 1 ? op_concat(im) : rc;
-    }
-    if (strcmp(op, "Conv") == 0)
-        return op_conv(im);
-    if (strcmp(op, "MaxPool") == 0 || strcmp(op, "AveragePool") == 0)
-        return op_pool(im, op[0] == 'M');
-    if (strcmp(op, "GlobalAveragePool") == 0 || strcmp(op, "GlobalMaxPool") == 0)
-        return op_global_pool(im, op[6] == 'M');
-    if (strcmp(op, "BatchNormalization") == 0)
-        return op_batchnorm(im);
-    if (strcmp(op, "Constant") == 0)
-        return op_constant(im);
-    if (strcmp(op, "LayerNormalization") == 0)
-        return imp_op_layer_norm(im);
-    if (strcmp(op, "Gelu") == 0)
-        return imp_op_gelu(im);
-    if (strcmp(op, "Div") == 0)
-        return imp_op_div(im);
-    static const struct {
         const char *op;
         int (*map)(imp *);
-    } seq[] = {{"Gather", imp_op_gather}, {"Transpose", imp_op_transpose},
-               {"Squeeze", imp_op_squeeze}, {"Shape", imp_op_shape},
-               {"Unsqueeze", imp_op_unsqueeze}, {"ConstantOfShape", imp_op_constant_of_shape}};
-    for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++)
-        if (strcmp(op, seq[i].op) == 0)
-            return seq[i].map(im);
-    if (strcmp(op, "LSTM") == 0 || strcmp(op, "GRU") == 0)
-        return imp_op_rnn(im, op[0] == 'L');
+    } ops[] = {
+        {"Relu", op_relu}, {"Sigmoid", op_sigmoid}, {"Tanh", op_tanh},
+        {"Identity", op_identity}, {"Dropout", op_identity}, {"Softmax", op_softmax},
+        {"Flatten", op_flatten}, {"Reshape", op_reshape_any}, {"Gemm", op_gemm},
+        {"MatMul", op_matmul_any}, {"Add", op_add}, {"Sum", op_add},
+        {"Concat", op_concat_any}, {"Conv", op_conv}, {"MaxPool", op_maxpool},
+        {"AveragePool", op_avgpool}, {"GlobalAveragePool", op_global_avgpool},
+        {"GlobalMaxPool", op_global_maxpool}, {"BatchNormalization", op_batchnorm},
+        {"Constant", op_constant}, {"LayerNormalization", imp_op_layer_norm},
+        {"Gelu", imp_op_gelu}, {"Div", imp_op_div}, {"Gather", imp_op_gather},
+        {"Transpose", imp_op_transpose}, {"Squeeze", imp_op_squeeze}, {"Shape", imp_op_shape},
+        {"Unsqueeze", imp_op_unsqueeze}, {"ConstantOfShape", imp_op_constant_of_shape},
+        {"Slice", imp_op_slice}, {"ReduceMean", imp_op_reduce_mean}, {"LSTM", op_lstm},
+        {"GRU", op_gru}};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (strcmp(op, ops[i].op) == 0)
+            return ops[i].map(im);
     snprintf(im->err, im->errlen, "node \"%.80s\" (%.40s) is not supported",
              im->node->name && im->node->name[0] ? im->node->name
              : im->node->n_output ? im->node->output[0] : "", op);

@@ -24,5 +24,12 @@ int imp_op_rnn(imp *im, bool lstm);
 /* Concat of shapes or of a bidirectional Y_h's directions; 1 when the
  * inputs are neither (a plain Concat). */
 int imp_op_seq_concat(imp *im);
+/* Stacked and sequence-returning layers: the slice of an initial state,
+ * a bidirectional Y's reshape, a per-step MatMul, a mean over time; the
+ * reshape and MatMul return 1 when their input is not a sequence's. */
+int imp_op_slice(imp *im);
+int imp_op_seq_reshape(imp *im);
+int imp_op_seq_matmul(imp *im);
+int imp_op_reduce_mean(imp *im);
 
 #endif

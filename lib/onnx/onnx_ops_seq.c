@@ -101,6 +101,23 @@ static int seq_embedding(imp *im, const imp_value *ids)
     return seq_bind(im, 0, IMP_SEQ, l, 2, od, 0, 0);
 }
 
+/* The engine's recurrent layer gives either its last step or every step
+ * (return_sequences, on a bidirectional's inner layer): the first use of
+ * the layer's output decides, and a graph that reads both is refused. */
+static int seq_mode(imp *im, int layer, bool all)
+{
+    json_t *l = json_array_get(im->layers, (size_t)layer);
+    json_t *inner = json_object_get(l, "layer");
+    json_t *cell = inner ? inner : l;
+    json_t *have = json_object_get(cell, "return_sequences");
+    if (have && json_is_true(have) != all)
+        return imp_fail(im, "layer %d's last step and its whole sequence are both used; the "
+                        "engine's LSTM/GRU gives one of them", layer);
+    if (json_object_set_new(cell, "return_sequences", json_boolean(all)) != 0)
+        return imp_fail(im, "out of memory");
+    return 0;
+}
+
 /* The last step of a recurrent layer (return_sequences false): [N, U]. */
 static int seq_last(imp *im, const imp_value *y)
 {
@@ -108,8 +125,26 @@ static int seq_last(imp *im, const imp_value *y)
     if (v.dirs != 1)
         return imp_fail(im, "only the last step of a one-direction layer is supported here (a "
                         "bidirectional one: concatenate Y_h's two directions)");
+    if (seq_mode(im, v.layer, false) != 0)
+        return -1;
     long d[1] = {v.dim[v.rank - 1]};
     return seq_bind(im, 0, IMP_PLAIN, v.layer, 1, d, 0, 0);
+}
+
+/* A sequence [N, T, F] read whole: an embedding's output, or a recurrent
+ * layer's Y batch first (the layer then returns every step). NULL with
+ * the error set for anything else. */
+static imp_value *seq_whole(imp *im, const char *what)
+{
+    imp_value *x = seq_value(im, 0);
+    if (!x)
+        return NULL;
+    if (x->kind != IMP_SEQ && x->kind != IMP_RNN_Y_NTU) {
+        imp_fail(im, "only %s of a sequence [N, T, F] (an embedding's or a recurrent layer's "
+                 "output, batch first) is supported, not of %s", what, imp_kind_name(x->kind));
+        return NULL;
+    }
+    return x->kind == IMP_RNN_Y_NTU && seq_mode(im, x->layer, true) != 0 ? NULL : x;
 }
 
 int imp_op_gather(imp *im)
@@ -132,13 +167,16 @@ int imp_op_gather(imp *im)
     long steps = x.dim[0];
     bool last_step = i == -1 || (steps > 0 && i == steps - 1);
     switch (x.kind) {
-    case IMP_RNN_H: /* Y_h [dirs, N, U] */
-        if (axis != 0 || i < -x.dirs || i >= x.dirs)
+    case IMP_RNN_H: /* Y_h [layers x dirs, N, U]: only the last layer's entries */
+        if (axis != 0 || i < -(x.hbase + x.dirs) || i >= x.hbase + x.dirs)
             break;
+        i = (i < 0 ? i + x.hbase + x.dirs : i) - x.hbase;
+        if (i < 0)
+            return imp_fail(im, "only the last layer's entries of a stacked h_n are supported "
+                            "(the engine's lower layers return every step)");
         if (x.dirs == 1)
             return seq_last(im, &x);
-        return seq_bind(im, 0, IMP_RNN_H_DIR, x.layer, 1, x.dim, x.dirs,
-                        (int)(i < 0 ? i + x.dirs : i));
+        return seq_bind(im, 0, IMP_RNN_H_DIR, x.layer, 1, x.dim, x.dirs, (int)i);
     case IMP_RNN_Y_TNU: /* [T, N, U] */
         if (axis == 0 && last_step)
             return seq_last(im, &x);
@@ -162,9 +200,14 @@ int imp_op_transpose(imp *im)
     if (!x || imp_attrs_known(im, known) != 0)
         return -1;
     int64_t perm[4];
-    bool swap = imp_attr_ints(im, "perm", perm, 4) == 3 && perm[0] == 1 && perm[1] == 0 &&
-                perm[2] == 2;
+    int np = imp_attr_ints(im, "perm", perm, 4);
+    bool swap = np == 3 && perm[0] == 1 && perm[1] == 0 && perm[2] == 2;
     imp_value v = *x;
+    /* A bidirectional Y [T, 2, N, U] to [T, N, 2, U], before the reshape
+     * that puts each step's two directions side by side. */
+    if (np == 4 && perm[0] == 0 && perm[1] == 2 && perm[2] == 1 && perm[3] == 3 &&
+        v.kind == IMP_RNN_Y && v.dirs == 2)
+        return seq_bind(im, 0, IMP_RNN_Y_TNDU, v.layer, v.rank, v.dim, v.dirs, 0);
     static const imp_kind pairs[4][2] = {{IMP_SEQ, IMP_SEQ_TMAJOR},
                                          {IMP_SEQ_TMAJOR, IMP_SEQ},
                                          {IMP_RNN_Y_TNU, IMP_RNN_Y_NTU},
@@ -172,8 +215,9 @@ int imp_op_transpose(imp *im)
     for (int p = 0; p < 4 && swap; p++)
         if (v.kind == pairs[p][0])
             return seq_bind(im, 0, pairs[p][1], v.layer, v.rank, v.dim, v.dirs, v.dir);
-    return imp_fail(im, "only swapping the batch and time axes (perm [1, 0, 2]) of a sequence "
-                    "is supported, here on %s", imp_kind_name(v.kind));
+    return imp_fail(im, "only swapping the batch and time axes (perm [1, 0, 2]) of a sequence, "
+                    "or a bidirectional Y's [0, 2, 1, 3], is supported, here on %s",
+                    imp_kind_name(v.kind));
 }
 
 int imp_op_squeeze(imp *im)
@@ -186,7 +230,7 @@ int imp_op_squeeze(imp *im)
     imp_value v = *x;
     if (v.kind == IMP_RNN_Y && v.dirs == 1 && axis == 1) /* [T, 1, N, U] -> [T, N, U] */
         return seq_bind(im, 0, IMP_RNN_Y_TNU, v.layer, 2, v.dim, 1, 0);
-    if (v.kind == IMP_RNN_H && v.dirs == 1 && axis == 0) /* Y_h [1, N, U] -> [N, U] */
+    if (v.kind == IMP_RNN_H && v.dirs == 1 && v.hbase == 0 && axis == 0) /* [1, N, U] */
         return seq_last(im, &v);
     return imp_fail(im, "only the direction axis of a one-direction LSTM/GRU's Y or Y_h may be "
                     "squeezed, not axis %lld of %s", (long long)axis, imp_kind_name(v.kind));
@@ -234,24 +278,67 @@ int imp_op_constant_of_shape(imp *im)
     return seq_bind(im, 0, IMP_ZEROS, IMP_DERIVED, 0, NULL, 0, 0);
 }
 
-/* Concat of shape values (a shape), or of a bidirectional Y_h's forward
- * and backward directions on the features: the engine's bidirectional,
- * merge_mode concat. 1: neither, op_concat maps it. */
+/* Slice of zeros: a stacked layer's initial state, cut from the zeros
+ * PyTorch makes for all its layers. */
+int imp_op_slice(imp *im)
+{
+    imp_value *x = seq_value(im, 0);
+    if (!x)
+        return -1;
+    if (x->kind != IMP_ZEROS && x->kind != IMP_SHAPE)
+        return imp_fail(im, "only a slice of an initial state's zeros is supported, not of %s",
+                        imp_kind_name(x->kind));
+    return seq_bind(im, 0, x->kind, IMP_DERIVED, 0, NULL, 0, 0);
+}
+
+/* Y_h of stacked layers concatenated (PyTorch's h_n, num_layers > 1),
+ * lowest layer first: a Y_h of the last layer with the entries before it
+ * counted, so h_n[-1] is still the last layer's last step. */
+static int seq_stack_h(imp *im)
+{
+    int base = 0;
+    imp_value last = {0};
+    for (size_t k = 0; k < im->node->n_input; k++) {
+        imp_value *v = seq_value(im, (int)k);
+        if (!v)
+            return -1;
+        if (v->kind != IMP_RNN_H || (k > 0 && v->layer <= last.layer))
+            return imp_fail(im, "only the Y_h of stacked layers, lowest first, may be "
+                            "concatenated with a Y_h (input %zu is %s)", k,
+                            imp_kind_name(v->kind));
+        base += k > 0 ? last.hbase + last.dirs : 0;
+        last = *v;
+    }
+    if (imp_attr_int(im, "axis", 0) != 0)
+        return imp_fail(im, "stacked Y_h are supported concatenated on axis 0 only");
+    if (seq_bind(im, 0, IMP_RNN_H, last.layer, last.rank, last.dim, last.dirs, 0) != 0)
+        return -1;
+    im->v[im->nv - 1].hbase = base + last.hbase;
+    return 0;
+}
+
+/* Concat of shape values (a shape), of stacked layers' Y_h, or of a
+ * bidirectional Y_h's forward and backward directions on the features:
+ * the engine's bidirectional, merge_mode concat. 1: none of them,
+ * op_concat maps it. */
 int imp_op_seq_concat(imp *im)
 {
-    bool shape = false, dirs = false;
+    bool shape = false, dirs = false, stack = false;
     for (size_t k = 0; k < im->node->n_input; k++) {
         imp_value *v = imp_find(im, im->node->input[k]);
         shape = shape || (v && v->kind == IMP_SHAPE);
         dirs = dirs || (v && v->kind == IMP_RNN_H_DIR);
+        stack = stack || (v && v->kind == IMP_RNN_H);
     }
     if (shape)
         return seq_bind(im, 0, IMP_SHAPE, IMP_DERIVED, 0, NULL, 0, 0);
-    if (!dirs)
+    if (!dirs && !stack)
         return 1;
     static const char *const known[] = {"axis", NULL};
     if (imp_attrs_known(im, known) != 0)
         return -1;
+    if (stack)
+        return seq_stack_h(im);
     imp_value *f = seq_value(im, 0), *b = f && im->node->n_input == 2 ? seq_value(im, 1) : NULL;
     int64_t axis = imp_attr_int(im, "axis", 0);
     if (!b || f->kind != IMP_RNN_H_DIR || b->kind != IMP_RNN_H_DIR || f->layer != b->layer ||
@@ -407,10 +494,12 @@ int imp_op_rnn(imp *im, bool lstm)
     imp_value *x = seq_value(im, 0);
     if (!x)
         return -1;
-    if (x->kind != IMP_SEQ_TMAJOR)
+    if (x->kind != IMP_SEQ_TMAJOR && x->kind != IMP_RNN_Y_TNU)
         return imp_fail(im, "X must be a time-major sequence [T, N, F] (an embedding's output "
-                        "transposed), not %s", imp_kind_name(x->kind));
+                        "transposed, or a layer below's Y), not %s", imp_kind_name(x->kind));
     imp_value xv = *x;
+    if (xv.kind == IMP_RNN_Y_TNU && seq_mode(im, xv.layer, true) != 0)
+        return -1;
     q.f = xv.dim[1];
     long g = q.gates * q.units;
     if (!(q.w = imp_const(im, 1)) || !(q.r = imp_const(im, 2)) ||
@@ -442,4 +531,82 @@ int imp_op_rnn(imp *im, bool lstm)
         seq_bind(im, 1, IMP_RNN_H, l, 1, hd, q.dirs, 0) != 0)
         return -1;
     return lstm ? seq_bind(im, 2, IMP_RNN_C, l, 1, hd, q.dirs, 0) : 0;
+}
+
+/* ---- whole sequences: a stacked layer's input, per step, over time ---- */
+
+/* Reshape of a bidirectional Y [T, N, 2, U] to [T, N, 2U] ([0, 0, -1]):
+ * each step's forward and backward outputs side by side, as the engine's
+ * bidirectional concatenates them. 1: not a sequence's, op_reshape maps it. */
+int imp_op_seq_reshape(imp *im)
+{
+    imp_value *x = imp_find(im, im->node->input[0]);
+    if (!x || x->kind != IMP_RNN_Y_TNDU)
+        return 1;
+    const Onnx__TensorProto *s = imp_const(im, 1);
+    if (!s)
+        return -1;
+    int64_t d[3] = {-9, -9, -9};
+    bool ok = imp_const_count(s) == 3;
+    for (int k = 0; ok && k < 3; k++)
+        ok = imp_const_i64(s, k, &d[k]);
+    imp_value v = *x;
+    long units = v.dim[v.rank - 1];
+    if (!ok || d[0] != 0 || d[1] != 0 || (d[2] != -1 && d[2] != 2 * units))
+        return imp_fail(im, "only the reshape of a bidirectional Y [T, N, 2, U] to [T, N, 2U] "
+                        "(shape [0, 0, -1]) is supported");
+    long dim[2] = {v.dim[0], 2 * units};
+    return seq_bind(im, 0, IMP_RNN_Y_TNU, v.layer, 2, dim, v.dirs, 0);
+}
+
+/* MatMul of a whole sequence by a constant [F, units]: PyTorch's
+ * nn.Linear on [N, T, F], the engine's dense per step (a tagger); the
+ * bias is the Add after it (onnx_ops.c's op_add). 1: not a sequence's. */
+int imp_op_seq_matmul(imp *im)
+{
+    imp_value *x0 = imp_find(im, im->node->input[0]);
+    if (!x0 || (x0->kind != IMP_SEQ && x0->kind != IMP_RNN_Y_NTU))
+        return 1;
+    static const char *const none[] = {NULL};
+    imp_value *x = imp_attrs_known(im, none) == 0 ? seq_whole(im, "a MatMul") : NULL;
+    const Onnx__TensorProto *w = x ? imp_const(im, 1) : NULL;
+    if (!w)
+        return -1;
+    imp_value xv = *x;
+    if (w->n_dims != 2 || (long)w->dims[0] != xv.dim[1] || w->dims[1] < 1)
+        return imp_fail(im, "only a sequence [N, T, %ld] times a constant [%ld, units] is "
+                        "supported", xv.dim[1], xv.dim[1]);
+    long units = (long)w->dims[1];
+    const imp_value *in[1] = {&xv};
+    int l = imp_add_layer(im, json_pack("{s:s,s:I,s:b}", "type", "dense", "units",
+                                        (json_int_t)units, "use_bias", 0), in, 1);
+    long wd[2] = {xv.dim[1], units}, od[2] = {xv.dim[0], units};
+    if (l < 0 || imp_weight(im, l, "dense", "weight", w, 2, wd, false) != 0 ||
+        seq_bind(im, 0, IMP_STEPS, l, 2, od, 0, 0) != 0)
+        return -1;
+    im->last_type_dense_nobias = imp_consumers(im, im->node->output[0]) == 1 ? l : -1;
+    return 0;
+}
+
+/* ReduceMean over time (axes [1], keepdims 0) of a whole sequence: the
+ * engine's global_avgpool1d, which averages each sample's real steps
+ * (docs/interchange.md: equal to PyTorch's mean where no id is padding). */
+int imp_op_reduce_mean(imp *im)
+{
+    static const char *const known[] = {"axes", "keepdims", NULL};
+    if (imp_attrs_known(im, known) != 0)
+        return -1;
+    int64_t axes[2];
+    int n = imp_attr_ints(im, "axes", axes, 2);
+    if (n != 1 || (axes[0] != 1 && axes[0] != -2) || imp_attr_int(im, "keepdims", 1) != 0 ||
+        seq_has_input(im, 1))
+        return imp_fail(im, "only a mean over time (axes [1], keepdims 0) is supported");
+    imp_value *x = seq_whole(im, "a mean");
+    if (!x)
+        return -1;
+    imp_value xv = *x;
+    const imp_value *in[1] = {&xv};
+    int l = imp_add_layer(im, json_pack("{s:s}", "type", "global_avgpool1d"), in, 1);
+    long d[1] = {xv.dim[1]};
+    return l < 0 ? -1 : seq_bind(im, 0, IMP_PLAIN, l, 1, d, 0, 0);
 }

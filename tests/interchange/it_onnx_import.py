@@ -10,12 +10,15 @@
   torch:  a CNN with batchnorm and an MLP classifier from torch.onnx.export
           import and predict as PyTorch does (1e-4); skipped without
           python3-torch.
-  seq:    sequence classifiers from torch.onnx.export (nn.Embedding ->
-          nn.LSTM / nn.GRU (batch_first) -> h_n[-1] or out[:, -1], and a
-          bidirectional LSTM's two h_n concatenated -> nn.Linear) import
-          as embedding / lstm / gru / bidirectional, predict as PyTorch
-          does on the same token ids (1e-4), and the LSTM one trains (its
-          loss falls); skipped without python3-torch.
+  seq:    sequence models from torch.onnx.export (nn.Embedding ->
+          nn.LSTM / nn.GRU (batch_first, 1 or 2 layers) -> h_n[-1],
+          out[:, -1], a bidirectional LSTM's two h_n concatenated,
+          out.mean(1) -> nn.Linear, or nn.Linear on every step of out, a
+          tagger) import as embedding / lstm / gru / bidirectional (lower
+          layers and taggers with return_sequences) / global_avgpool1d /
+          dense per step, predict as PyTorch does on the same token ids
+          (1e-6), a lower layer's h_n is refused naming the node, and the
+          LSTM one trains (its loss falls); skipped without python3-torch.
   daemon: PUT /api/v1/datasets/NAME.onnx is checked at upload (a bad graph
           is a 400 naming its node); "model": "@NAME.onnx" trains, and a
           "task": "predict" job without init_from evaluates the model as it
@@ -273,23 +276,30 @@ def case_torch(engine, tmp):
 
 
 SEQ_V, SEQ_T = 30, 7
+SEQ_TOL = 1e-6  # float32 both sides, the same operations: 1e-7 seen
 
 
-def seq_classifier(torch, cell, take, bidirectional=False):
-    """Embedding -> LSTM/GRU (batch first) -> the last step -> Linear, as
-    a PyTorch user writes it; take "h" is h_n[-1], "out" out[:, -1]."""
+def seq_classifier(torch, cell, take, bidirectional=False, layers=1):
+    """Embedding -> LSTM/GRU (batch first) -> Linear, as a PyTorch user
+    writes it; take "h" is h_n[-1] (both directions' for a bidirectional),
+    "out" out[:, -1], "mean" out.mean(1), "tag" Linear on every step."""
     nn = torch.nn
 
     class Net(nn.Module):
         def __init__(self):
             super().__init__()
             self.emb = nn.Embedding(SEQ_V, 8)
-            self.rnn = cell(8, 10, batch_first=True, bidirectional=bidirectional)
+            self.rnn = cell(8, 10, num_layers=layers, batch_first=True,
+                            bidirectional=bidirectional)
             self.fc = nn.Linear(20 if bidirectional else 10, 3)
 
         def forward(self, x):
             out, h = self.rnn(self.emb(x))
             h = h[0] if isinstance(h, tuple) else h
+            if take == "tag":
+                return self.fc(out)
+            if take == "mean":
+                return self.fc(out.mean(dim=1))
             if bidirectional:
                 z = torch.cat([h[-2], h[-1]], dim=1)
             else:
@@ -298,13 +308,14 @@ def seq_classifier(torch, cell, take, bidirectional=False):
     return Net()
 
 
-def seq_job(path, tmp, **training):
+def seq_job(path, tmp, per_step=False, **training):
     t = {"epochs": 1, "batch_size": 16, "optimizer": {"name": "sgd"}}
     t.update(training)
-    return {"name": "imported-seq", "model": "@" + path,
-            "data": {"format": "npz", "train": "@" + os.path.join(tmp, "seq.npz"), "num_classes": 3,
-                     "max_length": SEQ_T},
-            "training": t}
+    data = {"format": "npz", "train": "@" + os.path.join(tmp, "seq.npz"), "num_classes": 3,
+            "max_length": SEQ_T}
+    if per_step:
+        data.update(train="@" + os.path.join(tmp, "tags.npz"), per_step_labels=True)
+    return {"name": "imported-seq", "model": "@" + path, "data": data, "training": t}
 
 
 def case_seq(engine, tmp):
@@ -316,18 +327,29 @@ def case_seq(engine, tmp):
     x = rng.integers(1, SEQ_V, size=(64, SEQ_T)).astype(np.int64)
     y = (x[:, -1] % 3).astype(np.int64)  # learnable from the last step
     np.savez(os.path.join(tmp, "seq.npz"), x_train=x, y_train=y)
+    np.savez(os.path.join(tmp, "tags.npz"), x_train=x, y_train=x % 3)
     nn = torch.nn
-    cases = [("lstm_h", nn.LSTM, "h", False, "lstm 10"), ("lstm_out", nn.LSTM, "out", False, "lstm 10"),
-             ("gru_h", nn.GRU, "h", False, "gru 10"), ("gru_out", nn.GRU, "out", False, "gru 10"),
-             ("bilstm", nn.LSTM, "h", True, "bidirectional")]
-    for name, cell, take, bi, layer in cases:
-        net = seq_classifier(torch, cell, take, bi).eval()
+    # name, cell, take, bidirectional, layers, what --validate prints.
+    cases = [("lstm_h", nn.LSTM, "h", False, 1, "lstm 10"),
+             ("lstm_out", nn.LSTM, "out", False, 1, "lstm 10"),
+             ("gru_h", nn.GRU, "h", False, 1, "gru 10"), ("gru_out", nn.GRU, "out", False, 1, "gru 10"),
+             ("bilstm", nn.LSTM, "h", True, 1, "bidirectional"),
+             # Stacked (num_layers 2: the lower layer returns every step).
+             ("lstm2_h", nn.LSTM, "h", False, 2, "lstm 10 all steps"),
+             ("gru2_out", nn.GRU, "out", False, 2, "gru 10 all steps"),
+             ("bilstm2_h", nn.LSTM, "h", True, 2, "all steps"),
+             # The whole sequence: a mean over time, a tagger (Linear per step).
+             ("lstm_mean", nn.LSTM, "mean", False, 1, "global_avgpool1d"),
+             ("gru_tag", nn.GRU, "tag", False, 1, "gru 10 all steps"),
+             ("bilstm2_tag", nn.LSTM, "tag", True, 2, "all steps")]
+    for name, cell, take, bi, layers, layer in cases:
+        net = seq_classifier(torch, cell, take, bi, layers).eval()
         path = os.path.join(tmp, name + ".onnx")
         torch.onnx.export(net, torch.from_numpy(x[:2]), path, input_names=["x"],
                           output_names=["y"], opset_version=13,
                           dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
         spec = os.path.join(tmp, name + ".json")
-        pt.write_json(spec, seq_job(path, tmp))
+        pt.write_json(spec, seq_job(path, tmp, per_step=take == "tag"))
         p = run([engine, "--validate", spec])
         pt.require(p.returncode == 0, "%s: --validate: %s" % (name, p.stderr))
         for want in ["embedding", layer, "dense 3"]:
@@ -341,10 +363,12 @@ def case_seq(engine, tmp):
         pt.require(p.returncode == 0, "%s: --predict: %s" % (name, p.stderr))
         got = np.load(os.path.join(out, "predictions.npy"))
         with torch.no_grad():
-            want = net(torch.from_numpy(xs)).numpy()
+            want = net(torch.from_numpy(xs))
+            # --predict writes a per-step model's probabilities (softmax at every step).
+            want = (torch.softmax(want, dim=-1) if take == "tag" else want).numpy()
         diff = float(np.max(np.abs(got - want))) if got.shape == want.shape else float("inf")
         print("%s: max |punch-train --predict - torch| = %.3g" % (name, diff))
-        pt.check(diff <= TOL, "%s: predictions %s differ from torch's %s by %g"
+        pt.check(diff <= SEQ_TOL, "%s: predictions %s differ from torch's %s by %g"
                  % (name, got.shape, want.shape, diff))
     # An attribute the engine's LSTM does not have is refused by name.
     import onnx
@@ -357,6 +381,18 @@ def case_seq(engine, tmp):
     p = run([engine, "--validate", spec])
     want = 'node "%s" (LSTM): attribute clip is not supported' % lstm.name
     pt.check(p.returncode != 0 and want in p.stderr, "LSTM clip: %r" % p.stderr)
+    # A lower layer's h_n (h_n[0] of a stack) is refused: that layer returns every step.
+    net = seq_classifier(torch, nn.LSTM, "h", False, 2).eval()
+    net.forward = lambda ids: net.fc(net.rnn(net.emb(ids))[1][0][0])
+    path = os.path.join(tmp, "lstm2_h0.onnx")
+    torch.onnx.export(net, torch.from_numpy(x[:2]), path, input_names=["x"],
+                      output_names=["y"], opset_version=13,
+                      dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+    gather = [n for n in onnx.load(path).graph.node if n.op_type == "Gather"][-1]
+    pt.write_json(spec, seq_job(path, tmp))
+    p = run([engine, "--validate", spec])
+    want = 'node "%s" (Gather): only the last layer\'s entries of a stacked h_n' % gather.name
+    pt.check(p.returncode != 0 and want in p.stderr, "stacked h_n[0]: %r" % p.stderr)
     # A few steps of training from the LSTM's imported weights: the loss falls.
     spec = os.path.join(tmp, "lstm_train.json")
     pt.write_json(spec, seq_job(os.path.join(tmp, "lstm_h.onnx"), tmp, epochs=4,
