@@ -104,7 +104,7 @@ def fallback(tmp, x, y, xt, yt):
 
 def errors(tmp, x, y, save):
     cases = [
-        (save("rows", x_train=x, y_train=y[:-1]), "x_train is [N, ...sample]"),
+        (save("rows", x_train=x, y_train=y[:-1]), "x_train has 600 rows but y_train 599"),
         (save("none", a=x), "no x_train and y_train arrays for data.train (nor x and y)"),
         (save("label", x_train=x, y_train=np.where(np.arange(len(y)) == 7, 9, y)),
          "y_train: record 8: label 9 is not a class in [0, 4)"),
