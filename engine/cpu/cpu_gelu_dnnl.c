@@ -9,9 +9,10 @@
 #include "cpu/cpu_gelu_dnnl.h"
 
 #include <oneapi/dnnl/dnnl.h>
-#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "cpu/cpu_dense.h"
 
 /* Values per primitive execution: large enough that a call's overhead is
  * lost (~1 us against ~4 us of work), small enough that a block's three
@@ -40,19 +41,9 @@ typedef struct gelu_dnnl_job {
     float *out;
 } gelu_dnnl_job;
 
-static void gelu_dnnl_one_thread(void)
-{
-    /* The pool owns the cores (cpu_dense.c's cpu_sgemm_dnnl). */
-    static _Thread_local bool done;
-    if (!done) {
-        omp_set_num_threads(1);
-        done = true;
-    }
-}
-
 cpu_gelu_dnnl *cpu_gelu_dnnl_create(int threads)
 {
-    gelu_dnnl_one_thread();
+    cpu_dnnl_one_thread();
     cpu_gelu_dnnl *g = calloc(1, sizeof *g);
     if (!g)
         return NULL;
@@ -228,7 +219,7 @@ static void gelu_dnnl_block(const gelu_dnnl_job *j, int tid, long i, long m)
 static void gelu_dnnl_chunk(void *ctx, long begin, long end, int tid)
 {
     const gelu_dnnl_job *j = ctx;
-    gelu_dnnl_one_thread();
+    cpu_dnnl_one_thread();
     for (long i = begin; i < end; i += GELU_BLOCK)
         gelu_dnnl_block(j, tid, i, end - i < GELU_BLOCK ? end - i : GELU_BLOCK);
 }
