@@ -12,14 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu/cpu_dense.h"
+#include "cpu/cpu_backend.h"
 
 /* Values per primitive execution: large enough that a call's overhead is
  * lost (~1 us against ~4 us of work), small enough that a block's three
  * buffers stay in L2. A multiple of every vector width. */
 #define GELU_BLOCK 4096L
-/* Below this many values one thread does everything. */
-#define GELU_MIN_PARALLEL (1L << 15)
 
 enum { GELU_SRC, GELU_DIFF_DST, GELU_OUT, GELU_BUFS };
 
@@ -229,7 +227,7 @@ static bool gelu_dnnl_run(gelu_dnnl_job *j, thread_pool *pool, bool exact, long 
     j->prim = gelu_dnnl_get(j->g, exact, j->backward);
     if (!j->prim || pool_threads(pool) > j->g->threads)
         return false;
-    pool_run_min(pool, n, GELU_MIN_PARALLEL, gelu_dnnl_chunk, j);
+    pool_run_min(pool, n, CPU_ELEM_MIN_PARALLEL, gelu_dnnl_chunk, j);
     return true;
 }
 
