@@ -73,6 +73,7 @@ static void cpu_destroy(backend *be)
     cpu_backend *cb = be->impl;
     if (cb) {
         cpu_dense_bf16_release(be);
+        cpu_gelu_release(be);
         pool_free(cb->pool);
         free(cb);
     }

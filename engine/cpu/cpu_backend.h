@@ -30,6 +30,9 @@ typedef struct cpu_backend {
     /* training.precision bf16: the dense GEMMs' oneDNN matmul context
      * (cpu_matmul_bf16.h), made by cpu_dense.c on the first bf16 GEMM. */
     struct cpu_mm_bf16 *mm_bf16;
+    /* GELU's oneDNN eltwise context (cpu_gelu_dnnl.h), made by cpu_norm.c
+     * on the first GELU. */
+    struct cpu_gelu_dnnl *gelu_dnnl;
 } cpu_backend;
 
 static inline thread_pool *cpu_pool(backend *be)
@@ -46,5 +49,7 @@ static inline thread_pool *cpu_pool(backend *be)
 
 /* GELU of n values in place (exact: erf; else GPT-2's tanh form). */
 void cpu_gelu_inplace(bool exact, float *y, long n);
+/* Frees the backend's oneDNN GELU context (cpu_norm.c). */
+void cpu_gelu_release(backend *be);
 
 #endif

@@ -30,21 +30,23 @@ void cpu_sgemm_force_openblas(bool on)
 }
 
 #ifdef PUNCH_HAVE_DNNL
-/* oneDNN's row-major sgemm on the calling thread alone. oneDNN splits a
- * GEMM over OpenMP's team; the engine's pool already gives each thread its
- * share, and OpenMP's spinning barriers collapse on a shared machine, so
- * the first call on each thread sets that thread's team size to one (an
- * OpenMP setting is per thread, and pool workers are plain pthreads).
- * Returns false when oneDNN refuses the call; OpenBLAS then runs it. */
-static bool cpu_sgemm_dnnl(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
-                           const float *a, int lda, const float *b, int ldb, float beta,
-                           float *c, int ldc)
+void cpu_dnnl_one_thread(void)
 {
     static _Thread_local bool one_thread;
     if (!one_thread) {
         omp_set_num_threads(1);
         one_thread = true;
     }
+}
+
+/* oneDNN's row-major sgemm on the calling thread alone (oneDNN splits a
+ * GEMM over OpenMP's team: cpu_dnnl_one_thread). Returns false when
+ * oneDNN refuses the call; OpenBLAS then runs it. */
+static bool cpu_sgemm_dnnl(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                           const float *a, int lda, const float *b, int ldb, float beta,
+                           float *c, int ldc)
+{
+    cpu_dnnl_one_thread();
     return dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b,
                       ldb, beta, c, ldc) == dnnl_success;
 }

@@ -19,7 +19,6 @@
 #include "cpu/cpu_matmul_bf16.h"
 
 #include <oneapi/dnnl/dnnl.h>
-#include <omp.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,22 +79,12 @@ struct cpu_mm_bf16 {
     char impl[64];
 };
 
-static void mm_one_thread(void)
+cpu_mm_bf16 *cpu_mm_bf16_create(int threads)
 {
-    /* The pool owns the cores (cpu_dense.c's cpu_sgemm_dnnl). */
-    static _Thread_local bool done;
     /* Also before a primitive is made: oneDNN sizes its split of the work
      * by the creating thread's team, and a split of K would change the
      * sums' order from one primitive to the next. */
-    if (!done) {
-        omp_set_num_threads(1);
-        done = true;
-    }
-}
-
-cpu_mm_bf16 *cpu_mm_bf16_create(int threads)
-{
-    mm_one_thread();
+    cpu_dnnl_one_thread();
     cpu_mm_bf16 *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
@@ -397,7 +386,7 @@ static void mm_rows(void *ctx, long begin, long end, int tid)
     mm_job *j = ctx;
     if (begin >= end)
         return;
-    mm_one_thread();
+    cpu_dnnl_one_thread();
     cpu_mm_bf16 *s = j->s;
     mm_entry *e = s->chunk[tid];
     const mm_key *k = j->base;
@@ -422,7 +411,7 @@ static bool mm_plan(cpu_mm_bf16 *s, thread_pool *pool, bool tb, int m, int n, in
 {
     if (m <= 0 || n <= 0 || k <= 0)
         return false;
-    mm_one_thread();
+    cpu_dnnl_one_thread();
     int threads = pool_threads(pool);
     if (threads > s->threads || threads > CPU_MAX_CHUNKS)
         return false;

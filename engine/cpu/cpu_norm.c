@@ -1,12 +1,18 @@
 /* cpu_norm.c — layer normalisation and GELU on the CPU backend: per-row
  * loops over contiguous features, parallel over rows (forward, dx) or
  * over features (dgamma, dbeta, so each column sum runs in one fixed
- * order whatever the thread count). */
+ * order whatever the thread count). GELU runs in oneDNN's vectorised
+ * eltwise primitives (cpu_gelu_dnnl.h) in builds with oneDNN; the scalar
+ * loops here serve builds without it, a failed oneDNN and the
+ * activation helper cpu_gelu_inplace. */
 #include <math.h>
 #include <string.h>
 
 #include "cpu/cpu_backend.h"
 #include "cpu/cpu_ops.h"
+#ifdef PUNCH_HAVE_DNNL
+#include "cpu/cpu_gelu_dnnl.h"
+#endif
 
 /* Rows per parallel chunk below which one thread does everything. */
 #define NORM_MIN_PARALLEL 64L
@@ -80,8 +86,36 @@ static void gelu_forward_chunk(void *ctx, long begin, long end, int tid)
     gelu_fwd_range(j->exact, j->x + begin, j->out + begin, end - begin);
 }
 
+/* The backend's oneDNN GELU context, made on first use; NULL without
+ * oneDNN or when it cannot be made (the scalar loops then run). */
+#ifdef PUNCH_HAVE_DNNL
+static cpu_gelu_dnnl *cpu_gelu_ctx(backend *be)
+{
+    cpu_backend *cb = be->impl;
+    if (!cb->gelu_dnnl)
+        cb->gelu_dnnl = cpu_gelu_dnnl_create(pool_threads(cb->pool));
+    return cb->gelu_dnnl;
+}
+#endif
+
+void cpu_gelu_release(backend *be)
+{
+#ifdef PUNCH_HAVE_DNNL
+    cpu_backend *cb = be->impl;
+    cpu_gelu_dnnl_destroy(cb->gelu_dnnl);
+    cb->gelu_dnnl = NULL;
+#else
+    (void)be;
+#endif
+}
+
 static void cpu_gelu_forward(backend *be, bool exact, long n, const float *x, float *y)
 {
+#ifdef PUNCH_HAVE_DNNL
+    cpu_gelu_dnnl *g = cpu_gelu_ctx(be);
+    if (g && cpu_gelu_dnnl_forward(g, cpu_pool(be), exact, n, x, y))
+        return;
+#endif
     gelu_job j = {exact, false, x, NULL, y};
     pool_run_min(cpu_pool(be), n, GELU_MIN_PARALLEL, gelu_forward_chunk, &j);
 }
@@ -108,6 +142,11 @@ static void gelu_backward_chunk(void *ctx, long begin, long end, int tid)
 static void cpu_gelu_backward(backend *be, bool exact, long n, const float *x, const float *dy,
                               float *dx, bool accumulate)
 {
+#ifdef PUNCH_HAVE_DNNL
+    cpu_gelu_dnnl *g = cpu_gelu_ctx(be);
+    if (g && cpu_gelu_dnnl_backward(g, cpu_pool(be), exact, n, x, dy, dx, accumulate))
+        return;
+#endif
     gelu_job j = {exact, accumulate, x, dy, dx};
     pool_run_min(cpu_pool(be), n, GELU_MIN_PARALLEL, gelu_backward_chunk, &j);
 }
