@@ -9,7 +9,6 @@
 #include <math.h>
 #ifdef PUNCH_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
-#include <omp.h>
 #endif
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +18,7 @@
 #include "cpu/cpu_backend.h"
 #include "cpu/cpu_ops.h"
 #ifdef PUNCH_HAVE_DNNL
+#include "cpu/cpu_dnnl_thread.h"
 #include "cpu/cpu_matmul_bf16.h"
 #endif
 
@@ -30,15 +30,6 @@ void cpu_sgemm_force_openblas(bool on)
 }
 
 #ifdef PUNCH_HAVE_DNNL
-void cpu_dnnl_one_thread(void)
-{
-    static _Thread_local bool one_thread;
-    if (!one_thread) {
-        omp_set_num_threads(1);
-        one_thread = true;
-    }
-}
-
 /* oneDNN's row-major sgemm on the calling thread alone (oneDNN splits a
  * GEMM over OpenMP's team: cpu_dnnl_one_thread). Returns false when
  * oneDNN refuses the call; OpenBLAS then runs it. */

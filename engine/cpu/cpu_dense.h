@@ -21,12 +21,4 @@ void cpu_sgemm_force_openblas(bool on);
 struct backend;
 void cpu_dense_bf16_release(struct backend *be);
 
-#ifdef PUNCH_HAVE_DNNL
-/* Sets the calling thread's OpenMP team to one thread, once per thread,
- * before it calls oneDNN: the engine's pool already gives each thread its
- * share, and OpenMP's spinning barriers collapse on a shared machine (an
- * OpenMP setting is per thread, and pool workers are plain pthreads). */
-void cpu_dnnl_one_thread(void);
-#endif
-
 #endif

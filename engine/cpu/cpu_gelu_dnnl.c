@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cpu/cpu_backend.h"
+#include "cpu/cpu_dnnl_thread.h"
 
 /* Values per primitive execution: large enough that a call's overhead is
  * lost (~1 us against ~4 us of work), small enough that a block's three

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "cpu/cpu_backend.h"
+#include "cpu/cpu_dnnl_thread.h"
 
 /* Shapes kept per context: a model's dense layers need three GEMMs each,
  * in at most two row-chunk sizes, for the full and the short last batch. */
