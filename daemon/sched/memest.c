@@ -3,20 +3,12 @@
 
 #include <stdio.h>
 
-/* Floats of optimizer state per parameter (engine/optim). */
+/* Floats of optimizer state per parameter; an unknown optimizer counts as
+ * the largest (2). */
 static int memest_optimizer_slots(const spec_optimizer *o)
 {
-    switch (o->name) {
-    case OPT_SGD:
-        return o->momentum > 0 ? 1 : 0;
-    case OPT_RMSPROP:
-        return 1;
-    case OPT_ADAM:
-    case OPT_NADAM:
-    case OPT_ADAMW:
-        return 2;
-    }
-    return 2;
+    int slots = spec_optimizer_slots(o);
+    return slots < 0 ? 2 : slots;
 }
 
 /* Samples held of a data set of `full` samples limited to `limit` (0: all). */

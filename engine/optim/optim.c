@@ -18,17 +18,7 @@
 
 int optim_slots(const spec_optimizer *cfg)
 {
-    switch (cfg->name) {
-    case OPT_SGD:
-        return cfg->momentum != 0.0 ? 1 : 0;
-    case OPT_RMSPROP:
-        return 1;
-    case OPT_ADAM:
-    case OPT_NADAM:
-    case OPT_ADAMW:
-        return 2;
-    }
-    return -1;
+    return spec_optimizer_slots(cfg);
 }
 
 optimizer *optim_create(const spec_optimizer *cfg, long n)

@@ -11,6 +11,7 @@
 
 #include "backend/backend.h"
 #include "io/tensorfile.h"
+#include "jobspec/spec_tensors.h"
 #include "cpu/cpu.h"
 #include "onnx/onnx_import.h"
 #include "train/weights.h"
@@ -32,8 +33,6 @@ int warmstart_load(model *m, const job_spec *spec, char *err, size_t errlen)
         return -1;
     }
     const char *path = ref + 1;
-    size_t len = strlen(path);
-    bool npz = len >= 4 && strcmp(path + len - 4, ".npz") == 0;
     tensor_entry *file = NULL, *mine = NULL;
     int n_file = 0, rc = -1;
     char why[600];
@@ -42,10 +41,7 @@ int warmstart_load(model *m, const job_spec *spec, char *err, size_t errlen)
             snprintf(err, errlen, "%s: %s", what, why);
             return -1;
         }
-    /* An upload's name need not end in .npz: try safetensors, then npz. */
-    } else if ((npz ? npz_read(path, &file, &n_file, why, sizeof why)
-             : safetensors_read(path, &file, &n_file, why, sizeof why)) != 0 &&
-        (npz || npz_read(path, &file, &n_file, why, sizeof why) != 0)) {
+    } else if (spec_tensors_read_file(path, &file, &n_file, why, sizeof why) != 0) {
         snprintf(err, errlen, "training.init_from: %s", why);
         return -1;
     }
@@ -56,27 +52,9 @@ int warmstart_load(model *m, const job_spec *spec, char *err, size_t errlen)
         snprintf(err, errlen, "%s: out of memory", what);
         goto out;
     }
-    const char *base = strrchr(path, '/') + 1;
-    for (int i = 0; i < count; i++) {
-        const tensor_entry *src = NULL;
-        for (int k = 0; k < n_file && !src; k++)
-            if (strcmp(file[k].name, mine[i].name) == 0)
-                src = &file[k];
-        char a[96], b[96];
-        if (!src) {
-            tensor_entry_shape_str(&mine[i], b, sizeof b);
-            snprintf(err, errlen, "%s: %s has no tensor \"%s\" (the model's, shape %s)", what,
-                     base, mine[i].name, b);
-            goto out;
-        }
-        if (!tensor_entry_same_shape(src, &mine[i])) {
-            tensor_entry_shape_str(src, a, sizeof a);
-            tensor_entry_shape_str(&mine[i], b, sizeof b);
-            snprintf(err, errlen, "%s: tensor \"%s\" is %s in %s but the model needs %s", what,
-                     mine[i].name, a, base, b);
-            goto out;
-        }
-    }
+    if (spec_tensors_compare(mine, count, file, n_file, what, strrchr(path, '/') + 1, err,
+                             errlen) != 0)
+        goto out;
     if (model_load_tensors(m, file, n_file, why, sizeof why) != 0) {
         snprintf(err, errlen, "%s: %s", what, why);
         goto out;

@@ -487,6 +487,11 @@ const char *spec_metric_name(spec_metric m);
 const char *spec_optimizer_name_str(spec_optimizer_name o);
 const char *spec_schedule_name(spec_schedule_kind k);
 const char *spec_trainer_name(spec_trainer t);
+
+/* Floats of optimizer state per parameter (sgd with momentum 1, rmsprop 1,
+ * the adam family 2), or -1 for an unknown optimizer: engine/optim keeps
+ * them and the daemon's memory estimate counts them. */
+int spec_optimizer_slots(const spec_optimizer *o);
 const char *spec_data_format_name(spec_data_format f);
 const char *spec_precision_name(spec_precision p);
 /* Whether this CPU runs bf16 arithmetic natively (AVX512_BF16 or AMX-BF16,

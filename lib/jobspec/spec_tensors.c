@@ -149,9 +149,9 @@ int spec_tensors(const job_spec *spec, tensor_entry **out)
     return t.n;
 }
 
-/* The first of the model's tensors the file lacks or shapes otherwise. */
-static int spec_tensors_compare(const tensor_entry *mine, int count, const tensor_entry *file,
-                                int n_file, const char *base, char *err, size_t errlen)
+int spec_tensors_compare(const tensor_entry *mine, int count, const tensor_entry *file,
+                         int n_file, const char *what, const char *base, char *err,
+                         size_t errlen)
 {
     for (int i = 0; i < count; i++) {
         const tensor_entry *src = NULL;
@@ -161,31 +161,38 @@ static int spec_tensors_compare(const tensor_entry *mine, int count, const tenso
         char a[96], b[96];
         tensor_entry_shape_str(&mine[i], b, sizeof b);
         if (!src) {
-            snprintf(err, errlen, "training.init_from: %s has no tensor \"%s\" (the model's, "
-                     "shape %s)", base, mine[i].name, b);
+            snprintf(err, errlen, "%s: %s has no tensor \"%s\" (the model's, shape %s)", what,
+                     base, mine[i].name, b);
             return -1;
         }
         if (!tensor_entry_same_shape(src, &mine[i])) {
             tensor_entry_shape_str(src, a, sizeof a);
-            snprintf(err, errlen, "training.init_from: tensor \"%s\" is %s in %s but the model "
-                     "needs %s", mine[i].name, a, base, b);
+            snprintf(err, errlen, "%s: tensor \"%s\" is %s in %s but the model needs %s",
+                     what, mine[i].name, a, base, b);
             return -1;
         }
     }
     return 0;
 }
 
-int spec_tensors_check_file(const job_spec *spec, const char *path, char *err, size_t errlen)
+int spec_tensors_read_file(const char *path, tensor_entry **file, int *n_file, char *why,
+                           size_t whylen)
 {
     size_t len = strlen(path);
     bool npz = len >= 4 && strcmp(path + len - 4, ".npz") == 0;
+    if (npz)
+        return npz_read(path, file, n_file, why, whylen);
+    if (safetensors_read(path, file, n_file, why, whylen) == 0)
+        return 0;
+    return npz_read(path, file, n_file, why, whylen);
+}
+
+int spec_tensors_check_file(const job_spec *spec, const char *path, char *err, size_t errlen)
+{
     tensor_entry *file = NULL, *mine = NULL;
     int n_file = 0;
     char why[600];
-    /* An upload's name need not end in .npz: try safetensors, then npz. */
-    if ((npz ? npz_read(path, &file, &n_file, why, sizeof why)
-             : safetensors_read(path, &file, &n_file, why, sizeof why)) != 0 &&
-        (npz || npz_read(path, &file, &n_file, why, sizeof why) != 0)) {
+    if (spec_tensors_read_file(path, &file, &n_file, why, sizeof why) != 0) {
         snprintf(err, errlen, "training.init_from: %s", why);
         return -1;
     }
@@ -195,8 +202,8 @@ int spec_tensors_check_file(const job_spec *spec, const char *path, char *err, s
         snprintf(err, errlen, "training.init_from: out of memory");
     } else {
         const char *slash = strrchr(path, '/');
-        rc = spec_tensors_compare(mine, count, file, n_file, slash ? slash + 1 : path, err,
-                                  errlen);
+        rc = spec_tensors_compare(mine, count, file, n_file, "training.init_from",
+                                  slash ? slash + 1 : path, err, errlen);
     }
     free(mine);
     tensorfile_free(file, n_file);

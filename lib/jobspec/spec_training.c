@@ -11,6 +11,21 @@
 #include "jobspec/spec_internal.h"
 
 /* Keras's default learning rate per optimizer. */
+int spec_optimizer_slots(const spec_optimizer *o)
+{
+    switch (o->name) {
+    case OPT_SGD:
+        return o->momentum != 0.0 ? 1 : 0;
+    case OPT_RMSPROP:
+        return 1;
+    case OPT_ADAM:
+    case OPT_NADAM:
+    case OPT_ADAMW:
+        return 2;
+    }
+    return -1;
+}
+
 static double default_lr(spec_optimizer_name name)
 {
     return name == OPT_SGD ? 0.01 : 0.001;
