@@ -134,6 +134,22 @@ static const char *httpc_header_value(const char *line, size_t n, const char *na
     return v;
 }
 
+/* Retry-After's delay-seconds form (the daemon's); -1 for an HTTP date or
+ * anything else, so a caller never waits on a value it misread. */
+static long httpc_seconds(const char *v, const char *end)
+{
+    long s = 0;
+    const char *p = v;
+    for (; p < end && isdigit((unsigned char)*p); p++) {
+        if (s > 86400L * 365)
+            return -1;
+        s = s * 10 + (*p - '0');
+    }
+    while (p < end && isspace((unsigned char)*p))
+        p++;
+    return p == v || p != end ? -1 : s;
+}
+
 static size_t httpc_on_header(char *line, size_t size, size_t nmemb, void *userdata)
 {
     httpc_transfer *t = userdata;
@@ -149,6 +165,8 @@ static size_t httpc_on_header(char *line, size_t size, size_t nmemb, void *userd
             i++;
         }
         t->resp->job_state[i] = '\0';
+    } else if ((v = httpc_header_value(line, n, "Retry-After")) != NULL) {
+        t->resp->retry_after = httpc_seconds(v, line + n);
     }
     return n;
 }
@@ -223,6 +241,7 @@ static int httpc_perform(httpc_client *c, const char *method, const char *path,
 {
     memset(resp, 0, sizeof *resp);
     resp->log_offset = -1;
+    resp->retry_after = -1;
     char *url = NULL;
     if (asprintf(&url, "%s%s", c->base_url, path) < 0)
         return cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory");

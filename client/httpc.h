@@ -20,6 +20,7 @@ typedef struct httpc_response {
     size_t len;
     long long log_offset; /* X-Log-Offset, or -1 when absent */
     char job_state[32];   /* X-Job-State, or "" when absent */
+    long retry_after;     /* Retry-After in seconds, or -1 when absent or a date */
 } httpc_response;
 
 /* base_url has no trailing slash; secret may be NULL (unauthenticated

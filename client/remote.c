@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "busy.h"
 #include "jobstate/jobstate.h"
 
 bool remote_state_is_known(const char *state)
@@ -437,7 +438,11 @@ int remote_job_predict(httpc_client *c, const char *id, const void *input, size_
     if (path == NULL)
         return cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory");
     httpc_response r;
-    int rc = httpc_request(c, "POST", path, input, len, sink, &r, err);
+    busy_budget busy = {0};
+    int rc;
+    while ((rc = httpc_request(c, "POST", path, input, len, sink, &r, err)) == 0 &&
+           busy_wait(&r, &busy))
+        httpc_response_free(&r);
     free(path);
     if (rc == 0 && r.status != 200) {
         char notfound[1024];
@@ -455,7 +460,12 @@ int remote_job_generate(httpc_client *c, const char *id, const char *request, js
     if (path == NULL)
         return cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory");
     httpc_response r;
-    int rc = httpc_request(c, "POST", path, request, strlen(request), NULL, &r, err);
+    busy_budget busy = {0};
+    int rc;
+    while ((rc = httpc_request(c, "POST", path, request, strlen(request), NULL, &r, err)) ==
+               0 &&
+           busy_wait(&r, &busy))
+        httpc_response_free(&r);
     free(path);
     if (rc == 0 && r.status != 200) {
         char notfound[1024];
