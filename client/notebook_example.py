@@ -60,16 +60,22 @@ job_id = call("POST", "/api/v1/jobs", json=job).json()["id"]
 print("submitted job", job_id)
 
 # 2. Follow it until it ends.
-while True:
-    state = call("GET", f"/api/v1/jobs/{job_id}").json()
-    p = state["progress"] or {}
-    if "epoch" in p:
-        print(f"  {state['state']}: epoch {p['epoch']}/{p['epochs']} loss {p['loss']:.4f}")
-    if state["state"] in ("succeeded", "failed", "cancelled", "timeout"):
-        break
-    time.sleep(1)
-if state["state"] != "succeeded":
-    sys.exit(f"job {job_id} {state['state']}: {state['error']}")
+def follow(job_id, what="job", progress=True):
+    """Poll a job until it ends (printing its epochs when progress is set);
+    stop here unless it succeeded."""
+    while True:
+        state = call("GET", f"/api/v1/jobs/{job_id}").json()
+        p = state["progress"] or {}
+        if progress and "epoch" in p:
+            print(f"  {state['state']}: epoch {p['epoch']}/{p['epochs']} loss {p['loss']:.4f}")
+        if state["state"] in ("succeeded", "failed", "cancelled", "timeout"):
+            break
+        time.sleep(1)
+    if state["state"] != "succeeded":
+        sys.exit(f"{what} {job_id} {state['state']}: {state['error']}")
+
+
+follow(job_id)
 
 # 3. Fetch the history (Keras History shape) and the weights (a numpy archive).
 history = call("GET", f"/api/v1/jobs/{job_id}/history").json()
@@ -145,12 +151,7 @@ tune = {"name": "notebook-finetune", "model": model,
                      "optimizer": {"name": "adam", "learning_rate": 0.001},
                      "init_from": {"job": job_id}}}
 tune_id = call("POST", "/api/v1/jobs", json=tune).json()["id"]
-while call("GET", f"/api/v1/jobs/{tune_id}").json()["state"] not in (
-        "succeeded", "failed", "cancelled", "timeout"):
-    time.sleep(1)
-tuned = call("GET", f"/api/v1/jobs/{tune_id}").json()
-if tuned["state"] != "succeeded":
-    sys.exit(f"fine-tune job {tune_id} {tuned['state']}: {tuned['error']}")
+follow(tune_id, "fine-tune job", progress=False)
 tune_hist = call("GET", f"/api/v1/jobs/{tune_id}/history").json()
 print(f"fine-tuned job {tune_id}: loss {tune_hist['loss'][0]:.4f} -> {tune_hist['loss'][-1]:.4f}, "
       f"test accuracy {tune_hist['test']['accuracy']:.4f}")
@@ -182,12 +183,7 @@ lm = {"name": "notebook-charlm",
       "training": {"epochs": 6, "batch_size": 16,
                    "optimizer": {"name": "adam", "learning_rate": 0.01}, "seed": 1}}
 lm_id = call("POST", "/api/v1/jobs", json=lm).json()["id"]
-while call("GET", f"/api/v1/jobs/{lm_id}").json()["state"] not in (
-        "succeeded", "failed", "cancelled", "timeout"):
-    time.sleep(1)
-lm_state = call("GET", f"/api/v1/jobs/{lm_id}").json()
-if lm_state["state"] != "succeeded":
-    sys.exit(f"language model job {lm_id} {lm_state['state']}: {lm_state['error']}")
+follow(lm_id, "language model job", progress=False)
 out = call("POST", f"/api/v1/jobs/{lm_id}/generate",
            json={"prompt": "the quick ", "max_new_tokens": 30, "temperature": 0}).json()
 print(f"language model {lm_id} continues 'the quick ' with {out['text']!r}")

@@ -218,38 +218,39 @@ static json_t *seed_architecture(const char *dir)
     return model ? model : json_null();
 }
 
-/* The caller's current job into *job: 1; 0 when they have none; -1 after
- * replying 500 on a store error (*ret). */
-static int seed_current_job(api_request *r, store_job *job, enum MHD_Result *ret)
-{
-    store_status rs = store_job_latest(r->d->st, r->caller.identity, job);
-    if (rs == STORE_OK)
-        return 1;
-    if (rs == STORE_NOT_FOUND)
-        return 0;
-    *ret = api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "store error");
-    return -1;
-}
-
-enum MHD_Result api_seed_cancel(api_request *r)
+/* handler(r, true) with r->job the caller's current job (latest), or
+ * handler(r, false) when they have none; 500 on a store error. */
+static enum MHD_Result seed_on_current_job(api_request *r,
+                                           enum MHD_Result (*handler)(api_request *, bool))
 {
     store_job job;
-    enum MHD_Result ret;
-    int have = seed_current_job(r, &job, &ret);
-    if (have < 0)
-        return ret;
-    if (have == 0) {
+    store_status rs = store_job_latest(r->d->st, r->caller.identity, &job);
+    if (rs == STORE_NOT_FOUND)
+        return handler(r, false);
+    if (rs != STORE_OK)
+        return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "store error");
+    r->job = &job;
+    enum MHD_Result ret = handler(r, true);
+    r->job = NULL;
+    store_job_clear(&job);
+    return ret;
+}
+
+static enum MHD_Result seed_cancel_job(api_request *r, bool have)
+{
+    if (!have) {
         json_t *o = json_pack("{s:b}", "cancelled", 0);
         if (!o)
             return api_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
         return api_reply_json(r, MHD_HTTP_OK, o);
     }
-    r->job = &job;
     /* A finished job stays as it is, answered 200 as the seed does. */
-    ret = job_state_is_final(job.state) ? api_job_get(r) : api_job_cancel(r);
-    r->job = NULL;
-    store_job_clear(&job);
-    return ret;
+    return job_state_is_final(r->job->state) ? api_job_get(r) : api_job_cancel(r);
+}
+
+enum MHD_Result api_seed_cancel(api_request *r)
+{
+    return seed_on_current_job(r, seed_cancel_job);
 }
 
 /* Answer r->job's model and forget it (r->job finished). */
@@ -279,25 +280,19 @@ static enum MHD_Result seed_destroy_job(api_request *r)
     return api_reply_json(r, MHD_HTTP_OK, o);
 }
 
-enum MHD_Result api_seed_destroy(api_request *r)
+static enum MHD_Result seed_destroy_current(api_request *r, bool have)
 {
-    store_job job;
-    enum MHD_Result ret;
-    int have = seed_current_job(r, &job, &ret);
-    if (have < 0)
-        return ret;
-    if (have == 0)
+    if (!have)
         return api_reply_error(r, MHD_HTTP_BAD_REQUEST, NULL,
                                "%s has no job to destroy", r->caller.identity);
-    if (!job_state_is_final(job.state))
-        ret = api_reply_error(r, MHD_HTTP_BAD_REQUEST, NULL,
-                              "job %s is %s; cancel it (or wait for it) before destroying it",
-                              job.id, job_state_name(job.state));
-    else {
-        r->job = &job;
-        ret = seed_destroy_job(r);
-        r->job = NULL;
-    }
-    store_job_clear(&job);
-    return ret;
+    if (!job_state_is_final(r->job->state))
+        return api_reply_error(r, MHD_HTTP_BAD_REQUEST, NULL,
+                               "job %s is %s; cancel it (or wait for it) before destroying it",
+                               r->job->id, job_state_name(r->job->state));
+    return seed_destroy_job(r);
+}
+
+enum MHD_Result api_seed_destroy(api_request *r)
+{
+    return seed_on_current_job(r, seed_destroy_current);
 }

@@ -206,7 +206,59 @@ static void pool1d_window(const pool1d_desc *d, int t, int len, int *t0, int *t1
     *t1 = start + d->kernel < len ? start + d->kernel : len;
 }
 
-static void pool1d_forward_samples(void *ctx, long begin, long end, int tid)
+/* One sample: y's first out_len steps pooled from x's, zeros after. */
+static void pool1d_forward_sample(const pool1d_desc *d, int len, int out_len, const float *x,
+                                  float *y)
+{
+    for (int t = 0; t < out_len; t++) {
+        int t0, t1;
+        pool1d_window(d, t, len, &t0, &t1);
+        float *yt = y + (long)t * d->c;
+        memcpy(yt, x + (long)t0 * d->c, (size_t)d->c * sizeof *yt);
+        for (int s = t0 + 1; s < t1; s++) {
+            const float *xs = x + (long)s * d->c;
+            for (int k = 0; k < d->c; k++)
+                yt[k] = d->mode == POOL_MAX ? (xs[k] > yt[k] ? xs[k] : yt[k])
+                                            : yt[k] + xs[k];
+        }
+        if (d->mode == POOL_AVG) {
+            float inv = 1.0f / (float)(t1 - t0);
+            for (int k = 0; k < d->c; k++)
+                yt[k] *= inv;
+        }
+    }
+    memset(y + (long)out_len * d->c, 0,
+           (size_t)(d->out_steps - out_len) * (size_t)d->c * sizeof *y);
+}
+
+/* One sample: dx (+)= the gradient of its first out_len output steps. */
+static void pool1d_backward_sample(const pool1d_desc *d, int len, int out_len, const float *x,
+                                   const float *y, const float *dy, float *dx, bool accumulate)
+{
+    if (!accumulate)
+        memset(dx, 0, (size_t)d->steps * (size_t)d->c * sizeof *dx);
+    for (int t = 0; t < out_len; t++) {
+        int t0, t1;
+        pool1d_window(d, t, len, &t0, &t1);
+        for (int k = 0; k < d->c; k++) {
+            float g = dy[(long)t * d->c + k];
+            if (d->mode == POOL_AVG) {
+                g /= (float)(t1 - t0);
+                for (int s = t0; s < t1; s++)
+                    dx[(long)s * d->c + k] += g;
+                continue;
+            }
+            for (int s = t0; s < t1; s++)
+                if (x[(long)s * d->c + k] == y[(long)t * d->c + k]) {
+                    dx[(long)s * d->c + k] += g;
+                    break;
+                }
+        }
+    }
+}
+
+/* Both passes' sample loop: the backward one when the job has dy. */
+static void pool1d_samples(void *ctx, long begin, long end, int tid)
 {
     (void)tid;
     const pool1d_job *j = ctx;
@@ -215,26 +267,12 @@ static void pool1d_forward_samples(void *ctx, long begin, long end, int tid)
         int len = seq_len(j->lengths, (int)n, d->steps);
         int out_len = pool1d_out_length(d, len);
         const float *x = j->x + n * d->steps * d->c;
-        float *y = j->out + n * d->out_steps * d->c;
-        for (int t = 0; t < out_len; t++) {
-            int t0, t1;
-            pool1d_window(d, t, len, &t0, &t1);
-            float *yt = y + (long)t * d->c;
-            memcpy(yt, x + (long)t0 * d->c, (size_t)d->c * sizeof *yt);
-            for (int s = t0 + 1; s < t1; s++) {
-                const float *xs = x + (long)s * d->c;
-                for (int k = 0; k < d->c; k++)
-                    yt[k] = d->mode == POOL_MAX ? (xs[k] > yt[k] ? xs[k] : yt[k])
-                                                : yt[k] + xs[k];
-            }
-            if (d->mode == POOL_AVG) {
-                float inv = 1.0f / (float)(t1 - t0);
-                for (int k = 0; k < d->c; k++)
-                    yt[k] *= inv;
-            }
-        }
-        memset(y + (long)out_len * d->c, 0,
-               (size_t)(d->out_steps - out_len) * (size_t)d->c * sizeof *y);
+        long on = n * d->out_steps * d->c;
+        if (j->dy)
+            pool1d_backward_sample(d, len, out_len, x, j->y + on, j->dy + on,
+                                   j->out + n * d->steps * d->c, j->accumulate);
+        else
+            pool1d_forward_sample(d, len, out_len, x, j->out + on);
     }
 }
 
@@ -242,42 +280,7 @@ static void cpu_pool1d_forward(backend *be, const pool1d_desc *d, int batch, con
                         const float *x, float *y)
 {
     pool1d_job j = {d, lengths, x, NULL, NULL, y, false};
-    pool_run_min(cpu_pool(be), batch, 8, pool1d_forward_samples, &j);
-}
-
-static void pool1d_backward_samples(void *ctx, long begin, long end, int tid)
-{
-    (void)tid;
-    const pool1d_job *j = ctx;
-    const pool1d_desc *d = j->d;
-    for (long n = begin; n < end; n++) {
-        int len = seq_len(j->lengths, (int)n, d->steps);
-        int out_len = pool1d_out_length(d, len);
-        const float *x = j->x + n * d->steps * d->c;
-        const float *y = j->y + n * d->out_steps * d->c;
-        const float *dy = j->dy + n * d->out_steps * d->c;
-        float *dx = j->out + n * d->steps * d->c;
-        if (!j->accumulate)
-            memset(dx, 0, (size_t)d->steps * (size_t)d->c * sizeof *dx);
-        for (int t = 0; t < out_len; t++) {
-            int t0, t1;
-            pool1d_window(d, t, len, &t0, &t1);
-            for (int k = 0; k < d->c; k++) {
-                float g = dy[(long)t * d->c + k];
-                if (d->mode == POOL_AVG) {
-                    g /= (float)(t1 - t0);
-                    for (int s = t0; s < t1; s++)
-                        dx[(long)s * d->c + k] += g;
-                    continue;
-                }
-                for (int s = t0; s < t1; s++)
-                    if (x[(long)s * d->c + k] == y[(long)t * d->c + k]) {
-                        dx[(long)s * d->c + k] += g;
-                        break;
-                    }
-            }
-        }
-    }
+    pool_run_min(cpu_pool(be), batch, 8, pool1d_samples, &j);
 }
 
 static void cpu_pool1d_backward(backend *be, const pool1d_desc *d, int batch, const int32_t *lengths,
@@ -287,7 +290,7 @@ static void cpu_pool1d_backward(backend *be, const pool1d_desc *d, int batch, co
     if (!dx)
         return;
     pool1d_job j = {d, lengths, x, y, dy, dx, accumulate};
-    pool_run_min(cpu_pool(be), batch, 8, pool1d_backward_samples, &j);
+    pool_run_min(cpu_pool(be), batch, 8, pool1d_samples, &j);
 }
 
 /* ---- conv1d: im2col over time + GEMM ------------------------------ */
@@ -331,10 +334,6 @@ typedef struct conv1d_job {
     bool accumulate;
 } conv1d_job;
 
-/* Rows of the chunk's column matrix, one per (sample, output step), each
- * kernel * c floats: the window's input steps one after the other, zero
- * where the window leaves the sample's real steps; rows past the sample's
- * output length all zero. */
 /* Sample s of the chunk: its index, length, output length and padding
  * before, and its rows of the column matrix. */
 typedef struct conv1d_sample {
@@ -354,57 +353,67 @@ static conv1d_sample conv1d_sample_of(const conv1d_job *j, long s)
     return a;
 }
 
-static void conv1d_im2col(void *ctx, long begin, long end, int tid)
+/* Rows of the chunk's column matrix, one per (sample, output step), each
+ * kernel * c floats: the window's input steps one after the other, zero
+ * where the window leaves the sample's real steps; rows past the sample's
+ * output length all zero. */
+static void conv1d_im2col_sample(const conv1d_job *j, long s)
 {
-    (void)tid;
-    const conv1d_job *j = ctx;
     const conv1d_desc *d = j->d;
-    for (long s = begin; s < end; s++) {
-        conv1d_sample a = conv1d_sample_of(j, s);
-        int len = a.len, out_len = a.out_len, pad = a.pad;
-        long row = a.row;
-        const float *x = j->x + (long)a.n * d->steps * d->c;
-        float *cols = j->cols + a.cols;
-        for (int t = 0; t < d->out_steps; t++) {
-            float *r = cols + (long)t * row;
-            for (int k = 0; k < d->kernel; k++) {
-                int src = t * d->stride - pad + k * d->dilation;
-                float *dst = r + (long)k * d->c;
-                if (t < out_len && src >= 0 && src < len)
-                    memcpy(dst, x + (long)src * d->c, (size_t)d->c * sizeof *dst);
-                else
-                    memset(dst, 0, (size_t)d->c * sizeof *dst);
-            }
+    conv1d_sample a = conv1d_sample_of(j, s);
+    int len = a.len, out_len = a.out_len, pad = a.pad;
+    long row = a.row;
+    const float *x = j->x + (long)a.n * d->steps * d->c;
+    float *cols = j->cols + a.cols;
+    for (int t = 0; t < d->out_steps; t++) {
+        float *r = cols + (long)t * row;
+        for (int k = 0; k < d->kernel; k++) {
+            int src = t * d->stride - pad + k * d->dilation;
+            float *dst = r + (long)k * d->c;
+            if (t < out_len && src >= 0 && src < len)
+                memcpy(dst, x + (long)src * d->c, (size_t)d->c * sizeof *dst);
+            else
+                memset(dst, 0, (size_t)d->c * sizeof *dst);
         }
     }
 }
 
+static void conv1d_im2col(void *ctx, long begin, long end, int tid)
+{
+    (void)tid;
+    for (long s = begin; s < end; s++)
+        conv1d_im2col_sample(ctx, s);
+}
+
 /* The transpose of im2col: each window's column gradient added into dx at
  * its input steps, per sample in (step, tap) order. */
+static void conv1d_col2im_sample(const conv1d_job *j, long s)
+{
+    const conv1d_desc *d = j->d;
+    conv1d_sample a = conv1d_sample_of(j, s);
+    int len = a.len, out_len = a.out_len, pad = a.pad;
+    long row = a.row;
+    float *dx = j->dx + (long)a.n * d->steps * d->c;
+    const float *cols = j->cols + a.cols;
+    if (!j->accumulate)
+        memset(dx, 0, (size_t)d->steps * (size_t)d->c * sizeof *dx);
+    for (int t = 0; t < out_len; t++)
+        for (int k = 0; k < d->kernel; k++) {
+            int src = t * d->stride - pad + k * d->dilation;
+            if (src < 0 || src >= len)
+                continue;
+            const float *g = cols + (long)t * row + (long)k * d->c;
+            float *o = dx + (long)src * d->c;
+            for (int c = 0; c < d->c; c++)
+                o[c] += g[c];
+        }
+}
+
 static void conv1d_col2im(void *ctx, long begin, long end, int tid)
 {
     (void)tid;
-    const conv1d_job *j = ctx;
-    const conv1d_desc *d = j->d;
-    for (long s = begin; s < end; s++) {
-        conv1d_sample a = conv1d_sample_of(j, s);
-        int len = a.len, out_len = a.out_len, pad = a.pad;
-        long row = a.row;
-        float *dx = j->dx + (long)a.n * d->steps * d->c;
-        const float *cols = j->cols + a.cols;
-        if (!j->accumulate)
-            memset(dx, 0, (size_t)d->steps * (size_t)d->c * sizeof *dx);
-        for (int t = 0; t < out_len; t++)
-            for (int k = 0; k < d->kernel; k++) {
-                int src = t * d->stride - pad + k * d->dilation;
-                if (src < 0 || src >= len)
-                    continue;
-                const float *g = cols + (long)t * row + (long)k * d->c;
-                float *o = dx + (long)src * d->c;
-                for (int c = 0; c < d->c; c++)
-                    o[c] += g[c];
-            }
-    }
+    for (long s = begin; s < end; s++)
+        conv1d_col2im_sample(ctx, s);
 }
 
 static void cpu_conv1d_forward(backend *be, const conv1d_desc *d, int batch, const int32_t *lengths,

@@ -22,14 +22,12 @@
 static bool parse_dataset_name(const json_t *obj, const char *path, const char *key,
                                char **out, spec_error *err)
 {
-    const char *s = NULL;
-    if (!spec_get_string(obj, path, key, &s, err))
+    const char *s = NULL, *why = NULL;
+    char p[160];
+    if (!spec_get_string_at(obj, path, key, &s, p, sizeof p, err))
         return false;
     if (!s)
         return true;
-    char p[160];
-    spec_path_key(p, sizeof p, path, key);
-    const char *why = NULL;
     if (spec_dataset_ref_kind(s, &why) == SPEC_REF_INVALID)
         return spec_fail(err, p, "dataset name \"%.80s\" %s", s, why);
     *out = strdup(s);

@@ -172,11 +172,17 @@ bool spec_get_bool(const json_t *obj, const char *path, const char *key, bool *o
 bool spec_get_string(const json_t *obj, const char *path, const char *key,
                      const char **out, spec_error *err)
 {
+    char p[160];
+    return spec_get_string_at(obj, path, key, out, p, sizeof p, err);
+}
+
+bool spec_get_string_at(const json_t *obj, const char *path, const char *key,
+                        const char **out, char *p, size_t plen, spec_error *err)
+{
     const json_t *v = spec_field(obj, key);
     if (!v)
         return true;
-    char p[160];
-    spec_path_key(p, sizeof p, path, key);
+    spec_path_key(p, plen, path, key);
     if (!json_is_string(v))
         return spec_fail(err, p, "expected a string, got %s", spec_json_type_name(v));
     const char *s = json_string_value(v);
@@ -209,13 +215,10 @@ bool spec_get_enum(const json_t *obj, const char *path, const char *key,
                    spec_error *err)
 {
     const char *s = NULL;
-    if (!spec_get_string(obj, path, key, &s, err))
-        return false;
-    if (!s)
-        return true;
     char p[160];
-    spec_path_key(p, sizeof p, path, key);
-    return spec_match_enum(s, p, names, n, what, out, err);
+    if (!spec_get_string_at(obj, path, key, &s, p, sizeof p, err))
+        return false;
+    return !s || spec_match_enum(s, p, names, n, what, out, err);
 }
 
 bool spec_get_pair(const json_t *obj, const char *path, const char *key, long min,

@@ -44,6 +44,10 @@ bool spec_get_bool(const json_t *obj, const char *path, const char *key, bool *o
 /* *out is a borrowed pointer into obj; NULL stays NULL when absent. */
 bool spec_get_string(const json_t *obj, const char *path, const char *key,
                      const char **out, spec_error *err);
+/* The same, and the field's path into p when present, for a caller that
+ * checks the value further and names the field in its error. */
+bool spec_get_string_at(const json_t *obj, const char *path, const char *key,
+                        const char **out, char *p, size_t plen, spec_error *err);
 /* A string field that must be one of names[0..n); *out is its index. */
 bool spec_get_enum(const json_t *obj, const char *path, const char *key,
                    const char *const *names, int n, const char *what, int *out,

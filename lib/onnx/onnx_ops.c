@@ -159,6 +159,21 @@ static int op_matmul(imp *im)
     return 0;
 }
 
+/* The node's first n inputs copied into xs, with in[k] = &xs[k] for
+ * imp_add_layer (copies: im->v may move as values are added);
+ * -1 when one is missing. */
+static int imp_inputs(imp *im, int n, imp_value *xs, const imp_value **in)
+{
+    for (int k = 0; k < n; k++) {
+        const imp_value *v = imp_input(im, k);
+        if (!v)
+            return -1;
+        xs[k] = *v;
+        in[k] = &xs[k];
+    }
+    return 0;
+}
+
 /* Add: a residual sum of two computed tensors, or the bias of the MatMul
  * just before. */
 static int op_add(imp *im)
@@ -199,15 +214,11 @@ static int op_add(imp *im)
     int n = (int)im->node->n_input;
     if (n > SPEC_MAX_INPUTS_IMP)
         return imp_fail(im, "at most %d inputs are supported", SPEC_MAX_INPUTS_IMP);
-    for (int k = 0; k < n; k++) {
-        imp_value *v = imp_input(im, k);
-        if (!v)
-            return -1;
-        xs[k] = *v;
-        in[k] = &xs[k];
-        if (v->rank != xs[0].rank || memcmp(v->dim, xs[0].dim, sizeof v->dim) != 0)
+    if (imp_inputs(im, n, xs, in) != 0)
+        return -1;
+    for (int k = 1; k < n; k++)
+        if (xs[k].rank != xs[0].rank || memcmp(xs[k].dim, xs[0].dim, sizeof xs[k].dim) != 0)
             return imp_fail(im, "its inputs differ in shape (broadcasting is not supported)");
-    }
     int l = imp_add_layer(im, json_pack("{s:s}", "type", "add"), in, n);
     return l < 0 ? -1 : imp_bind(im, l, xs[0].rank, xs[0].dim);
 }
@@ -222,13 +233,11 @@ static int op_concat(imp *im)
         return imp_fail(im, "needs 2 to %d inputs", SPEC_MAX_INPUTS_IMP);
     imp_value xs[SPEC_MAX_INPUTS_IMP];
     const imp_value *in[SPEC_MAX_INPUTS_IMP];
+    if (imp_inputs(im, n, xs, in) != 0)
+        return -1;
     long total = 0;
     for (int k = 0; k < n; k++) {
-        imp_value *v = imp_input(im, k);
-        if (!v)
-            return -1;
-        xs[k] = *v;
-        in[k] = &xs[k];
+        const imp_value *v = &xs[k];
         total += v->dim[0];
         if (v->rank != xs[0].rank ||
             (v->rank == 3 && (v->dim[1] != xs[0].dim[1] || v->dim[2] != xs[0].dim[2])))

@@ -360,36 +360,55 @@ static void test_tokens_gradients(void **state)
                 check_tokens(token_layers[k], threads, full ? NULL : mixed);
 }
 
+/* The layer of a on explicit one-hot float rows {T, V} of a's ids (a zero
+ * row at padding and for an id outside [0, V)), with a's weights and
+ * output gradient. */
+static harness *one_hot_twin(const harness *a, const char *layer_json, int threads, int T,
+                             const int32_t *lengths)
+{
+    char input[48];
+    snprintf(input, sizeof input, "{\"sequence\": [%d]}", VOCAB);
+    harness *b = harness_make_seq(input, layer_json, 0, a->batch, threads, T, lengths);
+    assert_false(b->l.desc.rnn[0].one_hot);
+    assert_int_equal(a->l.param_span, b->l.param_span);
+    memcpy(b->params, a->params, (size_t)a->l.param_span * sizeof(float));
+    memcpy(b->r, a->r, (size_t)(a->batch * a->l.out_size) * sizeof(float));
+    memset(b->x[0], 0, (size_t)(a->batch * b->l.in_size) * sizeof(float));
+    for (int n = 0; n < a->batch; n++)
+        for (int t = 0; t < (lengths ? lengths[n] : T); t++) {
+            float id = a->x[0][n * T + t];
+            if (id >= 0.0f && id < (float)VOCAB)
+                b->x[0][(n * T + t) * VOCAB + (int)id] = 1.0f;
+        }
+    return b;
+}
+
+/* a's outputs and parameter gradients are its one-hot twin b's. */
+static void expect_twin_results(const harness *a, const harness *b, const char *layer_json)
+{
+    for (long i = 0; i < a->batch * a->l.out_size; i++)
+        if (!(fabsf(a->y[i] - b->y[i]) <= 1e-6f))
+            fail_msg("%s y[%ld]: %.8g, one-hot %.8g", layer_json, i, (double)a->y[i],
+                     (double)b->y[i]);
+    for (long i = 0; i < a->l.param_span; i++)
+        if (!(fabsf(a->grads[i] - b->grads[i]) <= 1e-6f * (1.0f + fabsf(b->grads[i]))))
+            fail_msg("%s grad[%ld]: %.8g, one-hot %.8g", layer_json, i, (double)a->grads[i],
+                     (double)b->grads[i]);
+}
+
 /* The same layer and weights on the ids spread into explicit one-hot
  * float rows {T, V}: the same outputs and weight gradients. */
 static void test_tokens_match_one_hot(void **state)
 {
     (void)state;
-    char input[48];
-    snprintf(input, sizeof input, "{\"sequence\": [%d]}", VOCAB);
     for (int threads = 1; threads <= 2; threads++)
         for (size_t k = 0; k < sizeof token_layers / sizeof *token_layers; k++) {
             const int32_t *lengths = k % 2 ? NULL : mixed;
             harness *a = make_tokens(token_layers[k], 3, threads, 5, lengths);
-            harness *b = harness_make_seq(input, token_layers[k], 0, 3, threads, 5, lengths);
-            assert_false(b->l.desc.rnn[0].one_hot);
-            assert_int_equal(a->l.param_span, b->l.param_span);
-            memcpy(b->params, a->params, (size_t)a->l.param_span * sizeof(float));
-            memcpy(b->r, a->r, (size_t)(3 * a->l.out_size) * sizeof(float));
-            memset(b->x[0], 0, (size_t)(3 * b->l.in_size) * sizeof(float));
-            for (int n = 0; n < 3; n++)
-                for (int t = 0; t < (lengths ? lengths[n] : 5); t++)
-                    b->x[0][(n * 5 + t) * VOCAB + (int)a->x[0][n * 5 + t]] = 1.0f;
+            harness *b = one_hot_twin(a, token_layers[k], threads, 5, lengths);
             harness_backward(a, false);
             harness_backward(b, false);
-            for (long i = 0; i < 3 * a->l.out_size; i++)
-                if (fabsf(a->y[i] - b->y[i]) > 1e-6f)
-                    fail_msg("layer %zu y[%ld]: %.8g, one-hot %.8g", k, i, (double)a->y[i],
-                             (double)b->y[i]);
-            for (long i = 0; i < a->l.param_span; i++)
-                if (fabsf(a->grads[i] - b->grads[i]) > 1e-6f * (1.0f + fabsf(b->grads[i])))
-                    fail_msg("layer %zu grad[%ld]: %.8g, one-hot %.8g", k, i,
-                             (double)a->grads[i], (double)b->grads[i]);
+            expect_twin_results(a, b, token_layers[k]);
             harness_free(a);
             harness_free(b);
         }
@@ -434,24 +453,11 @@ static void test_tokens_bad_ids(void **state)
     h->x[0][12] = NAN;
     h->x[0][13] = 1e30f;
     harness_backward(h, false);
-    char input[48];
-    snprintf(input, sizeof input, "{\"sequence\": [%d]}", VOCAB);
-    harness *b = harness_make_seq(input, json, 0, 3, 1, 5, NULL);
-    memcpy(b->params, h->params, (size_t)h->l.param_span * sizeof(float));
-    memcpy(b->r, h->r, (size_t)(3 * h->l.out_size) * sizeof(float));
-    memset(b->x[0], 0, (size_t)(3 * b->l.in_size) * sizeof(float));
-    for (int i = 0; i < 15; i++) {
-        float id = h->x[0][i];
-        if (id >= 0.0f && id < (float)VOCAB)
-            b->x[0][i * VOCAB + (int)id] = 1.0f;
-    }
+    harness *b = one_hot_twin(h, json, 1, 5, NULL);
     harness_backward(b, false);
-    for (long i = 0; i < 3 * h->l.out_size; i++) {
+    for (long i = 0; i < 3 * h->l.out_size; i++)
         assert_true(isfinite(h->y[i]));
-        assert_true(fabsf(h->y[i] - b->y[i]) <= 1e-6f);
-    }
-    for (long i = 0; i < h->l.param_span; i++)
-        assert_true(fabsf(h->grads[i] - b->grads[i]) <= 1e-6f * (1.0f + fabsf(b->grads[i])));
+    expect_twin_results(h, b, json);
     harness_free(b);
     harness_free(h);
 }
