@@ -431,24 +431,36 @@ int remote_dataset_delete(httpc_client *c, const char *name, json_t **out, cli_e
     return rc;
 }
 
+/* POST body to a job's predict or generate route, waiting and retrying
+ * while the server is busy (busy.h); a status other than 200 becomes the
+ * error. The response is the caller's to free, whatever the result. */
+static int remote_job_engine(httpc_client *c, const char *id, const char *route,
+                             const void *body, size_t len, FILE *sink, const char *what,
+                             httpc_response *r, cli_error *err)
+{
+    memset(r, 0, sizeof *r);
+    char *path = remote_job_path(id, route);
+    if (path == NULL)
+        return cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory");
+    busy_budget busy = {0};
+    int rc;
+    while ((rc = httpc_request(c, "POST", path, body, len, sink, r, err)) == 0 &&
+           busy_wait(r, &busy))
+        httpc_response_free(r);
+    free(path);
+    if (rc == 0 && r->status != 200) {
+        char notfound[1024];
+        remote_notfound(c, id, NULL, notfound, sizeof notfound);
+        rc = remote_status_error(c, r, what, notfound, err);
+    }
+    return rc;
+}
+
 int remote_job_predict(httpc_client *c, const char *id, const void *input, size_t len,
                        FILE *sink, cli_error *err)
 {
-    char *path = remote_job_path(id, "/predict");
-    if (path == NULL)
-        return cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory");
     httpc_response r;
-    busy_budget busy = {0};
-    int rc;
-    while ((rc = httpc_request(c, "POST", path, input, len, sink, &r, err)) == 0 &&
-           busy_wait(&r, &busy))
-        httpc_response_free(&r);
-    free(path);
-    if (rc == 0 && r.status != 200) {
-        char notfound[1024];
-        remote_notfound(c, id, NULL, notfound, sizeof notfound);
-        rc = remote_status_error(c, &r, "predicting", notfound, err);
-    }
+    int rc = remote_job_engine(c, id, "/predict", input, len, sink, "predicting", &r, err);
     httpc_response_free(&r);
     return rc;
 }
@@ -456,22 +468,9 @@ int remote_job_predict(httpc_client *c, const char *id, const void *input, size_
 int remote_job_generate(httpc_client *c, const char *id, const char *request, json_t **out,
                         cli_error *err)
 {
-    char *path = remote_job_path(id, "/generate");
-    if (path == NULL)
-        return cli_fail(err, PUNCH_EXIT_LOCAL, "out of memory");
     httpc_response r;
-    busy_budget busy = {0};
-    int rc;
-    while ((rc = httpc_request(c, "POST", path, request, strlen(request), NULL, &r, err)) ==
-               0 &&
-           busy_wait(&r, &busy))
-        httpc_response_free(&r);
-    free(path);
-    if (rc == 0 && r.status != 200) {
-        char notfound[1024];
-        remote_notfound(c, id, NULL, notfound, sizeof notfound);
-        rc = remote_status_error(c, &r, "generating", notfound, err);
-    }
+    int rc = remote_job_engine(c, id, "/generate", request, strlen(request), NULL,
+                               "generating", &r, err);
     if (rc == 0)
         rc = remote_parse(c, &r, "generating", out, err);
     httpc_response_free(&r);
