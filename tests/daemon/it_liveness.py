@@ -1,9 +1,10 @@
 """it_liveness.py — stalls against a real punchcardd (stand-in engines, no
-training): with --stall-grace 6, a job whose ranks report nothing is ended
+training): with --stall-grace 10, a job whose ranks report nothing is ended
 as stalled within seconds, saying so, and its processes are gone; a job
-that keeps reporting (a line to progress.jsonl every 0.3 s for about 12 s,
-longer than the grace) runs to its end. The grace also covers the start
-(mpirun's launch on busy cores took over 2 s before the first line)."""
+that keeps reporting (a line to progress.jsonl every 0.3 s for about 15 s,
+longer than the grace) runs to its end. The grace also covers the start:
+mpirun's launch on busy cores took over 2 s before the first line, and over
+6 s in a fresh-machine run beside other builds."""
 import time
 
 import punchtest
@@ -13,7 +14,7 @@ from punchtest import FINAL_STATES, QUICK_JOB, Daemon, check, job_like
 # a lost host does) for at most 60 s.
 ENGINE = punchtest.stand_in_engine("""if grep -q '"reporter"' "$out/job.json"; then
   i=0
-  while [ $i -lt 40 ]; do
+  while [ $i -lt 50 ]; do
     echo '{"event":"step"}' >> "$out/progress.jsonl"
     sleep 0.3
     i=$((i+1))
@@ -25,7 +26,7 @@ sleep 60
 
 
 def cases():
-    d = Daemon(["--slots", "2", "--max-running", "2", "--stall-grace", "6",
+    d = Daemon(["--slots", "2", "--max-running", "2", "--stall-grace", "10",
                 "--stall-factor", "1"])
     d.engine_script("stand-in-engine", ENGINE)
     with d:
@@ -41,7 +42,7 @@ def stalls(d):
     took = time.time() - began
     check(end["state"] == "failed" and end["error"].startswith(
         "stalled: no progress reported for"), end)
-    check(took < 20, "stalled after %.1f s with a 6 s grace" % took)
+    check(took < 25, "stalled after %.1f s with a 10 s grace" % took)
     sup = d.supervisor(silent)
     punchtest.wait_for(lambda: not punchtest.session_processes(sup["sid"]),
                        "the stalled job's processes to end", timeout=20)
